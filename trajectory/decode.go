@@ -1,0 +1,442 @@
+package trajectory
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"reflect"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// DefaultMaxLineBytes is the longest line a Decoder accepts by default. A
+// model request that carries a large file read is big, but a line past this
+// is far more likely a corrupt or foreign file than a real event.
+const DefaultMaxLineBytes = 64 << 20
+
+// Warning is a problem the reader noticed that does not make the data wrong,
+// such as a last line torn by a crash in the middle of a write.
+type Warning struct {
+	File string
+	Line int
+	Msg  string
+}
+
+// String renders the warning as "file:line: warning: msg".
+func (w Warning) String() string { return fmt.Sprintf("%s:%d: warning: %s", w.File, w.Line, w.Msg) }
+
+// Decoder reads events from a JSONL trajectory, one line at a time, in
+// constant memory whatever the size of the input. After a malformed line
+// Next returns its *LineError and the following call goes on with the next
+// line, so a caller can report every bad line or skip them.
+type Decoder struct {
+	r        *bufio.Reader
+	name     string
+	line     int
+	maxLine  int
+	buf      []byte
+	parser   lineParser
+	warnings []Warning
+	done     bool
+}
+
+// NewDecoder returns a decoder reading r; name is used in errors (a path).
+func NewDecoder(r io.Reader, name string) *Decoder {
+	return &Decoder{r: bufio.NewReaderSize(r, 64<<10), name: name, maxLine: DefaultMaxLineBytes}
+}
+
+// SetMaxLineBytes changes the longest line the decoder accepts.
+func (d *Decoder) SetMaxLineBytes(n int) { d.maxLine = n }
+
+// Line returns the line number of the event or error Next last returned.
+func (d *Decoder) Line() int { return d.line }
+
+// Warnings returns the warnings noticed so far.
+func (d *Decoder) Warnings() []Warning { return d.warnings }
+
+// Next returns the next event. At the end of the input it returns io.EOF.
+// Errors about the content are *LineError values wrapping a sentinel. When
+// a line's envelope and JSON are sound and only a field is wrong (an
+// unknown value, a missing or unknown field), the returned event holds what
+// was decoded alongside the error, so a checker can still follow the
+// session; its Payload is nil when nothing usable was decoded.
+// Blank lines are skipped. A malformed last line without a newline is a
+// torn write: it becomes a Warning and Next returns io.EOF.
+func (d *Decoder) Next() (Event, error) {
+	for !d.done {
+		line, complete, err := d.readLine()
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				d.done = true
+				return Event{}, io.EOF
+			}
+			if errors.Is(err, ErrBinary) {
+				d.done = true
+			}
+			return Event{}, &LineError{File: d.name, Line: d.line, Err: err}
+		}
+		if d.line == 1 {
+			line = bytes.TrimPrefix(line, []byte("\xef\xbb\xbf"))
+		}
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		ev, err := d.parser.decode(line)
+		if err != nil {
+			if !complete && ev.Payload == nil {
+				d.done = true
+				d.warnings = append(d.warnings, Warning{File: d.name, Line: d.line,
+					Msg: fmt.Sprintf("last line is torn (no newline, %d bytes that do not decode: %v); a crash in the middle of a write leaves this, and the events before it are intact", len(line), err)})
+				return Event{}, io.EOF
+			}
+			return ev, &LineError{File: d.name, Line: d.line, Err: err}
+		}
+		return ev, nil
+	}
+	return Event{}, io.EOF
+}
+
+// readLine returns the next line without its newline; complete is false for
+// a last line that has no newline. Over-long lines are consumed and
+// reported; NUL bytes mean binary input.
+func (d *Decoder) readLine() (line []byte, complete bool, err error) {
+	d.line++
+	d.buf = d.buf[:0]
+	tooLong := false
+	for {
+		chunk, err := d.r.ReadSlice('\n')
+		if bytes.IndexByte(chunk, 0) >= 0 {
+			return nil, false, fmt.Errorf("%w (NUL byte found); point retrace at .jsonl trajectory files", ErrBinary)
+		}
+		if !tooLong && len(d.buf)+len(chunk) > d.maxLine {
+			tooLong = true
+			d.buf = d.buf[:0]
+		}
+		if !tooLong {
+			d.buf = append(d.buf, chunk...)
+		}
+		switch {
+		case err == nil:
+			if tooLong {
+				return nil, true, fmt.Errorf("%w: over %d bytes; the line was skipped", ErrLineTooLong, d.maxLine)
+			}
+			return bytes.TrimSuffix(d.buf[:len(d.buf)-1], []byte("\r")), true, nil
+		case errors.Is(err, bufio.ErrBufferFull):
+			continue
+		case errors.Is(err, io.EOF):
+			if tooLong {
+				return nil, false, fmt.Errorf("%w: over %d bytes; the line was skipped", ErrLineTooLong, d.maxLine)
+			}
+			if len(d.buf) == 0 {
+				return nil, false, io.EOF
+			}
+			return d.buf, false, nil
+		default:
+			return nil, false, fmt.Errorf("read: %w", err)
+		}
+	}
+}
+
+// lineParser holds the buffers reused from line to line.
+type lineParser struct {
+	scratch []byte
+	members []member
+	feed    feedReader
+	dec     *json.Decoder
+}
+
+// unmarshal decodes one JSON value strictly (unknown fields are errors at
+// any depth). A json.Decoder is the only stdlib way to be strict; making
+// one per line costs more than the decode itself, so one decoder is kept
+// and fed a value at a time, and replaced after any error.
+func (p *lineParser) unmarshal(data []byte, v any) error {
+	if p.dec == nil {
+		p.dec = json.NewDecoder(&p.feed)
+		p.dec.DisallowUnknownFields()
+	}
+	p.feed.data = data
+	err := p.dec.Decode(v)
+	if err != nil || len(p.feed.data) > 0 {
+		p.dec, p.feed.data = nil, nil
+	}
+	return err
+}
+
+// feedReader hands a json.Decoder the value it is to decode next. It never
+// returns io.EOF, which would poison the decoder; Decode never asks for
+// more than one complete value.
+type feedReader struct{ data []byte }
+
+func (f *feedReader) Read(b []byte) (int, error) {
+	if len(f.data) == 0 {
+		return 0, io.ErrUnexpectedEOF
+	}
+	n := copy(b, f.data)
+	f.data = f.data[n:]
+	return n, nil
+}
+
+// member is one top-level member of a line's object: line[start:end] is
+// `"key":value` and val is the raw value.
+type member struct {
+	key        []byte // raw, unescaped only when it held an escape
+	start, end int
+	val        []byte
+}
+
+var envelopeKeys = []string{"v", "session", "seq", "ts", "turn", "type"}
+
+func isEnvelopeKey(k []byte) bool {
+	switch string(k) {
+	case "v", "session", "seq", "ts", "turn", "type":
+		return true
+	}
+	return false
+}
+
+// decode decodes one line. On error the event is returned too when its
+// payload could be decoded (see Decoder.Next).
+func (p *lineParser) decode(line []byte) (Event, error) {
+	members, ok := scanObject(line, p.members[:0])
+	p.members = members
+	if !ok {
+		return Event{}, syntaxError(line)
+	}
+	if dup := duplicateKey(members); dup != "" {
+		return Event{}, &FieldError{Field: dup, Err: ErrMalformed, Detail: "appears twice"}
+	}
+	var env [6][]byte
+	for _, m := range members {
+		for k, name := range envelopeKeys {
+			if string(m.key) == name {
+				env[k] = m.val
+			}
+		}
+	}
+	var ev Event
+	if env[0] == nil {
+		return ev, &FieldError{Field: "v", Err: ErrMissingField, Detail: "every event starts with the schema version, v: 1"}
+	}
+	v, err := strconv.Atoi(string(env[0]))
+	if err != nil {
+		return ev, &FieldError{Field: "v", Err: ErrMalformed, Detail: fmt.Sprintf("got %s, want an integer", truncate(env[0], 40))}
+	}
+	if v != Version {
+		return ev, &FieldError{Field: "v", Err: ErrUnsupportedVersion, Detail: versionDetail(v)}
+	}
+	ev.V = v
+	for k, name := range envelopeKeys[1:] {
+		if env[k+1] == nil {
+			return ev, &FieldError{Field: name, Err: ErrMissingField, Detail: "part of every event's envelope"}
+		}
+	}
+	if ev.Session, err = jsonString("session", env[1]); err != nil {
+		return ev, err
+	}
+	if ev.Seq, err = strconv.ParseInt(string(env[2]), 10, 64); err != nil {
+		return ev, &FieldError{Field: "seq", Err: ErrMalformed, Detail: fmt.Sprintf("got %s, want an integer", truncate(env[2], 40))}
+	}
+	ts, err := jsonString("ts", env[3])
+	if err != nil {
+		return ev, err
+	}
+	if ev.TS, err = time.Parse(time.RFC3339Nano, ts); err != nil {
+		return ev, &FieldError{Field: "ts", Err: ErrMalformed, Detail: fmt.Sprintf("got %q, want an RFC 3339 time such as 2026-01-02T15:04:05Z", truncate([]byte(ts), 40))}
+	}
+	ev.TS = ev.TS.UTC()
+	if ev.Turn, err = strconv.Atoi(string(env[4])); err != nil {
+		return ev, &FieldError{Field: "turn", Err: ErrMalformed, Detail: fmt.Sprintf("got %s, want an integer", truncate(env[4], 40))}
+	}
+	typ, err := jsonString("type", env[5])
+	if err != nil {
+		return ev, err
+	}
+	payload := newPayload(EventType(typ))
+	if payload == nil {
+		return ev, &FieldError{Field: "type", Err: ErrUnknownValue,
+			Detail: fmt.Sprintf("got %q, want one of %s", truncate([]byte(typ), 40), strings.Join(eventTypes.strings(), ", "))}
+	}
+	// From here on a problem is in one field: the rest of the event is
+	// still decoded and returned with the first error.
+	var fieldErr error
+	fields := payloadFieldsOf(payload.EventType())
+	p.scratch = append(p.scratch[:0], '{')
+	for _, m := range members {
+		if isEnvelopeKey(m.key) {
+			continue
+		}
+		if !fields.allowed[string(m.key)] {
+			if fieldErr == nil {
+				fieldErr = &FieldError{Field: string(m.key), Err: ErrMalformed, Detail: fmt.Sprintf("not a field of %s events", typ)}
+			}
+			continue
+		}
+		if len(p.scratch) > 1 {
+			p.scratch = append(p.scratch, ',')
+		}
+		p.scratch = append(p.scratch, line[m.start:m.end]...)
+	}
+	p.scratch = append(p.scratch, '}')
+	if err := p.unmarshal(p.scratch, payload); err != nil {
+		return ev, payloadError(err)
+	}
+	ev.Payload = payload
+	if fieldErr == nil {
+		for _, req := range fields.required {
+			if !hasMember(members, req) {
+				fieldErr = &FieldError{Field: req, Err: ErrMissingField, Detail: fmt.Sprintf("required in %s events", typ)}
+				break
+			}
+		}
+	}
+	if fieldErr == nil {
+		fieldErr = ev.Validate()
+	}
+	return ev, fieldErr
+}
+
+// duplicateKey returns a key that appears twice, or "". Events have a
+// couple of dozen keys, where comparing pairs is fastest; a hostile line
+// with many keys must not make that quadratic.
+func duplicateKey(members []member) string {
+	if len(members) <= 32 {
+		for i, m := range members {
+			for _, o := range members[i+1:] {
+				if bytes.Equal(o.key, m.key) {
+					return string(m.key)
+				}
+			}
+		}
+		return ""
+	}
+	seen := make(map[string]bool, len(members))
+	for _, m := range members {
+		if seen[string(m.key)] {
+			return string(m.key)
+		}
+		seen[string(m.key)] = true
+	}
+	return ""
+}
+
+func hasMember(members []member, key string) bool {
+	for _, m := range members {
+		if string(m.key) == key {
+			return true
+		}
+	}
+	return false
+}
+
+// jsonString decodes a JSON string value of the envelope.
+func jsonString(field string, raw []byte) (string, error) {
+	if len(raw) >= 2 && raw[0] == '"' && raw[len(raw)-1] == '"' {
+		inner := raw[1 : len(raw)-1]
+		if bytes.IndexByte(inner, '\\') < 0 && !hasControl(inner) && utf8.Valid(inner) {
+			return string(inner), nil
+		}
+		var s string
+		if err := json.Unmarshal(raw, &s); err == nil {
+			return s, nil
+		}
+	}
+	return "", &FieldError{Field: field, Err: ErrMalformed, Detail: fmt.Sprintf("got %s, want a string", truncate(raw, 40))}
+}
+
+func hasControl(b []byte) bool {
+	for _, c := range b {
+		if c < 0x20 {
+			return true
+		}
+	}
+	return false
+}
+
+func truncate(b []byte, n int) string {
+	if len(b) <= n {
+		return string(b)
+	}
+	return string(b[:n]) + "..."
+}
+
+// syntaxError explains why line is not a JSON object.
+func syntaxError(line []byte) error {
+	var v any
+	err := json.Unmarshal(line, &v)
+	var se *json.SyntaxError
+	switch {
+	case errors.As(err, &se):
+		return fmt.Errorf("%w: invalid JSON at byte %d: %v", ErrMalformed, se.Offset, se)
+	case err != nil:
+		return fmt.Errorf("%w: invalid JSON: %v", ErrMalformed, err)
+	}
+	return fmt.Errorf("%w: want one JSON object per line, got %s", ErrMalformed, jsonKind(v))
+}
+
+func jsonKind(v any) string {
+	switch v.(type) {
+	case []any:
+		return "an array"
+	case string:
+		return "a string"
+	case float64:
+		return "a number"
+	case bool:
+		return "a boolean"
+	case nil:
+		return "null"
+	}
+	return "an object with an unusual key"
+}
+
+// payloadError turns an encoding/json error into a FieldError.
+func payloadError(err error) error {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		return &FieldError{Field: jsonPath(te.Field), Err: ErrMalformed, Detail: fmt.Sprintf("got JSON %s, want %s", te.Value, jsonTypeName(te.Type))}
+	}
+	if msg := err.Error(); strings.HasPrefix(msg, "json: unknown field ") {
+		return &FieldError{Field: strings.Trim(strings.TrimPrefix(msg, "json: unknown field "), `"`), Err: ErrMalformed, Detail: "not a field of this object"}
+	}
+	return fmt.Errorf("%w: %v", ErrMalformed, err)
+}
+
+// jsonPath drops from an encoding/json field path the Go names of embedded
+// structs ("ToolRef.tool" is the JSON field "tool"): contract field names
+// are lower case, Go type names are not.
+func jsonPath(p string) string {
+	parts := strings.Split(p, ".")
+	out := parts[:0]
+	for _, s := range parts {
+		if s != "" && !(s[0] >= 'A' && s[0] <= 'Z') {
+			out = append(out, s)
+		}
+	}
+	return strings.Join(out, ".")
+}
+
+func jsonTypeName(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Int, reflect.Int64, reflect.Int32:
+		return "an integer"
+	case reflect.Float64, reflect.Float32:
+		return "a number"
+	case reflect.Slice:
+		if t.Elem().Kind() == reflect.Uint8 {
+			return "JSON"
+		}
+		return "an array"
+	case reflect.Map, reflect.Struct:
+		return "an object"
+	}
+	return t.String()
+}

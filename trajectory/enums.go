@@ -1,0 +1,407 @@
+package trajectory
+
+// closedSet is the list of values a closed-set type may take. Each closed set
+// in the contract is a string type with a package-level closedSet and a
+// Valid method, so that the reader, the recorder and the generated JSON
+// Schema all agree on one list.
+type closedSet[T ~string] []T
+
+func (s closedSet[T]) has(v T) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+func (s closedSet[T]) strings() []string {
+	out := make([]string, len(s))
+	for i, v := range s {
+		out[i] = string(v)
+	}
+	return out
+}
+
+// EventType names the kind of a trajectory event; it selects the payload.
+type EventType string
+
+// The event types of trajectory v1.
+const (
+	TypeSessionStart     EventType = "session_start"
+	TypeModelRequest     EventType = "model_request"
+	TypeModelResponse    EventType = "model_response"
+	TypeModelError       EventType = "model_error"
+	TypeToolCall         EventType = "tool_call"
+	TypeHookRun          EventType = "hook_run"
+	TypePermissionAllow  EventType = "permission_allow"
+	TypePermissionPrompt EventType = "permission_prompt"
+	TypePermissionDeny   EventType = "permission_deny"
+	TypeToolSuccess      EventType = "tool_success"
+	TypeToolFailure      EventType = "tool_failure"
+	TypeToolEnd          EventType = "tool_end"
+	TypeToolResult       EventType = "tool_result"
+	TypeDefenseTrigger   EventType = "defense_trigger"
+	TypeReminder         EventType = "reminder"
+	TypeCompaction       EventType = "compaction"
+	TypeSessionEnd       EventType = "session_end"
+)
+
+var eventTypes = closedSet[EventType]{
+	TypeSessionStart, TypeModelRequest, TypeModelResponse, TypeModelError,
+	TypeToolCall, TypeHookRun, TypePermissionAllow, TypePermissionPrompt,
+	TypePermissionDeny, TypeToolSuccess, TypeToolFailure, TypeToolEnd,
+	TypeToolResult, TypeDefenseTrigger, TypeReminder, TypeCompaction,
+	TypeSessionEnd,
+}
+
+// Valid reports whether t is one of the v1 event types.
+func (t EventType) Valid() bool { return eventTypes.has(t) }
+
+// EventTypes returns every v1 event type, in the order of the contract.
+func EventTypes() []EventType { return append([]EventType(nil), eventTypes...) }
+
+// FailureKind classifies a tool failure. It is given at the call site that
+// knows why the call failed (seed §5.7, §14.2), never derived from message text.
+type FailureKind string
+
+// The failure kinds. ToolError (the tool ran and reported failure, e.g. a
+// test run that failed) is deliberately apart from Exception (our bug).
+const (
+	FailureNotFound         FailureKind = "not_found"
+	FailureHookBlocked      FailureKind = "hook_blocked"
+	FailureInvalidInput     FailureKind = "invalid_input"
+	FailurePermissionDenied FailureKind = "permission_denied"
+	FailureAborted          FailureKind = "aborted"
+	FailureTimeout          FailureKind = "timeout"
+	FailureException        FailureKind = "exception"
+	FailureToolError        FailureKind = "tool_error"
+)
+
+var failureKinds = closedSet[FailureKind]{
+	FailureNotFound, FailureHookBlocked, FailureInvalidInput, FailurePermissionDenied,
+	FailureAborted, FailureTimeout, FailureException, FailureToolError,
+}
+
+// Valid reports whether k is a known failure kind.
+func (k FailureKind) Valid() bool { return failureKinds.has(k) }
+
+// PermissionSource says which part of the permission system decided.
+type PermissionSource string
+
+// The permission sources.
+const (
+	SourceRule           PermissionSource = "rule"
+	SourceMode           PermissionSource = "mode"
+	SourceReadOnly       PermissionSource = "read_only"
+	SourceHook           PermissionSource = "hook"
+	SourceSafety         PermissionSource = "safety"
+	SourceSessionMemory  PermissionSource = "session_memory"
+	SourceUser           PermissionSource = "user"
+	SourceNonInteractive PermissionSource = "non_interactive"
+	SourceFuse           PermissionSource = "fuse"
+)
+
+var permissionSources = closedSet[PermissionSource]{
+	SourceRule, SourceMode, SourceReadOnly, SourceHook, SourceSafety,
+	SourceSessionMemory, SourceUser, SourceNonInteractive, SourceFuse,
+}
+
+// Valid reports whether s is a known permission source.
+func (s PermissionSource) Valid() bool { return permissionSources.has(s) }
+
+// ChainStep names the step of the permission chain (seed §8.2) at which a
+// decision was reached. The order of the constants is the order of the chain.
+type ChainStep string
+
+// The permission chain steps.
+const (
+	StepHook             ChainStep = "hook"
+	StepSessionMemory    ChainStep = "session_memory"
+	StepDenyRule         ChainStep = "deny_rule"
+	StepDangerousCommand ChainStep = "dangerous_command"
+	StepDisallowedTool   ChainStep = "disallowed_tool"
+	StepPathValidation   ChainStep = "path_validation"
+	StepAskRule          ChainStep = "ask_rule"
+	StepToolCheck        ChainStep = "tool_check"
+	StepProtectedPath    ChainStep = "protected_path"
+	StepBypassMode       ChainStep = "bypass_mode"
+	StepAllowRule        ChainStep = "allow_rule"
+	StepPlanMode         ChainStep = "plan_mode"
+	StepReadOnly         ChainStep = "read_only"
+	StepAcceptEdits      ChainStep = "accept_edits"
+	StepDefault          ChainStep = "default"
+	StepFuse             ChainStep = "fuse"
+)
+
+var chainSteps = closedSet[ChainStep]{
+	StepHook, StepSessionMemory, StepDenyRule, StepDangerousCommand, StepDisallowedTool,
+	StepPathValidation, StepAskRule, StepToolCheck, StepProtectedPath, StepBypassMode,
+	StepAllowRule, StepPlanMode, StepReadOnly, StepAcceptEdits, StepDefault, StepFuse,
+}
+
+// Valid reports whether s is a known chain step.
+func (s ChainStep) Valid() bool { return chainSteps.has(s) }
+
+// DefenseName names an in-loop or executor defense (seed §4.5, §8.7, §13).
+type DefenseName string
+
+// The defenses.
+const (
+	DefenseEmptyInputRetry    DefenseName = "empty_input_retry"
+	DefenseEndTurnFallthrough DefenseName = "end_turn_fallthrough"
+	DefenseTruncatedToolUse   DefenseName = "truncated_tool_use"
+	DefenseRepeatedReadOnly   DefenseName = "repeated_readonly"
+	DefenseLowYieldSpin       DefenseName = "low_yield_spin"
+	DefenseLoopDetection      DefenseName = "loop_detection"
+	DefenseDenialFuse         DefenseName = "denial_fuse"
+	DefenseReminderCap        DefenseName = "reminder_cap"
+)
+
+var defenseNames = closedSet[DefenseName]{
+	DefenseEmptyInputRetry, DefenseEndTurnFallthrough, DefenseTruncatedToolUse,
+	DefenseRepeatedReadOnly, DefenseLowYieldSpin, DefenseLoopDetection,
+	DefenseDenialFuse, DefenseReminderCap,
+}
+
+// Valid reports whether d is a known defense.
+func (d DefenseName) Valid() bool { return defenseNames.has(d) }
+
+// DefenseAction is what a defense did where it acted.
+type DefenseAction string
+
+// The defense actions.
+const (
+	ActionRetry             DefenseAction = "retry"
+	ActionExecute           DefenseAction = "execute"
+	ActionSkip              DefenseAction = "skip"
+	ActionRemind            DefenseAction = "remind"
+	ActionStop              DefenseAction = "stop"
+	ActionContinue          DefenseAction = "continue"
+	ActionNeedsConfirmation DefenseAction = "needs_confirmation"
+	ActionSuppress          DefenseAction = "suppress"
+)
+
+var defenseActions = closedSet[DefenseAction]{
+	ActionRetry, ActionExecute, ActionSkip, ActionRemind, ActionStop,
+	ActionContinue, ActionNeedsConfirmation, ActionSuppress,
+}
+
+// Valid reports whether a is a known defense action.
+func (a DefenseAction) Valid() bool { return defenseActions.has(a) }
+
+// StopReason is a model stop reason normalised by whitelist (seed §2.3, §4.5):
+// anything not recognised is StopUnknown and a missing or null one is
+// StopMissing, and neither is ever treated as "done".
+type StopReason string
+
+// The normalised stop reasons.
+const (
+	StopToolUse       StopReason = "tool_use"
+	StopEndTurn       StopReason = "end_turn"
+	StopMaxTokens     StopReason = "max_tokens"
+	StopStopSequence  StopReason = "stop_sequence"
+	StopRefusal       StopReason = "refusal"
+	StopContentFilter StopReason = "content_filter"
+	StopUnknown       StopReason = "unknown"
+	StopMissing       StopReason = "missing"
+)
+
+var stopReasons = closedSet[StopReason]{
+	StopToolUse, StopEndTurn, StopMaxTokens, StopStopSequence, StopRefusal,
+	StopContentFilter, StopUnknown, StopMissing,
+}
+
+// Valid reports whether r is a known normalised stop reason.
+func (r StopReason) Valid() bool { return stopReasons.has(r) }
+
+// EndReason says why a session ended, attributed by priority (seed §4.4):
+// explicit > abort > max_turns > error.
+type EndReason string
+
+// The end reasons.
+const (
+	EndTurn         EndReason = "end_turn"
+	EndStopSequence EndReason = "stop_sequence"
+	EndMaxTurns     EndReason = "max_turns"
+	EndMaxTokens    EndReason = "max_tokens"
+	EndTokenBudget  EndReason = "token_budget"
+	EndCostBudget   EndReason = "cost_budget"
+	EndRefused      EndReason = "refused"
+	EndStuck        EndReason = "stuck"
+	EndAborted      EndReason = "aborted"
+	EndError        EndReason = "error"
+)
+
+var endReasons = closedSet[EndReason]{
+	EndTurn, EndStopSequence, EndMaxTurns, EndMaxTokens, EndTokenBudget,
+	EndCostBudget, EndRefused, EndStuck, EndAborted, EndError,
+}
+
+// Valid reports whether r is a known end reason.
+func (r EndReason) Valid() bool { return endReasons.has(r) }
+
+// DisplayMode is how a tool result is shown to the user; it never changes
+// what the model receives (seed §9.4).
+type DisplayMode string
+
+// The display modes.
+const (
+	DisplayFull    DisplayMode = "full"
+	DisplaySummary DisplayMode = "summary"
+	DisplayHidden  DisplayMode = "hidden"
+)
+
+var displayModes = closedSet[DisplayMode]{DisplayFull, DisplaySummary, DisplayHidden}
+
+// Valid reports whether m is a known display mode.
+func (m DisplayMode) Valid() bool { return displayModes.has(m) }
+
+// RunMode says whether a person can answer permission prompts.
+type RunMode string
+
+// The run modes.
+const (
+	ModeInteractive RunMode = "interactive"
+	ModeHeadless    RunMode = "headless"
+	ModeReplay      RunMode = "replay"
+)
+
+var runModes = closedSet[RunMode]{ModeInteractive, ModeHeadless, ModeReplay}
+
+// Valid reports whether m is a known run mode.
+func (m RunMode) Valid() bool { return runModes.has(m) }
+
+// PermissionMode is the session-wide permission posture (seed §8.2).
+type PermissionMode string
+
+// The permission modes.
+const (
+	PermDefault     PermissionMode = "default"
+	PermPlan        PermissionMode = "plan"
+	PermAcceptEdits PermissionMode = "accept_edits"
+	PermBypass      PermissionMode = "bypass"
+)
+
+var permissionModes = closedSet[PermissionMode]{PermDefault, PermPlan, PermAcceptEdits, PermBypass}
+
+// Valid reports whether m is a known permission mode.
+func (m PermissionMode) Valid() bool { return permissionModes.has(m) }
+
+// ToolSource says where a tool comes from.
+type ToolSource string
+
+// The tool sources.
+const (
+	ToolBuiltin ToolSource = "builtin"
+	ToolMCP     ToolSource = "mcp"
+)
+
+var toolSources = closedSet[ToolSource]{ToolBuiltin, ToolMCP}
+
+// Valid reports whether s is a known tool source.
+func (s ToolSource) Valid() bool { return toolSources.has(s) }
+
+// HookPhase is when a hook runs relative to the tool.
+type HookPhase string
+
+// The hook phases.
+const (
+	HookPre  HookPhase = "pre"
+	HookPost HookPhase = "post"
+)
+
+var hookPhases = closedSet[HookPhase]{HookPre, HookPost}
+
+// Valid reports whether p is a known hook phase.
+func (p HookPhase) Valid() bool { return hookPhases.has(p) }
+
+// HookOutcome is what a hook run decided. Error and Timeout mean the hook
+// itself failed; the call then proceeds as if the hook had said continue.
+type HookOutcome string
+
+// The hook outcomes.
+const (
+	HookContinue HookOutcome = "continue"
+	HookBlock    HookOutcome = "block"
+	HookModified HookOutcome = "modified"
+	HookError    HookOutcome = "error"
+	HookTimeout  HookOutcome = "timeout"
+)
+
+var hookOutcomes = closedSet[HookOutcome]{HookContinue, HookBlock, HookModified, HookError, HookTimeout}
+
+// Valid reports whether o is a known hook outcome.
+func (o HookOutcome) Valid() bool { return hookOutcomes.has(o) }
+
+// Role is the author of a message sent to the model.
+type Role string
+
+// The roles. System text is not a message: it travels as the request's system.
+const (
+	RoleUser      Role = "user"
+	RoleAssistant Role = "assistant"
+)
+
+var roles = closedSet[Role]{RoleUser, RoleAssistant}
+
+// Valid reports whether r is a known role.
+func (r Role) Valid() bool { return roles.has(r) }
+
+// BlockType is the type of a content block in a message.
+type BlockType string
+
+// The content block types.
+const (
+	BlockText       BlockType = "text"
+	BlockToolUse    BlockType = "tool_use"
+	BlockToolResult BlockType = "tool_result"
+	BlockThinking   BlockType = "thinking"
+)
+
+var blockTypes = closedSet[BlockType]{BlockText, BlockToolUse, BlockToolResult, BlockThinking}
+
+// Valid reports whether t is a known block type.
+func (t BlockType) Valid() bool { return blockTypes.has(t) }
+
+// ModelErrorKind classifies a failed model call, from status codes and typed
+// transport errors, never from message text (seed §4.4).
+type ModelErrorKind string
+
+// The model error kinds.
+const (
+	ModelRateLimited      ModelErrorKind = "rate_limited"
+	ModelOverloaded       ModelErrorKind = "overloaded"
+	ModelServerError      ModelErrorKind = "server_error"
+	ModelBadRequest       ModelErrorKind = "bad_request"
+	ModelAuth             ModelErrorKind = "auth"
+	ModelFirstByteTimeout ModelErrorKind = "first_byte_timeout"
+	ModelIdleTimeout      ModelErrorKind = "idle_timeout"
+	ModelInvalidResponse  ModelErrorKind = "invalid_response"
+	ModelConnection       ModelErrorKind = "connection"
+	ModelAborted          ModelErrorKind = "aborted"
+	ModelReplayMiss       ModelErrorKind = "replay_miss"
+)
+
+var modelErrorKinds = closedSet[ModelErrorKind]{
+	ModelRateLimited, ModelOverloaded, ModelServerError, ModelBadRequest, ModelAuth,
+	ModelFirstByteTimeout, ModelIdleTimeout, ModelInvalidResponse, ModelConnection,
+	ModelAborted, ModelReplayMiss,
+}
+
+// Valid reports whether k is a known model error kind.
+func (k ModelErrorKind) Valid() bool { return modelErrorKinds.has(k) }
+
+// CompactionStrategy is how the loop relieved context pressure.
+type CompactionStrategy string
+
+// The compaction strategies.
+const (
+	CompactDrop      CompactionStrategy = "drop"
+	CompactSummarize CompactionStrategy = "summarize"
+)
+
+var compactionStrategies = closedSet[CompactionStrategy]{CompactDrop, CompactSummarize}
+
+// Valid reports whether s is a known compaction strategy.
+func (s CompactionStrategy) Valid() bool { return compactionStrategies.has(s) }

@@ -1,0 +1,154 @@
+package trajectory
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"strconv"
+	"time"
+)
+
+// Version is the trajectory schema version this build writes and reads.
+// Any change to the set of fields or of closed-set values is a new version.
+const Version = 1
+
+// Event is one line of a trajectory: the envelope and a typed payload.
+// The recorder fills V, Session, Seq and TS; the emitter gives Turn and Payload.
+type Event struct {
+	// V is the schema version (Version).
+	V int
+	// Session is the session id, sortable by start time.
+	Session string
+	// Seq numbers the events of a session from 1, without gaps.
+	Seq int64
+	// TS is when the event was recorded, in UTC.
+	TS time.Time
+	// Turn is the model turn the event belongs to; 0 before the first request.
+	Turn int
+	// Payload is the type-specific part; its EventType names the event.
+	Payload Payload
+}
+
+// Type returns the event type given by the payload, or "" when there is none.
+func (e Event) Type() EventType {
+	if e.Payload == nil {
+		return ""
+	}
+	return e.Payload.EventType()
+}
+
+// Payload is the type-specific part of an event. The set of payloads is
+// closed: only this package's payload types implement it.
+type Payload interface {
+	// EventType returns the event type the payload belongs to.
+	EventType() EventType
+	validate(c *checks)
+}
+
+// Validate reports the first problem with the event's envelope or payload,
+// as an error that wraps ErrMalformed, ErrMissingField, ErrUnknownValue or
+// ErrUnsupportedVersion.
+func (e Event) Validate() error {
+	c := &checks{}
+	switch {
+	case e.V != Version:
+		return &FieldError{Field: "v", Err: ErrUnsupportedVersion, Detail: versionDetail(e.V)}
+	case e.Payload == nil:
+		return &FieldError{Field: "type", Err: ErrMissingField, Detail: "event has no payload"}
+	}
+	c.nonEmpty("session", e.Session)
+	if e.Seq < 1 {
+		c.fail("seq", ErrMalformed, "got %d, want a number >= 1", e.Seq)
+	}
+	if e.TS.IsZero() {
+		c.fail("ts", ErrMissingField, "want an RFC 3339 time in UTC")
+	}
+	if e.Turn < 0 {
+		c.fail("turn", ErrMalformed, "got %d, want a number >= 0", e.Turn)
+	}
+	e.Payload.validate(c)
+	return c.err
+}
+
+func versionDetail(v int) string {
+	if v == 0 {
+		return "missing or 0; this build reads v 1"
+	}
+	return "got " + strconv.Itoa(v) + "; this build reads v 1 (upgrade retrace to read newer files)"
+}
+
+// Hash returns the contract's short content hash of b: the first 8 bytes of
+// its SHA-256, as 16 lower-case hex digits. Requests, tool definitions and
+// messages are compared by these hashes.
+func Hash(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:8])
+}
+
+// IsHash reports whether s has the form Hash returns.
+func IsHash(s string) bool {
+	return len(s) == 16 && isHexRun(s)
+}
+
+// BlobRef returns the reference of a blob with content b in a run's
+// content-addressed blob store: "sha256:" and the full hex digest.
+func BlobRef(b []byte) string {
+	sum := sha256.Sum256(b)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// IsBlobRef reports whether s has the form BlobRef returns.
+func IsBlobRef(s string) bool {
+	const prefix = "sha256:"
+	if len(s) != len(prefix)+64 || s[:len(prefix)] != prefix {
+		return false
+	}
+	return isHexRun(s[len(prefix):])
+}
+
+func isHexRun(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if !isLowerHex(s[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func isLowerHex(b byte) bool { return b >= '0' && b <= '9' || b >= 'a' && b <= 'f' }
+
+const labelRule = "1 to 64 of A-Z a-z 0-9 _ . : -, starting with a letter or digit"
+
+// IsLabel reports whether s may be used as a label: a short token from a
+// bounded set such as an error code ("ENOENT", "exit:2") or a reminder kind.
+// Paths, commands and messages never pass, because of the slash, space or
+// length (seed §14.5).
+func IsLabel(s string) bool {
+	if len(s) == 0 || len(s) > 64 || !isAlnum(s[0]) {
+		return false
+	}
+	for i := 1; i < len(s); i++ {
+		b := s[i]
+		if !isAlnum(b) && b != '_' && b != '.' && b != ':' && b != '-' {
+			return false
+		}
+	}
+	return true
+}
+
+// IsToolName reports whether s is a valid tool name for both provider
+// families: ^[a-zA-Z0-9_-]{1,64}$ (seed §12.3).
+func IsToolName(s string) bool {
+	if len(s) == 0 || len(s) > 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if b := s[i]; !isAlnum(b) && b != '_' && b != '-' {
+			return false
+		}
+	}
+	return true
+}
+
+func isAlnum(b byte) bool {
+	return b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b >= '0' && b <= '9'
+}

@@ -1,0 +1,587 @@
+package trajectory
+
+import "encoding/json"
+
+// Fields without omitempty are required: the decoder rejects a line that
+// lacks one, and the generated JSON Schema lists them as required. Booleans
+// are always optional and default to false.
+//
+// Top-level field names are shared across payloads only with the same JSON
+// type, so that the flat JSONL maps onto one column schema (DuckDB).
+
+// ToolInfo describes one tool of the session's catalog as the tool declares itself.
+type ToolInfo struct {
+	// Name is the tool name sent to the model.
+	Name string `json:"name"`
+	// DefinitionHash is the Hash of the definition bytes sent to the model.
+	DefinitionHash string `json:"definition_hash"`
+	// Definition is the definition as sent (name, description, schema), when recorded.
+	Definition json.RawMessage `json:"definition,omitempty"`
+	// Source says whether the tool is built in or comes from an MCP server.
+	Source ToolSource `json:"source"`
+	// Deferred tools are not sent until tool_search activates them.
+	Deferred bool `json:"deferred,omitempty"`
+	// ReadOnly tools never change the workspace.
+	ReadOnly bool `json:"read_only,omitempty"`
+	// Display is how the tool's results are shown to the user.
+	Display DisplayMode `json:"display"`
+}
+
+func (t *ToolInfo) validate(c *checks) {
+	c.toolName("name", t.Name)
+	c.hash("definition_hash", t.DefinitionHash)
+	if len(t.Definition) > 0 && !json.Valid(t.Definition) {
+		c.fail("definition", ErrMalformed, "not valid JSON")
+	}
+	checkEnum(c, "source", t.Source, toolSources)
+	checkEnum(c, "display", t.Display, displayModes)
+}
+
+// Limits are the session's configured bounds; zero means unbounded.
+type Limits struct {
+	MaxTurns    int     `json:"max_turns,omitempty"`
+	TokenBudget int64   `json:"token_budget,omitempty"`
+	CostBudget  float64 `json:"cost_budget_usd,omitempty"`
+}
+
+// SessionStart opens a session: what ran, with which tools, under which policy.
+type SessionStart struct {
+	HarnessVersion   string         `json:"harness_version"`
+	Provider         string         `json:"provider"`
+	Model            string         `json:"model"`
+	Mode             RunMode        `json:"mode"`
+	PermissionMode   PermissionMode `json:"permission_mode"`
+	ConfigHash       string         `json:"config_hash"`
+	SystemPromptHash string         `json:"system_prompt_hash"`
+	// Tools is the catalog in the stable order it is sent in.
+	Tools []ToolInfo `json:"tools"`
+	// Defenses lists the defenses enabled for this session.
+	Defenses []DefenseName `json:"defenses"`
+	Limits   *Limits       `json:"limits,omitempty"`
+	// Workspace is the absolute workspace root, so replays can normalise paths.
+	Workspace string `json:"workspace,omitempty"`
+	// WorkspaceSnapshot is the BlobRef of the workspace snapshot manifest.
+	WorkspaceSnapshot string `json:"workspace_snapshot,omitempty"`
+	// ReplayOf is the session id this session replays, if any.
+	ReplayOf string `json:"replay_of,omitempty"`
+	// Tags are user-given key/value labels (scenario, git revision, ...).
+	Tags map[string]string `json:"tags,omitempty"`
+}
+
+// EventType implements Payload.
+func (*SessionStart) EventType() EventType { return TypeSessionStart }
+
+func (p *SessionStart) validate(c *checks) {
+	c.nonEmpty("harness_version", p.HarnessVersion)
+	c.label("provider", p.Provider)
+	c.nonEmpty("model", p.Model)
+	checkEnum(c, "mode", p.Mode, runModes)
+	checkEnum(c, "permission_mode", p.PermissionMode, permissionModes)
+	c.hash("config_hash", p.ConfigHash)
+	c.hash("system_prompt_hash", p.SystemPromptHash)
+	if p.Tools == nil {
+		c.fail("tools", ErrMissingField, "want a list (it may be empty)")
+	}
+	for i := range p.Tools {
+		c.nestedAt("tools", i, p.Tools[i].validate)
+	}
+	if p.Defenses == nil {
+		c.fail("defenses", ErrMissingField, "want a list (it may be empty)")
+	}
+	for i, d := range p.Defenses {
+		if !d.Valid() {
+			checkEnum(c, indexed("defenses", i), d, defenseNames)
+		}
+	}
+	if p.Limits != nil {
+		c.nonNegative("limits.max_turns", float64(p.Limits.MaxTurns))
+		c.nonNegative("limits.token_budget", float64(p.Limits.TokenBudget))
+		c.nonNegative("limits.cost_budget_usd", p.Limits.CostBudget)
+	}
+	c.blobRef("workspace_snapshot", p.WorkspaceSnapshot)
+	for k := range p.Tags {
+		c.label("tags key", k)
+	}
+}
+
+// ContentBlock is one block of a message, in the provider-neutral form.
+type ContentBlock struct {
+	Type BlockType `json:"type"`
+	// Text is the text of a text or thinking block.
+	Text string `json:"text,omitempty"`
+	// ID and Name identify a tool_use block.
+	ID   string `json:"id,omitempty"`
+	Name string `json:"name,omitempty"`
+	// Input is a tool_use block's input object.
+	Input json.RawMessage `json:"input,omitempty"`
+	// PartialInput holds the bytes of a tool_use input that was cut off
+	// (max_tokens) and is not valid JSON; Input is then empty.
+	PartialInput string `json:"partial_input,omitempty"`
+	// ToolUseID, Content and IsError make a tool_result block.
+	ToolUseID string `json:"tool_use_id,omitempty"`
+	Content   string `json:"content,omitempty"`
+	IsError   bool   `json:"is_error,omitempty"`
+}
+
+func (b *ContentBlock) validate(c *checks) {
+	checkEnum(c, "type", b.Type, blockTypes)
+	switch b.Type {
+	case BlockToolUse:
+		c.nonEmpty("id", b.ID)
+		c.nonEmpty("name", b.Name)
+		switch {
+		case len(b.Input) == 0 && b.PartialInput == "":
+			c.fail("input", ErrMissingField, "a tool_use block needs input (or partial_input when cut off)")
+		case len(b.Input) > 0 && !isJSONObject(b.Input):
+			c.fail("input", ErrMalformed, "want a JSON object")
+		}
+	case BlockToolResult:
+		c.nonEmpty("tool_use_id", b.ToolUseID)
+	}
+}
+
+func isJSONObject(raw json.RawMessage) bool {
+	for _, ch := range raw {
+		switch ch {
+		case ' ', '\t', '\r', '\n':
+			continue
+		case '{':
+			return json.Valid(raw)
+		}
+		return false
+	}
+	return false
+}
+
+// Message is one message of a model request.
+type Message struct {
+	Role    Role           `json:"role"`
+	Content []ContentBlock `json:"content"`
+}
+
+func (m *Message) validate(c *checks) {
+	checkEnum(c, "role", m.Role, roles)
+	for i := range m.Content {
+		c.nestedAt("content", i, m.Content[i].validate)
+	}
+}
+
+// ModelRequest records one request to the model. It carries hashes of every
+// part of the request and the full content of only the messages added since
+// the previous request, so a file grows linearly and any two requests can be
+// diffed part by part.
+type ModelRequest struct {
+	// RequestBytes is the size of the request body as sent.
+	RequestBytes int64  `json:"request_bytes"`
+	SystemHash   string `json:"system_hash"`
+	// System is the system prompt, present when its hash differs from the
+	// previous request's (so at least in the first request).
+	System string `json:"system,omitempty"`
+	// ToolsHash is the Hash of the tool definitions in the order sent.
+	ToolsHash string   `json:"tools_hash"`
+	ToolNames []string `json:"tool_names"`
+	// MessageHashes holds the Hash of every message of the request, in order.
+	MessageHashes []string `json:"message_hashes"`
+	// NewMessages are the messages added since the previous request.
+	NewMessages []Message `json:"new_messages"`
+	MaxTokens   int       `json:"max_tokens,omitempty"`
+	Stream      bool      `json:"stream,omitempty"`
+}
+
+// EventType implements Payload.
+func (*ModelRequest) EventType() EventType { return TypeModelRequest }
+
+func (p *ModelRequest) validate(c *checks) {
+	c.nonNegative("request_bytes", float64(p.RequestBytes))
+	c.hash("system_hash", p.SystemHash)
+	c.hash("tools_hash", p.ToolsHash)
+	if p.ToolNames == nil {
+		c.fail("tool_names", ErrMissingField, "want a list (it may be empty)")
+	}
+	for i, n := range p.ToolNames {
+		if !IsToolName(n) {
+			c.toolName(indexed("tool_names", i), n)
+		}
+	}
+	if p.MessageHashes == nil {
+		c.fail("message_hashes", ErrMissingField, "want a list")
+	}
+	for i, h := range p.MessageHashes {
+		if !IsHash(h) {
+			c.hash(indexed("message_hashes", i), h)
+		}
+	}
+	if len(p.NewMessages) > len(p.MessageHashes) {
+		c.fail("new_messages", ErrMalformed, "%d new messages but only %d message hashes", len(p.NewMessages), len(p.MessageHashes))
+	}
+	for i := range p.NewMessages {
+		c.nestedAt("new_messages", i, p.NewMessages[i].validate)
+	}
+	c.nonNegative("max_tokens", float64(p.MaxTokens))
+}
+
+// Usage counts tokens. InputTokens excludes the cache reads and writes.
+type Usage struct {
+	InputTokens         int64 `json:"input_tokens"`
+	OutputTokens        int64 `json:"output_tokens"`
+	CacheReadTokens     int64 `json:"cache_read_tokens"`
+	CacheCreationTokens int64 `json:"cache_creation_tokens"`
+}
+
+func (u *Usage) validate(c *checks) {
+	c.nonNegative("input_tokens", float64(u.InputTokens))
+	c.nonNegative("output_tokens", float64(u.OutputTokens))
+	c.nonNegative("cache_read_tokens", float64(u.CacheReadTokens))
+	c.nonNegative("cache_creation_tokens", float64(u.CacheCreationTokens))
+}
+
+// ModelResponse records a model reply exactly as received.
+type ModelResponse struct {
+	Content []ContentBlock `json:"content"`
+	// StopReason is the whitelist-normalised stop reason.
+	StopReason StopReason `json:"stop_reason"`
+	// StopReasonRaw is the provider's value as received ("" when missing).
+	StopReasonRaw string `json:"stop_reason_raw,omitempty"`
+	Usage         Usage  `json:"usage"`
+	// TTFTMs is the time to the first byte of a streamed reply.
+	TTFTMs     float64 `json:"ttft_ms,omitempty"`
+	DurationMs float64 `json:"duration_ms"`
+}
+
+// EventType implements Payload.
+func (*ModelResponse) EventType() EventType { return TypeModelResponse }
+
+func (p *ModelResponse) validate(c *checks) {
+	if p.Content == nil {
+		c.fail("content", ErrMissingField, "want a list of content blocks (it may be empty)")
+	}
+	for i := range p.Content {
+		c.nestedAt("content", i, p.Content[i].validate)
+	}
+	checkEnum(c, "stop_reason", p.StopReason, stopReasons)
+	c.nested("usage.", p.Usage.validate)
+	c.nonNegative("ttft_ms", p.TTFTMs)
+	c.nonNegative("duration_ms", p.DurationMs)
+}
+
+// ToolUses returns the tool_use blocks of the response, in order.
+func (p *ModelResponse) ToolUses() []ContentBlock {
+	var out []ContentBlock
+	for _, b := range p.Content {
+		if b.Type == BlockToolUse {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// ModelError records a failed model call attempt.
+type ModelError struct {
+	ErrorKind  ModelErrorKind `json:"error_kind"`
+	StatusCode int            `json:"status_code,omitempty"`
+	// Attempt counts the attempts of this request from 1.
+	Attempt      int     `json:"attempt"`
+	WillRetry    bool    `json:"will_retry,omitempty"`
+	RetryAfterMs float64 `json:"retry_after_ms,omitempty"`
+	DurationMs   float64 `json:"duration_ms"`
+}
+
+// EventType implements Payload.
+func (*ModelError) EventType() EventType { return TypeModelError }
+
+func (p *ModelError) validate(c *checks) {
+	checkEnum(c, "error_kind", p.ErrorKind, modelErrorKinds)
+	if p.Attempt < 1 {
+		c.fail("attempt", ErrMalformed, "got %d, want a number >= 1", p.Attempt)
+	}
+	c.nonNegative("retry_after_ms", p.RetryAfterMs)
+	c.nonNegative("duration_ms", p.DurationMs)
+}
+
+// ToolRef identifies the call an event is about.
+type ToolRef struct {
+	ToolUseID string `json:"tool_use_id"`
+	Tool      string `json:"tool"`
+}
+
+func (r *ToolRef) validate(c *checks) {
+	c.nonEmpty("tool_use_id", r.ToolUseID)
+	c.nonEmpty("tool", r.Tool)
+}
+
+// ToolCall records that the executor took up a tool_use block. Every path
+// after it ends in exactly one ToolSuccess or ToolFailure and one ToolEnd.
+type ToolCall struct {
+	ToolRef
+	// Input is the tool input as the model sent it (redacted).
+	Input json.RawMessage `json:"input"`
+	// Index is the call's position among the response's tool_use blocks.
+	Index int `json:"index"`
+	// Batch is the index of the partition batch the call ran in.
+	Batch           int  `json:"batch"`
+	ConcurrencySafe bool `json:"concurrency_safe,omitempty"`
+}
+
+// EventType implements Payload.
+func (*ToolCall) EventType() EventType { return TypeToolCall }
+
+func (p *ToolCall) validate(c *checks) {
+	p.ToolRef.validate(c)
+	if len(p.Input) == 0 || !json.Valid(p.Input) {
+		c.fail("input", ErrMalformed, "want the tool input as JSON")
+	}
+	c.nonNegative("index", float64(p.Index))
+	c.nonNegative("batch", float64(p.Batch))
+}
+
+// HookRun records one run of a configured hook.
+type HookRun struct {
+	ToolRef
+	Phase HookPhase `json:"phase"`
+	// Hook is the hook's configured name (a label, never its command).
+	Hook         string      `json:"hook"`
+	Outcome      HookOutcome `json:"outcome"`
+	InputChanged bool        `json:"input_changed,omitempty"`
+	DurationMs   float64     `json:"duration_ms"`
+}
+
+// EventType implements Payload.
+func (*HookRun) EventType() EventType { return TypeHookRun }
+
+func (p *HookRun) validate(c *checks) {
+	p.ToolRef.validate(c)
+	checkEnum(c, "phase", p.Phase, hookPhases)
+	c.label("hook", p.Hook)
+	checkEnum(c, "outcome", p.Outcome, hookOutcomes)
+	c.nonNegative("duration_ms", p.DurationMs)
+}
+
+// PermissionDecision is what the three permission events share.
+type PermissionDecision struct {
+	ToolRef
+	Source PermissionSource `json:"source"`
+	Step   ChainStep        `json:"step"`
+	// NeededPrompt is true when the decision went through a prompt.
+	NeededPrompt bool `json:"needed_prompt,omitempty"`
+	// Rule is the configured rule that matched, e.g. "Bash(rm:*)".
+	Rule string `json:"rule,omitempty"`
+}
+
+func (p *PermissionDecision) validate(c *checks) {
+	p.ToolRef.validate(c)
+	checkEnum(c, "source", p.Source, permissionSources)
+	checkEnum(c, "step", p.Step, chainSteps)
+}
+
+// PermissionAllow records that a call was allowed.
+type PermissionAllow struct{ PermissionDecision }
+
+// PermissionPrompt records that a call needed a person's confirmation.
+type PermissionPrompt struct{ PermissionDecision }
+
+// PermissionDeny records that a call was denied.
+type PermissionDeny struct{ PermissionDecision }
+
+// EventType implements Payload.
+func (*PermissionAllow) EventType() EventType { return TypePermissionAllow }
+
+// EventType implements Payload.
+func (*PermissionPrompt) EventType() EventType { return TypePermissionPrompt }
+
+// EventType implements Payload.
+func (*PermissionDeny) EventType() EventType { return TypePermissionDeny }
+
+// ToolSuccess records that a call succeeded.
+type ToolSuccess struct{ ToolRef }
+
+// EventType implements Payload.
+func (*ToolSuccess) EventType() EventType { return TypeToolSuccess }
+
+// ToolFailure records that a call failed, classified at the call site.
+type ToolFailure struct {
+	ToolRef
+	FailureKind FailureKind `json:"failure_kind"`
+	// ErrorCode is a structured code such as ENOENT or exit:2; never text.
+	ErrorCode string `json:"error_code,omitempty"`
+}
+
+// EventType implements Payload.
+func (*ToolFailure) EventType() EventType { return TypeToolFailure }
+
+func (p *ToolFailure) validate(c *checks) {
+	p.ToolRef.validate(c)
+	checkEnum(c, "failure_kind", p.FailureKind, failureKinds)
+	c.optionalLabel("error_code", p.ErrorCode)
+}
+
+// ToolEnd closes a call with the tool's own measurements.
+type ToolEnd struct {
+	ToolRef
+	// DurationMs is the tool's own run time, never a batch average (seed §14.7).
+	DurationMs  float64 `json:"duration_ms"`
+	OutputBytes int64   `json:"output_bytes"`
+	Truncated   bool    `json:"truncated,omitempty"`
+	// Spill is the BlobRef of the full output when it was truncated.
+	Spill string `json:"spill,omitempty"`
+}
+
+// EventType implements Payload.
+func (*ToolEnd) EventType() EventType { return TypeToolEnd }
+
+func (p *ToolEnd) validate(c *checks) {
+	p.ToolRef.validate(c)
+	c.nonNegative("duration_ms", p.DurationMs)
+	c.nonNegative("output_bytes", float64(p.OutputBytes))
+	c.blobRef("spill", p.Spill)
+}
+
+// ToolResult records the tool_result block the model receives for a call.
+type ToolResult struct {
+	ToolRef
+	// Text is the model-side content.
+	Text    string `json:"text"`
+	IsError bool   `json:"is_error,omitempty"`
+	// Display is the user-side display mode; it never changes Text.
+	Display DisplayMode `json:"display"`
+}
+
+// EventType implements Payload.
+func (*ToolResult) EventType() EventType { return TypeToolResult }
+
+func (p *ToolResult) validate(c *checks) {
+	p.ToolRef.validate(c)
+	checkEnum(c, "display", p.Display, displayModes)
+}
+
+// DefenseTrigger records a defense acting, at the point where it acts, not
+// where it is merely evaluated (seed §13.3).
+type DefenseTrigger struct {
+	Defense DefenseName   `json:"defense"`
+	Action  DefenseAction `json:"action"`
+	// ToolUseID is the call the defense acted on, if any.
+	ToolUseID string `json:"tool_use_id,omitempty"`
+	// Count is how many times this defense has acted in the session, from 1.
+	Count    int               `json:"count,omitempty"`
+	Evidence map[string]string `json:"evidence,omitempty"`
+}
+
+// EventType implements Payload.
+func (*DefenseTrigger) EventType() EventType { return TypeDefenseTrigger }
+
+func (p *DefenseTrigger) validate(c *checks) {
+	checkEnum(c, "defense", p.Defense, defenseNames)
+	checkEnum(c, "action", p.Action, defenseActions)
+	c.nonNegative("count", float64(p.Count))
+	for k := range p.Evidence {
+		c.label("evidence key", k)
+	}
+}
+
+// Reminder records a harness message injected into the conversation.
+type Reminder struct {
+	// Kind is a label naming the reminder, e.g. repeated_readonly.
+	Kind     string `json:"kind"`
+	DedupKey string `json:"dedup_key,omitempty"`
+	Role     Role   `json:"role"`
+	Text     string `json:"text"`
+}
+
+// EventType implements Payload.
+func (*Reminder) EventType() EventType { return TypeReminder }
+
+func (p *Reminder) validate(c *checks) {
+	c.label("kind", p.Kind)
+	checkEnum(c, "role", p.Role, roles)
+}
+
+// Compaction records the loop relieving context pressure.
+type Compaction struct {
+	Strategy       CompactionStrategy `json:"strategy"`
+	MessagesBefore int                `json:"messages_before"`
+	MessagesAfter  int                `json:"messages_after"`
+	TokensBefore   int64              `json:"tokens_before"`
+	TokensAfter    int64              `json:"tokens_after"`
+}
+
+// EventType implements Payload.
+func (*Compaction) EventType() EventType { return TypeCompaction }
+
+func (p *Compaction) validate(c *checks) {
+	checkEnum(c, "strategy", p.Strategy, compactionStrategies)
+	c.nonNegative("messages_before", float64(p.MessagesBefore))
+	c.nonNegative("messages_after", float64(p.MessagesAfter))
+	c.nonNegative("tokens_before", float64(p.TokensBefore))
+	c.nonNegative("tokens_after", float64(p.TokensAfter))
+}
+
+// SessionEnd closes a session with its attributed end reason and totals.
+type SessionEnd struct {
+	Reason EndReason `json:"reason"`
+	Turns  int       `json:"turns"`
+	// Usage is the sum over the session's model responses.
+	Usage        Usage   `json:"usage"`
+	ToolCalls    int     `json:"tool_calls"`
+	ToolFailures int     `json:"tool_failures"`
+	DurationMs   float64 `json:"duration_ms"`
+	CostUSD      float64 `json:"cost_usd,omitempty"`
+	// ErrorCode is a structured code when Reason is error.
+	ErrorCode string `json:"error_code,omitempty"`
+	// RecorderErrors counts events the recorder could not write.
+	RecorderErrors int `json:"recorder_errors,omitempty"`
+}
+
+// EventType implements Payload.
+func (*SessionEnd) EventType() EventType { return TypeSessionEnd }
+
+func (p *SessionEnd) validate(c *checks) {
+	checkEnum(c, "reason", p.Reason, endReasons)
+	c.nonNegative("turns", float64(p.Turns))
+	c.nested("usage.", p.Usage.validate)
+	c.nonNegative("tool_calls", float64(p.ToolCalls))
+	c.nonNegative("tool_failures", float64(p.ToolFailures))
+	c.nonNegative("duration_ms", p.DurationMs)
+	c.nonNegative("cost_usd", p.CostUSD)
+	c.optionalLabel("error_code", p.ErrorCode)
+	c.nonNegative("recorder_errors", float64(p.RecorderErrors))
+}
+
+// newPayload returns a zero payload for t, or nil when t is unknown.
+func newPayload(t EventType) Payload {
+	switch t {
+	case TypeSessionStart:
+		return &SessionStart{}
+	case TypeModelRequest:
+		return &ModelRequest{}
+	case TypeModelResponse:
+		return &ModelResponse{}
+	case TypeModelError:
+		return &ModelError{}
+	case TypeToolCall:
+		return &ToolCall{}
+	case TypeHookRun:
+		return &HookRun{}
+	case TypePermissionAllow:
+		return &PermissionAllow{}
+	case TypePermissionPrompt:
+		return &PermissionPrompt{}
+	case TypePermissionDeny:
+		return &PermissionDeny{}
+	case TypeToolSuccess:
+		return &ToolSuccess{}
+	case TypeToolFailure:
+		return &ToolFailure{}
+	case TypeToolEnd:
+		return &ToolEnd{}
+	case TypeToolResult:
+		return &ToolResult{}
+	case TypeDefenseTrigger:
+		return &DefenseTrigger{}
+	case TypeReminder:
+		return &Reminder{}
+	case TypeCompaction:
+		return &Compaction{}
+	case TypeSessionEnd:
+		return &SessionEnd{}
+	}
+	return nil
+}

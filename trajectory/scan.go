@@ -1,0 +1,123 @@
+package trajectory
+
+import "encoding/json"
+
+// scanObject splits a JSON object into its top-level members without
+// decoding their values; that is enough to find the event type before the
+// payload is decoded, at a fraction of a full decode's cost. It checks only
+// the object's outline: values are checked when they are decoded. ok is
+// false when b is not a single object.
+func scanObject(b []byte, out []member) ([]member, bool) {
+	i := skipSpace(b, 0)
+	if i >= len(b) || b[i] != '{' {
+		return out, false
+	}
+	i = skipSpace(b, i+1)
+	if i < len(b) && b[i] == '}' {
+		return out, skipSpace(b, i+1) == len(b)
+	}
+	for {
+		if i >= len(b) || b[i] != '"' {
+			return out, false
+		}
+		start := i
+		j, escaped, ok := skipString(b, i)
+		if !ok {
+			return out, false
+		}
+		key := b[i+1 : j-1]
+		if escaped {
+			var k string
+			if json.Unmarshal(b[i:j], &k) != nil {
+				return out, false
+			}
+			key = []byte(k)
+		}
+		i = skipSpace(b, j)
+		if i >= len(b) || b[i] != ':' {
+			return out, false
+		}
+		i = skipSpace(b, i+1)
+		vs := i
+		if i, ok = skipValue(b, i); !ok {
+			return out, false
+		}
+		out = append(out, member{key: key, start: start, end: i, val: b[vs:i]})
+		i = skipSpace(b, i)
+		if i >= len(b) {
+			return out, false
+		}
+		switch b[i] {
+		case ',':
+			i = skipSpace(b, i+1)
+		case '}':
+			return out, skipSpace(b, i+1) == len(b)
+		default:
+			return out, false
+		}
+	}
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\r' || b[i] == '\n') {
+		i++
+	}
+	return i
+}
+
+// skipString returns the offset just past the string starting at b[i] == '"'.
+func skipString(b []byte, i int) (end int, escaped, ok bool) {
+	for i++; i < len(b); i++ {
+		switch b[i] {
+		case '\\':
+			escaped = true
+			i++
+		case '"':
+			return i + 1, escaped, true
+		}
+	}
+	return 0, false, false
+}
+
+// skipValue returns the offset just past the value starting at b[i].
+func skipValue(b []byte, i int) (int, bool) {
+	if i >= len(b) {
+		return 0, false
+	}
+	switch b[i] {
+	case '"':
+		end, _, ok := skipString(b, i)
+		return end, ok
+	case '{', '[':
+		depth := 0
+		for i < len(b) {
+			switch b[i] {
+			case '"':
+				end, _, ok := skipString(b, i)
+				if !ok {
+					return 0, false
+				}
+				i = end
+				continue
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return i + 1, true
+				}
+			}
+			i++
+		}
+		return 0, false
+	}
+	start := i
+	for i < len(b) {
+		switch b[i] {
+		case ',', '}', ']', ' ', '\t', '\r', '\n':
+			return i, i > start
+		}
+		i++
+	}
+	return i, i > start
+}
