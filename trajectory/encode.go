@@ -20,7 +20,7 @@ var payloadBufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 // envelope fields first, in contract order, then the payload's fields. It
 // does not validate e; Event.Validate does.
 func AppendEvent(dst []byte, e Event) ([]byte, error) {
-	if e.Payload == nil {
+	if isNilPayload(e.Payload) {
 		return dst, fmt.Errorf("encode event seq %d: %w", e.Seq, &FieldError{Field: "type", Err: ErrMissingField, Detail: "event has no payload"})
 	}
 	buf := payloadBufs.Get().(*bytes.Buffer)

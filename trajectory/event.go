@@ -3,6 +3,7 @@ package trajectory
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"reflect"
 	"strconv"
 	"time"
 )
@@ -44,6 +45,16 @@ type Payload interface {
 	validate(c *checks)
 }
 
+// isNilPayload reports whether p is nil or a nil pointer: every payload
+// type is a pointer, and a typed nil must not reach the encoder.
+func isNilPayload(p Payload) bool {
+	if p == nil {
+		return true
+	}
+	v := reflect.ValueOf(p)
+	return v.Kind() == reflect.Pointer && v.IsNil()
+}
+
 // Validate reports the first problem with the event's envelope or payload,
 // as an error that wraps ErrMalformed, ErrMissingField, ErrUnknownValue or
 // ErrUnsupportedVersion.
@@ -52,7 +63,7 @@ func (e Event) Validate() error {
 	switch {
 	case e.V != Version:
 		return &FieldError{Field: "v", Err: ErrUnsupportedVersion, Detail: versionDetail(e.V)}
-	case e.Payload == nil:
+	case isNilPayload(e.Payload):
 		return &FieldError{Field: "type", Err: ErrMissingField, Detail: "event has no payload"}
 	}
 	c.nonEmpty("session", e.Session)

@@ -526,7 +526,8 @@ type SessionEnd struct {
 	CostUSD      float64 `json:"cost_usd,omitempty"`
 	// ErrorCode is a structured code when Reason is error.
 	ErrorCode string `json:"error_code,omitempty"`
-	// RecorderErrors counts events the recorder could not write.
+	// RecorderErrors counts the recorder's problems so far that may have lost
+	// events (encode, write and sync failures, events after close).
 	RecorderErrors int `json:"recorder_errors,omitempty"`
 }
 

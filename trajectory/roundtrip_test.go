@@ -6,6 +6,7 @@ import (
 	"io"
 	"reflect"
 	"testing"
+	"time"
 )
 
 func TestEncodeDecodeRoundTripKeepsEveryEventIntact(t *testing.T) {
@@ -44,5 +45,15 @@ func TestEncodeDecodeRoundTripKeepsEveryEventIntact(t *testing.T) {
 		if !seen[et] {
 			t.Errorf("the sample session never uses %s", et)
 		}
+	}
+}
+
+func TestANilPayloadIsRefusedNotWritten(t *testing.T) {
+	ev := NewEvent("s", 1, time.Now(), 0, (*ToolCall)(nil))
+	if _, err := AppendEvent(nil, ev); !errors.Is(err, ErrMissingField) {
+		t.Fatalf("AppendEvent err = %v, want ErrMissingField", err)
+	}
+	if err := ev.Validate(); !errors.Is(err, ErrMissingField) {
+		t.Fatalf("Validate err = %v, want ErrMissingField", err)
 	}
 }

@@ -1,0 +1,386 @@
+package recorder
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/retrace-dev/retrace/trajectory"
+)
+
+// bufSize is how much is buffered between flushes. Lines longer than this
+// (a model request carrying a large file) are written straight through.
+const bufSize = 64 << 10
+
+// createAttempts bounds the retries when a generated session id names a
+// file that already exists.
+const createAttempts = 10
+
+// ErrClosed is the error for using a Recorder after Close. An Emit after
+// Close is not reported to the caller; Stats.FirstError wraps ErrClosed.
+var ErrClosed = errors.New("recorder is closed")
+
+// Options configures a Recorder. The zero value is ready to use.
+type Options struct {
+	// SessionID is the session id; when empty, NewSessionID makes one.
+	SessionID string
+	// Clock gives the time of each event (in any zone: it is written in
+	// UTC) and of the session id. The default is time.Now.
+	Clock func() time.Time
+	// Redactor removes secrets from every line. The default is
+	// DefaultRedactor; there is no way to record without one.
+	Redactor *Redactor
+}
+
+// Recorder is the trajectory.Sink that writes one session's events as a
+// JSONL trajectory. It is safe for concurrent use.
+type Recorder struct {
+	mu      sync.Mutex
+	w       io.Writer
+	file    *os.File // the file Create opened, closed by Close
+	syncer  *os.File // fsynced by Sync: file, or w when it is a regular file
+	path    string
+	name    string // for messages: the path, or a description of w
+	session string
+	clock   func() time.Time
+	red     *Redactor
+
+	seq      int64
+	line     []byte // encode buffer, reused
+	pending  []byte // lines waiting to be written
+	werr     error  // first write error; nothing is written after it
+	closed   bool
+	closeErr error
+	stats    Stats
+}
+
+var _ trajectory.Sink = (*Recorder)(nil)
+
+// Create starts recording a new session in dir: it creates dir if needed and
+// a new file <dir>/<session id>.jsonl, which must not exist yet. When the
+// generated session id is taken (two sessions started in the same
+// millisecond and drew the same random part), it tries another one.
+func Create(dir string, opts Options) (*Recorder, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("recorder: cannot create run directory %s: %w (check that its parent is writable, or record to another directory)", dir, bareErr(err))
+	}
+	clock := opts.Clock
+	if clock == nil {
+		clock = time.Now
+	}
+	id, generated := opts.SessionID, opts.SessionID == ""
+	if !generated && !validSessionID(id) {
+		return nil, fmt.Errorf("recorder: session id %q cannot name a file: want letters, digits, _ . - (leave Options.SessionID empty to generate one)", id)
+	}
+	for attempt := 1; ; attempt++ {
+		if generated {
+			id = NewSessionID(clock())
+		}
+		path := filepath.Join(dir, id+trajectory.Ext)
+		f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+		switch {
+		case err == nil:
+			opts.SessionID, opts.Clock = id, clock
+			r := newRecorder(f, opts)
+			r.file, r.syncer, r.path, r.name = f, f, path, path
+			return r, nil
+		case errors.Is(err, fs.ErrExist) && generated && attempt < createAttempts:
+			continue
+		case errors.Is(err, fs.ErrExist) && !generated:
+			return nil, fmt.Errorf("recorder: trajectory file %s already exists: %w (a session id names one session; leave Options.SessionID empty to generate a new one)", path, bareErr(err))
+		default:
+			return nil, fmt.Errorf("recorder: cannot create trajectory file %s: %w (check that the directory is writable)", path, bareErr(err))
+		}
+	}
+}
+
+// New returns a Recorder that writes to w, such as a buffer in a test or
+// standard output. Close flushes w but does not close it; Sync fsyncs w
+// only when it is an *os.File naming a regular file.
+func New(w io.Writer, opts Options) *Recorder {
+	if opts.SessionID == "" {
+		clock := opts.Clock
+		if clock == nil {
+			clock = time.Now
+		}
+		opts.SessionID = NewSessionID(clock())
+	}
+	r := newRecorder(w, opts)
+	r.name = "trajectory writer"
+	if f, ok := w.(*os.File); ok {
+		r.name = f.Name()
+		if info, err := f.Stat(); err == nil && info.Mode().IsRegular() {
+			r.syncer = f
+		}
+	}
+	return r
+}
+
+func newRecorder(w io.Writer, opts Options) *Recorder {
+	r := &Recorder{w: w, session: opts.SessionID, clock: opts.Clock, red: opts.Redactor}
+	if r.clock == nil {
+		r.clock = time.Now
+	}
+	if r.red == nil {
+		r.red = DefaultRedactor()
+	}
+	r.pending = make([]byte, 0, bufSize)
+	return r
+}
+
+// validSessionID reports whether id is safe as a file name on every system:
+// a label without the colon Windows forbids.
+func validSessionID(id string) bool {
+	return trajectory.IsLabel(id) && !strings.Contains(id, ":")
+}
+
+// bareErr strips the *fs.PathError around err, whose path the message
+// already names, keeping the cause for errors.Is.
+func bareErr(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// SessionID returns the session id written in every event.
+func (r *Recorder) SessionID() string { return r.session }
+
+// Path returns the path of the trajectory file, or "" for a Recorder made
+// by New.
+func (r *Recorder) Path() string { return r.path }
+
+// Stats returns a snapshot of the counts so far.
+func (r *Recorder) Stats() Stats {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.stats
+}
+
+// Emit records one event of the given model turn; it implements
+// trajectory.Sink. It fills in the envelope, replaces label values that are
+// not labels, redacts secrets and writes the line. It never fails and never
+// panics: every problem is counted in Stats instead. An event that fails
+// Event.Validate is still written, so that nothing is lost, and counted as
+// Invalid. After a model_request the buffer is flushed, after session_end
+// it is flushed and fsynced.
+func (r *Recorder) Emit(turn int, p trajectory.Payload) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	defer func() {
+		if v := recover(); v != nil {
+			r.stats.EncodeErrors++
+			r.fail(fmt.Errorf("recorder: %s: panic while recording a %s event: %v", r.name, typeName(p), v))
+		}
+	}()
+	r.emit(turn, p)
+}
+
+func (r *Recorder) emit(turn int, p trajectory.Payload) {
+	if r.closed {
+		r.stats.Dropped++
+		r.fail(fmt.Errorf("recorder: %s: %s event emitted after Close: %w", r.name, typeName(p), ErrClosed))
+		return
+	}
+	if isNil(p) {
+		r.stats.EncodeErrors++
+		r.fail(fmt.Errorf("recorder: %s: Emit got a nil %s payload", r.name, typeName(p)))
+		return
+	}
+	p, fixes := fixLabels(p)
+	r.stats.LabelFixes += int64(fixes)
+	if end, ok := p.(*trajectory.SessionEnd); ok {
+		c := *end // p may be the caller's
+		c.RecorderErrors = r.stats.Problems()
+		p = &c
+	}
+	ev := trajectory.Event{V: trajectory.Version, Session: r.session, Seq: r.seq + 1, TS: r.clock().UTC(), Turn: turn, Payload: p}
+	line, err := trajectory.AppendEvent(r.line[:0], ev)
+	if err != nil {
+		// The seq is not spent, so the file has no gap for this event.
+		r.line = line[:0]
+		r.stats.EncodeErrors++
+		r.fail(fmt.Errorf("recorder: %s: %w", r.name, err))
+		return
+	}
+	r.seq++
+	if err := ev.Validate(); err != nil {
+		r.stats.Invalid++
+		if r.stats.FirstInvalid == nil {
+			r.stats.FirstInvalid = fmt.Errorf("%s event seq %d: %w", ev.Type(), ev.Seq, err)
+		}
+	}
+	out, n := r.red.Redact(line)
+	r.stats.Redactions += int64(n)
+	if n == 0 {
+		out = append(line, '\n')
+		r.line = out
+	} else {
+		r.line = line
+		out = append(out, '\n')
+	}
+	r.write(out)
+	switch p.(type) {
+	case *trajectory.ModelRequest:
+		// The turn boundary: what came before a long model wait is on disk.
+		_ = r.flush()
+	case *trajectory.SessionEnd:
+		_ = r.flush()
+		_ = r.sync()
+	}
+}
+
+// write buffers one line, or writes it straight through when it is larger
+// than the buffer.
+func (r *Recorder) write(line []byte) {
+	if len(r.pending)+len(line) > bufSize {
+		_ = r.flush() // a failure is counted and sets r.werr
+	}
+	if r.werr != nil {
+		r.stats.WriteErrors++
+		return
+	}
+	r.stats.Events++
+	r.stats.Bytes += int64(len(line))
+	if len(line) > bufSize {
+		_ = r.writeOut(line)
+		return
+	}
+	r.pending = append(r.pending, line...)
+}
+
+// flush writes the buffered lines.
+func (r *Recorder) flush() error {
+	if r.werr != nil {
+		return r.werr
+	}
+	err := r.writeOut(r.pending)
+	r.pending = r.pending[:0]
+	return err
+}
+
+// writeOut writes b, whole lines already counted in Events and Bytes. On
+// failure the lines that did not make it (a torn one included) move from
+// Events to WriteErrors, and the writer is not used again: a file that
+// stops at a torn line is read as a crash, one with holes in the middle is
+// not read at all.
+func (r *Recorder) writeOut(b []byte) error {
+	if len(b) == 0 {
+		return nil
+	}
+	n, err := r.w.Write(b)
+	if err == nil && n < len(b) {
+		err = io.ErrShortWrite
+	}
+	if err == nil {
+		return nil
+	}
+	n = min(max(n, 0), len(b))
+	kept := bytes.LastIndexByte(b[:n], '\n') + 1
+	lost := int64(bytes.Count(b[kept:], []byte{'\n'}))
+	r.stats.Events -= lost
+	r.stats.Bytes -= int64(len(b) - kept)
+	r.stats.WriteErrors += lost
+	r.werr = fmt.Errorf("recorder: write %s: %w", r.name, err)
+	r.fail(r.werr)
+	return r.werr
+}
+
+// sync fsyncs the file, when there is one.
+func (r *Recorder) sync() error {
+	if r.syncer == nil {
+		return nil
+	}
+	if err := r.syncer.Sync(); err != nil {
+		r.stats.SyncErrors++
+		err = fmt.Errorf("recorder: fsync %s: %w", r.name, bareErr(err))
+		r.fail(err)
+		return err
+	}
+	return nil
+}
+
+// fail keeps the first error.
+func (r *Recorder) fail(err error) {
+	if r.stats.FirstError == nil {
+		r.stats.FirstError = err
+	}
+}
+
+// Flush writes the buffered events to the underlying writer. After a write
+// error it returns that error; nothing more is written.
+func (r *Recorder) Flush() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return fmt.Errorf("recorder: flush %s: %w", r.name, ErrClosed)
+	}
+	return r.flush()
+}
+
+// Sync flushes the buffered events and, when the Recorder writes to a file,
+// fsyncs it, so that they survive a crash of the machine.
+func (r *Recorder) Sync() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return fmt.Errorf("recorder: sync %s: %w", r.name, ErrClosed)
+	}
+	ferr := r.flush()
+	return errors.Join(ferr, r.sync())
+}
+
+// Close flushes, fsyncs and closes the file (a writer given to New is
+// flushed but not closed) and returns the final stats. Close is
+// idempotent: later calls return the same stats and error. The error is
+// about flushing, fsyncing or closing; what went wrong earlier is in
+// Stats.FirstError. Events emitted after Close are counted as Dropped.
+func (r *Recorder) Close() (Stats, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return r.stats, r.closeErr
+	}
+	r.closed = true
+	ferr := r.flush()
+	serr := r.sync()
+	var cerr error
+	if r.file != nil {
+		if err := r.file.Close(); err != nil {
+			r.stats.SyncErrors++
+			cerr = fmt.Errorf("recorder: close %s: %w", r.name, bareErr(err))
+			r.fail(cerr)
+		}
+	}
+	r.closeErr = errors.Join(ferr, serr, cerr)
+	r.line, r.pending = nil, nil
+	return r.stats, r.closeErr
+}
+
+// isNil reports whether p is nil or a nil pointer, which encodes as null
+// and would make a broken line.
+func isNil(p trajectory.Payload) bool {
+	if p == nil {
+		return true
+	}
+	v := reflect.ValueOf(p)
+	return v.Kind() == reflect.Pointer && v.IsNil()
+}
+
+// typeName names p's event type for messages; it never panics, since the
+// payloads' EventType methods do not use their receiver.
+func typeName(p trajectory.Payload) string {
+	if p == nil {
+		return "untyped"
+	}
+	return string(p.EventType())
+}
