@@ -423,6 +423,9 @@ type ToolEnd struct {
 	Truncated   bool    `json:"truncated,omitempty"`
 	// Spill is the BlobRef of the full output when it was truncated.
 	Spill string `json:"spill,omitempty"`
+	// Snapshot is the BlobRef of the manifest of the files the call was
+	// about to change, saved before it ran (seed §5.4).
+	Snapshot string `json:"snapshot,omitempty"`
 }
 
 // EventType implements Payload.
@@ -433,6 +436,7 @@ func (p *ToolEnd) validate(c *checks) {
 	c.nonNegative("duration_ms", p.DurationMs)
 	c.nonNegative("output_bytes", float64(p.OutputBytes))
 	c.blobRef("spill", p.Spill)
+	c.blobRef("snapshot", p.Snapshot)
 }
 
 // ToolResult records the tool_result block the model receives for a call.

@@ -1,0 +1,64 @@
+// Package config reads the runtime's configuration file, retrace.yaml: the
+// permission policy and the hooks, each owned by its own package and
+// embedded here under its key. Unknown keys are errors that name the key
+// and its line, because a misspelt "deny:" silently ignored is a policy
+// that silently does not apply.
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/retrace-dev/retrace/agent/hooks"
+	"github.com/retrace-dev/retrace/agent/permission"
+)
+
+// Config is the content of a retrace.yaml file.
+type Config struct {
+	Permissions permission.Config `yaml:"permissions"`
+	Hooks       []hooks.Config    `yaml:"hooks"`
+}
+
+// Load reads and checks the configuration file at path. Every problem is
+// reported with the file name, and with the line when YAML knows it.
+func Load(path string) (Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return Config{}, fmt.Errorf("config: %w", err)
+	}
+	return Parse(data, path)
+}
+
+// Parse reads a configuration from data; name is used in messages.
+func Parse(data []byte, name string) (Config, error) {
+	var cfg Config
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&cfg); err != nil && !errors.Is(err, io.EOF) {
+		return Config{}, fmt.Errorf("config %s: %w", name, err)
+	}
+	return cfg, nil
+}
+
+// Check builds the parts the configuration describes, so that every bad
+// rule and hook is reported before a session starts. It returns the
+// permission checker and the hook runner for the workspace.
+func (c Config) Check(name, workspace string) (*permission.Checker, *hooks.Runner, error) {
+	perm, perr := permission.New(c.Permissions, workspace)
+	if perr != nil {
+		perr = fmt.Errorf("config %s: permissions: %w", name, perr)
+	}
+	hr, herr := hooks.New(c.Hooks, workspace)
+	if herr != nil {
+		herr = fmt.Errorf("config %s: hooks: %w", name, herr)
+	}
+	if err := errors.Join(perr, herr); err != nil {
+		return nil, nil, err
+	}
+	return perm, hr, nil
+}

@@ -1,0 +1,343 @@
+package executor
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/retrace-dev/retrace/agent/hooks"
+	"github.com/retrace-dev/retrace/agent/permission"
+	"github.com/retrace-dev/retrace/agent/tools"
+	"github.com/retrace-dev/retrace/trajectory"
+)
+
+// call is one tool_use block on its way to a tool_result.
+type call struct {
+	t        *turn
+	ex       *Executor
+	index    int
+	batch    int
+	id, name string
+	// rawInput is the input as the model sent it.
+	rawInput json.RawMessage
+	tool     tools.Tool
+	spec     tools.Spec
+	// lookupFailure is the model-facing text when stage 1 failed.
+	lookupFailure, lookupCode string
+	safe                      bool
+	exclusive                 *sync.RWMutex
+
+	// Set by finish, the single exit.
+	done    bool
+	text    string
+	isError bool
+	display trajectory.DisplayMode
+	modify  func(*tools.Env)
+}
+
+func (c *call) ref() trajectory.ToolRef { return trajectory.ToolRef{ToolUseID: c.id, Tool: c.name} }
+
+// newCall performs stage 1 (lookup) and decides whether the call is
+// concurrency-safe, for the partition.
+func (ex *Executor) newCall(t *turn, index int, u trajectory.ContentBlock) *call {
+	c := &call{t: t, ex: ex, index: index, id: u.ID, name: u.Name, rawInput: u.Input}
+	switch {
+	case len(c.rawInput) == 0 && u.PartialInput != "":
+		c.rawInput, _ = json.Marshal(u.PartialInput) // a string is never valid input: it fails validation
+	case len(c.rawInput) == 0:
+		c.rawInput = json.RawMessage(`{}`)
+	case !json.Valid(c.rawInput):
+		c.rawInput, _ = json.Marshal(string(u.Input))
+	}
+	tool, ok := ex.reg.Lookup(c.name)
+	switch {
+	case !ok:
+		c.lookupCode = "unknown_tool"
+		c.lookupFailure = fmt.Sprintf("Tool %q does not exist. Use one of the tools you were given, or call tool_search with keywords to find one.", c.name)
+	case !ex.reg.IsLoaded(c.name):
+		c.lookupCode = "not_loaded"
+		c.lookupFailure = fmt.Sprintf("Tool %q exists but is not loaded yet, so you have not seen its parameters. Call tool_search with query \"select:%s\" to load it, then retry this call.", c.name, c.name)
+	default:
+		c.tool, c.spec = tool, tool.Spec()
+		c.safe = ex.validateInput(c.spec, c.rawInput) == "" && concurrencySafe(tool, c.rawInput)
+	}
+	return c
+}
+
+// concurrencySafe asks the tool, failing closed: a predicate that panics
+// means "not safe" (seed §6.2).
+func concurrencySafe(tool tools.Tool, input json.RawMessage) (safe bool) {
+	defer func() {
+		if recover() != nil {
+			safe = false
+		}
+	}()
+	return tool.ConcurrencySafe(input)
+}
+
+// outcome is everything finish needs to close a call.
+type outcome struct {
+	kind     trajectory.FailureKind // "" for success
+	code     string
+	text     string
+	duration time.Duration
+	bytes    int
+	trunc    bool
+	spill    string
+	snapshot string
+}
+
+// finish is the single exit of every call (seed §5.8): it emits
+// tool_success or tool_failure with the kind its caller gave, then tool_end
+// with the tool's own duration, and keeps the model-side result for the
+// tool_result that Execute emits in order. A second finish for the same
+// call is ignored, so no path can emit twice.
+func (c *call) finish(o outcome) {
+	if c.done {
+		return
+	}
+	c.done = true
+	sink, turnNo := c.ex.cfg.Sink, c.t.number
+	if o.kind == "" {
+		sink.Emit(turnNo, &trajectory.ToolSuccess{ToolRef: c.ref()})
+	} else {
+		sink.Emit(turnNo, &trajectory.ToolFailure{ToolRef: c.ref(), FailureKind: o.kind, ErrorCode: o.code})
+	}
+	sink.Emit(turnNo, &trajectory.ToolEnd{ToolRef: c.ref(), DurationMs: ms(o.duration), OutputBytes: int64(o.bytes),
+		Truncated: o.trunc, Spill: o.spill, Snapshot: o.snapshot})
+	c.text, c.isError = o.text, o.kind != ""
+	c.display = trajectory.DisplayFull
+	if !c.isError && c.spec.Display.Valid() {
+		// Errors are always shown: hiding one turns a visible failure into a silent one (seed §9.4).
+		c.display = c.spec.Display
+	}
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// run takes the call through stages 3 to 11.
+func (c *call) run() {
+	if c.lookupFailure != "" {
+		c.finish(outcome{kind: trajectory.FailureNotFound, code: c.lookupCode, text: c.lookupFailure})
+		return
+	}
+	ctx := c.t.ctx
+	if ctx.Err() != nil {
+		c.finish(outcome{kind: trajectory.FailureAborted, code: "user_abort", text: "Not run: the user interrupted the turn before this call started."})
+		return
+	}
+	input, changed, hookDecision, ok := c.preHooks(ctx)
+	if !ok {
+		return
+	}
+	if !c.permit(ctx, input, hookDecision) {
+		return
+	}
+	if msg := c.ex.validateInput(c.spec, input); msg != "" {
+		if sent := c.ex.cfg.SchemaSent; sent != nil && !sent(c.name) {
+			msg += fmt.Sprintf("\nNote: the parameters of %s were not sent to you in this turn, so you were guessing them. Call tool_search with query \"select:%s\" to load its schema, then retry.", c.name, c.name)
+		}
+		c.finish(outcome{kind: trajectory.FailureInvalidInput, code: "schema", text: msg})
+		return
+	}
+	if c.exclusive != nil {
+		if changed && !concurrencySafe(c.tool, input) {
+			c.exclusive.Lock()
+			defer c.exclusive.Unlock()
+		} else {
+			c.exclusive.RLock()
+			defer c.exclusive.RUnlock()
+		}
+	}
+	snapshot := c.snapshot(input)
+	o := c.execute(ctx, input)
+	o.snapshot = snapshot
+	if o.kind == "" || o.kind == trajectory.FailureToolError {
+		c.shape(&o)
+	}
+	c.postHooks(ctx, input, &o)
+	if changed {
+		o.text = "Note: a PreToolUse hook changed the input of this call before it ran. The result below is for the changed input, not exactly the one you sent.\n\n" + o.text
+	}
+	c.finish(o)
+}
+
+// preHooks runs stage 3. ok is false when a hook blocked the call, which
+// is then finished.
+func (c *call) preHooks(ctx context.Context) (input json.RawMessage, changed bool, decision *permission.HookDecision, ok bool) {
+	input = c.rawInput
+	h := c.ex.cfg.Hooks
+	if h == nil {
+		return input, false, nil, true
+	}
+	pre := h.Pre(ctx, hooks.Call{SessionID: c.ex.cfg.SessionID, ToolUseID: c.id, Tool: c.name, Input: input})
+	c.emitHookRuns(pre.Runs)
+	if pre.Blocked {
+		c.finish(outcome{kind: trajectory.FailureHookBlocked, text: fmt.Sprintf("Blocked by a PreToolUse hook: %s\nDo not retry the same call; change your approach or ask the user.", strings.TrimSpace(pre.Reason))})
+		return nil, false, nil, false
+	}
+	if len(pre.Input) > 0 {
+		input = pre.Input
+	}
+	if pre.Decision != "" {
+		decision = &permission.HookDecision{Behavior: permission.Behavior(pre.Decision), Reason: pre.DecisionReason}
+	}
+	return input, pre.InputChanged, decision, true
+}
+
+func (c *call) emitHookRuns(runs []hooks.Run) {
+	for _, r := range runs {
+		c.ex.cfg.Sink.Emit(c.t.number, &trajectory.HookRun{ToolRef: c.ref(), Phase: r.Phase, Hook: r.Hook, Outcome: r.Outcome,
+			InputChanged: r.InputChanged, DurationMs: ms(r.Duration)})
+	}
+}
+
+// permit runs stage 4 and reports whether the call may run; a denied call
+// is finished here.
+func (c *call) permit(ctx context.Context, input json.RawMessage, hook *permission.HookDecision) bool {
+	req := permission.Request{ToolUseID: c.id, Tool: c.name, Input: input, ReadOnly: c.spec.ReadOnly, Hook: hook}
+	if ct, ok := c.tool.(tools.CommandTool); ok {
+		req.Command = ct.Command(input)
+	}
+	if pt, ok := c.tool.(tools.PathTool); ok {
+		for _, a := range pt.Paths(input) {
+			req.Paths = append(req.Paths, permission.Access{Path: a.Path, Write: a.Write})
+		}
+	}
+	perm, sink, turnNo := c.ex.cfg.Permission, c.ex.cfg.Sink, c.t.number
+	d := perm.Check(req)
+	decision := func(src trajectory.PermissionSource, prompted bool) trajectory.PermissionDecision {
+		return trajectory.PermissionDecision{ToolRef: c.ref(), Source: src, Step: d.Step, NeededPrompt: prompted, Rule: d.Rule}
+	}
+	if d.Behavior == permission.Allow {
+		sink.Emit(turnNo, &trajectory.PermissionAllow{PermissionDecision: decision(d.Source, false)})
+		return true
+	}
+	if d.Behavior == permission.Deny {
+		sink.Emit(turnNo, &trajectory.PermissionDeny{PermissionDecision: decision(d.Source, false)})
+		c.deny(req, d.Reason)
+		return false
+	}
+	// Ask, and anything unknown: fail closed.
+	sink.Emit(turnNo, &trajectory.PermissionPrompt{PermissionDecision: decision(d.Source, true)})
+	if c.ex.cfg.Prompter == nil {
+		sink.Emit(turnNo, &trajectory.PermissionDeny{PermissionDecision: decision(trajectory.SourceNonInteractive, true)})
+		c.deny(req, "This call needs a person's confirmation, but the session is non-interactive, so it was refused. "+d.Reason)
+		return false
+	}
+	allowed, err := c.ex.cfg.Prompter.Confirm(ctx, Prompt{ToolUseID: c.id, Tool: c.name, Input: input, Reason: d.Reason})
+	if err == nil && allowed {
+		perm.Remember(req)
+		sink.Emit(turnNo, &trajectory.PermissionAllow{PermissionDecision: decision(trajectory.SourceUser, true)})
+		return true
+	}
+	sink.Emit(turnNo, &trajectory.PermissionDeny{PermissionDecision: decision(trajectory.SourceUser, true)})
+	if ctx.Err() != nil {
+		c.finish(outcome{kind: trajectory.FailureAborted, code: "user_abort", text: "Not run: the user interrupted the turn while this call waited for confirmation."})
+		return false
+	}
+	c.deny(req, "The user denied this call. Do not retry it; ask the user what they want instead.")
+	return false
+}
+
+// deny finishes a denied call. It is the one place every final denial goes
+// through, so the denial fuse is counted here and its trigger is recorded
+// where it acts, never where it is merely evaluated (seed §8.7, §13.3).
+func (c *call) deny(req permission.Request, reason string) {
+	if c.ex.cfg.Permission.Denied(req) {
+		c.ex.cfg.Sink.Emit(c.t.number, &trajectory.DefenseTrigger{Defense: trajectory.DefenseDenialFuse,
+			Action: trajectory.ActionNeedsConfirmation, ToolUseID: c.id, Count: 1,
+			Evidence: map[string]string{"tool": c.name}})
+	}
+	c.finish(outcome{kind: trajectory.FailurePermissionDenied, text: reason})
+}
+
+// errPanic marks a tool that panicked; the process keeps running.
+type errPanic struct{ value any }
+
+func (e errPanic) Error() string { return fmt.Sprintf("panic: %v", e.value) }
+
+func runTool(ctx context.Context, tool tools.Tool, env *tools.Env, input json.RawMessage) (res tools.Result, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = errPanic{value: v}
+		}
+	}()
+	return tool.Run(ctx, env, input)
+}
+
+// execute runs stage 7: the tool itself, with its timeout, cancellation and
+// the bash sibling cascade, and classifies what happened.
+func (c *call) execute(ctx context.Context, input json.RawMessage) outcome {
+	runCtx := ctx
+	if c.spec.Interrupt == tools.InterruptBlock {
+		runCtx = context.WithoutCancel(ctx)
+	}
+	runCtx, cancel := context.WithCancelCause(runCtx)
+	defer cancel(nil)
+	runCtx, stop := context.WithTimeout(runCtx, c.ex.cfg.Timeout)
+	defer stop()
+	_, shell := c.tool.(tools.CommandTool)
+	if shell && c.t.startBash(c, cancel) {
+		return outcome{kind: trajectory.FailureAborted, code: "sibling_failed",
+			text: "Not run: an earlier bash call in this turn failed, and bash calls often depend on each other. Look at that failure first, then run this again if it is still needed."}
+	}
+	start := time.Now()
+	res, err := runTool(runCtx, c.tool, c.ex.cfg.Env, input)
+	o := outcome{duration: time.Since(start), text: res.Output, code: res.ErrorCode}
+	var p errPanic
+	switch {
+	case errors.As(err, &p):
+		o.kind, o.code = trajectory.FailureException, "panic"
+		o.text = fmt.Sprintf("The %s tool crashed with an internal error (a bug in the harness, not in your input): %v. Try to reach your goal another way.", c.name, p.value)
+	case err != nil && errors.Is(context.Cause(runCtx), errSiblingFailed):
+		o.kind, o.code = trajectory.FailureAborted, "sibling_failed"
+		o.text = withPartial("Stopped: another bash call in this turn failed, and bash calls often depend on each other.", res.Output)
+	case err != nil && ctx.Err() != nil && c.spec.Interrupt != tools.InterruptBlock:
+		o.kind, o.code = trajectory.FailureAborted, "user_abort"
+		o.text = withPartial(fmt.Sprintf("Interrupted by the user after %s.", o.duration.Round(time.Millisecond)), res.Output)
+	case errors.Is(err, context.DeadlineExceeded):
+		o.kind, o.code = trajectory.FailureTimeout, "timeout"
+		o.text = withPartial(fmt.Sprintf("Timed out after %s. If the work is expected to take long, run it with a larger timeout or in smaller steps.", o.duration.Round(time.Millisecond)), res.Output)
+	case errors.Is(err, context.Canceled):
+		o.kind, o.code = trajectory.FailureAborted, "cancelled"
+		o.text = withPartial("Cancelled.", res.Output)
+	case err != nil:
+		o.kind, o.code = trajectory.FailureException, "error"
+		o.text = fmt.Sprintf("The %s tool failed with an internal error: %v. Try to reach your goal another way.", c.name, err)
+	case res.IsError:
+		o.kind = trajectory.FailureToolError
+	default:
+		c.modify = res.Modify
+	}
+	if shell {
+		c.t.endBash(c, o.kind != "")
+	}
+	return o
+}
+
+func withPartial(msg, partial string) string {
+	if partial == "" {
+		return msg
+	}
+	return msg + " Output so far:\n" + partial
+}
+
+// postHooks runs stage 9. Built-in tools' hooks see what the model will
+// see; MCP tools' hooks get the raw output, so a redacting hook sees the
+// part that truncation would hide (seed §5.2).
+func (c *call) postHooks(ctx context.Context, input json.RawMessage, o *outcome) {
+	h := c.ex.cfg.Hooks
+	if h == nil || o.kind == trajectory.FailureAborted {
+		return
+	}
+	post := h.Post(ctx, hooks.Call{SessionID: c.ex.cfg.SessionID, ToolUseID: c.id, Tool: c.name, Input: input}, o.text, o.kind != "")
+	c.emitHookRuns(post.Runs)
+	if post.Context != "" {
+		o.text += "\n\n[PostToolUse hook] " + post.Context
+	}
+}

@@ -1,0 +1,24 @@
+// Package executor runs the tool_use blocks of one assistant turn through
+// the eleven stages of seed §5.2 and returns the tool_result blocks for the
+// next user message, emitting every event of the trajectory on the way.
+//
+// The model only asks; the executor does (seed §1). For each call it looks
+// the tool up (an unknown or not-yet-loaded tool is an is_error result that
+// says what to do next, never an exception), runs the PreToolUse hooks,
+// walks the permission chain, validates the input against the tool's JSON
+// Schema, snapshots the files the call will change, runs the tool with a
+// timeout and cancellation, shapes the output (explicit text for empty
+// output; head 70 % / tail 30 % with the full output spilled to the blob
+// store over a tool's limit), runs the PostToolUse hooks and serialises the
+// model-side result. Calls are partitioned by greedy contiguous merging of
+// concurrency-safe calls (seed §6.3); safe batches run in a bounded pool,
+// the rest one at a time in the model's order, and context modifiers are
+// applied in the calls' original order (§6.8). A failed bash call skips the
+// later bash calls of the turn, but no other tool (§6.6). A user abort
+// stops everything and still gives every call exactly one result (§2.4).
+//
+// Every path that produces a result ends in one function, finish, which
+// emits tool_success or tool_failure with the failure kind its caller gave,
+// then tool_end with the tool's own duration (§5.8, §14): no path can skip
+// an event, and the trajectory invariants checker verifies it in the tests.
+package executor

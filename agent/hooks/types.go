@@ -1,0 +1,51 @@
+package hooks
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/retrace-dev/retrace/trajectory"
+)
+
+// Call identifies the tool call a hook runs for.
+type Call struct {
+	SessionID string
+	ToolUseID string
+	Tool      string
+	Input     json.RawMessage
+}
+
+// Run is one hook run, as the trajectory records it in a hook_run event.
+type Run struct {
+	Hook         string
+	Phase        trajectory.HookPhase
+	Outcome      trajectory.HookOutcome
+	InputChanged bool
+	Duration     time.Duration
+}
+
+// PreResult is what the PreToolUse hooks decided for one call.
+type PreResult struct {
+	// Runs lists every hook that ran, in order.
+	Runs []Run
+	// Blocked is set when a hook blocked the call; Reason says why, for the model.
+	Blocked bool
+	Reason  string
+	// Input is the input to use from now on: the hooks' updatedInput, or
+	// the original.
+	Input json.RawMessage
+	// InputChanged is true only when the input really changed (deep
+	// equality, not identity), so the model is told only then (seed §5.6).
+	InputChanged bool
+	// Decision is a hook's permission decision: "" (none), or allow, ask,
+	// deny, with DecisionReason.
+	Decision       string
+	DecisionReason string
+}
+
+// PostResult is what the PostToolUse hooks did with a call's output.
+type PostResult struct {
+	Runs []Run
+	// Context is extra text for the model that hooks asked to add.
+	Context string
+}

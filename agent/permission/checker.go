@@ -1,0 +1,592 @@
+package permission
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/bmatcuk/doublestar/v4"
+
+	"github.com/retrace-dev/retrace/agent/shell"
+	"github.com/retrace-dev/retrace/trajectory"
+)
+
+// Checker runs the permission chain and keeps the session's permission
+// memory and denial counts. It is safe for concurrent use.
+type Checker struct {
+	mode             trajectory.PermissionMode
+	allow, ask, deny []Rule
+	disallowed       map[string]string // lower-case name → as configured
+	protected        []protectedPath
+	threshold        int
+	workspace        string // absolute, clean
+	realWorkspace    string // symlinks resolved
+	home             string // symlinks resolved; "" when unknown
+	mu               sync.Mutex
+	memory           map[string]bool
+	denials          map[string]int
+	readDirs         []string // resolved; reads below them need no confirmation
+}
+
+// AllowReads lets calls read below dir without confirmation although it
+// is outside the workspace. The executor registers its blob store with it:
+// a truncation notice tells the model to read the spilled output there,
+// and asking (headless: denying) that read would strand the model with
+// half an output (seed §9.2, §13.5).
+func (c *Checker) AllowReads(dir string) {
+	real, err := resolvePath(filepath.Clean(dir))
+	if err != nil {
+		real = filepath.Clean(dir)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.readDirs = append(c.readDirs, real)
+}
+
+// readable reports whether p is below a directory given to AllowReads.
+func (c *Checker) readable(p string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, d := range c.readDirs {
+		if within(p, d) {
+			return true
+		}
+	}
+	return false
+}
+
+// protectedPath is a pattern, relative to the workspace, whose writes need
+// confirmation even in bypass mode, with the reason shown to the model.
+type protectedPath struct {
+	pattern string
+	reason  string
+}
+
+// builtinProtected is first-match-wins, so the most specific entries come
+// first (seed §8.3): a broader pattern placed earlier would answer with its
+// weaker reason for a path a stricter entry exists for.
+var builtinProtected = []protectedPath{
+	{"**/.git/hooks/**", "git hooks run arbitrary code on the next git command"},
+	{"**/.git/config", "git config can make git run arbitrary programs"},
+	{"**/.git/**", "it is git's internal data"},
+	{".retrace/**", "it is retrace's own configuration"},
+	{"retrace.yaml", "it is retrace's own configuration"},
+}
+
+// New validates cfg and returns a Checker for the workspace directory. The
+// error lists every bad entry at once, each as a *RuleError naming its
+// field, so the user can fix the file in one go.
+func New(cfg Config, workspace string) (*Checker, error) {
+	var errs []error
+	field := func(name string, i int, err error) {
+		errs = append(errs, &RuleError{Field: fmt.Sprintf("permissions.%s[%d]", name, i), Err: err})
+	}
+	c := &Checker{
+		mode:       cfg.Mode,
+		disallowed: map[string]string{},
+		threshold:  cfg.FuseThreshold,
+		memory:     map[string]bool{},
+		denials:    map[string]int{},
+	}
+	if c.mode == "" {
+		c.mode = trajectory.PermDefault
+	}
+	if !c.mode.Valid() {
+		errs = append(errs, &RuleError{Field: "permissions.mode", Err: fmt.Errorf("unknown mode %q; use default, plan, accept_edits or bypass", cfg.Mode)})
+	}
+	if c.threshold == 0 {
+		c.threshold = defaultFuseThreshold
+	}
+	if c.threshold < 0 {
+		errs = append(errs, &RuleError{Field: "permissions.fuse_threshold", Err: fmt.Errorf("%d is negative; use a positive count or 0 for the default of %d", cfg.FuseThreshold, defaultFuseThreshold)})
+	}
+	for _, list := range []struct {
+		name  string
+		texts []string
+		into  *[]Rule
+	}{{"allow", cfg.Allow, &c.allow}, {"ask", cfg.Ask, &c.ask}, {"deny", cfg.Deny, &c.deny}} {
+		for i, s := range list.texts {
+			r, err := ParseRule(s)
+			if err != nil {
+				field(list.name, i, err)
+				continue
+			}
+			*list.into = append(*list.into, r)
+		}
+	}
+	for i, t := range cfg.DisallowedTools {
+		r, err := ParseRule(t)
+		if err != nil || r.Pattern != "" {
+			field("disallowed_tools", i, fmt.Errorf("%q is not a tool name; write the name alone, e.g. Bash", t))
+			continue
+		}
+		c.disallowed[r.Tool] = strings.TrimSpace(t)
+	}
+	c.protected = append(c.protected, builtinProtected...)
+	for i, p := range cfg.ProtectedPaths {
+		p = strings.TrimPrefix(strings.TrimSpace(p), "./")
+		if p == "" || !doublestar.ValidatePattern(p) {
+			field("protected_paths", i, fmt.Errorf("%q is not a valid doublestar pattern (e.g. deploy/** or *.lock)", p))
+			continue
+		}
+		c.protected = append(c.protected, protectedPath{p, fmt.Sprintf("it is protected by the configured pattern %s", p)})
+	}
+
+	abs, err := filepath.Abs(workspace)
+	if err != nil || workspace == "" {
+		errs = append(errs, fmt.Errorf("workspace %q cannot be made absolute: %w", workspace, err))
+	} else {
+		c.workspace = filepath.Clean(abs)
+		if c.realWorkspace, err = resolvePath(c.workspace); err != nil {
+			errs = append(errs, fmt.Errorf("workspace %q: %w", workspace, err))
+		}
+	}
+	home := cfg.Home
+	if home == "" {
+		home, _ = os.UserHomeDir() // no home: sensitive-dir checks by name only
+	}
+	if home != "" {
+		if real, err := resolvePath(filepath.Clean(home)); err == nil {
+			c.home = real
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return c, nil
+}
+
+// call is a request with what the chain derives from it once.
+type call struct {
+	req      Request
+	tool     string // lower case
+	bash     bool
+	analysis shell.Analysis
+	places   []place
+}
+
+func (c *Checker) prepare(req Request) *call {
+	cl := &call{req: req, tool: strings.ToLower(req.Tool)}
+	cl.bash = cl.tool == bashTool
+	for _, a := range req.Paths {
+		cl.places = append(cl.places, c.locate(a.Path, a.Write))
+	}
+	if cl.bash {
+		cl.analysis = shell.Analyze(req.Command)
+		for _, w := range cl.analysis.Writes {
+			cl.places = append(cl.places, c.locate(w, true))
+		}
+	}
+	return cl
+}
+
+// Check runs the permission chain (seed §8.2) and returns where it ended.
+// The order of the steps is the security semantics; see the package
+// documentation. Check only reads the session memory and the denial counts.
+func (c *Checker) Check(req Request) Decision {
+	cl := c.prepare(req)
+	d := c.chain(cl)
+	if d.Behavior == Allow || !c.Fused(req) {
+		return d
+	}
+	n := c.denialCount(req)
+	if d.Behavior == Deny {
+		// A fuse never turns a deny into a question: that would let a person
+		// wave through what a deny rule or a safety check forbids.
+		d.Reason += fmt.Sprintf(" This exact call has been denied %d times; stop retrying it.", n)
+		return d
+	}
+	return Decision{
+		Behavior: Ask,
+		Source:   trajectory.SourceFuse,
+		Step:     trajectory.StepFuse,
+		Reason:   fmt.Sprintf("This exact operation was denied %d times. Stop retrying it: ask the user what they want, or choose another approach.", n),
+	}
+}
+
+func decide(b Behavior, src trajectory.PermissionSource, step trajectory.ChainStep, reason string) Decision {
+	return Decision{Behavior: b, Source: src, Step: step, Reason: reason}
+}
+
+func (c *Checker) chain(cl *call) Decision {
+	if h := cl.req.Hook; h != nil {
+		switch h.Behavior {
+		case Deny:
+			return decide(Deny, trajectory.SourceHook, trajectory.StepHook, hookReason(h, "A PreToolUse hook denied this call. Do not retry it; tell the user what you wanted to do."))
+		case Ask:
+			return decide(Ask, trajectory.SourceHook, trajectory.StepHook, hookReason(h, "A PreToolUse hook asked for the user's confirmation of this call."))
+		case Allow:
+			// A hook may skip the questions, never the hard stops.
+			if d, ok := c.hardStops(cl); ok {
+				return d
+			}
+			if d, ok := c.protectedPath(cl); ok {
+				return d
+			}
+			return decide(Allow, trajectory.SourceHook, trajectory.StepHook, "")
+		}
+	}
+	if c.remembered(cl.req) {
+		return decide(Allow, trajectory.SourceSessionMemory, trajectory.StepSessionMemory, "")
+	}
+	if d, ok := c.hardStops(cl); ok {
+		return d
+	}
+	if r, ok := c.matchAny(c.ask, cl); ok {
+		d := decide(Ask, trajectory.SourceRule, trajectory.StepAskRule,
+			fmt.Sprintf("The rule %s requires the user's confirmation for this call.", r.Text))
+		d.Rule = r.Text
+		return d
+	}
+	if cl.bash && cl.analysis.ReadOnly {
+		return decide(Allow, trajectory.SourceReadOnly, trajectory.StepToolCheck, "")
+	}
+	if d, ok := c.protectedPath(cl); ok {
+		return d
+	}
+	if c.mode == trajectory.PermBypass {
+		return decide(Allow, trajectory.SourceMode, trajectory.StepBypassMode, "")
+	}
+	if r, ok := c.matchAllowRule(cl); ok {
+		d := decide(Allow, trajectory.SourceRule, trajectory.StepAllowRule, "")
+		d.Rule = r.Text
+		return d
+	}
+	if c.mode == trajectory.PermPlan && !cl.req.ReadOnly {
+		return decide(Deny, trajectory.SourceMode, trajectory.StepPlanMode,
+			"You are in plan mode: only read-only calls are allowed. Finish reading and present your plan; the user will leave plan mode before anything is changed.")
+	}
+	if cl.req.ReadOnly {
+		return decide(Allow, trajectory.SourceReadOnly, trajectory.StepReadOnly, "")
+	}
+	if c.mode == trajectory.PermAcceptEdits && c.isWorkspaceEdit(cl) {
+		return decide(Allow, trajectory.SourceMode, trajectory.StepAcceptEdits, "")
+	}
+	why := "No rule allows this call, so the user must confirm it."
+	if cl.bash && cl.analysis.Why != "" {
+		why = fmt.Sprintf("The command is not read-only (%s), so the user must confirm it.", cl.analysis.Why)
+	}
+	return decide(Ask, trajectory.SourceMode, trajectory.StepDefault, why)
+}
+
+func hookReason(h *HookDecision, fallback string) string {
+	if h.Reason != "" {
+		return h.Reason
+	}
+	return fallback
+}
+
+// hardStops are the steps no hook, mode or allow rule can overrule: deny
+// rules, dangerous commands, disallowed tools and path validation.
+func (c *Checker) hardStops(cl *call) (Decision, bool) {
+	if r, ok := c.matchAny(c.deny, cl); ok {
+		d := decide(Deny, trajectory.SourceRule, trajectory.StepDenyRule,
+			fmt.Sprintf("Permission denied by rule %s. Do not retry this call; tell the user what you wanted to do.", r.Text))
+		d.Rule = r.Text
+		return d, true
+	}
+	if cl.bash && cl.analysis.Danger != nil {
+		return decide(Deny, trajectory.SourceSafety, trajectory.StepDangerousCommand,
+			fmt.Sprintf("This command is blocked because it %s. It cannot be allowed; do not retry it in any form. If you really need it, tell the user and let them run it themselves.", strings.TrimSuffix(lowerFirst(cl.analysis.Danger.Reason), "."))), true
+	}
+	if name, ok := c.disallowed[cl.tool]; ok {
+		d := decide(Deny, trajectory.SourceRule, trajectory.StepDisallowedTool,
+			fmt.Sprintf("The tool %s is disabled in this session. Do not call it again; use another tool or tell the user.", cl.req.Tool))
+		d.Rule = name
+		return d, true
+	}
+	return c.validatePaths(cl)
+}
+
+func lowerFirst(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToLower(s[:1]) + s[1:]
+}
+
+// matchAny finds the first rule that matches any part of the call: for
+// bash, any simple command, looking through wrappers; for other tools, the
+// whole tool or any of its paths.
+func (c *Checker) matchAny(rules []Rule, cl *call) (Rule, bool) {
+	for _, r := range rules {
+		if !r.matchesTool(cl.tool) {
+			continue
+		}
+		if r.Pattern == "" {
+			return r, true
+		}
+		if cl.bash {
+			for _, cmd := range cl.analysis.Commands {
+				if r.matchesCommand(cmd, true) {
+					return r, true
+				}
+			}
+			continue
+		}
+		for _, pl := range cl.places {
+			if r.matchesPath(pl.relOrEmpty(c), pl.abs, c.home) || (pl.real != "" && r.matchesPath(pl.rel, pl.real, c.home)) {
+				return r, true
+			}
+		}
+	}
+	return Rule{}, false
+}
+
+// relOrEmpty is the lexical path relative to the workspace, "" outside it.
+func (pl place) relOrEmpty(c *Checker) string {
+	if within(pl.abs, c.workspace) {
+		rel, _ := filepath.Rel(c.workspace, pl.abs)
+		return rel
+	}
+	return ""
+}
+
+// matchAllowRule finds an allow rule for the whole call: for bash, every
+// simple command must be matched by some allow rule, and a command that
+// could not be parsed is never allowed; for other tools, a whole-tool rule
+// or a rule matching every path (by its real location).
+func (c *Checker) matchAllowRule(cl *call) (Rule, bool) {
+	var first Rule
+	if cl.bash {
+		if cl.analysis.Err != nil || len(cl.analysis.Commands) == 0 {
+			return Rule{}, false
+		}
+		for i, cmd := range cl.analysis.Commands {
+			r, ok := c.allowFor(cl.tool, func(r Rule) bool { return r.Pattern == "" || r.matchesCommand(cmd, false) })
+			if !ok {
+				return Rule{}, false
+			}
+			if i == 0 {
+				first = r
+			}
+		}
+		return first, true
+	}
+	if r, ok := c.allowFor(cl.tool, func(r Rule) bool { return r.Pattern == "" }); ok {
+		return r, true
+	}
+	if len(cl.places) == 0 {
+		return Rule{}, false
+	}
+	for i, pl := range cl.places {
+		if pl.real == "" {
+			return Rule{}, false
+		}
+		r, ok := c.allowFor(cl.tool, func(r Rule) bool { return r.matchesPath(pl.rel, pl.real, c.home) })
+		if !ok {
+			return Rule{}, false
+		}
+		if i == 0 {
+			first = r
+		}
+	}
+	return first, true
+}
+
+func (c *Checker) allowFor(tool string, match func(Rule) bool) (Rule, bool) {
+	for _, r := range c.allow {
+		if r.matchesTool(tool) && match(r) {
+			return r, true
+		}
+	}
+	return Rule{}, false
+}
+
+// validatePaths is step 5: every path resolved through symlinks against
+// the workspace. Writes outside it are denied, reads outside it and reads
+// of secrets need confirmation.
+func (c *Checker) validatePaths(cl *call) (Decision, bool) {
+	var ask *Decision
+	askOnce := func(reason string) {
+		if ask == nil {
+			d := decide(Ask, trajectory.SourceSafety, trajectory.StepPathValidation, reason)
+			ask = &d
+		}
+	}
+	for _, pl := range cl.places {
+		if pl.write && cl.bash && dynamicPath(pl.given) {
+			askOnce(fmt.Sprintf("The command writes to %s, which is only known when it runs, so the user must confirm it.", pl.given))
+			continue
+		}
+		if pl.real == "" {
+			if pl.write {
+				return decide(Deny, trajectory.SourceSafety, trajectory.StepPathValidation,
+					fmt.Sprintf("The path %s cannot be resolved (for example a symlink loop). Use a plain path inside the workspace %s.", pl.given, c.workspace)), true
+			}
+			askOnce(fmt.Sprintf("The path %s cannot be resolved, so the user must confirm reading it.", pl.given))
+			continue
+		}
+		switch {
+		case pl.write && !pl.inside() && isSystemPath(pl.real):
+			return decide(Deny, trajectory.SourceSafety, trajectory.StepPathValidation,
+				fmt.Sprintf("Writing %s is not allowed: %s is a system directory. Write inside the workspace %s instead.", pl.given, pl.real, c.workspace)), true
+		case pl.write && !pl.inside():
+			where := pl.real
+			if pl.real != pl.abs {
+				where = fmt.Sprintf("%s (through a symbolic link)", pl.real)
+			}
+			return decide(Deny, trajectory.SourceSafety, trajectory.StepPathValidation,
+				fmt.Sprintf("Writing %s is not allowed: it is outside the workspace, at %s. Write inside %s instead, or ask the user to do it.", pl.given, where, c.workspace)), true
+		case !pl.write && (c.isSensitive(pl.real) || c.isSensitive(pl.abs)):
+			askOnce(fmt.Sprintf("%s may contain secrets, so the user must confirm reading it. If you do not need it, do not read it.", pl.given))
+		case !pl.write && !pl.inside() && !c.readable(pl.real):
+			askOnce(fmt.Sprintf("%s is outside the workspace %s, so the user must confirm reading it.", pl.given, c.workspace))
+		}
+	}
+	if cl.bash {
+		for _, arg := range c.bashArgs(cl) {
+			pl := c.locate(arg, false)
+			if c.isSensitive(pl.abs) || (pl.real != "" && c.isSensitive(pl.real)) {
+				askOnce(fmt.Sprintf("The command names %s, which may contain secrets, so the user must confirm it. If you do not need it, leave it out.", arg))
+			}
+		}
+	}
+	if ask != nil {
+		return *ask, true
+	}
+	return Decision{}, false
+}
+
+// bashArgs returns the arguments of every simple command that could be
+// paths: options are dropped, --opt=value gives value, and $HOME is
+// written ~ so that it can be resolved.
+func (c *Checker) bashArgs(cl *call) []string {
+	var out []string
+	for _, cmd := range cl.analysis.Commands {
+		for _, a := range cmd.Args {
+			if strings.HasPrefix(a, "-") {
+				_, v, ok := strings.Cut(a, "=")
+				if !ok {
+					continue
+				}
+				a = v
+			}
+			for _, h := range []string{`"$HOME"`, `"${HOME}"`, "$HOME", "${HOME}"} {
+				if rest, ok := strings.CutPrefix(a, h); ok {
+					a = "~" + rest
+				}
+			}
+			if a != "" && !dynamicPath(a) {
+				out = append(out, a)
+			}
+		}
+	}
+	return out
+}
+
+// protectedPath is step 8: writes to paths that can run code or change
+// retrace itself need confirmation even in bypass mode. A command that is
+// not read-only counts as writing every path it names.
+func (c *Checker) protectedPath(cl *call) (Decision, bool) {
+	check := func(rel, given string) (Decision, bool) {
+		for _, p := range c.protected {
+			if ok, _ := doublestar.Match(p.pattern, rel); ok {
+				return decide(Ask, trajectory.SourceSafety, trajectory.StepProtectedPath,
+					fmt.Sprintf("Changing %s needs the user's confirmation because %s.", given, p.reason)), true
+			}
+		}
+		return Decision{}, false
+	}
+	for _, pl := range cl.places {
+		if !pl.write || !pl.inside() {
+			continue
+		}
+		if d, ok := check(pl.rel, pl.given); ok {
+			return d, true
+		}
+		if rel := pl.relOrEmpty(c); rel != "" {
+			if d, ok := check(rel, pl.given); ok {
+				return d, true
+			}
+		}
+	}
+	if cl.bash && !cl.analysis.ReadOnly {
+		for _, arg := range c.bashArgs(cl) {
+			pl := c.locate(arg, true)
+			for _, rel := range []string{pl.rel, pl.relOrEmpty(c)} {
+				if rel == "" {
+					continue
+				}
+				if d, ok := check(rel, arg); ok {
+					return d, true
+				}
+			}
+		}
+	}
+	return Decision{}, false
+}
+
+// isWorkspaceEdit reports an edit or write by a built-in file tool, all
+// inside the workspace: what accept_edits lets through.
+func (c *Checker) isWorkspaceEdit(cl *call) bool {
+	if cl.bash || strings.HasPrefix(cl.tool, "mcp__") || len(cl.places) == 0 {
+		return false
+	}
+	for _, pl := range cl.places {
+		if !pl.inside() {
+			return false
+		}
+	}
+	return true
+}
+
+// key identifies an operation: the tool and its exact input, so memory and
+// denial counts are per input and never per tool (seed §8.5). The input is
+// canonicalised so that key order and spacing do not matter.
+func key(req Request) string {
+	input := []byte(req.Input)
+	var v any
+	if err := json.Unmarshal(input, &v); err == nil {
+		if canon, err := json.Marshal(v); err == nil {
+			input = canon
+		}
+	}
+	sum := sha256.Sum256(bytes.TrimSpace(input))
+	return strings.ToLower(req.Tool) + ":" + hex.EncodeToString(sum[:])
+}
+
+// Remember records that a person allowed this exact call, so the same tool
+// with the same input is allowed for the rest of the session.
+func (c *Checker) Remember(req Request) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.memory[key(req)] = true
+}
+
+func (c *Checker) remembered(req Request) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.memory[key(req)]
+}
+
+// Denied counts one final denial of this exact call: a hard deny, or an
+// ask that the user or headless mode denied (seed §8.7). It is the single
+// place every denial is reported, so the count is of denials, not of
+// checks. It returns true exactly once per operation: at the denial that
+// reaches the fuse threshold.
+func (c *Checker) Denied(req Request) (tripped bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	k := key(req)
+	c.denials[k]++
+	return c.denials[k] == c.threshold
+}
+
+// Fused reports whether this exact call's fuse has tripped.
+func (c *Checker) Fused(req Request) bool {
+	return c.denialCount(req) >= c.threshold
+}
+
+func (c *Checker) denialCount(req Request) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.denials[key(req)]
+}
