@@ -1,6 +1,8 @@
 package config
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -50,5 +52,27 @@ func TestConfigErrorsNameTheKeyOrTheRule(t *testing.T) {
 				t.Fatalf("err = %v, want one naming retrace.yaml and %q", err, tt.want)
 			}
 		})
+	}
+}
+
+// The README's example must stay a valid configuration.
+func TestTheREADMEExampleIsAValidConfiguration(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(readme), "```yaml\n")
+	example, _, ok2 := strings.Cut(rest, "```")
+	if !ok || !ok2 {
+		t.Fatal("README.md has no yaml example")
+	}
+	cfg, err := Parse([]byte(example), "README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws := t.TempDir()
+	os.MkdirAll(filepath.Join(ws, "hooks"), 0o755)
+	if _, _, err := cfg.Check("README.md", ws); err != nil {
+		t.Fatal(err)
 	}
 }

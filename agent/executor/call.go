@@ -20,7 +20,6 @@ type call struct {
 	t        *turn
 	ex       *Executor
 	index    int
-	batch    int
 	id, name string
 	// rawInput is the input as the model sent it.
 	rawInput json.RawMessage

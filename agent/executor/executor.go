@@ -114,11 +114,10 @@ var errSiblingFailed = errors.New("an earlier bash call of this turn failed")
 
 // turn is the state of one Execute call.
 type turn struct {
-	ex      *Executor
-	number  int
-	ctx     context.Context // the caller's: cancelled on user abort
-	calls   []*call
-	results []trajectory.ContentBlock
+	ex     *Executor
+	number int
+	ctx    context.Context // the caller's: cancelled on user abort
+	calls  []*call
 
 	mu         sync.Mutex
 	bashFailed bool
@@ -146,7 +145,6 @@ func (ex *Executor) Execute(ctx context.Context, turnNumber int, uses []trajecto
 	batches := partition(t.calls)
 	for bi, b := range batches {
 		for _, c := range b.calls {
-			c.batch = bi
 			ex.cfg.Sink.Emit(turnNumber, &trajectory.ToolCall{
 				ToolRef: c.ref(), Input: c.rawInput, Index: c.index, Batch: bi, ConcurrencySafe: b.safe,
 			})
@@ -155,12 +153,13 @@ func (ex *Executor) Execute(ctx context.Context, turnNumber int, uses []trajecto
 	for _, b := range batches {
 		t.runBatch(b)
 	}
-	t.results = make([]trajectory.ContentBlock, len(t.calls))
+	// All results go back in one message, in the blocks' order (seed §5.8).
+	results := make([]trajectory.ContentBlock, len(t.calls))
 	for i, c := range t.calls {
 		ex.cfg.Sink.Emit(turnNumber, &trajectory.ToolResult{ToolRef: c.ref(), Text: c.text, IsError: c.isError, Display: c.display})
-		t.results[i] = trajectory.ContentBlock{Type: trajectory.BlockToolResult, ToolUseID: c.id, Content: c.text, IsError: c.isError}
+		results[i] = trajectory.ContentBlock{Type: trajectory.BlockToolResult, ToolUseID: c.id, Content: c.text, IsError: c.isError}
 	}
-	return t.results
+	return results
 }
 
 // partition merges contiguous concurrency-safe calls into one batch and
