@@ -1,0 +1,47 @@
+package llm
+
+import (
+	"encoding/json"
+
+	"github.com/retrace-dev/retrace/trajectory"
+)
+
+// closedToolUse builds the tool_use block of a call whose input has fully
+// arrived (Anthropic content_block_stop, an OpenAI call the stream moved
+// past). Input that is not a JSON object is kept in PartialInput so the
+// call is never executed; ok says whether it may be.
+func closedToolUse(id, name, raw string) (b trajectory.ContentBlock, ok bool) {
+	b = trajectory.ContentBlock{Type: trajectory.BlockToolUse, ID: id, Name: name}
+	if raw == "" {
+		// A tool without parameters may stream no input bytes at all.
+		raw = "{}"
+	}
+	if isObject(raw) {
+		b.Input = json.RawMessage(raw)
+		return b, true
+	}
+	b.PartialInput = raw
+	return b, false
+}
+
+// cutToolUse builds the block of a call the reply ended inside (max
+// tokens, a dropped connection): whatever arrived is only PartialInput,
+// even if it happens to parse, because nothing says it was complete. With
+// no bytes at all there is nothing to keep and ok is false.
+func cutToolUse(id, name, raw string) (b trajectory.ContentBlock, ok bool) {
+	return trajectory.ContentBlock{Type: trajectory.BlockToolUse, ID: id, Name: name, PartialInput: raw}, raw != ""
+}
+
+func isObject(raw string) bool {
+	var m map[string]json.RawMessage
+	return json.Unmarshal([]byte(raw), &m) == nil && m != nil
+}
+
+// inputForWire is the input of a tool_use block being sent back to the
+// API, which demands an object even for a call that was cut off.
+func inputForWire(b trajectory.ContentBlock) json.RawMessage {
+	if len(b.Input) > 0 {
+		return b.Input
+	}
+	return json.RawMessage("{}")
+}

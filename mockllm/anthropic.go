@@ -1,0 +1,465 @@
+package mockllm
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/retrace-dev/retrace/agent/llm"
+	"github.com/retrace-dev/retrace/trajectory"
+)
+
+// anthropicDialect is the Anthropic Messages API.
+type anthropicDialect struct{}
+
+type aRequest struct {
+	Model       *string         `json:"model"`
+	MaxTokens   *int            `json:"max_tokens"`
+	System      json.RawMessage `json:"system"`
+	Messages    []aMessage      `json:"messages"`
+	Tools       []aTool         `json:"tools"`
+	Stream      bool            `json:"stream"`
+	Temperature *float64        `json:"temperature"`
+}
+
+type aMessage struct {
+	Role    string          `json:"role"`
+	Content json.RawMessage `json:"content"`
+}
+
+type aBlock struct {
+	Type      string          `json:"type"`
+	Text      string          `json:"text"`
+	ID        string          `json:"id"`
+	Name      string          `json:"name"`
+	Input     json.RawMessage `json:"input"`
+	ToolUseID string          `json:"tool_use_id"`
+	Content   json.RawMessage `json:"content"`
+	IsError   bool            `json:"is_error"`
+	Thinking  string          `json:"thinking"`
+}
+
+type aTool struct {
+	Type        string          `json:"type"`
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	InputSchema json.RawMessage `json:"input_schema"`
+}
+
+func (anthropicDialect) requestIDHeader() string { return "Request-Id" }
+
+// jsonError words a decoding error the way the API's validator does.
+func jsonError(err error) *apiError {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		field := te.Field
+		if field == "" {
+			field = "body"
+		}
+		return invalidf(field, "%s: Input should be a valid %s (got a JSON %s)", field, jsonTypeName(te.Type.Kind().String()), te.Value)
+	}
+	return invalidf("", "the request body is not valid JSON: %v", err)
+}
+
+func jsonTypeName(kind string) string {
+	switch kind {
+	case "slice":
+		return "list"
+	case "struct", "map":
+		return "object"
+	case "int", "int64", "float64":
+		return "number"
+	case "bool":
+		return "boolean"
+	}
+	return kind
+}
+
+func isNull(raw json.RawMessage) bool {
+	raw = bytes.TrimSpace(raw)
+	return len(raw) == 0 || string(raw) == "null"
+}
+
+// textOrBlocks decodes a field that is a string or a list of blocks.
+func textOrBlocks(raw json.RawMessage, field string) (text string, blocks []aBlock, isText bool, e *apiError) {
+	raw = bytes.TrimSpace(raw)
+	if isNull(raw) {
+		return "", nil, false, nil
+	}
+	if raw[0] == '"' {
+		if err := json.Unmarshal(raw, &text); err != nil {
+			return "", nil, false, jsonError(err)
+		}
+		return text, nil, true, nil
+	}
+	if raw[0] != '[' {
+		return "", nil, false, invalidf(field, "%s: Input should be a valid string or a list of content blocks", field)
+	}
+	if err := json.Unmarshal(raw, &blocks); err != nil {
+		return "", nil, false, invalidf(field, "%s: %v", field, jsonError(err).msg)
+	}
+	return "", blocks, false, nil
+}
+
+func (d anthropicDialect) decode(body []byte) (*llm.Request, bool, wireOptions, *apiError) {
+	var ar aRequest
+	if err := json.Unmarshal(body, &ar); err != nil {
+		return nil, false, wireOptions{}, jsonError(err)
+	}
+	req, e := d.neutral(&ar, true)
+	return req, ar.Stream, wireOptions{}, e
+}
+
+// decodeCount decodes a count_tokens body, which has no max_tokens.
+func (d anthropicDialect) decodeCount(body []byte) (*llm.Request, bool, wireOptions, *apiError) {
+	var ar aRequest
+	if err := json.Unmarshal(body, &ar); err != nil {
+		return nil, false, wireOptions{}, jsonError(err)
+	}
+	req, e := d.neutral(&ar, false)
+	return req, false, wireOptions{}, e
+}
+
+func (anthropicDialect) neutral(ar *aRequest, needMaxTokens bool) (*llm.Request, *apiError) {
+	req := &llm.Request{Temperature: ar.Temperature}
+	if ar.Model == nil || *ar.Model == "" {
+		return req, invalidf("model", "model: Field required")
+	}
+	req.Model = *ar.Model
+	if ar.MaxTokens != nil {
+		req.MaxTokens = *ar.MaxTokens
+	} else if needMaxTokens {
+		return req, invalidf("max_tokens", "max_tokens: Field required")
+	}
+	if req.MaxTokens < 0 || (needMaxTokens && req.MaxTokens == 0) {
+		return req, invalidf("max_tokens", "max_tokens: Input should be greater than or equal to 1")
+	}
+	sys, sysBlocks, _, e := textOrBlocks(ar.System, "system")
+	if e != nil {
+		return req, e
+	}
+	var sb strings.Builder
+	sb.WriteString(sys)
+	for i, b := range sysBlocks {
+		if b.Type != "text" {
+			return req, invalidf("system", "system.%d.type: Input should be 'text'", i)
+		}
+		if i > 0 {
+			sb.WriteString("\n\n")
+		}
+		sb.WriteString(b.Text)
+	}
+	req.System = sb.String()
+	for i, t := range ar.Tools {
+		if t.Name == "" {
+			return req, invalidf("tools", "tools.%d.name: Field required", i)
+		}
+		if (t.Type == "" || t.Type == "custom") && isNull(t.InputSchema) {
+			return req, invalidf("tools", "tools.%d.custom.input_schema: Field required", i)
+		}
+		req.Tools = append(req.Tools, llm.ToolDef{Name: t.Name, Description: t.Description, Schema: t.InputSchema})
+	}
+	if len(ar.Messages) == 0 {
+		return req, invalidf("messages", "messages: at least one message is required")
+	}
+	for i, m := range ar.Messages {
+		if m.Role != "user" && m.Role != "assistant" {
+			return req, invalidf("messages", "messages.%d.role: Input should be 'user' or 'assistant'", i)
+		}
+		msg := trajectory.Message{Role: trajectory.Role(m.Role), Content: []trajectory.ContentBlock{}}
+		text, blocks, isText, e := textOrBlocks(m.Content, fmt.Sprintf("messages.%d.content", i))
+		if e != nil {
+			return req, e
+		}
+		if isText {
+			msg.Content = append(msg.Content, trajectory.ContentBlock{Type: trajectory.BlockText, Text: text})
+		} else if blocks == nil {
+			return req, invalidf("messages", "messages.%d.content: Field required", i)
+		}
+		for j, b := range blocks {
+			switch b.Type {
+			case "text":
+				msg.Content = append(msg.Content, trajectory.ContentBlock{Type: trajectory.BlockText, Text: b.Text})
+			case "thinking":
+				msg.Content = append(msg.Content, trajectory.ContentBlock{Type: trajectory.BlockThinking, Text: b.Thinking})
+			case "tool_use":
+				if m.Role != "assistant" {
+					return req, invalidf("messages", "messages.%d.content.%d: tool_use blocks can only be in assistant messages", i, j)
+				}
+				if b.ID == "" || b.Name == "" {
+					return req, invalidf("messages", "messages.%d.content.%d.tool_use: id and name are required", i, j)
+				}
+				in := bytes.TrimSpace(b.Input)
+				if len(in) == 0 || in[0] != '{' {
+					return req, invalidf("messages", "messages.%d.content.%d.tool_use.input: Input should be a valid dictionary", i, j)
+				}
+				msg.Content = append(msg.Content, trajectory.ContentBlock{Type: trajectory.BlockToolUse, ID: b.ID, Name: b.Name, Input: in})
+			case "tool_result":
+				if m.Role != "user" {
+					return req, invalidf("messages", "messages.%d.content.%d: tool_result blocks can only be in user messages", i, j)
+				}
+				if b.ToolUseID == "" {
+					return req, invalidf("messages", "messages.%d.content.%d.tool_result.tool_use_id: Field required", i, j)
+				}
+				txt, parts, _, e := textOrBlocks(b.Content, fmt.Sprintf("messages.%d.content.%d.content", i, j))
+				if e != nil {
+					return req, e
+				}
+				for _, p := range parts {
+					if p.Type == "text" {
+						txt += p.Text
+					}
+				}
+				msg.Content = append(msg.Content, trajectory.ContentBlock{Type: trajectory.BlockToolResult, ToolUseID: b.ToolUseID, Content: txt, IsError: b.IsError})
+			case "":
+				return req, invalidf("messages", "messages.%d.content.%d.type: Field required", i, j)
+			}
+			// Other block types (image, document, redacted_thinking,
+			// server tool blocks, ...) are accepted and not modelled.
+		}
+		req.Messages = append(req.Messages, msg)
+	}
+	return req, checkToolPairing(req.Messages)
+}
+
+// checkToolPairing enforces the API's hard rules on parallel calls (seed
+// §2.4): every tool_use is answered by a tool_result in the very next
+// message, and every tool_result answers a tool_use of the message before.
+func checkToolPairing(msgs []trajectory.Message) *apiError {
+	for i, m := range msgs {
+		switch m.Role {
+		case trajectory.RoleAssistant:
+			var missing []string
+			for _, b := range m.Content {
+				if b.Type != trajectory.BlockToolUse {
+					continue
+				}
+				if i+1 >= len(msgs) || msgs[i+1].Role != trajectory.RoleUser || !hasResult(&msgs[i+1], b.ID) {
+					missing = append(missing, b.ID)
+				}
+			}
+			if len(missing) > 0 {
+				return invalidf("messages", "messages.%d: `tool_use` ids were found without `tool_result` blocks immediately after: %s. Each `tool_use` block must have a corresponding `tool_result` block in the next message.", i, strings.Join(missing, ", "))
+			}
+		case trajectory.RoleUser:
+			for j, b := range m.Content {
+				if b.Type != trajectory.BlockToolResult {
+					continue
+				}
+				if i == 0 || msgs[i-1].Role != trajectory.RoleAssistant || !hasToolUse(&msgs[i-1], b.ToolUseID) {
+					return invalidf("messages", "messages.%d.content.%d: unexpected `tool_use_id` found in `tool_result` blocks: %s. Each `tool_result` block must have a corresponding `tool_use` block in the previous message.", i, j, b.ToolUseID)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func hasResult(m *trajectory.Message, id string) bool {
+	for _, b := range m.Content {
+		if b.Type == trajectory.BlockToolResult && b.ToolUseID == id {
+			return true
+		}
+	}
+	return false
+}
+
+func hasToolUse(m *trajectory.Message, id string) bool {
+	for _, b := range m.Content {
+		if b.Type == trajectory.BlockToolUse && b.ID == id {
+			return true
+		}
+	}
+	return false
+}
+
+type aUsage struct {
+	InputTokens              int64 `json:"input_tokens"`
+	OutputTokens             int64 `json:"output_tokens"`
+	CacheCreationInputTokens int64 `json:"cache_creation_input_tokens"`
+	CacheReadInputTokens     int64 `json:"cache_read_input_tokens"`
+}
+
+func aUsageOf(u trajectory.Usage) aUsage {
+	return aUsage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens,
+		CacheCreationInputTokens: u.CacheCreationTokens, CacheReadInputTokens: u.CacheReadTokens}
+}
+
+type aMessageOut struct {
+	ID           string    `json:"id"`
+	Type         string    `json:"type"`
+	Role         string    `json:"role"`
+	Model        string    `json:"model"`
+	Content      []aOutBlk `json:"content"`
+	StopReason   *string   `json:"stop_reason"`
+	StopSequence *string   `json:"stop_sequence"`
+	Usage        aUsage    `json:"usage"`
+}
+
+// aOutBlk is a content block of a reply; the pointers keep the fields
+// each block type has and drop the others.
+type aOutBlk struct {
+	Type      string          `json:"type"`
+	Text      *string         `json:"text,omitempty"`
+	ID        string          `json:"id,omitempty"`
+	Name      string          `json:"name,omitempty"`
+	Input     json.RawMessage `json:"input,omitempty"`
+	Thinking  *string         `json:"thinking,omitempty"`
+	Signature *string         `json:"signature,omitempty"`
+}
+
+// mockSignature stands in for a thinking block's signature.
+const mockSignature = "bW9jay1zaWduYXR1cmU="
+
+func stopPtr(raw string) *string {
+	if raw == "" {
+		return nil
+	}
+	return &raw
+}
+
+func (anthropicDialect) writeJSON(x *exchange, rep *Reply) {
+	r := &rep.Response
+	out := aMessageOut{ID: x.s.newID("msg_"), Type: "message", Role: "assistant", Model: r.Model,
+		Content: make([]aOutBlk, 0, len(r.Content)), StopReason: stopPtr(r.StopReasonRaw), Usage: aUsageOf(r.Usage)}
+	for i := range r.Content {
+		b := &r.Content[i]
+		switch b.Type {
+		case trajectory.BlockText:
+			out.Content = append(out.Content, aOutBlk{Type: "text", Text: &b.Text})
+		case trajectory.BlockThinking:
+			sig := mockSignature
+			out.Content = append(out.Content, aOutBlk{Type: "thinking", Thinking: &b.Text, Signature: &sig})
+		case trajectory.BlockToolUse:
+			in := b.Input
+			if len(in) == 0 {
+				// A tool_use cut by max_tokens: the API returns what it
+				// could parse, and an empty object when nothing.
+				in = json.RawMessage(`{}`)
+			}
+			out.Content = append(out.Content, aOutBlk{Type: "tool_use", ID: b.ID, Name: b.Name, Input: in})
+		}
+	}
+	x.writeJSONBody(out, rep.Fault.MalformedSSE)
+}
+
+type aStreamEvent struct {
+	Type         string       `json:"type"`
+	Message      *aMessageOut `json:"message,omitempty"`
+	Index        *int         `json:"index,omitempty"`
+	ContentBlock *aOutBlk     `json:"content_block,omitempty"`
+	Delta        any          `json:"delta,omitempty"`
+	Usage        *aUsage      `json:"usage,omitempty"`
+}
+
+type aDelta struct {
+	Type        string  `json:"type"`
+	Text        *string `json:"text,omitempty"`
+	PartialJSON *string `json:"partial_json,omitempty"`
+	Thinking    *string `json:"thinking,omitempty"`
+	Signature   *string `json:"signature,omitempty"`
+}
+
+type aMessageDelta struct {
+	StopReason   *string `json:"stop_reason"`
+	StopSequence *string `json:"stop_sequence"`
+}
+
+const aBrokenFrame = "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_de\n\n"
+
+func (anthropicDialect) writeSSE(x *exchange, rep *Reply, _ wireOptions) {
+	r := &rep.Response
+	s := newSSE(x, rep.Fault)
+	start := aMessageOut{ID: x.s.newID("msg_"), Type: "message", Role: "assistant", Model: r.Model,
+		Content: []aOutBlk{}, Usage: aUsageOf(r.Usage)}
+	start.Usage.OutputTokens = 1
+	s.event("message_start", aStreamEvent{Type: "message_start", Message: &start})
+	s.event("ping", `{"type": "ping"}`)
+	if len(r.Content) == 0 && !s.midpoint(rep.Fault, aBrokenFrame) {
+		return
+	}
+	empty := ""
+	for i := range r.Content {
+		b := &r.Content[i]
+		idx := i
+		delta := func(d aDelta) {
+			s.event("content_block_delta", aStreamEvent{Type: "content_block_delta", Index: &idx, Delta: d})
+		}
+		switch b.Type {
+		case trajectory.BlockText:
+			s.event("content_block_start", aStreamEvent{Type: "content_block_start", Index: &idx, ContentBlock: &aOutBlk{Type: "text", Text: &empty}})
+			for _, c := range chunks(b.Text) {
+				delta(aDelta{Type: "text_delta", Text: &c})
+				if i == 0 && !s.midpoint(rep.Fault, aBrokenFrame) {
+					return
+				}
+			}
+		case trajectory.BlockThinking:
+			s.event("content_block_start", aStreamEvent{Type: "content_block_start", Index: &idx, ContentBlock: &aOutBlk{Type: "thinking", Thinking: &empty, Signature: &empty}})
+			for _, c := range chunks(b.Text) {
+				delta(aDelta{Type: "thinking_delta", Thinking: &c})
+				if i == 0 && !s.midpoint(rep.Fault, aBrokenFrame) {
+					return
+				}
+			}
+			sig := mockSignature
+			delta(aDelta{Type: "signature_delta", Signature: &sig})
+		case trajectory.BlockToolUse:
+			s.event("content_block_start", aStreamEvent{Type: "content_block_start", Index: &idx, ContentBlock: &aOutBlk{Type: "tool_use", ID: b.ID, Name: b.Name, Input: json.RawMessage(`{}`)}})
+			delta(aDelta{Type: "input_json_delta", PartialJSON: &empty})
+			in := string(b.Input)
+			if len(b.Input) == 0 {
+				in = b.PartialInput
+			}
+			for _, c := range chunks(in) {
+				delta(aDelta{Type: "input_json_delta", PartialJSON: &c})
+				if i == 0 && !s.midpoint(rep.Fault, aBrokenFrame) {
+					return
+				}
+			}
+		}
+		if !s.alive() {
+			return
+		}
+		s.event("content_block_stop", aStreamEvent{Type: "content_block_stop", Index: &idx})
+		if i == 0 && !s.midpoint(rep.Fault, aBrokenFrame) {
+			return
+		}
+	}
+	u := aUsageOf(r.Usage)
+	s.event("message_delta", aStreamEvent{Type: "message_delta", Delta: aMessageDelta{StopReason: stopPtr(r.StopReasonRaw)}, Usage: &u})
+	s.event("message_stop", `{"type":"message_stop"}`)
+}
+
+func (anthropicDialect) writeError(x *exchange, e *apiError) {
+	typ := "invalid_request_error"
+	switch e.kind {
+	case errNotFound:
+		typ = "not_found_error"
+	case errTooLarge:
+		typ = "request_too_large"
+	case errRateLimit:
+		typ = "rate_limit_error"
+	case errOverloaded:
+		typ = "overloaded_error"
+	case errServer:
+		typ = "api_error"
+	case errAuth:
+		typ = "authentication_error"
+	}
+	body := struct {
+		Type  string `json:"type"`
+		Error struct {
+			Type    string `json:"type"`
+			Message string `json:"message"`
+		} `json:"error"`
+		RequestID string `json:"request_id"`
+	}{Type: "error", RequestID: x.w.Header().Get("Request-Id")}
+	body.Error.Type, body.Error.Message = typ, e.msg
+	b, _ := json.Marshal(body)
+	x.w.Header().Set("Content-Type", "application/json")
+	x.w.WriteHeader(e.status)
+	_, _ = x.w.Write(b)
+}

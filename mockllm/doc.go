@@ -1,0 +1,92 @@
+// Package mockllm provides models that never call a real API, so agents
+// can be tested deterministically and offline: Script (answers from a
+// YAML file of turns), Replay (answers with the model_response events of a
+// recorded trajectory) and Server, an HTTP server that speaks the
+// Anthropic Messages, OpenAI Chat Completions and OpenAI Responses
+// protocols — JSON and SSE — so an agent built on the official SDKs can be
+// pointed at it unchanged (ANTHROPIC_BASE_URL=http://127.0.0.1:PORT,
+// OPENAI_BASE_URL=http://127.0.0.1:PORT/v1).
+//
+// Script and Replay are llm.Provider values for in-process use and
+// Source values for the Server. The Server validates requests like the
+// real APIs (the tool_use/tool_result pairing rules of seed §2.4 give HTTP
+// 400 with the real error body), injects faults, and keeps every request
+// it receives (Requests) so a test can assert on what the agent sent.
+// Options.OnRequest is the hook for logging and for writing requests into
+// a trajectory.
+//
+// # Scripts
+//
+// A script is a list of turns; request N gets turn N:
+//
+//	model: mock-1                 # default "mock-1"; reported by /v1/models and when a request names no model
+//	repeat: false                 # true: start over after the last turn instead of failing
+//	turns:
+//	  - expect:                   # optional checks on the request this turn answers
+//	      last_user_contains: README
+//	    content:
+//	      - text: "I'll read it."
+//	      - tool_use: {id: toolu_1, name: read, input: {file_path: README.md}}
+//	    usage: {input_tokens: 1200, output_tokens: 80, cache_read_tokens: 0, cache_creation_tokens: 0}
+//	  - expect:
+//	      tool_results: [{tool_use_id: toolu_1, is_error: false}]
+//	      system_contains: "You are"
+//	      tools: [read]           # tools the request must offer
+//	    content:
+//	      - thinking: "The file says..."
+//	      - text: "Done."
+//
+// A turn's keys:
+//
+//	content      text, tool_use {id, name, input} and thinking blocks, in order; ids default to toolu_mock_TURN_BLOCK
+//	stop_reason  end_turn, tool_use, max_tokens, stop_sequence, pause_turn, refusal or
+//	             model_context_window_exceeded; default tool_use when content has a tool_use, else end_turn.
+//	             The OpenAI endpoints translate it (tool_use → tool_calls, max_tokens → length, ...).
+//	usage        token counts to report; default: an estimate of four bytes a token
+//	expect       tool_results (in the last user message, is_error optional), last_user_contains,
+//	             system_contains, tools
+//	fault        see below
+//
+// The reply's model is the request's model (unknown models are accepted
+// and echoed, like an alias resolves), or the script's model when the
+// request names none.
+//
+// A request that misses an expectation gets HTTP 400 and a *TurnError
+// naming the turn and the field ("turn 2: expected a tool_result for
+// toolu_2 with is_error true, the request has none ..."); the turn is
+// not used up. A request after the last turn gets HTTP 500 naming the
+// turn number (ErrOutOfTurns). Both carry x-should-retry: false, which the
+// official SDKs honour. Script.Verify reports these and unused turns at
+// the end of a test. Parse errors read file:line: what is wrong and how
+// to fix it; unknown keys are errors, so a typo never drops a check.
+//
+// # Faults
+//
+//	fault:
+//	  status: 529                 # fail with this HTTP status (429, 500, 503, 529, ...)
+//	  retry_after: 1s             # sent as Retry-After (whole seconds) and Retry-After-Ms
+//	  times: 1                    # attempts that fail before the turn succeeds (default 1)
+//	  max_tokens_in_tool_use: true  # cut the last tool_use's input in half; stop max_tokens / finish length
+//	  missing_stop_reason: true   # null stop_reason / finish_reason / status
+//	  stall: 5s                   # stop sending after the first delta (before the first byte
+//	                              # of a JSON reply) for this long, or until the client gives up
+//	  malformed_sse: true         # send a broken frame after the first delta and end the reply
+//	                              # (a JSON reply is cut in half)
+//
+// A status fault applies to the first attempts; the other faults shape the
+// attempt that succeeds. In process, a status fault is an *llm.Error of
+// the kind the real clients classify (429 rate_limited, 529 overloaded,
+// 5xx server_error), a malformed reply is invalid_response, and a stall
+// waits for the context.
+//
+// # Streams
+//
+// Streams follow the real event sequences: Anthropic message_start, ping,
+// content_block_start/delta/stop per block (tool input as input_json_delta
+// in several chunks), message_delta, message_stop; Chat Completions chunks
+// with the role first, content and tool_calls deltas by index, a
+// finish_reason chunk, a usage chunk when stream_options.include_usage,
+// then [DONE]; Responses events from response.created to
+// response.completed (response.incomplete when cut), each with an
+// increasing sequence_number.
+package mockllm

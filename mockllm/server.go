@@ -1,0 +1,542 @@
+package mockllm
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unicode/utf8"
+
+	"github.com/retrace-dev/retrace/agent/llm"
+)
+
+// DefaultMaxBodyBytes is the request body cap when Options sets none; the
+// real APIs refuse larger bodies with 413 as well.
+const DefaultMaxBodyBytes = 32 << 20
+
+// The endpoints a Logged request names.
+const (
+	EndpointMessages        = "anthropic.messages"
+	EndpointCountTokens     = "anthropic.count_tokens"
+	EndpointChatCompletions = "openai.chat_completions"
+	EndpointResponses       = "openai.responses"
+	EndpointModels          = "models"
+	EndpointUnknown         = "unknown"
+)
+
+// Options tune a Server. The zero value is ready to use.
+type Options struct {
+	// MaxBodyBytes caps request bodies (DefaultMaxBodyBytes when 0).
+	MaxBodyBytes int64
+	// OnRequest is called after each request has been answered, from the
+	// request's goroutine, so it must be safe for concurrent use. It is the
+	// hook for logging lines and for writing requests into a trajectory.
+	OnRequest func(Logged)
+	// Now is the clock for timestamps (time.Now when nil).
+	Now func() time.Time
+}
+
+// Logged is one request the server received, as an agent sent it.
+type Logged struct {
+	Time     time.Time
+	Endpoint string
+	Method   string
+	// Path includes the query string.
+	Path string
+	// Header is the subset of headers worth asserting on; credentials
+	// (x-api-key, authorization) are never kept.
+	Header http.Header
+	Body   []byte
+	// Request is the decoded provider-neutral request, nil when the body
+	// did not decode.
+	Request *llm.Request
+	Stream  bool
+	// Status is the HTTP status answered.
+	Status int
+	// Turn is the script turn that answered (0 when none did).
+	Turn int
+	// Error is the error message sent, when Status is not 200.
+	Error string
+}
+
+// loggedHeaders are the request headers a Logged keeps.
+var loggedHeaders = []string{"Content-Type", "Accept", "Anthropic-Version", "Anthropic-Beta", "User-Agent",
+	"X-Stainless-Retry-Count", "X-Stainless-Lang", "X-Stainless-Timeout", "Openai-Beta", "Idempotency-Key"}
+
+// Server is a mock model API over HTTP: Anthropic Messages, OpenAI Chat
+// Completions and OpenAI Responses, each in JSON and SSE, answered from a
+// Source. It validates requests the way the real APIs do and injects the
+// source's faults. It prints nothing; see Options.OnRequest.
+type Server struct {
+	src  Source
+	opts Options
+	ids  atomic.Uint64
+
+	mu   sync.Mutex
+	reqs []Logged
+
+	srvMu sync.Mutex
+	srv   *http.Server
+	url   string
+}
+
+// NewServer returns a Server answering from src.
+func NewServer(src Source, opts Options) *Server {
+	if opts.MaxBodyBytes <= 0 {
+		opts.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	return &Server{src: src, opts: opts}
+}
+
+// Start listens on addr (such as 127.0.0.1:0) and serves in the
+// background. It returns the base URL, e.g. http://127.0.0.1:43567; the
+// OpenAI SDKs want that URL with /v1 appended.
+func (s *Server) Start(addr string) (string, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return "", fmt.Errorf("mock LLM server: %w", err)
+	}
+	srv := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
+	s.srvMu.Lock()
+	s.srv, s.url = srv, "http://"+ln.Addr().String()
+	s.srvMu.Unlock()
+	go func() { _ = srv.Serve(ln) }()
+	return s.url, nil
+}
+
+// URL returns the base URL after Start ("" before).
+func (s *Server) URL() string {
+	s.srvMu.Lock()
+	defer s.srvMu.Unlock()
+	return s.url
+}
+
+// Close stops a started server and closes its connections, which cancels
+// the requests in flight (a stalled stream ends at once).
+func (s *Server) Close() error {
+	s.srvMu.Lock()
+	srv := s.srv
+	s.srvMu.Unlock()
+	if srv == nil {
+		return nil
+	}
+	return srv.Close()
+}
+
+// Requests returns the requests received so far, in order of completion.
+func (s *Server) Requests() []Logged {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Logged(nil), s.reqs...)
+}
+
+// ServeHTTP implements http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	lg := Logged{Time: s.opts.Now(), Method: r.Method, Path: r.URL.RequestURI(), Header: http.Header{}}
+	for _, h := range loggedHeaders {
+		if v := r.Header.Values(h); len(v) > 0 {
+			lg.Header[h] = v
+		}
+	}
+	x := &exchange{s: s, w: w, r: r, lg: &lg}
+	path := strings.TrimSuffix(r.URL.Path, "/")
+	switch {
+	case path == "/v1/messages":
+		lg.Endpoint = EndpointMessages
+		x.dialect = anthropicDialect{}
+		x.handleModelCall()
+	case path == "/v1/messages/count_tokens":
+		lg.Endpoint = EndpointCountTokens
+		x.dialect = anthropicDialect{}
+		x.handleCountTokens()
+	case path == "/v1/chat/completions":
+		lg.Endpoint = EndpointChatCompletions
+		x.dialect = chatDialect{}
+		x.handleModelCall()
+	case path == "/v1/responses":
+		lg.Endpoint = EndpointResponses
+		x.dialect = responsesDialect{}
+		x.handleModelCall()
+	case path == "/v1/models" || strings.HasPrefix(path, "/v1/models/"):
+		lg.Endpoint = EndpointModels
+		x.dialect = modelsDialectFor(r)
+		x.handleModels(strings.TrimPrefix(strings.TrimPrefix(path, "/v1/models"), "/"))
+	default:
+		lg.Endpoint = EndpointUnknown
+		x.dialect = modelsDialectFor(r)
+		x.fail(http.StatusNotFound, errNotFound, fmt.Sprintf("%s %s is not an endpoint of this mock; it serves POST /v1/messages, /v1/messages/count_tokens, /v1/chat/completions, /v1/responses and GET /v1/models", r.Method, r.URL.Path), "")
+	}
+	s.mu.Lock()
+	s.reqs = append(s.reqs, lg)
+	s.mu.Unlock()
+	if s.opts.OnRequest != nil {
+		s.opts.OnRequest(lg)
+	}
+}
+
+// newID returns a unique id with the API's prefix for the kind of object.
+func (s *Server) newID(prefix string) string {
+	return prefix + "mock" + strconv.FormatUint(s.ids.Add(1)+0x1000000, 36)
+}
+
+// errKind is the class of an API error, which each dialect names its own way.
+type errKind int
+
+const (
+	errInvalidRequest errKind = iota
+	errNotFound
+	errTooLarge
+	errRateLimit
+	errOverloaded
+	errServer
+	errAuth
+)
+
+// dialect is one wire protocol: how it decodes a request and writes a
+// reply and an error.
+type dialect interface {
+	// decode parses and validates a body into the neutral request; the
+	// error is an *apiError with the real API's message.
+	decode(body []byte) (req *llm.Request, stream bool, opts wireOptions, err *apiError)
+	writeJSON(x *exchange, rep *Reply)
+	writeSSE(x *exchange, rep *Reply, opts wireOptions)
+	writeError(x *exchange, e *apiError)
+	requestIDHeader() string
+}
+
+// wireOptions are request settings that shape the reply's wire form.
+type wireOptions struct {
+	includeUsage bool
+}
+
+// apiError is a rejected request, as the real API words it.
+type apiError struct {
+	status int
+	kind   errKind
+	msg    string
+	// param names the offending field (OpenAI's error.param).
+	param string
+	code  string
+}
+
+func invalidf(param, format string, args ...any) *apiError {
+	return &apiError{status: http.StatusBadRequest, kind: errInvalidRequest, msg: fmt.Sprintf(format, args...), param: param}
+}
+
+// exchange is one request being answered.
+type exchange struct {
+	s       *Server
+	w       http.ResponseWriter
+	r       *http.Request
+	lg      *Logged
+	dialect dialect
+}
+
+func (x *exchange) fail(status int, kind errKind, msg, param string) {
+	x.failAPI(&apiError{status: status, kind: kind, msg: msg, param: param})
+}
+
+func (x *exchange) failAPI(e *apiError) {
+	x.lg.Status, x.lg.Error = e.status, e.msg
+	x.w.Header().Set(x.dialect.requestIDHeader(), x.s.newID("req_"))
+	x.dialect.writeError(x, e)
+}
+
+// readBody reads a POST body as the real APIs accept it: JSON (any
+// charset parameter), up to the size cap.
+func (x *exchange) readBody() ([]byte, bool) {
+	if x.r.Method != http.MethodPost {
+		x.w.Header().Set("Allow", http.MethodPost)
+		x.fail(http.StatusMethodNotAllowed, errNotFound, fmt.Sprintf("%s is not allowed on %s; send a POST with a JSON body", x.r.Method, x.r.URL.Path), "")
+		return nil, false
+	}
+	if ct := x.r.Header.Get("Content-Type"); ct != "" {
+		mt, _, err := mime.ParseMediaType(ct)
+		if err != nil || mt != "application/json" {
+			x.fail(http.StatusBadRequest, errInvalidRequest, fmt.Sprintf("content-type %q is not supported; send the body as JSON with content-type: application/json", ct), "")
+			return nil, false
+		}
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(x.w, x.r.Body, x.s.opts.MaxBodyBytes))
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooBig):
+		x.fail(http.StatusRequestEntityTooLarge, errTooLarge, fmt.Sprintf("request body is larger than the %d bytes this server accepts; send a smaller request", x.s.opts.MaxBodyBytes), "")
+		return nil, false
+	case err != nil:
+		x.fail(http.StatusBadRequest, errInvalidRequest, "could not read the request body: "+err.Error(), "")
+		return nil, false
+	}
+	x.lg.Body = body
+	return body, true
+}
+
+func (x *exchange) handleModelCall() {
+	body, ok := x.readBody()
+	if !ok {
+		return
+	}
+	req, stream, wopts, apiErr := x.dialect.decode(body)
+	x.lg.Request, x.lg.Stream = req, stream
+	if apiErr != nil {
+		x.failAPI(apiErr)
+		return
+	}
+	rep, err := x.s.src.Next(x.r.Context(), req)
+	if err != nil {
+		x.sourceError(err)
+		return
+	}
+	x.lg.Turn = rep.Turn
+	if f := rep.Fault; f.Status != 0 {
+		x.faultStatus(&rep)
+		return
+	}
+	x.lg.Status = http.StatusOK
+	x.w.Header().Set(x.dialect.requestIDHeader(), x.s.newID("req_"))
+	if stream {
+		x.w.Header().Set("Content-Type", "text/event-stream; charset=utf-8")
+		x.w.Header().Set("Cache-Control", "no-cache")
+		x.dialect.writeSSE(x, &rep, wopts)
+		return
+	}
+	if !x.stall(rep.Fault.Stall) {
+		return
+	}
+	x.w.Header().Set("Content-Type", "application/json")
+	x.dialect.writeJSON(x, &rep)
+}
+
+// sourceError answers a request the source could not answer. These are
+// problems of the test setup, not of the API, so clients are told not to
+// retry (x-should-retry: false, which the official SDKs honour).
+func (x *exchange) sourceError(err error) {
+	x.w.Header().Set("X-Should-Retry", "false")
+	var te *TurnError
+	switch {
+	case errors.As(err, &te) && errors.Is(err, ErrExpectation):
+		x.lg.Turn = te.Turn
+		x.fail(http.StatusBadRequest, errInvalidRequest, "mock script: "+err.Error(), te.Field)
+	case errors.As(err, &te):
+		x.lg.Turn = te.Turn
+		x.fail(http.StatusInternalServerError, errServer, "mock script: "+err.Error(), "")
+	default:
+		x.fail(http.StatusInternalServerError, errServer, "mock: "+err.Error(), "")
+	}
+}
+
+func (x *exchange) faultStatus(rep *Reply) {
+	f := rep.Fault
+	if f.RetryAfter > 0 {
+		secs := int((f.RetryAfter + time.Second - 1) / time.Second)
+		x.w.Header().Set("Retry-After", strconv.Itoa(secs))
+		x.w.Header().Set("Retry-After-Ms", strconv.FormatInt(f.RetryAfter.Milliseconds(), 10))
+	}
+	kind := errServer
+	msg := "Internal server error"
+	switch f.Status {
+	case http.StatusTooManyRequests:
+		kind, msg = errRateLimit, "Rate limit exceeded (injected by mock script turn "+strconv.Itoa(rep.Turn)+"); retry after the Retry-After delay"
+	case 529:
+		kind, msg = errOverloaded, "Overloaded (injected by mock script turn "+strconv.Itoa(rep.Turn)+")"
+	case http.StatusUnauthorized, http.StatusForbidden:
+		kind, msg = errAuth, "invalid x-api-key (injected by mock script turn "+strconv.Itoa(rep.Turn)+")"
+	default:
+		if f.Status < 500 {
+			kind = errInvalidRequest
+		}
+		msg = fmt.Sprintf("HTTP %d injected by mock script turn %d", f.Status, rep.Turn)
+	}
+	x.fail(f.Status, kind, msg, "")
+}
+
+// stall waits d, or until the request is cancelled; it reports whether to
+// go on.
+func (x *exchange) stall(d time.Duration) bool {
+	if d <= 0 {
+		return true
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-x.r.Context().Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+func (x *exchange) writeJSONBody(v any, malformed bool) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		x.fail(http.StatusInternalServerError, errServer, "mock: cannot encode the reply: "+err.Error(), "")
+		return
+	}
+	if malformed {
+		b = b[:len(b)/2]
+	}
+	x.w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+	x.w.WriteHeader(http.StatusOK)
+	_, _ = x.w.Write(b)
+}
+
+func (x *exchange) handleCountTokens() {
+	body, ok := x.readBody()
+	if !ok {
+		return
+	}
+	req, _, _, apiErr := anthropicDialect{}.decodeCount(body)
+	x.lg.Request = req
+	if apiErr != nil {
+		x.failAPI(apiErr)
+		return
+	}
+	x.lg.Status = http.StatusOK
+	x.w.Header().Set("Request-Id", x.s.newID("req_"))
+	x.w.Header().Set("Content-Type", "application/json")
+	x.writeJSONBody(map[string]int64{"input_tokens": estimateTokens(req)}, false)
+}
+
+// modelsDialectFor picks the error and list format by the client's
+// headers: Anthropic clients send anthropic-version.
+func modelsDialectFor(r *http.Request) dialect {
+	if r.Header.Get("Anthropic-Version") != "" || r.Header.Get("X-Api-Key") != "" {
+		return anthropicDialect{}
+	}
+	return chatDialect{}
+}
+
+func (x *exchange) handleModels(id string) {
+	if x.r.Method != http.MethodGet {
+		x.fail(http.StatusMethodNotAllowed, errNotFound, "send GET to list models", "")
+		return
+	}
+	model := x.s.src.Model()
+	if id == "" {
+		id = model
+	}
+	x.lg.Status = http.StatusOK
+	x.w.Header().Set(x.dialect.requestIDHeader(), x.s.newID("req_"))
+	x.w.Header().Set("Content-Type", "application/json")
+	created := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	if _, ok := x.dialect.(anthropicDialect); ok {
+		m := map[string]any{"type": "model", "id": id, "display_name": id, "created_at": created.Format(time.RFC3339)}
+		if strings.HasSuffix(x.r.URL.Path, "/models") || strings.HasSuffix(x.r.URL.Path, "/models/") {
+			x.writeJSONBody(map[string]any{"data": []any{m}, "has_more": false, "first_id": id, "last_id": id}, false)
+			return
+		}
+		x.writeJSONBody(m, false)
+		return
+	}
+	m := map[string]any{"id": id, "object": "model", "created": created.Unix(), "owned_by": "retrace-mock"}
+	if strings.HasSuffix(x.r.URL.Path, "/models") || strings.HasSuffix(x.r.URL.Path, "/models/") {
+		x.writeJSONBody(map[string]any{"object": "list", "data": []any{m}}, false)
+		return
+	}
+	x.writeJSONBody(m, false)
+}
+
+// sse writes server-sent events, flushing each so clients see them as a
+// real stream.
+type sse struct {
+	x       *exchange
+	flusher http.Flusher
+	buf     bytes.Buffer
+	// stallPending is set until the mid-stream stall has happened.
+	stallPending bool
+	started      bool
+}
+
+func newSSE(x *exchange, f Fault) *sse {
+	fl, _ := x.w.(http.Flusher)
+	return &sse{x: x, flusher: fl, stallPending: f.Stall > 0}
+}
+
+// event writes one frame; name is omitted for OpenAI Chat's data-only frames.
+func (s *sse) event(name string, v any) {
+	s.buf.Reset()
+	if name != "" {
+		s.buf.WriteString("event: ")
+		s.buf.WriteString(name)
+		s.buf.WriteByte('\n')
+	}
+	s.buf.WriteString("data: ")
+	if raw, ok := v.(string); ok {
+		s.buf.WriteString(raw)
+	} else {
+		enc := json.NewEncoder(&s.buf)
+		enc.SetEscapeHTML(false)
+		_ = enc.Encode(v)
+		s.buf.Truncate(s.buf.Len() - 1)
+	}
+	s.buf.WriteString("\n\n")
+	s.write()
+}
+
+func (s *sse) write() {
+	if !s.started {
+		s.started = true
+		s.x.w.WriteHeader(http.StatusOK)
+	}
+	_, _ = s.x.w.Write(s.buf.Bytes())
+	if s.flusher != nil {
+		s.flusher.Flush()
+	}
+}
+
+// midpoint is called after the first content delta: where a stall or a
+// malformed frame is injected. It reports whether to go on.
+func (s *sse) midpoint(f Fault, broken string) bool {
+	if f.MalformedSSE {
+		s.buf.Reset()
+		s.buf.WriteString(broken)
+		s.write()
+		return false
+	}
+	if s.stallPending {
+		s.stallPending = false
+		return s.x.stall(f.Stall)
+	}
+	return true
+}
+
+// alive reports whether the client is still there.
+func (s *sse) alive() bool { return s.x.r.Context().Err() == nil }
+
+// chunks splits s into about four pieces of at most 256 bytes, at rune
+// boundaries, so a JSON input always arrives in several deltas as the real
+// APIs send it.
+func chunks(s string) []string {
+	if s == "" {
+		return nil
+	}
+	size := min(max(len(s)/4, 4), 256)
+	out := make([]string, 0, len(s)/size+1)
+	for len(s) > size {
+		n := size
+		for n > 0 && !utf8.RuneStart(s[n]) {
+			n--
+		}
+		if n == 0 {
+			n = size
+			for n < len(s) && !utf8.RuneStart(s[n]) {
+				n++
+			}
+		}
+		out = append(out, s[:n])
+		s = s[n:]
+	}
+	return append(out, s)
+}
