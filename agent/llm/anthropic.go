@@ -54,7 +54,7 @@ func (p *Anthropic) Complete(ctx context.Context, req Request) (Response, error)
 		if err != nil {
 			return Response{}, err
 		}
-		return anthropicResponse(msg), nil
+		return markCutToolUse(anthropicResponse(msg)), nil
 	})
 }
 

@@ -63,7 +63,7 @@ func (p *OpenAIChat) Complete(ctx context.Context, req Request) (Response, error
 		if err != nil {
 			return Response{}, err
 		}
-		return chatResponse(cc), nil
+		return markCutToolUse(chatResponse(cc)), nil
 	}))
 }
 

@@ -46,7 +46,7 @@ func (p *OpenAIResponses) Complete(ctx context.Context, req Request) (Response, 
 		if err != nil {
 			return Response{}, err
 		}
-		return responsesResponse(r), nil
+		return markCutToolUse(responsesResponse(r)), nil
 	}))
 }
 
