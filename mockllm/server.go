@@ -66,6 +66,8 @@ type Logged struct {
 	Turn int
 	// Error is the error message sent, when Status is not 200.
 	Error string
+	// Response is the reply sent, when Status is 200 on a model endpoint.
+	Response *llm.Response
 }
 
 // loggedHeaders are the request headers a Logged keeps.
@@ -305,6 +307,7 @@ func (x *exchange) handleModelCall() {
 		return
 	}
 	x.lg.Status = http.StatusOK
+	x.lg.Response = &rep.Response
 	x.w.Header().Set(x.dialect.requestIDHeader(), x.s.newID("req_"))
 	if stream {
 		x.w.Header().Set("Content-Type", "text/event-stream; charset=utf-8")

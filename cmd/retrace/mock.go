@@ -12,12 +12,14 @@ import (
 	"syscall"
 
 	"github.com/retrace-dev/retrace/mockllm"
+	"github.com/retrace-dev/retrace/recorder"
 	"github.com/spf13/cobra"
 )
 
 type mockServeOptions struct {
 	script string
 	replay string
+	record string
 	addr   string
 }
 
@@ -61,7 +63,10 @@ The first line on stdout is the server's URL. Point the SDKs at it:
   ANTHROPIC_BASE_URL=http://127.0.0.1:PORT
   OPENAI_BASE_URL=http://127.0.0.1:PORT/v1
 
-Each request is logged on stderr, one line each. The server stops on
+Each request is logged on stderr, one line each. With --record DIR the
+conversation is also written as a trajectory in DIR: the model requests
+and responses, and the tool results the agent sends back, so a session of
+any agent can be validated, queried and replayed like one of retrace's own. The server stops on
 Ctrl-C or SIGTERM and then reports turns that were never requested.
 
 Exit codes: 0 stopped cleanly, 2 bad flags or an invalid script (printed
@@ -79,6 +84,7 @@ as file:line: what is wrong), 1 the server could not start.`,
 	serve.Flags().StringVar(&opts.script, "script", "", "YAML script of turns to answer with")
 	serve.Flags().StringVar(&opts.replay, "replay", "", "trajectory file whose model responses to answer with, in order")
 	serve.Flags().StringVar(&opts.addr, "addr", "127.0.0.1:0", "address to listen on (port 0 picks a free port)")
+	serve.Flags().StringVar(&opts.record, "record", "", "record the agent's conversation as a trajectory in this directory (model requests and responses, and the tool results the agent sends back)")
 	mock.AddCommand(serve)
 	return mock
 }
@@ -107,8 +113,20 @@ func runMockServe(ctx context.Context, sys *IO, opts *mockServeOptions) error {
 		}
 		src = r
 	}
+	var rec *recorder.Recorder
+	var transcript *mockllm.Transcript
+	if opts.record != "" {
+		r, err := recorder.Create(opts.record, recorder.Options{Clock: sys.Now})
+		if err != nil {
+			return err
+		}
+		rec, transcript = r, mockllm.NewTranscript(r)
+	}
 	var logMu sync.Mutex
 	srv := mockllm.NewServer(src, mockllm.Options{Now: sys.Now, OnRequest: func(l mockllm.Logged) {
+		if transcript != nil {
+			transcript.Add(l)
+		}
 		logMu.Lock()
 		defer logMu.Unlock()
 		fmt.Fprintln(sys.Err, mockLogLine(l))
@@ -126,6 +144,16 @@ func runMockServe(ctx context.Context, sys *IO, opts *mockServeOptions) error {
 	logMu.Lock()
 	defer logMu.Unlock()
 	fmt.Fprintf(sys.Err, "mock LLM stopped after %s\n", plural(len(srv.Requests()), "request"))
+	if rec != nil {
+		if !transcript.Close() {
+			fmt.Fprintln(sys.Err, "note: the agent stopped in the middle of a turn; the trajectory has no session_end")
+		}
+		st, err := rec.Close()
+		if err != nil {
+			return fmt.Errorf("record %s: %w", rec.Path(), err)
+		}
+		fmt.Fprintf(sys.Err, "trajectory: %s (%s)\n", rec.Path(), st)
+	}
 	if script != nil {
 		if err := script.Verify(); err != nil {
 			for _, line := range strings.Split(err.Error(), "\n") {

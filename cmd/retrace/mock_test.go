@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/retrace-dev/retrace/trajectory"
 )
 
 // syncBuffer is a bytes.Buffer the server's goroutines and the test share.
@@ -36,8 +38,9 @@ func TestMockServePrintsItsURLServesTheScriptAndStopsOnCancel(t *testing.T) {
 		Now: func() time.Time { return time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC) }}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
+	runs := t.TempDir()
 	go func() {
-		done <- runMockServe(ctx, sys, &mockServeOptions{script: "../../mockllm/testdata/read_then_answer.yaml", addr: "127.0.0.1:0"})
+		done <- runMockServe(ctx, sys, &mockServeOptions{script: "../../mockllm/testdata/read_then_answer.yaml", addr: "127.0.0.1:0", record: runs})
 	}()
 	var url string
 	for url == "" {
@@ -78,6 +81,16 @@ func TestMockServePrintsItsURLServesTheScriptAndStopsOnCancel(t *testing.T) {
 	}
 	if !strings.Contains(logs, "stopped after 1 request") || !strings.Contains(logs, "turn 2 (line 10) was never requested") {
 		t.Fatalf("stderr %q should report the stop and the unused turn", logs)
+	}
+	// --record: the conversation so far is a valid trajectory, honestly
+	// without a session_end because the agent stopped in the middle of a turn.
+	files, err := trajectory.Expand(runs)
+	if err != nil || len(files) != 1 || !strings.Contains(logs, "trajectory: "+files[0]) || !strings.Contains(logs, "no session_end") {
+		t.Fatalf("recorded files %v (%v); stderr %q", files, err, logs)
+	}
+	rep, err := trajectory.ValidateFile(files[0])
+	if err != nil || len(rep.Problems) != 0 || rep.Events != 3 {
+		t.Fatalf("recorded trajectory: %d events, problems %v (%v)", rep.Events, rep.Problems, err)
 	}
 }
 

@@ -1,0 +1,71 @@
+package llm
+
+import (
+	"encoding/json"
+
+	"github.com/retrace-dev/retrace/trajectory"
+)
+
+// RequestEvent builds the model_request event of req. prev is the previous
+// request of the session, nil for the first. The event carries the hash of
+// every part (system, the tool definitions in order, each message) and the
+// full content of only the messages after the prefix req shares with prev,
+// so a trajectory grows linearly and any two requests can be compared part
+// by part; the system prompt is carried when it changed.
+func RequestEvent(req Request, prev *Request, requestBytes int, stream bool) *trajectory.ModelRequest {
+	ev := &trajectory.ModelRequest{
+		RequestBytes:  int64(requestBytes),
+		SystemHash:    trajectory.Hash([]byte(req.System)),
+		ToolsHash:     ToolsHash(req.Tools),
+		ToolNames:     make([]string, len(req.Tools)),
+		MessageHashes: make([]string, len(req.Messages)),
+		MaxTokens:     req.MaxTokens,
+		Stream:        stream,
+	}
+	for i, t := range req.Tools {
+		ev.ToolNames[i] = t.Name
+	}
+	for i, m := range req.Messages {
+		ev.MessageHashes[i] = MessageHash(m)
+	}
+	shared := 0
+	if prev != nil {
+		for shared < len(prev.Messages) && shared < len(req.Messages) && MessageHash(prev.Messages[shared]) == ev.MessageHashes[shared] {
+			shared++
+		}
+	}
+	ev.NewMessages = append([]trajectory.Message{}, req.Messages[shared:]...)
+	if prev == nil || prev.System != req.System {
+		ev.System = req.System
+	}
+	return ev
+}
+
+// ToolsHash is the hash of the tool definitions in the order they are sent:
+// a reordering changes it, as it breaks the prompt cache (seed §3.5).
+func ToolsHash(tools []ToolDef) string {
+	b, _ := json.Marshal(tools) // a ToolDef always marshals
+	return trajectory.Hash(b)
+}
+
+// MessageHash is the hash of one message's canonical JSON.
+func MessageHash(m trajectory.Message) string {
+	b, _ := json.Marshal(m) // a Message always marshals
+	return trajectory.Hash(b)
+}
+
+// ResponseEvent builds the model_response event of resp.
+func ResponseEvent(resp Response) *trajectory.ModelResponse {
+	content := resp.Content
+	if content == nil {
+		content = []trajectory.ContentBlock{}
+	}
+	return &trajectory.ModelResponse{
+		Content:       content,
+		StopReason:    resp.StopReason,
+		StopReasonRaw: resp.StopReasonRaw,
+		Usage:         resp.Usage,
+		TTFTMs:        float64(resp.TTFT.Microseconds()) / 1000,
+		DurationMs:    float64(resp.Duration.Microseconds()) / 1000,
+	}
+}
