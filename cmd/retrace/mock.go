@@ -66,8 +66,9 @@ The first line on stdout is the server's URL. Point the SDKs at it:
 Each request is logged on stderr, one line each. With --record DIR the
 conversation is also written as a trajectory in DIR: the model requests
 and responses, and the tool results the agent sends back, so a session of
-any agent can be validated, queried and replayed like one of retrace's own. The server stops on
-Ctrl-C or SIGTERM and then reports turns that were never requested.
+any agent can be validated, queried and replayed like one of retrace's own.
+The server stops on Ctrl-C or SIGTERM and then reports turns that were
+never requested.
 
 Exit codes: 0 stopped cleanly, 2 bad flags or an invalid script (printed
 as file:line: what is wrong), 1 the server could not start.`,
