@@ -65,14 +65,7 @@ func (p *Anthropic) Stream(ctx context.Context, req Request, onEvent func(Stream
 	if err != nil {
 		return Response{}, err
 	}
-	delivered := false
-	emit := func(ev StreamEvent) {
-		delivered = true
-		if onEvent != nil {
-			onEvent(ev)
-		}
-	}
-	return p.retry.run(ctx, true, func() bool { return delivered }, func(a *attempt) (Response, error) {
+	return p.retry.stream(ctx, onEvent, func(a *attempt, emit func(StreamEvent)) (Response, error) {
 		stream := p.client.Messages.NewStreaming(a.ctx, params, requestOptions(req, a)...)
 		defer stream.Close()
 		var acc anthropicStream

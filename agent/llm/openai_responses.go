@@ -58,12 +58,7 @@ func (p *OpenAIResponses) Stream(ctx context.Context, req Request, onEvent func(
 		return Response{}, err
 	}
 	onEvent, finish := neutralize(p.opts.strictInputs(req.Tools), onEvent)
-	delivered := false
-	emit := func(ev StreamEvent) {
-		delivered = true
-		onEvent(ev)
-	}
-	return finish(p.retry.run(ctx, true, func() bool { return delivered }, func(a *attempt) (Response, error) {
+	return finish(p.retry.stream(ctx, onEvent, func(a *attempt, emit func(StreamEvent)) (Response, error) {
 		stream := p.service.NewStreaming(a.ctx, params, option.WithMiddleware(a.middleware))
 		defer stream.Close()
 		var acc responsesStream

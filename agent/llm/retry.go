@@ -41,6 +41,20 @@ func newRetrier(opts Options) retrier {
 	return retrier{opts: opts, base: backoffBase, cap: backoffCap}
 }
 
+// stream runs a streamed call: fn gets each attempt and the function that
+// hands events to onEvent. Once an event has been handed on, a failure is
+// not retried (see run).
+func (r retrier) stream(ctx context.Context, onEvent func(StreamEvent), fn func(a *attempt, emit func(StreamEvent)) (Response, error)) (Response, error) {
+	delivered := false
+	emit := func(ev StreamEvent) {
+		delivered = true
+		if onEvent != nil {
+			onEvent(ev)
+		}
+	}
+	return r.run(ctx, true, func() bool { return delivered }, func(a *attempt) (Response, error) { return fn(a, emit) })
+}
+
 // run calls fn once per attempt until it succeeds, fails for good, or
 // delivered reports that the consumer has already seen part of a streamed
 // reply (retrying then would repeat text and, worse, tool calls the

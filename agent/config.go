@@ -1,0 +1,133 @@
+package agent
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/retrace-dev/retrace/agent/executor"
+	"github.com/retrace-dev/retrace/agent/llm"
+	"github.com/retrace-dev/retrace/trajectory"
+)
+
+// HarnessVersion is recorded in session_start when Config.HarnessVersion is empty.
+const HarnessVersion = "retrace-dev"
+
+// DefaultContextTokens is the estimated context size above which the loop
+// compacts the history, when Limits.ContextTokens is 0.
+const DefaultContextTokens = 100_000
+
+// Limits bound a session. Zero means unbounded, except ContextTokens.
+type Limits struct {
+	// MaxTurns is the most model requests of the session.
+	MaxTurns int
+	// TokenBudget is the most tokens (input, output and cache) the
+	// session's responses may add up to before it stops.
+	TokenBudget int64
+	// CostBudget is recorded but not enforced yet: it needs model prices.
+	CostBudget float64
+	// MaxTokens is the max_tokens of each request; 0 leaves the provider's default.
+	MaxTokens int
+	// ContextTokens is the estimated history size (bytes/4) above which the
+	// oldest tool results are dropped; 0 means DefaultContextTokens.
+	ContextTokens int64
+}
+
+// Config is everything one session needs.
+type Config struct {
+	// Provider is the model. Required.
+	Provider llm.Provider
+	// Model names the model; empty asks the provider for its default.
+	Model string
+	// Executor wires the tools: Env (with the registry), Permission,
+	// Hooks, Blobs and Prompter. Its Sink and SchemaSent are set by the
+	// loop, which counts what the executor emits.
+	Executor executor.Config
+	// Sink receives the session's events (the recorder). Required.
+	Sink trajectory.Sink
+	// System is the static system prompt; the loop appends the list of
+	// deferred tools to it.
+	System string
+	// Prompt is the user's task, the first message of the session.
+	Prompt string
+	// Limits bound the session.
+	Limits Limits
+	// Stream asks the provider for a streamed reply; OnStream sees it arrive.
+	Stream   bool
+	OnStream func(llm.StreamEvent)
+	// Defenses lists the in-loop defenses to enable; nil means
+	// DefaultDefenses(). The denial fuse lives in the executor and is
+	// always on.
+	Defenses []trajectory.DefenseName
+	// Mode and PermissionMode are recorded in session_start; empty means
+	// headless and default.
+	Mode           trajectory.RunMode
+	PermissionMode trajectory.PermissionMode
+	// HarnessVersion is recorded in session_start; empty means HarnessVersion.
+	HarnessVersion string
+	// Tags are recorded in session_start.
+	Tags map[string]string
+	// Clock times the session; nil means time.Now.
+	Clock func() time.Time
+}
+
+// DefaultDefenses returns the defenses enabled when Config.Defenses is nil:
+// all of them except loop detection by shape, whose false-positive rate on
+// legitimate exploration makes it opt-in (seed §13.7).
+func DefaultDefenses() []trajectory.DefenseName {
+	return []trajectory.DefenseName{
+		trajectory.DefenseEmptyInputRetry,
+		trajectory.DefenseEndTurnFallthrough,
+		trajectory.DefenseTruncatedToolUse,
+		trajectory.DefenseRepeatedReadOnly,
+		trajectory.DefenseLowYieldSpin,
+		trajectory.DefenseDenialFuse,
+		trajectory.DefenseReminderCap,
+	}
+}
+
+// ErrConfig is wrapped by Run's errors for a Config that cannot start a session.
+var ErrConfig = errors.New("agent: invalid config")
+
+func (c *Config) check() error {
+	var errs []error
+	if c.Provider == nil {
+		errs = append(errs, errors.New("Provider is required: give a model provider (or a mockllm script)"))
+	}
+	if c.Sink == nil {
+		errs = append(errs, errors.New("Sink is required: give the recorder the session is written to"))
+	}
+	if c.Executor.Env == nil {
+		errs = append(errs, errors.New("Executor.Env is required: create it with tools.NewEnv"))
+	} else if c.Executor.Env.Registry() == nil {
+		errs = append(errs, errors.New("Executor.Env has no tool registry: create it with tools.NewEnv(workspace, registry)"))
+	}
+	for _, d := range c.Defenses {
+		if !d.Valid() {
+			errs = append(errs, fmt.Errorf("Defenses: unknown defense %q", d))
+		}
+	}
+	if c.Limits.MaxTurns < 0 || c.Limits.TokenBudget < 0 || c.Limits.CostBudget < 0 || c.Limits.MaxTokens < 0 || c.Limits.ContextTokens < 0 {
+		errs = append(errs, errors.New("Limits: a limit is negative; use 0 for unbounded"))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	return nil
+}
+
+// Result is how a session ended.
+type Result struct {
+	// Reason is the attributed end reason, as in session_end.
+	Reason trajectory.EndReason
+	// ErrorCode is a label when Reason is error (stop_missing, model_server_error, ...).
+	ErrorCode string
+	// Err is the error that ended the session, when there was one.
+	Err          error
+	Turns        int
+	Usage        trajectory.Usage
+	ToolCalls    int
+	ToolFailures int
+	// Text is the text of the model's last reply.
+	Text string
+}

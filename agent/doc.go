@@ -1,0 +1,26 @@
+// Package agent is the agent loop: it asks the model, runs the tool_use
+// blocks of each reply through the executor, sends the results back, and
+// records every step of the session as a trajectory (seed §4).
+//
+// The loop itself is the ten lines of seed §4.1; everything else in this
+// package is what keeps those ten lines from going wrong. Stop reasons are
+// read by whitelist, so a missing or unknown one is an error path and never
+// "done" (§4.5 F2). A session ends for exactly one reason, attributed by
+// priority — an explicit reason (the model finished, a defense stopped it,
+// a budget ran out) over a user abort over the turn limit over an error —
+// and never by matching error text (§4.4). In-loop defenses catch the ways
+// a model degrades: an empty-input tool_use, an end_turn that still holds a
+// tool_use, a tool_use cut off by max_tokens, the same read-only call with
+// the same output over and over (§13.9), a turn that only fetches one
+// unchanged number (§13.8), and, when enabled, calls of the same shape
+// (§13.7). Each defense has a cap, so that it cannot become a loop of its
+// own, and each emits defense_trigger where it acts, never where it is
+// merely evaluated (§13.3). Harness reminders travel in user messages, so
+// they are labelled, deduplicated and capped (§13.10).
+//
+// Deferred tools are not sent until tool_search loads them. The system
+// prompt names them with an explicit "not loaded" label, computed from the
+// tools' static declarations only, so that loading a tool never rewrites
+// the cached prefix (§10.6, §13.2); after a compaction the loop announces
+// them again in the conversation (§10.7).
+package agent
