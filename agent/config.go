@@ -20,17 +20,18 @@ const DefaultContextTokens = 100_000
 // Limits bound a session. Zero means unbounded, except ContextTokens.
 type Limits struct {
 	// MaxTurns is the most model requests of the session.
-	MaxTurns int
+	MaxTurns int `yaml:"max_turns"`
 	// TokenBudget is the most tokens (input, output and cache) the
 	// session's responses may add up to before it stops.
-	TokenBudget int64
-	// CostBudget is recorded but not enforced yet: it needs model prices.
-	CostBudget float64
+	TokenBudget int64 `yaml:"token_budget"`
+	// CostBudget is recorded but not enforced yet: it needs model prices,
+	// so it is not in the configuration file either.
+	CostBudget float64 `yaml:"-"`
 	// MaxTokens is the max_tokens of each request; 0 leaves the provider's default.
-	MaxTokens int
+	MaxTokens int `yaml:"max_tokens"`
 	// ContextTokens is the estimated history size (bytes/4) above which the
 	// oldest tool results are dropped; 0 means DefaultContextTokens.
-	ContextTokens int64
+	ContextTokens int64 `yaml:"context_tokens"`
 }
 
 // Config is everything one session needs.
@@ -55,6 +56,9 @@ type Config struct {
 	// Stream asks the provider for a streamed reply; OnStream sees it arrive.
 	Stream   bool
 	OnStream func(llm.StreamEvent)
+	// Retries, when the provider's llm.Options.OnRetry is Retries.OnRetry,
+	// records every failed attempt; nil records only a call's final failure.
+	Retries *Retries
 	// Defenses lists the in-loop defenses to enable; nil means
 	// DefaultDefenses(). The denial fuse lives in the executor and is
 	// always on.

@@ -9,6 +9,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/retrace-dev/retrace/agent"
 	"github.com/retrace-dev/retrace/agent/hooks"
 	"github.com/retrace-dev/retrace/agent/permission"
 )
@@ -17,6 +18,7 @@ import (
 type Config struct {
 	Permissions permission.Config `yaml:"permissions"`
 	Hooks       []hooks.Config    `yaml:"hooks"`
+	Limits      agent.Limits      `yaml:"limits"`
 }
 
 // Load reads and checks the configuration file at path. Every problem is

@@ -1,0 +1,547 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/retrace-dev/retrace/agent/executor"
+	"github.com/retrace-dev/retrace/agent/llm"
+	"github.com/retrace-dev/retrace/agent/tools"
+	"github.com/retrace-dev/retrace/recorder"
+	"github.com/retrace-dev/retrace/trajectory"
+)
+
+// droppedOutput replaces a tool result's content when compaction drops it.
+const droppedOutput = "[output removed to save context; re-run the tool if needed]"
+
+// countingSink passes events on and counts the calls and failures the
+// executor emits, so that session_end's totals are read from what was
+// recorded rather than kept by a second bookkeeping that could disagree.
+type countingSink struct {
+	next     trajectory.Sink
+	calls    atomic.Int64
+	failures atomic.Int64
+}
+
+func (c *countingSink) Emit(turn int, p trajectory.Payload) {
+	switch p.(type) {
+	case *trajectory.ToolCall:
+		c.calls.Add(1)
+	case *trajectory.ToolFailure:
+		c.failures.Add(1)
+	}
+	c.next.Emit(turn, p)
+}
+
+// session is the state of one Run.
+type session struct {
+	cfg    Config
+	sink   *countingSink
+	ex     *executor.Executor
+	reg    *tools.Registry
+	clock  func() time.Time
+	system string
+	model  string
+
+	history []trajectory.Message
+	prev    *llm.Request
+	sent    map[string]bool // tools in the last request
+	turn    int
+	usage   trajectory.Usage
+	text    string
+	start   time.Time
+
+	rem *reminders
+	def *defenses
+}
+
+// ending is why the loop stops. explicit is set when the reason is known
+// for certain (the model finished, a defense stopped, a budget ran out);
+// otherwise the reason is attributed by priority in end.
+type ending struct {
+	explicit trajectory.EndReason
+	code     string
+	err      error
+}
+
+// Run runs one session to its end and records it into cfg.Sink. The error
+// is only for a Config that cannot start a session (nothing is recorded
+// then); how the session ended, including a failed model call, is in the
+// Result and in session_end.
+func Run(ctx context.Context, cfg Config) (Result, error) {
+	s, err := newSession(cfg)
+	if err != nil {
+		return Result{}, err
+	}
+	return s.run(ctx), nil
+}
+
+func newSession(cfg Config) (*session, error) {
+	if err := cfg.check(); err != nil {
+		return nil, err
+	}
+	if cfg.Defenses == nil {
+		cfg.Defenses = DefaultDefenses()
+	}
+	s := &session{cfg: cfg, sink: &countingSink{next: cfg.Sink}, reg: cfg.Executor.Env.Registry(), clock: cfg.Clock, sent: map[string]bool{}}
+	if s.clock == nil {
+		s.clock = time.Now
+	}
+	s.model = cfg.Model
+	if m, ok := cfg.Provider.(interface{ Model() string }); ok && s.model == "" {
+		s.model = m.Model()
+	}
+	if s.model == "" {
+		s.model = "default"
+	}
+	exCfg := cfg.Executor
+	exCfg.Sink = s.sink
+	// The executor reads sent only while Execute runs; the loop writes it
+	// only between calls of Execute.
+	exCfg.SchemaSent = func(name string) bool { return s.sent[name] }
+	if exCfg.SessionID == "" {
+		if r, ok := cfg.Sink.(interface{ SessionID() string }); ok {
+			exCfg.SessionID = r.SessionID()
+		}
+	}
+	ex, err := executor.New(exCfg)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	s.ex = ex
+	s.system = SystemPrompt(cfg.System, s.reg)
+	s.rem = newReminders(s)
+	s.def = newDefenses(s, cfg.Defenses)
+	if cfg.Retries != nil {
+		cfg.Retries.bind(s.emit)
+	}
+	return s, nil
+}
+
+func (s *session) emit(p trajectory.Payload) { s.sink.Emit(s.turn, p) }
+
+func (s *session) run(ctx context.Context) Result {
+	s.start = s.clock()
+	s.emitStart()
+	s.history = append(s.history, trajectory.Message{Role: trajectory.RoleUser,
+		Content: []trajectory.ContentBlock{{Type: trajectory.BlockText, Text: s.cfg.Prompt}}})
+	for {
+		if e, done := s.beforeRequest(ctx); done {
+			return s.end(ctx, e)
+		}
+		s.turn++
+		resp, err := s.ask(ctx)
+		if err != nil {
+			return s.end(ctx, ending{err: err, code: errorCode(err)})
+		}
+		if e, done := s.handle(ctx, resp); done {
+			return s.end(ctx, e)
+		}
+	}
+}
+
+func (s *session) emitStart() {
+	all := s.reg.All()
+	catalog := make([]trajectory.ToolInfo, len(all))
+	for i, t := range all {
+		spec, def := t.Spec(), tools.Definition(t)
+		display := spec.Display
+		if display == "" {
+			display = trajectory.DisplayFull
+		}
+		source := spec.Source
+		if source == "" {
+			source = trajectory.ToolBuiltin
+		}
+		catalog[i] = trajectory.ToolInfo{Name: spec.Name, DefinitionHash: trajectory.Hash(def), Definition: def,
+			Source: source, Deferred: spec.Deferred, ReadOnly: spec.ReadOnly, Display: display}
+	}
+	mode, perm := s.cfg.Mode, s.cfg.PermissionMode
+	if mode == "" {
+		mode = trajectory.ModeHeadless
+	}
+	if perm == "" {
+		perm = trajectory.PermDefault
+	}
+	version := s.cfg.HarnessVersion
+	if version == "" {
+		version = HarnessVersion
+	}
+	limits := s.cfg.Limits
+	cfgBytes, _ := json.Marshal(struct {
+		Model    string
+		Limits   Limits
+		Stream   bool
+		Defenses []trajectory.DefenseName
+		System   string
+		Perm     trajectory.PermissionMode
+	}{s.model, limits, s.cfg.Stream, s.cfg.Defenses, s.system, perm})
+	s.emit(&trajectory.SessionStart{
+		HarnessVersion:   version,
+		Provider:         s.cfg.Provider.Name(),
+		Model:            s.model,
+		Mode:             mode,
+		PermissionMode:   perm,
+		ConfigHash:       trajectory.Hash(cfgBytes),
+		SystemPromptHash: trajectory.Hash([]byte(s.system)),
+		Tools:            catalog,
+		Defenses:         append([]trajectory.DefenseName{}, s.cfg.Defenses...),
+		Limits:           &trajectory.Limits{MaxTurns: limits.MaxTurns, TokenBudget: limits.TokenBudget, CostBudget: limits.CostBudget},
+		Workspace:        s.cfg.Executor.Env.Workspace(),
+		Tags:             s.cfg.Tags,
+	})
+}
+
+// beforeRequest checks the bounds, relieves context pressure and delivers
+// the queued reminders, in that order, before the next model request.
+func (s *session) beforeRequest(ctx context.Context) (ending, bool) {
+	if ctx.Err() != nil {
+		return ending{}, true
+	}
+	if s.cfg.Limits.MaxTurns > 0 && s.turn >= s.cfg.Limits.MaxTurns {
+		return ending{explicit: trajectory.EndMaxTurns}, true
+	}
+	if b := s.cfg.Limits.TokenBudget; b > 0 && totalTokens(s.usage) >= b {
+		return ending{explicit: trajectory.EndTokenBudget}, true
+	}
+	s.compact()
+	blocks := s.rem.take()
+	last := &s.history[len(s.history)-1]
+	if last.Role == trajectory.RoleAssistant && len(blocks) == 0 {
+		// A request must end with a user message; when a turn produced
+		// neither results nor a reminder, say so as the harness, not as
+		// the user.
+		if s.rem.add(kindContinue, fmt.Sprintf("%s:%d", kindContinue, s.turn), "Continue with the task.") {
+			blocks = s.rem.take()
+		} else {
+			blocks = []trajectory.ContentBlock{{Type: trajectory.BlockText, Text: "<harness-reminder>Continue with the task.</harness-reminder>"}}
+		}
+	}
+	if len(blocks) == 0 {
+		return ending{}, false
+	}
+	if last.Role == trajectory.RoleUser {
+		last.Content = append(slices.Clone(last.Content), blocks...)
+	} else {
+		s.history = append(s.history, trajectory.Message{Role: trajectory.RoleUser, Content: blocks})
+	}
+	return ending{}, false
+}
+
+func totalTokens(u trajectory.Usage) int64 {
+	return u.InputTokens + u.OutputTokens + u.CacheReadTokens + u.CacheCreationTokens
+}
+
+// ask sends one request and records it, its response or its failure.
+func (s *session) ask(ctx context.Context) (llm.Response, error) {
+	req := llm.Request{Model: s.cfg.Model, System: s.system, Tools: toolDefs(s.reg),
+		Messages: append([]trajectory.Message(nil), s.history...), MaxTokens: s.cfg.Limits.MaxTokens}
+	clear(s.sent)
+	for _, t := range req.Tools {
+		s.sent[t.Name] = true
+	}
+	size := 0
+	if b, err := json.Marshal(req); err == nil {
+		size = len(b)
+	}
+	s.emit(llm.RequestEvent(req, s.prev, size, s.cfg.Stream))
+	s.prev = &req
+	started, attempts := s.clock(), s.cfg.Retries.count()
+	var resp llm.Response
+	var err error
+	if s.cfg.Stream {
+		onEvent := s.cfg.OnStream
+		if onEvent == nil {
+			onEvent = func(llm.StreamEvent) {}
+		}
+		resp, err = s.cfg.Provider.Stream(ctx, req, onEvent)
+	} else {
+		resp, err = s.cfg.Provider.Complete(ctx, req)
+	}
+	if err != nil && s.cfg.Retries.count() > attempts {
+		// The provider recorded every attempt, the last one included.
+		return resp, err
+	}
+	if err != nil {
+		me := &trajectory.ModelError{ErrorKind: trajectory.ModelInvalidResponse, Attempt: 1,
+			DurationMs: float64(s.clock().Sub(started).Microseconds()) / 1000}
+		var le *llm.Error
+		switch {
+		case errors.As(err, &le):
+			me.ErrorKind, me.StatusCode = le.Kind, le.StatusCode
+			me.RetryAfterMs = float64(le.RetryAfter.Microseconds()) / 1000
+		case ctx.Err() != nil:
+			me.ErrorKind = trajectory.ModelAborted
+		}
+		if me.DurationMs < 0 {
+			me.DurationMs = 0
+		}
+		s.emit(me)
+		return resp, err
+	}
+	s.emit(llm.ResponseEvent(resp))
+	s.usage.InputTokens += resp.Usage.InputTokens
+	s.usage.OutputTokens += resp.Usage.OutputTokens
+	s.usage.CacheReadTokens += resp.Usage.CacheReadTokens
+	s.usage.CacheCreationTokens += resp.Usage.CacheCreationTokens
+	return resp, nil
+}
+
+// errorCode labels a failed model call by its kind, never by its text.
+func errorCode(err error) string {
+	var le *llm.Error
+	if errors.As(err, &le) {
+		return "model_" + string(le.Kind)
+	}
+	return "model_error"
+}
+
+// handle acts on one response: it ends the session, or executes the
+// calls and prepares the next request.
+func (s *session) handle(ctx context.Context, resp llm.Response) (ending, bool) {
+	userText := false
+	var texts []string
+	for _, b := range resp.Content {
+		if b.Type == trajectory.BlockText && strings.TrimSpace(b.Text) != "" {
+			userText = true
+			texts = append(texts, b.Text)
+		}
+	}
+	if userText {
+		s.text = strings.Join(texts, "\n")
+	}
+	uses := resp.ToolUses()
+	// Stop reasons by whitelist: only the values below lead anywhere but
+	// the error path (seed §4.5 F2).
+	switch resp.StopReason {
+	case trajectory.StopRefusal, trajectory.StopContentFilter:
+		s.notRun(uses, "the reply was refused")
+		return ending{explicit: trajectory.EndRefused}, true
+	case trajectory.StopMissing, trajectory.StopUnknown:
+		s.notRun(uses, "the reply had no recognised stop reason")
+		return ending{code: "stop_" + string(resp.StopReason),
+			err: fmt.Errorf("model reply has stop reason %q (raw %q); it is never taken as completion", resp.StopReason, resp.StopReasonRaw)}, true
+	case trajectory.StopToolUse, trajectory.StopEndTurn, trajectory.StopStopSequence, trajectory.StopMaxTokens:
+	default:
+		s.notRun(uses, "the reply had no recognised stop reason")
+		return ending{code: "stop_unknown", err: fmt.Errorf("stop reason %q is not handled", resp.StopReason)}, true
+	}
+
+	assistant := make([]trajectory.ContentBlock, 0, len(resp.Content))
+	var run []trajectory.ContentBlock
+	truncated := false
+	for _, b := range resp.Content {
+		if b.Type != trajectory.BlockToolUse {
+			assistant = append(assistant, b)
+			continue
+		}
+		if len(b.Input) == 0 {
+			// Cut off by max_tokens: never executed (seed §2.3).
+			truncated = true
+			if !s.def.on(trajectory.DefenseTruncatedToolUse) || s.def.truncations >= maxTruncatedRetries {
+				s.notRun(append(run, remaining(resp.Content, b.ID)...), "the reply was cut off")
+				return ending{explicit: trajectory.EndMaxTokens}, true
+			}
+			s.def.truncations++
+			s.def.trigger(trajectory.DefenseTruncatedToolUse, trajectory.ActionSkip, b.ID, map[string]string{"tool": b.Name})
+			s.rem.add(kindTruncatedToolUse, fmt.Sprintf("%s:%s", kindTruncatedToolUse, b.ID),
+				fmt.Sprintf("Your %s call was cut off by the output limit before its input was complete, so it was not run. "+
+					"Call it again with a smaller input: for example write a large file in parts (write the first part, then append the rest with edit).", b.Name))
+			continue
+		}
+		if t, ok := s.reg.Lookup(b.Name); ok && isEmptyObject(b.Input) && hasRequired(t) && s.def.on(trajectory.DefenseEmptyInputRetry) {
+			if s.def.emptyRetries >= maxEmptyInputRetries {
+				s.def.trigger(trajectory.DefenseEmptyInputRetry, trajectory.ActionStop, b.ID, map[string]string{"tool": b.Name})
+				s.notRun(append(run, remaining(resp.Content, b.ID)...), "the session stopped")
+				return ending{explicit: trajectory.EndStuck}, true
+			}
+			s.def.emptyRetries++
+			s.def.trigger(trajectory.DefenseEmptyInputRetry, trajectory.ActionRetry, b.ID, map[string]string{"tool": b.Name})
+			assistant = append(assistant, trajectory.ContentBlock{Type: trajectory.BlockText,
+				Text: fmt.Sprintf("[harness: my %s call had empty input and was not run]", b.Name)})
+			s.rem.add(kindEmptyInput, fmt.Sprintf("%s:%s:%d", kindEmptyInput, b.Name, s.turn),
+				fmt.Sprintf("The %s call had empty input; call it again with its parameters.", b.Name))
+			continue
+		}
+		assistant = append(assistant, b)
+		run = append(run, b)
+	}
+
+	if len(run) == 0 {
+		switch {
+		case truncated || len(uses) > 0:
+			// Every call was cut off or empty: the model is told what to
+			// fix and asked again.
+		case resp.StopReason == trajectory.StopEndTurn:
+			return ending{explicit: trajectory.EndTurn}, true
+		case resp.StopReason == trajectory.StopStopSequence:
+			return ending{explicit: trajectory.EndStopSequence}, true
+		case resp.StopReason == trajectory.StopMaxTokens:
+			return ending{explicit: trajectory.EndMaxTokens}, true
+		default:
+			return ending{code: "tool_use_without_call", err: errors.New("the reply's stop reason is tool_use but it holds no tool_use block")}, true
+		}
+	}
+	if len(run) > 0 && (resp.StopReason == trajectory.StopEndTurn || resp.StopReason == trajectory.StopStopSequence) {
+		if !s.def.on(trajectory.DefenseEndTurnFallthrough) {
+			s.notRun(run, "the reply ended the turn")
+			return ending{explicit: trajectory.EndTurn}, true
+		}
+		// The model said it is done but left a call: run it rather than
+		// stop with the task half done (seed §4.5 F2).
+		s.def.trigger(trajectory.DefenseEndTurnFallthrough, trajectory.ActionExecute, run[0].ID,
+			map[string]string{"stop_reason": string(resp.StopReason), "tool_uses": fmt.Sprint(len(run))})
+	}
+	if len(assistant) == 0 {
+		assistant = append(assistant, trajectory.ContentBlock{Type: trajectory.BlockText, Text: "[harness: the reply was cut off]"})
+	}
+	s.history = append(s.history, trajectory.Message{Role: trajectory.RoleAssistant, Content: assistant})
+	if len(run) == 0 {
+		return ending{}, false
+	}
+
+	results := s.ex.Execute(ctx, s.turn, run)
+	s.history = append(s.history, trajectory.Message{Role: trajectory.RoleUser, Content: results})
+	if ctx.Err() != nil {
+		// Every call got its (aborted) result; the model is not asked again.
+		return ending{}, true
+	}
+	calls := make([]executed, len(run))
+	for i, u := range run {
+		t, _ := s.reg.Lookup(u.Name)
+		ro, wr := classify(t, u.Input)
+		calls[i] = executed{id: u.ID, tool: u.Name, sig: callSig(u.Name, u.Input), input: u.Input,
+			output: results[i].Content, isError: results[i].IsError, readOnly: ro, writes: wr}
+	}
+	if s.def.afterTools(calls, userText) {
+		return ending{explicit: trajectory.EndStuck}, true
+	}
+	return ending{}, false
+}
+
+// remaining returns the tool_use blocks after the one with id.
+func remaining(content []trajectory.ContentBlock, id string) []trajectory.ContentBlock {
+	var out []trajectory.ContentBlock
+	after := false
+	for _, b := range content {
+		if b.Type != trajectory.BlockToolUse {
+			continue
+		}
+		if after {
+			out = append(out, b)
+		}
+		after = after || b.ID == id
+	}
+	return out
+}
+
+// notRun answers tool_use blocks the session ends without running, so
+// that every tool_use of the trajectory has its answer (seed §2.4).
+func (s *session) notRun(uses []trajectory.ContentBlock, why string) {
+	for _, u := range uses {
+		s.emit(&trajectory.ToolResult{ToolRef: trajectory.ToolRef{ToolUseID: u.ID, Tool: u.Name},
+			Text: "Not run: " + why + ".", IsError: true, Display: trajectory.DisplayHidden})
+	}
+}
+
+// compact drops the content of the oldest tool results while the history
+// is over its estimated budget, and then announces the deferred tools
+// again: the announcements in the history may be gone (seed §10.7).
+func (s *session) compact() {
+	limit := s.cfg.Limits.ContextTokens
+	if limit <= 0 {
+		limit = DefaultContextTokens
+	}
+	before := estimateTokens(s.history)
+	if before <= limit {
+		return
+	}
+	after := before
+	// The last message holds the results the model has not seen yet.
+	for i := 0; i < len(s.history)-1 && after > limit/2; i++ {
+		m := &s.history[i]
+		if m.Role != trajectory.RoleUser {
+			continue
+		}
+		// The previous request shares the blocks; it must keep its
+		// content, or the next model_request would not show the change.
+		m.Content = slices.Clone(m.Content)
+		for j := range m.Content {
+			b := &m.Content[j]
+			if b.Type != trajectory.BlockToolResult || len(b.Content) <= len(droppedOutput) {
+				continue
+			}
+			after -= int64(len(b.Content)-len(droppedOutput)) / 4
+			b.Content = droppedOutput
+		}
+	}
+	if after == before {
+		return
+	}
+	after = estimateTokens(s.history)
+	s.emit(&trajectory.Compaction{Strategy: trajectory.CompactDrop, MessagesBefore: len(s.history), MessagesAfter: len(s.history),
+		TokensBefore: before, TokensAfter: after})
+	if deferred := s.reg.Deferred(); len(deferred) > 0 {
+		names := make([]string, len(deferred))
+		for i, t := range deferred {
+			names[i] = t.Spec().Name
+		}
+		s.rem.add(kindDeferredTools, fmt.Sprintf("%s:%d:%d", kindDeferredTools, s.turn, before),
+			"Earlier messages were shortened to save context. These tools are available but not loaded; load one with tool_search (select:NAME) before calling it: "+strings.Join(names, ", ")+".")
+	}
+}
+
+// estimateTokens is the history's size at four bytes a token.
+func estimateTokens(history []trajectory.Message) int64 {
+	b, err := json.Marshal(history)
+	if err != nil {
+		return 0
+	}
+	return int64(len(b)) / 4
+}
+
+// end attributes the end reason by priority — explicit, then abort, then
+// the turn limit, then error (seed §4.4) — and records session_end.
+func (s *session) end(ctx context.Context, e ending) Result {
+	reason := attribute(e.explicit, ctx.Err() != nil, s.cfg.Limits.MaxTurns > 0 && s.turn >= s.cfg.Limits.MaxTurns)
+	code := ""
+	if reason == trajectory.EndError {
+		code = e.code
+		if code == "" {
+			code = "error"
+		}
+	}
+	r := Result{Reason: reason, ErrorCode: code, Err: e.err, Turns: s.turn, Usage: s.usage,
+		ToolCalls: int(s.sink.calls.Load()), ToolFailures: int(s.sink.failures.Load()), Text: s.text}
+	if reason == trajectory.EndAborted && r.Err == nil {
+		r.Err = context.Cause(ctx)
+	}
+	end := &trajectory.SessionEnd{Reason: reason, Turns: s.turn, Usage: s.usage, ToolCalls: r.ToolCalls, ToolFailures: r.ToolFailures,
+		DurationMs: max(0, float64(s.clock().Sub(s.start).Microseconds())/1000), ErrorCode: code}
+	if rec, ok := s.cfg.Sink.(*recorder.Recorder); ok {
+		end.RecorderErrors = rec.Stats().Problems()
+	}
+	s.emit(end)
+	return r
+}
+
+// attribute picks the end reason by priority: an explicit reason, then a
+// user abort, then the turn limit, then error (seed §4.4). It takes facts
+// (was the context cancelled, was the limit reached), never error text.
+func attribute(explicit trajectory.EndReason, aborted, maxTurnsReached bool) trajectory.EndReason {
+	switch {
+	case explicit != "":
+		return explicit
+	case aborted:
+		return trajectory.EndAborted
+	case maxTurnsReached:
+		return trajectory.EndMaxTurns
+	}
+	return trajectory.EndError
+}

@@ -1,0 +1,308 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/retrace-dev/retrace/agent"
+	"github.com/retrace-dev/retrace/agent/config"
+	"github.com/retrace-dev/retrace/agent/executor"
+	"github.com/retrace-dev/retrace/agent/llm"
+	"github.com/retrace-dev/retrace/agent/llm/dialect"
+	"github.com/retrace-dev/retrace/agent/tools"
+	"github.com/retrace-dev/retrace/mockllm"
+	"github.com/retrace-dev/retrace/recorder"
+	"github.com/retrace-dev/retrace/trajectory"
+)
+
+//go:embed demo/script.yaml demo/retrace.yaml all:demo/_workspace
+var demoFS embed.FS
+
+const demoPrompt = "The tests say Add is wrong. Find the bug, fix it, and clean up the old build output."
+
+type runOptions struct {
+	prompt    string
+	script    string
+	provider  string
+	model     string
+	baseURL   string
+	workspace string
+	config    string
+	headless  bool
+	runs      string
+	maxTurns  int
+	stream    bool
+}
+
+func newRunCmd(sys *IO) *cobra.Command {
+	opts := &runOptions{}
+	cmd := &cobra.Command{
+		Use:   "run [PROMPT]",
+		Short: "Run the agent on a task and record the session as a trajectory",
+		Long: `Run drives the agent runtime — the agent loop, the tool executor with its
+permission chain and hooks — on a task, and records the whole session as a
+trajectory in the runs directory (--runs, RETRACE_DIR, or .retrace/runs).
+
+The model is either a script (--script FILE, the mock LLM's YAML format, see
+'retrace mock serve --help') or a real provider (--provider anthropic|openai|
+openai-chat --model M, with ANTHROPIC_API_KEY / OPENAI_API_KEY and optional
+--base-url or ANTHROPIC_BASE_URL / OPENAI_BASE_URL).
+
+With no arguments at all, run plays a built-in demo: a scripted model fixes a
+bug in a tiny project in a temporary workspace, so you see the whole system —
+a parallel batch, an edit, a command the policy refuses — in a few seconds.
+
+While it runs it prints a live transcript on stderr (turns, tools with their
+own durations, permission decisions, defenses), then a summary and the
+trajectory's path. Ctrl-C aborts: every pending tool call gets an aborted
+result, the session is closed, and the trajectory still validates.
+
+The configuration (--config, default retrace.yaml in the workspace when it
+exists) holds permission rules and mode, hooks and limits; unknown keys are
+errors. --headless refuses everything that would ask a person.
+
+Exit codes: 0 the agent finished its turn, 4 it stopped before finishing
+(max turns, budget, a defense, a refusal, an abort), 1 the model or retrace
+failed, 2 bad flags, config or script.`,
+		Example: `  retrace run
+  retrace run --script turns.yaml --workspace ./repo "Fix the failing test"
+  retrace run --provider anthropic --model claude-sonnet-4-5 --headless "Summarise README.md"`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 1 {
+				return usage(fmt.Errorf("give the task as one argument (quote it); got %d arguments", len(args)))
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 1 {
+				opts.prompt = args[0]
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return runRun(ctx, sys, opts)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&opts.script, "script", "", "scripted model: a YAML file of turns (the mock LLM's format)")
+	f.StringVar(&opts.provider, "provider", "", "real model provider: anthropic, openai (Responses API) or openai-chat")
+	f.StringVar(&opts.model, "model", "", "model name for --provider")
+	f.StringVar(&opts.baseURL, "base-url", "", "API endpoint for --provider (default from ANTHROPIC_BASE_URL / OPENAI_BASE_URL)")
+	f.StringVar(&opts.workspace, "workspace", "", "directory the tools work in (default: the current directory)")
+	f.StringVar(&opts.config, "config", "", "configuration file (default: retrace.yaml in the workspace, when it exists)")
+	f.BoolVar(&opts.headless, "headless", false, "never ask a person: every call that needs confirmation is refused")
+	f.StringVar(&opts.runs, "runs", "", "directory to record the trajectory in (default $RETRACE_DIR or .retrace/runs)")
+	f.IntVar(&opts.maxTurns, "max-turns", 0, "stop after this many model turns (default: the config's limit, else 50)")
+	f.BoolVar(&opts.stream, "stream", false, "ask the model for streamed replies")
+	return cmd
+}
+
+func runRun(ctx context.Context, sys *IO, opts *runOptions) error {
+	demo := opts.script == "" && opts.provider == "" && opts.prompt == ""
+	if demo {
+		dir, err := os.MkdirTemp("", "retrace-demo-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+		if err := copyDemo(dir); err != nil {
+			return err
+		}
+		opts.workspace, opts.prompt, opts.headless = dir, demoPrompt, true
+		fmt.Fprintf(sys.Err, "retrace demo: a scripted model fixes a bug in a temporary workspace (%s)\n\n", dir)
+	}
+	if opts.prompt == "" {
+		return usage(errors.New("give the task as an argument, e.g. retrace run --script turns.yaml \"Fix the failing test\""))
+	}
+	if (opts.script == "") == (opts.provider == "") && !demo {
+		return usage(errors.New("give exactly one model: --script FILE or --provider anthropic|openai|openai-chat"))
+	}
+	workspace := opts.workspace
+	if workspace == "" {
+		workspace = "."
+	}
+	cfg, cfgName, err := loadRunConfig(opts, workspace, demo)
+	if err != nil {
+		return err
+	}
+	provider, err := runProvider(sys, opts, demo)
+	if err != nil {
+		return err
+	}
+	reg, err := tools.NewRegistry(tools.Builtins()...)
+	if err != nil {
+		return err
+	}
+	env, err := tools.NewEnv(workspace, reg)
+	if err != nil {
+		return invalid(fmt.Errorf("--workspace: %w", err))
+	}
+	perm, hooksRunner, err := cfg.Check(cfgName, env.Workspace())
+	if err != nil {
+		return invalid(err)
+	}
+	runs := opts.runs
+	if runs == "" {
+		runs = runsDir(sys)
+	}
+	rec, err := recorder.Create(runs, recorder.Options{Clock: sys.Now})
+	if err != nil {
+		return err
+	}
+	stopSync := recorder.SyncOnSignal(rec, os.Interrupt, syscall.SIGTERM)
+	defer stopSync()
+	live := newLiveTranscript(sys.Err, rec)
+	var prompter executor.Prompter
+	mode := trajectory.ModeHeadless
+	if !opts.headless {
+		prompter, mode = &terminalPrompter{in: bufio.NewReader(sys.In), out: sys.Err}, trajectory.ModeInteractive
+	}
+	limits := cfg.Limits
+	if opts.maxTurns > 0 {
+		limits.MaxTurns = opts.maxTurns
+	}
+	if limits.MaxTurns == 0 {
+		limits.MaxTurns = 50
+	}
+	maxConcurrent, _ := strconv.Atoi(sys.Getenv("RETRACE_TOOL_MAX_CONCURRENT"))
+	res, err := agent.Run(ctx, agent.Config{
+		Provider: provider, Model: opts.model, Sink: live, Prompt: opts.prompt, Limits: limits, Stream: opts.stream,
+		System: "You are a careful software engineering agent working in the user's workspace. Use the tools to inspect before you change, and say what you did.",
+		Executor: executor.Config{Env: env, Permission: perm, Hooks: hooksRunner, Prompter: prompter,
+			Blobs: recorder.OpenBlobs(recorder.BlobsDir(rec.Path())), SessionID: rec.SessionID(), MaxConcurrent: maxConcurrent},
+		Mode: mode, PermissionMode: cfg.Permissions.Mode, HarnessVersion: "retrace " + currentVersion().Version, Clock: sys.Now,
+	})
+	stats, cerr := rec.Close()
+	if err != nil {
+		return err
+	}
+	live.summary(res, rec.Path(), stats)
+	if cerr != nil {
+		return fmt.Errorf("the trajectory %s may be incomplete: %w", rec.Path(), cerr)
+	}
+	switch res.Reason {
+	case trajectory.EndTurn, trajectory.EndStopSequence:
+		return nil
+	case trajectory.EndError:
+		return fmt.Errorf("the session ended with an error (%s): %v", res.ErrorCode, res.Err)
+	}
+	return &exitError{code: ExitInconclusive, err: errReported}
+}
+
+// loadRunConfig reads --config, or retrace.yaml in the workspace when it
+// exists, or the demo's own policy.
+func loadRunConfig(opts *runOptions, workspace string, demo bool) (config.Config, string, error) {
+	name := opts.config
+	if demo {
+		data, err := demoFS.ReadFile("demo/retrace.yaml")
+		if err != nil {
+			return config.Config{}, "", err
+		}
+		cfg, err := config.Parse(data, "demo/retrace.yaml")
+		return cfg, "demo/retrace.yaml", err
+	}
+	if name == "" {
+		name = filepath.Join(workspace, "retrace.yaml")
+		if _, err := os.Stat(name); errors.Is(err, fs.ErrNotExist) {
+			return config.Config{}, "(defaults)", nil
+		}
+	}
+	cfg, err := config.Load(name)
+	if err != nil {
+		return cfg, name, invalid(err)
+	}
+	return cfg, name, nil
+}
+
+// runProvider builds the model: the demo's embedded script, a script
+// file, or a real provider configured from the environment.
+func runProvider(sys *IO, opts *runOptions, demo bool) (llm.Provider, error) {
+	switch {
+	case demo:
+		data, err := demoFS.ReadFile("demo/script.yaml")
+		if err != nil {
+			return nil, err
+		}
+		return mockllm.ParseScript(data, "demo/script.yaml")
+	case opts.script != "":
+		s, err := mockllm.LoadScript(opts.script)
+		if err != nil {
+			return nil, invalid(err)
+		}
+		return s, nil
+	}
+	o := llm.OptionsFromEnv(opts.provider, sys.Getenv)
+	o.Model = opts.model
+	if opts.baseURL != "" {
+		o.BaseURL = opts.baseURL
+	}
+	if o.Model == "" {
+		return nil, usage(errors.New("--provider needs --model"))
+	}
+	switch opts.provider {
+	case "anthropic":
+		o.ToolSchema = dialect.Anthropic
+		return llm.NewAnthropic(o)
+	case "openai":
+		o.ToolSchema, o.StrictTools = dialect.OpenAIStrict, true
+		return llm.NewOpenAIResponses(o)
+	case "openai-chat":
+		o.ToolSchema = dialect.OpenAI
+		return llm.NewOpenAIChat(o)
+	}
+	return nil, usage(fmt.Errorf("--provider %q is not supported; use anthropic, openai or openai-chat", opts.provider))
+}
+
+func copyDemo(dir string) error {
+	root := "demo/_workspace"
+	return fs.WalkDir(demoFS, root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		target := filepath.Join(dir, strings.TrimPrefix(p, root))
+		if d.IsDir() {
+			return os.MkdirAll(target, 0o755)
+		}
+		data, err := demoFS.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(target, data, 0o644)
+	})
+}
+
+// terminalPrompter asks on the terminal whether a call may run. Parallel
+// calls may ask at once, so questions are asked one at a time.
+type terminalPrompter struct {
+	mu  sync.Mutex
+	in  *bufio.Reader
+	out io.Writer
+}
+
+func (p *terminalPrompter) Confirm(ctx context.Context, q executor.Prompt) (bool, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if ctx.Err() != nil {
+		return false, ctx.Err()
+	}
+	fmt.Fprintf(p.out, "\n  ? allow %s %s\n    %s\n    [y/N] ", q.Tool, inputSummary(q.Input), q.Reason)
+	line, err := p.in.ReadString('\n')
+	if err != nil && line == "" {
+		return false, err
+	}
+	answer := strings.ToLower(strings.TrimSpace(line))
+	return answer == "y" || answer == "yes", nil
+}
