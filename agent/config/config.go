@@ -11,6 +11,7 @@ import (
 
 	"github.com/retrace-dev/retrace/agent"
 	"github.com/retrace-dev/retrace/agent/hooks"
+	"github.com/retrace-dev/retrace/agent/mcp"
 	"github.com/retrace-dev/retrace/agent/permission"
 )
 
@@ -19,6 +20,7 @@ type Config struct {
 	Permissions permission.Config `yaml:"permissions"`
 	Hooks       []hooks.Config    `yaml:"hooks"`
 	Limits      agent.Limits      `yaml:"limits"`
+	MCPServers  []mcp.Config      `yaml:"mcp_servers"`
 }
 
 // Load reads and checks the configuration file at path. Every problem is
@@ -43,7 +45,7 @@ func Parse(data []byte, name string) (Config, error) {
 }
 
 // Check builds the parts the configuration describes, so that every bad
-// rule and hook is reported before a session starts. It returns the
+// rule, hook and MCP server entry is reported before a session starts. It returns the
 // permission checker and the hook runner for the workspace.
 func (c Config) Check(name, workspace string) (*permission.Checker, *hooks.Runner, error) {
 	perm, perr := permission.New(c.Permissions, workspace)
@@ -54,7 +56,11 @@ func (c Config) Check(name, workspace string) (*permission.Checker, *hooks.Runne
 	if herr != nil {
 		herr = fmt.Errorf("config %s: hooks: %w", name, herr)
 	}
-	if err := errors.Join(perr, herr); err != nil {
+	merr := mcp.Validate(c.MCPServers)
+	if merr != nil {
+		merr = fmt.Errorf("config %s: mcp_servers: %w", name, merr)
+	}
+	if err := errors.Join(perr, herr, merr); err != nil {
 		return nil, nil, err
 	}
 	return perm, hr, nil

@@ -70,6 +70,7 @@ func (e *ServerError) Unwrap() error { return e.Err }
 type Servers struct {
 	opts   Options
 	cancel context.CancelFunc
+	stop   func() bool // stops watching the caller's ctx
 	wg     sync.WaitGroup
 	done   chan struct{}
 
@@ -82,9 +83,9 @@ type Servers struct {
 type server struct {
 	cfg      Config
 	pending  bool
-	err      error           // set when the server failed
-	tools    []*Tool         // sorted by name
-	problems []*ServerError  // tools not offered
+	err      error          // set when the server failed
+	tools    []*Tool        // sorted by name
+	problems []*ServerError // tools not offered
 	session  *sdk.ClientSession
 }
 
@@ -127,7 +128,7 @@ func Connect(ctx context.Context, cfgs []Config, opts Options) (*Servers, error)
 	}()
 	// The caller's ctx ending (e.g. the session aborted) stops connecting
 	// servers too; sessions already made stay until Close.
-	context.AfterFunc(ctx, func() {
+	s.stop = context.AfterFunc(ctx, func() {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		for _, srv := range s.servers {
@@ -264,14 +265,19 @@ func (s *Servers) Pending() []string {
 
 // Tools returns the tools of every connected server, sorted by name, so
 // the definitions keep one order whatever order the servers connected in
-// (seed §3.5).
+// (seed §3.5). Names of different servers cannot meet except by a hash
+// collision; should one happen, the server earlier in the config wins.
 func (s *Servers) Tools() []tools.Tool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var out []tools.Tool
+	seen := map[string]bool{}
 	for _, srv := range s.servers {
 		for _, t := range srv.tools {
-			out = append(out, t)
+			if !seen[t.spec.Name] {
+				seen[t.spec.Name] = true
+				out = append(out, t)
+			}
 		}
 	}
 	slices.SortFunc(out, func(a, b tools.Tool) int { return strings.Compare(a.Spec().Name, b.Spec().Name) })
@@ -309,6 +315,7 @@ func (s *Servers) Close() error {
 	s.mu.Lock()
 	s.closed = true
 	s.mu.Unlock()
+	s.stop()
 	s.cancel()
 	<-s.done
 	s.mu.Lock()

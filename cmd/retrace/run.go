@@ -23,6 +23,7 @@ import (
 	"github.com/retrace-dev/retrace/agent/executor"
 	"github.com/retrace-dev/retrace/agent/llm"
 	"github.com/retrace-dev/retrace/agent/llm/dialect"
+	"github.com/retrace-dev/retrace/agent/mcp"
 	"github.com/retrace-dev/retrace/agent/tools"
 	"github.com/retrace-dev/retrace/mockllm"
 	"github.com/retrace-dev/retrace/recorder"
@@ -142,7 +143,16 @@ func runRun(ctx context.Context, sys *IO, opts *runOptions) error {
 	if err != nil {
 		return err
 	}
-	reg, err := tools.NewRegistry(tools.Builtins()...)
+	all := tools.Builtins()
+	if len(cfg.MCPServers) > 0 {
+		servers, err := connectMCP(ctx, sys, cfg, workspace)
+		if err != nil {
+			return err
+		}
+		defer servers.Close()
+		all = append(all, servers.Tools()...)
+	}
+	reg, err := tools.NewRegistry(all...)
 	if err != nil {
 		return err
 	}
@@ -200,6 +210,28 @@ func runRun(ctx context.Context, sys *IO, opts *runOptions) error {
 		return fmt.Errorf("the session ended with an error (%s): %v", res.ErrorCode, res.Err)
 	}
 	return &exitError{code: ExitInconclusive, err: errReported}
+}
+
+// connectMCP starts the configured MCP servers and waits for them, so that
+// their tools are in the session's catalog from the first turn; a server
+// that fails is reported and the session goes on without it.
+func connectMCP(ctx context.Context, sys *IO, cfg config.Config, workspace string) (*mcp.Servers, error) {
+	dir, err := filepath.Abs(workspace)
+	if err != nil {
+		return nil, err
+	}
+	servers, err := mcp.Connect(ctx, cfg.MCPServers, mcp.Options{Dir: dir})
+	if err != nil {
+		return nil, invalid(err)
+	}
+	if err := servers.Wait(ctx); err != nil {
+		servers.Close()
+		return nil, err
+	}
+	for _, f := range servers.Failures() {
+		fmt.Fprintf(sys.Err, "warning: %v\n", f)
+	}
+	return servers, nil
 }
 
 // loadRunConfig reads --config, or retrace.yaml in the workspace when it

@@ -1,10 +1,16 @@
 package main
 
 import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/retrace-dev/retrace/trajectory"
 )
@@ -77,5 +83,26 @@ func TestRunRejectsBadInvocationsWithExitTwo(t *testing.T) {
 				t.Fatalf("exit %d stderr %q; want 2 and %q", code, stderr, c.want)
 			}
 		})
+	}
+}
+
+func TestRunConnectsTheConfiguredMCPServers(t *testing.T) {
+	srv := httptest.NewServer(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server {
+		s := sdk.NewServer(&sdk.Implementation{Name: "notes", Version: "1"}, nil)
+		s.AddTool(&sdk.Tool{Name: "echo", Description: "Echoes the text back.",
+			InputSchema: json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}`)},
+			func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+				return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "echoed"}}}, nil
+			})
+		return s
+	}, nil))
+	defer srv.Close()
+	ws := t.TempDir()
+	os.WriteFile(filepath.Join(ws, "retrace.yaml"), []byte("permissions:\n  mode: bypass\nmcp_servers:\n  - name: notes\n    url: "+srv.URL+"\n    deferred: false\n"), 0o644)
+	script := filepath.Join(t.TempDir(), "s.yaml")
+	os.WriteFile(script, []byte("turns:\n  - content: [{tool_use: {id: toolu_1, name: mcp__notes__echo, input: {text: hi}}}]\n  - content: [{text: done}]\n"), 0o644)
+	code, _, stderr := runCLI(t, nil, "run", "--script", script, "--workspace", ws, "--runs", t.TempDir(), "--headless", "Echo hi")
+	if code != ExitOK || !strings.Contains(stderr, "⏺ mcp__notes__echo") || !strings.Contains(stderr, "· ok ·") {
+		t.Fatalf("exit %d\n%s", code, stderr)
 	}
 }
