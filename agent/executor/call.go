@@ -53,7 +53,12 @@ func (ex *Executor) newCall(t *turn, index int, u trajectory.ContentBlock) *call
 		c.rawInput, _ = json.Marshal(string(u.Input))
 	}
 	tool, ok := ex.reg.Lookup(c.name)
+	pending := ex.reg.Pending()
 	switch {
+	case !ok && len(pending) > 0 && strings.HasPrefix(c.name, "mcp__"):
+		// "Not here yet" is not "does not exist" (seed §13.12).
+		c.lookupCode = "pending"
+		c.lookupFailure = fmt.Sprintf("Tool %q is not available yet: MCP servers %s are still connecting. Retry in a moment, or call tool_search to see what is loaded.", c.name, strings.Join(pending, ", "))
 	case !ok:
 		c.lookupCode = "unknown_tool"
 		c.lookupFailure = fmt.Sprintf("Tool %q does not exist. Use one of the tools you were given, or call tool_search with keywords to find one.", c.name)

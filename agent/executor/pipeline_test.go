@@ -150,3 +150,16 @@ func TestASnapshotSavesTheFileBeforeAnEditChangesIt(t *testing.T) {
 		t.Fatalf("saved content %q (%v), want the file before the edit", saved, err)
 	}
 }
+
+func TestACallToAToolOfAServerStillConnectingSaysSoInsteadOfDoesNotExist(t *testing.T) {
+	h := newHarness(t, harnessOpts{})
+	h.ex.reg.SetPending(func() []string { return []string{"github"} })
+	res := h.turnWith(context.Background(), use("toolu_1", "mcp__github__create_issue", `{}`), use("toolu_2", "reed", `{}`))
+	evs := h.events()
+	if !strings.Contains(res[0].Content, "still connecting") || failureOf(t, evs, "toolu_1").ErrorCode != "pending" {
+		t.Fatalf("pending server's tool: %q", res[0].Content)
+	}
+	if !strings.Contains(res[1].Content, "does not exist") {
+		t.Fatalf("a plain unknown tool: %q", res[1].Content)
+	}
+}

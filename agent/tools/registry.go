@@ -31,11 +31,13 @@ type entry struct {
 // Registry is the session's set of tools and which deferred ones the model
 // has loaded. It is safe for concurrent use.
 type Registry struct {
+	// entries and byName grow with Add; mu guards them and the rest.
 	entries []entry // registration order
 	byName  map[string]int
 
 	mu        sync.RWMutex
 	activated []int // indexes of loaded deferred tools, in activation order
+	pending   func() []string
 }
 
 // NewRegistry registers tools in the given order, which is the order their
@@ -44,33 +46,73 @@ type Registry struct {
 func NewRegistry(tools ...Tool) (*Registry, error) {
 	r := &Registry{byName: make(map[string]int, len(tools))}
 	for i, t := range tools {
-		if t == nil {
-			return nil, fmt.Errorf("tool %d is nil: %w", i, ErrInvalidTool)
+		if err := r.add(t, i); err != nil {
+			return nil, err
 		}
-		s := t.Spec()
-		if !trajectory.IsToolName(s.Name) {
-			return nil, fmt.Errorf("tool %d: name %q must match ^[a-zA-Z0-9_-]{1,64}$: %w", i, s.Name, ErrInvalidTool)
-		}
-		if _, dup := r.byName[s.Name]; dup {
-			return nil, fmt.Errorf("tool %q is registered twice; rename or drop one of them: %w", s.Name, ErrInvalidTool)
-		}
-		var obj map[string]json.RawMessage
-		if err := json.Unmarshal(s.Schema, &obj); err != nil || obj == nil {
-			return nil, fmt.Errorf("tool %q: input schema is not a JSON object: %w", s.Name, ErrInvalidTool)
-		}
-		r.byName[s.Name] = len(r.entries)
-		r.entries = append(r.entries, entry{
-			tool:      t,
-			spec:      s,
-			words:     nameWords(s.Name),
-			descWords: wordSet(s.Description),
-		})
 	}
 	return r, nil
 }
 
+// Add registers more tools after the session started: the tools of an MCP
+// server that finished connecting. They come after every tool registered
+// before, so the definitions already sent keep their order (seed §3.5).
+func (r *Registry) Add(tools ...Tool) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, t := range tools {
+		if err := r.add(t, len(r.entries)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// add registers one tool; the caller holds the lock or owns r.
+func (r *Registry) add(t Tool, i int) error {
+	if t == nil {
+		return fmt.Errorf("tool %d is nil: %w", i, ErrInvalidTool)
+	}
+	s := t.Spec()
+	if !trajectory.IsToolName(s.Name) {
+		return fmt.Errorf("tool %d: name %q must match ^[a-zA-Z0-9_-]{1,64}$: %w", i, s.Name, ErrInvalidTool)
+	}
+	if _, dup := r.byName[s.Name]; dup {
+		return fmt.Errorf("tool %q is registered twice; rename or drop one of them: %w", s.Name, ErrInvalidTool)
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(s.Schema, &obj); err != nil || obj == nil {
+		return fmt.Errorf("tool %q: input schema is not a JSON object: %w", s.Name, ErrInvalidTool)
+	}
+	r.byName[s.Name] = len(r.entries)
+	r.entries = append(r.entries, entry{tool: t, spec: s, words: nameWords(s.Name), descWords: wordSet(s.Description)})
+	return nil
+}
+
+// SetPending gives the registry a way to learn which tool sources (MCP
+// servers) are still connecting. A tool of theirs is not "missing" but
+// "not here yet", and the model must be told the difference (seed §12.4,
+// §13.12).
+func (r *Registry) SetPending(pending func() []string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.pending = pending
+}
+
+// Pending returns the tool sources still connecting, or nil.
+func (r *Registry) Pending() []string {
+	r.mu.RLock()
+	f := r.pending
+	r.mu.RUnlock()
+	if f == nil {
+		return nil
+	}
+	return f()
+}
+
 // Lookup returns the tool called name, loaded or not.
 func (r *Registry) Lookup(name string) (Tool, bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
 	i, ok := r.byName[name]
 	if !ok {
 		return nil, false
@@ -82,16 +124,13 @@ func (r *Registry) Lookup(name string) (Tool, bool) {
 // tool that is not deferred always is, a deferred one once activated. An
 // unknown name is not loaded.
 func (r *Registry) IsLoaded(name string) bool {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
 	i, ok := r.byName[name]
 	if !ok {
 		return false
 	}
-	if !r.entries[i].spec.Deferred {
-		return true
-	}
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	return slices.Contains(r.activated, i)
+	return !r.entries[i].spec.Deferred || slices.Contains(r.activated, i)
 }
 
 // Activate loads the named deferred tools, so that Active includes them
@@ -143,6 +182,8 @@ func (r *Registry) Deferred() []Tool {
 
 // All returns every registered tool in registration order.
 func (r *Registry) All() []Tool {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
 	out := make([]Tool, len(r.entries))
 	for i, e := range r.entries {
 		out[i] = e.tool
@@ -189,10 +230,9 @@ func (r *Registry) Search(query string, max int) []Tool {
 	}
 	var hits []hit
 	r.mu.RLock()
-	activated := slices.Clone(r.activated)
-	r.mu.RUnlock()
+	defer r.mu.RUnlock()
 	for i, e := range r.entries {
-		if !e.spec.Deferred || slices.Contains(activated, i) {
+		if !e.spec.Deferred || slices.Contains(r.activated, i) {
 			continue
 		}
 		score, ok := 0, true
@@ -229,6 +269,8 @@ func (r *Registry) Search(query string, max int) []Tool {
 }
 
 func (r *Registry) selectNames(list string) []Tool {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
 	var out []Tool
 	seen := map[int]bool{}
 	for name := range strings.SplitSeq(list, ",") {

@@ -65,8 +65,14 @@ func (ToolSearchTool) Run(_ context.Context, env *Env, input json.RawMessage) (R
 		max = toolSearchDefaultMax
 	}
 	matches := reg.Search(in.Query, max)
+	// Tools of a source still connecting are "not here yet", not "absent":
+	// say so, or the model concludes they do not exist (seed §12.4, §13.12).
+	pendingNote := ""
+	if p := reg.Pending(); len(p) > 0 {
+		pendingNote = fmt.Sprintf("\nStill connecting: %s. Their tools are not listed yet; if you need one of them, call tool_search again shortly.", strings.Join(p, ", "))
+	}
 	if len(matches) == 0 {
-		return Result{Output: fmt.Sprintf("No tools matched %q. Try other or fewer keywords, or select:NAME with an exact tool name.", in.Query)}, nil
+		return Result{Output: fmt.Sprintf("No tools matched %q. Try other or fewer keywords, or select:NAME with an exact tool name.", in.Query) + pendingNote}, nil
 	}
 	names := make([]string, len(matches))
 	var b strings.Builder
@@ -76,6 +82,7 @@ func (ToolSearchTool) Run(_ context.Context, env *Env, input json.RawMessage) (R
 		b.Write(Definition(t))
 		b.WriteByte('\n')
 	}
+	b.WriteString(strings.TrimPrefix(pendingNote, "\n"))
 	return Result{
 		Output: b.String(),
 		Modify: func(e *Env) {

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -143,18 +144,16 @@ func runRun(ctx context.Context, sys *IO, opts *runOptions) error {
 	if err != nil {
 		return err
 	}
-	all := tools.Builtins()
+	reg, err := tools.NewRegistry(tools.Builtins()...)
+	if err != nil {
+		return err
+	}
 	if len(cfg.MCPServers) > 0 {
-		servers, err := connectMCP(ctx, sys, cfg, workspace)
+		servers, err := attachMCP(ctx, sys, cfg, workspace, reg)
 		if err != nil {
 			return err
 		}
 		defer servers.Close()
-		all = append(all, servers.Tools()...)
-	}
-	reg, err := tools.NewRegistry(all...)
-	if err != nil {
-		return err
 	}
 	env, err := tools.NewEnv(workspace, reg)
 	if err != nil {
@@ -212,10 +211,17 @@ func runRun(ctx context.Context, sys *IO, opts *runOptions) error {
 	return &exitError{code: ExitInconclusive, err: errReported}
 }
 
-// connectMCP starts the configured MCP servers and waits for them, so that
-// their tools are in the session's catalog from the first turn; a server
-// that fails is reported and the session goes on without it.
-func connectMCP(ctx context.Context, sys *IO, cfg config.Config, workspace string) (*mcp.Servers, error) {
+// mcpGrace is how long a session waits for its MCP servers before it
+// starts without the slow ones.
+const mcpGrace = 2 * time.Second
+
+// attachMCP starts the configured MCP servers. It waits a moment, so that
+// local servers' tools are in the catalog from the first turn, and then
+// lets the session start: the tools of slower servers join the registry as
+// each server comes up, and until then tool_search and the executor report
+// those servers as still connecting rather than their tools as missing
+// (seed §12.4, §13.12). A server that fails is reported; the others work.
+func attachMCP(ctx context.Context, sys *IO, cfg config.Config, workspace string, reg *tools.Registry) (*mcp.Servers, error) {
 	dir, err := filepath.Abs(workspace)
 	if err != nil {
 		return nil, err
@@ -224,12 +230,49 @@ func connectMCP(ctx context.Context, sys *IO, cfg config.Config, workspace strin
 	if err != nil {
 		return nil, invalid(err)
 	}
-	if err := servers.Wait(ctx); err != nil {
-		servers.Close()
-		return nil, err
+	grace, cancel := context.WithTimeout(ctx, mcpGrace)
+	servers.Wait(grace)
+	cancel()
+	var mu sync.Mutex
+	pending := servers.Pending()
+	reg.SetPending(func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return pending
+	})
+	reported := map[string]bool{}
+	refresh := func() (done bool) {
+		p := servers.Pending()
+		for _, t := range servers.Tools() {
+			if _, ok := reg.Lookup(t.Spec().Name); !ok {
+				if err := reg.Add(t); err != nil {
+					fmt.Fprintf(sys.Err, "warning: %v\n", err)
+				}
+			}
+		}
+		for _, f := range servers.Failures() {
+			if msg := f.Error(); !reported[msg] {
+				reported[msg] = true
+				fmt.Fprintf(sys.Err, "warning: %s\n", msg)
+			}
+		}
+		// Published only after the tools of every server that left the
+		// pending list were added, so no tool is ever neither pending nor here.
+		mu.Lock()
+		pending = p
+		mu.Unlock()
+		return len(p) == 0
 	}
-	for _, f := range servers.Failures() {
-		fmt.Fprintf(sys.Err, "warning: %v\n", f)
+	if !refresh() {
+		go func() {
+			for !refresh() {
+				select {
+				case <-ctx.Done():
+					return
+				case <-time.After(50 * time.Millisecond):
+				}
+			}
+		}()
 	}
 	return servers, nil
 }
