@@ -24,14 +24,34 @@ type Limits struct {
 	// TokenBudget is the most tokens (input, output and cache) the
 	// session's responses may add up to before it stops.
 	TokenBudget int64 `yaml:"token_budget"`
-	// CostBudget is recorded but not enforced yet: it needs model prices,
-	// so it is not in the configuration file either.
-	CostBudget float64 `yaml:"-"`
+	// CostBudget is the most US dollars the session's responses may cost
+	// at Prices before it stops; it needs Prices.
+	CostBudget float64 `yaml:"cost_budget_usd"`
+	// Prices are the model's prices, for the cost budget and the cost
+	// recorded in session_end.
+	Prices Prices `yaml:"prices"`
 	// MaxTokens is the max_tokens of each request; 0 leaves the provider's default.
 	MaxTokens int `yaml:"max_tokens"`
 	// ContextTokens is the estimated history size (bytes/4) above which the
 	// oldest tool results are dropped; 0 means DefaultContextTokens.
 	ContextTokens int64 `yaml:"context_tokens"`
+}
+
+// Prices are a model's prices in US dollars per million tokens. retrace
+// ships no price list: prices change, and the user knows their contract.
+type Prices struct {
+	Input      float64 `yaml:"input_per_mtok"`
+	Output     float64 `yaml:"output_per_mtok"`
+	CacheRead  float64 `yaml:"cache_read_per_mtok"`
+	CacheWrite float64 `yaml:"cache_write_per_mtok"`
+}
+
+func (p Prices) set() bool { return p.Input > 0 || p.Output > 0 }
+
+// cost is what usage costs at these prices.
+func (p Prices) cost(u trajectory.Usage) float64 {
+	return (float64(u.InputTokens)*p.Input + float64(u.OutputTokens)*p.Output +
+		float64(u.CacheReadTokens)*p.CacheRead + float64(u.CacheCreationTokens)*p.CacheWrite) / 1e6
 }
 
 // Config is everything one session needs.
@@ -111,8 +131,13 @@ func (c *Config) check() error {
 			errs = append(errs, fmt.Errorf("Defenses: unknown defense %q", d))
 		}
 	}
-	if c.Limits.MaxTurns < 0 || c.Limits.TokenBudget < 0 || c.Limits.CostBudget < 0 || c.Limits.MaxTokens < 0 || c.Limits.ContextTokens < 0 {
-		errs = append(errs, errors.New("Limits: a limit is negative; use 0 for unbounded"))
+	l := c.Limits
+	if l.MaxTurns < 0 || l.TokenBudget < 0 || l.CostBudget < 0 || l.MaxTokens < 0 || l.ContextTokens < 0 ||
+		l.Prices.Input < 0 || l.Prices.Output < 0 || l.Prices.CacheRead < 0 || l.Prices.CacheWrite < 0 {
+		errs = append(errs, errors.New("Limits: a limit or price is negative; use 0 for unbounded"))
+	}
+	if l.CostBudget > 0 && !l.Prices.set() {
+		errs = append(errs, errors.New("Limits: cost_budget_usd needs prices (input_per_mtok, output_per_mtok): retrace ships no price list"))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("%w: %w", ErrConfig, err)

@@ -13,7 +13,6 @@ import (
 	"github.com/retrace-dev/retrace/agent/executor"
 	"github.com/retrace-dev/retrace/agent/llm"
 	"github.com/retrace-dev/retrace/agent/tools"
-	"github.com/retrace-dev/retrace/recorder"
 	"github.com/retrace-dev/retrace/trajectory"
 )
 
@@ -209,6 +208,9 @@ func (s *session) beforeRequest(ctx context.Context) (ending, bool) {
 	}
 	if b := s.cfg.Limits.TokenBudget; b > 0 && totalTokens(s.usage) >= b {
 		return ending{explicit: trajectory.EndTokenBudget}, true
+	}
+	if b := s.cfg.Limits.CostBudget; b > 0 && s.cfg.Limits.Prices.cost(s.usage) >= b {
+		return ending{explicit: trajectory.EndCostBudget}, true
 	}
 	s.compact()
 	blocks := s.rem.take()
@@ -524,8 +526,8 @@ func (s *session) end(ctx context.Context, e ending) Result {
 	}
 	end := &trajectory.SessionEnd{Reason: reason, Turns: s.turn, Usage: s.usage, ToolCalls: r.ToolCalls, ToolFailures: r.ToolFailures,
 		DurationMs: max(0, float64(s.clock().Sub(s.start).Microseconds())/1000), ErrorCode: code}
-	if rec, ok := s.cfg.Sink.(*recorder.Recorder); ok {
-		end.RecorderErrors = rec.Stats().Problems()
+	if p := s.cfg.Limits.Prices; p.set() {
+		end.CostUSD = p.cost(s.usage)
 	}
 	s.emit(end)
 	return r

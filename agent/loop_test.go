@@ -85,6 +85,11 @@ func TestScriptedSessions(t *testing.T) {
 			defenses: map[trajectory.DefenseName]string{trajectory.DefenseDenialFuse: "needs_confirmation"}},
 		{name: "The token budget ends the session before the next request.",
 			script: "max_turns", cfg: func(c *Config) { c.Limits.TokenBudget = 1 }, reason: trajectory.EndTokenBudget, turns: 1},
+		{name: "The cost budget, at the configured prices, ends the session before the next request.",
+			script: "max_turns", cfg: func(c *Config) {
+				c.Limits.CostBudget = 0.000001
+				c.Limits.Prices = Prices{Input: 3, Output: 15}
+			}, reason: trajectory.EndCostBudget, turns: 1},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -312,5 +317,22 @@ func TestARealProviderRecordsEveryFailedAttempt(t *testing.T) {
 	}
 	if evs[len(evs)-2].Type() != trajectory.TypeModelResponse {
 		t.Errorf("the reply after the retry is not recorded")
+	}
+}
+
+func TestTheCostOfASessionIsRecordedAtTheConfiguredPrices(t *testing.T) {
+	r := runScript(t, "clean", runOpts{cfg: func(c *Config) { c.Limits.Prices = Prices{Input: 3, Output: 15} }})
+	end := sessionEnd(t, r.events)
+	want := (float64(end.Usage.InputTokens)*3 + float64(end.Usage.OutputTokens)*15) / 1e6
+	if end.CostUSD <= 0 || end.CostUSD != want {
+		t.Fatalf("cost %v, want %v for usage %+v", end.CostUSD, want, end.Usage)
+	}
+}
+
+func TestACostBudgetWithoutPricesIsAConfigError(t *testing.T) {
+	var cfg Config
+	cfg.Limits.CostBudget = 1
+	if err := cfg.check(); err == nil || !strings.Contains(err.Error(), "needs prices") {
+		t.Fatalf("err = %v, want one saying the cost budget needs prices", err)
 	}
 }
