@@ -321,18 +321,23 @@ func TestStreamableHTTPServerWithHeaders(t *testing.T) {
 }
 
 // TestFilesystemServer runs the reference server from npm, when it is
-// already installed: the test never downloads anything.
+// already installed (globally: `npm install -g
+// @modelcontextprotocol/server-filesystem`, or in npx's cache): the test
+// never downloads anything.
 func TestFilesystemServer(t *testing.T) {
-	npx, err := exec.LookPath("npx")
-	if err != nil {
-		t.Skip("npx is not on PATH; skipping the @modelcontextprotocol/server-filesystem test")
-	}
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "hello.txt"), []byte("hello from disk"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cfg := Config{Name: "fs", Command: npx, Args: []string{"--offline", "--yes", "@modelcontextprotocol/server-filesystem", dir},
-		Env: map[string]string{"npm_config_offline": "true", "npm_config_update_notifier": "false"}}
+	var cfg Config
+	if bin, err := exec.LookPath("mcp-server-filesystem"); err == nil {
+		cfg = Config{Name: "fs", Command: bin, Args: []string{dir}}
+	} else if npx, err := exec.LookPath("npx"); err == nil {
+		cfg = Config{Name: "fs", Command: npx, Args: []string{"--offline", "--yes", "@modelcontextprotocol/server-filesystem", dir},
+			Env: map[string]string{"npm_config_offline": "true", "npm_config_update_notifier": "false"}}
+	} else {
+		t.Skip("neither mcp-server-filesystem nor npx is on PATH; skipping the @modelcontextprotocol/server-filesystem test")
+	}
 	s, err := Connect(t.Context(), []Config{cfg}, Options{ConnectTimeout: 8 * time.Second})
 	if err != nil {
 		t.Fatal(err)
