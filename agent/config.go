@@ -91,6 +91,11 @@ type Config struct {
 	HarnessVersion string
 	// Tags are recorded in session_start.
 	Tags map[string]string
+	// WorkspaceSnapshot is the reference of the workspace snapshot taken
+	// before the session (recorder.SnapshotWorkspace), recorded in
+	// session_start so a replay can restore the files the session started
+	// from; empty means none was taken.
+	WorkspaceSnapshot string
 	// Clock times the session; nil means time.Now.
 	Clock func() time.Time
 }

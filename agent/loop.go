@@ -182,18 +182,19 @@ func (s *session) emitStart() {
 		Perm     trajectory.PermissionMode
 	}{s.model, limits, s.cfg.Stream, s.cfg.Defenses, s.system, perm})
 	s.emit(&trajectory.SessionStart{
-		HarnessVersion:   version,
-		Provider:         s.cfg.Provider.Name(),
-		Model:            s.model,
-		Mode:             mode,
-		PermissionMode:   perm,
-		ConfigHash:       trajectory.Hash(cfgBytes),
-		SystemPromptHash: trajectory.Hash([]byte(s.system)),
-		Tools:            catalog,
-		Defenses:         append([]trajectory.DefenseName{}, s.cfg.Defenses...),
-		Limits:           &trajectory.Limits{MaxTurns: limits.MaxTurns, TokenBudget: limits.TokenBudget, CostBudget: limits.CostBudget},
-		Workspace:        s.cfg.Executor.Env.Workspace(),
-		Tags:             s.cfg.Tags,
+		HarnessVersion:    version,
+		Provider:          s.cfg.Provider.Name(),
+		Model:             s.model,
+		Mode:              mode,
+		PermissionMode:    perm,
+		ConfigHash:        trajectory.Hash(cfgBytes),
+		SystemPromptHash:  trajectory.Hash([]byte(s.system)),
+		Tools:             catalog,
+		Defenses:          append([]trajectory.DefenseName{}, s.cfg.Defenses...),
+		Limits:            &trajectory.Limits{MaxTurns: limits.MaxTurns, TokenBudget: limits.TokenBudget, CostBudget: limits.CostBudget},
+		Workspace:         s.cfg.Executor.Env.Workspace(),
+		WorkspaceSnapshot: s.cfg.WorkspaceSnapshot,
+		Tags:              s.cfg.Tags,
 	})
 }
 

@@ -29,6 +29,15 @@
 // "invalid_label" and counted, so free text never reaches the file through a
 // label, and the caller's payload is left untouched.
 //
+// Beside each trajectory file, <session-id>.blobs/ is a content-addressed
+// store (Blobs) of spilled tool outputs, the files saved before a call
+// changed them, and the workspace snapshot taken at session start:
+// SnapshotWorkspace records the tree (gitignore-aware, symlinks recorded and
+// never followed, a size cap that warns instead of silently truncating) as
+// a manifest blob whose reference goes into session_start, and
+// RestoreWorkspace recreates it elsewhere, refusing any entry that would
+// land outside its destination.
+//
 // Emit never returns an error and never panics: telemetry must not break the
 // main flow. Problems (encode failures, write failures, events emitted after
 // Close) are counted in Stats, reported in session_end's recorder_errors and

@@ -187,12 +187,15 @@ func runRun(ctx context.Context, sys *IO, opts *runOptions) error {
 		limits.MaxTurns = 50
 	}
 	maxConcurrent, _ := strconv.Atoi(sys.Getenv("RETRACE_TOOL_MAX_CONCURRENT"))
+	blobs := recorder.OpenBlobs(recorder.BlobsDir(rec.Path()))
+	snapshot := snapshotWorkspace(sys, env.Workspace(), blobs, runs)
 	res, err := agent.Run(ctx, agent.Config{
 		Provider: provider, Model: opts.model, Sink: live, Prompt: opts.prompt, Limits: limits, Stream: opts.stream,
 		System: "You are a careful software engineering agent working in the user's workspace. Use the tools to inspect before you change, and say what you did.",
 		Executor: executor.Config{Env: env, Permission: perm, Hooks: hooksRunner, Prompter: prompter,
-			Blobs: recorder.OpenBlobs(recorder.BlobsDir(rec.Path())), SessionID: rec.SessionID(), MaxConcurrent: maxConcurrent},
+			Blobs: blobs, SessionID: rec.SessionID(), MaxConcurrent: maxConcurrent},
 		Mode: mode, PermissionMode: cfg.Permissions.Mode, HarnessVersion: "retrace " + currentVersion().Version, Clock: sys.Now,
+		WorkspaceSnapshot: snapshot,
 	})
 	stats, cerr := rec.Close()
 	if err != nil {
@@ -209,6 +212,22 @@ func runRun(ctx context.Context, sys *IO, opts *runOptions) error {
 		return fmt.Errorf("the session ended with an error (%s): %v", res.ErrorCode, res.Err)
 	}
 	return &exitError{code: ExitInconclusive, err: errReported}
+}
+
+// snapshotWorkspace stores the workspace the session starts from, so that
+// a replay can restore it, and returns the manifest's reference. A snapshot
+// that fails costs the replay, not the session: it is a warning, and the
+// session runs without one.
+func snapshotWorkspace(sys *IO, workspace string, blobs *recorder.Blobs, runs string) string {
+	ref, rep, err := recorder.SnapshotWorkspace(workspace, blobs, recorder.SnapshotOptions{Skip: []string{runs}})
+	for _, w := range rep.Warnings {
+		fmt.Fprintf(sys.Err, "warning: %s\n", w)
+	}
+	if err != nil {
+		fmt.Fprintf(sys.Err, "warning: the session runs without a workspace snapshot, so it cannot be replayed from its starting files: %v\n", err)
+		return ""
+	}
+	return ref
 }
 
 // mcpGrace is how long a session waits for its MCP servers before it

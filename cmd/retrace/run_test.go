@@ -17,6 +17,7 @@ import (
 	"github.com/retrace-dev/retrace/agent/config"
 	"github.com/retrace-dev/retrace/agent/mcp"
 	"github.com/retrace-dev/retrace/agent/tools"
+	"github.com/retrace-dev/retrace/recorder"
 	"github.com/retrace-dev/retrace/trajectory"
 )
 
@@ -38,6 +39,34 @@ func TestRunWithNoArgumentsPlaysTheDemoAndRecordsAValidTrajectory(t *testing.T) 
 	rep, err := trajectory.ValidateFile(files[0])
 	if err != nil || len(rep.Problems) != 0 || len(rep.Warnings) != 0 {
 		t.Fatalf("the demo's trajectory: problems %v, warnings %v (%v)", rep.Problems, rep.Warnings, err)
+	}
+	// The workspace snapshot in session_start restores the demo workspace
+	// as it was before the agent fixed the bug.
+	r, err := trajectory.Open(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	ev, err := r.Next()
+	start, ok := ev.Payload.(*trajectory.SessionStart)
+	if err != nil || !ok || start.WorkspaceSnapshot == "" {
+		t.Fatalf("the first event %+v (%v) has no workspace snapshot", ev.Payload, err)
+	}
+	dst := filepath.Join(t.TempDir(), "restored")
+	if err := recorder.RestoreWorkspace(recorder.OpenBlobs(recorder.BlobsDir(files[0])), start.WorkspaceSnapshot, dst); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"README.md", "calc.go"} {
+		want, err := demoFS.ReadFile("demo/_workspace/" + name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := os.ReadFile(filepath.Join(dst, name)); err != nil || string(got) != string(want) {
+			t.Errorf("restored %s = %q (%v), want the original %q", name, got, err, want)
+		}
+	}
+	if got, _ := os.ReadFile(filepath.Join(dst, "calc.go")); !strings.Contains(string(got), "a - b") {
+		t.Errorf("restored calc.go lacks the original bug:\n%s", got)
 	}
 }
 
