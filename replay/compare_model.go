@@ -1,0 +1,281 @@
+package replay
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/retrace-dev/retrace/trajectory"
+)
+
+// byTurn groups model calls by turn, keeping their order within a turn;
+// retries and defense re-asks put more than one request in a turn.
+func byTurn(ms []modelCall) map[int][]modelCall {
+	out := map[int][]modelCall{}
+	for _, m := range ms {
+		out[m.turn] = append(out[m.turn], m)
+	}
+	return out
+}
+
+func turnsOf(a, b map[int][]modelCall) []int {
+	set := map[int]bool{}
+	for t := range a {
+		set[t] = true
+	}
+	for t := range b {
+		set[t] = true
+	}
+	turns := make([]int, 0, len(set))
+	for t := range set {
+		turns = append(turns, t)
+	}
+	sort.Ints(turns)
+	return turns
+}
+
+func (c *comparer) compareModel(rec, rep *session) {
+	c.compareRequests(rec, rep)
+	c.compareResponses(rec, rep)
+}
+
+// compareRequests reports the first changed request in full. Every later
+// request is sent after a conversation that already differs, so it cannot
+// match the recording; that is said once rather than once per turn.
+func (c *comparer) compareRequests(rec, rep *session) {
+	rt, pt := byTurn(rec.requests), byTurn(rep.requests)
+	changed, saidOnce := false, false
+	for _, turn := range turnsOf(rt, pt) {
+		rs, ps := rt[turn], pt[turn]
+		for i := 0; i < len(rs) || i < len(ps); i++ {
+			var d Divergence
+			switch {
+			case i >= len(ps):
+				d = Divergence{Turn: turn, Class: ClassCallMissing, Field: "model_request",
+					Recorded: "present", Replayed: "absent", order: rs[i].order,
+					Detail: "the replay sent fewer model requests in this turn"}
+			case i >= len(rs):
+				d = Divergence{Turn: turn, Class: ClassCallExtra, Field: "model_request",
+					Recorded: "absent", Replayed: "present", order: afterTurn(rs, ps[i].order),
+					Detail: "the replay sent a model request the recording lacks"}
+			default:
+				var same bool
+				d, same = c.diffRequest(rec, rep, rs[i].req, ps[i].req)
+				if same {
+					continue
+				}
+				d.Turn, d.Class, d.order = turn, ClassRequestPrefix, rs[i].order
+			}
+			if changed {
+				if !saidOnce {
+					saidOnce = true
+					c.add(Divergence{Turn: turn, Class: ClassRequestPrefix, Field: "model_request",
+						Detail: DetailLaterRequests, order: d.order})
+				}
+				continue
+			}
+			changed = true
+			c.add(d)
+		}
+	}
+}
+
+// afterTurn places an extra event after the recorded ones of its turn.
+func afterTurn(rs []modelCall, fallback int) int {
+	if len(rs) > 0 {
+		return rs[len(rs)-1].order + 1
+	}
+	return fallback
+}
+
+// diffRequest returns the first differing field of two requests, in the
+// order a provider caches them: system, tools, then messages.
+func (c *comparer) diffRequest(rec, rep *session, a, b *trajectory.ModelRequest) (Divergence, bool) {
+	d := Divergence{}
+	cache := func(field string, breaks bool) string {
+		if breaks {
+			return field + " differs; this breaks the prompt cache (the cached prefix no longer matches)"
+		}
+		return field + " differs; the prompt cache still holds (the cached prefix is unchanged)"
+	}
+	// Equal hashes mean equal bytes, so only differing hashes need the
+	// normalised text.
+	if as, bs := c.systemText(rec, a), c.systemText(rep, b); a.SystemHash != b.SystemHash && as != bs {
+		d.Field, d.Recorded, d.Replayed, d.Detail = "system", as, bs, cache("system", true)
+		return d, false
+	}
+	if an, bn := strings.Join(a.ToolNames, ","), strings.Join(b.ToolNames, ","); an != bn {
+		d.Field, d.Recorded, d.Replayed, d.Detail = "tool_names", an, bn, cache("tool_names (the tools or their order)", true)
+		return d, false
+	}
+	if a.ToolsHash != b.ToolsHash {
+		d.Field, d.Recorded, d.Replayed, d.Detail = "tools_hash", a.ToolsHash, b.ToolsHash, cache("tools_hash (a tool definition)", true)
+		return d, false
+	}
+	n := min(len(a.MessageHashes), len(b.MessageHashes))
+	for i := 0; i < n; i++ {
+		if a.MessageHashes[i] == b.MessageHashes[i] {
+			continue
+		}
+		am, bm := c.messageText(rec, a.MessageHashes[i]), c.messageText(rep, b.MessageHashes[i])
+		if am == bm {
+			continue
+		}
+		field := fmt.Sprintf("messages[%d]", i)
+		// Only the newest message is outside the cached prefix.
+		breaks := i < len(a.MessageHashes)-1
+		d.Field, d.Recorded, d.Replayed, d.Detail = field, am, bm, cache(field, breaks)
+		return d, false
+	}
+	switch {
+	case len(b.MessageHashes) > n:
+		d.Field = "messages"
+		d.Recorded, d.Replayed = fmt.Sprint(len(a.MessageHashes)), fmt.Sprint(len(b.MessageHashes))
+		d.Detail = fmt.Sprintf("%d message(s) appended; the prompt cache still holds (the cached prefix is unchanged)", len(b.MessageHashes)-n)
+		return d, false
+	case len(a.MessageHashes) > n:
+		d.Field = "messages"
+		d.Recorded, d.Replayed = fmt.Sprint(len(a.MessageHashes)), fmt.Sprint(len(b.MessageHashes))
+		d.Detail = fmt.Sprintf("%d message(s) fewer at the end; the prompt cache still holds (the cached prefix is unchanged)", len(a.MessageHashes)-n)
+		return d, false
+	}
+	if a.MaxTokens != b.MaxTokens {
+		d.Field = "max_tokens"
+		d.Recorded, d.Replayed = fmt.Sprint(a.MaxTokens), fmt.Sprint(b.MaxTokens)
+		d.Detail = cache("max_tokens", false)
+		return d, false
+	}
+	return d, true
+}
+
+// systemText is the normalised system prompt when its text was recorded,
+// else its hash: hashes cannot be normalised, text can.
+func (c *comparer) systemText(s *session, r *trajectory.ModelRequest) string {
+	if t, ok := s.systems[r.SystemHash]; ok {
+		return c.n.text(t)
+	}
+	return "hash " + r.SystemHash
+}
+
+func (c *comparer) messageText(s *session, hash string) string {
+	m, ok := s.messages[hash]
+	if !ok {
+		return "hash " + hash
+	}
+	b, err := json.Marshal(c.normMessage(m))
+	if err != nil {
+		return "hash " + hash
+	}
+	return string(b)
+}
+
+// normMessage normalises every string of a message, and re-encodes tool
+// inputs so that key order does not count.
+func (c *comparer) normMessage(m trajectory.Message) trajectory.Message {
+	out := trajectory.Message{Role: m.Role, Content: make([]trajectory.ContentBlock, len(m.Content))}
+	for i, b := range m.Content {
+		b.Text = c.n.text(b.Text)
+		b.Content = c.n.text(b.Content)
+		b.PartialInput = c.n.text(b.PartialInput)
+		if len(b.Input) > 0 {
+			b.Input = json.RawMessage(c.canonJSON(b.Input))
+			if !json.Valid(b.Input) {
+				// A rewrite produced invalid JSON; keep it comparable as text.
+				b.PartialInput, b.Input = string(b.Input), nil
+			}
+		}
+		out.Content[i] = b
+	}
+	return out
+}
+
+func (c *comparer) compareResponses(rec, rep *session) {
+	rt, pt := byTurn(rec.resps), byTurn(rep.resps)
+	for _, turn := range turnsOf(rt, pt) {
+		rs, ps := rt[turn], pt[turn]
+		for i := 0; i < len(rs) || i < len(ps); i++ {
+			switch {
+			case i >= len(ps):
+				c.add(Divergence{Turn: turn, Class: ClassCallMissing, Field: "model_response",
+					Recorded: "present", Replayed: "absent", order: rs[i].order,
+					Detail: "the replay received fewer model responses in this turn"})
+			case i >= len(rs):
+				c.add(Divergence{Turn: turn, Class: ClassCallExtra, Field: "model_response",
+					Recorded: "absent", Replayed: "present", order: afterTurn(rs, ps[i].order),
+					Detail: "the replay received a model response the recording lacks"})
+			default:
+				c.diffResponse(turn, rs[i], ps[i])
+			}
+		}
+	}
+}
+
+func (c *comparer) diffResponse(turn int, r, p modelCall) {
+	d := Divergence{Turn: turn, Class: ClassResponse, order: r.order}
+	if r.resp.StopReason != p.resp.StopReason {
+		d.Field, d.Recorded, d.Replayed = "stop_reason", string(r.resp.StopReason), string(p.resp.StopReason)
+		d.Detail = "the model stopped for another reason"
+		c.add(d)
+	}
+	a := c.contentText(r.resp.Content)
+	b := c.contentText(p.resp.Content)
+	if a != b {
+		d.Field, d.Recorded, d.Replayed = "content", a, b
+		d.Detail = "the model's reply differs"
+		c.add(d)
+	}
+}
+
+func (c *comparer) contentText(blocks []trajectory.ContentBlock) string {
+	b, err := json.Marshal(c.normMessage(trajectory.Message{Content: blocks}).Content)
+	if err != nil {
+		return fmt.Sprint(blocks)
+	}
+	return string(b)
+}
+
+func (c *comparer) compareDefenses(rec, rep *session) {
+	for _, k := range rec.defOrder {
+		r := rec.defenses[k]
+		p, ok := rep.defenses[k]
+		switch {
+		case !ok:
+			c.add(Divergence{Turn: r.turn, ToolUseID: k.toolUseID, Class: ClassDefenseStopped,
+				Field: string(k.defense), Recorded: string(r.action), Replayed: "(did not act)",
+				Detail: "the defense acted in the recording but not in the replay", order: r.order})
+		case p.action != r.action:
+			c.add(Divergence{Turn: r.turn, ToolUseID: k.toolUseID, Class: ClassDefenseFired,
+				Field: string(k.defense), Recorded: string(r.action), Replayed: string(p.action),
+				Detail: "the defense acted differently (action changed)", order: r.order})
+		}
+	}
+	for _, k := range rep.defOrder {
+		if _, ok := rec.defenses[k]; ok {
+			continue
+		}
+		p := rep.defenses[k]
+		c.add(Divergence{Turn: p.turn, ToolUseID: k.toolUseID, Class: ClassDefenseFired,
+			Field: string(k.defense), Recorded: "(did not act)", Replayed: string(p.action),
+			Detail: "the defense acted in the replay but not in the recording", order: p.order})
+	}
+}
+
+func (c *comparer) compareEnd(rec, rep *session) {
+	reason := func(e *trajectory.SessionEnd) string {
+		if e == nil {
+			return "(no session_end)"
+		}
+		return string(e.Reason)
+	}
+	a, b := reason(rec.end), reason(rep.end)
+	if a == b {
+		return
+	}
+	turn, order := rec.endTurn, rec.endOrder
+	if rec.end == nil {
+		turn, order = rep.endTurn, rep.endOrder
+	}
+	c.add(Divergence{Turn: turn, Class: ClassEnd, Field: "reason", Recorded: a, Replayed: b,
+		Detail: "the session ended for another reason", order: order})
+}
