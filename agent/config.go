@@ -96,6 +96,9 @@ type Config struct {
 	// session_start so a replay can restore the files the session started
 	// from; empty means none was taken.
 	WorkspaceSnapshot string
+	// ReplayOf is the session id this session replays, recorded in
+	// session_start.
+	ReplayOf string
 	// Clock times the session; nil means time.Now.
 	Clock func() time.Time
 }

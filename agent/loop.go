@@ -194,6 +194,7 @@ func (s *session) emitStart() {
 		Limits:            &trajectory.Limits{MaxTurns: limits.MaxTurns, TokenBudget: limits.TokenBudget, CostBudget: limits.CostBudget},
 		Workspace:         s.cfg.Executor.Env.Workspace(),
 		WorkspaceSnapshot: s.cfg.WorkspaceSnapshot,
+		ReplayOf:          s.cfg.ReplayOf,
 		Tags:              s.cfg.Tags,
 	})
 }

@@ -31,7 +31,7 @@ import (
 	"github.com/retrace-dev/retrace/trajectory"
 )
 
-//go:embed demo/script.yaml demo/retrace.yaml all:demo/_workspace
+//go:embed demo/script.yaml all:demo/_workspace
 var demoFS embed.FS
 
 const demoPrompt = "The tests say Add is wrong. Find the bug, fix it, and clean up the old build output."
@@ -136,7 +136,7 @@ func runRun(ctx context.Context, sys *IO, opts *runOptions) error {
 	if workspace == "" {
 		workspace = "."
 	}
-	cfg, cfgName, err := loadRunConfig(opts, workspace, demo)
+	cfg, cfgName, err := loadRunConfig(opts, workspace)
 	if err != nil {
 		return err
 	}
@@ -297,17 +297,9 @@ func attachMCP(ctx context.Context, sys *IO, cfg config.Config, workspace string
 }
 
 // loadRunConfig reads --config, or retrace.yaml in the workspace when it
-// exists, or the demo's own policy.
-func loadRunConfig(opts *runOptions, workspace string, demo bool) (config.Config, string, error) {
+// exists (the demo's workspace carries its own), or the defaults.
+func loadRunConfig(opts *runOptions, workspace string) (config.Config, string, error) {
 	name := opts.config
-	if demo {
-		data, err := demoFS.ReadFile("demo/retrace.yaml")
-		if err != nil {
-			return config.Config{}, "", err
-		}
-		cfg, err := config.Parse(data, "demo/retrace.yaml")
-		return cfg, "demo/retrace.yaml", err
-	}
 	if name == "" {
 		name = filepath.Join(workspace, "retrace.yaml")
 		if _, err := os.Stat(name); errors.Is(err, fs.ErrNotExist) {
