@@ -230,7 +230,9 @@ func recordedAnswers(events []trajectory.Event) executor.Prompter {
 
 type answers map[string]bool
 
-func (a answers) Confirm(_ context.Context, p executor.Prompt) (bool, error) { return a[p.ToolUseID], nil }
+func (a answers) Confirm(_ context.Context, p executor.Prompt) (bool, error) {
+	return a[p.ToolUseID], nil
+}
 
 func readAll(path string) ([]trajectory.Event, error) {
 	f, err := os.Open(path)
