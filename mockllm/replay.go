@@ -2,11 +2,8 @@ package mockllm
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"net/http"
-	"os"
 	"sync"
 	"time"
 
@@ -49,22 +46,9 @@ func NewReplay(events []trajectory.Event) *Replay {
 // that does not decode is an error: a replay of a damaged file would
 // answer with the wrong turns.
 func LoadReplay(path string) (*Replay, error) {
-	f, err := os.Open(path)
+	events, err := trajectory.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("open trajectory to replay: %w", err)
-	}
-	defer f.Close()
-	dec := trajectory.NewDecoder(f, path)
-	var events []trajectory.Event
-	for {
-		ev, err := dec.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, fmt.Errorf("read trajectory to replay: %w", err)
-		}
-		events = append(events, ev)
+		return nil, fmt.Errorf("read trajectory to replay: %w", err)
 	}
 	return NewReplay(events), nil
 }

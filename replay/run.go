@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -62,7 +61,7 @@ type Result struct {
 // miss, never a live call), replays the person's recorded answers to
 // permission prompts, records a new trajectory and compares the two.
 func Run(ctx context.Context, opts RunOptions) (Result, error) {
-	events, err := readAll(opts.Recording)
+	events, err := trajectory.ReadFile(opts.Recording)
 	if err != nil {
 		return Result{}, err
 	}
@@ -112,7 +111,7 @@ func Run(ctx context.Context, opts RunOptions) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	replayed, err := readAll(out.Path())
+	replayed, err := trajectory.ReadFile(out.Path())
 	if err != nil {
 		return Result{}, err
 	}
@@ -232,24 +231,4 @@ type answers map[string]bool
 
 func (a answers) Confirm(_ context.Context, p executor.Prompt) (bool, error) {
 	return a[p.ToolUseID], nil
-}
-
-func readAll(path string) ([]trajectory.Event, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	dec := trajectory.NewDecoder(f, path)
-	var out []trajectory.Event
-	for {
-		ev, err := dec.Next()
-		if errors.Is(err, io.EOF) {
-			return out, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, ev)
-	}
 }

@@ -87,3 +87,27 @@ func (r *Reader) closeFile() {
 	}
 	r.f, r.dec = nil, nil
 }
+
+// ReadFile reads every event of one trajectory file into memory, for the
+// consumers that need a whole session at once (replay, comparison). The
+// first malformed line is an error; a torn last line is not (the events
+// before it are returned).
+func ReadFile(path string) ([]Event, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	dec := NewDecoder(f, path)
+	var out []Event
+	for {
+		ev, err := dec.Next()
+		if errors.Is(err, io.EOF) {
+			return out, nil
+		}
+		if err != nil {
+			return out, err
+		}
+		out = append(out, ev)
+	}
+}

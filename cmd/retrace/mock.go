@@ -13,6 +13,7 @@ import (
 
 	"github.com/retrace-dev/retrace/mockllm"
 	"github.com/retrace-dev/retrace/recorder"
+	"github.com/retrace-dev/retrace/trajectory"
 	"github.com/spf13/cobra"
 )
 
@@ -32,7 +33,7 @@ func newMockCmd(sys *IO) *cobra.Command {
 	}
 	opts := &mockServeOptions{}
 	serve := &cobra.Command{
-		Use:   "serve --script FILE [--addr 127.0.0.1:0]",
+		Use:   "serve (--script FILE | --from RUN.jsonl) [--addr 127.0.0.1:0] [--record DIR]",
 		Short: "Serve a scripted (or replayed) model over HTTP until interrupted",
 		Long: `Serve starts an HTTP server that answers like the Anthropic Messages API
 (POST /v1/messages, /v1/messages/count_tokens), the OpenAI Chat Completions
@@ -74,7 +75,7 @@ Exit codes: 0 stopped cleanly, 2 bad flags or an invalid script (printed
 as file:line: what is wrong), 1 the server could not start.`,
 		Example: `  retrace mock serve --script mockllm/testdata/read_then_answer.yaml
   retrace mock serve --script turns.yaml --addr 127.0.0.1:8089
-  retrace mock serve --replay .retrace/runs/20261130-090000.jsonl`,
+  retrace mock serve --from .retrace/runs/20261130-090000.jsonl`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
@@ -83,7 +84,7 @@ as file:line: what is wrong), 1 the server could not start.`,
 		},
 	}
 	serve.Flags().StringVar(&opts.script, "script", "", "YAML script of turns to answer with")
-	serve.Flags().StringVar(&opts.replay, "replay", "", "trajectory file whose model responses to answer with, in order")
+	serve.Flags().StringVar(&opts.replay, "from", "", "recorded trajectory: answer with its model responses, in order, and log where each request differs from the recorded one")
 	serve.Flags().StringVar(&opts.addr, "addr", "127.0.0.1:0", "address to listen on (port 0 picks a free port)")
 	serve.Flags().StringVar(&opts.record, "record", "", "record the agent's conversation as a trajectory in this directory (model requests and responses, and the tool results the agent sends back)")
 	mock.AddCommand(serve)
@@ -93,10 +94,11 @@ as file:line: what is wrong), 1 the server could not start.`,
 // runMockServe serves until ctx is done.
 func runMockServe(ctx context.Context, sys *IO, opts *mockServeOptions) error {
 	if (opts.script == "") == (opts.replay == "") {
-		return usage(errors.New("give exactly one of --script FILE or --replay FILE"))
+		return usage(errors.New("give exactly one of --script FILE or --from RUN.jsonl"))
 	}
 	var src mockllm.Source
 	var script *mockllm.Script
+	var checker *mockllm.RequestChecker
 	if opts.script != "" {
 		s, err := mockllm.LoadScript(opts.script)
 		var se *mockllm.ScriptError
@@ -108,11 +110,11 @@ func runMockServe(ctx context.Context, sys *IO, opts *mockServeOptions) error {
 		}
 		src, script = s, s
 	} else {
-		r, err := mockllm.LoadReplay(opts.replay)
+		events, err := trajectory.ReadFile(opts.replay)
 		if err != nil {
 			return invalid(err)
 		}
-		src = r
+		src, checker = mockllm.NewReplay(events), mockllm.NewRequestChecker(events)
 	}
 	var rec *recorder.Recorder
 	var transcript *mockllm.Transcript
@@ -131,6 +133,11 @@ func runMockServe(ctx context.Context, sys *IO, opts *mockServeOptions) error {
 		logMu.Lock()
 		defer logMu.Unlock()
 		fmt.Fprintln(sys.Err, mockLogLine(l))
+		if checker != nil && l.Request != nil && l.Status == 200 {
+			if n, diff := checker.Check(l.Request); diff != "" {
+				fmt.Fprintf(sys.Err, "  request %d differs from the recording: %s\n", n, diff)
+			}
+		}
 	}})
 	url, err := srv.Start(opts.addr)
 	if err != nil {

@@ -107,7 +107,7 @@ func TestMockServeRejectsBadInputWithExitTwo(t *testing.T) {
 	}{
 		{"an invalid script is reported as file:line", []string{"mock", "serve", "--script", bad}, bad + ":3: turn 1: stop_reason \"finished\""},
 		{"a missing script is reported", []string{"mock", "serve", "--script", dir + "/none.yaml"}, "no such file"},
-		{"no script and no replay is a usage error", []string{"mock", "serve"}, "exactly one of --script FILE or --replay FILE"},
+		{"no script and no replay is a usage error", []string{"mock", "serve"}, "exactly one of --script FILE or --from RUN.jsonl"},
 		{"an unknown flag is a usage error", []string{"mock", "serve", "--scrpit", bad}, "unknown flag"},
 	}
 	for _, c := range cases {
