@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 
 	"github.com/retrace-dev/retrace/agent"
@@ -116,11 +117,16 @@ func Run(ctx context.Context, opts RunOptions) (Result, error) {
 		return Result{}, err
 	}
 	copts := opts.Compare
+	copts.Volatile = append(copts.Volatile, pidPattern)
 	copts.PathRewrites = append(copts.PathRewrites,
 		PathRewrite{Old: rec.start.Workspace, New: env.Workspace()},
 		PathRewrite{Old: blobs.Dir(), New: replayBlobs.Dir()})
 	return Result{Report: Compare(events, replayed, copts), Path: out.Path(), Workspace: env.Workspace(), End: end}, nil
 }
+
+// pidPattern matches process ids as programs print them ("pid 4242",
+// "PID=4242"): a new process gets a new one on every run.
+var pidPattern = regexp.MustCompile(`(?i)\bpid[ =:]+\d+`)
 
 // recording is what a replay needs to know about the recorded session.
 type recording struct {

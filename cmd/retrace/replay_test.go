@@ -113,3 +113,57 @@ func TestReplayRejectsWhatCannotBeReplayed(t *testing.T) {
 		})
 	}
 }
+
+func TestReplayOfDamagedRecordingsSaysWhatIsWrongAndWritesNothingOverThem(t *testing.T) {
+	t.Run("a missing blob names the file and the blob", func(t *testing.T) {
+		rec := recordDemo(t)
+		blobs := strings.TrimSuffix(rec, ".jsonl") + ".blobs"
+		entries, _ := os.ReadDir(blobs)
+		for _, e := range entries {
+			if e.Name() != "" && !strings.HasPrefix(e.Name(), ".") {
+				os.Remove(filepath.Join(blobs, e.Name()))
+				break
+			}
+		}
+		before, _ := os.ReadFile(rec)
+		code, _, stderr := runCLI(t, nil, "replay", rec, "--out", t.TempDir())
+		after, _ := os.ReadFile(rec)
+		if code != ExitInvalid || !strings.Contains(stderr, "sha256:") || string(before) != string(after) {
+			t.Fatalf("exit %d stderr %q (recording unchanged: %v)", code, stderr, string(before) == string(after))
+		}
+	})
+	t.Run("a recording whose responses run out ends in a replay miss, reported as a divergence", func(t *testing.T) {
+		rec := recordDemo(t)
+		data, _ := os.ReadFile(rec)
+		lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+		var kept []string
+		responses := 0
+		for _, l := range lines {
+			if strings.Contains(l, `"type":"model_response"`) {
+				responses++
+				if responses == 4 {
+					continue // drop the last response
+				}
+			}
+			kept = append(kept, l)
+		}
+		cut := filepath.Join(filepath.Dir(rec), "cut.jsonl")
+		os.WriteFile(cut, []byte(strings.Join(kept, "\n")+"\n"), 0o644)
+		os.Symlink(strings.TrimSuffix(rec, ".jsonl")+".blobs", filepath.Join(filepath.Dir(rec), "cut.blobs"))
+		code, stdout, stderr := runCLI(t, nil, "replay", cut, "--out", t.TempDir(), "--strict")
+		if code != ExitGate || !strings.Contains(stdout, "end_changed") {
+			t.Fatalf("exit %d, want 3\nstdout %s\nstderr %s", code, stdout, stderr)
+		}
+	})
+	t.Run("a torn last line still replays the events before it", func(t *testing.T) {
+		rec := recordDemo(t)
+		data, _ := os.ReadFile(rec)
+		torn := filepath.Join(filepath.Dir(rec), "torn.jsonl")
+		os.WriteFile(torn, data[:len(data)-40], 0o644)
+		os.Symlink(strings.TrimSuffix(rec, ".jsonl")+".blobs", filepath.Join(filepath.Dir(rec), "torn.blobs"))
+		code, _, stderr := runCLI(t, nil, "replay", torn, "--out", t.TempDir())
+		if code != ExitOK {
+			t.Fatalf("exit %d stderr %q", code, stderr)
+		}
+	})
+}

@@ -1,0 +1,3 @@
+#!/bin/bash
+# add A B prints A + B.
+echo $(( $1 - $2 ))
