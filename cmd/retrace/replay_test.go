@@ -117,13 +117,11 @@ func TestReplayRejectsWhatCannotBeReplayed(t *testing.T) {
 func TestReplayOfDamagedRecordingsSaysWhatIsWrongAndWritesNothingOverThem(t *testing.T) {
 	t.Run("a missing blob names the file and the blob", func(t *testing.T) {
 		rec := recordDemo(t)
-		blobs := strings.TrimSuffix(rec, ".jsonl") + ".blobs"
-		entries, _ := os.ReadDir(blobs)
-		for _, e := range entries {
-			if e.Name() != "" && !strings.HasPrefix(e.Name(), ".") {
-				os.Remove(filepath.Join(blobs, e.Name()))
-				break
-			}
+		// Remove the workspace snapshot's manifest: the blob every replay needs.
+		ref := readEvents(t, rec)[0].Payload.(*trajectory.SessionStart).WorkspaceSnapshot
+		manifest := filepath.Join(strings.TrimSuffix(rec, ".jsonl")+".blobs", strings.TrimPrefix(ref, "sha256:"))
+		if err := os.Remove(manifest); err != nil {
+			t.Fatal(err)
 		}
 		before, _ := os.ReadFile(rec)
 		code, _, stderr := runCLI(t, nil, "replay", rec, "--out", t.TempDir())

@@ -1,0 +1,116 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/retrace-dev/retrace/metrics"
+	"github.com/spf13/cobra"
+)
+
+type metricsOptions struct {
+	paths   []string
+	metric  string
+	dbPath  string
+	lenient bool
+	format  *formatFlag
+}
+
+func newMetricsCmd(sys *IO) *cobra.Command {
+	opts := &metricsOptions{}
+	cmd := &cobra.Command{
+		Use:   "metrics [RUNS...]",
+		Short: "Compute the named metrics (funnel, latency, ...) over trajectories",
+		Long: `Metrics loads the trajectories into an embedded DuckDB database and computes
+named metrics. Each metric's SQL states what it counts and its denominator:
+` + strings.Join(metrics.Metrics(), ", ") + `.
+
+RUNS may be files, directories (every *.jsonl below them) or globs; with no
+RUNS the runs directory is loaded (RETRACE_DIR or .retrace/runs).
+
+Exit codes: 0 ok, 2 bad usage, a bad line or a missing path, 1 retrace
+itself failed.`,
+		Example: `  retrace metrics .retrace/runs
+  retrace metrics runs/ --metric latency --format markdown`,
+	}
+	cmd.Flags().StringVar(&opts.metric, "metric", "all", "metric to compute, or all: "+strings.Join(metrics.Metrics(), ", "))
+	cmd.Flags().StringVar(&opts.dbPath, "db", "", "database file to keep between calls (default: in memory)")
+	cmd.Flags().BoolVar(&opts.lenient, "lenient", false, "skip malformed lines instead of failing, and count them per file")
+	opts.format = addFormatFlag(cmd, tableFormats...)
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		opts.paths = args
+		return runMetrics(cmd.Context(), sys, opts)
+	}
+	return cmd
+}
+
+func runMetrics(ctx context.Context, sys *IO, opts *metricsOptions) error {
+	if err := opts.format.check(); err != nil {
+		return err
+	}
+	names := metrics.Metrics()
+	if opts.metric != "all" {
+		if _, err := metrics.MetricSQL(opts.metric); err != nil {
+			return usage(fmt.Errorf("--metric: %w", err))
+		}
+		names = []string{opts.metric}
+	}
+	db, err := openAndLoad(ctx, sys, opts.dbPath, opts.lenient, opts.paths)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	if opts.format.value == "json" {
+		// One object keyed by metric name, so the output stays one document.
+		fmt.Fprint(sys.Out, "{")
+		for i, name := range names {
+			t, err := db.Metric(ctx, name)
+			if err != nil {
+				return err
+			}
+			if i > 0 {
+				fmt.Fprint(sys.Out, ",")
+			}
+			fmt.Fprintf(sys.Out, "\n  %q: ", name)
+			if err := writeTableJSONInline(sys, t); err != nil {
+				return err
+			}
+		}
+		fmt.Fprintln(sys.Out, "\n}")
+		return nil
+	}
+	for i, name := range names {
+		t, err := db.Metric(ctx, name)
+		if err != nil {
+			if errors.Is(err, metrics.ErrUnknownMetric) {
+				return usage(err)
+			}
+			return err
+		}
+		if len(names) > 1 {
+			if i > 0 {
+				fmt.Fprintln(sys.Out)
+			}
+			heading := "== " + name + " =="
+			if opts.format.value == "markdown" {
+				heading = "## " + name + "\n"
+			}
+			fmt.Fprintln(sys.Out, heading)
+		}
+		if err := writeTable(sys.Out, opts.format.value, t); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func writeTableJSONInline(sys *IO, t metrics.Table) error {
+	var b strings.Builder
+	if err := writeTableJSON(&b, t, "  "); err != nil {
+		return err
+	}
+	_, err := fmt.Fprint(sys.Out, strings.TrimSuffix(b.String(), "\n"))
+	return err
+}

@@ -1,0 +1,47 @@
+// Package metrics loads trajectories into an embedded DuckDB database and
+// answers questions about them in SQL: the numbers that make a run that looks
+// green but is broken visible (seed §14). Every named metric carries its
+// denominator in its name and header, because a rate without its
+// denominator cannot be compared across runs.
+//
+// Trajectory files are checked with the trajectory Decoder first and then
+// read by DuckDB's read_json with an explicit column schema derived from the
+// Go payload types (never auto-detected, so a file cannot change the schema),
+// into the table raw_events. A malformed line is an error naming file:line;
+// with Options.Lenient bad lines are skipped and counted per file.
+//
+// The views, and their columns:
+//
+// events: every event: the envelope (v, session, seq, ts, turn, type), one
+// column per top-level payload field of any event type (NULL where the event
+// does not carry it; nested values as JSON), and file, the path it was
+// loaded from.
+//
+// tool_calls: one row per tool_call event: session, turn, tool_use_id, tool,
+// batch, call_index, input_bytes (the size of the input as DuckDB
+// re-serialises it), permission ('allow', 'deny' or NULL when no decision was
+// recorded), permission_source (the source of that decision),
+// permission_prompted (a prompt was needed), hook_outcome (the worst outcome
+// of the call's pre hooks, in the order block, timeout, error, modified,
+// continue; NULL without hooks), outcome ('success', 'failure', or 'lost'
+// when the call has neither), failure_kind, error_code, duration_ms (the
+// call's own run time from its tool_end, never a batch average),
+// output_bytes, truncated, spilled (the full output went to a blob).
+//
+// sessions: one row per session_start: session, started, ended (NULL when
+// the session has no session_end), reason (the end reason, NULL likewise),
+// turns (the highest turn seen), tool_calls, tool_failures, input_tokens,
+// output_tokens, cache_read_tokens, cache_creation_tokens (sums over the
+// session's model responses).
+//
+// model_turns: one row per model_response: session, turn, stop_reason,
+// input_tokens, output_tokens, cache_read_tokens, cache_creation_tokens,
+// duration_ms, ttft_ms.
+//
+// permissions: one row per permission event: session, turn, tool_use_id,
+// tool, decision ('allow', 'prompt' or 'deny'), source, step,
+// needed_prompt, rule.
+//
+// defenses: one row per defense_trigger: session, turn, defense, action,
+// tool_use_id, count.
+package metrics

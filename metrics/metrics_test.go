@@ -1,0 +1,338 @@
+package metrics
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/retrace-dev/retrace/trajectory"
+)
+
+const (
+	validDir   = "../trajectory/testdata/valid"
+	invalidDir = "../trajectory/testdata/invalid"
+)
+
+func open(t testing.TB, opts Options, paths ...string) *DB {
+	t.Helper()
+	ctx := context.Background()
+	db, err := Open(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if len(paths) > 0 {
+		if _, err := db.Load(ctx, paths...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return db
+}
+
+// rows renders a result as "a|b|c" lines so expectations read like tables.
+func rows(t *testing.T, db *DB, query string) []string {
+	t.Helper()
+	tb, err := db.Query(context.Background(), query)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, r := range tb.Rows {
+		cells := make([]string, len(r))
+		for i, v := range r {
+			cells[i] = fmt.Sprint(v)
+		}
+		out = append(out, strings.Join(cells, "|"))
+	}
+	return out
+}
+
+func metricRows(t *testing.T, db *DB, name string) []string {
+	t.Helper()
+	q, err := MetricSQL(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rows(t, db, q)
+}
+
+// The expected values are counted by hand from the fixture files.
+func TestMetricsOverTheValidFixturesEqualHandCountedValues(t *testing.T) {
+	db := open(t, Options{}, validDir)
+	pb := "20261130-091500.250-5e6f7a8b" // parallel_batch.jsonl
+	pd := "20261130-093000.500-9c0d1e2f" // permission_denial.jsonl
+	torn := "20261130-102000.000-0f1e2d3c"
+	for _, tc := range []struct {
+		name  string
+		query string // or a metric name
+		want  []string
+	}{
+		{"The funnel counts 13 calls over all fixtures, 7 successes, 6 failures and none lost.",
+			"funnel", []string{"bash|5|0|5|0", "read|7|7|0|0", "write|1|0|1|0", "(all)|13|7|6|0"}},
+		{"The parallel batch has four calls of which one failed with tool_error.",
+			"select count(*), count(*) filter (outcome = 'failure'), string_agg(failure_kind, ',') from tool_calls where session = '" + pb + "'",
+			[]string{"4|1|tool_error"}},
+		{"The parallel batch's three reads ran in batch 0 and the bash call in batch 1.",
+			"select tool, batch, count(*) from tool_calls where session = '" + pb + "' group by all order by batch",
+			[]string{"read|0|3", "bash|1|1"}},
+		{"The permission denial session has two permission_denied failures, both denied.",
+			"select count(*), string_agg(DISTINCT permission, ','), string_agg(DISTINCT failure_kind, ',') from tool_calls where session = '" + pd + "'",
+			[]string{"2|deny|permission_denied"}},
+		{"Failure kinds keep tool_error apart and shares add up over the six failures.",
+			"failure_kinds", []string{"aborted|2|0.3333", "permission_denied|2|0.3333", "hook_blocked|1|0.1667", "tool_error|1|0.1667"}},
+		{"The torn session has no session_end, so no end reason.",
+			"select session, coalesce(reason, '(none)'), turns from sessions where ended is null", []string{torn + "|(none)|2"}},
+		{"The hook-blocked write carries the block as its hook outcome.",
+			"select tool, hook_outcome, failure_kind from tool_calls where hook_outcome = 'block'", []string{"write|block|hook_blocked"}},
+		{"Two defenses triggered once each, and three enabled ones never did.",
+			"select defense, triggers from (" + strings.TrimSuffix(strings.TrimSpace(mustSQL(t, "defenses")), ";") + ") where session = '(all)'",
+			[]string{"denial_fuse|0", "empty_input_retry|1", "end_turn_fallthrough|1", "repeated_readonly|0", "truncated_tool_use|0"}},
+		{"The permission funnel counts twelve decisions, with one prompt and two denials.",
+			"select decision, count(*) from permissions group by decision order by decision",
+			[]string{"allow|9", "deny|2", "prompt|1"}},
+		{"The cache share divides cache reads by all input tokens.",
+			"select cache_read_share from (" + strings.TrimSuffix(strings.TrimSpace(mustSQL(t, "cache")), ";") + ") where session = '" + pb + "'",
+			[]string{"0.283"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []string
+			if strings.HasPrefix(tc.query, "select") {
+				got = rows(t, db, tc.query)
+			} else {
+				got = metricRows(t, db, tc.query)
+			}
+			want := tc.want
+			if strings.Join(got, "\n") != strings.Join(want, "\n") {
+				t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+			}
+		})
+	}
+}
+
+func mustSQL(t *testing.T, name string) string {
+	t.Helper()
+	q, err := MetricSQL(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return q
+}
+
+func TestLatencyPercentilesUseEachCallsOwnDuration(t *testing.T) {
+	db := open(t, Options{}, filepath.Join(validDir, "parallel_batch.jsonl"))
+	tb, err := db.Metric(context.Background(), "latency")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// read ran 1.2, 18.9 and 0.4 ms in one batch: the median is 1.2, not
+	// the batch mean 6.83, and p95 interpolates between 1.2 and 18.9.
+	var read []any
+	for _, r := range tb.Rows {
+		if r[0] == "read" {
+			read = r
+		}
+	}
+	if read == nil {
+		t.Fatalf("no read row in %v", tb.Rows)
+	}
+	p50, p95 := read[2].(float64), read[3].(float64)
+	wantP95 := 1.2 + 0.9*(18.9-1.2)
+	if p50 != 1.2 || p95 < wantP95-1e-9 || p95 > wantP95+1e-9 {
+		t.Fatalf("read p50 = %v, p95 = %v; want 1.2 and %v", p50, p95, wantP95)
+	}
+}
+
+func TestAPlantedLostCallShowsInTheFunnel(t *testing.T) {
+	db := open(t, Options{}, filepath.Join(invalidDir, "lost_call.jsonl"))
+	got := metricRows(t, db, "funnel")
+	if last := got[len(got)-1]; !strings.HasPrefix(last, "(all)|") || !strings.HasSuffix(last, "|1") {
+		t.Fatalf("funnel total %q, want lost = 1 in %q", last, got)
+	}
+	lost := rows(t, db, "select count(*) from tool_calls where outcome = 'lost'")
+	if lost[0] != "1" {
+		t.Fatalf("lost calls = %s, want 1", lost[0])
+	}
+}
+
+func TestMalformedLines(t *testing.T) {
+	bad := filepath.Join(invalidDir, "malformed_json.jsonl")
+	ctx := context.Background()
+	t.Run("A strict load fails naming file:line and loads nothing of the file.", func(t *testing.T) {
+		db := open(t, Options{})
+		_, err := db.Load(ctx, validDir, bad)
+		var le *trajectory.LineError
+		if !errors.As(err, &le) || le.File != bad || le.Line != 5 {
+			t.Fatalf("err = %v, want a LineError at %s:5", err, bad)
+		}
+		if !strings.Contains(err.Error(), bad+":5:") {
+			t.Fatalf("message %q does not name %s:5", err, bad)
+		}
+		if got := rows(t, db, "select count(*) from events where file = '"+bad+"'"); got[0] != "0" {
+			t.Fatalf("%s events of the bad file were loaded", got[0])
+		}
+	})
+	t.Run("Invalid UTF-8 the decoder accepts is loaded as U+FFFD, not refused by DuckDB.", func(t *testing.T) {
+		b, err := os.ReadFile(filepath.Join(validDir, "basic.jsonl"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := filepath.Join(t.TempDir(), "utf8.jsonl")
+		if err := os.WriteFile(p, []byte(strings.Replace(string(b), "careful", "care\xfful", 1)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		db := open(t, Options{})
+		if rep, err := db.Load(ctx, p); err != nil || rep.Events != 11 {
+			t.Fatalf("report %+v, err %v; want 11 events", rep, err)
+		}
+	})
+	t.Run("Binary data fails even a lenient load, since the lines after it go unchecked.", func(t *testing.T) {
+		p := filepath.Join(t.TempDir(), "bin.jsonl")
+		if err := os.WriteFile(p, []byte("{\"v\":1}\n\x00\x01\x02\n{}\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		db := open(t, Options{Lenient: true})
+		if _, err := db.Load(ctx, p); !errors.Is(err, trajectory.ErrBinary) {
+			t.Fatalf("err = %v, want ErrBinary", err)
+		}
+	})
+	t.Run("A lenient load skips the bad line, counts it, and loads the rest.", func(t *testing.T) {
+		db := open(t, Options{Lenient: true})
+		rep, err := db.Load(ctx, bad)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.Skipped() != 1 || rep.Files[0].Skipped != 1 || rep.Events != 10 {
+			t.Fatalf("report %+v, want 1 skipped and 10 events", rep)
+		}
+	})
+}
+
+func TestLoadingAFileTwiceReplacesIt(t *testing.T) {
+	db := open(t, Options{Path: filepath.Join(t.TempDir(), "m.duckdb")}, filepath.Join(validDir, "basic.jsonl"))
+	if _, err := db.Load(context.Background(), filepath.Join(validDir, "basic.jsonl")); err != nil {
+		t.Fatal(err)
+	}
+	if got := rows(t, db, "select count(*) from events"); got[0] != "11" {
+		t.Fatalf("events = %s, want 11", got[0])
+	}
+}
+
+func TestBadSQLReportsDuckDBsMessageWithThePosition(t *testing.T) {
+	db := open(t, Options{})
+	_, err := db.Query(context.Background(), "select count(* from tool_calls")
+	if err == nil || !strings.Contains(err.Error(), "LINE 1") {
+		t.Fatalf("err = %v, want DuckDB's syntax error with its position", err)
+	}
+	if _, err := db.Metric(context.Background(), "nope"); !errors.Is(err, ErrUnknownMetric) {
+		t.Fatalf("err = %v, want ErrUnknownMetric", err)
+	}
+}
+
+// FuzzLenientLoad checks that whatever lines the trajectory Decoder accepts,
+// DuckDB reads with the generated schema: the two must never disagree.
+func FuzzLenientLoad(f *testing.F) {
+	for _, p := range []string{"basic.jsonl", "defenses.jsonl", "torn_last_line.jsonl"} {
+		b, err := os.ReadFile(filepath.Join(validDir, p))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	db := open(f, Options{Lenient: true})
+	dir := f.TempDir()
+	f.Fuzz(func(t *testing.T, data []byte) {
+		p := filepath.Join(dir, "f.jsonl")
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, err := db.Load(context.Background(), p)
+		if errors.Is(err, trajectory.ErrBinary) {
+			return
+		}
+		if err != nil {
+			t.Fatalf("lenient load failed: %v", err)
+		}
+		for _, m := range Metrics() {
+			if _, err := db.Metric(context.Background(), m); err != nil {
+				t.Fatalf("metric %s: %v", m, err)
+			}
+		}
+	})
+}
+
+// BenchmarkLoadAndMetrics loads a synthetic corpus of about 100k events and
+// runs every named metric over it.
+func BenchmarkLoadAndMetrics(b *testing.B) {
+	dir := b.TempDir()
+	events := writeCorpus(b, dir, 400, 25)
+	ctx := context.Background()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		db, err := Open(ctx, Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := db.Load(ctx, dir); err != nil {
+			b.Fatal(err)
+		}
+		for _, m := range Metrics() {
+			if _, err := db.Metric(ctx, m); err != nil {
+				b.Fatal(err)
+			}
+		}
+		db.Close()
+	}
+	b.ReportMetric(float64(events*b.N)/b.Elapsed().Seconds(), "events/s")
+}
+
+// writeCorpus writes sessions files of turns turns each, every turn a model
+// round trip with two tool calls; it returns the number of events.
+func writeCorpus(b *testing.B, dir string, sessions, turns int) int {
+	b.Helper()
+	t0 := time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
+	hash := trajectory.Hash([]byte("x"))
+	total := 0
+	for s := 0; s < sessions; s++ {
+		id := fmt.Sprintf("20261130-090000.000-%08x", s)
+		var buf []byte
+		seq := int64(0)
+		add := func(turn int, p trajectory.Payload) {
+			seq++
+			var err error
+			buf, err = trajectory.AppendEvent(buf, trajectory.NewEvent(id, seq, t0.Add(time.Duration(seq)*time.Millisecond), turn, p))
+			if err != nil {
+				b.Fatal(err)
+			}
+			buf = append(buf, '\n')
+		}
+		add(0, &trajectory.SessionStart{HarnessVersion: "retrace/0.1.0", Provider: "mock", Model: "m", Mode: trajectory.ModeHeadless,
+			PermissionMode: trajectory.PermDefault, ConfigHash: hash, SystemPromptHash: hash,
+			Tools: []trajectory.ToolInfo{}, Defenses: []trajectory.DefenseName{trajectory.DefenseDenialFuse}})
+		for turn := 1; turn <= turns; turn++ {
+			add(turn, &trajectory.ModelResponse{Content: []trajectory.ContentBlock{}, StopReason: trajectory.StopToolUse,
+				Usage: trajectory.Usage{InputTokens: 1000, OutputTokens: 50, CacheReadTokens: int64(turn * 100)}, DurationMs: 800})
+			for c := 0; c < 2; c++ {
+				ref := trajectory.ToolRef{ToolUseID: fmt.Sprintf("toolu_%d_%d", turn, c), Tool: []string{"read", "bash"}[c]}
+				add(turn, &trajectory.ToolCall{ToolRef: ref, Input: []byte(`{"a":1}`), Index: c})
+				add(turn, &trajectory.PermissionAllow{PermissionDecision: trajectory.PermissionDecision{ToolRef: ref, Source: trajectory.SourceRule, Step: trajectory.StepAllowRule}})
+				if (s+turn+c)%7 == 0 {
+					add(turn, &trajectory.ToolFailure{ToolRef: ref, FailureKind: trajectory.FailureToolError})
+				} else {
+					add(turn, &trajectory.ToolSuccess{ToolRef: ref})
+				}
+				add(turn, &trajectory.ToolEnd{ToolRef: ref, DurationMs: float64((s*turn+c)%500) / 3, OutputBytes: 100})
+			}
+		}
+		add(turns, &trajectory.SessionEnd{Reason: trajectory.EndTurn, Turns: turns})
+		total += int(seq)
+		if err := os.WriteFile(filepath.Join(dir, id+".jsonl"), buf, 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return total
+}

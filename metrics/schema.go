@@ -1,0 +1,119 @@
+package metrics
+
+import (
+	"encoding/json"
+	"reflect"
+	"sort"
+	"strings"
+
+	"github.com/retrace-dev/retrace/trajectory"
+)
+
+// Column is one column of the raw_events table and of the events view.
+type Column struct {
+	Name string
+	// Type is the DuckDB type the column is read as.
+	Type string
+}
+
+// payloads lists a zero value of every payload type; the schema is the
+// union of their top-level fields, so a new payload type must be added here.
+var payloads = []trajectory.Payload{
+	&trajectory.SessionStart{}, &trajectory.ModelRequest{}, &trajectory.ModelResponse{},
+	&trajectory.ModelError{}, &trajectory.ToolCall{}, &trajectory.HookRun{},
+	&trajectory.PermissionAllow{}, &trajectory.PermissionPrompt{}, &trajectory.PermissionDeny{},
+	&trajectory.ToolSuccess{}, &trajectory.ToolFailure{}, &trajectory.ToolEnd{},
+	&trajectory.ToolResult{}, &trajectory.DefenseTrigger{}, &trajectory.Reminder{},
+	&trajectory.Compaction{}, &trajectory.SessionEnd{},
+}
+
+var envelope = []Column{
+	{"v", "INTEGER"}, {"session", "VARCHAR"}, {"seq", "BIGINT"},
+	{"ts", "TIMESTAMP"}, {"turn", "INTEGER"}, {"type", "VARCHAR"},
+}
+
+var rawMessage = reflect.TypeOf(json.RawMessage(nil))
+
+// Columns returns the explicit column schema the trajectories are read
+// with: the envelope, then the payload fields sorted by name. It is derived
+// from the Go types so that the trajectory package stays the single source.
+func Columns() []Column {
+	types := map[string]string{}
+	for _, p := range payloads {
+		collect(reflect.TypeOf(p).Elem(), types)
+	}
+	names := make([]string, 0, len(types))
+	for n := range types {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	cols := append([]Column(nil), envelope...)
+	for _, n := range names {
+		cols = append(cols, Column{Name: n, Type: types[n]})
+	}
+	return cols
+}
+
+// collect adds t's JSON fields the way encoding/json sees them: untagged
+// embedded structs are promoted. A name two payloads give different types
+// falls back to JSON so that neither loses data.
+func collect(t reflect.Type, types map[string]string) {
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		tag, hasTag := f.Tag.Lookup("json")
+		if f.Anonymous && !hasTag && f.Type.Kind() == reflect.Struct {
+			collect(f.Type, types)
+			continue
+		}
+		if !f.IsExported() || tag == "-" {
+			continue
+		}
+		name, _, _ := strings.Cut(tag, ",")
+		if name == "" {
+			name = f.Name
+		}
+		typ := duckType(f.Type)
+		if old, ok := types[name]; ok && old != typ {
+			typ = "JSON"
+		}
+		types[name] = typ
+	}
+}
+
+func duckType(t reflect.Type) string {
+	if t == rawMessage {
+		return "JSON"
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return "VARCHAR"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "BIGINT"
+	case reflect.Float32, reflect.Float64:
+		return "DOUBLE"
+	case reflect.Bool:
+		return "BOOLEAN"
+	}
+	return "JSON"
+}
+
+// columnsSQL renders cols as read_json's columns struct literal.
+func columnsSQL(cols []Column) string {
+	var b strings.Builder
+	b.WriteString("{")
+	for i, c := range cols {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(quoteString(c.Name))
+		b.WriteString(": ")
+		b.WriteString(quoteString(c.Type))
+	}
+	b.WriteString("}")
+	return b.String()
+}
+
+func quoteString(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
+
+func quoteIdent(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }

@@ -1,0 +1,10 @@
+-- failure_kinds: failed calls per failure kind; tool_error (the tool ran and
+-- reported failure) is counted apart from exception (our own bug).
+-- Denominator of share_of_failures: every failed call.
+SELECT failure_kind,
+       count(*) AS failures,
+       round(count(*) / sum(count(*)) OVER (), 4) AS share_of_failures
+FROM tool_calls
+WHERE outcome = 'failure'
+GROUP BY failure_kind
+ORDER BY failures DESC, failure_kind;
