@@ -274,12 +274,12 @@ func (s *session) ask(ctx context.Context) (llm.Response, error) {
 	}
 	if err != nil {
 		me := &trajectory.ModelError{ErrorKind: trajectory.ModelInvalidResponse, Attempt: 1,
-			DurationMs: float64(s.clock().Sub(started).Microseconds()) / 1000}
+			DurationMs: trajectory.Millis(s.clock().Sub(started))}
 		var le *llm.Error
 		switch {
 		case errors.As(err, &le):
 			me.ErrorKind, me.StatusCode = le.Kind, le.StatusCode
-			me.RetryAfterMs = float64(le.RetryAfter.Microseconds()) / 1000
+			me.RetryAfterMs = trajectory.Millis(le.RetryAfter)
 		case ctx.Err() != nil:
 			me.ErrorKind = trajectory.ModelAborted
 		}
@@ -527,7 +527,7 @@ func (s *session) end(ctx context.Context, e ending) Result {
 		r.Err = context.Cause(ctx)
 	}
 	end := &trajectory.SessionEnd{Reason: reason, Turns: s.turn, Usage: s.usage, ToolCalls: r.ToolCalls, ToolFailures: r.ToolFailures,
-		DurationMs: max(0, float64(s.clock().Sub(s.start).Microseconds())/1000), ErrorCode: code}
+		DurationMs: max(0, trajectory.Millis(s.clock().Sub(s.start))), ErrorCode: code}
 	if p := s.cfg.Limits.Prices; p.set() {
 		end.CostUSD = p.cost(s.usage)
 	}

@@ -33,8 +33,8 @@ func (r *Retries) OnRetry(e llm.ModelErrorEvent) {
 		StatusCode:   e.Err.StatusCode,
 		Attempt:      max(e.Attempt, 1),
 		WillRetry:    e.WillRetry,
-		RetryAfterMs: float64(e.Backoff.Microseconds()) / 1000,
-		DurationMs:   max(0, float64(e.Duration.Microseconds())/1000),
+		RetryAfterMs: trajectory.Millis(e.Backoff),
+		DurationMs:   max(0, trajectory.Millis(e.Duration)),
 	})
 }
 

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -125,23 +124,11 @@ func closeOK(t *testing.T, r *Recorder) Stats {
 // readEvents decodes every line of a trajectory file.
 func readEvents(t *testing.T, path string) []trajectory.Event {
 	t.Helper()
-	f, err := os.Open(path)
+	evs, err := trajectory.ReadFile(path)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("decode: %v", err)
 	}
-	defer f.Close()
-	var evs []trajectory.Event
-	dec := trajectory.NewDecoder(f, path)
-	for {
-		ev, err := dec.Next()
-		if errors.Is(err, io.EOF) {
-			return evs
-		}
-		if err != nil {
-			t.Fatalf("decode: %v", err)
-		}
-		evs = append(evs, ev)
-	}
+	return evs
 }
 
 func assertValidFile(t *testing.T, path string) {

@@ -163,3 +163,7 @@ func IsToolName(s string) bool {
 func isAlnum(b byte) bool {
 	return b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b >= '0' && b <= '9'
 }
+
+// Millis converts a duration to the contract's unit for every *_ms field:
+// milliseconds with microsecond precision, so fast tools do not all read 0.
+func Millis(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

@@ -111,7 +111,7 @@ func (c *call) finish(o outcome) {
 	} else {
 		sink.Emit(turnNo, &trajectory.ToolFailure{ToolRef: c.ref(), FailureKind: o.kind, ErrorCode: o.code})
 	}
-	sink.Emit(turnNo, &trajectory.ToolEnd{ToolRef: c.ref(), DurationMs: ms(o.duration), OutputBytes: int64(o.bytes),
+	sink.Emit(turnNo, &trajectory.ToolEnd{ToolRef: c.ref(), DurationMs: trajectory.Millis(o.duration), OutputBytes: int64(o.bytes),
 		Truncated: o.trunc, Spill: o.spill, Snapshot: o.snapshot})
 	c.text, c.isError = o.text, o.kind != ""
 	c.display = trajectory.DisplayFull
@@ -120,8 +120,6 @@ func (c *call) finish(o outcome) {
 		c.display = c.spec.Display
 	}
 }
-
-func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // run takes the call through stages 3 to 11.
 func (c *call) run() {
@@ -196,7 +194,7 @@ func (c *call) preHooks(ctx context.Context) (input json.RawMessage, changed boo
 func (c *call) emitHookRuns(runs []hooks.Run) {
 	for _, r := range runs {
 		c.ex.cfg.Sink.Emit(c.t.number, &trajectory.HookRun{ToolRef: c.ref(), Phase: r.Phase, Hook: r.Hook, Outcome: r.Outcome,
-			InputChanged: r.InputChanged, DurationMs: ms(r.Duration)})
+			InputChanged: r.InputChanged, DurationMs: trajectory.Millis(r.Duration)})
 	}
 }
 

@@ -65,7 +65,7 @@ func ResponseEvent(resp Response) *trajectory.ModelResponse {
 		StopReason:    resp.StopReason,
 		StopReasonRaw: resp.StopReasonRaw,
 		Usage:         resp.Usage,
-		TTFTMs:        float64(resp.TTFT.Microseconds()) / 1000,
-		DurationMs:    float64(resp.Duration.Microseconds()) / 1000,
+		TTFTMs:        trajectory.Millis(resp.TTFT),
+		DurationMs:    trajectory.Millis(resp.Duration),
 	}
 }

@@ -27,19 +27,11 @@ func recordDemo(t *testing.T) string {
 
 func readEvents(t *testing.T, path string) []trajectory.Event {
 	t.Helper()
-	r, err := trajectory.Open(path)
+	evs, err := trajectory.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer r.Close()
-	var evs []trajectory.Event
-	for {
-		ev, err := r.Next()
-		if err != nil {
-			return evs
-		}
-		evs = append(evs, ev)
-	}
+	return evs
 }
 
 func TestReplayingARecordingIsIdenticalAndDeterministic(t *testing.T) {
