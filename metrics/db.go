@@ -1,24 +1,16 @@
 package metrics
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"database/sql"
 	"embed"
 	"errors"
 	"fmt"
-	"io"
-	"os"
-	"path/filepath"
 	"sort"
 	"strings"
-	"unicode/utf8"
 
 	// The duckdb driver registers itself with database/sql as "duckdb".
 	_ "github.com/duckdb/duckdb-go/v2"
-
-	"github.com/retrace-dev/retrace/trajectory"
 )
 
 //go:embed sql/*.sql
@@ -37,10 +29,13 @@ type Options struct {
 	// Lenient skips malformed lines (counting them per file) instead of
 	// failing the load on the first one.
 	Lenient bool
+	// Progress, when set, is called as a load goes on, one call at a time.
+	Progress func(Progress)
 }
 
 // DB is an embedded DuckDB database holding loaded trajectories and the
-// views over them. It is safe for concurrent queries.
+// views over them. Queries may come from several goroutines; they run one at
+// a time on one connection.
 type DB struct {
 	sql  *sql.DB
 	opts Options
@@ -50,34 +45,6 @@ type DB struct {
 type Table struct {
 	Columns []string
 	Rows    [][]any
-}
-
-// FileReport says what Load did with one file.
-type FileReport struct {
-	File string
-	// Events is the number of events loaded.
-	Events int
-	// Skipped counts the malformed lines left out (Lenient only).
-	Skipped int
-	// FirstSkipped is the first skipped line's error, nil when none.
-	FirstSkipped error
-	// Warnings are the decoder's warnings, such as a torn last line.
-	Warnings []trajectory.Warning
-}
-
-// LoadReport says what Load did.
-type LoadReport struct {
-	Files  []FileReport
-	Events int
-}
-
-// Skipped returns the number of lines left out over all files.
-func (r LoadReport) Skipped() int {
-	n := 0
-	for _, f := range r.Files {
-		n += f.Skipped
-	}
-	return n
 }
 
 // Open opens the database (creating the table and views when missing).
@@ -96,228 +63,15 @@ func Open(ctx context.Context, opts Options) (*DB, error) {
 		db.Close()
 		return nil, fmt.Errorf("create metrics schema in %q: %w (a database file from another retrace version may need deleting)", opts.Path, err)
 	}
+	// One connection: DuckDB parallelises inside a statement anyway, and
+	// settings and temporary tables a user makes at the query prompt live on
+	// a connection, so every statement must run on the same one.
+	db.SetMaxOpenConns(1)
 	return &DB{sql: db, opts: opts}, nil
 }
 
 // Close closes the database.
 func (db *DB) Close() error { return db.sql.Close() }
-
-// Load reads the trajectories that paths name (files, directories, globs,
-// as trajectory.Expand resolves them). A file loaded before into the same
-// database is replaced, so loading twice does not double count. In strict
-// mode a malformed line fails the load with a *trajectory.LineError naming
-// file:line, before anything of that file is loaded.
-func (db *DB) Load(ctx context.Context, paths ...string) (LoadReport, error) {
-	var rep LoadReport
-	files, err := trajectory.Expand(paths...)
-	if err != nil {
-		return rep, err
-	}
-	tmp, err := os.MkdirTemp("", "retrace-metrics-")
-	if err != nil {
-		return rep, fmt.Errorf("load: %w", err)
-	}
-	defer os.RemoveAll(tmp)
-	// One read_json over every file is much faster than one per file.
-	var srcs []string
-	renamed := map[string]string{}
-	for i, f := range files {
-		fr, src, err := db.check(f, filepath.Join(tmp, fmt.Sprintf("%d.jsonl", i)))
-		if err != nil {
-			return rep, err
-		}
-		rep.Files = append(rep.Files, fr)
-		srcs = append(srcs, src)
-		if src != f {
-			renamed[src] = f
-		}
-	}
-	counts, err := db.insert(ctx, files, srcs, renamed)
-	if err != nil {
-		return rep, err
-	}
-	for i := range rep.Files {
-		rep.Files[i].Events = counts[rep.Files[i].File]
-		rep.Events += rep.Files[i].Events
-	}
-	return rep, nil
-}
-
-// check validates file with the trajectory Decoder and returns the path
-// DuckDB should read: file itself when every line decodes, otherwise a
-// copy at clean without the bad lines (lenient) or the torn last line.
-func (db *DB) check(file, clean string) (FileReport, string, error) {
-	fr := FileReport{File: file}
-	fh, err := os.Open(file)
-	if err != nil {
-		return fr, "", fmt.Errorf("load: %w", err)
-	}
-	defer fh.Close()
-	// The Decoder reads invalid UTF-8 in strings as U+FFFD, as encoding/json
-	// does, but DuckDB rejects it; such files are loaded from a copy with
-	// the same replacement.
-	u := &utf8Check{r: fh}
-	dec := trajectory.NewDecoder(u, file)
-	bad := map[int]bool{}
-	for {
-		_, err := dec.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		var le *trajectory.LineError
-		if errors.As(err, &le) {
-			// The Decoder stops at binary data, so the lines after it were
-			// never checked: even a lenient load cannot keep them.
-			if errors.Is(err, trajectory.ErrBinary) {
-				return fr, "", fmt.Errorf("load: %w; this does not look like a trajectory, leave it out of the paths", err)
-			}
-			if !db.opts.Lenient {
-				return fr, "", fmt.Errorf("load: %w; fix the line or pass --lenient to skip bad lines", err)
-			}
-			bad[le.Line] = true
-			fr.Skipped++
-			if fr.FirstSkipped == nil {
-				fr.FirstSkipped = err
-			}
-			continue
-		}
-		if err != nil {
-			return fr, "", fmt.Errorf("load: %w", err)
-		}
-	}
-	fr.Warnings = dec.Warnings()
-	for _, w := range fr.Warnings {
-		bad[w.Line] = true
-	}
-	if len(bad) == 0 && !u.invalid {
-		return fr, file, nil
-	}
-	if err := copyWithout(file, clean, bad); err != nil {
-		return fr, "", fmt.Errorf("load: %w", err)
-	}
-	return fr, clean, nil
-}
-
-// utf8Check passes reads through and notes whether the bytes are valid
-// UTF-8, carrying a sequence cut at a read boundary into the next check.
-type utf8Check struct {
-	r       io.Reader
-	carry   []byte
-	invalid bool
-}
-
-func (u *utf8Check) Read(b []byte) (int, error) {
-	n, err := u.r.Read(b)
-	if !u.invalid {
-		buf := append(u.carry, b[:n]...)
-		u.carry = u.carry[:0]
-		// Keep an incomplete trailing sequence for the next read.
-		cut := len(buf)
-		for i := len(buf) - 1; i >= 0 && i >= len(buf)-3; i-- {
-			if utf8.RuneStart(buf[i]) {
-				if !utf8.FullRune(buf[i:]) {
-					cut = i
-				}
-				break
-			}
-		}
-		if !utf8.Valid(buf[:cut]) {
-			u.invalid = true
-		}
-		u.carry = append(u.carry, buf[cut:]...)
-		if errors.Is(err, io.EOF) && len(u.carry) > 0 {
-			u.invalid = true
-		}
-	}
-	return n, err
-}
-
-// copyWithout copies src to dst leaving out the lines (from 1) in skip,
-// numbering lines as the Decoder does, and replacing invalid UTF-8 with
-// U+FFFD as the Decoder reads it.
-func copyWithout(src, dst string, skip map[int]bool) error {
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	out, err := os.Create(dst)
-	if err != nil {
-		return err
-	}
-	r := bufio.NewReaderSize(in, 64<<10)
-	w := bufio.NewWriterSize(out, 64<<10)
-	for line := 1; ; line++ {
-		b, err := r.ReadBytes('\n')
-		if len(b) > 0 && !skip[line] && len(bytes.TrimSpace(b)) > 0 {
-			w.Write(bytes.ToValidUTF8(b, []byte("\uFFFD")))
-			if b[len(b)-1] != '\n' {
-				w.WriteByte('\n')
-			}
-		}
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			out.Close()
-			return err
-		}
-	}
-	if err := w.Flush(); err != nil {
-		out.Close()
-		return err
-	}
-	return out.Close()
-}
-
-// insert replaces files' rows with the events read from srcs, in one
-// transaction, and returns the number of events loaded per file.
-func (db *DB) insert(ctx context.Context, files, srcs []string, renamed map[string]string) (map[string]int, error) {
-	fail := func(err error) (map[string]int, error) {
-		return nil, fmt.Errorf("load %s: %w", strings.Join(files, ", "), err)
-	}
-	tx, err := db.sql.BeginTx(ctx, nil)
-	if err != nil {
-		return fail(err)
-	}
-	defer tx.Rollback()
-	fileList := sqlList(files)
-	if _, err := tx.ExecContext(ctx, "DELETE FROM raw_events WHERE file IN "+fileList); err != nil {
-		return fail(err)
-	}
-	q := "INSERT INTO raw_events SELECT * FROM read_json([" + strings.Join(quoteAll(srcs), ", ") +
-		"], format = 'newline_delimited', filename = true, columns = " + columnsSQL(Columns()) + ")"
-	if _, err := tx.ExecContext(ctx, q); err != nil {
-		return fail(err)
-	}
-	for src, f := range renamed {
-		if _, err := tx.ExecContext(ctx, "UPDATE raw_events SET file = "+quoteString(f)+" WHERE file = "+quoteString(src)); err != nil {
-			return fail(err)
-		}
-	}
-	rows, err := tx.QueryContext(ctx, "SELECT file, count(*) FROM raw_events WHERE file IN "+fileList+" GROUP BY file")
-	if err != nil {
-		return fail(err)
-	}
-	defer rows.Close()
-	counts := map[string]int{}
-	for rows.Next() {
-		var f string
-		var n int
-		if err := rows.Scan(&f, &n); err != nil {
-			return fail(err)
-		}
-		counts[f] = n
-	}
-	if err := rows.Err(); err != nil {
-		return fail(err)
-	}
-	rows.Close()
-	if err := tx.Commit(); err != nil {
-		return fail(err)
-	}
-	return counts, nil
-}
 
 func quoteAll(ss []string) []string {
 	out := make([]string, len(ss))

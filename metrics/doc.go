@@ -4,11 +4,21 @@
 // denominator in its name and header, because a rate without its
 // denominator cannot be compared across runs.
 //
-// Trajectory files are checked with the trajectory Decoder first and then
-// read by DuckDB's read_json with an explicit column schema derived from the
-// Go payload types (never auto-detected, so a file cannot change the schema),
-// into the table raw_events. A malformed line is an error naming file:line;
-// with Options.Lenient bad lines are skipped and counted per file.
+// Trajectory files are checked line by line with the trajectory Decoder
+// first (a file per core), and the lines that decode are staged, one chunk
+// file per event type, for DuckDB's read_json, which reads them with an
+// explicit column schema derived from the Go payload types (never
+// auto-detected, so a file cannot change the schema) into the table
+// raw_events. Staging by type matters: read_json's cost grows with the
+// columns it looks for, and each type has a few of the schema's many.
+// A malformed line refuses the load with an error naming file:line for
+// every bad file; with Options.Lenient bad lines are skipped and counted
+// per file. Parquet written by ExportParquet (hive-partitioned by date,
+// zstd) loads back into the same table, and WriteArrow writes any query as
+// an Arrow IPC stream in builds with the duckdb_arrow tag.
+//
+// The named metrics are the embedded sql/*.sql files (Metrics, Metric);
+// each file's header comment says what it counts and its denominator.
 //
 // The views, and their columns:
 //
@@ -35,7 +45,8 @@
 // session's model responses).
 //
 // model_turns: one row per model_response: session, turn, stop_reason,
-// input_tokens, output_tokens, cache_read_tokens, cache_creation_tokens,
+// context_tokens (all the input the model was sent: input_tokens +
+// cache_read_tokens + cache_creation_tokens), input_tokens, output_tokens, cache_read_tokens, cache_creation_tokens,
 // duration_ms, ttft_ms.
 //
 // permissions: one row per permission event: session, turn, tool_use_id,
@@ -44,4 +55,7 @@
 //
 // defenses: one row per defense_trigger: session, turn, defense, action,
 // tool_use_id, count.
+//
+// reminders: one row per reminder the harness injected: session, turn,
+// kind, dedup_key, role, text_bytes.
 package metrics

@@ -98,6 +98,16 @@ func TestMetricsOverTheValidFixturesEqualHandCountedValues(t *testing.T) {
 		{"The cache share divides cache reads by all input tokens.",
 			"select cache_read_share from (" + strings.TrimSuffix(strings.TrimSpace(mustSQL(t, "cache")), ";") + ") where session = '" + pb + "'",
 			[]string{"0.283"}},
+		{"Turn 2's context is the mean of 3000, 1200, 1200, 4100, 1200 and 3000 tokens, 1083.3 more than turn 1's 1200.",
+			"select turn, sessions, mean_context_tokens, p50_context_tokens, max_context_tokens, mean_output_tokens, growth_from_previous_turn from (" +
+				strings.TrimSuffix(strings.TrimSpace(mustSQL(t, "tokens")), ";") + ") where turn <= 2",
+			[]string{"1|7|1200|1200|1200|80|<nil>", "2|6|2283.3|2100|4100|63.3|1083.3"}},
+		{"Turn 2's cache share divides its 3700 cache-read tokens by 13700 input tokens in all.",
+			"cache_by_turn", []string{"1|7|8400|0|0|0", "2|6|10000|3700|0|0.2701", "3|1|1200|0|0|0"}},
+		{"Five sessions ended their turn, one aborted and the torn one has no end.",
+			"end_reasons", []string{"end_turn|5|0.7143|2.2", "(none)|1|0.1429|2", "aborted|1|0.1429|1"}},
+		{"The reminders view holds the one empty-input reminder.",
+			"select turn, kind, role, text_bytes from reminders", []string{"1|empty_input|user|85"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var got []string
@@ -265,12 +275,14 @@ func FuzzLenientLoad(f *testing.F) {
 	})
 }
 
-// BenchmarkLoadAndMetrics loads a synthetic corpus of about 100k events and
-// runs every named metric over it.
+// BenchmarkLoadAndMetrics loads a corpus of about a million events (4000
+// sessions) and runs every named metric over it, reporting events/s and
+// the memory DuckDB holds afterwards.
 func BenchmarkLoadAndMetrics(b *testing.B) {
 	dir := b.TempDir()
-	events := writeCorpus(b, dir, 400, 25)
+	events := writeCorpus(b, dir, 4000, 25)
 	ctx := context.Background()
+	var duckMem float64
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		db, err := Open(ctx, Options{})
@@ -285,15 +297,102 @@ func BenchmarkLoadAndMetrics(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
+		duckMem = duckDBMemory(b, db)
 		db.Close()
 	}
 	b.ReportMetric(float64(events*b.N)/b.Elapsed().Seconds(), "events/s")
+	b.ReportMetric(float64(events), "events")
+	b.ReportMetric(duckMem/(1<<20), "duckdb-MB")
+}
+
+// BenchmarkLoadVersusReadJSON times Load (the Decoder check of every line,
+// then read_json) against DuckDB's own read_json of the same files into a
+// table with the same columns; ratio is Load's time over read_json's. The
+// corpus of about a million events is read as 4000 session files and as
+// one file holding them all.
+func BenchmarkLoadVersusReadJSON(b *testing.B) {
+	dir := b.TempDir()
+	events := writeCorpus(b, filepath.Join(dir, "sessions"), 4000, 25)
+	one := filepath.Join(dir, "one", "all.jsonl")
+	concat(b, filepath.Join(dir, "sessions"), one)
+	for _, tc := range []struct{ name, path, glob string }{
+		{"files=4000", filepath.Join(dir, "sessions"), filepath.Join(dir, "sessions", "*.jsonl")},
+		{"files=1", one, one},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			ctx := context.Background()
+			var load, direct time.Duration
+			for i := 0; i < b.N; i++ {
+				db, err := Open(ctx, Options{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				start := time.Now()
+				if _, err := db.Load(ctx, tc.path); err != nil {
+					b.Fatal(err)
+				}
+				load += time.Since(start)
+				db.Close()
+
+				db, err = Open(ctx, Options{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				start = time.Now()
+				q := "CREATE TABLE direct AS SELECT * FROM read_json(" + quoteString(tc.glob) +
+					", format = 'newline_delimited', filename = true, columns = " + columnsSQL(Columns()) + ")"
+				if _, err := db.sql.ExecContext(ctx, q); err != nil {
+					b.Fatal(err)
+				}
+				direct += time.Since(start)
+				db.Close()
+			}
+			b.ReportMetric(float64(events*b.N)/load.Seconds(), "load-events/s")
+			b.ReportMetric(float64(events*b.N)/direct.Seconds(), "read_json-events/s")
+			b.ReportMetric(load.Seconds()/direct.Seconds(), "ratio")
+		})
+	}
+}
+
+// concat writes every file of dir, one after the other, to out.
+func concat(b *testing.B, dir, out string) {
+	b.Helper()
+	files, err := filepath.Glob(filepath.Join(dir, "*.jsonl"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+		b.Fatal(err)
+	}
+	var all []byte
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			b.Fatal(err)
+		}
+		all = append(all, data...)
+	}
+	if err := os.WriteFile(out, all, 0o644); err != nil {
+		b.Fatal(err)
+	}
+}
+
+func duckDBMemory(b *testing.B, db *DB) float64 {
+	b.Helper()
+	var n float64
+	if err := db.sql.QueryRow("SELECT sum(memory_usage_bytes) FROM duckdb_memory()").Scan(&n); err != nil {
+		b.Fatal(err)
+	}
+	return n
 }
 
 // writeCorpus writes sessions files of turns turns each, every turn a model
 // round trip with two tool calls; it returns the number of events.
-func writeCorpus(b *testing.B, dir string, sessions, turns int) int {
+func writeCorpus(b testing.TB, dir string, sessions, turns int) int {
 	b.Helper()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		b.Fatal(err)
+	}
 	t0 := time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
 	hash := trajectory.Hash([]byte("x"))
 	total := 0

@@ -42,15 +42,35 @@ func Columns() []Column {
 	for _, p := range payloads {
 		collect(reflect.TypeOf(p).Elem(), types)
 	}
-	names := make([]string, 0, len(types))
-	for n := range types {
-		names = append(names, n)
+	return append(append([]Column(nil), envelope...), sorted(types, types)...)
+}
+
+// typeColumns returns the columns events of type t can carry: the envelope
+// and t's payload fields, typed as in Columns. DuckDB's read_json costs
+// grow with the columns it looks for, so each event type is read with its
+// own few.
+func typeColumns(t trajectory.EventType) []Column {
+	all := map[string]string{}
+	for _, c := range Columns() {
+		all[c.Name] = c.Type
 	}
-	sort.Strings(names)
-	cols := append([]Column(nil), envelope...)
-	for _, n := range names {
+	for _, p := range payloads {
+		if p.EventType() == t {
+			own := map[string]string{}
+			collect(reflect.TypeOf(p).Elem(), own)
+			return append(append([]Column(nil), envelope...), sorted(own, all)...)
+		}
+	}
+	return Columns()
+}
+
+// sorted returns the columns named in names, sorted, typed from types.
+func sorted(names, types map[string]string) []Column {
+	var cols []Column
+	for n := range names {
 		cols = append(cols, Column{Name: n, Type: types[n]})
 	}
+	sort.Slice(cols, func(i, j int) bool { return cols[i].Name < cols[j].Name })
 	return cols
 }
 

@@ -52,6 +52,8 @@ LEFT JOIN fin f USING (session, tool_use_id);
 
 CREATE OR REPLACE VIEW model_turns AS
 SELECT session, turn, stop_reason,
+       CAST(usage->>'input_tokens' AS BIGINT) + CAST(usage->>'cache_read_tokens' AS BIGINT)
+           + CAST(usage->>'cache_creation_tokens' AS BIGINT) AS context_tokens,
        CAST(usage->>'input_tokens' AS BIGINT) AS input_tokens,
        CAST(usage->>'output_tokens' AS BIGINT) AS output_tokens,
        CAST(usage->>'cache_read_tokens' AS BIGINT) AS cache_read_tokens,
@@ -92,3 +94,7 @@ FROM raw_events WHERE type IN ('permission_allow', 'permission_prompt', 'permiss
 CREATE OR REPLACE VIEW defenses AS
 SELECT session, turn, defense, action, tool_use_id, count
 FROM raw_events WHERE type = 'defense_trigger';
+
+CREATE OR REPLACE VIEW reminders AS
+SELECT session, turn, kind, dedup_key, role, strlen(text) AS text_bytes
+FROM raw_events WHERE type = 'reminder';

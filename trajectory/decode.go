@@ -41,6 +41,7 @@ type Decoder struct {
 	maxLine  int
 	buf      []byte
 	parser   lineParser
+	raw      []byte
 	warnings []Warning
 	done     bool
 }
@@ -55,6 +56,12 @@ func (d *Decoder) SetMaxLineBytes(n int) { d.maxLine = n }
 
 // Line returns the line number of the event or error Next last returned.
 func (d *Decoder) Line() int { return d.line }
+
+// Raw returns the bytes of the line Next last returned an event for,
+// without its newline (and without a byte order mark on line 1). They are
+// valid until the next call to Next; a caller that copies checked lines
+// elsewhere uses them instead of re-encoding the event.
+func (d *Decoder) Raw() []byte { return d.raw }
 
 // Warnings returns the warnings noticed so far.
 func (d *Decoder) Warnings() []Warning { return d.warnings }
@@ -86,6 +93,7 @@ func (d *Decoder) Next() (Event, error) {
 		if len(bytes.TrimSpace(line)) == 0 {
 			continue
 		}
+		d.raw = line
 		ev, err := d.parser.decode(line)
 		if err != nil {
 			if !complete && ev.Payload == nil {

@@ -87,6 +87,16 @@ func TestDecoderAcceptsWhatHandWrittenFilesContain(t *testing.T) {
 	}
 }
 
+func TestDecoderRawIsTheLineWithoutBOMOrLineEnd(t *testing.T) {
+	dec := NewDecoder(strings.NewReader("\xef\xbb\xbf"+goodLine+"\r\n"), "in.jsonl")
+	if _, err := dec.Next(); err != nil {
+		t.Fatal(err)
+	}
+	if got := string(dec.Raw()); got != goodLine {
+		t.Fatalf("Raw() = %q, want %q", got, goodLine)
+	}
+}
+
 func TestDecoderKeepsGoingAfterABadLine(t *testing.T) {
 	input := goodLine + "\n{broken\n" + strings.Replace(goodLine, `"seq":1`, `"seq":3`, 1) + "\n"
 	events, errs, _ := decodeAll(t, input)

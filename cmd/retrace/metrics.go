@@ -15,6 +15,7 @@ type metricsOptions struct {
 	metric  string
 	dbPath  string
 	lenient bool
+	limit   int
 	format  *formatFlag
 }
 
@@ -38,6 +39,7 @@ itself failed.`,
 	cmd.Flags().StringVar(&opts.metric, "metric", "all", "metric to compute, or all: "+strings.Join(metrics.Metrics(), ", "))
 	cmd.Flags().StringVar(&opts.dbPath, "db", "", "database file to keep between calls (default: in memory)")
 	cmd.Flags().BoolVar(&opts.lenient, "lenient", false, "skip malformed lines instead of failing, and count them per file")
+	cmd.Flags().IntVar(&opts.limit, "limit", 20, "rows shown per metric in table and markdown output; 0 shows all (csv and json always have all)")
 	opts.format = addFormatFlag(cmd, tableFormats...)
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		opts.paths = args
@@ -49,6 +51,9 @@ itself failed.`,
 func runMetrics(ctx context.Context, sys *IO, opts *metricsOptions) error {
 	if err := opts.format.check(); err != nil {
 		return err
+	}
+	if opts.limit < 0 {
+		return usage(fmt.Errorf("--limit %d: give a number of rows, or 0 for all", opts.limit))
 	}
 	names := metrics.Metrics()
 	if opts.metric != "all" {
@@ -99,8 +104,16 @@ func runMetrics(ctx context.Context, sys *IO, opts *metricsOptions) error {
 			}
 			fmt.Fprintln(sys.Out, heading)
 		}
+		cut := 0
+		if opts.limit > 0 && len(t.Rows) > opts.limit && opts.format.value != "csv" {
+			cut = len(t.Rows) - opts.limit
+			t.Rows = t.Rows[:opts.limit]
+		}
 		if err := writeTable(sys.Out, opts.format.value, t); err != nil {
 			return err
+		}
+		if cut > 0 {
+			fmt.Fprintf(sys.Out, "(%s not shown; --limit 0 shows all, csv and json always do)\n", plural(cut, "row"))
 		}
 	}
 	return nil

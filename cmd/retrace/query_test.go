@@ -18,7 +18,9 @@ func TestQuery(t *testing.T) {
 		wantStderr string
 	}{
 		{"Counting tool_calls over a directory of runs gives the 13 fixture calls.",
-			[]string{"query", "select count(*) AS n from tool_calls", valid}, ExitOK, "n\n13\n", "torn_last_line.jsonl:11: warning"},
+			[]string{"query", "select count(*) AS n from tool_calls", valid, "--format", "csv"}, ExitOK, "n\n13\n", "torn_last_line.jsonl:11: warning"},
+		{"The default table is drawn with borders and right-aligned numbers.",
+			[]string{"query", "select 'x' AS tool, 13 AS n", valid}, ExitOK, "┌──────┬────┐\n│ tool │ n  │\n├──────┼────┤\n│ x    │ 13 │\n└──────┴────┘\n", ""},
 		{"CSV output quotes nothing it need not and keeps the header.",
 			[]string{"query", "select tool, count(*) AS n from tool_calls group by tool order by tool", valid, "--format", "csv"},
 			ExitOK, "tool,n\nbash,5\nread,7\nwrite,1\n", ""},
@@ -29,7 +31,7 @@ func TestQuery(t *testing.T) {
 		{"A malformed line exits 2 naming file:line.",
 			[]string{"query", "select 1", malformed}, ExitInvalid, "", malformed + ":5:"},
 		{"With --lenient the malformed line is skipped and counted.",
-			[]string{"query", "select count(*) AS n from events", malformed, "--lenient"}, ExitOK, "n\n10\n", "skipped 1 malformed line"},
+			[]string{"query", "select count(*) AS n from events", malformed, "--lenient", "--format", "csv"}, ExitOK, "n\n10\n", "skipped 1 malformed line"},
 		{"A query without SQL is a usage error.",
 			[]string{"query"}, ExitInvalid, "", "needs the SQL"},
 		{"An unknown format is a usage error.",

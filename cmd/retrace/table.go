@@ -1,0 +1,118 @@
+package main
+
+import (
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/big"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/olekukonko/tablewriter"
+	"github.com/olekukonko/tablewriter/tw"
+	"github.com/retrace-dev/retrace/metrics"
+)
+
+// writeTable writes t in format: table, csv, json (an array of objects)
+// or markdown.
+func writeTable(w io.Writer, format string, t metrics.Table) error {
+	switch format {
+	case "json":
+		return writeTableJSON(w, t, "")
+	case "csv":
+		cw := csv.NewWriter(w)
+		cw.Write(t.Columns)
+		for _, r := range t.Rows {
+			cw.Write(cells(r))
+		}
+		cw.Flush()
+		return cw.Error()
+	case "markdown":
+		esc := func(ss []string) string {
+			for i, s := range ss {
+				ss[i] = strings.ReplaceAll(s, "|", `\|`)
+			}
+			return "| " + strings.Join(ss, " | ") + " |\n"
+		}
+		sep := make([]string, len(t.Columns))
+		for i := range sep {
+			sep[i] = "---"
+		}
+		b := esc(append([]string(nil), t.Columns...)) + esc(sep)
+		for _, r := range t.Rows {
+			b += esc(cells(r))
+		}
+		_, err := io.WriteString(w, b)
+		return err
+	}
+	return writeTerminalTable(w, t)
+}
+
+// writeTerminalTable draws t for people: a bordered table, numbers right
+// aligned, NULL as an empty cell.
+func writeTerminalTable(w io.Writer, t metrics.Table) error {
+	align := make([]tw.Align, len(t.Columns))
+	for i := range align {
+		align[i] = tw.AlignRight
+		for _, r := range t.Rows {
+			switch r[i].(type) {
+			case nil, int8, int16, int32, int64, uint8, uint16, uint32, uint64, int, float32, float64, *big.Int:
+			default:
+				align[i] = tw.AlignLeft
+			}
+		}
+	}
+	tbl := tablewriter.NewTable(w,
+		tablewriter.WithHeaderAutoFormat(tw.Off),
+		tablewriter.WithHeaderAlignment(tw.AlignLeft),
+		tablewriter.WithRowAutoWrap(tw.WrapNone),
+		tablewriter.WithRowAlignmentConfig(tw.CellAlignment{PerColumn: align}))
+	tbl.Header(t.Columns)
+	for _, r := range t.Rows {
+		if err := tbl.Append(cells(r)); err != nil {
+			return err
+		}
+	}
+	return tbl.Render()
+}
+
+func writeTableJSON(w io.Writer, t metrics.Table, indent string) error {
+	objs := make([]map[string]any, 0, len(t.Rows))
+	for _, r := range t.Rows {
+		o := make(map[string]any, len(r))
+		for i, v := range r {
+			if b, ok := v.([]byte); ok {
+				v = string(b)
+			}
+			o[t.Columns[i]] = v
+		}
+		objs = append(objs, o)
+	}
+	b, err := json.MarshalIndent(objs, indent, "  ")
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(w, "%s\n", b)
+	return err
+}
+
+// cells renders a row for text output; NULL is empty.
+func cells(r []any) []string {
+	out := make([]string, len(r))
+	for i, v := range r {
+		switch v := v.(type) {
+		case nil:
+		case float64:
+			out[i] = strconv.FormatFloat(v, 'f', -1, 64)
+		case time.Time:
+			out[i] = v.UTC().Format(time.RFC3339Nano)
+		case []byte:
+			out[i] = string(v)
+		default:
+			out[i] = fmt.Sprint(v)
+		}
+	}
+	return out
+}

@@ -1,0 +1,116 @@
+package metrics
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// ErrNotEmpty is returned by ExportParquet for a directory that already
+// holds files, unless told to overwrite.
+var ErrNotEmpty = errors.New("directory is not empty")
+
+// ErrNoArrow is returned by WriteArrow in a build without Arrow support.
+var ErrNoArrow = errors.New("this retrace was built without Arrow support; build it with -tags duckdb_arrow")
+
+// ExportReport says what an export wrote.
+type ExportReport struct {
+	// Events is the number of events written.
+	Events int64
+	// Files are the files written, relative to the export directory.
+	Files []string
+}
+
+// ExportParquet writes every loaded event to dir as zstd-compressed Parquet,
+// hive-partitioned by the event's UTC date (dir/date=2026-11-30/...), with
+// the events view's columns, file included: loading dir into an empty
+// database gives the same views and metrics as the trajectories did. A dir
+// with files in it is refused with ErrNotEmpty unless overwrite is set, so
+// an export never mixes with an older one.
+func (db *DB) ExportParquet(ctx context.Context, dir string, overwrite bool) (ExportReport, error) {
+	var rep ExportReport
+	if entries, err := os.ReadDir(dir); err == nil && len(entries) > 0 && !overwrite {
+		return rep, fmt.Errorf("export to %s: %w; choose an empty or new directory, or overwrite it", dir, ErrNotEmpty)
+	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return rep, fmt.Errorf("export to %s: %w", dir, err)
+	}
+	if overwrite {
+		if err := os.RemoveAll(dir); err != nil {
+			return rep, fmt.Errorf("export to %s: %w", dir, err)
+		}
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return rep, fmt.Errorf("export to %s: %w", dir, err)
+	}
+	q := "COPY (SELECT *, CAST(ts AS DATE) AS date FROM raw_events ORDER BY session, seq) TO " + quoteString(dir) +
+		" (FORMAT parquet, COMPRESSION zstd, PARTITION_BY (date), OVERWRITE_OR_IGNORE)"
+	res, err := db.sql.ExecContext(ctx, q)
+	if err != nil {
+		return rep, fmt.Errorf("export to %s: %w", dir, err)
+	}
+	rep.Events, _ = res.RowsAffected()
+	err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			rel, _ := filepath.Rel(dir, p)
+			rep.Files = append(rep.Files, rel)
+		}
+		return err
+	})
+	if err != nil {
+		return rep, fmt.Errorf("export to %s: %w", dir, err)
+	}
+	return rep, nil
+}
+
+// insertParquet adds the events of Parquet files written by ExportParquet,
+// replacing the rows of the trajectory files they came from, and returns
+// how many it added. A Parquet file without the schema's columns is
+// refused, naming the column.
+func insertParquet(ctx context.Context, tx *sql.Tx, files []string) (int, error) {
+	if len(files) == 0 {
+		return 0, nil
+	}
+	src := "read_parquet([" + strings.Join(quoteAll(files), ", ") + "], hive_partitioning = false, union_by_name = true)"
+	fail := func(err error) (int, error) {
+		return 0, fmt.Errorf("load %s: %w", describeFiles(files), err)
+	}
+	rows, err := tx.QueryContext(ctx, "SELECT column_name FROM (DESCRIBE SELECT * FROM "+src+")")
+	if err != nil {
+		return fail(err)
+	}
+	have := map[string]bool{}
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			rows.Close()
+			return fail(err)
+		}
+		have[name] = true
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return fail(err)
+	}
+	cols := append(Columns(), Column{Name: "file", Type: "VARCHAR"})
+	sel := make([]string, len(cols))
+	for i, c := range cols {
+		if !have[c.Name] {
+			return fail(fmt.Errorf("column %q is missing: this is not a retrace export of this version; export the trajectories again with retrace export", c.Name))
+		}
+		sel[i] = "CAST(" + quoteIdent(c.Name) + " AS " + c.Type + ")"
+	}
+	if _, err := tx.ExecContext(ctx, "DELETE FROM raw_events WHERE file IN (SELECT DISTINCT file FROM "+src+")"); err != nil {
+		return fail(err)
+	}
+	res, err := tx.ExecContext(ctx, "INSERT INTO raw_events SELECT "+strings.Join(sel, ", ")+" FROM "+src)
+	if err != nil {
+		return fail(err)
+	}
+	n, _ := res.RowsAffected()
+	return int(n), nil
+}

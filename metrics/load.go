@@ -1,0 +1,454 @@
+package metrics
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/retrace-dev/retrace/trajectory"
+)
+
+// ParquetExt is the extension of the Parquet files Load reads and
+// ExportParquet writes.
+const ParquetExt = ".parquet"
+
+// FileReport says what Load did with one file.
+type FileReport struct {
+	File string
+	// Events is the number of events loaded.
+	Events int
+	// Skipped counts the malformed lines left out (Lenient only).
+	Skipped int
+	// FirstSkipped is the first skipped line's error, nil when none.
+	FirstSkipped error
+	// Warnings are the decoder's warnings, such as a torn last line.
+	Warnings []trajectory.Warning
+}
+
+// LoadReport says what Load did.
+type LoadReport struct {
+	// Files are the trajectory files, in the order they were named.
+	Files []FileReport
+	// Parquet are the Parquet files read.
+	Parquet []string
+	// Events counts the events loaded from both.
+	Events int
+}
+
+// Skipped returns the number of lines left out over all files.
+func (r LoadReport) Skipped() int {
+	n := 0
+	for _, f := range r.Files {
+		n += f.Skipped
+	}
+	return n
+}
+
+// LoadError is a strict load refused because of malformed lines. It holds
+// the first bad line of every bad file, so one bad file does not hide the
+// state of the others; errors.As finds each *trajectory.LineError in it.
+type LoadError struct {
+	// Problems has one *trajectory.LineError per bad file.
+	Problems []error
+}
+
+// maxListed bounds the files a LoadError message names.
+const maxListed = 10
+
+// Error implements error.
+func (e *LoadError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "load refused: %d %s with malformed lines (fix them, or pass --lenient to skip bad lines and load the rest)",
+		len(e.Problems), map[bool]string{true: "file", false: "files"}[len(e.Problems) == 1])
+	for i, p := range e.Problems {
+		if i == maxListed {
+			fmt.Fprintf(&b, "\n  ... and %d more files", len(e.Problems)-maxListed)
+			break
+		}
+		b.WriteString("\n  ")
+		b.WriteString(p.Error())
+	}
+	return b.String()
+}
+
+// Unwrap returns the problems.
+func (e *LoadError) Unwrap() []error { return e.Problems }
+
+// Progress tells a long load's caller how far it is. Bytes are of the
+// input files; a load checks every trajectory line first (Phase "check"),
+// then has DuckDB read them (Phase "load").
+type Progress struct {
+	Phase       string
+	Done, Total int64
+}
+
+// insertBatch bounds the input bytes one read_json statement reads, so that
+// the load can report progress between statements; DuckDB's per-statement
+// overhead makes smaller batches slower.
+const insertBatch = 64 << 20
+
+// Load reads the runs paths name: trajectory files (files, directories and
+// globs, as trajectory.Expand resolves them) and Parquet files written by
+// ExportParquet (*.parquet files, globs ending in .parquet, and the Parquet
+// files below a directory). A trajectory file loaded before into the same
+// database is replaced, so loading twice does not double count.
+//
+// Every trajectory line is checked with the trajectory Decoder first. In
+// strict mode (the default) any malformed line refuses the whole load with a
+// *LoadError naming the first bad line of every bad file, and nothing is
+// loaded: a metric over part of the data would look complete. With
+// Options.Lenient the bad lines are skipped and counted per file.
+func (db *DB) Load(ctx context.Context, paths ...string) (LoadReport, error) {
+	var rep LoadReport
+	files, parquet, err := sources(paths)
+	if err != nil {
+		return rep, err
+	}
+	rep.Parquet = parquet
+	tmp, err := os.MkdirTemp("", "retrace-metrics-")
+	if err != nil {
+		return rep, fmt.Errorf("load: %w", err)
+	}
+	defer os.RemoveAll(tmp)
+	reports, chunks, err := db.checkAll(ctx, files, tmp)
+	if err != nil {
+		return rep, err
+	}
+	tx, err := db.sql.BeginTx(ctx, nil)
+	if err != nil {
+		return rep, fmt.Errorf("load: %w", err)
+	}
+	defer tx.Rollback()
+	if err := db.insertJSON(ctx, tx, files, chunks); err != nil {
+		return rep, err
+	}
+	rep.Files = reports
+	for _, fr := range reports {
+		rep.Events += fr.Events
+	}
+	n, err := insertParquet(ctx, tx, parquet)
+	if err != nil {
+		return rep, err
+	}
+	rep.Events += n
+	if err := tx.Commit(); err != nil {
+		return rep, fmt.Errorf("load: %w", err)
+	}
+	return rep, nil
+}
+
+// sources splits paths into trajectory files and Parquet files.
+func sources(paths []string) (jsonl, parquet []string, err error) {
+	var runs []string
+	for _, p := range paths {
+		info, statErr := os.Stat(p)
+		switch {
+		case statErr == nil && info.IsDir():
+			var pq, js []string
+			err := filepath.WalkDir(p, func(f string, d fs.DirEntry, err error) error {
+				if err != nil {
+					return err
+				}
+				switch {
+				case d.IsDir():
+				case strings.HasSuffix(f, ParquetExt):
+					pq = append(pq, f)
+				case strings.HasSuffix(f, trajectory.Ext):
+					js = append(js, f)
+				}
+				return nil
+			})
+			if err != nil {
+				return nil, nil, fmt.Errorf("load: %w", err)
+			}
+			parquet = append(parquet, pq...)
+			if len(js) > 0 || len(pq) == 0 {
+				// trajectory.Expand says what to do with a directory
+				// holding neither.
+				runs = append(runs, p)
+			}
+		case strings.HasSuffix(p, ParquetExt) && statErr == nil:
+			parquet = append(parquet, p)
+		case strings.HasSuffix(p, ParquetExt) && strings.ContainsAny(p, "*?["):
+			m, err := filepath.Glob(p)
+			if err != nil {
+				return nil, nil, fmt.Errorf("%s: bad glob pattern: %w", p, err)
+			}
+			if len(m) == 0 {
+				return nil, nil, fmt.Errorf("%s: %w: the pattern matched no files", p, trajectory.ErrNoRuns)
+			}
+			parquet = append(parquet, m...)
+		default:
+			runs = append(runs, p)
+		}
+	}
+	slices.Sort(parquet)
+	parquet = slices.Compact(parquet)
+	if len(runs) > 0 {
+		if jsonl, err = trajectory.Expand(runs...); err != nil {
+			return nil, nil, err
+		}
+	}
+	return jsonl, parquet, nil
+}
+
+// checkAll checks files on every core and stages the lines to load into
+// chunk files under tmp, reporting progress in bytes.
+func (db *DB) checkAll(ctx context.Context, files []string, tmp string) ([]FileReport, []chunk, error) {
+	sizes := make([]int64, len(files))
+	var total int64
+	for i, f := range files {
+		info, err := os.Stat(f)
+		if err != nil {
+			return nil, nil, fmt.Errorf("load: %w", err)
+		}
+		sizes[i] = info.Size()
+		total += info.Size()
+	}
+	var (
+		mu       sync.Mutex
+		done     int64
+		reports  = make([]FileReport, len(files))
+		problems = make([]error, len(files))
+		fatal    error
+		chunks   []chunk
+	)
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for w := range min(runtime.GOMAXPROCS(0), max(len(files), 1)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			st := &stage{dir: tmp, name: fmt.Sprintf("w%d", w)}
+			for i := range next {
+				fr, err := db.check(files[i], st)
+				mu.Lock()
+				reports[i] = fr
+				var le *trajectory.LineError
+				switch {
+				case err != nil && errors.As(err, &le) && !errors.Is(err, trajectory.ErrBinary):
+					problems[i] = err
+				case err != nil && fatal == nil:
+					fatal = err
+				}
+				done += sizes[i]
+				db.progress("check", done, total)
+				mu.Unlock()
+			}
+			err := st.close()
+			mu.Lock()
+			chunks = append(chunks, st.chunks...)
+			if err != nil && fatal == nil {
+				fatal = fmt.Errorf("load: %w", err)
+			}
+			mu.Unlock()
+		}()
+	}
+	for i := range files {
+		if ctx.Err() != nil {
+			break
+		}
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, nil, fmt.Errorf("load: %w", err)
+	}
+	if fatal != nil {
+		return nil, nil, fatal
+	}
+	var le LoadError
+	for _, p := range problems {
+		if p != nil {
+			le.Problems = append(le.Problems, p)
+		}
+	}
+	if len(le.Problems) > 0 {
+		return nil, nil, &le
+	}
+	return reports, chunks, nil
+}
+
+func (db *DB) progress(phase string, done, total int64) {
+	if db.opts.Progress != nil {
+		db.opts.Progress(Progress{Phase: phase, Done: done, Total: total})
+	}
+}
+
+// check validates file with the trajectory Decoder and stages the lines
+// DuckDB should read: every line that decodes, without the torn last line
+// or, when lenient, the bad lines. In strict mode the error is the first
+// bad line's *trajectory.LineError.
+func (db *DB) check(file string, st *stage) (FileReport, error) {
+	fr := FileReport{File: file}
+	fh, err := os.Open(file)
+	if err != nil {
+		return fr, fmt.Errorf("load: %w", err)
+	}
+	defer fh.Close()
+	name, err := json.Marshal(file)
+	if err != nil {
+		return fr, fmt.Errorf("load: %w", err)
+	}
+	dec := trajectory.NewDecoder(fh, file)
+	for {
+		ev, err := dec.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		var le *trajectory.LineError
+		if errors.As(err, &le) {
+			// The Decoder stops at binary data, so the lines after it were
+			// never checked: even a lenient load cannot keep them.
+			if errors.Is(err, trajectory.ErrBinary) {
+				return fr, fmt.Errorf("load: %w; this does not look like a trajectory, leave it out of the paths", err)
+			}
+			if !db.opts.Lenient {
+				return fr, err
+			}
+			fr.Skipped++
+			if fr.FirstSkipped == nil {
+				fr.FirstSkipped = err
+			}
+			continue
+		}
+		if err != nil {
+			return fr, fmt.Errorf("load: %w", err)
+		}
+		if err := st.write(ev.Payload.EventType(), dec.Raw(), name); err != nil {
+			return fr, fmt.Errorf("load: %w", err)
+		}
+		fr.Events++
+	}
+	fr.Warnings = dec.Warnings()
+	return fr, nil
+}
+
+// chunk is a staged file of checked lines of one event type.
+type chunk struct {
+	path string
+	typ  trajectory.EventType
+	size int64
+}
+
+// stage writes checked lines into chunk files, one per event type, of
+// about insertBatch bytes each, every line with a "file" member naming
+// where it came from: DuckDB reads a few large files much faster than many
+// small ones, reads a file faster the fewer columns it looks for, and the
+// file column needs no renaming afterwards.
+type stage struct {
+	dir, name string
+	open      map[trajectory.EventType]*chunkWriter
+	chunks    []chunk
+}
+
+type chunkWriter struct {
+	f *os.File
+	w *bufio.Writer
+	chunk
+}
+
+func (st *stage) write(typ trajectory.EventType, line, file []byte) error {
+	cw := st.open[typ]
+	if cw == nil {
+		path := filepath.Join(st.dir, fmt.Sprintf("%s-%s-%d%s", st.name, typ, len(st.chunks), trajectory.Ext))
+		f, err := os.Create(path)
+		if err != nil {
+			return err
+		}
+		cw = &chunkWriter{f: f, w: bufio.NewWriterSize(f, 64<<10), chunk: chunk{path: path, typ: typ}}
+		if st.open == nil {
+			st.open = map[trajectory.EventType]*chunkWriter{}
+		}
+		st.open[typ] = cw
+	}
+	// The Decoder reads invalid UTF-8 in strings as U+FFFD, as encoding/json
+	// does, but DuckDB rejects it; the staged line gets the same
+	// replacement.
+	if !utf8.Valid(line) {
+		line = bytes.ToValidUTF8(line, []byte("\uFFFD"))
+	}
+	// The line decoded as one JSON object, so it ends with its closing brace.
+	line = bytes.TrimRight(line, " \t\r")
+	cw.w.Write(line[:len(line)-1])
+	cw.w.WriteString(`,"file":`)
+	cw.w.Write(file)
+	cw.w.WriteString("}\n")
+	cw.size += int64(len(line) + len(file) + 9)
+	if cw.size >= insertBatch {
+		return st.end(typ)
+	}
+	return nil
+}
+
+// end closes the chunk of typ.
+func (st *stage) end(typ trajectory.EventType) error {
+	cw := st.open[typ]
+	delete(st.open, typ)
+	err := cw.w.Flush()
+	if cerr := cw.f.Close(); err == nil {
+		err = cerr
+	}
+	st.chunks = append(st.chunks, cw.chunk)
+	return err
+}
+
+// close closes every open chunk.
+func (st *stage) close() error {
+	var errs []error
+	for typ := range st.open {
+		errs = append(errs, st.end(typ))
+	}
+	return errors.Join(errs...)
+}
+
+// insertJSON replaces the files' rows with the staged events, a chunk per
+// read_json.
+func (db *DB) insertJSON(ctx context.Context, tx *sql.Tx, files []string, chunks []chunk) error {
+	if len(files) == 0 {
+		return nil
+	}
+	fail := func(err error) error {
+		return fmt.Errorf("load %s: %w", describeFiles(files), err)
+	}
+	if _, err := tx.ExecContext(ctx, "DELETE FROM raw_events WHERE file IN "+sqlList(files)); err != nil {
+		return fail(err)
+	}
+	var total, done int64
+	for _, c := range chunks {
+		total += c.size
+	}
+	for _, c := range chunks {
+		cols := columnsSQL(append(typeColumns(c.typ), Column{Name: "file", Type: "VARCHAR"}))
+		q := "INSERT INTO raw_events BY NAME SELECT * FROM read_json(" + quoteString(c.path) +
+			", format = 'newline_delimited', columns = " + cols + ")"
+		if _, err := tx.ExecContext(ctx, q); err != nil {
+			return fail(err)
+		}
+		done += c.size
+		db.progress("load", done, total)
+	}
+	return nil
+}
+
+// describeFiles names files in an error message, a few of them at most.
+func describeFiles(files []string) string {
+	if len(files) <= 3 {
+		return strings.Join(files, ", ")
+	}
+	return fmt.Sprintf("%s and %d more files", strings.Join(files[:3], ", "), len(files)-3)
+}
