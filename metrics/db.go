@@ -53,12 +53,7 @@ func Open(ctx context.Context, opts Options) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open metrics database %q: %w", opts.Path, err)
 	}
-	var cols []string
-	for _, c := range Columns() {
-		cols = append(cols, quoteIdent(c.Name)+" "+c.Type)
-	}
-	cols = append(cols, "file VARCHAR")
-	stmts := "CREATE TABLE IF NOT EXISTS raw_events (" + strings.Join(cols, ", ") + ");\n" + viewsSQL
+	stmts := schemaSQL() + viewsSQL
 	if _, err := db.ExecContext(ctx, stmts); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("create metrics schema in %q: %w (a database file from another retrace version may need deleting)", opts.Path, err)

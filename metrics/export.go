@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/retrace-dev/retrace/trajectory"
 )
 
 // ErrNotEmpty is returned by ExportParquet for a directory that already
@@ -96,21 +98,43 @@ func insertParquet(ctx context.Context, tx *sql.Tx, files []string) (int, error)
 	if err := rows.Err(); err != nil {
 		return fail(err)
 	}
-	cols := append(Columns(), Column{Name: "file", Type: "VARCHAR"})
+	cols := append(Columns(), fileColumn)
 	sel := make([]string, len(cols))
 	for i, c := range cols {
 		if !have[c.Name] {
 			return fail(fmt.Errorf("column %q is missing: this is not a retrace export of this version; export the trajectories again with retrace export", c.Name))
 		}
-		sel[i] = "CAST(" + quoteIdent(c.Name) + " AS " + c.Type + ")"
+		sel[i] = "CAST(" + quoteIdent(c.Name) + " AS " + c.Type + ") AS " + quoteIdent(c.Name)
 	}
-	if _, err := tx.ExecContext(ctx, "DELETE FROM raw_events WHERE file IN (SELECT DISTINCT file FROM "+src+")"); err != nil {
+	// The Parquet is read once into a temporary table and then split by
+	// type into the tables the views read.
+	if _, err := tx.ExecContext(ctx, "CREATE OR REPLACE TEMP TABLE parquet_load AS SELECT "+strings.Join(sel, ", ")+" FROM "+src); err != nil {
 		return fail(err)
 	}
-	res, err := tx.ExecContext(ctx, "INSERT INTO raw_events SELECT "+strings.Join(sel, ", ")+" FROM "+src)
-	if err != nil {
+	defer tx.ExecContext(ctx, "DROP TABLE IF EXISTS parquet_load")
+	var n int64
+	for _, t := range trajectory.EventTypes() {
+		if _, err := tx.ExecContext(ctx, "DELETE FROM "+typeTable(t)+" WHERE file IN (SELECT DISTINCT file FROM parquet_load)"); err != nil {
+			return fail(err)
+		}
+		var own []string
+		for _, c := range append(typeColumns(t), fileColumn) {
+			own = append(own, quoteIdent(c.Name))
+		}
+		res, err := tx.ExecContext(ctx, "INSERT INTO "+typeTable(t)+" SELECT "+strings.Join(own, ", ")+
+			" FROM parquet_load WHERE type = "+quoteString(string(t)))
+		if err != nil {
+			return fail(err)
+		}
+		added, _ := res.RowsAffected()
+		n += added
+	}
+	var read int64
+	if err := tx.QueryRowContext(ctx, "SELECT count(*) FROM parquet_load").Scan(&read); err != nil {
 		return fail(err)
 	}
-	n, _ := res.RowsAffected()
+	if read != n {
+		return fail(fmt.Errorf("%d of %d rows have an event type this retrace does not know; load them with the retrace version that exported them", read-n, read))
+	}
 	return int(n), nil
 }

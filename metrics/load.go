@@ -425,16 +425,18 @@ func (db *DB) insertJSON(ctx context.Context, tx *sql.Tx, files []string, chunks
 	fail := func(err error) error {
 		return fmt.Errorf("load %s: %w", describeFiles(files), err)
 	}
-	if _, err := tx.ExecContext(ctx, "DELETE FROM raw_events WHERE file IN "+sqlList(files)); err != nil {
-		return fail(err)
+	for _, t := range trajectory.EventTypes() {
+		if _, err := tx.ExecContext(ctx, "DELETE FROM "+typeTable(t)+" WHERE file IN "+sqlList(files)); err != nil {
+			return fail(err)
+		}
 	}
 	var total, done int64
 	for _, c := range chunks {
 		total += c.size
 	}
 	for _, c := range chunks {
-		cols := columnsSQL(append(typeColumns(c.typ), Column{Name: "file", Type: "VARCHAR"}))
-		q := "INSERT INTO raw_events BY NAME SELECT * FROM read_json(" + quoteString(c.path) +
+		cols := columnsSQL(append(typeColumns(c.typ), fileColumn))
+		q := "INSERT INTO " + typeTable(c.typ) + " SELECT * FROM read_json(" + quoteString(c.path) +
 			", format = 'newline_delimited', columns = " + cols + ")"
 		if _, err := tx.ExecContext(ctx, q); err != nil {
 			return fail(err)

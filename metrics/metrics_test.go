@@ -6,10 +6,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/retrace-dev/retrace/synth"
 	"github.com/retrace-dev/retrace/trajectory"
 )
 
@@ -186,6 +189,23 @@ func TestMalformedLines(t *testing.T) {
 			t.Fatalf("%s events of the bad file were loaded", got[0])
 		}
 	})
+	t.Run("Every bad file is named, not only the first, and nothing at all is loaded.", func(t *testing.T) {
+		db := open(t, Options{})
+		other := filepath.Join(invalidDir, "unknown_field.jsonl")
+		_, err := db.Load(ctx, bad, validDir, other)
+		var loadErr *LoadError
+		if !errors.As(err, &loadErr) || len(loadErr.Problems) != 2 {
+			t.Fatalf("err = %v, want a LoadError with two problems", err)
+		}
+		for _, f := range []string{bad + ":5:", other + ":"} {
+			if !strings.Contains(err.Error(), f) {
+				t.Errorf("message %q does not name %s", err, f)
+			}
+		}
+		if got := rows(t, db, "select count(*) from events"); got[0] != "0" {
+			t.Fatalf("%s events were loaded from a refused load", got[0])
+		}
+	})
 	t.Run("Invalid UTF-8 the decoder accepts is loaded as U+FFFD, not refused by DuckDB.", func(t *testing.T) {
 		b, err := os.ReadFile(filepath.Join(validDir, "basic.jsonl"))
 		if err != nil {
@@ -275,14 +295,15 @@ func FuzzLenientLoad(f *testing.F) {
 	})
 }
 
-// BenchmarkLoadAndMetrics loads a corpus of about a million events (4000
-// sessions) and runs every named metric over it, reporting events/s and
+// BenchmarkLoadAndMetrics loads a corpus of about a million events (a file
+// per session) and runs every named metric over it, reporting events/s and
 // the memory DuckDB holds afterwards.
 func BenchmarkLoadAndMetrics(b *testing.B) {
 	dir := b.TempDir()
-	events := writeCorpus(b, dir, 4000, 25)
+	events := writeCorpus(b, dir, corpusSessions)
 	ctx := context.Background()
 	var duckMem float64
+	peak := sampleHeap()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		db, err := Open(ctx, Options{})
@@ -303,20 +324,49 @@ func BenchmarkLoadAndMetrics(b *testing.B) {
 	b.ReportMetric(float64(events*b.N)/b.Elapsed().Seconds(), "events/s")
 	b.ReportMetric(float64(events), "events")
 	b.ReportMetric(duckMem/(1<<20), "duckdb-MB")
+	b.ReportMetric(float64(peak())/(1<<20), "go-peak-heap-MB")
+}
+
+// sampleHeap samples the Go heap until the returned function is called,
+// which returns the highest HeapInuse seen.
+func sampleHeap() func() uint64 {
+	var peak atomic.Uint64
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		var ms runtime.MemStats
+		for {
+			runtime.ReadMemStats(&ms)
+			if ms.HeapInuse > peak.Load() {
+				peak.Store(ms.HeapInuse)
+			}
+			select {
+			case <-stop:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	}()
+	return func() uint64 {
+		close(stop)
+		<-done
+		return peak.Load()
+	}
 }
 
 // BenchmarkLoadVersusReadJSON times Load (the Decoder check of every line,
 // then read_json) against DuckDB's own read_json of the same files into a
 // table with the same columns; ratio is Load's time over read_json's. The
-// corpus of about a million events is read as 4000 session files and as
+// corpus of about a million events is read as one file per session and as
 // one file holding them all.
 func BenchmarkLoadVersusReadJSON(b *testing.B) {
 	dir := b.TempDir()
-	events := writeCorpus(b, filepath.Join(dir, "sessions"), 4000, 25)
+	events := writeCorpus(b, filepath.Join(dir, "sessions"), corpusSessions)
 	one := filepath.Join(dir, "one", "all.jsonl")
 	concat(b, filepath.Join(dir, "sessions"), one)
 	for _, tc := range []struct{ name, path, glob string }{
-		{"files=4000", filepath.Join(dir, "sessions"), filepath.Join(dir, "sessions", "*.jsonl")},
+		{"files=sessions", filepath.Join(dir, "sessions"), filepath.Join(dir, "sessions", "*.jsonl")},
 		{"files=1", one, one},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
@@ -386,52 +436,17 @@ func duckDBMemory(b *testing.B, db *DB) float64 {
 	return n
 }
 
-// writeCorpus writes sessions files of turns turns each, every turn a model
-// round trip with two tool calls; it returns the number of events.
-func writeCorpus(b testing.TB, dir string, sessions, turns int) int {
+// corpusSessions is the size of the benchmark corpus: about a million
+// events of the synth package's realistic sessions.
+const corpusSessions = 10000
+
+// writeCorpus writes a synthetic corpus of sessions files to dir and
+// returns its number of events.
+func writeCorpus(b testing.TB, dir string, sessions int) int {
 	b.Helper()
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	rep, err := synth.Write(context.Background(), dir, synth.Options{Sessions: sessions, Seed: 1})
+	if err != nil {
 		b.Fatal(err)
 	}
-	t0 := time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
-	hash := trajectory.Hash([]byte("x"))
-	total := 0
-	for s := 0; s < sessions; s++ {
-		id := fmt.Sprintf("20261130-090000.000-%08x", s)
-		var buf []byte
-		seq := int64(0)
-		add := func(turn int, p trajectory.Payload) {
-			seq++
-			var err error
-			buf, err = trajectory.AppendEvent(buf, trajectory.NewEvent(id, seq, t0.Add(time.Duration(seq)*time.Millisecond), turn, p))
-			if err != nil {
-				b.Fatal(err)
-			}
-			buf = append(buf, '\n')
-		}
-		add(0, &trajectory.SessionStart{HarnessVersion: "retrace/0.1.0", Provider: "mock", Model: "m", Mode: trajectory.ModeHeadless,
-			PermissionMode: trajectory.PermDefault, ConfigHash: hash, SystemPromptHash: hash,
-			Tools: []trajectory.ToolInfo{}, Defenses: []trajectory.DefenseName{trajectory.DefenseDenialFuse}})
-		for turn := 1; turn <= turns; turn++ {
-			add(turn, &trajectory.ModelResponse{Content: []trajectory.ContentBlock{}, StopReason: trajectory.StopToolUse,
-				Usage: trajectory.Usage{InputTokens: 1000, OutputTokens: 50, CacheReadTokens: int64(turn * 100)}, DurationMs: 800})
-			for c := 0; c < 2; c++ {
-				ref := trajectory.ToolRef{ToolUseID: fmt.Sprintf("toolu_%d_%d", turn, c), Tool: []string{"read", "bash"}[c]}
-				add(turn, &trajectory.ToolCall{ToolRef: ref, Input: []byte(`{"a":1}`), Index: c})
-				add(turn, &trajectory.PermissionAllow{PermissionDecision: trajectory.PermissionDecision{ToolRef: ref, Source: trajectory.SourceRule, Step: trajectory.StepAllowRule}})
-				if (s+turn+c)%7 == 0 {
-					add(turn, &trajectory.ToolFailure{ToolRef: ref, FailureKind: trajectory.FailureToolError})
-				} else {
-					add(turn, &trajectory.ToolSuccess{ToolRef: ref})
-				}
-				add(turn, &trajectory.ToolEnd{ToolRef: ref, DurationMs: float64((s*turn+c)%500) / 3, OutputBytes: 100})
-			}
-		}
-		add(turns, &trajectory.SessionEnd{Reason: trajectory.EndTurn, Turns: turns})
-		total += int(seq)
-		if err := os.WriteFile(filepath.Join(dir, id+".jsonl"), buf, 0o644); err != nil {
-			b.Fatal(err)
-		}
-	}
-	return total
+	return int(rep.Events)
 }

@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"sort"
 	"strings"
@@ -116,6 +117,42 @@ func duckType(t reflect.Type) string {
 		return "BOOLEAN"
 	}
 	return "JSON"
+}
+
+// fileColumn is the column naming the file an event was loaded from.
+var fileColumn = Column{Name: "file", Type: "VARCHAR"}
+
+// typeTable names the table holding the events of type t.
+func typeTable(t trajectory.EventType) string { return quoteIdent("raw_" + string(t)) }
+
+// schemaSQL creates a table per event type, with only that type's columns,
+// and the view raw_events over all of them with every column: DuckDB
+// inserts into a narrow table many times faster than into one table with
+// every type's columns, and a query filtering on type skips the other
+// tables' row groups by their min/max.
+func schemaSQL() string {
+	all := append(Columns(), fileColumn)
+	var b strings.Builder
+	var union []string
+	for _, t := range trajectory.EventTypes() {
+		own := map[string]bool{}
+		var defs []string
+		for _, c := range append(typeColumns(t), fileColumn) {
+			own[c.Name] = true
+			defs = append(defs, quoteIdent(c.Name)+" "+c.Type)
+		}
+		fmt.Fprintf(&b, "CREATE TABLE IF NOT EXISTS %s (%s);\n", typeTable(t), strings.Join(defs, ", "))
+		sel := make([]string, len(all))
+		for i, c := range all {
+			sel[i] = quoteIdent(c.Name)
+			if !own[c.Name] {
+				sel[i] = "CAST(NULL AS " + c.Type + ") AS " + quoteIdent(c.Name)
+			}
+		}
+		union = append(union, "SELECT "+strings.Join(sel, ", ")+" FROM "+typeTable(t))
+	}
+	b.WriteString("CREATE OR REPLACE VIEW raw_events AS\n" + strings.Join(union, "\nUNION ALL\n") + ";\n")
+	return b.String()
 }
 
 // columnsSQL renders cols as read_json's columns struct literal.
