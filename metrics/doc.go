@@ -5,16 +5,18 @@
 // denominator cannot be compared across runs.
 //
 // Trajectory files are checked line by line with the trajectory Decoder
-// first (a file per core), and the lines that decode are staged, one chunk
-// file per event type, for DuckDB's read_json, which reads them with an
-// explicit column schema derived from the Go payload types (never
-// auto-detected, so a file cannot change the schema) into the table
-// raw_events. Staging by type matters: read_json's cost grows with the
-// columns it looks for, and each type has a few of the schema's many.
+// first, on every core (a large file in parts), and the lines that decode
+// are staged, one chunk file per event type, for DuckDB's read_json, which
+// reads them with an explicit column schema derived from the Go payload
+// types (never auto-detected, so a file cannot change the schema) into a
+// table per event type (raw_tool_call, raw_tool_end, ...) holding only that
+// type's columns; the view raw_events puts them together with every
+// column. Narrow tables matter: read_json's cost grows with the columns it
+// looks for and DuckDB inserts into a narrow table several times faster.
 // A malformed line refuses the load with an error naming file:line for
 // every bad file; with Options.Lenient bad lines are skipped and counted
 // per file. Parquet written by ExportParquet (hive-partitioned by date,
-// zstd) loads back into the same table, and WriteArrow writes any query as
+// zstd) loads back into the same tables, and WriteArrow writes any query as
 // an Arrow IPC stream in builds with the duckdb_arrow tag.
 //
 // The named metrics are the embedded sql/*.sql files (Metrics, Metric);

@@ -5,17 +5,13 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
-	"sync"
 	"unicode/utf8"
 
 	"github.com/retrace-dev/retrace/trajectory"
@@ -70,9 +66,13 @@ const maxListed = 10
 
 // Error implements error.
 func (e *LoadError) Error() string {
+	files := "files"
+	if len(e.Problems) == 1 {
+		files = "file"
+	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "load refused: %d %s with malformed lines (fix them, or pass --lenient to skip bad lines and load the rest)",
-		len(e.Problems), map[bool]string{true: "file", false: "files"}[len(e.Problems) == 1])
+		len(e.Problems), files)
 	for i, p := range e.Problems {
 		if i == maxListed {
 			fmt.Fprintf(&b, "\n  ... and %d more files", len(e.Problems)-maxListed)
@@ -87,9 +87,10 @@ func (e *LoadError) Error() string {
 // Unwrap returns the problems.
 func (e *LoadError) Unwrap() []error { return e.Problems }
 
-// Progress tells a long load's caller how far it is. Bytes are of the
-// input files; a load checks every trajectory line first (Phase "check"),
-// then has DuckDB read them (Phase "load").
+// Progress tells a long load's caller how far it is. A load checks every
+// trajectory line first (Phase "check"; Done and Total count bytes of the
+// input files), then has DuckDB read the lines that passed (Phase "load";
+// bytes of those lines).
 type Progress struct {
 	Phase       string
 	Done, Total int64
@@ -205,139 +206,6 @@ func sources(paths []string) (jsonl, parquet []string, err error) {
 	return jsonl, parquet, nil
 }
 
-// checkAll checks files on every core and stages the lines to load into
-// chunk files under tmp, reporting progress in bytes.
-func (db *DB) checkAll(ctx context.Context, files []string, tmp string) ([]FileReport, []chunk, error) {
-	sizes := make([]int64, len(files))
-	var total int64
-	for i, f := range files {
-		info, err := os.Stat(f)
-		if err != nil {
-			return nil, nil, fmt.Errorf("load: %w", err)
-		}
-		sizes[i] = info.Size()
-		total += info.Size()
-	}
-	var (
-		mu       sync.Mutex
-		done     int64
-		reports  = make([]FileReport, len(files))
-		problems = make([]error, len(files))
-		fatal    error
-		chunks   []chunk
-	)
-	next := make(chan int)
-	var wg sync.WaitGroup
-	for w := range min(runtime.GOMAXPROCS(0), max(len(files), 1)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			st := &stage{dir: tmp, name: fmt.Sprintf("w%d", w)}
-			for i := range next {
-				fr, err := db.check(files[i], st)
-				mu.Lock()
-				reports[i] = fr
-				var le *trajectory.LineError
-				switch {
-				case err != nil && errors.As(err, &le) && !errors.Is(err, trajectory.ErrBinary):
-					problems[i] = err
-				case err != nil && fatal == nil:
-					fatal = err
-				}
-				done += sizes[i]
-				db.progress("check", done, total)
-				mu.Unlock()
-			}
-			err := st.close()
-			mu.Lock()
-			chunks = append(chunks, st.chunks...)
-			if err != nil && fatal == nil {
-				fatal = fmt.Errorf("load: %w", err)
-			}
-			mu.Unlock()
-		}()
-	}
-	for i := range files {
-		if ctx.Err() != nil {
-			break
-		}
-		next <- i
-	}
-	close(next)
-	wg.Wait()
-	if err := ctx.Err(); err != nil {
-		return nil, nil, fmt.Errorf("load: %w", err)
-	}
-	if fatal != nil {
-		return nil, nil, fatal
-	}
-	var le LoadError
-	for _, p := range problems {
-		if p != nil {
-			le.Problems = append(le.Problems, p)
-		}
-	}
-	if len(le.Problems) > 0 {
-		return nil, nil, &le
-	}
-	return reports, chunks, nil
-}
-
-func (db *DB) progress(phase string, done, total int64) {
-	if db.opts.Progress != nil {
-		db.opts.Progress(Progress{Phase: phase, Done: done, Total: total})
-	}
-}
-
-// check validates file with the trajectory Decoder and stages the lines
-// DuckDB should read: every line that decodes, without the torn last line
-// or, when lenient, the bad lines. In strict mode the error is the first
-// bad line's *trajectory.LineError.
-func (db *DB) check(file string, st *stage) (FileReport, error) {
-	fr := FileReport{File: file}
-	fh, err := os.Open(file)
-	if err != nil {
-		return fr, fmt.Errorf("load: %w", err)
-	}
-	defer fh.Close()
-	name, err := json.Marshal(file)
-	if err != nil {
-		return fr, fmt.Errorf("load: %w", err)
-	}
-	dec := trajectory.NewDecoder(fh, file)
-	for {
-		ev, err := dec.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		var le *trajectory.LineError
-		if errors.As(err, &le) {
-			// The Decoder stops at binary data, so the lines after it were
-			// never checked: even a lenient load cannot keep them.
-			if errors.Is(err, trajectory.ErrBinary) {
-				return fr, fmt.Errorf("load: %w; this does not look like a trajectory, leave it out of the paths", err)
-			}
-			if !db.opts.Lenient {
-				return fr, err
-			}
-			fr.Skipped++
-			if fr.FirstSkipped == nil {
-				fr.FirstSkipped = err
-			}
-			continue
-		}
-		if err != nil {
-			return fr, fmt.Errorf("load: %w", err)
-		}
-		if err := st.write(ev.Payload.EventType(), dec.Raw(), name); err != nil {
-			return fr, fmt.Errorf("load: %w", err)
-		}
-		fr.Events++
-	}
-	fr.Warnings = dec.Warnings()
-	return fr, nil
-}
-
 // chunk is a staged file of checked lines of one event type.
 type chunk struct {
 	path string
@@ -425,9 +293,17 @@ func (db *DB) insertJSON(ctx context.Context, tx *sql.Tx, files []string, chunks
 	fail := func(err error) error {
 		return fmt.Errorf("load %s: %w", describeFiles(files), err)
 	}
-	for _, t := range trajectory.EventTypes() {
-		if _, err := tx.ExecContext(ctx, "DELETE FROM "+typeTable(t)+" WHERE file IN "+sqlList(files)); err != nil {
-			return fail(err)
+	// Replace what an earlier load of the same files left, in a kept
+	// database; a new one has nothing to delete.
+	var loaded bool
+	if err := tx.QueryRowContext(ctx, "SELECT EXISTS (SELECT 1 FROM raw_events)").Scan(&loaded); err != nil {
+		return fail(err)
+	}
+	if loaded {
+		for _, t := range trajectory.EventTypes() {
+			if _, err := tx.ExecContext(ctx, "DELETE FROM "+typeTable(t)+" WHERE file IN "+sqlList(files)); err != nil {
+				return fail(err)
+			}
 		}
 	}
 	var total, done int64

@@ -10,7 +10,7 @@ import (
 	"github.com/retrace-dev/retrace/trajectory"
 )
 
-// Column is one column of the raw_events table and of the events view.
+// Column is one column of the raw_events view and of the events view.
 type Column struct {
 	Name string
 	// Type is the DuckDB type the column is read as.

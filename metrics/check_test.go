@@ -1,0 +1,77 @@
+package metrics
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// A file checked in parts must give exactly what checking it whole gives:
+// the same events, and the same line numbers in errors and warnings.
+func TestCheckingInPartsEqualsCheckingWhole(t *testing.T) {
+	basic, err := os.ReadFile(filepath.Join(validDir, "basic.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitAfter(strings.TrimSuffix(string(basic), "\n"), "\n")
+	// Many sessions' worth of lines, with each copy's session renamed.
+	var body strings.Builder
+	for i := range 40 {
+		for _, l := range lines {
+			body.WriteString(strings.ReplaceAll(l, "20261130-090000.000-1a2b3c4d", fmt.Sprintf("20261130-090000.000-%08x", i)))
+		}
+		if !strings.HasSuffix(body.String(), "\n") {
+			body.WriteString("\n")
+		}
+	}
+	good := body.String()
+	n := strings.Count(good, "\n")
+	at := func(line int, with string) string {
+		ls := strings.SplitAfter(good, "\n")
+		ls[line-1] = with + "\n"
+		return strings.Join(ls, "")
+	}
+	for _, tc := range []struct{ name, content string }{
+		{"A valid file of 440 lines.", good},
+		{"A malformed line near the end.", at(n-7, `{"v":1,"session":`)},
+		{"A malformed line in the middle.", at(n/2, `not json`)},
+		{"A byte order mark opening a line in the middle.", at(n/2+1, "\xef\xbb\xbf"+strings.TrimSuffix(lines[3], "\n"))},
+		{"A torn last line.", good + `{"v":1,"session":"x","se`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "big.jsonl")
+			if err := os.WriteFile(p, []byte(tc.content), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			for _, lenient := range []bool{false, true} {
+				whole, wholeErr, wholeEvents := loadWith(t, p, lenient, 1<<40)
+				parts, partsErr, partsEvents := loadWith(t, p, lenient, 1<<10)
+				if fmt.Sprint(wholeErr) != fmt.Sprint(partsErr) {
+					t.Fatalf("lenient=%v: error in parts\n%v\nwhole\n%v", lenient, partsErr, wholeErr)
+				}
+				if fmt.Sprint(whole) != fmt.Sprint(parts) {
+					t.Fatalf("lenient=%v: report in parts\n%+v\nwhole\n%+v", lenient, parts, whole)
+				}
+				if !reflect.DeepEqual(wholeEvents, partsEvents) {
+					t.Fatalf("lenient=%v: the events differ (%d in parts, %d whole)", lenient, len(partsEvents), len(wholeEvents))
+				}
+			}
+		})
+	}
+}
+
+// loadWith loads file with parts of partBytes (when the file is larger than
+// one part) and returns the report, the error and the events.
+func loadWith(t *testing.T, file string, lenient bool, partBytes int64) (LoadReport, error, []string) {
+	t.Helper()
+	oldAbove, oldPart := splitAbove, partSize
+	splitAbove, partSize = partBytes, partBytes
+	defer func() { splitAbove, partSize = oldAbove, oldPart }()
+	db := open(t, Options{Lenient: lenient})
+	rep, err := db.Load(context.Background(), file)
+	return rep, err, rows(t, db, "select * from events order by session, seq")
+}
