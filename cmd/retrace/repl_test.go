@@ -87,10 +87,10 @@ func TestREPLRunsAScriptOfStatementsAndDotCommands(t *testing.T) {
 				`no view named "nope"; .tables lists the views`, ".schema needs the name of a view"}},
 		{".metrics lists every named metric with what it counts.",
 			".format csv\n.metrics\n",
-			"", append([]string{"metric,counts\n", "funnel,\"per tool and in total ('(all)'), what became of the tool calls.\"\n"}, metrics.Metrics()...)},
+			"", append([]string{"metric,counts\n", "funnel,\"in total (tool '(all)', first) and per tool, what became of the tool calls.\"\n"}, metrics.Metrics()...)},
 		{".metric runs a named metric, and an unknown name lists the known ones.",
 			".format csv\n.metric funnel\n.metric nope\n.metric\n",
-			"", []string{"tool,calls,successes,failures,lost\nbash,5,0,5,0\nread,7,7,0,0\nwrite,1,0,1,0\n(all),13,7,6,0\n(4 rows, 0 ms)\n",
+			"", []string{"tool,calls,successes,failures,lost\n(all),13,7,6,0\nbash,5,0,5,0\nread,7,7,0,0\nwrite,1,0,1,0\n(4 rows, 0 ms)\n",
 				`unknown metric "nope"; use one of cache,`, ".metric needs a metric's name, one of cache,"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,5 +1,5 @@
--- cache: per session and in total ('(all)'), the prompt cache's share of
--- the input.
+-- cache: in total (session '(all)', first) and per session, the prompt
+-- cache's share of the input.
 -- Denominator of cache_read_share: all input tokens, that is input_tokens
 -- (which exclude the cache) + cache_read_tokens + cache_creation_tokens.
 SELECT coalesce(session, '(all)') AS session,
@@ -10,4 +10,4 @@ SELECT coalesce(session, '(all)') AS session,
            AS cache_read_share
 FROM sessions
 GROUP BY GROUPING SETS ((session), ())
-ORDER BY grouping(session), session;
+ORDER BY grouping(session) DESC, session;

@@ -1,4 +1,5 @@
--- funnel: per tool and in total ('(all)'), what became of the tool calls.
+-- funnel: in total (tool '(all)', first) and per tool, what became of the
+-- tool calls.
 -- Denominator: calls, every tool_call event. successes and failures count
 -- calls with a tool_success or tool_failure; lost = calls - successes -
 -- failures, the calls that ended in neither (a harness bug, seed §14.7).
@@ -9,4 +10,4 @@ SELECT coalesce(tool, '(all)') AS tool,
        count(*) FILTER (WHERE outcome = 'lost') AS lost
 FROM tool_calls
 GROUP BY GROUPING SETS ((tool), ())
-ORDER BY grouping(tool), tool;
+ORDER BY grouping(tool) DESC, tool;
