@@ -264,7 +264,10 @@ func TestBadSQLReportsDuckDBsMessageWithThePosition(t *testing.T) {
 }
 
 // FuzzLenientLoad checks that whatever lines the trajectory Decoder accepts,
-// DuckDB reads with the generated schema: the two must never disagree.
+// DuckDB reads with the generated schema: the two must never disagree. An
+// exec loads into DuckDB and runs every metric (a few per second), so run
+// it with -fuzzminimizetime 10x: minimizing a found input with the default
+// 60 s per input otherwise looks like a hang.
 func FuzzLenientLoad(f *testing.F) {
 	for _, p := range []string{"basic.jsonl", "defenses.jsonl", "torn_last_line.jsonl"} {
 		b, err := os.ReadFile(filepath.Join(validDir, p))
