@@ -16,6 +16,7 @@ type metricsOptions struct {
 	dbPath  string
 	lenient bool
 	limit   int
+	sql     bool
 	format  *formatFlag
 }
 
@@ -28,18 +29,28 @@ func newMetricsCmd(sys *IO) *cobra.Command {
 named metrics. Each metric's SQL states what it counts and its denominator:
 ` + strings.Join(metrics.Metrics(), ", ") + `.
 
-RUNS may be files, directories (every *.jsonl below them) or globs; with no
-RUNS the runs directory is loaded (RETRACE_DIR or .retrace/runs).
+RUNS may be files, directories (every *.jsonl below them), globs, or
+Parquet exported by retrace export; with no RUNS the runs directory is
+loaded (RETRACE_DIR or .retrace/runs). A malformed line refuses the load
+naming file:line (for every bad file); --lenient skips bad lines and reports
+how many per file on stderr.
+
+Tables and markdown show the first --limit rows of each metric (totals
+come first); csv and json always have every row. --sql prints the metrics'
+SQL instead of running it, to read what each counts or to adapt it for
+retrace query.
 
 Exit codes: 0 ok, 2 bad usage, a bad line or a missing path, 1 retrace
 itself failed.`,
 		Example: `  retrace metrics .retrace/runs
-  retrace metrics runs/ --metric latency --format markdown`,
+  retrace metrics runs/ --metric latency --format markdown
+  retrace metrics --metric funnel --sql`,
 	}
 	cmd.Flags().StringVar(&opts.metric, "metric", "all", "metric to compute, or all: "+strings.Join(metrics.Metrics(), ", "))
 	cmd.Flags().StringVar(&opts.dbPath, "db", "", "database file to keep between calls (default: in memory)")
 	cmd.Flags().BoolVar(&opts.lenient, "lenient", false, "skip malformed lines instead of failing, and count them per file")
 	cmd.Flags().IntVar(&opts.limit, "limit", 20, "rows shown per metric in table and markdown output; 0 shows all (csv and json always have all)")
+	cmd.Flags().BoolVar(&opts.sql, "sql", false, "print the metrics' SQL instead of running it")
 	opts.format = addFormatFlag(cmd, tableFormats...)
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		opts.paths = args
@@ -61,6 +72,16 @@ func runMetrics(ctx context.Context, sys *IO, opts *metricsOptions) error {
 			return usage(fmt.Errorf("--metric: %w", err))
 		}
 		names = []string{opts.metric}
+	}
+	if opts.sql {
+		for _, name := range names {
+			q, err := metrics.MetricSQL(name)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintln(sys.Out, strings.TrimRight(q, "\n"))
+		}
+		return nil
 	}
 	db, err := openAndLoad(ctx, sys, opts.dbPath, opts.lenient, opts.paths)
 	if err != nil {

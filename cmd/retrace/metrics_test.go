@@ -73,3 +73,10 @@ func TestMetricsLimitsLongTablesButNeverMachineOutput(t *testing.T) {
 		t.Fatalf("exit %d, stderr %q; want 2 for a negative limit", code, stderr)
 	}
 }
+
+func TestMetricsSQLPrintsTheQueryWithItsDenominator(t *testing.T) {
+	code, stdout, stderr := runCLI(t, nil, "metrics", "--metric", "funnel", "--sql")
+	if code != ExitOK || !strings.HasPrefix(stdout, "-- funnel:") || !strings.Contains(stdout, "Denominator") || !strings.Contains(stdout, "FROM tool_calls") {
+		t.Fatalf("exit %d, stderr %q, stdout:\n%s", code, stderr, stdout)
+	}
+}

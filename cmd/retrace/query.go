@@ -24,15 +24,17 @@ func newQueryCmd(sys *IO) *cobra.Command {
 		Use:   "query [SQL] [RUNS...]",
 		Short: "Run SQL over trajectories loaded into embedded DuckDB",
 		Long: `Query loads the trajectories into an embedded DuckDB database and runs SQL
-over the views events, tool_calls, sessions, model_turns, permissions and
-defenses (their columns are documented in the metrics package).
+over the views events, tool_calls, sessions, model_turns, permissions,
+defenses and reminders (their columns are documented in the metrics
+package).
 
-RUNS may be files, directories (every *.jsonl below them) or globs; with no
+RUNS may be files, directories (every *.jsonl below them), globs, or
+Parquet exported by retrace export; with no
 RUNS the runs directory is loaded (RETRACE_DIR or .retrace/runs), unless
 --db names a kept database, which is then queried as it is.
 
-A malformed line stops the load naming file:line; --lenient skips bad lines
-and reports how many per file on stderr.
+A malformed line refuses the load naming file:line (for every bad file);
+--lenient skips bad lines and reports how many per file on stderr.
 
 With no SQL and stdin a terminal, query opens an interactive prompt over
 the loaded views: statements end with ; and may span lines, results are
