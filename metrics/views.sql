@@ -1,11 +1,12 @@
--- The views over raw_events; doc.go documents their columns.
+-- The views over the tables of each event type (raw_<type>) and raw_events,
+-- their union; doc.go documents their columns.
 CREATE OR REPLACE VIEW events AS SELECT * FROM raw_events;
 
 CREATE OR REPLACE VIEW tool_calls AS
 WITH calls AS (
     SELECT session, turn, tool_use_id, tool, batch, "index" AS call_index,
            strlen(CAST(input AS VARCHAR)) AS input_bytes
-    FROM raw_events WHERE type = 'tool_call'
+    FROM raw_tool_call
 ), perm AS (
     SELECT session, tool_use_id,
            CASE WHEN bool_or(type = 'permission_deny') THEN 'deny'
@@ -20,7 +21,7 @@ WITH calls AS (
                                  WHEN 'modified' THEN 2 WHEN 'continue' THEN 1 END)
                 WHEN 5 THEN 'block' WHEN 4 THEN 'timeout' WHEN 3 THEN 'error'
                 WHEN 2 THEN 'modified' WHEN 1 THEN 'continue' END AS hook_outcome
-    FROM raw_events WHERE type = 'hook_run' AND phase = 'pre'
+    FROM raw_hook_run WHERE phase = 'pre'
     GROUP BY session, tool_use_id
 ), res AS (
     SELECT session, tool_use_id,
@@ -35,7 +36,7 @@ WITH calls AS (
            any_value(output_bytes) AS output_bytes,
            bool_or(coalesce(truncated, false)) AS truncated,
            bool_or(spill IS NOT NULL) AS spilled
-    FROM raw_events WHERE type = 'tool_end'
+    FROM raw_tool_end
     GROUP BY session, tool_use_id
 )
 SELECT c.session, c.turn, c.tool_use_id, c.tool, c.batch, c.call_index, c.input_bytes,
@@ -59,14 +60,14 @@ SELECT session, turn, stop_reason,
        CAST(usage->>'cache_read_tokens' AS BIGINT) AS cache_read_tokens,
        CAST(usage->>'cache_creation_tokens' AS BIGINT) AS cache_creation_tokens,
        duration_ms, ttft_ms
-FROM raw_events WHERE type = 'model_response';
+FROM raw_model_response;
 
 CREATE OR REPLACE VIEW sessions AS
 WITH starts AS (
-    SELECT session, min(ts) AS started FROM raw_events WHERE type = 'session_start' GROUP BY session
+    SELECT session, min(ts) AS started FROM raw_session_start GROUP BY session
 ), ends AS (
     SELECT session, any_value(ts) AS ended, any_value(reason) AS reason
-    FROM raw_events WHERE type = 'session_end' GROUP BY session
+    FROM raw_session_end GROUP BY session
 ), counts AS (
     SELECT session, max(turn) AS turns,
            count(*) FILTER (WHERE type = 'tool_call') AS tool_calls,
@@ -93,8 +94,8 @@ FROM raw_events WHERE type IN ('permission_allow', 'permission_prompt', 'permiss
 
 CREATE OR REPLACE VIEW defenses AS
 SELECT session, turn, defense, action, tool_use_id, count
-FROM raw_events WHERE type = 'defense_trigger';
+FROM raw_defense_trigger;
 
 CREATE OR REPLACE VIEW reminders AS
 SELECT session, turn, kind, dedup_key, role, strlen(text) AS text_bytes
-FROM raw_events WHERE type = 'reminder';
+FROM raw_reminder;
