@@ -17,5 +17,13 @@ const sessionTimeLayout = "20060102-150405.000"
 func NewSessionID(t time.Time) string {
 	var b [4]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+)
-	return t.UTC().Format(sessionTimeLayout) + "-" + hex.EncodeToString(b[:])
+	return SessionID(t, b)
+}
+
+// SessionID returns the session id of a session started at t with the
+// given 4 bytes as its distinguishing part; NewSessionID draws them at
+// random, a generator that must be reproducible (package synth) from its
+// own source.
+func SessionID(t time.Time, suffix [4]byte) string {
+	return t.UTC().Format(sessionTimeLayout) + "-" + hex.EncodeToString(suffix[:])
 }

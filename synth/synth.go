@@ -2,7 +2,6 @@ package synth
 
 import (
 	"context"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -14,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/retrace-dev/retrace/recorder"
 	"github.com/retrace-dev/retrace/trajectory"
 )
 
@@ -257,11 +257,9 @@ func sessionStart(opts Options, i int, r *rand.Rand) time.Time {
 	return opts.Start.Add(offset).Truncate(time.Millisecond)
 }
 
-// sessionID has the recorder's form (recorder.NewSessionID): the UTC start
-// to the millisecond and 8 hex digits, here drawn from the session's source.
+// sessionID is a recorder session id with the 8 hex digits drawn from the
+// session's source.
 func sessionID(start time.Time, r *rand.Rand) string {
-	var b [4]byte
 	v := r.Uint32()
-	b[0], b[1], b[2], b[3] = byte(v>>24), byte(v>>16), byte(v>>8), byte(v)
-	return start.UTC().Format("20060102-150405.000") + "-" + hex.EncodeToString(b[:])
+	return recorder.SessionID(start, [4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)})
 }

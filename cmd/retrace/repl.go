@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -259,13 +260,13 @@ func (r *repl) dot(ctx context.Context, line string) (quit bool) {
 	case ".help":
 		io.WriteString(r.out, replHelp)
 	case ".tables":
-		r.show(ctx, r.tables)
+		r.show(ctx, r.db.Views)
 	case ".schema":
 		if arg == "" {
 			fmt.Fprintln(r.out, ".schema needs the name of a view, e.g. .schema tool_calls; .tables lists them")
 			return false
 		}
-		r.show(ctx, func(ctx context.Context) (metrics.Table, error) { return r.schema(ctx, arg) })
+		r.show(ctx, func(ctx context.Context) (metrics.Table, error) { return r.db.Describe(ctx, arg) })
 	case ".metrics":
 		if err := writeTable(r.out, r.format, metricList()); err != nil {
 			fmt.Fprintf(r.out, "writing the list: %v\n", err)
@@ -280,7 +281,7 @@ func (r *repl) dot(ctx context.Context, line string) (quit bool) {
 		switch {
 		case arg == "":
 			fmt.Fprintf(r.out, "format %s\n", r.format)
-		case isTableFormat(arg):
+		case slices.Contains(tableFormats, arg):
 			r.format = arg
 		default:
 			fmt.Fprintf(r.out, "unknown format %q; use one of %s\n", arg, strings.Join(tableFormats, ", "))
@@ -291,101 +292,18 @@ func (r *repl) dot(ctx context.Context, line string) (quit bool) {
 	return false
 }
 
-func isTableFormat(f string) bool {
-	for _, a := range tableFormats {
-		if f == a {
-			return true
-		}
-	}
-	return false
-}
-
-// tables lists the views the database holds with their row and column
-// counts, read from the catalog so that it follows views.sql (and the
-// person's own views); a view's comment is shown when any view has one.
-func (r *repl) tables(ctx context.Context) (metrics.Table, error) {
-	views, err := r.db.Query(ctx, `SELECT v.view_name, count(c.column_name), coalesce(any_value(v.comment), '')
-FROM duckdb_views() v JOIN information_schema.columns c
-  ON c.table_catalog = v.database_name AND c.table_schema = v.schema_name AND c.table_name = v.view_name
-WHERE NOT v.internal
-GROUP BY v.view_name ORDER BY v.view_name`)
-	if err != nil {
-		return views, err
-	}
-	if len(views.Rows) == 0 {
-		return metrics.Table{Columns: []string{"view", "rows", "columns"}}, nil
-	}
-	var counts []string
-	for _, v := range views.Rows {
-		name := fmt.Sprint(v[0])
-		counts = append(counts, fmt.Sprintf("SELECT %s AS view, count(*) AS rows FROM %s", quoteSQLString(name), quoteSQLIdent(name)))
-	}
-	rows, err := r.db.Query(ctx, strings.Join(counts, " UNION ALL "))
-	if err != nil {
-		return rows, err
-	}
-	rowsOf := map[string]any{}
-	for _, row := range rows.Rows {
-		rowsOf[fmt.Sprint(row[0])] = row[1]
-	}
-	t := metrics.Table{Columns: []string{"view", "rows", "columns"}}
-	commented := false
-	for _, v := range views.Rows {
-		commented = commented || fmt.Sprint(v[2]) != ""
-	}
-	if commented {
-		t.Columns = append(t.Columns, "comment")
-	}
-	for _, v := range views.Rows {
-		row := []any{v[0], rowsOf[fmt.Sprint(v[0])], v[1]}
-		if commented {
-			row = append(row, v[2])
-		}
-		t.Rows = append(t.Rows, row)
-	}
-	return t, nil
-}
-
-// schema lists the columns of the view or table name with their types.
-func (r *repl) schema(ctx context.Context, name string) (metrics.Table, error) {
-	t, err := r.db.Query(ctx, `SELECT column_name AS column, data_type AS type
-FROM information_schema.columns WHERE table_name = `+quoteSQLString(name)+`
-ORDER BY table_schema, ordinal_position`)
-	if err == nil && len(t.Rows) == 0 {
-		err = fmt.Errorf("no view named %q; .tables lists the views", name)
-	}
-	return t, err
-}
-
-// metricList is the named metrics with what each counts, from the first
-// part of its header comment (the part before its denominator).
+// metricList is the named metrics with what each counts.
 func metricList() metrics.Table {
 	t := metrics.Table{Columns: []string{"metric", "counts"}}
 	for _, name := range metrics.Metrics() {
-		q, err := metrics.MetricSQL(name)
+		about, err := metrics.About(name)
 		if err != nil {
-			t.Rows = append(t.Rows, []any{name, err.Error()})
-			continue
+			about = err.Error()
 		}
-		var header []string
-		for _, l := range strings.Split(q, "\n") {
-			text, ok := strings.CutPrefix(strings.TrimSpace(l), "--")
-			if !ok {
-				break
-			}
-			header = append(header, strings.TrimSpace(text))
-		}
-		about := strings.Join(header, " ")
-		about, _, _ = strings.Cut(about, "Denominator")
-		about = strings.TrimPrefix(about, name+":")
-		t.Rows = append(t.Rows, []any{name, strings.TrimSpace(about)})
+		t.Rows = append(t.Rows, []any{name, about})
 	}
 	return t
 }
-
-func quoteSQLString(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
-
-func quoteSQLIdent(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
 
 // splitStatements returns the complete statements at the start of text,
 // each ending with its ;, and the unfinished rest. A ; inside a quoted
