@@ -20,6 +20,16 @@ type Analysis struct {
 	// duplications such as 2>&1. A target that is not a literal is kept as
 	// its source text (for example "$OUT").
 	Writes []string
+	// Reads lists the path operands that the command's read-only programs
+	// read (cat a, grep x dir, ls ../y), after quote removal, so the
+	// permission layer can check them against the workspace boundary the
+	// way it checks the read tool's path.
+	Reads []string
+	// WritesUnknown reports that the command may write to a file whose path
+	// cannot be known before it runs (a target that is not a literal, or a
+	// writing program whose operands cannot be read statically). Such a
+	// command is never treated as an edit confined to the workspace.
+	WritesUnknown bool
 	// ReadOnly is true only when the whole command provably changes
 	// nothing: see the package documentation.
 	ReadOnly bool
