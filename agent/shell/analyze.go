@@ -15,27 +15,45 @@ type Analysis struct {
 	// function bodies, if/for/while/case bodies, command and process
 	// substitutions, and the literal script of sh -c / bash -c / eval.
 	Commands []Command
-	// Writes lists the file targets of output redirections (>, >>, &>, >|,
-	// 2>, <>, >&file), excluding /dev/null, /dev/stdout, /dev/stderr and fd
-	// duplications such as 2>&1. A target that is not a literal is kept as
-	// its source text (for example "$OUT").
+	// Writes lists, after static expansion (quotes removed, braces and
+	// known variables expanded), every file path the command is known to
+	// write, create, delete, rename or change the mode of: the targets of
+	// output redirections (>, >>, &>, >|, 2>, <>, >&file; only exactly
+	// /dev/null and descriptor duplications such as 2>&1 are left out) and
+	// the path operands of writing programs (cp and mv destinations, mv
+	// sources, rm, rmdir, unlink, shred, tee, sed -i, touch, ln link names,
+	// chmod/chown/chgrp operands, install and mkdir targets, truncate,
+	// dd of=, tar -x/-C and tar -c -f archives). A path may start with "~"
+	// (the home directory, for the caller to expand) and may hold glob
+	// characters when the shell will expand them. A target that is only
+	// known at run time is never listed here: WritesUnknown is set instead.
 	Writes []string
 	// Reads lists the path operands that the command's read-only programs
-	// read (cat a, grep x dir, ls ../y), after quote removal, so the
+	// read (cat a, grep x dir, ls ../y, find starts, sed and awk files,
+	// input redirections < file), after static expansion, so the
 	// permission layer can check them against the workspace boundary the
-	// way it checks the read tool's path.
+	// way it checks the read tool's path. After a static cd, a relative
+	// operand is listed both joined to the cd target and as written. A path
+	// may start with "~" and may hold glob characters. It is complete only
+	// when ReadOnly is true; a read-only command never reads a path that is
+	// only known at run time.
 	Reads []string
-	// WritesUnknown reports that the command may write to a file whose path
-	// cannot be known before it runs (a target that is not a literal, or a
-	// writing program whose operands cannot be read statically). Such a
-	// command is never treated as an edit confined to the workspace.
+	// WritesUnknown reports that Writes may be incomplete: the command may
+	// write a file whose path cannot be known before it runs (a target
+	// that is not static, a glob, xargs or find -exec feeding a writing
+	// program, a dynamic program name, an option the analysis does not
+	// understand), or it runs a program that is neither read-only nor a
+	// writing program whose operands the analysis reads (make, python,
+	// git commit…). Such a command is never treated as an edit confined to
+	// the workspace. It is false for a read-only command.
 	WritesUnknown bool
 	// ReadOnly is true only when the whole command provably changes
 	// nothing: see the package documentation.
 	ReadOnly bool
 	// Why gives, when ReadOnly is false, the first reason in plain words.
 	Why string
-	// Danger is set when the command matches a hard-blocked pattern.
+	// Danger is set when the command matches a hard-blocked dangerous
+	// class; see the Danger* constants.
 	Danger *Danger
 	// Err is the parse error, if the command could not be parsed.
 	Err error
@@ -43,14 +61,16 @@ type Analysis struct {
 
 // Command is one simple command of a bash command line.
 type Command struct {
-	// Name is the command name with quotes and escapes removed, or "" when
-	// the name is not a literal (for example "$CMD").
+	// Name is the command name after static expansion (quotes and escapes
+	// removed, $'…' decoded, known variables substituted), or "" when the
+	// name is only known at run time (for example "$CMD").
 	Name string
-	// Args are the words after the name. A literal word is given with quotes
-	// and escapes removed; any other word is kept as its source text.
+	// Args are the words after the name. A static word is given after
+	// expansion (a brace expansion gives several words); any other word is
+	// kept as its source text.
 	Args []string
-	// Dynamic reports that some word is not a literal: a variable, a
-	// substitution, or an unquoted glob or brace expansion.
+	// Dynamic reports that some word is not a plain literal: a variable, a
+	// substitution, an unquoted glob or a brace expansion.
 	Dynamic bool
 	// Text is the simple command's source text, assignments included.
 	Text string
@@ -65,7 +85,7 @@ func (c Command) Words() []string {
 
 // Danger is a hard-blocked dangerous pattern found in a command.
 type Danger struct {
-	// Name is a stable label such as "rm_root", for the trajectory.
+	// Name is one of the Danger* class names, for the trajectory.
 	Name string
 	// Reason says in plain words what the command would do.
 	Reason string
@@ -81,9 +101,12 @@ const maxNesting = 4
 func Analyze(command string) (a Analysis) {
 	defer func() {
 		if r := recover(); r != nil {
+			err := fmt.Errorf("shell parser failed on this command: %v", r)
 			a = Analysis{
-				Err: fmt.Errorf("shell parser failed on this command: %v", r),
-				Why: "the command could not be analysed",
+				Err:           err,
+				Why:           "the command could not be analysed",
+				WritesUnknown: true,
+				Danger:        unparseable(err),
 			}
 		}
 	}()
@@ -93,16 +116,37 @@ func Analyze(command string) (a Analysis) {
 	return a
 }
 
+func unparseable(err error) *Danger {
+	return &Danger{Name: DangerUnparseable, Reason: fmt.Sprintf(
+		"cannot be parsed (%v), and bash would still run the lines before the error; fix the quoting and send it again", err)}
+}
+
 // analyzer collects the facts of one command line while walking its trees.
 type analyzer struct {
-	commands []Command
-	writes   []string
-	why      string
-	danger   *Danger
-	err      error
+	commands      []Command
+	writes        []string
+	reads         []string
+	writesUnknown bool
+	why           string
+	danger        *Danger
+	err           error
+
+	// vars holds variables assigned earlier in the command line.
+	vars vars
+	// ifsChanged is set once IFS is assigned: word splitting is then
+	// unknown and no variable is substituted.
+	ifsChanged bool
+	// cwd is the static target of the last cd, "" when there was none;
+	// cwdUnknown is set after a cd to a directory known only at run time.
+	cwd        string
+	cwdUnknown bool
+	// downloads lists files a downloader wrote, for download-then-run.
+	downloads []string
 	// fetches is set when some command is a downloader, the only case in
-	// which the download-and-execute walk is worth its cost.
+	// which the pipeline walk for download-and-execute is worth its cost.
 	fetches bool
+	// network is set when some command can talk to the network.
+	network bool
 }
 
 // notReadOnly records the first reason the command is not read-only.
@@ -119,18 +163,34 @@ func (an *analyzer) dangerous(name, reason string) {
 	an.notReadOnly("%s", reason)
 }
 
+// write records a static file the command writes. After a cd, a relative
+// target is listed joined to the cd target and as written; after a cd to a
+// directory only known at run time it is unknown as well.
+func (an *analyzer) write(target string) {
+	an.writes = append(an.writes, an.relPaths(target)...)
+	if an.cwdUnknown && !path.IsAbs(target) && !strings.HasPrefix(target, "~") {
+		an.writesUnknown = true
+	}
+	an.notReadOnly("writes to %s", target)
+}
+
 func (an *analyzer) result() Analysis {
 	a := Analysis{
-		Commands: an.commands,
-		Writes:   an.writes,
-		Danger:   an.danger,
-		Err:      an.err,
-		Why:      an.why,
+		Commands:      an.commands,
+		Writes:        an.writes,
+		Reads:         an.reads,
+		WritesUnknown: an.writesUnknown,
+		Danger:        an.danger,
+		Err:           an.err,
+		Why:           an.why,
 	}
 	if a.Why == "" && len(a.Commands) == 0 {
 		a.Why = "there is no command to run"
 	}
 	a.ReadOnly = a.Why == ""
+	if a.ReadOnly {
+		a.WritesUnknown = false
+	}
 	return a
 }
 
@@ -147,14 +207,16 @@ func (an *analyzer) script(src string, depth int) {
 		if an.err == nil {
 			an.err = err
 		}
+		an.writesUnknown = true
 		an.notReadOnly("parse error: %v", err)
+		if an.danger == nil {
+			an.danger = unparseable(err)
+		}
 		return
 	}
 	an.walk(f, src, depth)
 	checkForkBomb(an, f)
-	if an.fetches {
-		checkPipelines(an, f, src)
-	}
+	checkPipelines(an, f, src)
 }
 
 // walk visits the tree. Simple commands are recorded after their children,
@@ -165,8 +227,11 @@ func (an *analyzer) walk(f *syntax.File, src string, depth int) {
 		if n == nil {
 			top := stack[len(stack)-1]
 			stack = stack[:len(stack)-1]
-			if call, ok := top.(*syntax.CallExpr); ok {
-				an.call(call, src, depth)
+			switch top := top.(type) {
+			case *syntax.CallExpr:
+				an.call(top, src, depth)
+			case *syntax.DeclClause:
+				an.decl(top, src)
 			}
 			return true
 		}
@@ -186,86 +251,273 @@ func (an *analyzer) walk(f *syntax.File, src string, depth int) {
 			an.notReadOnly("coproc runs a background process")
 		case *syntax.Redirect:
 			an.redirect(n, src)
-		case *syntax.Assign:
-			an.assign(n)
-		case *syntax.DeclClause:
-			if n.Variant != nil && n.Variant.Value == "export" {
-				for _, as := range n.Args {
-					if as.Name == nil {
-						an.notReadOnly("export of a name that is not a literal")
-					}
+		case *syntax.ArithmExp, *syntax.ArithmCmd, *syntax.LetClause, *syntax.CStyleLoop:
+			if !arithmIsConstant(n) {
+				an.notReadOnly("arithmetic on variables can run code through array subscripts")
+			}
+		case *syntax.TestClause:
+			an.testClause(n)
+		case *syntax.ForClause:
+			if wi, ok := n.Loop.(*syntax.WordIter); ok && wi.Name != nil {
+				an.setVar(wi.Name.Value, nil)
+				if !safeAssignName(wi.Name.Value, false) {
+					an.notReadOnly("the loop assigns %s", wi.Name.Value)
 				}
 			}
 		case *syntax.ParamExp:
-			if n.Exp != nil && (n.Exp.Op == syntax.AssignUnset || n.Exp.Op == syntax.AssignUnsetOrNull) {
-				name := ""
-				if n.Param != nil {
-					name = n.Param.Value
+			an.paramExp(n)
+		}
+		return true
+	})
+}
+
+// arithmIsConstant reports arithmetic that uses only number literals: a
+// variable name inside arithmetic is evaluated recursively, and a value
+// such as a[$(cmd)] runs cmd.
+func arithmIsConstant(n syntax.Node) bool {
+	constant := true
+	syntax.Walk(n, func(m syntax.Node) bool {
+		switch m := m.(type) {
+		case *syntax.Lit:
+			if !isNumber(m.Value) {
+				constant = false
+			}
+		case *syntax.ParamExp, *syntax.CmdSubst, *syntax.ProcSubst:
+			constant = false
+		}
+		return constant
+	})
+	return constant
+}
+
+func isNumber(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, r := range s {
+		if (r < '0' || r > '9') && r != 'x' && r != 'X' && r != '#' && !(r >= 'a' && r <= 'f') && !(r >= 'A' && r <= 'F') {
+			return false
+		}
+	}
+	return s[0] >= '0' && s[0] <= '9'
+}
+
+// testClause checks [[ … ]]: arithmetic comparisons evaluate their
+// operands as arithmetic, and -v evaluates an array subscript.
+func (an *analyzer) testClause(t *syntax.TestClause) {
+	syntax.Walk(t.X, func(n syntax.Node) bool {
+		switch n := n.(type) {
+		case *syntax.BinaryTest:
+			switch n.Op {
+			case syntax.TsEql, syntax.TsNeq, syntax.TsLss, syntax.TsGtr, syntax.TsLeq, syntax.TsGeq:
+				if !wordIsNumber(n.X) || !wordIsNumber(n.Y) {
+					an.notReadOnly("[[ … ]] arithmetic comparison evaluates its operands as code")
 				}
-				if dangerousEnv(name) {
-					an.notReadOnly("parameter expansion assigns %s", name)
-				}
+			}
+		case *syntax.UnaryTest:
+			if n.Op == syntax.TsVarSet || n.Op == syntax.TsRefVar {
+				an.notReadOnly("[[ -v ]] evaluates an array subscript")
 			}
 		}
 		return true
 	})
 }
 
-// assign checks a variable assignment, alone, before a command, or in
-// export/declare/local.
-func (an *analyzer) assign(as *syntax.Assign) {
+func wordIsNumber(x syntax.TestExpr) bool {
+	w, ok := x.(*syntax.Word)
+	if !ok {
+		return false
+	}
+	lit := w.Lit()
+	return isNumber(strings.TrimPrefix(lit, "-"))
+}
+
+// paramExp checks one parameter expansion for forms that run code or
+// assign: ${x@P} expands a prompt string (which can hold $(cmd)), an index
+// or slice is arithmetic, ${x:=v} assigns.
+func (an *analyzer) paramExp(p *syntax.ParamExp) {
+	name := ""
+	if p.Param != nil {
+		name = p.Param.Value
+	}
+	if p.Exp != nil {
+		switch p.Exp.Op {
+		case syntax.AssignUnset, syntax.AssignUnsetOrNull:
+			an.setVar(name, nil)
+			if !safeAssignName(name, false) {
+				an.notReadOnly("parameter expansion assigns %s", name)
+			}
+		case syntax.OtherParamOps:
+			an.notReadOnly("${%s@…} transforms the value and can run code (prompt expansion)", name)
+		}
+	}
+	if p.Excl {
+		an.notReadOnly("indirect expansion ${!%s} can evaluate an array subscript", name)
+	}
+	if p.Index != nil && !arithmIsConstant(p.Index) {
+		if w, ok := p.Index.(*syntax.Word); !ok || (w.Lit() != "@" && w.Lit() != "*") {
+			an.notReadOnly("an array subscript in ${%s[…]} is arithmetic that can run code", name)
+		}
+	}
+	if p.Slice != nil && ((p.Slice.Offset != nil && !arithmIsConstant(p.Slice.Offset)) || (p.Slice.Length != nil && !arithmIsConstant(p.Slice.Length))) {
+		an.notReadOnly("a substring offset in ${%s:…} is arithmetic that can run code", name)
+	}
+}
+
+// safePrefixes are environment variables that may prefix a read-only
+// command (LANG=C grep …): they change messages, time zones and colours,
+// never which code runs or where files go.
+var safeEnvNames = map[string]bool{
+	"LANG": true, "LANGUAGE": true, "TZ": true, "NO_COLOR": true, "CLICOLOR": true,
+	"CLICOLOR_FORCE": true, "FORCE_COLOR": true, "COLUMNS": true, "LINES": true, "TERM": true,
+	"GREP_COLOR": true, "GREP_COLORS": true, "LS_COLORS": true, "TIME_STYLE": true, "QUOTING_STYLE": true,
+	"POSIXLY_CORRECT": true,
+}
+
+// safeAssignName reports a variable that a read-only command may assign.
+// As a prefix or with export (exported is true) only the safe list and
+// LC_* qualify: any other variable may change how a program runs (GIT_*,
+// LESSOPEN, PAGER, BASH_ENV, PS4…), and the list fails closed. A plain
+// shell assignment (x=1) may also set a name with a lowercase letter, the
+// convention for shell-local variables, except the *_proxy names that
+// redirect network programs.
+func safeAssignName(name string, exported bool) bool {
+	if safeEnvNames[name] || strings.HasPrefix(name, "LC_") {
+		return true
+	}
+	if exported {
+		return false
+	}
+	lower := strings.ToLower(name)
+	if strings.HasSuffix(lower, "_proxy") || lower == "home" || lower == "path" {
+		return false
+	}
+	return name != strings.ToUpper(name)
+}
+
+// assign records a standalone assignment (x=1, or in export/declare/local)
+// and checks it.
+func (an *analyzer) assign(as *syntax.Assign, exported bool) {
 	if as.Name == nil {
 		return
 	}
-	if dangerousEnv(as.Name.Value) {
-		an.notReadOnly("assignment to %s changes how programs run", as.Name.Value)
+	name := as.Name.Value
+	if as.Index != nil && !arithmIsConstant(as.Index) {
+		an.notReadOnly("the array subscript in %s[…]= is arithmetic that can run code", name)
+	}
+	if as.Array != nil || as.Append || as.Index != nil || as.Naked {
+		if !as.Naked {
+			an.setVar(name, nil)
+		}
+	} else if v, ok := an.staticString(as.Value); ok {
+		an.setVar(name, &v)
+	} else {
+		an.setVar(name, nil)
+	}
+	if !safeAssignName(name, exported) {
+		if as.Naked {
+			an.notReadOnly("export of %s changes the environment of later programs", name)
+		} else {
+			an.notReadOnly("assignment to %s can change how programs run", name)
+		}
 	}
 }
 
-// dangerousEnv reports environment variables that change which code runs
-// or how the shell reads commands.
-func dangerousEnv(name string) bool {
-	switch name {
-	case "LD_PRELOAD", "LD_LIBRARY_PATH", "LD_AUDIT", "DYLD_INSERT_LIBRARIES",
-		"DYLD_LIBRARY_PATH", "PATH", "BASH_ENV", "ENV", "IFS", "PROMPT_COMMAND",
-		"SHELLOPTS", "BASHOPTS", "PS4", "CDPATH", "GLOBIGNORE", "PYTHONPATH",
-		"PYTHONSTARTUP", "NODE_OPTIONS", "PERL5OPT", "PERL5LIB", "RUBYOPT",
-		"GIT_EXEC_PATH", "GIT_SSH", "GIT_SSH_COMMAND", "GIT_EXTERNAL_DIFF",
-		"GIT_PAGER", "PAGER", "EDITOR", "VISUAL", "GIT_CONFIG", "GIT_CONFIG_GLOBAL",
-		"GIT_CONFIG_PARAMETERS", "GIT_DIR", "HOME":
-		return true
+// decl checks export, declare, local, readonly and typeset.
+func (an *analyzer) decl(d *syntax.DeclClause, src string) {
+	variant := ""
+	if d.Variant != nil {
+		variant = d.Variant.Value
 	}
-	return strings.HasPrefix(name, "BASH_FUNC_") || strings.HasPrefix(name, "GIT_CONFIG_")
+	exported := variant == "export"
+	for _, as := range d.Args {
+		if as.Name == nil {
+			// declare -x, -i, -n…: options; a flag other than -r/-a/-A
+			// changes how the value is evaluated later.
+			if as.Value != nil {
+				f := as.Value.Lit()
+				switch {
+				case f == "-x" || strings.Contains(f, "x"):
+					exported = true
+				case f == "-r", f == "-a", f == "-A", f == "-g", f == "-p":
+				default:
+					an.notReadOnly("%s %s changes how a variable is evaluated", variant, f)
+				}
+				continue
+			}
+			an.notReadOnly("%s of a name that is not a literal", variant)
+			continue
+		}
+		an.assign(as, exported)
+	}
+	if variant != "export" && variant != "local" && variant != "declare" && variant != "typeset" && variant != "readonly" {
+		an.notReadOnly("%s is not known to be read-only", variant)
+	}
 }
 
-// harmlessTargets are redirection targets that write no file.
-var harmlessTargets = map[string]bool{
-	"/dev/null": true, "/dev/stdout": true, "/dev/stderr": true,
+// isHarmlessTarget reports the one output target that writes nothing.
+func isHarmlessTarget(t string) bool { return t == "/dev/null" }
+
+// isNetworkPath reports bash's special redirection paths, which open a
+// network connection instead of a file.
+func isNetworkPath(t string) bool {
+	return strings.HasPrefix(t, "/dev/tcp/") || strings.HasPrefix(t, "/dev/udp/")
 }
 
 func (an *analyzer) redirect(r *syntax.Redirect, src string) {
-	switch r.Op {
-	case syntax.RdrIn, syntax.Hdoc, syntax.DashHdoc, syntax.WordHdoc, syntax.DplIn:
+	if r.Word == nil {
 		return
-	case syntax.DplOut:
+	}
+	fs := an.evalWord(r.Word, src)
+	f := fs[0]
+	if len(fs) != 1 {
+		f = field{source: f.source, dynamic: true}
+	}
+	switch r.Op {
+	case syntax.Hdoc, syntax.DashHdoc, syntax.WordHdoc:
+		return
+	case syntax.DplIn, syntax.DplOut:
 		// >&2 and >&- duplicate or close a descriptor; >&word with any
 		// other word writes the file word.
-		if w := word(r.Word, src); !w.dynamic && (w.value == "-" || isDigits(w.value)) {
+		if !f.dynamic && (f.value == "-" || isDigits(strings.TrimSuffix(f.value, "-"))) {
 			return
 		}
-	}
-	w := word(r.Word, src)
-	target := w.value
-	if w.dynamic {
-		target = w.source
-	}
-	if !w.dynamic && harmlessTargets[target] {
+		if r.Op == syntax.DplIn {
+			an.notReadOnly("the input duplication <&%s is not a descriptor", f.source)
+			return
+		}
+	case syntax.RdrIn:
+		switch {
+		case f.dynamic:
+			an.notReadOnly("the input file %s is only known at run time", f.source)
+		case isNetworkPath(f.value):
+			an.network = true
+			an.notReadOnly("the redirection from %s opens a network connection", f.value)
+		default:
+			an.reads = append(an.reads, an.relPaths(f.value)...)
+		}
 		return
 	}
-	an.writes = append(an.writes, target)
-	an.notReadOnly("redirection writes to %s", target)
-	if !w.dynamic && isBlockDevice(target) {
-		an.dangerous("device_write", fmt.Sprintf("redirection writes directly to the disk device %s", target))
+	if f.dynamic {
+		an.writesUnknown = true
+		an.notReadOnly("redirection writes to %s, a file only known at run time", f.source)
+		return
+	}
+	target := f.value
+	if isHarmlessTarget(target) {
+		return
+	}
+	if isNetworkPath(target) {
+		an.network = true
+		an.notReadOnly("the redirection to %s opens a network connection", target)
+		return
+	}
+	if f.glob {
+		an.writesUnknown = true
+	}
+	an.write(target)
+	for _, p := range an.relPaths(target) {
+		an.checkWriteTarget(p, "the redirection")
 	}
 }
 
@@ -281,165 +533,168 @@ func isDigits(s string) bool {
 	return true
 }
 
+// relPaths returns how the permission layer should see a path operand read
+// after a cd: joined to the cd target and as written, or only as written.
+func (an *analyzer) relPaths(p string) []string {
+	if an.cwd == "" || path.IsAbs(p) || strings.HasPrefix(p, "~") {
+		return []string{p}
+	}
+	return []string{path.Join(an.cwd, p), p}
+}
+
 // call records one simple command and classifies it.
 func (an *analyzer) call(call *syntax.CallExpr, src string, depth int) {
 	if len(call.Args) == 0 {
-		return // only assignments; checked by assign
+		for _, as := range call.Assigns {
+			an.assign(as, false)
+		}
+		return
 	}
 	cmd := Command{Text: src[call.Pos().Offset():call.End().Offset()]}
-	words := make([]wordInfo, len(call.Args))
-	for i, a := range call.Args {
-		words[i] = word(a, src)
-		if words[i].dynamic || words[i].glob {
+	var fs []field
+	for _, w := range call.Args {
+		fs = append(fs, an.evalWord(w, src)...)
+	}
+	for _, f := range fs {
+		if f.dynamic || f.glob || f.expanded {
 			cmd.Dynamic = true
 		}
 	}
-	if !words[0].dynamic && !words[0].glob {
-		cmd.Name = words[0].value
+	if !fs[0].dynamic && !fs[0].glob {
+		cmd.Name = fs[0].value
 	}
-	for _, w := range words[1:] {
-		if w.dynamic {
-			cmd.Args = append(cmd.Args, w.source)
+	for _, f := range fs[1:] {
+		if f.dynamic {
+			cmd.Args = append(cmd.Args, f.source)
 		} else {
-			cmd.Args = append(cmd.Args, w.value)
+			cmd.Args = append(cmd.Args, f.value)
 		}
 	}
 	an.commands = append(an.commands, cmd)
 
-	if cmd.Name == "" {
-		an.notReadOnly("the command name %s is not a literal", words[0].source)
+	for _, as := range call.Assigns {
+		an.prefixAssign(as)
+	}
+	an.classify(fs, depth)
+}
+
+// prefixAssign checks an assignment before a command (FOO=1 cmd): it only
+// goes into that command's environment.
+func (an *analyzer) prefixAssign(as *syntax.Assign) {
+	if as.Name == nil {
 		return
 	}
-	checkDanger(an, cmd)
-	// Only a bare name is whitelisted: ./cat or bin/ls run files of the
-	// workspace, not the system tools the whitelist is about.
-	if why := readOnlyCall(cmd.Name, words[1:]); why != "" {
-		an.notReadOnly("%s", why)
+	name := as.Name.Value
+	if as.Index != nil && !arithmIsConstant(as.Index) {
+		an.notReadOnly("the array subscript in %s[…]= is arithmetic that can run code", name)
 	}
-	an.nested(cmd, words, depth)
+	if !safeAssignName(name, true) {
+		an.notReadOnly("the environment variable %s can change how the program runs or where it writes", name)
+	}
+}
+
+// classify runs the danger, read-only and write checks on one simple
+// command given as its expanded fields.
+func (an *analyzer) classify(fs []field, depth int) {
+	an.checkDanger(fs, depth)
+	if fs[0].dynamic || fs[0].glob {
+		an.writesUnknown = true
+		an.notReadOnly("the command name %s is only known at run time", fs[0].source)
+		return
+	}
+	name := fs[0].value
+	if downloaders[path.Base(name)] {
+		an.fetches = true
+	}
+	if why, reads := readOnlyCall(fs); why != "" {
+		an.notReadOnly("%s", why)
+	} else {
+		for _, r := range reads {
+			an.reads = append(an.reads, an.relPaths(r)...)
+		}
+	}
+	an.writeTargets(fs)
+	an.trackCd(fs)
+	an.trackDownloads(fs)
+	an.nested(fs, depth)
+}
+
+// trackCd follows cd so that later relative operands can be joined to it.
+func (an *analyzer) trackCd(fs []field) {
+	if fs[0].value != "cd" {
+		return
+	}
+	ops := fs[1:]
+	for len(ops) > 0 && !ops[0].dynamic && strings.HasPrefix(ops[0].value, "-") && ops[0].value != "-" {
+		if ops[0].value == "--" {
+			ops = ops[1:]
+			break
+		}
+		ops = ops[1:]
+	}
+	switch {
+	case len(ops) == 0:
+		an.cwd = "~"
+	case len(ops) == 1 && !ops[0].dynamic && !ops[0].glob && ops[0].value != "-":
+		if path.IsAbs(ops[0].value) || strings.HasPrefix(ops[0].value, "~") || an.cwd == "" {
+			an.cwd = path.Clean(ops[0].value)
+		} else {
+			an.cwd = path.Join(an.cwd, ops[0].value)
+		}
+		an.reads = append(an.reads, an.cwd)
+		return
+	default:
+		an.cwdUnknown = true
+		an.notReadOnly("cd to a directory only known at run time")
+		return
+	}
+	an.reads = append(an.reads, an.cwd)
 }
 
 // nested analyses the literal script of sh -c and eval, so that rules and
 // dangerous patterns see the commands inside. Such calls are never
 // read-only, whatever the script.
-func (an *analyzer) nested(cmd Command, words []wordInfo, depth int) {
-	var script *wordInfo
-	switch path.Base(cmd.Name) {
-	case "eval":
-		if len(words) == 2 {
-			script = &words[1]
+func (an *analyzer) nested(fs []field, depth int) {
+	for _, script := range nestedScripts(fs) {
+		if script.dynamic {
+			continue
 		}
-	case "sh", "bash", "dash", "zsh", "ksh":
-		for i := 1; i+1 < len(words); i++ {
-			if !words[i].dynamic && words[i].value == "-c" {
-				script = &words[i+1]
-				break
-			}
+		if depth >= maxNesting {
+			an.notReadOnly("shell scripts are nested too deeply to analyse")
+			continue
 		}
+		an.script(script.value, depth+1)
 	}
-	if script == nil || script.dynamic || depth >= maxNesting {
-		return
-	}
-	an.script(script.value, depth+1)
 }
 
-// wordInfo is one shell word as the classifier sees it.
-type wordInfo struct {
-	value   string // quotes and escapes removed; meaningful when !dynamic
-	source  string // the word as written
-	dynamic bool   // expands at run time: variable, substitution, $'…'
-	glob    bool   // unquoted glob or brace pattern
-	// mayHideOption is an unquoted pattern that could expand to a word
-	// that looks like an option ("-delete") without showing it.
-	mayHideOption bool
-}
-
-func word(w *syntax.Word, src string) wordInfo {
-	info := wordInfo{}
-	if w == nil || len(w.Parts) == 0 {
-		return info
-	}
-	info.source = src[w.Pos().Offset():w.End().Offset()]
-	var b strings.Builder
-	var unquoted strings.Builder // the unquoted text, where globs and braces act
-	for _, part := range w.Parts {
-		switch p := part.(type) {
-		case *syntax.Lit:
-			unquoted.WriteString(p.Value)
-			if i := strings.IndexAny(p.Value, "*?[{"); i >= 0 && b.Len() == 0 && strings.Trim(p.Value[:i], "-") == "" {
-				// A pattern at the start (after dashes) can expand to a
-				// file name that looks like an option, such as -delete.
-				info.mayHideOption = true
-			}
-			b.WriteString(unescapeUnquoted(p.Value))
-		case *syntax.SglQuoted:
-			if p.Dollar {
-				info.dynamic = true
-			}
-			b.WriteString(p.Value)
-		case *syntax.DblQuoted:
-			if p.Dollar {
-				info.dynamic = true
-			}
-			for _, dp := range p.Parts {
-				lit, ok := dp.(*syntax.Lit)
-				if !ok {
-					info.dynamic = true
-					continue
+// nestedScripts returns the script words of eval, sh -c … and the commands
+// they wrap.
+func nestedScripts(fs []field) []field {
+	var out []field
+	for _, av := range unwrapFields(fs) {
+		if len(av) == 0 || av[0].dynamic {
+			continue
+		}
+		switch path.Base(av[0].value) {
+		case "eval":
+			if len(av) > 1 {
+				// eval joins its arguments with spaces.
+				var parts []string
+				dyn := false
+				for _, a := range av[1:] {
+					parts = append(parts, a.value)
+					dyn = dyn || a.dynamic
 				}
-				b.WriteString(unescapeDouble(lit.Value))
+				out = append(out, field{value: strings.Join(parts, " "), dynamic: dyn})
 			}
-		default:
-			info.dynamic = true
-		}
-	}
-	info.value = b.String()
-	u := unquoted.String()
-	if strings.Contains(u, "{") {
-		// Brace expansion turns one word into several: -{delete,} is
-		// "-delete -".
-		info.glob, info.mayHideOption = true, true
-	}
-	if strings.ContainsAny(u, "*?") || (strings.Contains(u, "[") && strings.Contains(u, "]")) {
-		info.glob = true
-	} else if !strings.Contains(u, "{") {
-		info.mayHideOption = false
-	}
-	return info
-}
-
-// unescapeUnquoted removes backslashes the way bash does outside quotes.
-func unescapeUnquoted(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+1 < len(s) {
-			i++
-			if s[i] == '\n' {
-				continue
+		case "sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "busybox":
+			for i := 1; i+1 < len(av); i++ {
+				if !av[i].dynamic && strings.HasPrefix(av[i].value, "-") && !strings.HasPrefix(av[i].value, "--") && strings.Contains(av[i].value, "c") {
+					out = append(out, av[i+1])
+					break
+				}
 			}
 		}
-		b.WriteByte(s[i])
 	}
-	return b.String()
-}
-
-// unescapeDouble removes backslashes the way bash does inside "…".
-func unescapeDouble(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+1 < len(s) && strings.IndexByte("$`\"\\\n", s[i+1]) >= 0 {
-			i++
-			if s[i] == '\n' {
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
+	return out
 }

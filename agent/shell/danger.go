@@ -3,43 +3,119 @@ package shell
 import (
 	"fmt"
 	"path"
+	"regexp"
 	"strings"
 
 	"mvdan.cc/sh/v3/syntax"
 )
 
+// The dangerous classes. Danger.Name is always one of these; they are
+// stable because they appear in trajectories. A command in any of them is
+// hard-blocked: denied in every permission mode, bypass included.
+const (
+	// DangerRecursiveDelete is recursive deletion of /, of a system tree
+	// (/etc, /usr, /var/lib…), of a home directory (~, $HOME, /home/x,
+	// /root), of the working directory or its parents (., .., *), or of a
+	// path rooted at a variable that may be unset (rm -rf "$DIR/").
+	DangerRecursiveDelete = "rm_root"
+	// DangerFindDelete is deletion through find (-delete, -exec rm) over
+	// such a tree, or over the working directory without any filter.
+	DangerFindDelete = "find_delete"
+	// DangerDiskFormat is formatting, wiping or repartitioning a disk
+	// (mkfs, mkswap, wipefs, blkdiscard, fdisk/sfdisk/parted on a device).
+	DangerDiskFormat = "mkfs"
+	// DangerDiskWrite is dd writing to a device (dd of=/dev/sda).
+	DangerDiskWrite = "dd_device"
+	// DangerDeviceWrite is any other write to a disk device: a
+	// redirection (> /dev/sda), shred, cp or tee onto it.
+	DangerDeviceWrite = "device_write"
+	// DangerForkBomb is a function that calls itself in parallel.
+	DangerForkBomb = "fork_bomb"
+	// DangerKillAll is killing every process (kill -9 -1, kill 1,
+	// killall5, pkill with a pattern that matches everything).
+	DangerKillAll = "kill_all"
+	// DangerSetuid is making a file setuid or setgid (chmod u+s, 4755,
+	// install -m 4755) or granting it capabilities (setcap).
+	DangerSetuid = "setuid"
+	// DangerDownloadExec is running code fetched from the network: by a
+	// pipe (curl … | sh), a substitution (bash -c "$(curl …)", bash
+	// <(curl …)) or a file (curl -o x.sh …; sh x.sh, or chmod +x and ./x).
+	DangerDownloadExec = "download_exec"
+	// DangerReverseShell is a shell wired to a network connection (bash -i
+	// >& /dev/tcp/…, nc -e, socat exec:, a pipeline between a shell and nc,
+	// a python/perl socket one-liner that spawns a shell).
+	DangerReverseShell = "reverse_shell"
+	// DangerCredentialExfil is sending a credential file (~/.ssh keys,
+	// ~/.aws/credentials, .env, *.pem…) over the network: curl -d @file,
+	// -F, -T, wget --post-file, scp/rsync to a remote, nc < file, or a
+	// pipeline from a reader of such a file into a network program.
+	DangerCredentialExfil = "credential_exfil"
+	// DangerPersistence is installing code that runs later: crontab,
+	// writing shell start-up files (~/.bashrc, ~/.profile…), systemd units,
+	// /etc/cron*, authorized_keys, sudoers and similar.
+	DangerPersistence = "persistence"
+	// DangerGitConfigExec is git configuration that makes git run a
+	// program later (core.hooksPath, core.fsmonitor, core.sshCommand,
+	// core.pager, core.editor, alias.x=!…, diff.external, filters,
+	// textconv…), set with git config or git -c.
+	DangerGitConfigExec = "git_config_exec"
+	// DangerChmodSystem is chmod, chown or chgrp -R of a system or home
+	// tree, or of / or a top-level system directory itself.
+	DangerChmodSystem = "chmod_root"
+	// DangerMoveSystem is moving a system or home tree away (mv /usr …).
+	DangerMoveSystem = "mv_system"
+	// DangerShutdown is stopping or rebooting the machine.
+	DangerShutdown = "shutdown"
+	// DangerUnparseable is a command that does not parse: bash would still
+	// run the lines before the error, so nothing of it is run.
+	DangerUnparseable = "unparseable"
+)
+
+// DangerClasses lists every Danger.Name, for documentation and tests.
+var DangerClasses = []string{
+	DangerRecursiveDelete, DangerFindDelete, DangerDiskFormat, DangerDiskWrite,
+	DangerDeviceWrite, DangerForkBomb, DangerKillAll, DangerSetuid,
+	DangerDownloadExec, DangerReverseShell, DangerCredentialExfil,
+	DangerPersistence, DangerGitConfigExec, DangerChmodSystem,
+	DangerMoveSystem, DangerShutdown, DangerUnparseable,
+}
+
 // wrappers are commands that run another command given as their arguments.
 // The value is the set of their options that take a separate value, so the
 // wrapped command can be found after them.
 var wrappers = map[string]map[string]bool{
-	"sudo":    {"-u": true, "-g": true, "-p": true, "-C": true, "-h": true, "-U": true, "-D": true, "-R": true, "-T": true},
-	"doas":    {"-u": true, "-C": true},
-	"env":     {"-u": true, "-C": true, "-S": true, "--unset": true, "--chdir": true, "--split-string": true},
-	"command": {},
-	"builtin": {},
-	"exec":    {"-a": true},
-	"nice":    {"-n": true, "--adjustment": true},
-	"nohup":   {},
-	"time":    {"-f": true, "-o": true, "--format": true, "--output": true},
-	"timeout": {"-s": true, "-k": true, "--signal": true, "--kill-after": true},
-	"stdbuf":  {"-i": true, "-o": true, "-e": true},
-	"ionice":  {"-c": true, "-n": true, "-p": true, "-P": true, "-u": true},
-	"xargs":   {"-I": true, "-n": true, "-L": true, "-P": true, "-d": true, "-E": true, "-s": true, "-a": true},
-	"watch":   {"-n": true, "-d": true},
-	"strace":  {"-o": true, "-e": true, "-p": true},
+	"sudo":     {"-u": true, "-g": true, "-p": true, "-C": true, "-h": true, "-U": true, "-D": true, "-R": true, "-T": true, "-r": true, "-t": true},
+	"doas":     {"-u": true, "-C": true},
+	"pkexec":   {"--user": true},
+	"env":      {"-u": true, "-C": true, "-S": true, "--unset": true, "--chdir": true, "--split-string": true},
+	"command":  {},
+	"builtin":  {},
+	"exec":     {"-a": true},
+	"nice":     {"-n": true, "--adjustment": true},
+	"nohup":    {},
+	"setsid":   {},
+	"time":     {"-f": true, "-o": true, "--format": true, "--output": true},
+	"timeout":  {"-s": true, "-k": true, "--signal": true, "--kill-after": true},
+	"stdbuf":   {"-i": true, "-o": true, "-e": true},
+	"ionice":   {"-c": true, "-n": true, "-p": true, "-P": true, "-u": true},
+	"chrt":     {},
+	"xargs":    {"-I": true, "-n": true, "-L": true, "-P": true, "-d": true, "-E": true, "-s": true, "-a": true, "--max-args": true, "--max-procs": true, "--delimiter": true, "--arg-file": true, "--replace": true},
+	"strace":   {"-o": true, "-e": true, "-p": true, "-s": true},
+	"ltrace":   {"-o": true, "-e": true, "-p": true},
+	"runuser":  {"-u": true, "-g": true, "-G": true},
+	"unbuffer": {},
+	"chroot":   {"--userspec": true, "--groups": true},
+	"flock":    {"-w": true, "-E": true, "--timeout": true, "-c": true},
+	"taskset":  {},
 }
 
-// Inner returns the command that a wrapper such as sudo, env, nice,
-// timeout, nohup, command, exec or xargs runs, and true; or false when c is
-// not a wrapper or the wrapped command cannot be found. Rules and dangerous
-// patterns look through wrappers so "sudo rm -rf /" is still "rm -rf /".
-func (c Command) Inner() (Command, bool) {
-	name := path.Base(c.Name)
+// innerStart returns the index in args where the command that the wrapper
+// name runs begins, or -1.
+func innerStart(name string, args []string) int {
 	valued, ok := wrappers[name]
 	if !ok {
-		return Command{}, false
+		return -1
 	}
-	args := c.Args
 	i := 0
 scan:
 	for i < len(args) {
@@ -50,37 +126,86 @@ scan:
 			break scan
 		case name == "env" && strings.Contains(a, "=") && !strings.HasPrefix(a, "-"):
 			i++ // NAME=value
+		case name == "command" && (a == "-v" || a == "-V"):
+			return -1 // command -v only prints where a command is
 		case strings.HasPrefix(a, "-") && len(a) > 1:
 			if valued[a] {
 				i++
 			}
 			i++
-		case name == "timeout":
-			i++ // the duration comes before the command
+		case name == "timeout" || name == "chroot" || name == "flock" || name == "taskset" || (name == "chrt" && i == 0):
+			i++ // the duration, directory, lock file or mask comes first
 			break scan
 		default:
 			break scan
 		}
 	}
 	if i >= len(args) {
+		return -1
+	}
+	return i
+}
+
+// Inner returns the command that a wrapper such as sudo, env, nice,
+// timeout, nohup, command, exec or xargs runs, and true; or false when c is
+// not a wrapper or the wrapped command cannot be found. Rules and dangerous
+// patterns look through wrappers so "sudo rm -rf /" is still "rm -rf /".
+func (c Command) Inner() (Command, bool) {
+	i := innerStart(path.Base(c.Name), c.Args)
+	if i < 0 {
 		return Command{}, false
 	}
-	inner := Command{Name: args[i], Args: args[i+1:], Dynamic: c.Dynamic, Text: c.Text}
+	inner := Command{Name: c.Args[i], Args: c.Args[i+1:], Dynamic: c.Dynamic, Text: c.Text}
 	if strings.HasPrefix(inner.Name, "$") || strings.HasPrefix(inner.Name, "`") {
 		inner.Name = ""
 	}
 	return inner, true
 }
 
-// unwrapAll returns c and every command it wraps, outermost first.
-func unwrapAll(c Command) []Command {
-	out := []Command{c}
-	for len(out) < 8 {
-		inner, ok := out[len(out)-1].Inner()
-		if !ok || inner.Name == "" {
-			break
+// unwrapFields returns the command and every command it runs through a
+// wrapper or find -exec, outermost first.
+func unwrapFields(fs []field) [][]field {
+	out := [][]field{fs}
+	for i := 0; i < len(out) && len(out) < 8; i++ {
+		cur := out[i]
+		if len(cur) == 0 || cur[0].dynamic {
+			continue
 		}
-		out = append(out, inner)
+		name := path.Base(cur[0].value)
+		if name == "find" {
+			for j := 1; j < len(cur); j++ {
+				switch cur[j].value {
+				case "-exec", "-execdir", "-ok", "-okdir":
+					end := j + 1
+					for end < len(cur) && cur[end].value != ";" && cur[end].value != "+" {
+						end++
+					}
+					if end > j+1 {
+						out = append(out, cur[j+1:end])
+					}
+					j = end
+				}
+			}
+			continue
+		}
+		args := make([]string, len(cur)-1)
+		for k, f := range cur[1:] {
+			args[k] = f.value
+			if f.dynamic {
+				args[k] = f.source
+			}
+		}
+		if k := innerStart(name, args); k >= 0 {
+			out = append(out, cur[k+1:])
+		}
+	}
+	return out
+}
+
+func values(fs []field) []string {
+	out := make([]string, len(fs))
+	for i, f := range fs {
+		out[i] = f.value
 	}
 	return out
 }
@@ -91,43 +216,79 @@ var systemDirs = map[string]bool{
 	"/var": true, "/lib": true, "/lib32": true, "/lib64": true, "/libx32": true,
 	"/opt": true, "/dev": true, "/proc": true, "/sys": true, "/root": true,
 	"/home": true, "/srv": true, "/System": true, "/Library": true,
-	"/Applications": true, "/Users": true,
+	"/Applications": true, "/Users": true, "/snap": true, "/nix": true,
 }
 
-// normTarget turns a command argument into the path it names for the
-// dangerous-pattern checks: quotes dropped, ${HOME} written $HOME, trailing
-// /* and / removed.
-func normTarget(t string) string {
-	t = strings.NewReplacer(`"`, "", `'`, "", "${HOME}", "$HOME").Replace(t)
-	for strings.HasSuffix(t, "/*") {
-		t = strings.TrimSuffix(t, "/*")
-		if t == "" {
-			return "/"
+// systemParents are directories whose direct children are system trees as
+// well (/usr/lib, /etc/ssh, /var/lib) or home directories (/home/x).
+var systemParents = map[string]bool{
+	"/": true, "/etc": true, "/usr": true, "/bin": true, "/sbin": true, "/boot": true,
+	"/var": true, "/lib": true, "/lib32": true, "/lib64": true, "/libx32": true,
+	"/dev": true, "/proc": true, "/sys": true, "/System": true, "/Library": true,
+	"/home": true, "/Users": true, "/usr/local": true, "/nix": true,
+}
+
+// normPath cleans a path for the checks: ${HOME} and $HOME already expand
+// to "~"; "~user" names another home.
+func normPath(p string) string {
+	if p == "" {
+		return ""
+	}
+	return path.Clean(p)
+}
+
+// criticalTree says what p is when a recursive change of it breaks the
+// machine or loses a home directory, or "". p may be a glob: then it is
+// critical when what it can match is.
+func criticalTree(p string) string {
+	if i := strings.IndexAny(p, "*?["); i >= 0 {
+		dir := path.Dir(p[:i] + "x")
+		if dir == "." && !strings.HasPrefix(p, "./") && !strings.HasPrefix(p, ".") {
+			return ""
+		}
+		dir = normPath(dir)
+		if w := criticalTree(dir); w != "" {
+			return w
+		}
+		if systemParents[dir] || dir == "~" {
+			return "every entry of " + dir
+		}
+		return ""
+	}
+	n := normPath(p)
+	switch {
+	case n == "/":
+		return "the root directory"
+	case n == "~" || (strings.HasPrefix(n, "~") && !strings.Contains(n, "/")):
+		return "a home directory"
+	case n == "/root" || (path.Dir(n) == "/home" || path.Dir(n) == "/Users") && n != "/home" && n != "/Users":
+		return "the home directory " + n
+	case systemDirs[n]:
+		return "the system directory " + n
+	case systemParents[path.Dir(n)] && path.Dir(n) != "/":
+		return "the system directory " + n
+	}
+	return ""
+}
+
+// workspaceTree reports the working directory, its parents and a bare *,
+// which rm -rf must never take either.
+func workspaceTree(p string) bool {
+	n := normPath(p)
+	if n == "." || n == "*" || n == "./*" {
+		return true
+	}
+	for _, seg := range strings.Split(n, "/") {
+		if seg != ".." {
+			return false
 		}
 	}
-	if t == "" {
-		return t
-	}
-	return path.Clean(t)
-}
-
-// isSystemTarget reports the root, the home directory and system
-// directories.
-func isSystemTarget(t string) bool {
-	t = normTarget(t)
-	return t == "/" || t == "~" || t == "$HOME" || systemDirs[t]
-}
-
-// isRmCritical adds the current and parent directory and a bare * to the
-// system targets: rm -rf . or .. wipes the workspace or what holds it.
-func isRmCritical(t string) bool {
-	n := normTarget(t)
-	return isSystemTarget(t) || n == "." || n == ".." || n == "*"
+	return true
 }
 
 // isBlockDevice reports raw disk devices, whose overwrite destroys a disk.
 func isBlockDevice(p string) bool {
-	for _, prefix := range []string{"/dev/sd", "/dev/nvme", "/dev/disk", "/dev/hd", "/dev/vd", "/dev/xvd", "/dev/mmcblk", "/dev/md", "/dev/mapper/"} {
+	for _, prefix := range []string{"/dev/sd", "/dev/nvme", "/dev/disk", "/dev/hd", "/dev/vd", "/dev/xvd", "/dev/mmcblk", "/dev/md", "/dev/mapper/", "/dev/dm-", "/dev/loop", "/dev/rdisk"} {
 		if strings.HasPrefix(p, prefix) {
 			return true
 		}
@@ -136,8 +297,9 @@ func isBlockDevice(p string) bool {
 }
 
 // recursive reports -r, -R or --recursive among the options before "--".
-func recursive(args []string) bool {
-	for _, a := range args {
+func recursive(args []field) bool {
+	for _, f := range args {
+		a := f.value
 		if a == "--" {
 			return false
 		}
@@ -148,99 +310,824 @@ func recursive(args []string) bool {
 	return false
 }
 
-// operands returns the arguments that are not options.
-func operands(args []string) []string {
-	var out []string
+// operandFields returns the arguments that are not options.
+func operandFields(args []field) []field {
+	var out []field
 	dashdash := false
-	for _, a := range args {
+	for _, f := range args {
 		switch {
-		case dashdash:
-			out = append(out, a)
-		case a == "--":
+		case dashdash || f.dynamic:
+			out = append(out, f)
+		case f.value == "--":
 			dashdash = true
-		case strings.HasPrefix(a, "-") && len(a) > 1:
+		case strings.HasPrefix(f.value, "-") && len(f.value) > 1:
 		default:
-			out = append(out, a)
+			out = append(out, f)
 		}
 	}
 	return out
 }
 
-// checkDanger looks for the hard-blocked patterns in one simple command and
-// the commands it wraps.
-func checkDanger(an *analyzer, cmd Command) {
-	for _, c := range unwrapAll(cmd) {
-		name := path.Base(c.Name)
-		if downloaders[name] {
-			an.fetches = true
+// treeOf returns what a path operand names for the tree checks, also for
+// a dynamic operand whose variables may be empty ("$DIR/" is then "/").
+func treeOf(f field, workspace bool) (what string, ok bool) {
+	check := func(p string) string {
+		if w := criticalTree(p); w != "" {
+			return w
 		}
-		switch {
-		case name == "rm" && recursive(c.Args):
-			for _, t := range operands(c.Args) {
-				if isRmCritical(t) {
-					an.dangerous("rm_root", fmt.Sprintf("rm -r of %s would delete a whole system, home or working directory", t))
-					return
-				}
-			}
-		case strings.HasPrefix(name, "mkfs") || name == "mke2fs" || name == "wipefs":
-			an.dangerous("mkfs", fmt.Sprintf("%s formats a disk", name))
+		if workspace && workspaceTree(p) {
+			return "the working directory or a parent of it"
+		}
+		return ""
+	}
+	if !f.dynamic {
+		w := check(f.value)
+		return w, w != ""
+	}
+	if f.hasEmpty && f.empty != "" {
+		if w := check(f.empty); w != "" {
+			return fmt.Sprintf("%s when the variables in %s are unset or empty", w, f.source), true
+		}
+	}
+	return "", false
+}
+
+// checkDanger looks for the hard-blocked classes in one simple command
+// and the commands it wraps.
+func (an *analyzer) checkDanger(fs []field, depth int) {
+	for _, av := range unwrapFields(fs) {
+		if len(av) == 0 {
+			continue
+		}
+		if av[0].dynamic || av[0].glob {
+			an.dynamicNameDanger(av, depth)
+			continue
+		}
+		if class, reason := commandDanger(av); class != "" {
+			an.dangerous(class, reason)
 			return
-		case name == "dd":
-			for _, a := range c.Args {
-				if dev, ok := strings.CutPrefix(a, "of=/dev/"); ok && !harmlessTargets["/dev/"+dev] && dev != "zero" {
-					an.dangerous("dd_device", fmt.Sprintf("dd writes directly to the device %s", a[3:]))
-					return
-				}
-			}
-		case (name == "chmod" || name == "chown" || name == "chgrp") && recursive(c.Args):
-			for _, t := range operands(c.Args) {
-				if isSystemTarget(t) {
-					an.dangerous("chmod_root", fmt.Sprintf("%s -R on %s changes a whole system or home directory", name, t))
-					return
-				}
-			}
-		case name == "shutdown" || name == "reboot" || name == "halt" || name == "poweroff":
-			an.dangerous("shutdown", fmt.Sprintf("%s stops the machine", name))
-			return
-		case name == "systemctl" || name == "init" || name == "telinit":
-			for _, a := range operands(c.Args) {
-				switch a {
-				case "poweroff", "reboot", "halt", "kexec", "0", "6":
-					an.dangerous("shutdown", fmt.Sprintf("%s %s stops the machine", name, a))
-					return
-				}
-			}
 		}
 	}
 }
 
-var downloaders = map[string]bool{"curl": true, "wget": true, "fetch": true, "aria2c": true}
+// dynamicCandidates are the programs a dynamic command name is tried as:
+// if the arguments would be dangerous for one of them, the command is.
+// Programs that are dangerous whatever their arguments (mkfs, crontab) are
+// left out, or every dynamic name would be.
+var dynamicCandidates = []string{"rm", "chmod", "chown", "mv", "dd", "kill", "pkill", "shred",
+	"git", "socat", "curl", "scp", "tee", "sh"}
 
-var interpreters = map[string]bool{
-	"sh": true, "bash": true, "dash": true, "zsh": true, "ksh": true, "fish": true,
-	"python": true, "python2": true, "python3": true, "perl": true, "ruby": true,
-	"node": true, "php": true, "eval": true, "source": true, ".": true,
+func (an *analyzer) dynamicNameDanger(av []field, depth int) {
+	for _, cand := range dynamicCandidates {
+		try := append([]field{{value: cand}}, av[1:]...)
+		class, reason := commandDanger(try)
+		if class == "" && cand == "sh" && depth < maxNesting {
+			for _, s := range nestedScripts(try) {
+				if s.dynamic {
+					continue
+				}
+				sub := analyzer{vars: an.vars}
+				sub.script(s.value, depth+1)
+				if sub.danger != nil && sub.danger.Name != DangerUnparseable {
+					class, reason = sub.danger.Name, sub.danger.Reason
+				}
+			}
+		}
+		if class != "" {
+			an.dangerous(class, fmt.Sprintf("has a program name (%s) only known at run time, and as %s the command %s", av[0].source, cand, reason))
+			return
+		}
+	}
 }
 
-// callNames returns the base names of every command under n, looking
-// through wrappers.
-func callNames(n syntax.Node, src string) map[string]bool {
-	names := map[string]bool{}
+// commandDanger checks one command with a static name.
+func commandDanger(av []field) (class, reason string) {
+	name := path.Base(av[0].value)
+	args := av[1:]
+	switch {
+	case name == "rm" && recursive(args):
+		for _, t := range operandFields(args) {
+			if w, ok := treeOf(t, true); ok {
+				return DangerRecursiveDelete, fmt.Sprintf("deletes %s recursively (rm -r %s)", w, t.source)
+			}
+		}
+	case name == "find":
+		return findDanger(args)
+	case strings.HasPrefix(name, "mkfs") || name == "mke2fs" || name == "mkswap" || name == "wipefs" || name == "blkdiscard":
+		return DangerDiskFormat, fmt.Sprintf("formats or wipes a disk (%s)", name)
+	case name == "fdisk" || name == "sfdisk" || name == "parted" || name == "sgdisk" || name == "gdisk" || name == "cfdisk":
+		listOnly := false
+		dev := false
+		for _, a := range args {
+			switch a.value {
+			case "-l", "--list", "-p", "print", "--print", "-s":
+				listOnly = true
+			}
+			if isBlockDevice(a.value) || a.dynamic {
+				dev = true
+			}
+		}
+		if dev && !listOnly {
+			return DangerDiskFormat, fmt.Sprintf("repartitions a disk (%s)", name)
+		}
+	case name == "dd":
+		for _, a := range args {
+			if dev, ok := strings.CutPrefix(a.value, "of=/dev/"); ok && !harmlessDevice(dev) {
+				return DangerDiskWrite, fmt.Sprintf("writes directly to the device /dev/%s", dev)
+			}
+		}
+	case name == "shred" || name == "cp" || name == "tee" || name == "install":
+		for _, t := range operandFields(args) {
+			if !t.dynamic && isBlockDevice(t.value) {
+				return DangerDeviceWrite, fmt.Sprintf("overwrites the disk device %s", t.value)
+			}
+		}
+		if name == "install" {
+			return installDanger(args)
+		}
+	case name == "chmod" || name == "chown" || name == "chgrp":
+		if name == "chmod" {
+			if mode, ok := chmodMode(args); ok && setsID(mode) {
+				return DangerSetuid, fmt.Sprintf("makes a file setuid or setgid (chmod %s), which lets it run as its owner", mode)
+			}
+		}
+		rec := recursive(args)
+		for _, t := range operandFields(args) {
+			if t.dynamic {
+				if w, ok := treeOf(t, false); ok && rec {
+					return DangerChmodSystem, fmt.Sprintf("changes the owner or mode of %s recursively", w)
+				}
+				continue
+			}
+			n := normPath(t.value)
+			if w := criticalTree(t.value); w != "" && (rec || n == "/" || systemDirs[n] || n == "~") {
+				return DangerChmodSystem, fmt.Sprintf("changes the owner or mode of %s (%s %s)", w, name, t.value)
+			}
+		}
+	case name == "setcap":
+		return DangerSetuid, "grants a program capabilities (setcap), which lets it act as root"
+	case name == "mv":
+		ops := operandFields(args)
+		target := false
+		for _, a := range args {
+			if a.value == "-t" || strings.HasPrefix(a.value, "--target-directory") {
+				target = true
+			}
+		}
+		if !target && len(ops) > 0 {
+			ops = ops[:len(ops)-1]
+		}
+		for _, t := range ops {
+			if w, ok := treeOf(t, false); ok {
+				return DangerMoveSystem, fmt.Sprintf("moves %s away (mv %s)", w, t.source)
+			}
+		}
+	case name == "kill":
+		if killsAll(args) {
+			return DangerKillAll, "kills every process (kill -1 or kill 1)"
+		}
+	case name == "killall5":
+		return DangerKillAll, "kills every process (killall5)"
+	case name == "pkill" || name == "killall":
+		if p, ok := killPattern(name, args); ok && matchesEverything(p) {
+			return DangerKillAll, fmt.Sprintf("kills every process (%s %s matches every name)", name, p)
+		}
+	case name == "shutdown" || name == "reboot" || name == "halt" || name == "poweroff":
+		return DangerShutdown, fmt.Sprintf("stops the machine (%s)", name)
+	case name == "systemctl" || name == "init" || name == "telinit":
+		for _, a := range operandFields(args) {
+			switch a.value {
+			case "poweroff", "reboot", "halt", "kexec", "0", "6":
+				return DangerShutdown, fmt.Sprintf("stops the machine (%s %s)", name, a.value)
+			}
+		}
+	case name == "crontab":
+		for _, a := range args {
+			if a.value == "-l" || a.value == "-r" || a.value == "-h" || a.value == "--help" {
+				return "", ""
+			}
+		}
+		return DangerPersistence, "installs a crontab, code that runs later on a schedule"
+	case name == "git":
+		return gitDanger(args)
+	case name == "nc" || name == "ncat" || name == "netcat":
+		for _, a := range args {
+			v := a.value
+			if v == "--exec" || v == "--sh-exec" || v == "--lua-exec" || strings.HasPrefix(v, "--exec=") || strings.HasPrefix(v, "--sh-exec=") ||
+				shortFlag(v, 'e') || shortFlag(v, 'c') {
+				return DangerReverseShell, fmt.Sprintf("connects a program to the network (%s %s), a remote shell", name, v)
+			}
+		}
+	case name == "socat":
+		for _, a := range args {
+			l := strings.ToLower(a.value)
+			if strings.HasPrefix(l, "exec:") || strings.HasPrefix(l, "system:") || strings.Contains(l, ",exec:") {
+				return DangerReverseShell, "connects a program to the network (socat exec:), a remote shell"
+			}
+		}
+	case interpreters[name] && name != "eval" && name != "source" && name != ".":
+		for i := 1; i < len(av); i++ {
+			v := av[i].value
+			if (v == "-c" || v == "-e" || v == "-r" || v == "-E" || v == "--eval") && i+1 < len(av) && socketShell(av[i+1].value) {
+				return DangerReverseShell, fmt.Sprintf("opens a network socket and runs a shell through it (%s %s …)", name, v)
+			}
+		}
+	case name == "curl" || name == "wget" || name == "scp" || name == "rsync" || name == "sftp" || name == "gh":
+		return exfilDanger(name, args)
+	}
+	return "", ""
+}
+
+func harmlessDevice(dev string) bool {
+	switch dev {
+	case "null", "zero", "stdout", "stderr", "tty":
+		return true
+	}
+	return strings.HasPrefix(dev, "fd/")
+}
+
+// findDanger reports find deleting a critical tree, or the whole working
+// directory without a filter.
+func findDanger(args []field) (string, string) {
+	var starts []field
+	i := 0
+	for ; i < len(args); i++ {
+		v := args[i].value
+		if !args[i].dynamic && (strings.HasPrefix(v, "-") || v == "(" || v == "!") {
+			break
+		}
+		starts = append(starts, args[i])
+	}
+	deletes, filtered := false, false
+	for j := i; j < len(args); j++ {
+		switch args[j].value {
+		case "-delete":
+			deletes = true
+		case "-exec", "-execdir", "-ok", "-okdir":
+			if j+1 < len(args) {
+				switch path.Base(args[j+1].value) {
+				case "rm", "shred", "unlink", "rmdir":
+					deletes = true
+				}
+			}
+		case "-name", "-iname", "-path", "-ipath", "-wholename", "-iwholename", "-regex", "-iregex",
+			"-type", "-newer", "-mtime", "-mmin", "-atime", "-amin", "-ctime", "-cmin", "-size",
+			"-empty", "-user", "-group", "-perm", "-links", "-inum", "-samefile", "-lname", "-ilname":
+			filtered = true
+		}
+	}
+	if !deletes {
+		return "", ""
+	}
+	if len(starts) == 0 {
+		starts = []field{{value: "."}}
+	}
+	for _, s := range starts {
+		if w, ok := treeOf(s, false); ok {
+			return DangerFindDelete, fmt.Sprintf("deletes files all over %s (find %s … -delete)", w, s.source)
+		}
+		if s.dynamic && s.hasEmpty && s.empty == "" && !filtered {
+			return DangerFindDelete, fmt.Sprintf("deletes everything under the working directory when %s is empty (find … -delete)", s.source)
+		}
+		if !s.dynamic && workspaceTree(s.value) && !filtered {
+			return DangerFindDelete, fmt.Sprintf("deletes everything under %s (find %s -delete without a filter)", s.value, s.value)
+		}
+	}
+	return "", ""
+}
+
+// chmodMode returns chmod's mode operand.
+func chmodMode(args []field) (string, bool) {
+	for _, a := range args {
+		v := a.value
+		if strings.HasPrefix(v, "--reference") {
+			return "", false
+		}
+		if strings.HasPrefix(v, "-") && !looksLikeMode(v) {
+			continue
+		}
+		return v, !a.dynamic
+	}
+	return "", false
+}
+
+func looksLikeMode(v string) bool {
+	v = strings.TrimPrefix(v, "-")
+	return v != "" && strings.Trim(v, "ugoarwxXst+-=,01234567") == "" && strings.ContainsAny(v, "rwxXst01234567")
+}
+
+// setsID reports a chmod mode that adds the setuid or setgid bit.
+func setsID(mode string) bool {
+	if mode == "" {
+		return false
+	}
+	if strings.Trim(mode, "01234567") == "" {
+		if len(mode) >= 4 {
+			d := mode[len(mode)-4]
+			return (d-'0')&6 != 0
+		}
+		return false
+	}
+	for _, clause := range strings.Split(mode, ",") {
+		i := strings.IndexAny(clause, "+=")
+		if i >= 0 && strings.ContainsRune(clause[i:], 's') {
+			// 's' after + or = (and before any -) adds the bit.
+			rest := clause[i:]
+			if j := strings.IndexByte(rest, '-'); j >= 0 {
+				rest = rest[:j]
+			}
+			if strings.ContainsRune(rest, 's') {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func installDanger(args []field) (string, string) {
+	for i, a := range args {
+		mode := ""
+		switch {
+		case (a.value == "-m" || a.value == "--mode") && i+1 < len(args):
+			mode = args[i+1].value
+		case strings.HasPrefix(a.value, "--mode="):
+			mode = strings.TrimPrefix(a.value, "--mode=")
+		case strings.HasPrefix(a.value, "-m") && len(a.value) > 2:
+			mode = a.value[2:]
+		}
+		if setsID(mode) {
+			return DangerSetuid, fmt.Sprintf("installs a setuid or setgid file (install -m %s)", mode)
+		}
+	}
+	return "", ""
+}
+
+// killsAll reports kill of pid -1 (every process) or 1 (init).
+func killsAll(args []field) bool {
+	signal := false
+	for i := 0; i < len(args); i++ {
+		v := args[i].value
+		switch {
+		case v == "--":
+			for _, p := range args[i+1:] {
+				if p.value == "-1" || p.value == "1" {
+					return true
+				}
+			}
+			return false
+		case v == "-s" || v == "-n" || v == "--signal":
+			i++
+			signal = true
+		case v == "-l" || v == "-L" || v == "--list":
+			return false
+		case strings.HasPrefix(v, "-") && !signal:
+			signal = true
+		case v == "-1" || v == "1":
+			return true
+		}
+	}
+	return false
+}
+
+// killPattern returns the process pattern of pkill, or of killall -r.
+func killPattern(name string, args []field) (string, bool) {
+	regex := name == "pkill"
+	var ops []string
+	for i := 0; i < len(args); i++ {
+		v := args[i].value
+		switch {
+		case args[i].dynamic:
+			return "", false
+		case v == "-r" || v == "--regexp":
+			regex = true
+		case v == "-u" || v == "-U" || v == "-g" || v == "-G" || v == "-P" || v == "-s" || v == "-t" || v == "--signal" || v == "-o" || v == "-y":
+			i++
+		case strings.HasPrefix(v, "-") && len(v) > 1:
+		default:
+			ops = append(ops, v)
+		}
+	}
+	if !regex || len(ops) == 0 {
+		return "", false
+	}
+	return ops[0], true
+}
+
+var allNames = []string{"systemd", "init", "bash", "sshd", "x", "Xorg", "python3"}
+
+// matchesEverything reports a process pattern that matches any name.
+func matchesEverything(p string) bool {
+	re, err := regexp.Compile(p)
+	if err != nil {
+		return false
+	}
+	for _, n := range allNames {
+		if !re.MatchString(n) {
+			return false
+		}
+	}
+	return true
+}
+
+// socketShell reports an interpreter one-liner that opens a socket and
+// runs a shell or a program through it.
+func socketShell(script string) bool {
+	l := strings.ToLower(script)
+	sock := strings.Contains(l, "socket") || strings.Contains(l, "fsockopen") || strings.Contains(l, "tcpsocket") ||
+		strings.Contains(l, "net.connect") || strings.Contains(l, "/dev/tcp")
+	run := strings.Contains(l, "/bin/") || strings.Contains(l, "subprocess") || strings.Contains(l, "pty") ||
+		strings.Contains(l, "exec") || strings.Contains(l, "spawn") || strings.Contains(l, "dup2") ||
+		strings.Contains(l, "system") || strings.Contains(l, "popen") || strings.Contains(l, "sh -i")
+	return sock && run
+}
+
+// codeKeys are git configuration keys whose value is a program git runs.
+var codeKeys = map[string]bool{
+	"core.hookspath": true, "core.fsmonitor": true, "core.sshcommand": true, "core.pager": true,
+	"core.editor": true, "core.askpass": true, "core.gitproxy": true, "diff.external": true,
+	"sequence.editor": true, "credential.helper": true, "gpg.program": true,
+	"uploadpack.packobjectshook": true, "include.path": true, "web.browser": true,
+	"init.templatedir": true, "core.alternaterefscommand": true, "protocol.ext.allow": true,
+}
+
+// benignPrograms are editor and pager values that only show text.
+var benignPrograms = map[string]bool{
+	"": true, "cat": true, "less": true, "more": true, "most": true, "vi": true, "vim": true,
+	"nvim": true, "nano": true, "emacs": true, "true": true, "false": true,
+}
+
+// codeRunningConfig reports a git configuration key (and value) that makes
+// git run a program.
+func codeRunningConfig(key, value string) bool {
+	k := strings.ToLower(key)
+	parts := strings.Split(k, ".")
+	last := parts[len(parts)-1]
+	switch {
+	case k == "core.pager" || k == "core.editor" || k == "sequence.editor" || strings.HasPrefix(k, "pager."):
+		return !benignPrograms[strings.TrimSpace(value)]
+	case codeKeys[k]:
+		return true
+	case strings.HasPrefix(k, "alias."):
+		return strings.HasPrefix(strings.TrimSpace(value), "!")
+	case len(parts) >= 3 && parts[0] == "diff" && (last == "textconv" || last == "command"),
+		len(parts) >= 3 && parts[0] == "merge" && last == "driver",
+		len(parts) >= 3 && parts[0] == "filter" && (last == "clean" || last == "smudge" || last == "process"),
+		len(parts) >= 3 && parts[0] == "gpg" && last == "program",
+		len(parts) >= 3 && parts[0] == "includeif" && last == "path",
+		len(parts) >= 3 && parts[0] == "remote" && (last == "uploadpack" || last == "receivepack" || last == "proxy"),
+		len(parts) >= 3 && (parts[0] == "browser" || parts[0] == "man" || parts[0] == "difftool" || parts[0] == "mergetool") && (last == "cmd" || last == "path"),
+		len(parts) >= 3 && parts[0] == "credential" && last == "helper":
+		return true
+	}
+	return false
+}
+
+// gitDanger finds code-running configuration in git -c and git config.
+func gitDanger(args []field) (string, string) {
+	i := 0
+	for ; i < len(args); i++ {
+		v := args[i].value
+		switch {
+		case v == "-c" && i+1 < len(args):
+			i++
+			key, value, _ := strings.Cut(args[i].value, "=")
+			if codeRunningConfig(key, value) {
+				return DangerGitConfigExec, fmt.Sprintf("makes git run a program through its configuration (git -c %s)", key)
+			}
+			continue
+		case v == "-C" || v == "--git-dir" || v == "--work-tree" || v == "--namespace" || v == "--config-env":
+			if v == "--config-env" && i+1 < len(args) {
+				key, _, _ := strings.Cut(args[i+1].value, "=")
+				if codeRunningConfig(key, "x") {
+					return DangerGitConfigExec, fmt.Sprintf("makes git run a program through its configuration (git --config-env %s)", key)
+				}
+			}
+			i++
+			continue
+		case strings.HasPrefix(v, "--config-env="):
+			key, _, _ := strings.Cut(strings.TrimPrefix(v, "--config-env="), "=")
+			if codeRunningConfig(key, "x") {
+				return DangerGitConfigExec, fmt.Sprintf("makes git run a program through its configuration (git --config-env %s)", key)
+			}
+			continue
+		case strings.HasPrefix(v, "-"):
+			continue
+		}
+		break
+	}
+	if i >= len(args) || args[i].value != "config" {
+		return "", ""
+	}
+	rest := args[i+1:]
+	var ops []string
+	for j := 0; j < len(rest); j++ {
+		v := rest[j].value
+		switch {
+		case v == "-f" || v == "--file" || v == "--blob" || v == "--type" || v == "--default" || v == "--comment":
+			j++
+		case v == "--get" || v == "--get-all" || v == "--get-regexp" || v == "--list" || v == "-l" ||
+			v == "--unset" || v == "--unset-all" || v == "--remove-section" || v == "--rename-section" ||
+			v == "--get-urlmatch" || v == "--get-color" || v == "--get-colorbool" || v == "-e" || v == "--edit":
+			return "", ""
+		case strings.HasPrefix(v, "-"):
+		default:
+			ops = append(ops, v)
+		}
+	}
+	if len(ops) > 0 && ops[0] == "set" {
+		ops = ops[1:]
+	} else if len(ops) > 0 && (ops[0] == "get" || ops[0] == "list" || ops[0] == "unset" || ops[0] == "rename-section" || ops[0] == "remove-section" || ops[0] == "edit") {
+		return "", ""
+	}
+	if len(ops) >= 2 && codeRunningConfig(ops[0], ops[1]) {
+		return DangerGitConfigExec, fmt.Sprintf("makes git run a program later (git config %s)", ops[0])
+	}
+	return "", ""
+}
+
+// isSecretPath reports files that hold credentials.
+func isSecretPath(p string) bool {
+	if p == "" {
+		return false
+	}
+	n := path.Clean(p)
+	base := path.Base(n)
+	switch base {
+	case ".env", "id_rsa", "id_dsa", "id_ecdsa", "id_ed25519", ".netrc", ".git-credentials",
+		".pgpass", ".npmrc", ".pypirc", "credentials", "shadow", "gshadow", ".ssh", ".aws", ".gnupg",
+		"credentials.json", "service-account.json", ".vault-token", ".boto", "kubeconfig":
+		return true
+	}
+	if strings.HasPrefix(base, ".env.") || strings.HasPrefix(base, "id_") && !strings.HasSuffix(base, ".pub") {
+		return true
+	}
+	switch path.Ext(base) {
+	case ".pem", ".key", ".p12", ".pfx", ".jks", ".keystore", ".ppk", ".kdbx":
+		return true
+	}
+	for _, dir := range []string{".ssh/", ".aws/", ".gnupg/", ".kube/", ".docker/config.json", ".config/gcloud/", ".config/gh/"} {
+		if strings.Contains(n+"/", "/"+dir) || strings.HasPrefix(n, dir) {
+			if strings.HasSuffix(n, ".pub") || strings.HasSuffix(n, "known_hosts") {
+				return false
+			}
+			return true
+		}
+	}
+	return false
+}
+
+// exfilDanger finds a credential file uploaded by curl, wget, scp, rsync
+// or gh gist.
+func exfilDanger(name string, args []field) (string, string) {
+	reason := func(f string) (string, string) {
+		return DangerCredentialExfil, fmt.Sprintf("sends the credential file %s over the network (%s)", f, name)
+	}
+	switch name {
+	case "curl":
+		for i := 0; i < len(args); i++ {
+			v := args[i].value
+			val := ""
+			switch {
+			case (v == "-d" || v == "--data" || v == "--data-binary" || v == "--data-urlencode" || v == "--json" ||
+				v == "-F" || v == "--form" || v == "-T" || v == "--upload-file" || v == "--form-string") && i+1 < len(args):
+				val = args[i+1].value
+				if v == "-T" || v == "--upload-file" {
+					val = "@" + val
+				}
+				i++
+			case strings.HasPrefix(v, "-d") || strings.HasPrefix(v, "-F"):
+				val = v[2:]
+			case strings.HasPrefix(v, "-T"):
+				val = "@" + v[2:]
+			case strings.HasPrefix(v, "--data") || strings.HasPrefix(v, "--form=") || strings.HasPrefix(v, "--upload-file="):
+				_, val, _ = strings.Cut(v, "=")
+				if strings.HasPrefix(v, "--upload-file=") {
+					val = "@" + val
+				}
+			}
+			if f, ok := uploadedFile(val); ok && isSecretPath(f) {
+				return reason(f)
+			}
+		}
+	case "wget":
+		for i := 0; i < len(args); i++ {
+			v := args[i].value
+			f := ""
+			switch {
+			case (v == "--post-file" || v == "--body-file") && i+1 < len(args):
+				f = args[i+1].value
+				i++
+			case strings.HasPrefix(v, "--post-file=") || strings.HasPrefix(v, "--body-file="):
+				_, f, _ = strings.Cut(v, "=")
+			}
+			if isSecretPath(f) {
+				return reason(f)
+			}
+		}
+	case "scp", "rsync", "sftp":
+		ops := operandFields(args)
+		remote, secret := false, ""
+		for _, o := range ops {
+			if isRemote(o.value) {
+				remote = true
+			} else if !o.dynamic && isSecretPath(o.value) {
+				secret = o.value
+			}
+		}
+		if remote && secret != "" {
+			return reason(secret)
+		}
+	case "gh":
+		if len(args) >= 2 && args[0].value == "gist" && args[1].value == "create" {
+			for _, o := range operandFields(args[2:]) {
+				if isSecretPath(o.value) {
+					return reason(o.value)
+				}
+			}
+		}
+	}
+	return "", ""
+}
+
+// uploadedFile returns the file of a curl data or form value: @file or
+// name=@file or name=<file.
+func uploadedFile(v string) (string, bool) {
+	if v == "" {
+		return "", false
+	}
+	if f, ok := strings.CutPrefix(v, "@"); ok {
+		return f, true
+	}
+	if i := strings.IndexAny(v, "@<"); i > 0 && strings.IndexByte(v[:i], '=') >= 0 {
+		f := v[i+1:]
+		if j := strings.IndexByte(f, ';'); j >= 0 {
+			f = f[:j]
+		}
+		return f, true
+	}
+	return "", false
+}
+
+// isRemote reports an scp or rsync operand on another host (host:path,
+// user@host:path, rsync://…).
+func isRemote(v string) bool {
+	if strings.Contains(v, "://") {
+		return true
+	}
+	i := strings.IndexByte(v, ':')
+	if i <= 0 {
+		return false
+	}
+	return !strings.Contains(v[:i], "/")
+}
+
+// persistenceHome are files and directories under a home directory whose
+// contents run later on their own.
+var persistenceHome = []string{
+	".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".profile", ".zshrc", ".zprofile",
+	".zshenv", ".zlogin", ".zlogout", ".kshrc", ".cshrc", ".tcshrc", ".xinitrc", ".xprofile", ".xsession",
+	".pam_environment", ".gitconfig", ".config/git/config", ".ssh/authorized_keys", ".ssh/authorized_keys2", ".ssh/rc",
+	".ssh/config", ".config/fish/", ".config/autostart/", ".config/systemd/", ".config/environment.d/",
+	"Library/LaunchAgents/", ".local/share/systemd/", ".bashrc.d/", ".vimrc", ".inputrc",
+}
+
+// persistenceSystem are system paths whose contents run later.
+var persistenceSystem = []string{
+	"/etc/profile", "/etc/profile.d/", "/etc/bash.bashrc", "/etc/bashrc", "/etc/zsh/", "/etc/zshrc",
+	"/etc/environment", "/etc/cron", "/var/spool/cron/", "/etc/systemd/", "/lib/systemd/",
+	"/usr/lib/systemd/", "/etc/init.d/", "/etc/init/", "/etc/rc.local", "/etc/rc.d/", "/etc/ld.so.preload",
+	"/etc/sudoers", "/etc/passwd", "/etc/shadow", "/etc/group", "/etc/update-motd.d/", "/etc/xdg/autostart/",
+	"/Library/LaunchAgents/", "/Library/LaunchDaemons/", "/etc/ssh/", "/etc/pam.d/", "/etc/security/",
+	"/etc/gitconfig", "/etc/anacrontab", "/etc/at.allow", "/var/spool/at/",
+}
+
+// persistencePath reports a path whose contents run later.
+func persistencePath(p string) bool {
+	n := normPath(p)
+	if n == "" {
+		return false
+	}
+	rel := ""
+	switch {
+	case n == "~" || strings.HasPrefix(n, "~"):
+		if i := strings.IndexByte(n, '/'); i >= 0 {
+			rel = n[i+1:]
+		}
+	case strings.HasPrefix(n, "/root/"):
+		rel = strings.TrimPrefix(n, "/root/")
+	case strings.HasPrefix(n, "/home/") || strings.HasPrefix(n, "/Users/"):
+		parts := strings.SplitN(n, "/", 4)
+		if len(parts) == 4 {
+			rel = parts[3]
+		}
+	}
+	if rel != "" {
+		for _, h := range persistenceHome {
+			if rel == strings.TrimSuffix(h, "/") || (strings.HasSuffix(h, "/") && strings.HasPrefix(rel, h)) {
+				return true
+			}
+		}
+		return false
+	}
+	for _, s := range persistenceSystem {
+		if n == strings.TrimSuffix(s, "/") || strings.HasPrefix(n, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// checkWriteTarget checks a static file a command writes for the device
+// and persistence classes.
+func (an *analyzer) checkWriteTarget(target, by string) {
+	switch {
+	case isBlockDevice(target):
+		an.dangerous(DangerDeviceWrite, fmt.Sprintf("overwrites the disk device %s (%s)", target, by))
+	case persistencePath(target):
+		an.dangerous(DangerPersistence, fmt.Sprintf("writes %s, which runs code later on its own (%s)", target, by))
+	}
+}
+
+var downloaders = map[string]bool{"curl": true, "wget": true, "fetch": true, "aria2c": true, "lwp-download": true, "http": true, "xh": true}
+
+// networkTools talk to another host; with a shell in the same pipeline
+// they make a remote shell.
+var networkTools = map[string]bool{"nc": true, "ncat": true, "netcat": true, "socat": true, "telnet": true, "openssl": true}
+
+// senders are programs that send their input or files over the network.
+var senders = map[string]bool{
+	"curl": true, "wget": true, "nc": true, "ncat": true, "netcat": true, "socat": true,
+	"telnet": true, "scp": true, "rsync": true, "ssh": true, "sftp": true, "openssl": true, "ftp": true,
+	"http": true, "xh": true, "gh": true, "aws": true, "gsutil": true,
+}
+
+var interpreters = map[string]bool{
+	"sh": true, "bash": true, "dash": true, "zsh": true, "ksh": true, "fish": true, "mksh": true, "ash": true,
+	"python": true, "python2": true, "python3": true, "perl": true, "ruby": true, "csh": true, "tcsh": true,
+	"node": true, "php": true, "eval": true, "source": true, ".": true, "lua": true, "deno": true, "bun": true,
+}
+
+var shells = map[string]bool{
+	"sh": true, "bash": true, "dash": true, "zsh": true, "ksh": true, "fish": true, "mksh": true, "ash": true, "csh": true, "tcsh": true,
+}
+
+// names returns the base names of every command under n, looking through
+// wrappers; a dynamic command name is given as "$".
+func (an *analyzer) names(n syntax.Node, src string) map[string]bool {
+	out := map[string]bool{}
 	syntax.Walk(n, func(n syntax.Node) bool {
 		call, ok := n.(*syntax.CallExpr)
 		if !ok || len(call.Args) == 0 {
 			return true
 		}
-		c := Command{Name: word(call.Args[0], src).value}
-		for _, w := range call.Args[1:] {
-			c.Args = append(c.Args, word(w, src).value)
+		var fs []field
+		for _, w := range call.Args {
+			fs = append(fs, an.evalWord(w, src)...)
 		}
-		for _, u := range unwrapAll(c) {
-			names[path.Base(u.Name)] = true
+		for _, av := range unwrapFields(fs) {
+			if len(av) == 0 {
+				continue
+			}
+			if av[0].dynamic || av[0].glob {
+				out["$"] = true
+			} else {
+				out[path.Base(av[0].value)] = true
+			}
 		}
 		return true
 	})
-	return names
+	return out
+}
+
+// readsSecret reports a command under n with a credential file among its
+// static operands or input redirections.
+func (an *analyzer) readsSecret(n syntax.Node, src string) string {
+	found := ""
+	syntax.Walk(n, func(n syntax.Node) bool {
+		if found != "" {
+			return false
+		}
+		switch n := n.(type) {
+		case *syntax.CallExpr:
+			for _, w := range n.Args[min(1, len(n.Args)):] {
+				for _, f := range an.evalWord(w, src) {
+					if !f.dynamic && isSecretPath(f.value) {
+						found = f.value
+					}
+				}
+			}
+		case *syntax.Redirect:
+			if n.Op == syntax.RdrIn && n.Word != nil {
+				for _, f := range an.evalWord(n.Word, src) {
+					if !f.dynamic && isSecretPath(f.value) {
+						found = f.value
+					}
+				}
+			}
+		}
+		return true
+	})
+	return found
 }
 
 func hasAny(names, set map[string]bool) bool {
@@ -252,57 +1139,238 @@ func hasAny(names, set map[string]bool) bool {
 	return false
 }
 
-// checkPipelines finds download-and-execute: curl … | sh, and
-// sh -c "$(curl …)" or bash <(curl …).
+// checkPipelines finds the classes that span several commands:
+// download-and-execute through a pipe, a substitution or a file, remote
+// shells through /dev/tcp or a pipeline with nc, and credential uploads
+// through a pipe, a substitution or an input redirection.
 func checkPipelines(an *analyzer, f *syntax.File, src string) {
 	const reason = "downloads code from the network and runs it"
+	dynamicName := false
+	syntax.Walk(f, func(n syntax.Node) bool {
+		if c, ok := n.(*syntax.CallExpr); ok && len(c.Args) > 0 {
+			fs := an.evalWord(c.Args[0], src)
+			dynamicName = dynamicName || fs[0].dynamic
+		}
+		return true
+	})
 	syntax.Walk(f, func(n syntax.Node) bool {
 		switch n := n.(type) {
 		case *syntax.BinaryCmd:
-			if (n.Op == syntax.Pipe || n.Op == syntax.PipeAll) &&
-				hasAny(callNames(n.X, src), downloaders) && hasAny(callNames(n.Y, src), interpreters) {
-				an.dangerous("download_exec", "the pipeline "+reason)
-			}
-		case *syntax.Stmt:
-			call, ok := n.Cmd.(*syntax.CallExpr)
-			if !ok || len(call.Args) == 0 || !hasAny(callNames(call, src), interpreters) {
+			if n.Op != syntax.Pipe && n.Op != syntax.PipeAll {
 				return true
 			}
-			// The interpreter's own name is in callNames too; look only
-			// inside substitutions and redirections.
-			for _, w := range call.Args {
-				for _, part := range w.Parts {
-					if substFetches(part, src) {
-						an.dangerous("download_exec", "the command "+reason)
-					}
+			left, right := an.names(n.X, src), an.names(n.Y, src)
+			all := an.names(n, src)
+			switch {
+			case hasAny(left, downloaders) && (hasAny(right, interpreters) || right["$"]):
+				an.dangerous(DangerDownloadExec, "the pipeline "+reason)
+			case hasAny(all, networkTools) && (hasAny(all, shells) || all["$"]):
+				an.dangerous(DangerReverseShell, "the pipeline connects a shell to a network connection, a remote shell")
+			case hasAny(right, senders):
+				if s := an.readsSecret(n.X, src); s != "" {
+					an.dangerous(DangerCredentialExfil, fmt.Sprintf("sends the credential file %s over the network through a pipe", s))
 				}
 			}
-			for _, r := range n.Redirs {
-				for _, part := range r.Word.Parts {
-					if substFetches(part, src) {
-						an.dangerous("download_exec", "the command "+reason)
-					}
-				}
-			}
+		case *syntax.Stmt:
+			an.stmtChecks(n, src, dynamicName)
 		}
 		return true
 	})
 }
 
+// stmtChecks checks one statement: substitutions that fetch code for an
+// interpreter, /dev/tcp redirections of a shell, credential files fed to
+// a network program, and files downloaded earlier being run.
+func (an *analyzer) stmtChecks(st *syntax.Stmt, src string, dynamicName bool) {
+	call, ok := st.Cmd.(*syntax.CallExpr)
+	if !ok || len(call.Args) == 0 {
+		return
+	}
+	var fs []field
+	for _, w := range call.Args {
+		fs = append(fs, an.evalWord(w, src)...)
+	}
+	names := map[string]bool{}
+	for _, av := range unwrapFields(fs) {
+		if len(av) > 0 && !av[0].dynamic {
+			names[path.Base(av[0].value)] = true
+		}
+	}
+	if hasAny(names, interpreters) {
+		for _, w := range call.Args {
+			for _, part := range w.Parts {
+				if an.substFetches(part, src) {
+					an.dangerous(DangerDownloadExec, "the command downloads code from the network and runs it")
+				}
+			}
+		}
+		for _, r := range st.Redirs {
+			if r.Word == nil {
+				continue
+			}
+			for _, part := range r.Word.Parts {
+				if an.substFetches(part, src) {
+					an.dangerous(DangerDownloadExec, "the command downloads code from the network and runs it")
+				}
+			}
+		}
+	}
+	for _, r := range st.Redirs {
+		if r.Word == nil {
+			continue
+		}
+		t := an.evalWord(r.Word, src)[0]
+		if t.dynamic {
+			continue
+		}
+		if isNetworkPath(t.value) && (hasAny(names, interpreters) || (names["exec"] && dynamicName)) {
+			an.dangerous(DangerReverseShell, fmt.Sprintf("connects a shell to the network through %s, a remote shell", t.value))
+		}
+		if r.Op == syntax.RdrIn && isSecretPath(t.value) && hasAny(names, senders) {
+			an.dangerous(DangerCredentialExfil, fmt.Sprintf("sends the credential file %s over the network", t.value))
+		}
+		if r.Op == syntax.RdrIn && hasAny(names, interpreters) && an.downloaded(t.value) {
+			an.dangerous(DangerDownloadExec, fmt.Sprintf("runs %s, a file downloaded earlier in the command", t.value))
+		}
+		if (r.Op == syntax.RdrOut || r.Op == syntax.ClbOut || r.Op == syntax.AppOut) && (r.N == nil || r.N.Value == "1") && hasAny(names, downloaders) {
+			an.downloads = append(an.downloads, t.value)
+		}
+	}
+	if hasAny(names, senders) {
+		for _, w := range call.Args {
+			syntax.Walk(w, func(n syntax.Node) bool {
+				if cs, ok := n.(*syntax.CmdSubst); ok {
+					if s := an.readsSecret(cs, src); s != "" {
+						an.dangerous(DangerCredentialExfil, fmt.Sprintf("sends the credential file %s over the network", s))
+					}
+				}
+				return true
+			})
+		}
+	}
+	an.runsDownload(fs)
+}
+
 // substFetches reports a command or process substitution (possibly inside
 // double quotes) that runs a downloader.
-func substFetches(part syntax.WordPart, src string) bool {
+func (an *analyzer) substFetches(part syntax.WordPart, src string) bool {
 	switch p := part.(type) {
 	case *syntax.CmdSubst, *syntax.ProcSubst:
-		return hasAny(callNames(p, src), downloaders)
+		return hasAny(an.names(p, src), downloaders)
 	case *syntax.DblQuoted:
 		for _, dp := range p.Parts {
-			if substFetches(dp, src) {
+			if an.substFetches(dp, src) {
 				return true
 			}
 		}
 	}
 	return false
+}
+
+// trackDownloads records the files a downloader writes (curl -o/-O, wget
+// default name, -O, -P), for the download-then-run check.
+func (an *analyzer) trackDownloads(fs []field) {
+	for _, av := range unwrapFields(fs) {
+		if len(av) == 0 || av[0].dynamic {
+			continue
+		}
+		name := path.Base(av[0].value)
+		if !downloaders[name] {
+			continue
+		}
+		var urls []string
+		remoteName, dir := name == "wget", ""
+		for i := 1; i < len(av); i++ {
+			v := av[i].value
+			next := ""
+			if i+1 < len(av) {
+				next = av[i+1].value
+			}
+			switch {
+			case v == "-o" || v == "--output" || (name == "wget" && (v == "-O" || v == "--output-document")):
+				if name == "wget" && v == "-o" {
+					i++
+					continue // wget -o is the log file
+				}
+				an.downloads = append(an.downloads, next)
+				remoteName = false
+				i++
+			case name == "wget" && strings.HasPrefix(v, "--output-document="):
+				an.downloads = append(an.downloads, strings.TrimPrefix(v, "--output-document="))
+				remoteName = false
+			case name == "curl" && (v == "-O" || v == "--remote-name" || v == "--remote-name-all" || shortFlag(v, 'O')):
+				remoteName = true
+			case v == "-P" || v == "--directory-prefix" || v == "--output-dir":
+				dir = next
+				i++
+			case strings.Contains(v, "://"):
+				urls = append(urls, v)
+			}
+		}
+		if remoteName {
+			for _, u := range urls {
+				u, _, _ = strings.Cut(u, "?")
+				b := path.Base(u)
+				if dir != "" {
+					b = path.Join(dir, b)
+				}
+				an.downloads = append(an.downloads, b)
+			}
+		}
+	}
+}
+
+// downloaded reports a path that names a file downloaded earlier.
+func (an *analyzer) downloaded(p string) bool {
+	if p == "" {
+		return false
+	}
+	for _, d := range an.downloads {
+		if d == "" || d == "-" {
+			continue
+		}
+		if path.Clean(d) == path.Clean(p) || path.Base(d) == path.Base(p) {
+			return true
+		}
+	}
+	return false
+}
+
+// runsDownload finds a file downloaded earlier being run: by an
+// interpreter, as the program itself, or made executable.
+func (an *analyzer) runsDownload(fs []field) {
+	if len(an.downloads) == 0 {
+		return
+	}
+	for _, av := range unwrapFields(fs) {
+		if len(av) == 0 || av[0].dynamic {
+			continue
+		}
+		name := av[0].value
+		base := path.Base(name)
+		switch {
+		case strings.Contains(name, "/") && an.downloaded(name):
+			an.dangerous(DangerDownloadExec, fmt.Sprintf("runs %s, a file downloaded earlier in the command", name))
+			return
+		case interpreters[base]:
+			for _, o := range operandFields(av[1:]) {
+				if !o.dynamic && an.downloaded(o.value) {
+					an.dangerous(DangerDownloadExec, fmt.Sprintf("runs %s, a file downloaded earlier in the command", o.value))
+					return
+				}
+				break // only the script operand
+			}
+		case base == "chmod":
+			if mode, ok := chmodMode(av[1:]); ok && strings.ContainsAny(mode, "x1357") {
+				for _, o := range operandFields(av[1:]) {
+					if o.value != mode && !o.dynamic && an.downloaded(o.value) {
+						an.dangerous(DangerDownloadExec, fmt.Sprintf("makes %s, a file downloaded earlier in the command, executable to run it", o.value))
+						return
+					}
+				}
+			}
+		}
+	}
 }
 
 // checkForkBomb finds a function that calls itself in a pipeline or in the
@@ -332,7 +1400,7 @@ func checkForkBomb(an *analyzer, f *syntax.File) {
 			return true
 		})
 		if self && spawns {
-			an.dangerous("fork_bomb", fmt.Sprintf("function %s calls itself recursively in parallel (a fork bomb)", fn.Name.Value))
+			an.dangerous(DangerForkBomb, fmt.Sprintf("defines %s, a function that calls itself in parallel without end (a fork bomb)", fn.Name.Value))
 		}
 		return true
 	})

@@ -2,65 +2,175 @@ package shell
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
-// plainReadOnly are commands that change nothing whatever their arguments,
-// so a variable or glob among the arguments cannot make them write.
-var plainReadOnly = map[string]bool{
-	"ls": true, "cat": true, "head": true, "tail": true, "wc": true,
-	"grep": true, "egrep": true, "fgrep": true, "echo": true, "printf": true,
-	"pwd": true, "which": true, "type": true, "stat": true, "du": true,
-	"df": true, "cut": true, "diff": true, "cmp": true, "comm": true,
-	"basename": true, "dirname": true, "realpath": true, "readlink": true,
-	"whoami": true, "id": true, "uname": true, "printenv": true, "true": true,
-	"false": true, "test": true, "[": true, "jq": true, "cd": true, "tr": true,
-	"nl": true, "seq": true, "md5sum": true, "sha1sum": true, "sha256sum": true,
-	"sha512sum": true, "hexdump": true, "od": true, "column": true, ":": true,
+// operandKind says which operands of a read-only program are paths it
+// reads.
+type operandKind int
+
+const (
+	// noPaths: the operands are not files (echo, printf, seq).
+	noPaths operandKind = iota
+	// allPaths: every operand is a file or directory read (cat, ls, wc).
+	allPaths
+	// patternThenPaths: the first operand is a pattern or script unless
+	// one is given by an option; the rest are files (grep, sed, jq).
+	patternThenPaths
+)
+
+// roSpec describes a program that is read-only unless some options are
+// given.
+type roSpec struct {
+	// valued are the short options that take a value; fileOpts those whose
+	// value is a file that is read.
+	valued, fileOpts string
+	// long are the long options that take a separate value (they are also
+	// accepted as --opt=value); longFile those whose value is a file read.
+	long, longFile []string
+	kind           operandKind
+	// patternOpts are the options that give the pattern, so that every
+	// operand is then a path (grep -e, sed -e, jq -f).
+	patternOpts []string
+	// badShort and bad are the options that make the program write or run
+	// code (exactly, or as --opt=value for long ones).
+	badShort string
+	bad      []string
+	// check is an extra check of the static arguments; it returns why the
+	// call is not read-only, or "".
+	check func(args []string) string
+	// noPathsCheck programs accept operands known only at run time (echo).
+	dynamicOK bool
 }
 
-// checkedReadOnly are commands that are read-only only with some arguments.
-// Each check returns why the call is not read-only, or "". The arguments
-// may not hide an option: a variable or a leading glob is refused before
-// the check runs.
-var checkedReadOnly = map[string]func(args []string) string{
-	"find":     findReadOnly,
-	"sed":      sedReadOnly,
-	"sort":     sortReadOnly,
-	"uniq":     uniqReadOnly,
-	"rg":       rgReadOnly,
-	"tree":     treeReadOnly,
-	"file":     fileReadOnly,
-	"date":     dateReadOnly,
-	"hostname": hostnameReadOnly,
-	"env":      envReadOnly,
-	"git":      gitReadOnly,
-	"go":       goReadOnly,
-	"npm":      pkgManagerReadOnly,
-	"pnpm":     pkgManagerReadOnly,
-	"yarn":     pkgManagerReadOnly,
-	"docker":   dockerReadOnly,
-	"cargo":    cargoReadOnly,
+// specs are the read-only programs and what makes each of them not
+// read-only. A program not listed here is not read-only.
+var specs = map[string]*roSpec{
+	"echo": {kind: noPaths, dynamicOK: true}, "pwd": {}, "whoami": {}, "id": {}, "uname": {},
+	"true": {dynamicOK: true}, "false": {dynamicOK: true}, ":": {dynamicOK: true}, "seq": {dynamicOK: true},
+	"nproc": {}, "groups": {}, "uptime": {}, "arch": {}, "tty": {}, "logname": {}, "users": {},
+	"printenv": {}, "sleep": {dynamicOK: true}, "basename": {dynamicOK: true}, "dirname": {dynamicOK: true},
+	"ps": {}, "which": {}, "type": {}, "tr": {dynamicOK: true}, "cd": {},
+	"hostname": {check: hostnameReadOnly},
+	"date":     {valued: "dr", long: []string{"--date", "--reference"}, fileOpts: "fr", longFile: []string{"--file", "--reference"}, check: dateReadOnly},
+	"printf":   {dynamicOK: true, check: printfReadOnly},
+	"test":     {dynamicOK: true, check: testReadOnly},
+	"[":        {dynamicOK: true, check: testReadOnly},
+	"read":     {valued: "adeinNptu", check: readReadOnly},
+
+	"cat": {kind: allPaths}, "tac": {kind: allPaths, valued: "s", long: []string{"--separator"}},
+	"head": {kind: allPaths, valued: "nc", long: []string{"--lines", "--bytes"}},
+	"tail": {kind: allPaths, valued: "ncs", long: []string{"--lines", "--bytes", "--pid", "--sleep-interval", "--max-unchanged-stats"}},
+	"wc":   {kind: allPaths, longFile: []string{"--files0-from"}},
+	"ls": {kind: allPaths, valued: "ITw", long: []string{"--ignore", "--hide", "--width", "--tabsize", "--block-size",
+		"--format", "--time-style", "--sort", "--time", "--indicator-style", "--quoting-style"}},
+	"stat": {kind: allPaths, valued: "c", long: []string{"--format", "--printf"}},
+	"du": {kind: allPaths, valued: "dBtX", fileOpts: "X", long: []string{"--max-depth", "--block-size", "--threshold",
+		"--exclude", "--time-style", "--exclude-from", "--files0-from"}, longFile: []string{"--exclude-from", "--files0-from"}},
+	"df":       {kind: allPaths, valued: "Btx", long: []string{"--block-size", "--type", "--exclude-type"}},
+	"file":     {kind: allPaths, valued: "mfFeP", fileOpts: "mf", long: []string{"--magic-file", "--files-from", "--separator", "--exclude", "--parameter"}, longFile: []string{"--magic-file", "--files-from"}, badShort: "C", bad: []string{"--compile"}},
+	"tree":     {kind: allPaths, valued: "LPIHT", long: []string{"--charset", "--filelimit", "--timefmt", "--sort", "--fromfile"}, badShort: "oR", bad: []string{"--output"}},
+	"readlink": {kind: allPaths}, "realpath": {kind: allPaths, long: []string{"--relative-to", "--relative-base"}},
+	"md5sum": {kind: allPaths, badShort: "c", bad: []string{"--check"}}, "sha1sum": {kind: allPaths, badShort: "c", bad: []string{"--check"}},
+	"sha224sum": {kind: allPaths, badShort: "c", bad: []string{"--check"}}, "sha256sum": {kind: allPaths, badShort: "c", bad: []string{"--check"}},
+	"sha384sum": {kind: allPaths, badShort: "c", bad: []string{"--check"}}, "sha512sum": {kind: allPaths, badShort: "c", bad: []string{"--check"}},
+	"b2sum": {kind: allPaths, valued: "l", badShort: "c", bad: []string{"--check"}}, "cksum": {kind: allPaths, valued: "al", badShort: "c", bad: []string{"--check"}},
+	"sum": {kind: allPaths},
+	"nl":  {kind: allPaths, valued: "bdfhilnsvw"},
+	"od": {kind: allPaths, valued: "AjNtwS", long: []string{"--address-radix", "--skip-bytes", "--read-bytes", "--format",
+		"--strings", "--width", "--endian"}},
+	"strings": {kind: allPaths, valued: "ntesT", long: []string{"--bytes", "--radix", "--encoding", "--target", "--output-separator"}},
+	"hexdump": {kind: allPaths, valued: "nsef", fileOpts: "f"},
+	"column":  {kind: allPaths, valued: "scoNRHTWlEdr", long: []string{"--separator", "--output-separator", "--table-columns", "--output-width", "--table-name"}},
+	"base64":  {kind: allPaths, valued: "wb", long: []string{"--wrap"}, badShort: "o", bad: []string{"--output"}},
+	"cut":     {kind: allPaths, valued: "bcdf", long: []string{"--bytes", "--characters", "--delimiter", "--fields", "--output-delimiter"}},
+	"sort": {kind: allPaths, valued: "ktST", long: []string{"--key", "--field-separator", "--buffer-size", "--temporary-directory",
+		"--parallel", "--batch-size", "--files0-from", "--sort", "--random-source"}, longFile: []string{"--files0-from", "--random-source"},
+		badShort: "o", bad: []string{"--output", "--compress-program"}},
+	"uniq":   {kind: allPaths, valued: "fsw", long: []string{"--skip-fields", "--skip-chars", "--check-chars", "--group", "--all-repeated"}, check: uniqReadOnly},
+	"comm":   {kind: allPaths, long: []string{"--output-delimiter"}},
+	"diff":   {kind: allPaths, valued: "xXIFLUCD", fileOpts: "X", long: []string{"--exclude", "--exclude-from", "--ignore-matching-lines", "--label", "--from-file", "--to-file", "--show-function-line", "--starting-file", "--horizon-lines"}, longFile: []string{"--exclude-from", "--from-file", "--to-file"}},
+	"cmp":    {kind: allPaths, valued: "in", long: []string{"--ignore-initial", "--bytes"}},
+	"paste":  {kind: allPaths, valued: "d", long: []string{"--delimiters"}},
+	"join":   {kind: allPaths, valued: "12jtoeav"},
+	"fold":   {kind: allPaths, valued: "w", long: []string{"--width"}},
+	"expand": {kind: allPaths, valued: "t", long: []string{"--tabs"}}, "unexpand": {kind: allPaths, valued: "t", long: []string{"--tabs"}},
+	"rev": {kind: allPaths}, "tsort": {kind: allPaths},
+
+	"grep": grepSpec, "egrep": grepSpec, "fgrep": grepSpec,
+	"rg": {kind: patternThenPaths, valued: "efgtTmABCjMEr", fileOpts: "f", patternOpts: []string{"-e", "--regexp", "-f", "--file", "--files", "--type-list"},
+		long: []string{"--regexp", "--file", "--glob", "--iglob", "--type", "--type-not", "--max-count", "--after-context", "--before-context",
+			"--context", "--threads", "--max-columns", "--encoding", "--replace", "--type-add", "--type-clear", "--max-depth", "--max-filesize",
+			"--sort", "--sortr", "--color", "--colors", "--engine", "--ignore-file", "--path-separator", "--dfa-size-limit", "--regex-size-limit", "--context-separator", "--field-match-separator", "--field-context-separator"},
+		longFile: []string{"--file", "--ignore-file"}, bad: []string{"--pre", "--pre-glob", "--search-zip"}, badShort: "z"},
+	"jq": {kind: patternThenPaths, valued: "fL", fileOpts: "f", patternOpts: []string{"-f", "--from-file"},
+		long: []string{"--from-file", "--indent", "--slurpfile", "--rawfile", "--arg", "--argjson"}, longFile: []string{"--from-file"},
+		check: jqReadOnly},
+	"yq": {kind: patternThenPaths, valued: "IopPfe", long: []string{"--indent", "--output-format", "--input-format", "--expression", "--front-matter"},
+		badShort: "is", bad: []string{"--inplace", "--in-place", "--split-exp"}},
+	"gofmt": {kind: allPaths, valued: "r", badShort: "w", bad: []string{"-cpuprofile"}},
 }
 
-// readOnlyCall returns why the simple command name+args is not read-only,
-// or "" when it is.
-func readOnlyCall(name string, args []wordInfo) string {
-	if plainReadOnly[name] {
-		return ""
+var grepSpec = &roSpec{kind: patternThenPaths, valued: "efmABCdD", fileOpts: "f",
+	patternOpts: []string{"-e", "--regexp", "-f", "--file"},
+	long: []string{"--regexp", "--file", "--max-count", "--after-context", "--before-context", "--context",
+		"--include", "--exclude", "--exclude-dir", "--exclude-from", "--label", "--directories", "--devices", "--binary-files", "--color", "--colour", "--group-separator"},
+	longFile: []string{"--file", "--exclude-from"}}
+
+// customReadOnly are read-only programs whose arguments need their own
+// parsing. Each returns why the call is not read-only, or "", and the
+// paths it reads.
+var customReadOnly = map[string]func(args []field) (string, []string){
+	"find": findReadOnly,
+	"sed":  sedReadOnly,
+	"awk":  awkReadOnly, "gawk": awkReadOnly, "mawk": awkReadOnly, "nawk": awkReadOnly,
+	"xxd":  xxdReadOnly,
+	"tar":  tarReadOnly,
+	"git":  gitReadOnly,
+	"go":   goReadOnly,
+}
+
+// readOnlyCall returns why the simple command (its expanded fields) is not
+// read-only, or "" and the paths it reads.
+func readOnlyCall(fs []field) (string, []string) {
+	name := fs[0].value
+	args := fs[1:]
+	if strings.Contains(name, "/") {
+		return fmt.Sprintf("%s runs a file, not a known system tool", name), nil
 	}
-	check, ok := checkedReadOnly[name]
-	if !ok {
-		return notWhitelisted(name)
+	switch name {
+	case "timeout", "nice", "env", "command", "builtin", "xargs":
+		return lookThrough(name, args)
 	}
-	lits := make([]string, len(args))
-	for i, a := range args {
-		if a.dynamic || a.mayHideOption {
-			return fmt.Sprintf("%s has an argument (%s) that is only known at run time and could be an option", name, a.source)
+	if len(args) == 1 && !args[0].dynamic && (args[0].value == "--version" || (args[0].value == "-V" && versionV[name])) {
+		if _, known := specs[name]; known || versionV[name] || versionOnly[name] {
+			return "", nil
 		}
-		lits[i] = a.value
 	}
-	return check(lits)
+	if f, ok := customReadOnly[name]; ok {
+		for _, a := range args {
+			if a.dynamic || a.mayHideOption {
+				return fmt.Sprintf("%s has an argument (%s) that is only known at run time and could be an option", name, a.source), nil
+			}
+		}
+		return f(args)
+	}
+	spec, ok := specs[name]
+	if !ok {
+		return notWhitelisted(name), nil
+	}
+	return spec.run(name, args)
+}
+
+// versionV are programs whose -V only prints the version.
+var versionV = map[string]bool{"rg": true, "jq": true, "yq": true, "tree": true, "sed": false, "xxd": false}
+
+// versionOnly are programs that are read-only with --version alone.
+var versionOnly = map[string]bool{
+	"node": true, "python": true, "python3": true, "npm": true, "cargo": true, "rustc": true, "gcc": true,
+	"make": true, "docker": true, "bash": true, "curl": true, "java": true, "awk": true, "gawk": true,
+	"perl": true, "ruby": true, "pip": true, "pip3": true, "cc": true, "clang": true, "tar": true, "xxd": true,
 }
 
 func notWhitelisted(name string) string {
@@ -70,12 +180,184 @@ func notWhitelisted(name string) string {
 	case "sh", "bash", "dash", "zsh", "ksh", "fish", "csh", "tcsh",
 		"python", "python2", "python3", "perl", "ruby", "node", "deno", "bun", "php", "lua":
 		return fmt.Sprintf("%s runs arbitrary code", name)
-	case "xargs":
-		return "xargs runs other commands"
-	case "awk", "gawk", "mawk", "nawk":
-		return fmt.Sprintf("%s can write files and run commands", name)
+	case "npm", "pnpm", "yarn", "npx":
+		return fmt.Sprintf("%s reads the workspace's .npmrc and package.json, which can make it run code or reach the network", name)
+	case "docker", "podman", "kubectl":
+		return fmt.Sprintf("%s talks to a daemon or a cluster", name)
+	case "cargo":
+		return "cargo reads the workspace's configuration, which can make it run code or reach the network"
+	case "make":
+		return "make runs the Makefile's commands, even with -n through $(shell …)"
 	}
 	return fmt.Sprintf("%s is not a known read-only command", name)
+}
+
+// lookThrough checks a wrapper that runs another command: the wrapper
+// itself must change nothing and the command it runs must be read-only.
+func lookThrough(name string, args []field) (string, []string) {
+	strs := make([]string, len(args))
+	for i, a := range args {
+		if a.dynamic || a.mayHideOption {
+			return fmt.Sprintf("%s has an argument (%s) that is only known at run time", name, a.source), nil
+		}
+		strs[i] = a.value
+	}
+	start := innerStart(name, strs)
+	opts := strs
+	if start >= 0 {
+		opts = strs[:start]
+	}
+	switch name {
+	case "env":
+		for _, o := range opts {
+			if strings.Contains(o, "=") && !strings.HasPrefix(o, "-") {
+				return "env with an assignment changes the program's environment", nil
+			}
+			if o == "-S" || o == "-C" || strings.HasPrefix(o, "--split-string") || strings.HasPrefix(o, "--chdir") || strings.HasPrefix(o, "-S") {
+				return fmt.Sprintf("env %s changes how the program is run", o), nil
+			}
+		}
+	case "command":
+		if slices.Contains(opts, "-v") || slices.Contains(opts, "-V") {
+			return "", nil
+		}
+	case "xargs":
+		for _, o := range opts {
+			if o == "-a" || o == "--arg-file" || strings.HasPrefix(o, "--arg-file=") {
+				return "xargs -a reads its arguments from a file", nil
+			}
+		}
+	case "timeout":
+		if start < 0 {
+			return "timeout without a command", nil
+		}
+	}
+	if start < 0 {
+		if name == "command" || name == "builtin" {
+			return fmt.Sprintf("%s without a command", name), nil
+		}
+		return "", nil // env, nice and xargs alone print or echo
+	}
+	inner := args[start:]
+	if inner[0].glob {
+		return fmt.Sprintf("the command name %s is only known at run time", inner[0].source), nil
+	}
+	if name == "xargs" {
+		spec := specs[inner[0].value]
+		if spec == nil || spec.kind != noPaths || !spec.dynamicOK {
+			return fmt.Sprintf("xargs gives %s operands that are only known at run time", inner[0].value), nil
+		}
+	}
+	return readOnlyCall(inner)
+}
+
+// run checks a call of a spec'd program and returns the paths it reads.
+func (s *roSpec) run(name string, args []field) (string, []string) {
+	var ops []field
+	var reads []string
+	patternGiven := false
+	dashdash := false
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		v := a.value
+		// A glob that could expand to an option matters only for a
+		// program with options that write or run code.
+		if !dashdash && (a.dynamic || (a.mayHideOption && (len(s.bad) > 0 || s.badShort != "" || s.check != nil))) {
+			if !s.dynamicOK {
+				return fmt.Sprintf("%s has an argument (%s) that is only known at run time and could be an option or a path", name, a.source), nil
+			}
+			ops = append(ops, a)
+			continue
+		}
+		switch {
+		case dashdash || v == "-" || !strings.HasPrefix(v, "-") || name == "echo" || name == "test" || name == "[" || name == "printf":
+			ops = append(ops, a)
+		case v == "--":
+			dashdash = true
+		case strings.HasPrefix(v, "--"):
+			opt, val, hasVal := strings.Cut(v, "=")
+			for _, b := range s.bad {
+				if opt == b {
+					return fmt.Sprintf("%s %s writes a file or runs a program", name, opt), nil
+				}
+			}
+			takes := slices.Contains(s.long, opt)
+			if takes && !hasVal {
+				if i+1 >= len(args) {
+					break
+				}
+				i++
+				val = args[i].value
+				if args[i].dynamic {
+					return fmt.Sprintf("%s %s has a value only known at run time", name, opt), nil
+				}
+			}
+			if slices.Contains(s.patternOpts, opt) {
+				patternGiven = true
+			}
+			if takes && slices.Contains(s.longFile, opt) {
+				reads = append(reads, val)
+			}
+		default:
+			// A cluster of short options: -rn, -n20, -e pattern.
+			for j := 1; j < len(v); j++ {
+				c := v[j]
+				if strings.IndexByte(s.badShort, c) >= 0 {
+					return fmt.Sprintf("%s -%c writes a file or runs a program", name, c), nil
+				}
+				if strings.IndexByte(s.valued, c) < 0 {
+					continue
+				}
+				val := v[j+1:]
+				if val == "" && i+1 < len(args) {
+					i++
+					if args[i].dynamic {
+						return fmt.Sprintf("%s -%c has a value only known at run time", name, c), nil
+					}
+					val = args[i].value
+				}
+				if slices.Contains(s.patternOpts, "-"+string(c)) {
+					patternGiven = true
+				}
+				if strings.IndexByte(s.fileOpts, c) >= 0 {
+					reads = append(reads, val)
+				}
+				break
+			}
+		}
+	}
+	if s.check != nil {
+		strs := make([]string, len(args))
+		for i, a := range args {
+			strs[i] = a.value
+		}
+		if why := s.check(strs); why != "" {
+			return why, nil
+		}
+	}
+	switch s.kind {
+	case allPaths:
+	case patternThenPaths:
+		if !patternGiven && len(ops) > 0 {
+			ops = ops[1:]
+		}
+	default:
+		return "", reads
+	}
+	for _, o := range ops {
+		if o.dynamic {
+			return fmt.Sprintf("%s reads %s, a path only known at run time", name, o.source), nil
+		}
+		if o.value != "-" {
+			reads = append(reads, o.value)
+		}
+	}
+	return "", reads
+}
+
+// shortFlag reports whether a cluster of short options (-rni) contains f.
+func shortFlag(arg string, f byte) bool {
+	return len(arg) > 1 && arg[0] == '-' && arg[1] != '-' && strings.IndexByte(arg[1:], f) >= 0
 }
 
 // firstBad returns the first argument that is in bad (exactly, or as
@@ -94,36 +376,48 @@ func firstBad(args []string, bad ...string) string {
 	return ""
 }
 
-// shortFlag reports whether a cluster of short options (-rni) contains f.
-func shortFlag(arg string, f byte) bool {
-	return len(arg) > 1 && arg[0] == '-' && arg[1] != '-' && strings.IndexByte(arg[1:], f) >= 0
+func printfReadOnly(args []string) string {
+	if len(args) > 0 && strings.HasPrefix(args[0], "-v") {
+		return "printf -v assigns a variable, and its name can hold an array subscript that runs code"
+	}
+	return ""
 }
 
-func findReadOnly(args []string) string {
+func testReadOnly(args []string) string {
 	for _, a := range args {
-		switch a {
-		case "-exec", "-execdir", "-ok", "-okdir":
-			return fmt.Sprintf("find %s runs other commands", a)
-		case "-delete", "-fprint", "-fprint0", "-fprintf", "-fls":
-			return fmt.Sprintf("find %s changes files", a)
+		if a == "-v" || a == "-R" {
+			return "test -v evaluates an array subscript, which can run code"
 		}
 	}
 	return ""
 }
 
-func sortReadOnly(args []string) string {
-	for _, a := range args {
-		if a == "--" {
-			break
+func readReadOnly(args []string) string {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if strings.HasPrefix(a, "-") && len(a) > 1 {
+			if last := a[len(a)-1]; strings.IndexByte("adeinNptu", last) >= 0 && strings.IndexByte("dinNptu", last) >= 0 {
+				i++ // the option's value
+			}
+			continue
 		}
-		if a == "-o" || strings.HasPrefix(a, "--output") || (shortFlag(a, 'o') && !strings.HasPrefix(a, "-k") && !strings.HasPrefix(a, "-t")) {
-			return "sort -o writes a file"
-		}
-		if strings.HasPrefix(a, "--compress-program") {
-			return "sort --compress-program runs another program"
+		if !isIdentifier(a) || !safeAssignName(a, false) {
+			return fmt.Sprintf("read assigns %s, which can change how programs run or evaluate an array subscript", a)
 		}
 	}
 	return ""
+}
+
+func isIdentifier(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i, r := range s {
+		if r != '_' && !(r >= 'a' && r <= 'z') && !(r >= 'A' && r <= 'Z') && (i == 0 || r < '0' || r > '9') {
+			return false
+		}
+	}
+	return true
 }
 
 func uniqReadOnly(args []string) string {
@@ -144,34 +438,9 @@ func uniqReadOnly(args []string) string {
 	return ""
 }
 
-func rgReadOnly(args []string) string {
-	if b := firstBad(args, "--pre", "--pre-glob"); b != "" {
-		return fmt.Sprintf("rg %s runs other programs", b)
-	}
-	return ""
-}
-
-func treeReadOnly(args []string) string {
-	for _, a := range args {
-		if a == "-o" || shortFlag(a, 'o') {
-			return "tree -o writes a file"
-		}
-	}
-	return ""
-}
-
-func fileReadOnly(args []string) string {
-	for _, a := range args {
-		if a == "-C" || a == "--compile" || shortFlag(a, 'C') {
-			return "file -C writes a compiled magic file"
-		}
-	}
-	return ""
-}
-
 func dateReadOnly(args []string) string {
 	for _, a := range args {
-		if a == "-s" || strings.HasPrefix(a, "--set") || shortFlag(a, 's') {
+		if a == "-s" || strings.HasPrefix(a, "--set") || (shortFlag(a, 's') && !strings.HasPrefix(a, "-d")) {
 			return "date -s sets the system clock"
 		}
 		if !strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "+") {
@@ -190,30 +459,162 @@ func hostnameReadOnly(args []string) string {
 	return ""
 }
 
-func envReadOnly(args []string) string {
-	for _, a := range args {
-		if a != "-0" && a != "--null" {
-			return "env with arguments runs a command or changes its environment"
+// jqReadOnly refuses --slurpfile and --rawfile only in the sense that
+// their file is not a path operand the generic parse sees: jq has no
+// function that writes or runs anything, so only the reads matter, and
+// those two options take a name and then a file.
+func jqReadOnly(args []string) string {
+	for i, a := range args {
+		if (a == "--slurpfile" || a == "--rawfile") && i+2 < len(args) {
+			return "jq --slurpfile and --rawfile read a file the analysis does not list"
+		}
+		if a == "--args" || a == "--jsonargs" {
+			return ""
 		}
 	}
 	return ""
 }
 
+// findReadOnly accepts find without actions that run programs or write
+// files. Its start points are read.
+func findReadOnly(args []field) (string, []string) {
+	var reads []string
+	starts := true
+	for _, f := range args {
+		a := f.value
+		if starts && (strings.HasPrefix(a, "-") || a == "(" || a == "!") {
+			starts = false
+		}
+		if starts {
+			reads = append(reads, a)
+			continue
+		}
+		switch a {
+		case "-exec", "-execdir", "-ok", "-okdir":
+			return fmt.Sprintf("find %s runs other commands", a), nil
+		case "-delete", "-fprint", "-fprint0", "-fprintf", "-fls":
+			return fmt.Sprintf("find %s changes files", a), nil
+		}
+	}
+	return "", reads
+}
+
+// xxdReadOnly accepts xxd with at most an input file: a second operand is
+// an output file.
+func xxdReadOnly(args []field) (string, []string) {
+	var ops []string
+	for i := 0; i < len(args); i++ {
+		a := args[i].value
+		switch {
+		case a == "-c" || a == "-g" || a == "-l" || a == "-s" || a == "-o" || a == "-n" || a == "-cols" || a == "-len" || a == "-seek" || a == "-name" || a == "-groupsize" || a == "-offset":
+			i++
+		case strings.HasPrefix(a, "-") && a != "-":
+		default:
+			ops = append(ops, a)
+		}
+	}
+	if len(ops) > 1 {
+		return "xxd with a second file operand writes that file", nil
+	}
+	return "", slices.DeleteFunc(ops, func(s string) bool { return s == "-" })
+}
+
+// tarReadOnly accepts only listing an archive (tar -t, tar tf x.tar,
+// tar --list) with options that run no program.
+func tarReadOnly(args []field) (string, []string) {
+	if len(args) == 0 {
+		return "tar without arguments", nil
+	}
+	list := false
+	var reads []string
+	for i := 0; i < len(args); i++ {
+		a := args[i].value
+		cluster := ""
+		switch {
+		case i == 0 && !strings.HasPrefix(a, "-"):
+			cluster = a // old style: tar tvf x.tar
+		case strings.HasPrefix(a, "--"):
+			opt, val, hasVal := strings.Cut(a, "=")
+			switch opt {
+			case "--list":
+				list = true
+			case "--file":
+				if !hasVal && i+1 < len(args) {
+					i++
+					val = args[i].value
+				}
+				reads = append(reads, val)
+			case "--verbose", "--gzip", "--bzip2", "--xz", "--zstd", "--lzma", "--auto-compress", "--numeric-owner", "--wildcards", "--no-wildcards", "--ignore-case", "--quiet":
+			default:
+				return fmt.Sprintf("tar %s is not known to be read-only", opt), nil
+			}
+			continue
+		case strings.HasPrefix(a, "-"):
+			cluster = a[1:]
+		default:
+			reads = append(reads, a) // a member name; harmless as a path
+			continue
+		}
+		for j := 0; j < len(cluster); j++ {
+			switch c := cluster[j]; c {
+			case 't':
+				list = true
+			case 'v', 'z', 'j', 'J', 'a', 'Z', 'p':
+			case 'f':
+				val := cluster[j+1:]
+				if val == "" && i+1 < len(args) {
+					i++
+					val = args[i].value
+				}
+				reads = append(reads, val)
+				j = len(cluster)
+			default:
+				return fmt.Sprintf("tar -%c is not read-only", c), nil
+			}
+		}
+	}
+	if !list {
+		return "tar without -t writes or extracts files", nil
+	}
+	return "", reads
+}
+
+// goReadOnly refuses every go command: in a module whose go.mod names
+// another toolchain, even go version and go env download and run that
+// toolchain, and go list, build, vet and test can fetch modules or run code
+// from the workspace.
+func goReadOnly(args []field) (string, []string) {
+	sub := ""
+	if len(args) > 0 {
+		sub = args[0].value
+	}
+	return fmt.Sprintf("go %s reads the workspace's go.mod, which can make it download and run a toolchain or modules", sub), nil
+}
+
 // sedReadOnly accepts sed without in-place editing whose scripts, given
 // inline, contain no w, W or e command and no s///w or s///e flag. A script
 // from a file (-f) cannot be inspected and is refused.
-func sedReadOnly(args []string) string {
-	var scripts []string
+func sedReadOnly(fs []field) (string, []string) {
+	args := values(fs)
+	var scripts, files []string
 	explicit := false
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		switch {
 		case a == "--":
+			for _, f := range args[i+1:] {
+				if !explicit {
+					scripts = append(scripts, f)
+					explicit = true
+					continue
+				}
+				files = append(files, f)
+			}
 			i = len(args)
 		case a == "-i" || strings.HasPrefix(a, "--in-place") || (shortFlag(a, 'i') && !strings.HasPrefix(a, "-e") && !strings.HasPrefix(a, "-l")):
-			return "sed -i edits files in place"
+			return "sed -i edits files in place", nil
 		case a == "-f" || strings.HasPrefix(a, "--file") || (shortFlag(a, 'f') && !strings.HasPrefix(a, "-e")):
-			return "sed -f runs a script from a file that cannot be checked"
+			return "sed -f runs a script from a file that cannot be checked", nil
 		case a == "-e" || a == "--expression":
 			if i+1 < len(args) {
 				scripts = append(scripts, args[i+1])
@@ -237,21 +638,23 @@ func sedReadOnly(args []string) string {
 					explicit = true
 					continue
 				}
-				return fmt.Sprintf("sed option %s is not understood", a)
+				return fmt.Sprintf("sed option %s is not understood", a), nil
 			}
 		default:
 			if !explicit && len(scripts) == 0 {
 				scripts = append(scripts, a)
 				explicit = true
+				continue
 			}
+			files = append(files, a)
 		}
 	}
 	for _, s := range scripts {
 		if why := sedScriptWrites(s); why != "" {
-			return why
+			return why, nil
 		}
 	}
-	return ""
+	return "", slices.DeleteFunc(files, func(s string) bool { return s == "-" })
 }
 
 // sedScriptWrites scans a sed script for commands that write files or run
@@ -350,65 +753,248 @@ func sedScriptWrites(s string) string {
 	return ""
 }
 
+// awkReadOnly accepts awk with an inline program that has no system(),
+// no pipes (print | "cmd", "cmd" | getline), no output redirection
+// (print > file), and no -f program file or gawk -i inplace. Operands are
+// files, except var=value assignments.
+func awkReadOnly(fs []field) (string, []string) {
+	args := values(fs)
+	program := ""
+	havePrg := false
+	var files []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case !havePrg && (a == "-f" || strings.HasPrefix(a, "-f") || a == "--file" || strings.HasPrefix(a, "--file=") ||
+			a == "-E" || a == "--exec"):
+			return "awk -f runs a program from a file that cannot be checked", nil
+		case !havePrg && (a == "-i" || strings.HasPrefix(a, "-i") || strings.HasPrefix(a, "--include") || a == "-l" || strings.HasPrefix(a, "--load") || strings.HasPrefix(a, "-l")):
+			return "awk -i/-l loads an extension or library, such as inplace", nil
+		case !havePrg && (a == "-v" || a == "-F" || a == "--assign" || a == "--field-separator"):
+			if a == "-v" || a == "--assign" {
+				if i+1 < len(args) && !safeAwkAssign(args[i+1]) {
+					return "awk -v assigns a special variable", nil
+				}
+			}
+			i++
+		case !havePrg && strings.HasPrefix(a, "-v"):
+			if !safeAwkAssign(a[2:]) {
+				return "awk -v assigns a special variable", nil
+			}
+		case !havePrg && strings.HasPrefix(a, "-F"):
+		case !havePrg && a == "--":
+			if i+1 < len(args) {
+				program, havePrg = args[i+1], true
+				i++
+			}
+		case !havePrg && strings.HasPrefix(a, "-") && len(a) > 1:
+			switch a {
+			case "--posix", "--traditional", "--re-interval", "-P", "-c", "-r", "--characters-as-bytes", "-b", "-S", "--sandbox", "-O", "--optimize", "-N":
+			default:
+				return fmt.Sprintf("awk option %s is not known to be read-only", a), nil
+			}
+		case !havePrg:
+			program, havePrg = a, true
+		default:
+			if k := strings.IndexByte(a, '='); k > 0 && isIdentifier(a[:k]) {
+				if !safeAwkAssign(a) {
+					return "awk assigns a special variable", nil
+				}
+				continue
+			}
+			if a != "-" {
+				files = append(files, a)
+			}
+		}
+	}
+	if !havePrg {
+		return "awk without a program", nil
+	}
+	if why := awkProgramWrites(program); why != "" {
+		return why, nil
+	}
+	return "", files
+}
+
+// safeAwkAssign accepts var=value where var is not one of the special
+// variables that change where output goes or what is read.
+func safeAwkAssign(s string) bool {
+	name, _, ok := strings.Cut(s, "=")
+	if !ok || !isIdentifier(name) {
+		return false
+	}
+	switch name {
+	case "ENVIRON", "PROCINFO", "ARGV", "ARGC":
+		return false
+	}
+	return true
+}
+
+// awkProgramWrites scans an awk program outside string literals and
+// regular expressions for what writes or runs: system(, a pipe |, output
+// redirection > or >> after print/printf, getline from a command, close()
+// is harmless. Anything ambiguous counts as writing.
+func awkProgramWrites(p string) string {
+	code := awkCode(p)
+	if strings.Contains(code, "system") {
+		return "awk system() runs a command"
+	}
+	if strings.Contains(strings.ReplaceAll(code, "||", ""), "|") {
+		return "awk | runs a command"
+	}
+	if strings.Contains(code, "getline") {
+		return "awk getline reads from a command or a file the analysis does not list"
+	}
+	for _, kw := range []string{"print", "printf"} {
+		for i := strings.Index(code, kw); i >= 0; {
+			rest := code[i+len(kw):]
+			end := strings.IndexAny(rest, ";}\n")
+			if end < 0 {
+				end = len(rest)
+			}
+			if strings.Contains(rest[:end], ">") {
+				return "awk print > writes a file"
+			}
+			next := strings.Index(rest, kw)
+			if next < 0 {
+				break
+			}
+			i = i + len(kw) + next
+		}
+	}
+	for _, f := range []string{"fflush", "@load", "@include", "@namespace", "extension", "PROCINFO", "ENVIRON[", "/inet/"} {
+		if strings.Contains(code, f) || strings.Contains(p, "/inet") {
+			return fmt.Sprintf("awk %s is not known to be read-only", f)
+		}
+	}
+	return ""
+}
+
+// awkCode returns the program with string literals and regular expression
+// literals blanked out, so that a "|" or ">" inside them is not code. A
+// "/" that starts a regular expression follows an operator or the start.
+func awkCode(p string) string {
+	var b strings.Builder
+	prev := byte('(')
+	for i := 0; i < len(p); i++ {
+		c := p[i]
+		switch {
+		case c == '"':
+			b.WriteByte('"')
+			for i++; i < len(p) && p[i] != '"'; i++ {
+				if p[i] == '\\' {
+					i++
+				}
+			}
+			b.WriteByte('"')
+			prev = '"'
+			continue
+		case c == '/' && strings.IndexByte("(,~!&|{};\n=?:", prev) >= 0:
+			b.WriteByte('/')
+			for i++; i < len(p) && p[i] != '/'; i++ {
+				if p[i] == '\\' {
+					i++
+				}
+				if i < len(p) && p[i] == '\n' {
+					break
+				}
+			}
+			b.WriteByte('/')
+			prev = '/'
+			continue
+		case c == '#':
+			for i < len(p) && p[i] != '\n' {
+				i++
+			}
+			continue
+		}
+		b.WriteByte(c)
+		if c != ' ' && c != '\t' {
+			prev = c
+		}
+	}
+	return b.String()
+}
+
 // gitSubcommand finds the git subcommand after the global options, which
 // must be ones that cannot make git run other code. -c is refused:
 // -c core.pager=… or -c alias.x=!… runs anything.
-func gitSubcommand(args []string) (sub string, rest []string, why string) {
+func gitSubcommand(args []string) (sub string, rest, reads []string, why string) {
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		switch {
 		case a == "-C" || a == "--git-dir" || a == "--work-tree":
+			if i+1 < len(args) {
+				reads = append(reads, args[i+1])
+			}
 			i++
 		case strings.HasPrefix(a, "--git-dir=") || strings.HasPrefix(a, "--work-tree="):
-		case a == "--no-pager" || a == "-P" || a == "--no-optional-locks" || a == "--literal-pathspecs":
+			_, v, _ := strings.Cut(a, "=")
+			reads = append(reads, v)
+		case a == "--no-pager" || a == "-P" || a == "--no-optional-locks" || a == "--literal-pathspecs" || a == "--no-replace-objects":
 		case strings.HasPrefix(a, "-"):
-			return "", nil, fmt.Sprintf("git option %s is not known to be read-only", a)
+			return "", nil, nil, fmt.Sprintf("git option %s is not known to be read-only", a)
 		default:
-			return a, args[i+1:], ""
+			return a, args[i+1:], reads, ""
 		}
 	}
-	return "", nil, "git without a subcommand"
+	return "", nil, nil, "git without a subcommand"
 }
 
-func gitReadOnly(args []string) string {
-	sub, rest, why := gitSubcommand(args)
+// gitReadOnly accepts git subcommands that only read the repository and
+// reach neither the network nor a program from the configuration. Those
+// that can produce a diff (diff, show, log -p, blame) must say
+// --no-ext-diff and --no-textconv, because a repository's configuration
+// can name an external diff or a textconv program that git would run.
+func gitReadOnly(fs []field) (string, []string) {
+	sub, rest, reads, why := gitSubcommand(values(fs))
 	if why != "" {
-		return why
+		return why, nil
 	}
-	if b := firstBad(rest, "--output", "--open-files-in-pager", "--ext-diff", "--textconv"); b != "" {
-		return fmt.Sprintf("git %s %s writes a file or runs a program", sub, b)
+	if b := firstBad(rest, "--output", "--open-files-in-pager", "--ext-diff", "--textconv", "--filters", "--exec", "--upload-pack", "--paginate"); b != "" {
+		return fmt.Sprintf("git %s %s writes a file or runs a program", sub, b), nil
 	}
 	for _, a := range rest {
 		if strings.HasPrefix(a, "-O") {
-			return fmt.Sprintf("git %s %s may open files in a program", sub, a)
+			return fmt.Sprintf("git %s %s may open files in a program", sub, a), nil
 		}
 	}
 	onlyFlags := func(allowed ...string) bool {
 		for _, a := range rest {
-			ok := false
-			for _, f := range allowed {
-				if a == f {
-					ok = true
-				}
-			}
-			if !ok {
+			if !slices.Contains(allowed, a) {
 				return false
 			}
 		}
 		return true
 	}
+	noDrivers := slices.Contains(rest, "--no-ext-diff") && slices.Contains(rest, "--no-textconv")
+	patch := slices.ContainsFunc(rest, func(a string) bool {
+		return a == "-p" || a == "-u" || a == "--patch" || strings.HasPrefix(a, "--stat") || a == "--numstat" || a == "--shortstat" ||
+			a == "--dirstat" || a == "-U" || strings.HasPrefix(a, "-U") || a == "--word-diff" || a == "--cc" || a == "-c" || a == "-m" ||
+			a == "--raw" || a == "--patch-with-stat" || a == "-G" || strings.HasPrefix(a, "-G") || strings.HasPrefix(a, "-S") || a == "--follow" || strings.HasPrefix(a, "-L")
+	})
 	ok := false
 	switch sub {
-	case "status", "log", "diff", "show", "rev-parse", "ls-files", "ls-tree", "blame",
-		"describe", "shortlog", "grep", "show-ref", "cat-file", "rev-list",
-		"merge-base", "name-rev", "whatchanged", "count-objects", "check-ignore", "version":
+	case "status", "rev-parse", "ls-files", "ls-tree", "describe", "show-ref", "rev-list",
+		"merge-base", "name-rev", "count-objects", "check-ignore", "check-attr", "version", "shortlog", "var":
 		ok = true
+	case "grep":
+		ok = true
+	case "cat-file":
+		ok = firstBad(rest, "--batch-command") == ""
+	case "log", "whatchanged":
+		ok = !patch || noDrivers
+	case "diff", "show", "blame", "annotate", "range-diff", "format-patch":
+		ok = noDrivers && sub != "format-patch"
+		if !ok {
+			return fmt.Sprintf("git %s can run an external diff or textconv program from the repository's configuration; add --no-ext-diff --no-textconv", sub), nil
+		}
 	case "branch":
 		ok = onlyFlags("--list", "-l", "-a", "--all", "-r", "--remotes", "-v", "-vv", "--verbose", "--show-current", "--no-color", "--color")
 	case "tag":
 		ok = len(rest) == 0 || rest[0] == "-l" || rest[0] == "--list"
 	case "remote":
-		ok = onlyFlags("-v", "--verbose") || (len(rest) > 0 && (rest[0] == "show" || rest[0] == "get-url"))
+		ok = onlyFlags("-v", "--verbose") || (len(rest) > 0 && rest[0] == "get-url")
 	case "config":
 		ok = len(rest) > 0 && firstBad(rest, "--add", "--unset", "--unset-all", "--replace-all",
 			"--rename-section", "--remove-section", "--edit", "-e") == "" &&
@@ -416,62 +1002,10 @@ func gitReadOnly(args []string) string {
 	case "reflog":
 		ok = len(rest) == 0 || rest[0] == "show" || (strings.HasPrefix(rest[0], "-") && firstBad(rest, "expire", "delete") == "")
 	case "stash", "worktree":
-		ok = len(rest) > 0 && rest[0] == "list"
+		ok = len(rest) > 0 && rest[0] == "list" && (sub != "stash" || !patch || noDrivers)
 	}
 	if !ok {
-		return fmt.Sprintf("git %s is not read-only", sub)
+		return fmt.Sprintf("git %s is not read-only", sub), nil
 	}
-	return ""
-}
-
-// firstWord returns the first argument that is not an option.
-func firstWord(args []string) string {
-	for _, a := range args {
-		if !strings.HasPrefix(a, "-") {
-			return a
-		}
-	}
-	return ""
-}
-
-func goReadOnly(args []string) string {
-	sub := firstWord(args)
-	switch sub {
-	case "version", "list", "doc":
-		if firstBad(args, "-toolexec", "--toolexec", "-exec") == "" {
-			return ""
-		}
-	case "env":
-		if firstBad(args, "-w", "-u") == "" {
-			return ""
-		}
-	}
-	return fmt.Sprintf("go %s is not read-only", sub)
-}
-
-func pkgManagerReadOnly(args []string) string {
-	switch sub := firstWord(args); sub {
-	case "list", "ls", "view", "outdated", "info", "why":
-		return ""
-	default:
-		return fmt.Sprintf("the package manager command %q is not read-only", sub)
-	}
-}
-
-func dockerReadOnly(args []string) string {
-	switch sub := firstWord(args); sub {
-	case "ps", "images", "inspect", "logs", "version":
-		return ""
-	default:
-		return fmt.Sprintf("docker %s is not read-only", sub)
-	}
-}
-
-func cargoReadOnly(args []string) string {
-	switch sub := firstWord(args); sub {
-	case "tree", "metadata", "version":
-		return ""
-	default:
-		return fmt.Sprintf("cargo %s is not read-only", sub)
-	}
+	return "", reads
 }

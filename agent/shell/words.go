@@ -1,0 +1,477 @@
+package shell
+
+import (
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"mvdan.cc/sh/v3/expand"
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// Static expansion: what bash will make of a word before the program sees
+// it, as far as that can be known without running anything. Quotes and
+// escapes are removed, $'…' is decoded, braces are expanded (bounded), and
+// simple variables assigned earlier in the same command line are
+// substituted. Everything else (command substitution, arithmetic, unknown
+// variables) leaves the word dynamic.
+
+// maxBraceFields bounds how many words one brace expansion may produce
+// before the word is treated as dynamic: {1..100000000} must not make the
+// analysis allocate without end.
+const maxBraceFields = 256
+
+// maxVarValue bounds the length of a variable value the analysis keeps, so
+// that x=$x$x$x… repeated cannot grow without end.
+const maxVarValue = 4096
+
+// field is one word as the program will receive it, or one dynamic word.
+type field struct {
+	// value is the word after static expansion; meaningful when !dynamic.
+	value string
+	// source is the shell word as written.
+	source string
+	// dynamic reports that the word's value is only known at run time.
+	dynamic bool
+	// glob reports unquoted pattern characters (* ? [) in the value: the
+	// shell may replace the word by file names.
+	glob bool
+	// mayHideOption reports a glob at the start of the word (after dashes)
+	// that could expand to a file name that looks like an option.
+	mayHideOption bool
+	// expanded reports that braces or variables were expanded.
+	expanded bool
+	// empty is the value when every parameter expansion in the word that
+	// may be unset or empty is empty ("$DIR/" gives "/"); hasEmpty says
+	// whether such a value exists (it does not for ${X:?}).
+	empty    string
+	hasEmpty bool
+}
+
+// vars is what the analysis knows about shell variables: a value, or nil
+// when the variable was given a value that is only known at run time.
+type vars map[string]*string
+
+// evalWord expands one shell word into the fields the program receives.
+func (an *analyzer) evalWord(w *syntax.Word, src string) []field {
+	source := ""
+	if w != nil && len(w.Parts) > 0 {
+		source = src[w.Pos().Offset():w.End().Offset()]
+	}
+	if w == nil || len(w.Parts) == 0 {
+		return []field{{source: source}}
+	}
+	words := []*syntax.Word{w}
+	braced := false
+	if hasBraceLit(w) {
+		cp := &syntax.Word{Parts: append([]syntax.WordPart(nil), w.Parts...)}
+		if syntax.SplitBraces(cp) {
+			braced = true
+			words = words[:0]
+			for bw, err := range expand.BracesSeq(nil, cp) {
+				if err != nil || len(words) >= maxBraceFields {
+					return []field{{source: source, dynamic: true, glob: true, mayHideOption: true}}
+				}
+				words = append(words, bw)
+			}
+		}
+	}
+	var out []field
+	for _, bw := range words {
+		for _, f := range an.evalParts(bw.Parts) {
+			f.source = source
+			f.expanded = f.expanded || braced
+			out = append(out, f)
+		}
+	}
+	if braced {
+		// A brace pattern can hide an option: -{delete,}.
+		for i := range out {
+			out[i].mayHideOption = out[i].mayHideOption || strings.HasPrefix(out[i].value, "-")
+		}
+	}
+	return out
+}
+
+func hasBraceLit(w *syntax.Word) bool {
+	for _, p := range w.Parts {
+		if l, ok := p.(*syntax.Lit); ok && strings.Contains(l.Value, "{") {
+			return true
+		}
+	}
+	return false
+}
+
+// evalState builds the fields of one word, part by part.
+type evalState struct {
+	fields []field
+	cur    field
+	// started reports that cur holds something (an empty quoted string
+	// still makes a field).
+	started bool
+}
+
+func (s *evalState) add(v string, quoted bool) {
+	if !quoted {
+		i := strings.IndexAny(v, "*?")
+		if j := strings.IndexByte(v, '['); j >= 0 && strings.IndexByte(v[j:], ']') > 0 && (i < 0 || j < i) {
+			i = j
+		}
+		if i >= 0 {
+			if strings.Trim(s.cur.value+v[:i], "-") == "" {
+				s.cur.mayHideOption = true
+			}
+			s.cur.glob = true
+		}
+	}
+	s.cur.value += v
+	s.cur.empty += v
+	s.started = true
+}
+
+func (s *evalState) split() {
+	if s.started {
+		s.fields = append(s.fields, s.cur)
+	}
+	s.cur = field{hasEmpty: true}
+	s.started = false
+}
+
+// evalParts expands the parts of one brace-free word.
+func (an *analyzer) evalParts(parts []syntax.WordPart) []field {
+	s := &evalState{cur: field{hasEmpty: true}}
+	for _, part := range parts {
+		switch p := part.(type) {
+		case *syntax.Lit:
+			// A leading ~ is kept as "~": tilde expansion is left to the
+			// caller, and the checks read "~" as the home directory.
+			s.addUnquotedLit(p.Value)
+		case *syntax.SglQuoted:
+			v := p.Value
+			if p.Dollar {
+				v = decodeANSIC(v)
+			}
+			s.add(v, true)
+		case *syntax.DblQuoted:
+			s.started = true
+			for _, dp := range p.Parts {
+				switch q := dp.(type) {
+				case *syntax.Lit:
+					s.add(unescapeDouble(q.Value), true)
+				case *syntax.ParamExp:
+					an.param(s, q, true)
+				default:
+					s.dynamicPart(true)
+				}
+			}
+		case *syntax.ParamExp:
+			an.param(s, p, false)
+		default:
+			s.dynamicPart(true)
+		}
+	}
+	s.split()
+	if len(s.fields) == 0 {
+		// An unquoted expansion that is empty gives no word at all; the
+		// analysis keeps one empty word so that callers see something.
+		return []field{{hasEmpty: true}}
+	}
+	return s.fields
+}
+
+func (s *evalState) addUnquotedLit(v string) {
+	// Backslashes quote the next character; quoted glob characters are
+	// literal.
+	if !strings.Contains(v, `\`) {
+		s.add(v, false)
+		return
+	}
+	for i := 0; i < len(v); i++ {
+		if v[i] == '\\' && i+1 < len(v) {
+			i++
+			if v[i] == '\n' {
+				continue
+			}
+			s.add(v[i:i+1], true)
+			continue
+		}
+		s.add(v[i:i+1], false)
+	}
+}
+
+// dynamicPart marks the field as known only at run time. mayBeEmpty says
+// whether the part can expand to nothing.
+func (s *evalState) dynamicPart(mayBeEmpty bool) {
+	s.cur.dynamic = true
+	s.started = true
+	if !mayBeEmpty {
+		s.cur.hasEmpty = false
+	}
+}
+
+// param expands a parameter expansion: a simple variable whose value the
+// analysis knows is substituted, anything else is dynamic.
+func (an *analyzer) param(s *evalState, p *syntax.ParamExp, quoted bool) {
+	if p.Param == nil {
+		s.dynamicPart(true)
+		return
+	}
+	name := p.Param.Value
+	simple := !p.Excl && !p.Length && !p.Width && p.Index == nil && p.Slice == nil &&
+		p.Repl == nil && p.Names == 0 && p.Exp == nil
+	if simple {
+		if v, ok := an.lookup(name); ok {
+			s.cur.expanded = true
+			if quoted {
+				s.add(v, true)
+				return
+			}
+			// Unquoted: word splitting on the default IFS, then globbing.
+			fs := strings.Fields(v)
+			if len(fs) == 0 {
+				return
+			}
+			startsWithSpace := v != "" && strings.IndexByte(" \t\n", v[0]) >= 0
+			endsWithSpace := v != "" && strings.IndexByte(" \t\n", v[len(v)-1]) >= 0
+			for j, f := range fs {
+				if j > 0 || startsWithSpace {
+					s.split()
+				}
+				s.add(f, false)
+			}
+			if endsWithSpace {
+				s.split()
+			}
+			return
+		}
+		s.dynamicPart(true)
+		return
+	}
+	if p.Exp != nil {
+		switch p.Exp.Op {
+		case syntax.ErrorUnset, syntax.ErrorUnsetOrNull:
+			// ${X:?} stops the shell when X is unset: never empty.
+			s.dynamicPart(false)
+			return
+		case syntax.DefaultUnset, syntax.DefaultUnsetOrNull, syntax.AssignUnset, syntax.AssignUnsetOrNull:
+			// When unset, the default is used; take it as the "empty"
+			// value when it is a plain literal.
+			s.cur.dynamic = true
+			s.started = true
+			if p.Exp.Word != nil {
+				if lit := p.Exp.Word.Lit(); lit != "" {
+					s.cur.empty += lit
+					s.cur.value += "" // the value is unknown anyway
+					return
+				}
+			}
+			return
+		}
+	}
+	s.dynamicPart(true)
+}
+
+// lookup returns the value of a variable the analysis knows statically.
+func (an *analyzer) lookup(name string) (string, bool) {
+	if an.ifsChanged {
+		return "", false
+	}
+	if v, ok := an.vars[name]; ok {
+		if v == nil {
+			return "", false
+		}
+		return *v, true
+	}
+	if name == "HOME" {
+		return "~", true
+	}
+	return "", false
+}
+
+// setVar records an assignment: value nil means only known at run time.
+func (an *analyzer) setVar(name string, value *string) {
+	if an.vars == nil {
+		an.vars = vars{}
+	}
+	if value != nil && len(*value) > maxVarValue {
+		value = nil
+	}
+	an.vars[name] = value
+	if name == "IFS" {
+		an.ifsChanged = true
+	}
+}
+
+// staticString expands a word that must give exactly one static field, as
+// the value of an assignment does (no splitting, no globbing).
+func (an *analyzer) staticString(w *syntax.Word) (string, bool) {
+	if w == nil {
+		return "", true
+	}
+	var b strings.Builder
+	for _, part := range w.Parts {
+		switch p := part.(type) {
+		case *syntax.Lit:
+			b.WriteString(unescapeUnquoted(p.Value))
+		case *syntax.SglQuoted:
+			if p.Dollar {
+				b.WriteString(decodeANSIC(p.Value))
+			} else {
+				b.WriteString(p.Value)
+			}
+		case *syntax.DblQuoted:
+			for _, dp := range p.Parts {
+				switch q := dp.(type) {
+				case *syntax.Lit:
+					b.WriteString(unescapeDouble(q.Value))
+				case *syntax.ParamExp:
+					v, ok := an.simpleParam(q)
+					if !ok {
+						return "", false
+					}
+					b.WriteString(v)
+				default:
+					return "", false
+				}
+			}
+		case *syntax.ParamExp:
+			v, ok := an.simpleParam(p)
+			if !ok {
+				return "", false
+			}
+			b.WriteString(v)
+		default:
+			return "", false
+		}
+		if b.Len() > maxVarValue {
+			return "", false
+		}
+	}
+	return b.String(), true
+}
+
+func (an *analyzer) simpleParam(p *syntax.ParamExp) (string, bool) {
+	if p.Param == nil || p.Excl || p.Length || p.Width || p.Index != nil || p.Slice != nil ||
+		p.Repl != nil || p.Names != 0 || p.Exp != nil {
+		return "", false
+	}
+	return an.lookup(p.Param.Value)
+}
+
+// unescapeUnquoted removes backslashes the way bash does outside quotes.
+func unescapeUnquoted(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+1 < len(s) {
+			i++
+			if s[i] == '\n' {
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// unescapeDouble removes backslashes the way bash does inside "…".
+func unescapeDouble(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+1 < len(s) && strings.IndexByte("$`\"\\\n", s[i+1]) >= 0 {
+			i++
+			if s[i] == '\n' {
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// decodeANSIC decodes the body of a $'…' string the way bash does. A NUL
+// ends the string, as in bash.
+func decodeANSIC(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c != '\\' || i+1 >= len(s) {
+			b.WriteByte(c)
+			continue
+		}
+		i++
+		switch c = s[i]; c {
+		case 'a':
+			b.WriteByte('\a')
+		case 'b':
+			b.WriteByte('\b')
+		case 'e', 'E':
+			b.WriteByte(0x1b)
+		case 'f':
+			b.WriteByte('\f')
+		case 'n':
+			b.WriteByte('\n')
+		case 'r':
+			b.WriteByte('\r')
+		case 't':
+			b.WriteByte('\t')
+		case 'v':
+			b.WriteByte('\v')
+		case '\\', '\'', '"', '?':
+			b.WriteByte(c)
+		case 'c':
+			if i+1 < len(s) {
+				i++
+				b.WriteByte(s[i] & 0x1f)
+			} else {
+				b.WriteString(`\c`)
+			}
+		case 'x', 'u', 'U':
+			max := map[byte]int{'x': 2, 'u': 4, 'U': 8}[c]
+			j := i + 1
+			for j < len(s) && j-i-1 < max && isHex(s[j]) {
+				j++
+			}
+			if j == i+1 {
+				b.WriteByte('\\')
+				b.WriteByte(c)
+				continue
+			}
+			n, _ := strconv.ParseUint(s[i+1:j], 16, 32)
+			if c == 'x' {
+				b.WriteByte(byte(n))
+			} else if utf8.ValidRune(rune(n)) {
+				b.WriteRune(rune(n))
+			}
+			i = j - 1
+		case '0', '1', '2', '3', '4', '5', '6', '7':
+			j := i
+			for j < len(s) && j-i < 3 && s[j] >= '0' && s[j] <= '7' {
+				j++
+			}
+			n, _ := strconv.ParseUint(s[i:j], 8, 16)
+			b.WriteByte(byte(n))
+			i = j - 1
+		default:
+			b.WriteByte('\\')
+			b.WriteByte(c)
+		}
+	}
+	out := b.String()
+	if k := strings.IndexByte(out, 0); k >= 0 {
+		out = out[:k]
+	}
+	return out
+}
+
+func isHex(c byte) bool {
+	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')
+}
