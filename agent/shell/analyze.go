@@ -147,6 +147,8 @@ type analyzer struct {
 	fetches bool
 	// network is set when some command can talk to the network.
 	network bool
+	// stmts counts the statements, so that [[ -f x ]] alone is a command.
+	stmts int
 }
 
 // notReadOnly records the first reason the command is not read-only.
@@ -184,7 +186,7 @@ func (an *analyzer) result() Analysis {
 		Err:           an.err,
 		Why:           an.why,
 	}
-	if a.Why == "" && len(a.Commands) == 0 {
+	if a.Why == "" && an.stmts == 0 {
 		a.Why = "there is no command to run"
 	}
 	a.ReadOnly = a.Why == ""
@@ -237,6 +239,8 @@ func (an *analyzer) walk(f *syntax.File, src string, depth int) {
 		}
 		stack = append(stack, n)
 		switch n := n.(type) {
+		case *syntax.Stmt:
+			an.stmts++
 		case *syntax.CmdSubst:
 			if n.Backquotes {
 				an.notReadOnly("command substitution `…`")

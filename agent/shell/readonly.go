@@ -125,10 +125,10 @@ var customReadOnly = map[string]func(args []field) (string, []string){
 	"find": findReadOnly,
 	"sed":  sedReadOnly,
 	"awk":  awkReadOnly, "gawk": awkReadOnly, "mawk": awkReadOnly, "nawk": awkReadOnly,
-	"xxd":  xxdReadOnly,
-	"tar":  tarReadOnly,
-	"git":  gitReadOnly,
-	"go":   goReadOnly,
+	"xxd": xxdReadOnly,
+	"tar": tarReadOnly,
+	"git": gitReadOnly,
+	"go":  goReadOnly,
 }
 
 // readOnlyCall returns why the simple command (its expanded fields) is not
