@@ -109,7 +109,6 @@ var specs = map[string]*roSpec{
 		check: jqReadOnly},
 	"yq": {kind: patternThenPaths, valued: "IopPfe", long: []string{"--indent", "--output-format", "--input-format", "--expression", "--front-matter"},
 		badShort: "is", bad: []string{"--inplace", "--in-place", "--split-exp"}},
-	"gofmt": {kind: allPaths, valued: "r", badShort: "w", bad: []string{"-cpuprofile"}},
 }
 
 var grepSpec = &roSpec{kind: patternThenPaths, valued: "efmABCdD", fileOpts: "f",
@@ -188,6 +187,8 @@ func notWhitelisted(name string) string {
 		return "cargo reads the workspace's configuration, which can make it run code or reach the network"
 	case "make":
 		return "make runs the Makefile's commands, even with -n through $(shell …)"
+	case "gofmt":
+		return "gofmt writes Go telemetry counters under ~/.config/go, even with -l or -d"
 	}
 	return fmt.Sprintf("%s is not a known read-only command", name)
 }
