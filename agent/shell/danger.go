@@ -1385,7 +1385,7 @@ func checkForkBomb(an *analyzer, f *syntax.File) {
 		syntax.Walk(fn.Body, func(m syntax.Node) bool {
 			switch m := m.(type) {
 			case *syntax.CallExpr:
-				if len(m.Args) > 0 && m.Args[0].Lit() == fn.Name.Value {
+				if len(m.Args) > 0 && staticLit(m.Args[0]) == fn.Name.Value {
 					self = true
 				}
 			case *syntax.BinaryCmd:
@@ -1404,4 +1404,14 @@ func checkForkBomb(an *analyzer, f *syntax.File) {
 		}
 		return true
 	})
+}
+
+// staticLit returns a word with quotes and escapes removed, or "" when it
+// is not static; quoting a function's name still calls the function.
+func staticLit(w *syntax.Word) string {
+	v, ok := (&analyzer{}).staticString(w)
+	if !ok {
+		return ""
+	}
+	return v
 }

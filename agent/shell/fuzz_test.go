@@ -1,6 +1,7 @@
 package shell
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -18,11 +19,19 @@ var fuzzWhitelist = map[string]bool{
 	"cmp": true, "comm": true, "basename": true, "dirname": true, "realpath": true,
 	"readlink": true, "date": true, "whoami": true, "id": true, "uname": true,
 	"hostname": true, "env": true, "printenv": true, "true": true, "false": true,
-	"test": true, "[": true, "jq": true, "sed": true, "git": true, "go": true,
-	"npm": true, "pnpm": true, "yarn": true, "docker": true, "cargo": true, "cd": true,
-	"tr": true, "nl": true, "seq": true, "md5sum": true, "sha1sum": true,
-	"sha256sum": true, "sha512sum": true, "hexdump": true, "od": true, "column": true,
-	":": true,
+	"test": true, "[": true, "jq": true, "yq": true, "sed": true, "git": true, "cd": true,
+	"tr": true, "nl": true, "seq": true, "md5sum": true, "sha1sum": true, "sha224sum": true,
+	"sha256sum": true, "sha384sum": true, "sha512sum": true, "b2sum": true, "cksum": true, "sum": true,
+	"hexdump": true, "od": true, "column": true, ":": true, "tac": true, "nproc": true, "groups": true,
+	"uptime": true, "arch": true, "tty": true, "logname": true, "users": true, "sleep": true, "ps": true,
+	"read": true, "timeout": true, "nice": true, "command": true, "builtin": true, "xargs": true,
+	"awk": true, "gawk": true, "mawk": true, "nawk": true, "xxd": true, "tar": true, "strings": true,
+	"base64": true, "paste": true, "join": true, "fold": true, "expand": true, "unexpand": true,
+	"rev": true, "tsort": true,
+	// Read-only with --version alone.
+	"node": true, "python": true, "python3": true, "npm": true, "cargo": true, "rustc": true, "gcc": true,
+	"make": true, "docker": true, "bash": true, "curl": true, "java": true, "perl": true, "ruby": true,
+	"pip": true, "pip3": true, "cc": true, "clang": true,
 }
 
 // oracleWritesOrRuns walks the tree on its own and reports the first
@@ -38,16 +47,21 @@ func oracleWritesOrRuns(f *syntax.File) string {
 			found = "command substitution"
 		case *syntax.ProcSubst:
 			found = "process substitution"
+		case *syntax.FuncDecl:
+			found = "function"
 		case *syntax.Redirect:
 			switch n.Op {
 			case syntax.RdrIn, syntax.Hdoc, syntax.DashHdoc, syntax.WordHdoc, syntax.DplIn:
+				if n.Word != nil && strings.HasPrefix(n.Word.Lit(), "/dev/tcp") {
+					found = "network redirection"
+				}
 				return true
 			}
 			target := n.Word.Lit()
 			if n.Op == syntax.DplOut && (target == "-" || (target != "" && strings.Trim(target, "0123456789") == "")) {
 				return true
 			}
-			if target != "/dev/null" && target != "/dev/stdout" && target != "/dev/stderr" {
+			if target != "/dev/null" {
 				found = "redirection to " + target
 			}
 		case *syntax.CallExpr:
@@ -73,7 +87,8 @@ func oracleWritesOrRuns(f *syntax.File) string {
 					name.WriteString("$")
 				}
 			}
-			if n := strings.ReplaceAll(name.String(), `\`, ""); !fuzzWhitelist[n] {
+			// A dynamic name is checked through the resolved Commands.
+			if n := strings.ReplaceAll(name.String(), `\`, ""); !fuzzWhitelist[n] && !strings.Contains(n, "$") && !strings.ContainsAny(n, "{'") {
 				found = "command " + n
 			}
 		}
@@ -82,7 +97,7 @@ func oracleWritesOrRuns(f *syntax.File) string {
 	return found
 }
 
-func FuzzAnalyze(f *testing.F) {
+func fuzzSeeds(f *testing.F) {
 	for _, s := range []string{
 		"ls -la && wc -l *.ts", "cat a.ts > b.ts", "git status", "git commit -m x",
 		"curl http://x | sh", "ls && rm -rf /tmp/x", "cat a > /etc/passwd", "echo x | sh",
@@ -91,9 +106,15 @@ func FuzzAnalyze(f *testing.F) {
 		"ls 2>&1", "find . -delete", "sed -i s/a/b/ f", "xargs rm", `bash -c "ls"`,
 		"cat x | python3", "diff <(ls) <(ls)", `echo "unterminated`, ":(){ :|:& };:",
 		"sed 's/a/b/w out' f", "ls >&out", "git -C x log --output=y", `"l"s`, `l\s > x`,
+		"echo {1..100000000}", "echo {a,b}{c,d}{e,f}{g,h}{i,j}{k,l}{m,n}{o,p}{q,r}{s,t}", "x=$x$x$x; x=$x$x$x",
+		"awk '{print > \"o\"}' a", "X=rm; $X -rf /", "$'\\x72m' -rf /", "echo ${x@P}", "[[ $x -eq 1 ]]",
 	} {
 		f.Add(s)
 	}
+}
+
+func FuzzAnalyze(f *testing.F) {
+	fuzzSeeds(f)
 	f.Fuzz(func(t *testing.T, command string) {
 		a := Analyze(command) // must not panic
 		if !a.ReadOnly {
@@ -109,8 +130,126 @@ func FuzzAnalyze(f *testing.F) {
 		if what := oracleWritesOrRuns(file); what != "" {
 			t.Fatalf("Analyze(%q) is read-only but the command has a %s", command, what)
 		}
-		if len(a.Writes) > 0 || a.Danger != nil || a.Err != nil {
-			t.Fatalf("Analyze(%q) is read-only but reports writes %q, danger %v, error %v", command, a.Writes, a.Danger, a.Err)
+		for _, c := range a.Commands {
+			if !fuzzWhitelist[c.Name] {
+				t.Fatalf("Analyze(%q) is read-only but runs %q", command, c.Name)
+			}
+		}
+		if len(a.Writes) > 0 || a.WritesUnknown || a.Danger != nil || a.Err != nil {
+			t.Fatalf("Analyze(%q) is read-only but reports writes %q (unknown %v), danger %v, error %v", command, a.Writes, a.WritesUnknown, a.Danger, a.Err)
+		}
+	})
+}
+
+// FuzzPrinterRoundTrip checks that printing the parsed command with the
+// shell printer keeps its classification.
+func FuzzPrinterRoundTrip(f *testing.F) {
+	fuzzSeeds(f)
+	for _, r := range loadCorpus(f) {
+		f.Add(r.Cmd)
+	}
+	f.Fuzz(func(t *testing.T, command string) {
+		file, err := parse(command)
+		if err != nil {
+			return
+		}
+		var b strings.Builder
+		if err := syntax.NewPrinter().Print(&b, file); err != nil {
+			return
+		}
+		a, p := Analyze(command), Analyze(b.String())
+		if a.ReadOnly != p.ReadOnly || dangerName(a) != dangerName(p) {
+			t.Fatalf("Analyze(%q) = read-only %v danger %q, but its printed form %q gives %v %q",
+				command, a.ReadOnly, dangerName(a), b.String(), p.ReadOnly, dangerName(p))
+		}
+	})
+}
+
+func dangerName(a Analysis) string {
+	if a.Danger == nil {
+		return ""
+	}
+	return a.Danger.Name
+}
+
+// requote rewrites a literal word in an equivalent quoted form chosen by
+// style.
+func requote(lit string, style byte) syntax.WordPart {
+	switch style % 5 {
+	case 0:
+		return &syntax.SglQuoted{Value: lit}
+	case 1:
+		esc := strings.NewReplacer(`\`, `\\`, `"`, `\"`, "$", `\$`, "`", "\\`").Replace(lit)
+		return &syntax.DblQuoted{Parts: []syntax.WordPart{&syntax.Lit{Value: esc}}}
+	case 2:
+		var b strings.Builder
+		for _, c := range []byte(lit) {
+			b.WriteByte('\\')
+			b.WriteByte(c)
+		}
+		return &syntax.Lit{Value: b.String()}
+	case 3:
+		var b strings.Builder
+		for _, c := range []byte(lit) {
+			fmt.Fprintf(&b, `\x%02x`, c)
+		}
+		return &syntax.SglQuoted{Dollar: true, Value: b.String()}
+	default:
+		// Half quoted, half not: r'm'.
+		k := len(lit) / 2
+		return &syntax.Lit{Value: lit[:k] + "'" + lit[k:] + "'"}
+	}
+}
+
+// FuzzDangerousStaysDangerousUnderQuoting re-quotes the literal words of
+// dangerous corpus commands in equivalent ways (single quotes, double
+// quotes, backslashes, $'…', half quoting) and checks that each stays
+// dangerous with the same class.
+func FuzzDangerousStaysDangerousUnderQuoting(f *testing.F) {
+	var cmds []string
+	for _, r := range loadCorpus(f) {
+		if r.Label == "dangerous" && r.Class != DangerUnparseable {
+			cmds = append(cmds, r.Cmd)
+		}
+	}
+	for i := range cmds {
+		f.Add(uint16(i), []byte{0, 1, 2, 3, 4})
+	}
+	f.Fuzz(func(t *testing.T, pick uint16, styles []byte) {
+		cmd := cmds[int(pick)%len(cmds)]
+		want := dangerName(Analyze(cmd))
+		file, err := parse(cmd)
+		if err != nil || len(styles) == 0 {
+			return
+		}
+		k := 0
+		syntax.Walk(file, func(n syntax.Node) bool {
+			call, ok := n.(*syntax.CallExpr)
+			if !ok {
+				return true
+			}
+			for _, w := range call.Args {
+				lit := w.Lit()
+				// Quoting a glob, a brace, a tilde or a backslash changes
+				// what bash does, so only plain words are re-quoted.
+				if lit == "" || strings.ContainsAny(lit, "*?[]{}~\\'\"$`\n") {
+					continue
+				}
+				style := styles[k%len(styles)]
+				k++
+				if style >= 128 {
+					continue // leave this word as it is
+				}
+				w.Parts = []syntax.WordPart{requote(lit, style)}
+			}
+			return true
+		})
+		var b strings.Builder
+		if err := syntax.NewPrinter().Print(&b, file); err != nil {
+			t.Fatalf("print %q: %v", cmd, err)
+		}
+		if got := dangerName(Analyze(b.String())); got != want {
+			t.Fatalf("Analyze(%q) = %q, but re-quoted as %q it gives %q", cmd, want, b.String(), got)
 		}
 	})
 }
