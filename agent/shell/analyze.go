@@ -147,6 +147,8 @@ type analyzer struct {
 	fetches bool
 	// network is set when some command can talk to the network.
 	network bool
+	// nameCache holds the names each call runs, for the pipeline checks.
+	nameCache map[*syntax.CallExpr]map[string]bool
 	// stmts counts the statements, so that [[ -f x ]] alone is a command.
 	stmts int
 }

@@ -1080,22 +1080,41 @@ func (an *analyzer) names(n syntax.Node, src string) map[string]bool {
 		if !ok || len(call.Args) == 0 {
 			return true
 		}
-		var fs []field
-		for _, w := range call.Args {
-			fs = append(fs, an.evalWord(w, src)...)
-		}
-		for _, av := range unwrapFields(fs) {
-			if len(av) == 0 {
-				continue
-			}
-			if av[0].dynamic || av[0].glob {
-				out["$"] = true
-			} else {
-				out[path.Base(av[0].value)] = true
-			}
+		for name := range an.callNames(call, src) {
+			out[name] = true
 		}
 		return true
 	})
+	return out
+}
+
+// callNames returns the names one call runs, looking through wrappers. It
+// is cached per call: the pipeline checks ask for the same calls once per
+// enclosing pipe, and a long pipeline must not cost the square of its
+// length in expansions.
+func (an *analyzer) callNames(call *syntax.CallExpr, src string) map[string]bool {
+	if got, ok := an.nameCache[call]; ok {
+		return got
+	}
+	out := map[string]bool{}
+	var fs []field
+	for _, w := range call.Args {
+		fs = append(fs, an.evalWord(w, src)...)
+	}
+	for _, av := range unwrapFields(fs) {
+		if len(av) == 0 {
+			continue
+		}
+		if av[0].dynamic || av[0].glob {
+			out["$"] = true
+		} else {
+			out[path.Base(av[0].value)] = true
+		}
+	}
+	if an.nameCache == nil {
+		an.nameCache = map[*syntax.CallExpr]map[string]bool{}
+	}
+	an.nameCache[call] = out
 	return out
 }
 
@@ -1160,7 +1179,13 @@ func checkPipelines(an *analyzer, f *syntax.File, src string) {
 				return true
 			}
 			left, right := an.names(n.X, src), an.names(n.Y, src)
-			all := an.names(n, src)
+			all := map[string]bool{}
+			for k := range left {
+				all[k] = true
+			}
+			for k := range right {
+				all[k] = true
+			}
 			switch {
 			case hasAny(left, downloaders) && (hasAny(right, interpreters) || right["$"]):
 				an.dangerous(DangerDownloadExec, "the pipeline "+reason)
