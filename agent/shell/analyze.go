@@ -218,6 +218,12 @@ func (an *analyzer) script(src string, depth int) {
 		}
 		return
 	}
+	if strings.IndexFunc(src, func(r rune) bool { return r < 0x20 && r != '\t' && r != '\n' }) >= 0 {
+		// Bash and the parser disagree on some control characters (a form
+		// feed separates words for the parser, not for bash).
+		an.writesUnknown = true
+		an.notReadOnly("the command contains control characters")
+	}
 	an.walk(f, src, depth)
 	checkForkBomb(an, f)
 	checkPipelines(an, f, src)

@@ -333,3 +333,59 @@ func BenchmarkAnalyze(b *testing.B) {
 		})
 	}
 }
+
+func TestAnalyzeReportsPathsForThePermissionLayer(t *testing.T) {
+	tests := []struct {
+		name    string
+		command string
+		reads   []string
+		writes  []string
+		unknown bool
+	}{
+		{"cat reads its operands", "cat a.txt ../b.txt", []string{"a.txt", "../b.txt"}, nil, false},
+		{"grep reads the paths after its pattern", "grep -rn foo src /etc/hosts", []string{"src", "/etc/hosts"}, nil, false},
+		{"grep -e makes every operand a path", "grep -e foo a.txt", []string{"a.txt"}, nil, false},
+		{"head skips the value of -n", "head -n 20 main.go", []string{"main.go"}, nil, false},
+		{"an input redirection is a read", "wc -l < data.txt", []string{"data.txt"}, nil, false},
+		{"a relative path after cd is listed joined and as written", "cd /etc && cat passwd", []string{"/etc", "/etc/passwd", "passwd"}, nil, false},
+		{"a variable assigned earlier is resolved", "f=a.txt; cat $f", []string{"a.txt"}, nil, false},
+		{"a home path keeps its tilde", "cat ~/.profile", []string{"~/.profile"}, nil, false},
+		{"a glob is listed as its pattern", "wc -l *.go", []string{"*.go"}, nil, false},
+		{"find reads its start points", "find src -name x", []string{"src"}, nil, false},
+		{"cp writes its destination", "cp a.txt b.txt", nil, []string{"b.txt"}, false},
+		{"mv writes its sources and destination", "mv a b dir", nil, []string{"a", "b", "dir"}, false},
+		{"mv -t writes the target and the sources", "mv -t dir a", nil, []string{"dir", "a"}, false},
+		{"rm writes every operand", "rm -f a b", nil, []string{"a", "b"}, false},
+		{"tee writes its files", "echo x | tee -a log out", nil, []string{"log", "out"}, false},
+		{"sed -i writes its files, not its script", "sed -i 's/a/b/' x.txt y.txt", nil, []string{"x.txt", "y.txt"}, false},
+		{"chmod writes its files, not the mode", "chmod 644 a b", nil, []string{"a", "b"}, false},
+		{"ln writes the link name", "ln -s target link", nil, []string{"link"}, false},
+		{"dd writes of=", "dd if=a of=b.img", nil, []string{"b.img"}, false},
+		{"tar -c writes the archive", "tar -czf out.tgz src", nil, []string{"out.tgz"}, false},
+		{"tar -x writes unknown members under -C", "tar -xf a.tar -C dst", nil, []string{"dst"}, true},
+		{"a brace expansion gives every target", "touch {a,b}.txt", nil, []string{"a.txt", "b.txt"}, false},
+		{"a redirection and a writer both count", "cp a b > log", nil, []string{"b", "log"}, false},
+		{"a dynamic redirection target is unknown, not listed", `echo x > "$OUT"`, nil, nil, true},
+		{"a dynamic rm operand is unknown", "rm -f $X", nil, nil, true},
+		{"a glob rm operand is listed and unknown", "rm -f *.o", nil, []string{"*.o"}, true},
+		{"xargs feeding rm is unknown", "ls | xargs rm", nil, nil, true},
+		{"find -exec of a writer is unknown", `find . -name x -exec rm {} \;`, nil, nil, true},
+		{"an unknown program is unknown", "make build", nil, nil, true},
+		{"a dynamic program name is unknown", "$X a", nil, nil, true},
+		{"a relative write after cd is listed joined and as written", "cd /tmp && touch x", []string{"/tmp"}, []string{"/tmp/x", "x"}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a := Analyze(tt.command)
+			if tt.writes == nil && tt.unknown == false && !reflect.DeepEqual(a.Reads, tt.reads) {
+				t.Errorf("Analyze(%q).Reads = %q, want %q", tt.command, a.Reads, tt.reads)
+			}
+			if tt.reads != nil && tt.writes != nil && !reflect.DeepEqual(a.Reads, tt.reads) {
+				t.Errorf("Analyze(%q).Reads = %q, want %q", tt.command, a.Reads, tt.reads)
+			}
+			if !reflect.DeepEqual(a.Writes, tt.writes) || a.WritesUnknown != tt.unknown {
+				t.Errorf("Analyze(%q).Writes = %q unknown %v, want %q unknown %v", tt.command, a.Writes, a.WritesUnknown, tt.writes, tt.unknown)
+			}
+		})
+	}
+}

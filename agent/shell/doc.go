@@ -6,17 +6,74 @@
 // (mvdan.cc/sh/v3/syntax) and walks the syntax tree; it never matches the
 // command text with regular expressions, because text matching misses
 // compound commands (ls && rm -rf x), redirections (cat a > /etc/passwd),
-// pipes into a shell (echo x | sh) and expansions (rm -rf $HOME). From the
-// tree it lists every simple command, the files that output redirections
-// write, whether the whole command is read-only, and whether it matches one
-// of a short list of hard-blocked dangerous patterns.
+// pipes into a shell (echo x | sh) and expansions (rm -rf $HOME).
 //
-// Read-only is decided by a whitelist that fails closed: a command that is
-// not known to be read-only, a construct that can run arbitrary code
-// (command or process substitution, eval, source, a pipe into a shell), a
-// dangerous environment assignment (LD_PRELOAD, PATH…), an argument that could
-// hide an option from the whitelist's checks, or a parse error all make the
-// command not read-only. The answer is used to run calls in parallel and to
-// skip a permission prompt, so a wrong "true" is a security bug and a wrong
-// "false" is only a prompt.
+// # What bash will run
+//
+// Every word is expanded statically before it is checked: quotes and
+// backslashes are removed, line continuations joined, $'…' decoded, braces
+// expanded (at most 256 words per word; more makes the word dynamic), and
+// simple variables assigned earlier in the same command line substituted
+// (X=rm; $X -rf /), with word splitting for unquoted ones. $HOME expands
+// to "~". Nothing is run: command substitution, arithmetic and unknown
+// variables leave a word dynamic. Wrappers are looked through (sudo, env,
+// timeout, nice, nohup, command, builtin, exec, xargs, find -exec, and
+// the scripts of sh -c, bash -c and eval, parsed in turn up to a depth of
+// four).
+//
+// # Dangerous classes
+//
+// Danger is set when the command falls in one of the classes listed as the
+// Danger* constants (DangerClasses): rm_root, find_delete, mkfs,
+// dd_device, device_write, fork_bomb, kill_all, setuid, download_exec,
+// reverse_shell, credential_exfil, persistence, git_config_exec,
+// chmod_root, mv_system, shutdown and unparseable. The permission layer
+// denies such a command in every mode, bypass included, and tells the model
+// Danger.Reason. A path operand that starts with a variable that may be
+// unset counts as what it is when the variable is empty ("$DIR/" is /). A
+// program name that stays dynamic is tried as each of a few dangerous
+// programs (rm, chmod, dd, kill, git, sh…): if its arguments would be
+// dangerous for one of them, the command is. A command that does not parse
+// is unparseable, because bash would still run the lines before the error.
+// Benign look-alikes (rm -rf ./build, chmod +x x.sh, curl -o f url without
+// running f, echo "rm -rf /") are not dangerous.
+//
+// # Read-only
+//
+// Read-only is decided by a whitelist that fails closed: a command is
+// read-only only when every simple command in it is a known read-only
+// program whose options are checked (sed and awk programs are scanned for
+// writes, pipes and system(); find has no -exec or -delete; tar only
+// lists; git only reads and, where it could diff, says --no-ext-diff
+// --no-textconv), and nothing else in the line can write or run code.
+// These make a command not read-only: an output redirection to anything but
+// exactly /dev/null (descriptor duplications such as 2>&1 are fine);
+// bash's network paths /dev/tcp and /dev/udp; command and process
+// substitution, functions, coproc, eval, source, exec, interpreters;
+// arithmetic on variables ($((x)), ((…)), let, [[ x -eq y ]], [[ -v ]],
+// array subscripts and substring offsets), which can run code through
+// a[$(cmd)]; ${x@P} and other transformations, and ${!x}; an assignment
+// prefix or export other than LC_*, LANG, TZ, NO_COLOR and a few other
+// display settings (a plain x=1 may also set a name with a lowercase
+// letter); a program name given as a path (./ls); an argument known only
+// at run time where it could be an option or a path; control characters;
+// and programs that reach the network or a daemon or that a file of the
+// workspace can make run code (go, npm, cargo, docker, make, git fetch,
+// git diff without the two flags, gofmt, which writes telemetry). Version
+// flags alone (--version) are read-only. A wrong "true" is a security bug
+// and a wrong "false" only a prompt.
+//
+// Known limit: git read commands trust the repository's own configuration
+// for core.fsmonitor (git status runs it); the pager never starts because
+// the bash tool runs without a terminal.
+//
+// # Paths for the permission layer
+//
+// Reads lists the path operands that read-only programs read and the
+// inputs of < redirections; Writes lists the static files the command
+// writes, through redirections or writing programs (cp, mv, rm, tee,
+// sed -i, touch, ln, chmod, install, mkdir, truncate, dd of=, tar…);
+// WritesUnknown says that Writes may be incomplete (a dynamic target, a
+// glob, xargs or find -exec feeding a writer, an unknown program). See the
+// fields of Analysis for the exact contract.
 package shell

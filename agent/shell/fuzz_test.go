@@ -149,6 +149,9 @@ func FuzzPrinterRoundTrip(f *testing.F) {
 		f.Add(r.Cmd)
 	}
 	f.Fuzz(func(t *testing.T, command string) {
+		if strings.IndexFunc(command, func(r rune) bool { return r < 0x20 && r != '\t' && r != '\n' }) >= 0 {
+			return // the printer drops or rewrites control characters; Analyze refuses them
+		}
 		file, err := parse(command)
 		if err != nil {
 			return
@@ -156,6 +159,9 @@ func FuzzPrinterRoundTrip(f *testing.F) {
 		var b strings.Builder
 		if err := syntax.NewPrinter().Print(&b, file); err != nil {
 			return
+		}
+		if _, err := parse(b.String()); err != nil {
+			return // a printer bug (it prints 0$`` as 0$$()), not the analysis
 		}
 		a, p := Analyze(command), Analyze(b.String())
 		if a.ReadOnly != p.ReadOnly || dangerName(a) != dangerName(p) {

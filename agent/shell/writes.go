@@ -65,6 +65,11 @@ func (an *analyzer) writeTargets(fs []field) {
 			}
 			continue
 		}
+		if k > 0 {
+			if prev := path.Base(avs[k-1][0].value); prev == "find" || prev == "xargs" {
+				continue // its operands are only known at run time: set above
+			}
+		}
 		if why, _ := readOnlyCall(av); why == "" {
 			continue
 		}
