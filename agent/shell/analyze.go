@@ -699,10 +699,65 @@ func nestedScripts(fs []field) []field {
 				}
 				out = append(out, field{value: strings.Join(parts, " "), dynamic: dyn})
 			}
-		case "sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "busybox":
+		case "sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "su", "script", "runuser", "sg":
 			for i := 1; i+1 < len(av); i++ {
 				if !av[i].dynamic && strings.HasPrefix(av[i].value, "-") && !strings.HasPrefix(av[i].value, "--") && strings.Contains(av[i].value, "c") {
 					out = append(out, av[i+1])
+					break
+				}
+				if av[i].value == "--command" {
+					out = append(out, av[i+1])
+					break
+				}
+			}
+		case "trap":
+			// trap 'script' SIGNAL…: the script runs when the signal comes.
+			for _, a := range av[1:] {
+				if a.dynamic || !strings.HasPrefix(a.value, "-") {
+					out = append(out, a)
+					break
+				}
+			}
+		case "alias":
+			// alias x='script': with expand_aliases, x runs the script.
+			for _, a := range av[1:] {
+				if _, v, ok := strings.Cut(a.value, "="); ok && !a.dynamic {
+					out = append(out, field{value: v})
+				}
+			}
+		case "watch":
+			// watch runs its arguments through sh -c.
+			var parts []string
+			dyn := false
+			i := 1
+			for i < len(av) && strings.HasPrefix(av[i].value, "-") {
+				if v := av[i].value; v == "-n" || v == "-d" || v == "--interval" || v == "-q" {
+					i++
+				}
+				i++
+			}
+			for _, a := range av[min(i, len(av)):] {
+				parts = append(parts, a.value)
+				dyn = dyn || a.dynamic
+			}
+			if len(parts) > 0 {
+				out = append(out, field{value: strings.Join(parts, " "), dynamic: dyn})
+			}
+		case "env":
+			for i := 1; i < len(av); i++ {
+				v := av[i].value
+				if v == "-S" || v == "--split-string" {
+					if i+1 < len(av) {
+						out = append(out, av[i+1])
+					}
+					break
+				}
+				if s, ok := strings.CutPrefix(v, "-S"); ok && s != "" {
+					out = append(out, field{value: s})
+					break
+				}
+				if s, ok := strings.CutPrefix(v, "--split-string="); ok {
+					out = append(out, field{value: s})
 					break
 				}
 			}

@@ -107,6 +107,8 @@ var wrappers = map[string]map[string]bool{
 	"chroot":   {"--userspec": true, "--groups": true},
 	"flock":    {"-w": true, "-E": true, "--timeout": true, "-c": true},
 	"taskset":  {},
+	"busybox":  {},
+	"toybox":   {},
 }
 
 // innerStart returns the index in args where the command that the wrapper
@@ -363,11 +365,38 @@ func (an *analyzer) checkDanger(fs []field, depth int) {
 			an.dynamicNameDanger(av, depth)
 			continue
 		}
-		if class, reason := commandDanger(av); class != "" {
+		if class, reason := commandDanger(an.joinCwd(av)); class != "" {
 			an.dangerous(class, reason)
 			return
 		}
 	}
+}
+
+// joinCwd joins the relative path operands of the tree-changing programs
+// to the directory of an earlier static cd: cd / && rm -rf usr is
+// rm -rf /usr.
+func (an *analyzer) joinCwd(av []field) []field {
+	if an.cwd == "" {
+		return av
+	}
+	switch path.Base(av[0].value) {
+	case "rm", "chmod", "chown", "chgrp", "mv", "find", "shred":
+	default:
+		return av
+	}
+	out := append([]field{}, av...)
+	for i := 1; i < len(out); i++ {
+		f := &out[i]
+		if f.dynamic || strings.HasPrefix(f.value, "-") || path.IsAbs(f.value) || strings.HasPrefix(f.value, "~") ||
+			(path.Base(av[0].value) == "chmod" && looksLikeMode(f.value)) {
+			continue
+		}
+		f.value = path.Join(an.cwd, f.value)
+		if strings.HasSuffix(out[i].source, "*") && !strings.HasSuffix(f.value, "*") {
+			f.value += "/*"
+		}
+	}
+	return out
 }
 
 // dynamicCandidates are the programs a dynamic command name is tried as:
@@ -532,8 +561,16 @@ func commandDanger(av []field) (class, reason string) {
 				return DangerReverseShell, fmt.Sprintf("opens a network socket and runs a shell through it (%s %s …)", name, v)
 			}
 		}
-	case name == "curl" || name == "wget" || name == "scp" || name == "rsync" || name == "sftp" || name == "gh":
+	case name == "curl" || name == "wget" || name == "scp" || name == "rsync" || name == "sftp" || name == "gh" || name == "aws" || name == "gsutil":
 		return exfilDanger(name, args)
+	case name == "at" || name == "batch":
+		for _, a := range args {
+			switch a.value {
+			case "-l", "-r", "-d", "-c", "-h", "--help", "-V":
+				return "", ""
+			}
+		}
+		return DangerPersistence, fmt.Sprintf("schedules a job that runs later (%s)", name)
 	}
 	return "", ""
 }
@@ -550,7 +587,7 @@ func harmlessDevice(dev string) bool {
 // directory without a filter.
 func findDanger(args []field) (string, string) {
 	var starts []field
-	i := 0
+	i := findOptions(args)
 	for ; i < len(args); i++ {
 		v := args[i].value
 		if !args[i].dynamic && (strings.HasPrefix(v, "-") || v == "(" || v == "!") {
@@ -937,6 +974,18 @@ func exfilDanger(name string, args []field) (string, string) {
 		if remote && secret != "" {
 			return reason(secret)
 		}
+	case "aws", "gsutil":
+		// aws s3 cp|sync|mv SRC DST, gsutil cp SRC DST.
+		ops := operandFields(args)
+		for _, o := range ops {
+			if !o.dynamic && isSecretPath(o.value) {
+				for _, d := range ops {
+					if strings.Contains(d.value, "://") {
+						return reason(o.value)
+					}
+				}
+			}
+		}
 	case "gh":
 		if len(args) >= 2 && args[0].value == "gist" && args[1].value == "create" {
 			for _, o := range operandFields(args[2:]) {
@@ -1045,6 +1094,8 @@ func (an *analyzer) checkWriteTarget(target, by string) {
 		an.dangerous(DangerDeviceWrite, fmt.Sprintf("overwrites the disk device %s (%s)", target, by))
 	case persistencePath(target):
 		an.dangerous(DangerPersistence, fmt.Sprintf("writes %s, which runs code later on its own (%s)", target, by))
+	case gitControlPath(target):
+		an.dangerous(DangerGitConfigExec, fmt.Sprintf("writes %s, git configuration or a hook that makes git run a program later (%s)", target, by))
 	}
 }
 
@@ -1164,14 +1215,28 @@ func hasAny(names, set map[string]bool) bool {
 // through a pipe, a substitution or an input redirection.
 func checkPipelines(an *analyzer, f *syntax.File, src string) {
 	const reason = "downloads code from the network and runs it"
-	dynamicName := false
+	dynamicName, netPath := false, ""
 	syntax.Walk(f, func(n syntax.Node) bool {
-		if c, ok := n.(*syntax.CallExpr); ok && len(c.Args) > 0 {
-			fs := an.evalWord(c.Args[0], src)
-			dynamicName = dynamicName || fs[0].dynamic
+		switch n := n.(type) {
+		case *syntax.CallExpr:
+			if len(n.Args) > 0 {
+				fs := an.evalWord(n.Args[0], src)
+				dynamicName = dynamicName || fs[0].dynamic
+			}
+		case *syntax.Redirect:
+			if n.Word != nil {
+				if t := an.evalWord(n.Word, src)[0]; !t.dynamic && isNetworkPath(t.value) {
+					netPath = t.value
+				}
+			}
 		}
 		return true
 	})
+	if netPath != "" {
+		if all := an.names(f, src); hasAny(all, shells) || all["$"] {
+			an.dangerous(DangerReverseShell, fmt.Sprintf("connects a shell to the network through %s, a remote shell", netPath))
+		}
+	}
 	syntax.Walk(f, func(n syntax.Node) bool {
 		switch n := n.(type) {
 		case *syntax.BinaryCmd:
@@ -1196,6 +1261,7 @@ func checkPipelines(an *analyzer, f *syntax.File, src string) {
 					an.dangerous(DangerCredentialExfil, fmt.Sprintf("sends the credential file %s over the network through a pipe", s))
 				}
 			}
+			an.pipedText(n, src)
 		case *syntax.Stmt:
 			an.stmtChecks(n, src, dynamicName)
 		}
@@ -1236,6 +1302,24 @@ func (an *analyzer) stmtChecks(st *syntax.Stmt, src string, dynamicName bool) {
 			for _, part := range r.Word.Parts {
 				if an.substFetches(part, src) {
 					an.dangerous(DangerDownloadExec, "the command downloads code from the network and runs it")
+				}
+			}
+		}
+	}
+	if hasAny(names, shells) && len(nestedScripts(fs)) == 0 {
+		for _, r := range st.Redirs {
+			body := r.Hdoc
+			if r.Op == syntax.WordHdoc {
+				body = r.Word
+			}
+			if (r.Op != syntax.Hdoc && r.Op != syntax.DashHdoc && r.Op != syntax.WordHdoc) || body == nil {
+				continue
+			}
+			if text, ok := an.staticString(body); ok {
+				sub := analyzer{vars: an.vars}
+				sub.script(text, maxNesting-1)
+				if sub.danger != nil && sub.danger.Name != DangerUnparseable {
+					an.dangerous(sub.danger.Name, "runs a script given on its input that "+sub.danger.Reason)
 				}
 			}
 		}
@@ -1439,4 +1523,109 @@ func staticLit(w *syntax.Word) string {
 		return ""
 	}
 	return v
+}
+
+// findOptions returns the index after find's leading options (-H, -L, -P,
+// -D debugopts, -O level), where the start points begin.
+func findOptions(args []field) int {
+	i := 0
+	for i < len(args) {
+		switch v := args[i].value; {
+		case v == "-H" || v == "-L" || v == "-P" || strings.HasPrefix(v, "-O"):
+			i++
+		case v == "-D":
+			i += 2
+		default:
+			return i
+		}
+	}
+	return i
+}
+
+// gitControlPath reports a repository's config file or hooks, which make
+// git run programs: writing them directly is git config by other means.
+func gitControlPath(p string) bool {
+	n := "/" + strings.TrimPrefix(normPath(p), "/")
+	return strings.HasSuffix(n, "/.git/config") || strings.Contains(n, "/.git/hooks/") || strings.HasSuffix(n, "/.git/hooks")
+}
+
+// pipedText looks at echo or printf of static text piped into a shell (the
+// text is a script, analysed in turn) or into xargs (the text becomes the
+// arguments of the command xargs runs).
+func (an *analyzer) pipedText(n *syntax.BinaryCmd, src string) {
+	x, ok := lastCall(n.X.Cmd)
+	if !ok || len(x.Args) < 2 {
+		return
+	}
+	var words []string
+	for _, w := range x.Args {
+		for _, f := range an.evalWord(w, src) {
+			if f.dynamic {
+				return
+			}
+			words = append(words, f.value)
+		}
+	}
+	if words[0] != "echo" && words[0] != "printf" {
+		return
+	}
+	text := strings.Join(words[1:], " ")
+	y, ok := firstCall(n.Y)
+	if !ok || len(y.Args) == 0 {
+		return
+	}
+	var fs []field
+	for _, w := range y.Args {
+		fs = append(fs, an.evalWord(w, src)...)
+	}
+	avs := unwrapFields(fs)
+	last := avs[len(avs)-1]
+	if len(last) == 0 || last[0].dynamic {
+		return
+	}
+	switch name := path.Base(last[0].value); {
+	case shells[name] && len(nestedScripts(last)) == 0:
+		sub := analyzer{vars: an.vars}
+		sub.script(text, maxNesting-1)
+		if sub.danger != nil && sub.danger.Name != DangerUnparseable {
+			an.dangerous(sub.danger.Name, "runs a script given on its input that "+sub.danger.Reason)
+		}
+	case len(avs) > 1 && path.Base(avs[len(avs)-2][0].value) == "xargs":
+		fed := append([]field{}, last...)
+		for _, w := range strings.Fields(text) {
+			fed = append(fed, field{value: w})
+		}
+		if class, reason := commandDanger(fed); class != "" {
+			an.dangerous(class, "gets its arguments through xargs and "+reason)
+		}
+	}
+}
+
+// lastCall and firstCall return the simple command at the end or start of
+// a pipeline side.
+func lastCall(c syntax.Command) (*syntax.CallExpr, bool) {
+	for {
+		switch n := c.(type) {
+		case *syntax.CallExpr:
+			return n, true
+		case *syntax.BinaryCmd:
+			c = n.Y.Cmd
+		default:
+			return nil, false
+		}
+	}
+}
+
+func firstCall(st *syntax.Stmt) (*syntax.CallExpr, bool) {
+	c := st.Cmd
+	for {
+		switch n := c.(type) {
+		case *syntax.CallExpr:
+			return n, true
+		case *syntax.BinaryCmd:
+			c = n.X.Cmd
+		default:
+			return nil, false
+		}
+	}
 }

@@ -53,7 +53,7 @@ var specs = map[string]*roSpec{
 	"printenv": {}, "sleep": {dynamicOK: true}, "basename": {dynamicOK: true}, "dirname": {dynamicOK: true},
 	"ps": {}, "which": {}, "type": {}, "tr": {dynamicOK: true}, "cd": {},
 	"hostname": {check: hostnameReadOnly},
-	"date":     {valued: "dr", long: []string{"--date", "--reference"}, fileOpts: "fr", longFile: []string{"--file", "--reference"}, check: dateReadOnly},
+	"date":     {valued: "dfr", long: []string{"--date", "--reference", "--file"}, fileOpts: "fr", longFile: []string{"--file", "--reference"}, check: dateReadOnly},
 	"printf":   {dynamicOK: true, check: printfReadOnly},
 	"test":     {dynamicOK: true, check: testReadOnly},
 	"[":        {dynamicOK: true, check: testReadOnly},
@@ -66,11 +66,11 @@ var specs = map[string]*roSpec{
 	"ls": {kind: allPaths, valued: "ITw", long: []string{"--ignore", "--hide", "--width", "--tabsize", "--block-size",
 		"--format", "--time-style", "--sort", "--time", "--indicator-style", "--quoting-style"}},
 	"stat": {kind: allPaths, valued: "c", long: []string{"--format", "--printf"}},
-	"du": {kind: allPaths, valued: "dBtX", fileOpts: "X", long: []string{"--max-depth", "--block-size", "--threshold",
+	"du": {kind: allPaths, valued: "dBtX", fileOpts: "X", badShort: "L", bad: []string{"--dereference"}, long: []string{"--max-depth", "--block-size", "--threshold",
 		"--exclude", "--time-style", "--exclude-from", "--files0-from"}, longFile: []string{"--exclude-from", "--files0-from"}},
 	"df":       {kind: allPaths, valued: "Btx", long: []string{"--block-size", "--type", "--exclude-type"}},
 	"file":     {kind: allPaths, valued: "mfFeP", fileOpts: "mf", long: []string{"--magic-file", "--files-from", "--separator", "--exclude", "--parameter"}, longFile: []string{"--magic-file", "--files-from"}, badShort: "C", bad: []string{"--compile"}},
-	"tree":     {kind: allPaths, valued: "LPIHT", long: []string{"--charset", "--filelimit", "--timefmt", "--sort", "--fromfile"}, badShort: "oR", bad: []string{"--output"}},
+	"tree":     {kind: allPaths, valued: "LPIHT", long: []string{"--charset", "--filelimit", "--timefmt", "--sort", "--fromfile"}, badShort: "oRl", bad: []string{"--output"}},
 	"readlink": {kind: allPaths}, "realpath": {kind: allPaths, long: []string{"--relative-to", "--relative-base"}},
 	"md5sum": {kind: allPaths, badShort: "c", bad: []string{"--check"}}, "sha1sum": {kind: allPaths, badShort: "c", bad: []string{"--check"}},
 	"sha224sum": {kind: allPaths, badShort: "c", bad: []string{"--check"}}, "sha256sum": {kind: allPaths, badShort: "c", bad: []string{"--check"}},
@@ -103,19 +103,22 @@ var specs = map[string]*roSpec{
 		long: []string{"--regexp", "--file", "--glob", "--iglob", "--type", "--type-not", "--max-count", "--after-context", "--before-context",
 			"--context", "--threads", "--max-columns", "--encoding", "--replace", "--type-add", "--type-clear", "--max-depth", "--max-filesize",
 			"--sort", "--sortr", "--color", "--colors", "--engine", "--ignore-file", "--path-separator", "--dfa-size-limit", "--regex-size-limit", "--context-separator", "--field-match-separator", "--field-context-separator"},
-		longFile: []string{"--file", "--ignore-file"}, bad: []string{"--pre", "--pre-glob", "--search-zip"}, badShort: "z"},
+		longFile: []string{"--file", "--ignore-file"}, bad: []string{"--pre", "--pre-glob", "--search-zip", "--follow"}, badShort: "zL"},
 	"jq": {kind: patternThenPaths, valued: "fL", fileOpts: "f", patternOpts: []string{"-f", "--from-file"},
 		long: []string{"--from-file", "--indent", "--slurpfile", "--rawfile", "--arg", "--argjson"}, longFile: []string{"--from-file"},
 		check: jqReadOnly},
 	"yq": {kind: patternThenPaths, valued: "IopPfe", long: []string{"--indent", "--output-format", "--input-format", "--expression", "--front-matter"},
-		badShort: "is", bad: []string{"--inplace", "--in-place", "--split-exp"}},
+		badShort: "is", bad: []string{"--inplace", "--in-place", "--split-exp"}, check: yqReadOnly},
 }
 
 var grepSpec = &roSpec{kind: patternThenPaths, valued: "efmABCdD", fileOpts: "f",
 	patternOpts: []string{"-e", "--regexp", "-f", "--file"},
 	long: []string{"--regexp", "--file", "--max-count", "--after-context", "--before-context", "--context",
 		"--include", "--exclude", "--exclude-dir", "--exclude-from", "--label", "--directories", "--devices", "--binary-files", "--color", "--colour", "--group-separator"},
-	longFile: []string{"--file", "--exclude-from"}}
+	longFile: []string{"--file", "--exclude-from"},
+	// -R follows symbolic links, which a hostile workspace can point
+	// outside itself; -r does not.
+	badShort: "R", bad: []string{"--dereference-recursive"}}
 
 // customReadOnly are read-only programs whose arguments need their own
 // parsing. Each returns why the call is not read-only, or "", and the
@@ -377,6 +380,17 @@ func firstBad(args []string, bad ...string) string {
 	return ""
 }
 
+// yqReadOnly refuses load(…), which reads a file the analysis does not
+// list.
+func yqReadOnly(args []string) string {
+	for _, a := range args {
+		if strings.Contains(a, "load") {
+			return "yq load reads a file the analysis does not list"
+		}
+	}
+	return ""
+}
+
 func printfReadOnly(args []string) string {
 	if len(args) > 0 && strings.HasPrefix(args[0], "-v") {
 		return "printf -v assigns a variable, and its name can hold an array subscript that runs code"
@@ -481,7 +495,8 @@ func jqReadOnly(args []string) string {
 func findReadOnly(args []field) (string, []string) {
 	var reads []string
 	starts := true
-	for _, f := range args {
+	skip := findOptions(args)
+	for _, f := range args[skip:] {
 		a := f.value
 		if starts && (strings.HasPrefix(a, "-") || a == "(" || a == "!") {
 			starts = false
@@ -495,6 +510,13 @@ func findReadOnly(args []field) (string, []string) {
 			return fmt.Sprintf("find %s runs other commands", a), nil
 		case "-delete", "-fprint", "-fprint0", "-fprintf", "-fls":
 			return fmt.Sprintf("find %s changes files", a), nil
+		case "-follow":
+			return "find -follow follows symbolic links out of the listed paths", nil
+		}
+	}
+	for _, f := range args[:skip] {
+		if f.value == "-L" || f.value == "-H" {
+			return fmt.Sprintf("find %s follows symbolic links out of the listed paths", f.value), nil
 		}
 	}
 	return "", reads
@@ -742,7 +764,9 @@ func sedScriptWrites(s string) string {
 			}
 		case 'a', 'i', 'c':
 			skipTo("\n")
-		case 'b', 't', 'T', ':', 'r', 'R':
+		case 'r', 'R':
+			return "sed r reads a file the analysis does not list"
+		case 'b', 't', 'T', ':':
 			skipTo(";\n")
 		case 'p', 'P', 'd', 'D', 'n', 'N', 'g', 'G', 'h', 'H', 'x', 'l', 'q', 'Q', '=', 'z', 'F':
 		case '#':
@@ -951,6 +975,9 @@ func gitReadOnly(fs []field) (string, []string) {
 	sub, rest, reads, why := gitSubcommand(values(fs))
 	if why != "" {
 		return why, nil
+	}
+	if b := firstBad(rest, "--no-index"); b != "" {
+		return fmt.Sprintf("git %s --no-index reads files outside the repository", sub), nil
 	}
 	if b := firstBad(rest, "--output", "--open-files-in-pager", "--ext-diff", "--textconv", "--filters", "--exec", "--upload-pack", "--paginate"); b != "" {
 		return fmt.Sprintf("git %s %s writes a file or runs a program", sub, b), nil
