@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path"
 	"strings"
+	"sync"
 
 	"mvdan.cc/sh/v3/syntax"
 )
@@ -147,6 +148,13 @@ type analyzer struct {
 	fetches bool
 	// network is set when some command can talk to the network.
 	network bool
+	// fieldCache holds each call's expanded words as they were when the
+	// call was analysed, so that later checks see the same expansion.
+	fieldCache map[*syntax.CallExpr][]field
+	// netPath is a /dev/tcp or /dev/udp redirection target seen anywhere.
+	netPath string
+	// stmtNameCache holds the names each side of a pipe runs.
+	stmtNameCache map[*syntax.Stmt]map[string]bool
 	// nameCache holds the names each call runs, for the pipeline checks.
 	nameCache map[*syntax.CallExpr]map[string]bool
 	// stmts counts the statements, so that [[ -f x ]] alone is a command.
@@ -198,9 +206,14 @@ func (an *analyzer) result() Analysis {
 	return a
 }
 
+// parsers reuses bash parsers: a new one costs more than a short parse.
+var parsers = sync.Pool{New: func() any { return syntax.NewParser(syntax.Variant(syntax.LangBash)) }}
+
 func parse(src string) (*syntax.File, error) {
-	p := syntax.NewParser(syntax.Variant(syntax.LangBash))
-	return p.Parse(strings.NewReader(src), "")
+	p := parsers.Get().(*syntax.Parser)
+	f, err := p.Parse(strings.NewReader(src), "")
+	parsers.Put(p) // not reached after a parser panic: that parser is dropped
+	return f, err
 }
 
 // script parses and walks one shell script: the command line itself, or
@@ -225,8 +238,7 @@ func (an *analyzer) script(src string, depth int) {
 		an.notReadOnly("the command contains control characters")
 	}
 	an.walk(f, src, depth)
-	checkForkBomb(an, f)
-	checkPipelines(an, f, src)
+	an.scriptChecks(f, src)
 }
 
 // walk visits the tree. Simple commands are recorded after their children,
@@ -242,6 +254,12 @@ func (an *analyzer) walk(f *syntax.File, src string, depth int) {
 				an.call(top, src, depth)
 			case *syntax.DeclClause:
 				an.decl(top, src)
+			case *syntax.Stmt:
+				an.stmtChecks(top, src)
+			case *syntax.BinaryCmd:
+				an.binaryChecks(top, src)
+			case *syntax.FuncDecl:
+				an.checkForkBomb(top)
 			}
 			return true
 		}
@@ -503,7 +521,7 @@ func (an *analyzer) redirect(r *syntax.Redirect, src string) {
 		case f.dynamic:
 			an.notReadOnly("the input file %s is only known at run time", f.source)
 		case isNetworkPath(f.value):
-			an.network = true
+			an.network, an.netPath = true, f.value
 			an.notReadOnly("the redirection from %s opens a network connection", f.value)
 		default:
 			an.reads = append(an.reads, an.relPaths(f.value)...)
@@ -520,7 +538,7 @@ func (an *analyzer) redirect(r *syntax.Redirect, src string) {
 		return
 	}
 	if isNetworkPath(target) {
-		an.network = true
+		an.network, an.netPath = true, target
 		an.notReadOnly("the redirection to %s opens a network connection", target)
 		return
 	}
@@ -567,6 +585,10 @@ func (an *analyzer) call(call *syntax.CallExpr, src string, depth int) {
 	for _, w := range call.Args {
 		fs = append(fs, an.evalWord(w, src)...)
 	}
+	if an.fieldCache == nil {
+		an.fieldCache = map[*syntax.CallExpr][]field{}
+	}
+	an.fieldCache[call] = fs
 	for _, f := range fs {
 		if f.dynamic || f.glob || f.expanded {
 			cmd.Dynamic = true

@@ -321,15 +321,19 @@ func TestInnerFindsTheWrappedCommand(t *testing.T) {
 }
 
 func BenchmarkAnalyze(b *testing.B) {
-	cmds := map[string]string{
-		"simple":   "git status --short",
-		"compound": `cd src && grep -rn "TODO" . | sort | uniq -c | head -20 2>/dev/null`,
+	cmds := []struct{ name, cmd string }{
+		{"simple", "git status --short"},
+		{"compound", `cd src && grep -rn "TODO" . | sort | uniq -c | head -20 2>/dev/null`},
+		{"writes", `mkdir -p out && cp -r src/*.go out/ && sed -i 's/a/b/' out/x.go > log.txt`},
+		{"download", `curl -fsSL -o i.sh https://example.com/i.sh && chmod +x i.sh && ./i.sh`},
 	}
-	for name, cmd := range cmds {
-		b.Run(name, func(b *testing.B) {
+	for _, c := range cmds {
+		b.Run(c.name, func(b *testing.B) {
+			n := 0
 			for b.Loop() {
-				Analyze(cmd)
+				n += len(Analyze(c.cmd).Commands)
 			}
+			b.ReportMetric(float64(n)/float64(b.N), "commands/op")
 		})
 	}
 }

@@ -190,6 +190,9 @@ func unwrapFields(fs []field) [][]field {
 			}
 			continue
 		}
+		if _, ok := wrappers[name]; !ok {
+			continue
+		}
 		args := make([]string, len(cur)-1)
 		for k, f := range cur[1:] {
 			args[k] = f.value
@@ -1139,6 +1142,20 @@ func (an *analyzer) names(n syntax.Node, src string) map[string]bool {
 	return out
 }
 
+// stmtNames is names for one side of a pipe, cached: in a | b | c each
+// side is asked for again by the enclosing pipe.
+func (an *analyzer) stmtNames(st *syntax.Stmt, src string) map[string]bool {
+	if got, ok := an.stmtNameCache[st]; ok {
+		return got
+	}
+	out := an.names(st, src)
+	if an.stmtNameCache == nil {
+		an.stmtNameCache = map[*syntax.Stmt]map[string]bool{}
+	}
+	an.stmtNameCache[st] = out
+	return out
+}
+
 // callNames returns the names one call runs, looking through wrappers. It
 // is cached per call: the pipeline checks ask for the same calls once per
 // enclosing pipe, and a long pipeline must not cost the square of its
@@ -1148,10 +1165,7 @@ func (an *analyzer) callNames(call *syntax.CallExpr, src string) map[string]bool
 		return got
 	}
 	out := map[string]bool{}
-	var fs []field
-	for _, w := range call.Args {
-		fs = append(fs, an.evalWord(w, src)...)
-	}
+	fs := an.callFields(call, src)
 	for _, av := range unwrapFields(fs) {
 		if len(av) == 0 {
 			continue
@@ -1209,78 +1223,50 @@ func hasAny(names, set map[string]bool) bool {
 	return false
 }
 
-// checkPipelines finds the classes that span several commands:
-// download-and-execute through a pipe, a substitution or a file, remote
-// shells through /dev/tcp or a pipeline with nc, and credential uploads
-// through a pipe, a substitution or an input redirection.
-func checkPipelines(an *analyzer, f *syntax.File, src string) {
-	const reason = "downloads code from the network and runs it"
-	dynamicName, netPath := false, ""
-	syntax.Walk(f, func(n syntax.Node) bool {
-		switch n := n.(type) {
-		case *syntax.CallExpr:
-			if len(n.Args) > 0 {
-				fs := an.evalWord(n.Args[0], src)
-				dynamicName = dynamicName || fs[0].dynamic
-			}
-		case *syntax.Redirect:
-			if n.Word != nil {
-				if t := an.evalWord(n.Word, src)[0]; !t.dynamic && isNetworkPath(t.value) {
-					netPath = t.value
-				}
-			}
-		}
-		return true
-	})
-	if netPath != "" {
-		if all := an.names(f, src); hasAny(all, shells) || all["$"] {
-			an.dangerous(DangerReverseShell, fmt.Sprintf("connects a shell to the network through %s, a remote shell", netPath))
+// binaryChecks finds the classes that span the two sides of a pipe:
+// download-and-execute (curl … | sh), remote shells (a pipeline between nc
+// and a shell), credential uploads (cat ~/.ssh/id_rsa | curl -d @- …),
+// and static text piped into a shell or xargs.
+func (an *analyzer) binaryChecks(n *syntax.BinaryCmd, src string) {
+	if n.Op != syntax.Pipe && n.Op != syntax.PipeAll {
+		return
+	}
+	left, right := an.stmtNames(n.X, src), an.stmtNames(n.Y, src)
+	switch {
+	case hasAny(left, downloaders) && (hasAny(right, interpreters) || right["$"]):
+		an.dangerous(DangerDownloadExec, "the pipeline downloads code from the network and runs it")
+	case (hasAny(left, networkTools) || hasAny(right, networkTools)) &&
+		(hasAny(left, shells) || hasAny(right, shells) || left["$"] || right["$"]):
+		an.dangerous(DangerReverseShell, "the pipeline connects a shell to a network connection, a remote shell")
+	case hasAny(right, senders):
+		if s := an.readsSecret(n.X, src); s != "" {
+			an.dangerous(DangerCredentialExfil, fmt.Sprintf("sends the credential file %s over the network through a pipe", s))
 		}
 	}
-	syntax.Walk(f, func(n syntax.Node) bool {
-		switch n := n.(type) {
-		case *syntax.BinaryCmd:
-			if n.Op != syntax.Pipe && n.Op != syntax.PipeAll {
-				return true
-			}
-			left, right := an.names(n.X, src), an.names(n.Y, src)
-			all := map[string]bool{}
-			for k := range left {
-				all[k] = true
-			}
-			for k := range right {
-				all[k] = true
-			}
-			switch {
-			case hasAny(left, downloaders) && (hasAny(right, interpreters) || right["$"]):
-				an.dangerous(DangerDownloadExec, "the pipeline "+reason)
-			case hasAny(all, networkTools) && (hasAny(all, shells) || all["$"]):
-				an.dangerous(DangerReverseShell, "the pipeline connects a shell to a network connection, a remote shell")
-			case hasAny(right, senders):
-				if s := an.readsSecret(n.X, src); s != "" {
-					an.dangerous(DangerCredentialExfil, fmt.Sprintf("sends the credential file %s over the network through a pipe", s))
-				}
-			}
-			an.pipedText(n, src)
-		case *syntax.Stmt:
-			an.stmtChecks(n, src, dynamicName)
-		}
-		return true
-	})
+	an.pipedText(n, src)
+}
+
+// scriptChecks runs the checks that need the whole script: a /dev/tcp or
+// /dev/udp redirection anywhere with a shell anywhere is a remote shell
+// (exec 5<>/dev/tcp/h/p; sh <&5 >&5).
+func (an *analyzer) scriptChecks(f *syntax.File, src string) {
+	if an.netPath == "" {
+		return
+	}
+	if all := an.names(f, src); hasAny(all, shells) || all["$"] {
+		an.dangerous(DangerReverseShell, fmt.Sprintf("connects a shell to the network through %s, a remote shell", an.netPath))
+	}
 }
 
 // stmtChecks checks one statement: substitutions that fetch code for an
 // interpreter, /dev/tcp redirections of a shell, credential files fed to
 // a network program, and files downloaded earlier being run.
-func (an *analyzer) stmtChecks(st *syntax.Stmt, src string, dynamicName bool) {
+func (an *analyzer) stmtChecks(st *syntax.Stmt, src string) {
 	call, ok := st.Cmd.(*syntax.CallExpr)
 	if !ok || len(call.Args) == 0 {
 		return
 	}
-	var fs []field
-	for _, w := range call.Args {
-		fs = append(fs, an.evalWord(w, src)...)
-	}
+	fs := an.callFields(call, src)
 	names := map[string]bool{}
 	for _, av := range unwrapFields(fs) {
 		if len(av) > 0 && !av[0].dynamic {
@@ -1332,7 +1318,7 @@ func (an *analyzer) stmtChecks(st *syntax.Stmt, src string, dynamicName bool) {
 		if t.dynamic {
 			continue
 		}
-		if isNetworkPath(t.value) && (hasAny(names, interpreters) || (names["exec"] && dynamicName)) {
+		if isNetworkPath(t.value) && hasAny(names, interpreters) {
 			an.dangerous(DangerReverseShell, fmt.Sprintf("connects a shell to the network through %s, a remote shell", t.value))
 		}
 		if r.Op == syntax.RdrIn && isSecretPath(t.value) && hasAny(names, senders) {
@@ -1482,37 +1468,33 @@ func (an *analyzer) runsDownload(fs []field) {
 	}
 }
 
-// checkForkBomb finds a function that calls itself in a pipeline or in the
-// background, the shape of :(){ :|:& };:.
-func checkForkBomb(an *analyzer, f *syntax.File) {
-	syntax.Walk(f, func(n syntax.Node) bool {
-		fn, ok := n.(*syntax.FuncDecl)
-		if !ok || fn.Name == nil {
-			return true
-		}
-		self, spawns := false, false
-		syntax.Walk(fn.Body, func(m syntax.Node) bool {
-			switch m := m.(type) {
-			case *syntax.CallExpr:
-				if len(m.Args) > 0 && staticLit(m.Args[0]) == fn.Name.Value {
-					self = true
-				}
-			case *syntax.BinaryCmd:
-				if m.Op == syntax.Pipe || m.Op == syntax.PipeAll {
-					spawns = true
-				}
-			case *syntax.Stmt:
-				if m.Background {
-					spawns = true
-				}
+// checkForkBomb reports a function that calls itself in a pipeline or in
+// the background, the shape of :(){ :|:& };:.
+func (an *analyzer) checkForkBomb(fn *syntax.FuncDecl) {
+	if fn.Name == nil {
+		return
+	}
+	self, spawns := false, false
+	syntax.Walk(fn.Body, func(m syntax.Node) bool {
+		switch m := m.(type) {
+		case *syntax.CallExpr:
+			if len(m.Args) > 0 && staticLit(m.Args[0]) == fn.Name.Value {
+				self = true
 			}
-			return true
-		})
-		if self && spawns {
-			an.dangerous(DangerForkBomb, fmt.Sprintf("defines %s, a function that calls itself in parallel without end (a fork bomb)", fn.Name.Value))
+		case *syntax.BinaryCmd:
+			if m.Op == syntax.Pipe || m.Op == syntax.PipeAll {
+				spawns = true
+			}
+		case *syntax.Stmt:
+			if m.Background {
+				spawns = true
+			}
 		}
 		return true
 	})
+	if self && spawns {
+		an.dangerous(DangerForkBomb, fmt.Sprintf("defines %s, a function that calls itself in parallel without end (a fork bomb)", fn.Name.Value))
+	}
 }
 
 // staticLit returns a word with quotes and escapes removed, or "" when it
@@ -1557,17 +1539,16 @@ func (an *analyzer) pipedText(n *syntax.BinaryCmd, src string) {
 	if !ok || len(x.Args) < 2 {
 		return
 	}
-	var words []string
-	for _, w := range x.Args {
-		for _, f := range an.evalWord(w, src) {
-			if f.dynamic {
-				return
-			}
-			words = append(words, f.value)
-		}
-	}
-	if words[0] != "echo" && words[0] != "printf" {
+	xf := an.callFields(x, src)
+	if xf[0].value != "echo" && xf[0].value != "printf" {
 		return
+	}
+	var words []string
+	for _, f := range xf {
+		if f.dynamic {
+			return
+		}
+		words = append(words, f.value)
 	}
 	text := strings.Join(words[1:], " ")
 	y, ok := firstCall(n.Y)
@@ -1628,4 +1609,17 @@ func firstCall(st *syntax.Stmt) (*syntax.CallExpr, bool) {
 			return nil, false
 		}
 	}
+}
+
+// callFields returns the expanded words of a call, as they were when the
+// call was analysed in order, or expanded now for a call not yet seen.
+func (an *analyzer) callFields(call *syntax.CallExpr, src string) []field {
+	if fs, ok := an.fieldCache[call]; ok {
+		return fs
+	}
+	var fs []field
+	for _, w := range call.Args {
+		fs = append(fs, an.evalWord(w, src)...)
+	}
+	return fs
 }

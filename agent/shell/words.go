@@ -61,6 +61,12 @@ func (an *analyzer) evalWord(w *syntax.Word, src string) []field {
 	if w == nil || len(w.Parts) == 0 {
 		return []field{{source: source}}
 	}
+	if len(w.Parts) == 1 {
+		// The common case: one plain literal with nothing to expand.
+		if l, ok := w.Parts[0].(*syntax.Lit); ok && !strings.ContainsAny(l.Value, "\\*?[{") {
+			return []field{{value: l.Value, source: source, empty: l.Value, hasEmpty: true}}
+		}
+	}
 	words := []*syntax.Word{w}
 	braced := false
 	if hasBraceLit(w) {
