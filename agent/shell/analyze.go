@@ -157,6 +157,8 @@ type analyzer struct {
 	stmtNameCache map[*syntax.Stmt]map[string]bool
 	// nameCache holds the names each call runs, for the pipeline checks.
 	nameCache map[*syntax.CallExpr]map[string]bool
+	// inLoop is set in the analysis of one pass of a for loop.
+	inLoop bool
 	// stmts counts the statements, so that [[ -f x ]] alone is a command.
 	stmts int
 }
@@ -289,6 +291,7 @@ func (an *analyzer) walk(f *syntax.File, src string, depth int) {
 			an.testClause(n)
 		case *syntax.ForClause:
 			if wi, ok := n.Loop.(*syntax.WordIter); ok && wi.Name != nil {
+				an.loopDanger(wi, n.Do, src, depth)
 				an.setVar(wi.Name.Value, nil)
 				if !safeAssignName(wi.Name.Value, false) {
 					an.notReadOnly("the loop assigns %s", wi.Name.Value)
@@ -299,6 +302,40 @@ func (an *analyzer) walk(f *syntax.File, src string, depth int) {
 		}
 		return true
 	})
+}
+
+// maxLoopItems bounds how many static items of a for loop are tried.
+const maxLoopItems = 16
+
+// loopDanger checks the body of for x in a b c once for each static item,
+// so that for d in /; do rm -rf $d; done is seen as rm -rf /. Only the
+// danger of each pass is kept: the loop variable itself stays unknown for
+// the read-only and path analysis, which must hold for every item at once.
+func (an *analyzer) loopDanger(wi *syntax.WordIter, body []*syntax.Stmt, src string, depth int) {
+	if an.danger != nil || len(wi.Items) == 0 || an.inLoop {
+		return // nested loops are not multiplied out
+	}
+	var items []string
+	for _, w := range wi.Items {
+		for _, f := range an.evalWord(w, src) {
+			if f.dynamic || f.glob || len(items) >= maxLoopItems {
+				return
+			}
+			items = append(items, f.value)
+		}
+	}
+	for _, item := range items {
+		sub := analyzer{vars: vars{}, cwd: an.cwd, inLoop: true}
+		for k, v := range an.vars {
+			sub.vars[k] = v
+		}
+		sub.setVar(wi.Name.Value, &item)
+		sub.walk(&syntax.File{Stmts: body}, src, depth)
+		if sub.danger != nil && sub.danger.Name != DangerUnparseable {
+			an.dangerous(sub.danger.Name, sub.danger.Reason)
+			return
+		}
+	}
 }
 
 // arithmIsConstant reports arithmetic that uses only number literals: a

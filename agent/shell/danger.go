@@ -440,7 +440,7 @@ func commandDanger(av []field) (class, reason string) {
 	case name == "rm" && recursive(args):
 		for _, t := range operandFields(args) {
 			if w, ok := treeOf(t, true); ok {
-				return DangerRecursiveDelete, fmt.Sprintf("deletes %s recursively (rm -r %s)", w, t.source)
+				return DangerRecursiveDelete, fmt.Sprintf("recursively deletes %s (rm -r %s)", w, t.source)
 			}
 		}
 	case name == "find":
@@ -487,7 +487,7 @@ func commandDanger(av []field) (class, reason string) {
 		for _, t := range operandFields(args) {
 			if t.dynamic {
 				if w, ok := treeOf(t, false); ok && rec {
-					return DangerChmodSystem, fmt.Sprintf("changes the owner or mode of %s recursively", w)
+					return DangerChmodSystem, fmt.Sprintf("recursively changes the owner or mode of %s", w)
 				}
 				continue
 			}
@@ -702,28 +702,42 @@ func installDanger(args []field) (string, string) {
 	return "", ""
 }
 
-// killsAll reports kill of pid -1 (every process) or 1 (init).
+// killsAll reports kill of pid -1 (every process) with any signal but 0,
+// or of pid 1 (init, which takes the whole system or container with it)
+// with a signal that ends it.
 func killsAll(args []field) bool {
-	signal := false
+	signal, sig := false, "TERM"
+	var pids []string
 	for i := 0; i < len(args); i++ {
 		v := args[i].value
 		switch {
 		case v == "--":
 			for _, p := range args[i+1:] {
-				if p.value == "-1" || p.value == "1" {
-					return true
-				}
+				pids = append(pids, p.value)
 			}
-			return false
-		case v == "-s" || v == "-n" || v == "--signal":
+			i = len(args)
+		case (v == "-s" || v == "-n" || v == "--signal") && i+1 < len(args):
 			i++
-			signal = true
+			signal, sig = true, args[i].value
 		case v == "-l" || v == "-L" || v == "--list":
 			return false
 		case strings.HasPrefix(v, "-") && !signal:
-			signal = true
-		case v == "-1" || v == "1":
+			signal, sig = true, strings.TrimPrefix(v, "-")
+		default:
+			pids = append(pids, v)
+		}
+	}
+	sig = strings.TrimPrefix(strings.ToUpper(sig), "SIG")
+	for _, p := range pids {
+		switch {
+		case p == "-1" && sig != "0":
 			return true
+		case p == "1":
+			switch sig {
+			case "0", "HUP", "1", "USR1", "10", "USR2", "12", "CONT", "18", "WINCH", "28", "CHLD", "17", "URG", "23":
+			default:
+				return true
+			}
 		}
 	}
 	return false

@@ -114,7 +114,7 @@ func (an *analyzer) writeField(f field, value, by string) {
 	if f.glob {
 		an.writesUnknown = true
 	}
-	if value == "" {
+	if value == "" || isHarmlessTarget(value) {
 		return
 	}
 	an.write(value)
