@@ -302,6 +302,9 @@ func TestInnerFindsTheWrappedCommand(t *testing.T) {
 		{"timeout skips its duration", "timeout -s KILL 5 make test", "make test"},
 		{"nice with an adjustment wraps its command", "nice -n 10 go build", "go build"},
 		{"xargs with options wraps its command", "xargs -n 1 rm -f", "rm -f"},
+		{"find -exec wraps the command before the semicolon", `find . -name x -exec rm -rf {} \; -print`, "rm -rf {}"},
+		{"busybox wraps its applet", "busybox rm -rf x", "rm -rf x"},
+		{"command -v only prints and wraps nothing", "command -v rm", ""},
 		{"a plain command wraps nothing", "ls -la", ""},
 		{"a wrapper without a command wraps nothing", "env", ""},
 	}

@@ -149,10 +149,26 @@ scan:
 }
 
 // Inner returns the command that a wrapper such as sudo, env, nice,
-// timeout, nohup, command, exec or xargs runs, and true; or false when c is
+// timeout, nohup, command, exec, xargs or find -exec runs, and true; or false when c is
 // not a wrapper or the wrapped command cannot be found. Rules and dangerous
 // patterns look through wrappers so "sudo rm -rf /" is still "rm -rf /".
 func (c Command) Inner() (Command, bool) {
+	if path.Base(c.Name) == "find" {
+		// find … -exec cmd args ; runs cmd for each file.
+		for j, a := range c.Args {
+			if (a == "-exec" || a == "-execdir" || a == "-ok" || a == "-okdir") && j+1 < len(c.Args) {
+				end := j + 1
+				for end < len(c.Args) && c.Args[end] != ";" && c.Args[end] != "+" {
+					end++
+				}
+				if end == j+1 {
+					return Command{}, false
+				}
+				return Command{Name: c.Args[j+1], Args: c.Args[j+2 : end], Dynamic: c.Dynamic, Text: c.Text}, true
+			}
+		}
+		return Command{}, false
+	}
 	i := innerStart(path.Base(c.Name), c.Args)
 	if i < 0 {
 		return Command{}, false
