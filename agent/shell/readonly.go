@@ -51,7 +51,7 @@ var specs = map[string]*roSpec{
 	"true": {dynamicOK: true}, "false": {dynamicOK: true}, ":": {dynamicOK: true}, "seq": {dynamicOK: true},
 	"nproc": {}, "groups": {}, "uptime": {}, "arch": {}, "tty": {}, "logname": {}, "users": {},
 	"printenv": {}, "sleep": {dynamicOK: true}, "basename": {dynamicOK: true}, "dirname": {dynamicOK: true},
-	"ps": {}, "which": {}, "type": {}, "tr": {dynamicOK: true}, "cd": {},
+	"ps": {dynamicOK: true}, "which": {}, "type": {}, "tr": {dynamicOK: true}, "cd": {},
 	"hostname": {check: hostnameReadOnly},
 	"date":     {valued: "dfr", long: []string{"--date", "--reference", "--file"}, fileOpts: "fr", longFile: []string{"--file", "--reference"}, check: dateReadOnly},
 	"printf":   {dynamicOK: true, check: printfReadOnly},
@@ -454,21 +454,26 @@ func uniqReadOnly(args []string) string {
 }
 
 func dateReadOnly(args []string) string {
-	for _, a := range args {
-		if a == "-s" || strings.HasPrefix(a, "--set") || (shortFlag(a, 's') && !strings.HasPrefix(a, "-d")) {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "-d" || a == "--date" || a == "-r" || a == "--reference" || a == "-f" || a == "--file":
+			i++ // the value is a date string or a file, not a new time
+		case a == "-s" || strings.HasPrefix(a, "--set") || (shortFlag(a, 's') && !strings.HasPrefix(a, "-d") && !strings.HasPrefix(a, "-r") && !strings.HasPrefix(a, "-f")):
 			return "date -s sets the system clock"
-		}
-		if !strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "+") {
+		case !strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "+"):
 			return "date with an argument may set the system clock"
 		}
 	}
 	return ""
 }
 
+// hostnameReadOnly accepts hostname alone or with -s: a name sets the host
+// name, and -f, -A, -d, -i and -I look the name up on the network.
 func hostnameReadOnly(args []string) string {
 	for _, a := range args {
-		if !strings.HasPrefix(a, "-") || a == "-F" || strings.HasPrefix(a, "--file") || a == "-b" || a == "--boot" {
-			return "hostname with an argument sets the host name"
+		if a != "-s" && a != "--short" {
+			return fmt.Sprintf("hostname %s sets the host name or looks it up on the network", a)
 		}
 	}
 	return ""
