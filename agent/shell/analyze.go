@@ -24,16 +24,18 @@ type Analysis struct {
 	// the path operands of writing programs (cp and mv destinations, mv
 	// sources, rm, rmdir, unlink, shred, tee, sed -i, touch, ln link names,
 	// chmod/chown/chgrp operands, install and mkdir targets, truncate,
-	// dd of=, tar -x/-C and tar -c -f archives). A path may start with "~"
+	// dd of=, tar -x/-C and tar -c -f archives, curl -o and wget outputs). A path may start with "~"
 	// (the home directory, for the caller to expand) and may hold glob
 	// characters when the shell will expand them. A target that is only
 	// known at run time is never listed here: WritesUnknown is set instead.
 	Writes []string
 	// Reads lists the path operands that the command's read-only programs
 	// read (cat a, grep x dir, ls ../y, find starts, sed and awk files,
-	// input redirections < file), after static expansion, so the
-	// permission layer can check them against the workspace boundary the
-	// way it checks the read tool's path. After a static cd, a relative
+	// grep -f and similar option values, input redirections < file, cd
+	// targets), after static expansion, so the permission layer can check
+	// them against the workspace boundary and the file rules the way it
+	// checks the read tool's path. State read without a path operand (ps
+	// reading /proc, env, df) is not listed. After a static cd, a relative
 	// operand is listed both joined to the cd target and as written. A path
 	// may start with "~" and may hold glob characters. It is complete only
 	// when ReadOnly is true; a read-only command never reads a path that is

@@ -378,6 +378,8 @@ func TestAnalyzeReportsPathsForThePermissionLayer(t *testing.T) {
 		{"xargs feeding rm is unknown", "ls | xargs rm", nil, nil, true},
 		{"find -exec of a writer is unknown", `find . -name x -exec rm {} \;`, nil, nil, true},
 		{"an unknown program is unknown", "make build", nil, nil, true},
+		{"curl -o lists its output and stays unknown", "curl -o x.tgz https://example.com/x.tgz", nil, []string{"x.tgz"}, true},
+		{"wget without -O writes the URL's base name", "wget https://example.com/a/data.csv", nil, []string{"data.csv"}, true},
 		{"a dynamic program name is unknown", "$X a", nil, nil, true},
 		{"a relative write after cd is listed joined and as written", "cd /tmp && touch x", []string{"/tmp"}, []string{"/tmp/x", "x"}, false},
 	}

@@ -1393,7 +1393,8 @@ func (an *analyzer) substFetches(part syntax.WordPart, src string) bool {
 }
 
 // trackDownloads records the files a downloader writes (curl -o/-O, wget
-// default name, -O, -P), for the download-then-run check.
+// default name, -O, -P), for the download-then-run check, and lists them
+// in Writes (a dynamic one makes the writes unknown).
 func (an *analyzer) trackDownloads(fs []field) {
 	for _, av := range unwrapFields(fs) {
 		if len(av) == 0 || av[0].dynamic {
@@ -1404,30 +1405,26 @@ func (an *analyzer) trackDownloads(fs []field) {
 			continue
 		}
 		var urls []string
+		var outs []field
 		remoteName, dir := name == "wget", ""
 		for i := 1; i < len(av); i++ {
 			v := av[i].value
-			next := ""
-			if i+1 < len(av) {
-				next = av[i+1].value
-			}
 			switch {
-			case v == "-o" || v == "--output" || (name == "wget" && (v == "-O" || v == "--output-document")):
+			case (v == "-o" || v == "--output" || (name == "wget" && (v == "-O" || v == "--output-document"))) && i+1 < len(av):
+				i++
 				if name == "wget" && v == "-o" {
-					i++
 					continue // wget -o is the log file
 				}
-				an.downloads = append(an.downloads, next)
+				outs = append(outs, av[i])
 				remoteName = false
-				i++
 			case name == "wget" && strings.HasPrefix(v, "--output-document="):
-				an.downloads = append(an.downloads, strings.TrimPrefix(v, "--output-document="))
+				outs = append(outs, field{value: strings.TrimPrefix(v, "--output-document="), source: av[i].source})
 				remoteName = false
 			case name == "curl" && (v == "-O" || v == "--remote-name" || v == "--remote-name-all" || shortFlag(v, 'O')):
 				remoteName = true
-			case v == "-P" || v == "--directory-prefix" || v == "--output-dir":
-				dir = next
+			case (v == "-P" || v == "--directory-prefix" || v == "--output-dir") && i+1 < len(av):
 				i++
+				dir = av[i].value
 			case strings.Contains(v, "://"):
 				urls = append(urls, v)
 			}
@@ -1439,7 +1436,17 @@ func (an *analyzer) trackDownloads(fs []field) {
 				if dir != "" {
 					b = path.Join(dir, b)
 				}
-				an.downloads = append(an.downloads, b)
+				outs = append(outs, field{value: b, source: b})
+			}
+		}
+		for _, o := range outs {
+			if o.dynamic {
+				an.downloads = append(an.downloads, o.source)
+			} else {
+				an.downloads = append(an.downloads, o.value)
+			}
+			if o.value != "-" {
+				an.writeField(o, o.value, name)
 			}
 		}
 	}
@@ -1468,7 +1475,14 @@ func (an *analyzer) runsDownload(fs []field) {
 		return
 	}
 	for _, av := range unwrapFields(fs) {
-		if len(av) == 0 || av[0].dynamic {
+		if len(av) == 0 {
+			continue
+		}
+		if av[0].dynamic {
+			if an.downloaded(av[0].source) {
+				an.dangerous(DangerDownloadExec, fmt.Sprintf("runs %s, a file downloaded earlier in the command", av[0].source))
+				return
+			}
 			continue
 		}
 		name := av[0].value
@@ -1479,8 +1493,8 @@ func (an *analyzer) runsDownload(fs []field) {
 			return
 		case interpreters[base]:
 			for _, o := range operandFields(av[1:]) {
-				if !o.dynamic && an.downloaded(o.value) {
-					an.dangerous(DangerDownloadExec, fmt.Sprintf("runs %s, a file downloaded earlier in the command", o.value))
+				if (!o.dynamic && an.downloaded(o.value)) || (o.dynamic && an.downloaded(o.source)) {
+					an.dangerous(DangerDownloadExec, fmt.Sprintf("runs %s, a file downloaded earlier in the command", o.source))
 					return
 				}
 				break // only the script operand
