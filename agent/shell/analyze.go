@@ -148,8 +148,6 @@ type analyzer struct {
 	// fetches is set when some command is a downloader, the only case in
 	// which the pipeline walk for download-and-execute is worth its cost.
 	fetches bool
-	// network is set when some command can talk to the network.
-	network bool
 	// fieldCache holds each call's expanded words as they were when the
 	// call was analysed, so that later checks see the same expansion.
 	fieldCache map[*syntax.CallExpr][]field
@@ -560,7 +558,7 @@ func (an *analyzer) redirect(r *syntax.Redirect, src string) {
 		case f.dynamic:
 			an.notReadOnly("the input file %s is only known at run time", f.source)
 		case isNetworkPath(f.value):
-			an.network, an.netPath = true, f.value
+			an.netPath = f.value
 			an.notReadOnly("the redirection from %s opens a network connection", f.value)
 		default:
 			an.reads = append(an.reads, an.relPaths(f.value)...)
@@ -577,7 +575,7 @@ func (an *analyzer) redirect(r *syntax.Redirect, src string) {
 		return
 	}
 	if isNetworkPath(target) {
-		an.network, an.netPath = true, target
+		an.netPath = target
 		an.notReadOnly("the redirection to %s opens a network connection", target)
 		return
 	}

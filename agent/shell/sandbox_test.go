@@ -34,20 +34,39 @@ func TestCorpusReadOnlyCommandsChangeNothing(t *testing.T) {
 	ws, home := t.TempDir(), t.TempDir()
 	makeSandbox(t, ws, home)
 	before := treeHash(t, ws) + treeHash(t, home)
+	run := func(command string) {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		defer cancel()
+		args := append(append([]string{}, prefix...), bash, "--noprofile", "--norc", "-c", command)
+		cmd := exec.CommandContext(ctx, args[0], args[1:]...)
+		cmd.Dir = ws
+		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "LANG=C", "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=" + filepath.Join(home, ".gitconfig")}
+		cmd.WaitDelay = time.Second
+		_ = cmd.Run() // a failing command is fine; a changing one is not
+	}
+	// The check must be able to fail: a write in the workspace, a mode
+	// change and a write in HOME are each seen, and undone.
+	for _, probe := range []struct{ do, undo string }{
+		{"echo x >> a.txt", "printf 'hello world\\nfoo 3\\nbar 5\\n' > a.txt"},
+		{"chmod 600 b.txt", "chmod 644 b.txt"},
+		{"touch ~/new", "rm ~/new"},
+	} {
+		run(probe.do)
+		if treeHash(t, ws)+treeHash(t, home) == before {
+			t.Fatalf("the sandbox check did not see %q change anything", probe.do)
+		}
+		run(probe.undo)
+		if treeHash(t, ws)+treeHash(t, home) != before {
+			t.Fatalf("undoing %q with %q did not restore the sandbox", probe.do, probe.undo)
+		}
+	}
 	ran := 0
 	for _, r := range rows {
 		if r.Label != "read_only" {
 			continue
 		}
 		ran++
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-		args := append(append([]string{}, prefix...), bash, "--noprofile", "--norc", "-c", r.Cmd)
-		cmd := exec.CommandContext(ctx, args[0], args[1:]...)
-		cmd.Dir = ws
-		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "LANG=C", "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=" + filepath.Join(home, ".gitconfig")}
-		cmd.WaitDelay = time.Second
-		_ = cmd.Run() // a failing command is fine; a changing one is not
-		cancel()
+		run(r.Cmd)
 		if after := treeHash(t, ws) + treeHash(t, home); after != before {
 			t.Errorf("%q (labelled read_only: %s) changed the sandbox", r.Cmd, r.Reason)
 			os.RemoveAll(ws)

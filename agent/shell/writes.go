@@ -2,6 +2,7 @@ package shell
 
 import (
 	"path"
+	"slices"
 	"strings"
 )
 
@@ -142,7 +143,7 @@ func (an *analyzer) specWrites(name string, s *writerSpec, args []field) {
 				reference = true
 			}
 			valField := field{value: val}
-			if !hasVal && containsStr(s.long, opt) && i+1 < len(args) {
+			if !hasVal && slices.Contains(s.long, opt) && i+1 < len(args) {
 				i++
 				valField = args[i]
 			}
@@ -174,7 +175,6 @@ func (an *analyzer) specWrites(name string, s *writerSpec, args []field) {
 			}
 		}
 	}
-	_ = reference
 	if s.skipFirst && !reference && len(ops) > 0 {
 		ops = ops[1:]
 	}
@@ -194,7 +194,7 @@ func (an *analyzer) specWrites(name string, s *writerSpec, args []field) {
 			last := ops[len(ops)-1]
 			an.writeField(last, last.value, name)
 		}
-		if name == "install" && containsField(args, "-d") {
+		if name == "install" && slices.ContainsFunc(args, func(f field) bool { return f.value == "-d" }) {
 			for _, o := range ops[:max(0, len(ops)-1)] {
 				an.writeField(o, o.value, name)
 			}
@@ -204,24 +204,6 @@ func (an *analyzer) specWrites(name string, s *writerSpec, args []field) {
 			an.writeField(o, o.value, name)
 		}
 	}
-}
-
-func containsStr(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
-func containsField(fs []field, s string) bool {
-	for _, f := range fs {
-		if f.value == s {
-			return true
-		}
-	}
-	return false
 }
 
 // sedWrites records the files sed -i edits.
