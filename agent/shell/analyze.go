@@ -136,9 +136,13 @@ type analyzer struct {
 
 	// vars holds variables assigned earlier in the command line.
 	vars vars
-	// ifsChanged is set once IFS is assigned: word splitting is then
-	// unknown and no variable is substituted.
-	ifsChanged bool
+	// arrays holds arrays assigned earlier with static elements.
+	arrays map[string][]string
+	// ifs is IFS when assigned a static value (nil: bash's default);
+	// ifsUnknown is set once IFS is given a value known only at run time,
+	// after which no variable is substituted.
+	ifs        *string
+	ifsUnknown bool
 	// cwd is the static target of the last cd, "" when there was none;
 	// cwdUnknown is set after a cd to a directory known only at run time.
 	cwd        string
@@ -464,7 +468,7 @@ func safeAssignName(name string, exported bool) bool {
 
 // assign records a standalone assignment (x=1, or in export/declare/local)
 // and checks it.
-func (an *analyzer) assign(as *syntax.Assign, exported bool) {
+func (an *analyzer) assign(as *syntax.Assign, exported bool, src string) {
 	if as.Name == nil {
 		return
 	}
@@ -472,7 +476,9 @@ func (an *analyzer) assign(as *syntax.Assign, exported bool) {
 	if as.Index != nil && !arithmIsConstant(as.Index) {
 		an.notReadOnly("the array subscript in %s[…]= is arithmetic that can run code", name)
 	}
-	if as.Array != nil || as.Append || as.Index != nil || as.Naked {
+	if as.Array != nil && !as.Append && as.Index == nil {
+		an.setArray(name, as.Array, src)
+	} else if as.Array != nil || as.Append || as.Index != nil || as.Naked {
 		if !as.Naked {
 			an.setVar(name, nil)
 		}
@@ -515,7 +521,7 @@ func (an *analyzer) decl(d *syntax.DeclClause, src string) {
 			an.notReadOnly("%s of a name that is not a literal", variant)
 			continue
 		}
-		an.assign(as, exported)
+		an.assign(as, exported, src)
 	}
 	if variant != "export" && variant != "local" && variant != "declare" && variant != "typeset" && variant != "readonly" {
 		an.notReadOnly("%s is not known to be read-only", variant)
@@ -613,7 +619,7 @@ func (an *analyzer) relPaths(p string) []string {
 func (an *analyzer) call(call *syntax.CallExpr, src string, depth int) {
 	if len(call.Args) == 0 {
 		for _, as := range call.Assigns {
-			an.assign(as, false)
+			an.assign(as, false, src)
 		}
 		return
 	}

@@ -1322,7 +1322,7 @@ func (an *analyzer) stmtChecks(st *syntax.Stmt, src string) {
 			}
 		}
 	}
-	if hasAny(names, shells) && len(nestedScripts(fs)) == 0 {
+	if (hasAny(names, shells) || names["source"] || names["."]) && len(nestedScripts(fs)) == 0 {
 		for _, r := range st.Redirs {
 			body := r.Hdoc
 			if r.Op == syntax.WordHdoc {

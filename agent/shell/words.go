@@ -215,38 +215,30 @@ func (s *evalState) dynamicPart(mayBeEmpty bool) {
 	}
 }
 
-// param expands a parameter expansion: a simple variable whose value the
-// analysis knows is substituted, anything else is dynamic.
+// param expands a parameter expansion: a variable or array whose value
+// the analysis knows is substituted (also with a literal index or
+// substring), anything else is dynamic.
 func (an *analyzer) param(s *evalState, p *syntax.ParamExp, quoted bool) {
 	if p.Param == nil {
 		s.dynamicPart(true)
 		return
 	}
 	name := p.Param.Value
-	simple := !p.Excl && !p.Length && !p.Width && p.Index == nil && p.Slice == nil &&
-		p.Repl == nil && p.Names == 0 && p.Exp == nil
-	if simple {
-		if v, ok := an.lookup(name); ok {
+	if !p.Excl && !p.Length && !p.Width && p.Repl == nil && p.Names == 0 && p.Exp == nil {
+		if vals, ok := an.paramValues(name, p, quoted); ok {
 			s.cur.expanded = true
-			if quoted {
-				s.add(v, true)
-				return
-			}
-			// Unquoted: word splitting on the default IFS, then globbing.
-			fs := strings.Fields(v)
-			if len(fs) == 0 {
-				return
-			}
-			startsWithSpace := v != "" && strings.IndexByte(" \t\n", v[0]) >= 0
-			endsWithSpace := v != "" && strings.IndexByte(" \t\n", v[len(v)-1]) >= 0
-			for j, f := range fs {
-				if j > 0 || startsWithSpace {
+			for i, v := range vals {
+				if quoted {
+					if i > 0 {
+						s.split() // "${a[@]}" gives one word per element
+					}
+					s.add(v, true)
+					continue
+				}
+				if i > 0 {
 					s.split()
 				}
-				s.add(f, false)
-			}
-			if endsWithSpace {
-				s.split()
+				an.splitAdd(s, v)
 			}
 			return
 		}
@@ -265,11 +257,7 @@ func (an *analyzer) param(s *evalState, p *syntax.ParamExp, quoted bool) {
 			s.cur.dynamic = true
 			s.started = true
 			if p.Exp.Word != nil {
-				if lit := p.Exp.Word.Lit(); lit != "" {
-					s.cur.empty += lit
-					s.cur.value += "" // the value is unknown anyway
-					return
-				}
+				s.cur.empty += p.Exp.Word.Lit()
 			}
 			return
 		}
@@ -277,9 +265,124 @@ func (an *analyzer) param(s *evalState, p *syntax.ParamExp, quoted bool) {
 	s.dynamicPart(true)
 }
 
+// paramValues returns the values of $x, ${x}, ${a[@]}, ${a[*]}, ${a[2]}
+// and ${x:1:2} when they are known: one value, or one per element for
+// ${a[@]} (and unquoted ${a[*]}).
+func (an *analyzer) paramValues(name string, p *syntax.ParamExp, quoted bool) ([]string, bool) {
+	var vals []string
+	switch {
+	case p.Index == nil:
+		v, ok := an.lookup(name)
+		if !ok {
+			return nil, false
+		}
+		vals = []string{v}
+	default:
+		w, ok := p.Index.(*syntax.Word)
+		if !ok {
+			return nil, false
+		}
+		elems, isArray := an.arrays[name]
+		if !isArray {
+			v, ok := an.lookup(name)
+			if !ok {
+				return nil, false
+			}
+			elems = []string{v}
+		}
+		switch idx := w.Lit(); {
+		case idx == "@" || (idx == "*" && !quoted):
+			vals = elems
+		case idx == "*":
+			sep := ""
+			if ifs := an.ifsValue(); ifs != "" {
+				sep = ifs[:1]
+			}
+			vals = []string{strings.Join(elems, sep)}
+		case isDigits(idx):
+			n, err := strconv.Atoi(idx)
+			if err != nil || n >= len(elems) {
+				vals = []string{""}
+			} else {
+				vals = []string{elems[n]}
+			}
+		default:
+			return nil, false
+		}
+	}
+	if p.Slice != nil {
+		off, ok1 := literalInt(p.Slice.Offset)
+		length, ok2 := -1, true
+		if p.Slice.Length != nil {
+			length, ok2 = literalInt(p.Slice.Length)
+		}
+		if !ok1 || !ok2 || off < 0 || length < -1 || len(vals) != 1 {
+			return nil, false
+		}
+		r := []rune(vals[0])
+		off = min(off, len(r))
+		end := len(r)
+		if length >= 0 {
+			end = min(off+length, len(r))
+		}
+		vals = []string{string(r[off:end])}
+	}
+	return vals, true
+}
+
+// literalInt reads a plain non-negative number in arithmetic.
+func literalInt(x syntax.ArithmExpr) (int, bool) {
+	w, ok := x.(*syntax.Word)
+	if !ok || !isDigits(w.Lit()) {
+		return 0, false
+	}
+	n, err := strconv.Atoi(w.Lit())
+	return n, err == nil
+}
+
+// ifsValue is the field separator: bash's default, or a value assigned
+// earlier in the command line.
+func (an *analyzer) ifsValue() string {
+	if an.ifs != nil {
+		return *an.ifs
+	}
+	return " \t\n"
+}
+
+// splitAdd adds an unquoted expansion to the field under construction:
+// it is split on IFS (an expansion of only separators just ends the
+// field, so rm${IFS}-rf is two words) and then globbed.
+func (an *analyzer) splitAdd(s *evalState, v string) {
+	if v == "" {
+		return
+	}
+	ifs := an.ifsValue()
+	if ifs == "" {
+		s.add(v, false)
+		return
+	}
+	isSep := func(r rune) bool { return strings.ContainsRune(ifs, r) }
+	fs := strings.FieldsFunc(v, isSep)
+	first, _ := utf8.DecodeRuneInString(v)
+	last, _ := utf8.DecodeLastRuneInString(v)
+	if len(fs) == 0 {
+		s.split()
+		return
+	}
+	for j, f := range fs {
+		if j > 0 || isSep(first) {
+			s.split()
+		}
+		s.add(f, false)
+	}
+	if isSep(last) {
+		s.split()
+	}
+}
+
 // lookup returns the value of a variable the analysis knows statically.
 func (an *analyzer) lookup(name string) (string, bool) {
-	if an.ifsChanged {
+	if an.ifsUnknown {
 		return "", false
 	}
 	if v, ok := an.vars[name]; ok {
@@ -288,8 +391,11 @@ func (an *analyzer) lookup(name string) (string, bool) {
 		}
 		return *v, true
 	}
-	if name == "HOME" {
+	switch name {
+	case "HOME":
 		return "~", true
+	case "IFS":
+		return an.ifsValue(), true
 	}
 	return "", false
 }
@@ -303,9 +409,48 @@ func (an *analyzer) setVar(name string, value *string) {
 		value = nil
 	}
 	an.vars[name] = value
+	delete(an.arrays, name)
 	if name == "IFS" {
-		an.ifsChanged = true
+		if value == nil {
+			an.ifsUnknown = true
+		} else {
+			an.ifs = value
+		}
 	}
+}
+
+// setArray records an array assignment a=(x y z) whose elements are all
+// static; any other array assignment makes the array unknown.
+func (an *analyzer) setArray(name string, arr *syntax.ArrayExpr, src string) {
+	var elems []string
+	known := arr != nil
+	if known {
+		for _, e := range arr.Elems {
+			if e.Index != nil || e.Value == nil {
+				known = false
+				break
+			}
+			for _, f := range an.evalWord(e.Value, src) {
+				if f.dynamic || f.glob {
+					known = false
+				}
+				elems = append(elems, f.value)
+			}
+		}
+	}
+	if !known || len(elems) > maxBraceFields {
+		an.setVar(name, nil)
+		return
+	}
+	first := ""
+	if len(elems) > 0 {
+		first = elems[0]
+	}
+	an.setVar(name, &first)
+	if an.arrays == nil {
+		an.arrays = map[string][]string{}
+	}
+	an.arrays[name] = elems
 }
 
 // staticString expands a word that must give exactly one static field, as
