@@ -2,6 +2,7 @@ package shell
 
 import (
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -394,6 +395,34 @@ func TestAnalyzeReportsPathsForThePermissionLayer(t *testing.T) {
 			}
 			if !reflect.DeepEqual(a.Writes, tt.writes) || a.WritesUnknown != tt.unknown {
 				t.Errorf("Analyze(%q).Writes = %q unknown %v, want %q unknown %v", tt.command, a.Writes, a.WritesUnknown, tt.writes, tt.unknown)
+			}
+		})
+	}
+}
+
+func TestAnalyzeBoundsPathologicalInput(t *testing.T) {
+	nest := "ls"
+	for range 10 {
+		nest = "bash -c " + strconv.Quote(nest)
+	}
+	tests := []struct {
+		name     string
+		command  string
+		readOnly bool
+		danger   string
+	}{
+		{"a brace sequence of a hundred million words is analysed without expanding it", "echo {1..100000000}", true, ""},
+		{"a cross product of forty brace pairs stays dynamic", "rm -rf " + strings.Repeat("{a,b}", 40), false, ""},
+		{"a thousand-stage pipeline from curl into sh is still download_exec", "curl x | " + strings.Repeat("cat | ", 1000) + "sh", false, DangerDownloadExec},
+		{"bash -c nested ten deep is cut off and not read-only", nest, false, ""},
+		{"thirty nested loops are not multiplied out", strings.Repeat("for a in 1 2 3; do ", 30) + "rm -rf /" + strings.Repeat("; done", 30), false, DangerRecursiveDelete},
+		{"a variable doubled forty times is capped", strings.Repeat("x=$x$x.; ", 40) + "echo $x", true, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a := Analyze(tt.command)
+			if a.ReadOnly != tt.readOnly || dangerName(a) != tt.danger {
+				t.Errorf("Analyze = read-only %v danger %q (why %q), want %v %q", a.ReadOnly, dangerName(a), a.Why, tt.readOnly, tt.danger)
 			}
 		})
 	}

@@ -1178,7 +1178,19 @@ func (an *analyzer) stmtNames(st *syntax.Stmt, src string) map[string]bool {
 	if got, ok := an.stmtNameCache[st]; ok {
 		return got
 	}
-	out := an.names(st, src)
+	var out map[string]bool
+	if b, ok := st.Cmd.(*syntax.BinaryCmd); ok && len(st.Redirs) == 0 {
+		// Built from the two sides, so a long pipeline costs its length.
+		out = map[string]bool{}
+		for k := range an.stmtNames(b.X, src) {
+			out[k] = true
+		}
+		for k := range an.stmtNames(b.Y, src) {
+			out[k] = true
+		}
+	} else {
+		out = an.names(st, src)
+	}
 	if an.stmtNameCache == nil {
 		an.stmtNameCache = map[*syntax.Stmt]map[string]bool{}
 	}
