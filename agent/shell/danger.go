@@ -255,7 +255,11 @@ func normPath(p string) string {
 	if p == "" {
 		return ""
 	}
-	return path.Clean(p)
+	n := path.Clean(p)
+	if strings.HasPrefix(n, "~") && !strings.HasPrefix(p, "~") {
+		return "./" + n // ./~ is a file named ~, not the home directory
+	}
+	return n
 }
 
 // criticalTree says what p is when a recursive change of it breaks the

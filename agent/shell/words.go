@@ -46,6 +46,8 @@ type field struct {
 	// whether such a value exists (it does not for ${X:?}).
 	empty    string
 	hasEmpty bool
+	// quotedTilde reports a word that starts with a quoted "~".
+	quotedTilde bool
 }
 
 // vars is what the analysis knows about shell variables: a value, or nil
@@ -90,12 +92,8 @@ func (an *analyzer) evalWord(w *syntax.Word, src string) []field {
 			out = append(out, f)
 		}
 	}
-	if braced {
-		// A brace pattern can hide an option: -{delete,}.
-		for i := range out {
-			out[i].mayHideOption = out[i].mayHideOption || strings.HasPrefix(out[i].value, "-")
-		}
-	}
+	// A brace expansion needs no mayHideOption: its words are all known,
+	// so -{delete,} is checked as -delete.
 	return out
 }
 
@@ -117,12 +115,21 @@ type evalState struct {
 	started bool
 }
 
+// addLit adds literal text of the word. A "~" that starts the word but is
+// quoted or escaped is not the home directory: the field gets "./" in
+// front, which names the same file without the tilde's meaning.
+func (s *evalState) addLit(v string, quoted bool) {
+	if quoted && s.cur.value == "" && strings.HasPrefix(v, "~") {
+		s.cur.quotedTilde = true
+	}
+	s.add(v, quoted)
+}
+
 func (s *evalState) add(v string, quoted bool) {
 	if !quoted {
-		i := strings.IndexAny(v, "*?")
-		if j := strings.IndexByte(v, '['); j >= 0 && strings.IndexByte(v[j:], ']') > 0 && (i < 0 || j < i) {
-			i = j
-		}
+		// An unquoted [ may open a bracket pattern; a lone [ is the test
+		// command, handled in split.
+		i := strings.IndexAny(v, "*?[")
 		if i >= 0 {
 			if strings.Trim(s.cur.value+v[:i], "-") == "" {
 				s.cur.mayHideOption = true
@@ -136,6 +143,12 @@ func (s *evalState) add(v string, quoted bool) {
 }
 
 func (s *evalState) split() {
+	if s.cur.value == "[" || s.cur.value == "[[" {
+		s.cur.glob, s.cur.mayHideOption = false, false
+	}
+	if s.cur.quotedTilde {
+		s.cur.value, s.cur.empty = "./"+s.cur.value, "./"+s.cur.empty
+	}
 	if s.started {
 		s.fields = append(s.fields, s.cur)
 	}
@@ -157,13 +170,13 @@ func (an *analyzer) evalParts(parts []syntax.WordPart) []field {
 			if p.Dollar {
 				v = decodeANSIC(v)
 			}
-			s.add(v, true)
+			s.addLit(v, true)
 		case *syntax.DblQuoted:
 			s.started = true
 			for _, dp := range p.Parts {
 				switch q := dp.(type) {
 				case *syntax.Lit:
-					s.add(unescapeDouble(q.Value), true)
+					s.addLit(unescapeDouble(q.Value), true)
 				case *syntax.ParamExp:
 					an.param(s, q, true)
 				default:
@@ -189,7 +202,7 @@ func (s *evalState) addUnquotedLit(v string) {
 	// Backslashes quote the next character; quoted glob characters are
 	// literal.
 	if !strings.Contains(v, `\`) {
-		s.add(v, false)
+		s.addLit(v, false)
 		return
 	}
 	for i := 0; i < len(v); i++ {
@@ -198,10 +211,10 @@ func (s *evalState) addUnquotedLit(v string) {
 			if v[i] == '\n' {
 				continue
 			}
-			s.add(v[i:i+1], true)
+			s.addLit(v[i:i+1], true)
 			continue
 		}
-		s.add(v[i:i+1], false)
+		s.addLit(v[i:i+1], false)
 	}
 }
 
@@ -498,7 +511,13 @@ func (an *analyzer) staticString(w *syntax.Word) (string, bool) {
 			return "", false
 		}
 	}
-	return b.String(), true
+	out := b.String()
+	if strings.HasPrefix(out, "~") {
+		if l, ok := w.Parts[0].(*syntax.Lit); !ok || !strings.HasPrefix(l.Value, "~") {
+			out = "./" + out // a quoted ~ is not the home directory
+		}
+	}
+	return out, true
 }
 
 func (an *analyzer) simpleParam(p *syntax.ParamExp) (string, bool) {
