@@ -13,13 +13,17 @@
 // Every word is expanded statically before it is checked: quotes and
 // backslashes are removed, line continuations joined, $'…' decoded, braces
 // expanded (at most 256 words per word; more makes the word dynamic), and
-// simple variables assigned earlier in the same command line substituted
-// (X=rm; $X -rf /), with word splitting for unquoted ones. $HOME expands
-// to "~". Nothing is run: command substitution, arithmetic and unknown
-// variables leave a word dynamic. Wrappers are looked through (sudo, env,
-// timeout, nice, nohup, command, builtin, exec, xargs, find -exec, and
-// the scripts of sh -c, bash -c and eval, parsed in turn up to a depth of
-// four).
+// variables and arrays assigned earlier in the same command line
+// substituted (X=rm; $X -rf /, a=(rm -rf /); "${a[@]}", ${x:1}), with
+// splitting on IFS for unquoted ones (rm${IFS}-rf${IFS}/). $HOME expands
+// to "~"; a quoted "~" is a file named ~. A for loop over static words is
+// checked once per word for danger. Nothing is run: command
+// substitution, arithmetic and unknown variables leave a word dynamic.
+// Wrappers are looked through (sudo, env, timeout, nice, nohup, command,
+// builtin, exec, busybox, xargs, find -exec), and the scripts that other
+// commands run are parsed in turn up to a depth of four: sh -c, bash -c,
+// su -c, eval, trap, alias, watch, env -S, heredocs and here-strings fed to
+// a shell, and echo or printf text piped into a shell or into xargs.
 //
 // # Dangerous classes
 //
