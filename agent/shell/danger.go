@@ -466,7 +466,13 @@ func commandDanger(av []field) (class, reason string) {
 	case name == "find":
 		return findDanger(args)
 	case strings.HasPrefix(name, "mkfs") || name == "mke2fs" || name == "mkswap" || name == "wipefs" || name == "blkdiscard":
-		return DangerDiskFormat, fmt.Sprintf("formats or wipes a disk (%s)", name)
+		// An image file (mkfs.ext4 disk.img) is fine; a device, or an
+		// operand only known at run time, is not.
+		for _, t := range operandFields(args) {
+			if t.dynamic || t.glob || strings.HasPrefix(t.value, "/dev/") {
+				return DangerDiskFormat, fmt.Sprintf("formats or wipes a disk (%s %s)", name, t.source)
+			}
+		}
 	case name == "fdisk" || name == "sfdisk" || name == "parted" || name == "sgdisk" || name == "gdisk" || name == "cfdisk":
 		listOnly := false
 		dev := false
