@@ -37,6 +37,10 @@ type roSpec struct {
 	// code (exactly, or as --opt=value for long ones).
 	badShort string
 	bad      []string
+	// widenShort and widen are the options that make it read more than
+	// its operands name, by following symbolic links out of them.
+	widenShort string
+	widen      []string
 	// check is an extra check of the static arguments; it returns why the
 	// call is not read-only, or "".
 	check func(args []string) string
@@ -49,7 +53,7 @@ type roSpec struct {
 var specs = map[string]*roSpec{
 	"echo": {kind: noPaths, dynamicOK: true}, "pwd": {}, "whoami": {}, "id": {}, "uname": {},
 	"true": {dynamicOK: true}, "false": {dynamicOK: true}, ":": {dynamicOK: true}, "seq": {dynamicOK: true},
-	"nproc": {}, "groups": {}, "uptime": {}, "arch": {}, "tty": {}, "logname": {}, "users": {},
+	"nproc": {}, "free": {}, "groups": {}, "uptime": {}, "arch": {}, "tty": {}, "logname": {}, "users": {},
 	"printenv": {}, "sleep": {dynamicOK: true}, "basename": {dynamicOK: true}, "dirname": {dynamicOK: true},
 	"ps": {dynamicOK: true}, "which": {}, "type": {}, "tr": {dynamicOK: true}, "cd": {},
 	"hostname": {check: hostnameReadOnly},
@@ -66,11 +70,11 @@ var specs = map[string]*roSpec{
 	"ls": {kind: allPaths, valued: "ITw", long: []string{"--ignore", "--hide", "--width", "--tabsize", "--block-size",
 		"--format", "--time-style", "--sort", "--time", "--indicator-style", "--quoting-style"}},
 	"stat": {kind: allPaths, valued: "c", long: []string{"--format", "--printf"}},
-	"du": {kind: allPaths, valued: "dBtX", fileOpts: "X", badShort: "L", bad: []string{"--dereference"}, long: []string{"--max-depth", "--block-size", "--threshold",
-		"--exclude", "--time-style", "--exclude-from", "--files0-from"}, longFile: []string{"--exclude-from", "--files0-from"}},
+	"du": {kind: allPaths, valued: "dBtX", fileOpts: "X", long: []string{"--max-depth", "--block-size", "--threshold",
+		"--exclude", "--time-style", "--exclude-from", "--files0-from"}, longFile: []string{"--exclude-from", "--files0-from"}, widenShort: "L", widen: []string{"--dereference"}},
 	"df":       {kind: allPaths, valued: "Btx", long: []string{"--block-size", "--type", "--exclude-type"}},
 	"file":     {kind: allPaths, valued: "mfFeP", fileOpts: "mf", long: []string{"--magic-file", "--files-from", "--separator", "--exclude", "--parameter"}, longFile: []string{"--magic-file", "--files-from"}, badShort: "C", bad: []string{"--compile"}},
-	"tree":     {kind: allPaths, valued: "LPIHT", long: []string{"--charset", "--filelimit", "--timefmt", "--sort", "--fromfile"}, badShort: "oRl", bad: []string{"--output"}},
+	"tree":     {kind: allPaths, valued: "LPIHT", long: []string{"--charset", "--filelimit", "--timefmt", "--sort", "--fromfile"}, badShort: "oR", bad: []string{"--output"}, widenShort: "l"},
 	"readlink": {kind: allPaths}, "realpath": {kind: allPaths, long: []string{"--relative-to", "--relative-base"}},
 	"md5sum": {kind: allPaths, badShort: "c", bad: []string{"--check"}}, "sha1sum": {kind: allPaths, badShort: "c", bad: []string{"--check"}},
 	"sha224sum": {kind: allPaths, badShort: "c", bad: []string{"--check"}}, "sha256sum": {kind: allPaths, badShort: "c", bad: []string{"--check"}},
@@ -103,7 +107,8 @@ var specs = map[string]*roSpec{
 		long: []string{"--regexp", "--file", "--glob", "--iglob", "--type", "--type-not", "--max-count", "--after-context", "--before-context",
 			"--context", "--threads", "--max-columns", "--encoding", "--replace", "--type-add", "--type-clear", "--max-depth", "--max-filesize",
 			"--sort", "--sortr", "--color", "--colors", "--engine", "--ignore-file", "--path-separator", "--dfa-size-limit", "--regex-size-limit", "--context-separator", "--field-match-separator", "--field-context-separator"},
-		longFile: []string{"--file", "--ignore-file"}, bad: []string{"--pre", "--pre-glob", "--search-zip", "--follow"}, badShort: "zL"},
+		longFile: []string{"--file", "--ignore-file"}, bad: []string{"--pre", "--pre-glob", "--search-zip"}, badShort: "z",
+		widenShort: "L", widen: []string{"--follow"}},
 	"jq": {kind: patternThenPaths, valued: "fL", fileOpts: "f", patternOpts: []string{"-f", "--from-file"},
 		long: []string{"--from-file", "--indent", "--slurpfile", "--rawfile", "--arg", "--argjson"}, longFile: []string{"--from-file"},
 		check: jqReadOnly},
@@ -118,7 +123,7 @@ var grepSpec = &roSpec{kind: patternThenPaths, valued: "efmABCdD", fileOpts: "f"
 	longFile: []string{"--file", "--exclude-from"},
 	// -R follows symbolic links, which a hostile workspace can point
 	// outside itself; -r does not.
-	badShort: "R", bad: []string{"--dereference-recursive"}}
+	widenShort: "R", widen: []string{"--dereference-recursive"}}
 
 // customReadOnly are read-only programs whose arguments need their own
 // parsing. Each returns why the call is not read-only, or "", and the
@@ -280,10 +285,11 @@ func (s *roSpec) run(name string, args []field) (string, []string) {
 			dashdash = true
 		case strings.HasPrefix(v, "--"):
 			opt, val, hasVal := strings.Cut(v, "=")
-			for _, b := range s.bad {
-				if opt == b {
-					return fmt.Sprintf("%s %s writes a file or runs a program", name, opt), nil
-				}
+			if slices.Contains(s.bad, opt) {
+				return fmt.Sprintf("%s %s writes a file or runs a program", name, opt), nil
+			}
+			if slices.Contains(s.widen, opt) {
+				return fmt.Sprintf("%s %s follows symbolic links out of the paths it is given", name, opt), nil
 			}
 			takes := slices.Contains(s.long, opt)
 			if takes && !hasVal {
@@ -308,6 +314,9 @@ func (s *roSpec) run(name string, args []field) (string, []string) {
 				c := v[j]
 				if strings.IndexByte(s.badShort, c) >= 0 {
 					return fmt.Sprintf("%s -%c writes a file or runs a program", name, c), nil
+				}
+				if strings.IndexByte(s.widenShort, c) >= 0 {
+					return fmt.Sprintf("%s -%c follows symbolic links out of the paths it is given", name, c), nil
 				}
 				if strings.IndexByte(s.valued, c) < 0 {
 					continue
@@ -1018,7 +1027,11 @@ func gitReadOnly(fs []field) (string, []string) {
 	case "log", "whatchanged":
 		ok = !patch || noDrivers
 	case "diff", "show", "blame", "annotate", "range-diff", "format-patch":
-		ok = noDrivers && sub != "format-patch"
+		// --name-only and --name-status compare no contents, so no
+		// driver runs.
+		namesOnly := (sub == "diff" || sub == "show") && !patch &&
+			slices.ContainsFunc(rest, func(a string) bool { return a == "--name-only" || a == "--name-status" })
+		ok = (noDrivers || namesOnly) && sub != "format-patch"
 		if !ok {
 			return fmt.Sprintf("git %s can run an external diff or textconv program from the repository's configuration; add --no-ext-diff --no-textconv", sub), nil
 		}
