@@ -1137,8 +1137,6 @@ func (an *analyzer) checkWriteTarget(target, by string) {
 		an.dangerous(DangerDeviceWrite, fmt.Sprintf("overwrites the disk device %s (%s)", target, by))
 	case persistencePath(target):
 		an.dangerous(DangerPersistence, fmt.Sprintf("writes %s, which runs code later on its own (%s)", target, by))
-	case gitControlPath(target):
-		an.dangerous(DangerGitConfigExec, fmt.Sprintf("writes %s, git configuration or a hook that makes git run a program later (%s)", target, by))
 	}
 }
 
@@ -1590,12 +1588,6 @@ func findOptions(args []field) int {
 	return i
 }
 
-// gitControlPath reports a repository's config file or hooks, which make
-// git run programs: writing them directly is git config by other means.
-func gitControlPath(p string) bool {
-	n := "/" + strings.TrimPrefix(normPath(p), "/")
-	return strings.HasSuffix(n, "/.git/config") || strings.Contains(n, "/.git/hooks/") || strings.HasSuffix(n, "/.git/hooks")
-}
 
 // pipedText looks at echo or printf of static text piped into a shell (the
 // text is a script, analysed in turn) or into xargs (the text becomes the
