@@ -1588,7 +1588,6 @@ func findOptions(args []field) int {
 	return i
 }
 
-
 // pipedText looks at echo or printf of static text piped into a shell (the
 // text is a script, analysed in turn) or into xargs (the text becomes the
 // arguments of the command xargs runs).

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -45,11 +46,13 @@ func TestCorpusReadOnlyCommandsChangeNothing(t *testing.T) {
 		_ = cmd.Run() // a failing command is fine; a changing one is not
 	}
 	// The check must be able to fail: a write in the workspace, a mode
-	// change and a write in HOME are each seen, and undone.
+	// change, a write in HOME and a change of what git has staged are each
+	// seen, and undone.
 	for _, probe := range []struct{ do, undo string }{
 		{"echo x >> a.txt", "printf 'hello world\\nfoo 3\\nbar 5\\n' > a.txt"},
 		{"chmod 600 b.txt", "chmod 644 b.txt"},
 		{"touch ~/new", "rm ~/new"},
+		{"git rm -q --cached a.go", "git add a.go"},
 	} {
 		run(probe.do)
 		if treeHash(t, ws)+treeHash(t, home) == before {
@@ -144,6 +147,18 @@ func treeHash(t *testing.T, root string) string {
 		case info.Mode()&fs.ModeSymlink != 0:
 			target, _ := os.Readlink(p)
 			line += " -> " + target
+		case rel == filepath.Join(".git", "index"):
+			// git status refreshes the stat cache in the index (racily
+			// clean entries are rewritten), which changes no content: what
+			// counts is the staged content, as git ls-files -s lists it.
+			c := exec.Command("git", "ls-files", "-s")
+			c.Dir = root
+			out, err := c.Output()
+			if err != nil {
+				return fmt.Errorf("git ls-files -s: %w", err)
+			}
+			sum := sha256.Sum256(out)
+			line = rel + " staged " + hex.EncodeToString(sum[:])
 		case info.Mode().IsRegular():
 			b, err := os.ReadFile(p)
 			if err != nil {
