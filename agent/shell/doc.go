@@ -67,9 +67,12 @@
 // flags alone (--version) are read-only. A wrong "true" is a security bug
 // and a wrong "false" only a prompt.
 //
-// Known limit: git read commands trust the repository's own configuration
-// for core.fsmonitor (git status runs it); the pager never starts because
-// the bash tool runs without a terminal.
+// Known limits: git read commands trust the repository's own
+// configuration for core.fsmonitor (git status runs it) and
+// log.showSignature (gpg); the pager never starts because the bash tool
+// runs without a terminal. git status may rewrite the stat cache in
+// .git/index, which changes no content. A glob in Reads must be expanded
+// by the caller to check what it matches.
 //
 // # Paths for the permission layer
 //
