@@ -58,7 +58,8 @@ func oracleWritesOrRuns(f *syntax.File) string {
 				return true
 			}
 			target := n.Word.Lit()
-			if n.Op == syntax.DplOut && (target == "-" || (target != "" && strings.Trim(target, "0123456789") == "")) {
+			// >&2 duplicates, >&- closes and >&3- moves a descriptor.
+			if fd := strings.TrimSuffix(target, "-"); n.Op == syntax.DplOut && (target == "-" || (fd != "" && strings.Trim(fd, "0123456789") == "")) {
 				return true
 			}
 			if target != "/dev/null" {
