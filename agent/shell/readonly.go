@@ -171,13 +171,15 @@ func readOnlyCall(fs []field) (string, []string) {
 }
 
 // versionV are programs whose -V only prints the version.
-var versionV = map[string]bool{"rg": true, "jq": true, "yq": true, "tree": true, "sed": false, "xxd": false}
+var versionV = map[string]bool{"rg": true, "jq": true, "yq": true, "tree": true}
 
-// versionOnly are programs that are read-only with --version alone.
+// versionOnly are programs that are read-only with --version alone. Tools
+// that read the workspace's configuration first (go with go.mod's
+// toolchain line, npm with .npmrc, cargo, pip) are left out.
 var versionOnly = map[string]bool{
-	"node": true, "python": true, "python3": true, "npm": true, "cargo": true, "rustc": true, "gcc": true,
+	"node": true, "python": true, "python3": true, "rustc": true, "gcc": true,
 	"make": true, "docker": true, "bash": true, "curl": true, "java": true, "awk": true, "gawk": true,
-	"perl": true, "ruby": true, "pip": true, "pip3": true, "cc": true, "clang": true, "tar": true, "xxd": true,
+	"perl": true, "ruby": true, "cc": true, "clang": true, "tar": true, "xxd": true,
 }
 
 func notWhitelisted(name string) string {
