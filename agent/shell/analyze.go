@@ -698,7 +698,9 @@ func (an *analyzer) classify(fs []field, depth int) {
 
 // trackCd follows cd so that later relative operands can be joined to it.
 func (an *analyzer) trackCd(fs []field) {
-	if fs[0].value != "cd" {
+	avs := unwrapFields(fs) // builtin cd and command cd change directory too
+	fs = avs[len(avs)-1]
+	if len(fs) == 0 || fs[0].dynamic || (fs[0].value != "cd" && fs[0].value != "pushd") {
 		return
 	}
 	ops := fs[1:]
