@@ -353,6 +353,8 @@ func TestAnalyzeReportsPathsForThePermissionLayer(t *testing.T) {
 		{"cat reads its operands", "cat a.txt ../b.txt", []string{"a.txt", "../b.txt"}, nil, false},
 		{"grep reads the paths after its pattern", "grep -rn foo src /etc/hosts", []string{"src", "/etc/hosts"}, nil, false},
 		{"grep -e makes every operand a path", "grep -e foo a.txt", []string{"a.txt"}, nil, false},
+		{"an optional long value does not swallow the pattern", "grep --color foo /etc/shadow", []string{"/etc/shadow"}, nil, false},
+		{"mv --backup takes no separate value, so both operands are written", "mv --backup a b", nil, []string{"a", "b"}, false},
 		{"head skips the value of -n", "head -n 20 main.go", []string{"main.go"}, nil, false},
 		{"an input redirection is a read", "wc -l < data.txt", []string{"data.txt"}, nil, false},
 		{"a relative path after cd is listed joined and as written", "cd /etc && cat passwd", []string{"/etc", "/etc/passwd", "passwd"}, nil, false},

@@ -61,7 +61,7 @@ var specs = map[string]*roSpec{
 	"printf":   {dynamicOK: true, check: printfReadOnly},
 	"test":     {dynamicOK: true, check: testReadOnly},
 	"[":        {dynamicOK: true, check: testReadOnly},
-	"read":     {valued: "adeinNptu", check: readReadOnly},
+	"read":     {valued: "adinNptu", check: readReadOnly},
 
 	"cat": {kind: allPaths}, "tac": {kind: allPaths, valued: "s", long: []string{"--separator"}},
 	"head": {kind: allPaths, valued: "nc", long: []string{"--lines", "--bytes"}},
@@ -74,7 +74,7 @@ var specs = map[string]*roSpec{
 		"--exclude", "--time-style", "--exclude-from", "--files0-from"}, longFile: []string{"--exclude-from", "--files0-from"}, widenShort: "L", widen: []string{"--dereference"}},
 	"df":       {kind: allPaths, valued: "Btx", long: []string{"--block-size", "--type", "--exclude-type"}},
 	"file":     {kind: allPaths, valued: "mfFeP", fileOpts: "mf", long: []string{"--magic-file", "--files-from", "--separator", "--exclude", "--parameter"}, longFile: []string{"--magic-file", "--files-from"}, badShort: "C", bad: []string{"--compile"}},
-	"tree":     {kind: allPaths, valued: "LPIHT", long: []string{"--charset", "--filelimit", "--timefmt", "--sort", "--fromfile"}, badShort: "oR", bad: []string{"--output"}, widenShort: "l"},
+	"tree":     {kind: allPaths, valued: "LPIHT", long: []string{"--charset", "--filelimit", "--timefmt", "--sort"}, badShort: "oR", bad: []string{"--output"}, widenShort: "l"},
 	"readlink": {kind: allPaths}, "realpath": {kind: allPaths, long: []string{"--relative-to", "--relative-base"}},
 	"md5sum": {kind: allPaths, badShort: "c", bad: []string{"--check"}}, "sha1sum": {kind: allPaths, badShort: "c", bad: []string{"--check"}},
 	"sha224sum": {kind: allPaths, badShort: "c", bad: []string{"--check"}}, "sha256sum": {kind: allPaths, badShort: "c", bad: []string{"--check"}},
@@ -82,17 +82,16 @@ var specs = map[string]*roSpec{
 	"b2sum": {kind: allPaths, valued: "l", badShort: "c", bad: []string{"--check"}}, "cksum": {kind: allPaths, valued: "al", badShort: "c", bad: []string{"--check"}},
 	"sum": {kind: allPaths},
 	"nl":  {kind: allPaths, valued: "bdfhilnsvw"},
-	"od": {kind: allPaths, valued: "AjNtwS", long: []string{"--address-radix", "--skip-bytes", "--read-bytes", "--format",
-		"--strings", "--width", "--endian"}},
+	"od": {kind: allPaths, valued: "AjNtS", long: []string{"--address-radix", "--skip-bytes", "--read-bytes", "--format", "--endian"}},
 	"strings": {kind: allPaths, valued: "ntesT", long: []string{"--bytes", "--radix", "--encoding", "--target", "--output-separator"}},
 	"hexdump": {kind: allPaths, valued: "nsef", fileOpts: "f"},
-	"column":  {kind: allPaths, valued: "scoNRHTWlEdr", long: []string{"--separator", "--output-separator", "--table-columns", "--output-width", "--table-name"}},
+	"column":  {kind: allPaths, valued: "scoNRHTWlEr", long: []string{"--separator", "--output-separator", "--table-columns", "--output-width", "--table-name"}},
 	"base64":  {kind: allPaths, valued: "wb", long: []string{"--wrap"}, badShort: "o", bad: []string{"--output"}},
 	"cut":     {kind: allPaths, valued: "bcdf", long: []string{"--bytes", "--characters", "--delimiter", "--fields", "--output-delimiter"}},
 	"sort": {kind: allPaths, valued: "ktST", long: []string{"--key", "--field-separator", "--buffer-size", "--temporary-directory",
 		"--parallel", "--batch-size", "--files0-from", "--sort", "--random-source"}, longFile: []string{"--files0-from", "--random-source"},
 		badShort: "o", bad: []string{"--output", "--compress-program"}},
-	"uniq":   {kind: allPaths, valued: "fsw", long: []string{"--skip-fields", "--skip-chars", "--check-chars", "--group", "--all-repeated"}, check: uniqReadOnly},
+	"uniq":   {kind: allPaths, valued: "fsw", long: []string{"--skip-fields", "--skip-chars", "--check-chars"}, check: uniqReadOnly},
 	"comm":   {kind: allPaths, long: []string{"--output-delimiter"}},
 	"diff":   {kind: allPaths, valued: "xXIFLUCD", fileOpts: "X", long: []string{"--exclude", "--exclude-from", "--ignore-matching-lines", "--label", "--from-file", "--to-file", "--show-function-line", "--starting-file", "--horizon-lines"}, longFile: []string{"--exclude-from", "--from-file", "--to-file"}},
 	"cmp":    {kind: allPaths, valued: "in", long: []string{"--ignore-initial", "--bytes"}},
@@ -112,14 +111,14 @@ var specs = map[string]*roSpec{
 	"jq": {kind: patternThenPaths, valued: "fL", fileOpts: "f", patternOpts: []string{"-f", "--from-file"},
 		long: []string{"--from-file", "--indent", "--slurpfile", "--rawfile", "--arg", "--argjson"}, longFile: []string{"--from-file"},
 		check: jqReadOnly},
-	"yq": {kind: patternThenPaths, valued: "IopPfe", long: []string{"--indent", "--output-format", "--input-format", "--expression", "--front-matter"},
+	"yq": {kind: patternThenPaths, valued: "Iopf", long: []string{"--indent", "--output-format", "--input-format", "--expression", "--front-matter"},
 		badShort: "is", bad: []string{"--inplace", "--in-place", "--split-exp"}, check: yqReadOnly},
 }
 
 var grepSpec = &roSpec{kind: patternThenPaths, valued: "efmABCdD", fileOpts: "f",
 	patternOpts: []string{"-e", "--regexp", "-f", "--file"},
 	long: []string{"--regexp", "--file", "--max-count", "--after-context", "--before-context", "--context",
-		"--include", "--exclude", "--exclude-dir", "--exclude-from", "--label", "--directories", "--devices", "--binary-files", "--color", "--colour", "--group-separator"},
+		"--include", "--exclude", "--exclude-dir", "--exclude-from", "--label", "--directories", "--devices", "--binary-files", "--group-separator"},
 	longFile: []string{"--file", "--exclude-from"},
 	// -R follows symbolic links, which a hostile workspace can point
 	// outside itself; -r does not.
@@ -261,6 +260,12 @@ func lookThrough(name string, args []field) (string, []string) {
 	}
 	return readOnlyCall(inner)
 }
+
+// An option is listed as taking a value only when its value is required:
+// GNU getopt gives an optional value only attached (--opt=value, -w8), so
+// --color x leaves x an operand. Listing a flag or an optional one would
+// hide the next operand from Reads; leaving out a valued one only adds its
+// value to Reads, which costs at most a prompt.
 
 // run checks a call of a spec'd program and returns the paths it reads.
 func (s *roSpec) run(name string, args []field) (string, []string) {

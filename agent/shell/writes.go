@@ -10,7 +10,7 @@ import (
 // operands.
 type writerSpec struct {
 	// valued are the short options that take a value; long the long ones
-	// (also accepted as --opt=value).
+	// whose value is required (also accepted as --opt=value).
 	valued string
 	long   []string
 	// skipFirst: the first operand is not a file (chmod's mode, chown's
@@ -29,16 +29,16 @@ var writers = map[string]*writerSpec{
 	"unlink":   {},
 	"shred":    {valued: "ns", long: []string{"--iterations", "--size", "--random-source"}},
 	"touch":    {valued: "dtr", long: []string{"--date", "--reference", "--time"}},
-	"mkdir":    {valued: "mZ", long: []string{"--mode", "--context"}},
+	"mkdir":    {valued: "m", long: []string{"--mode"}},
 	"truncate": {valued: "sr", long: []string{"--size", "--reference"}},
 	"chmod":    {skipFirst: true, long: []string{"--reference"}},
 	"chown":    {skipFirst: true, long: []string{"--reference", "--from"}},
 	"chgrp":    {skipFirst: true, long: []string{"--reference"}},
-	"tee":      {long: []string{"--output-error"}},
-	"mv":       {valued: "tS", long: []string{"--target-directory", "--suffix", "--backup"}},
-	"cp":       {valued: "tS", long: []string{"--target-directory", "--suffix", "--backup", "--sparse", "--reflink", "--preserve", "--no-preserve"}, lastOnly: true},
-	"ln":       {valued: "tS", long: []string{"--target-directory", "--suffix", "--backup"}, lastOnly: true},
-	"install":  {valued: "mogtS", long: []string{"--mode", "--owner", "--group", "--target-directory", "--suffix", "--backup"}, lastOnly: true},
+	"tee":      {},
+	"mv":       {valued: "tS", long: []string{"--target-directory", "--suffix"}},
+	"cp":       {valued: "tS", long: []string{"--target-directory", "--suffix", "--sparse", "--no-preserve"}, lastOnly: true},
+	"ln":       {valued: "tS", long: []string{"--target-directory", "--suffix"}, lastOnly: true},
+	"install":  {valued: "mogtS", long: []string{"--mode", "--owner", "--group", "--target-directory", "--suffix"}, lastOnly: true},
 }
 
 // writeTargets records what one simple command writes: the operands of a
