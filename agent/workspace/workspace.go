@@ -204,6 +204,20 @@ func within(p, dir string) bool {
 // it, comparing whole components (so /ws2 is not within /ws).
 func Within(p, dir string) bool { return within(p, dir) }
 
+// Walked returns the Target of a file found by walking, without following
+// symlinks, a directory that Resolve returned: its path is already
+// resolved, so it is not looked at again, and a file inside the workspace
+// is still opened through os.Root.
+func (r *Root) Walked(abs string) Target {
+	t := Target{Given: abs, Lexical: abs, Path: abs}
+	if within(abs, r.dir) {
+		t.Inside = true
+		rel, _ := filepath.Rel(r.dir, abs)
+		t.Rel = filepath.ToSlash(rel)
+	}
+	return t
+}
+
 // open opens the workspace directory as an os.Root for one operation.
 func (r *Root) open() (*os.Root, error) { return os.OpenRoot(r.dir) }
 
