@@ -1,83 +1,14 @@
 package permission
 
 import (
-	"errors"
-	"io/fs"
-	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
+
+	"github.com/retrace-dev/retrace/agent/workspace"
 )
 
-// maxLinkHops bounds symlink resolution, like the kernel's ELOOP limit.
-const maxLinkHops = 40
-
-var errLinkLoop = errors.New("too many levels of symbolic links")
-
-// resolvePath returns the real path the kernel would open for p (absolute
-// and clean): every existing component is resolved, symlinks included,
-// dangling ones too, and ".." is applied after resolving what precedes it,
-// as the kernel does. Components that do not exist yet are appended as
-// they are, so a new file is placed in the real directory that will hold
-// it.
-func resolvePath(p string) (string, error) {
-	return resolveFrom("/", strings.TrimPrefix(p, "/"), 0)
-}
-
-func resolveFrom(cur, rest string, hops int) (string, error) {
-	parts := strings.Split(rest, "/")
-	for i, comp := range parts {
-		switch comp {
-		case "", ".":
-			continue
-		case "..":
-			cur = filepath.Dir(cur)
-			continue
-		}
-		next := filepath.Join(cur, comp)
-		fi, err := os.Lstat(next)
-		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) || isNotDir(err) {
-				// Nothing below exists: the rest is where a new file would go.
-				return filepath.Join(append([]string{cur}, parts[i:]...)...), nil
-			}
-			return "", err
-		}
-		if fi.Mode()&fs.ModeSymlink == 0 {
-			cur = next
-			continue
-		}
-		if hops >= maxLinkHops {
-			return "", errLinkLoop
-		}
-		target, err := os.Readlink(next)
-		if err != nil {
-			return "", err
-		}
-		base := cur
-		if filepath.IsAbs(target) {
-			base = "/"
-		}
-		cur, err = resolveFrom(base, strings.TrimPrefix(target, "/"), hops+1)
-		if err != nil {
-			return "", err
-		}
-	}
-	return cur, nil
-}
-
-func isNotDir(err error) bool { return errors.Is(err, syscall.ENOTDIR) }
-
 // within reports whether p is dir or below it.
-func within(p, dir string) bool {
-	if p == dir {
-		return true
-	}
-	if dir == "/" {
-		return strings.HasPrefix(p, "/")
-	}
-	return strings.HasPrefix(p, dir+string(filepath.Separator))
-}
+func within(p, dir string) bool { return workspace.Within(p, dir) }
 
 // systemDirs are directories a call may never write and must ask to read.
 var systemDirs = []string{
@@ -136,13 +67,17 @@ func (c *Checker) isSensitive(p string) bool {
 	return false
 }
 
-// place is one path of a call, resolved.
+// place is one path of a call, resolved with the one resolution the tools
+// open files with (package workspace).
 type place struct {
-	given string // as the model gave it
-	abs   string // absolute, lexically cleaned
-	real  string // symlinks resolved; "" when resolution failed
+	given string // as the model gave it, or as the command wrote it
+	abs   string // absolute, lexically cleaned: what the path says
+	real  string // where it leads, symlinks and ".." resolved; "" when resolution failed
 	rel   string // real, relative to the workspace; "" when outside
 	write bool
+	// shell marks a path taken from a bash command: bash expands ~ and
+	// globs in it, and it may only be known when the command runs.
+	shell bool
 }
 
 // dynamicPath reports a path from a shell word that is only known at run
@@ -151,35 +86,34 @@ func dynamicPath(p string) bool {
 	return strings.ContainsAny(p, "$`*?[{") || p == ""
 }
 
-// locate resolves one path given by the model or found in a command.
-func (c *Checker) locate(given string, write bool) place {
-	pl := place{given: given, write: write}
-	p := given
+// expandTilde does bash's tilde expansion of a static word: ~ and ~/x are
+// the home directory. Without a known home the word is left alone, and the
+// path then resolves inside the workspace, where ~ is an ordinary name.
+func (c *Checker) expandTilde(p string) string {
 	if c.home != "" && (p == "~" || strings.HasPrefix(p, "~/")) {
-		p = c.home + p[1:]
+		return c.home + p[1:]
 	}
-	if !filepath.IsAbs(p) {
-		// Not filepath.Join: it would apply ".." before symlinks are
-		// resolved, and link/.. is not where the kernel goes.
-		p = c.workspace + "/" + p
+	return p
+}
+
+// locate resolves one path given by the model (shell false) or found in a
+// command (shell true). Only bash expands ~: a tool given ~/x opens the
+// workspace's ~/x, so that is what is checked.
+func (c *Checker) locate(given string, write, shell bool) place {
+	pl := place{given: given, write: write, shell: shell}
+	p := given
+	if shell {
+		p = c.expandTilde(p)
 	}
-	pl.abs = filepath.Clean(p)
-	var real string
-	var err error
-	if rel, ok := strings.CutPrefix(p, c.workspace+"/"); ok {
-		// The workspace is resolved once in New; only what is below it
-		// needs looking at.
-		real, err = resolveFrom(c.realWorkspace, rel, 0)
-	} else {
-		real, err = resolvePath(p)
-	}
+	t, err := c.root.Resolve(p)
 	if err != nil {
+		pl.abs = filepath.Clean(p)
+		if !filepath.IsAbs(p) {
+			pl.abs = filepath.Join(c.root.Dir(), p)
+		}
 		return pl
 	}
-	pl.real = real
-	if within(real, c.realWorkspace) {
-		pl.rel, _ = filepath.Rel(c.realWorkspace, real)
-	}
+	pl.abs, pl.real, pl.rel = t.Lexical, t.Path, t.Rel
 	return pl
 }
 
