@@ -176,19 +176,25 @@ type call struct {
 	places   []place
 }
 
-func (c *Checker) prepare(req Request) *call {
+// prepare derives what the chain looks at. analysis is the bash command's
+// analysis when the caller has it already; nil means analyse here.
+func (c *Checker) prepare(req Request, analysis *shell.Analysis) *call {
 	cl := &call{req: req, tool: strings.ToLower(req.Tool)}
 	cl.bash = cl.tool == bashTool
 	for _, a := range req.Paths {
 		cl.places = append(cl.places, c.locate(a.Path, a.Write, false))
 	}
 	if cl.bash {
-		cl.analysis = shell.Analyze(req.Command)
+		if analysis != nil {
+			cl.analysis = *analysis
+		} else {
+			cl.analysis = shell.Analyze(req.Command)
+		}
 		for _, w := range cl.analysis.Writes {
-			cl.places = append(cl.places, c.locate(w, true, true))
+			cl.places = append(cl.places, c.shellPlaces(w, true)...)
 		}
 		for _, r := range cl.analysis.Reads {
-			cl.places = append(cl.places, c.locate(r, false, true))
+			cl.places = append(cl.places, c.shellPlaces(r, false)...)
 		}
 		cl.readOnly = cl.analysis.ReadOnly && !cl.analysis.WritesUnknown && len(cl.analysis.Writes) == 0
 	}
@@ -198,8 +204,10 @@ func (c *Checker) prepare(req Request) *call {
 // Check runs the permission chain (seed §8.2) and returns where it ended.
 // The order of the steps is the security semantics; see the package
 // documentation. Check only reads the session memory and the denial counts.
-func (c *Checker) Check(req Request) Decision {
-	cl := c.prepare(req)
+func (c *Checker) Check(req Request) Decision { return c.check(req, nil) }
+
+func (c *Checker) check(req Request, analysis *shell.Analysis) Decision {
+	cl := c.prepare(req, analysis)
 	d := c.chain(cl)
 	if d.Behavior == Allow || !c.Fused(req) {
 		return d
@@ -459,7 +467,7 @@ func (c *Checker) pathDenials(cl *call) (Decision, bool) {
 		return decide(Deny, trajectory.SourceSafety, trajectory.StepPathValidation, fmt.Sprintf(format, args...)), true
 	}
 	for _, pl := range cl.places {
-		if !pl.write || (pl.shell && dynamicPath(pl.given)) {
+		if !pl.write || pl.unknown {
 			continue
 		}
 		switch {
@@ -487,14 +495,11 @@ func (c *Checker) pathQuestions(cl *call) (Decision, bool) {
 		return decide(Ask, trajectory.SourceSafety, trajectory.StepPathValidation, fmt.Sprintf(format, args...)), true
 	}
 	for _, pl := range cl.places {
-		if pl.shell && pl.write && dynamicPath(pl.given) {
+		if pl.unknown && pl.write {
 			return ask("The command writes to %s, which is only known when it runs, so the user must confirm it.", pl.given)
 		}
-		if pl.shell && !pl.write && dynamicPath(pl.given) {
-			pl = c.globBase(pl)
-			if pl.real == "" {
-				return ask("The command reads %s, which is only known when it runs, so the user must confirm it.", pl.given)
-			}
+		if pl.unknown {
+			return ask("The command reads %s, which is only known when it runs, so the user must confirm it.", pl.given)
 		}
 		if pl.write {
 			continue
@@ -519,39 +524,45 @@ func (c *Checker) pathQuestions(cl *call) (Decision, bool) {
 	return Decision{}, false
 }
 
-// globBase turns a read operand with a glob into the directory the glob
-// searches, its static leading components, so that cat ../*.txt is checked
-// as a read of .. and ls *.go as one of the working directory. An operand
-// with an expansion, or a glob component that can match .. (one starting
-// with a dot, or holding ".." in a brace), is left unresolved: only the run
-// shows what it reads.
-func (c *Checker) globBase(pl place) place {
-	if strings.ContainsAny(pl.given, "$`") {
-		return place{given: pl.given, shell: true}
+// maxGlobMatches bounds how many files a glob in a command is expanded to
+// for checking; a glob matching more is treated as only known at run time.
+const maxGlobMatches = 1000
+
+// shellPlaces resolves one path a bash command reads or writes. A plain
+// path is one place. A glob is expanded against the disk now, as bash will
+// expand it when the command runs, and every match is checked, together
+// with the pattern itself resolved as a name below its directory, so that
+// .git/hooks/* is a protected path even while the directory is empty. A
+// path with an expansion, or a glob that could match "..", is unknown:
+// only the run shows which file it is.
+func (c *Checker) shellPlaces(word string, write bool) []place {
+	unknown := []place{{given: word, write: write, shell: true, unknown: true}}
+	if word == "" || strings.ContainsAny(word, "$`") {
+		return unknown
 	}
-	var static []string
-	parts := strings.Split(pl.given, "/")
-	for i, comp := range parts {
-		if !strings.ContainsAny(comp, "*?[{") {
-			static = append(static, comp)
-			continue
+	if !strings.ContainsAny(word, "*?[") {
+		return []place{c.locate(word, write, true)}
+	}
+	for _, comp := range strings.Split(word, "/") {
+		if strings.ContainsAny(comp, "*?[") && (strings.HasPrefix(comp, ".") || strings.HasPrefix(comp, "[")) {
+			return unknown // .* matches .. in bash without globskipdots
 		}
-		for _, rest := range parts[i:] {
-			if strings.HasPrefix(rest, ".") || strings.Contains(rest, "..") {
-				return place{given: pl.given, shell: true}
-			}
-		}
-		break
 	}
-	base := strings.Join(static, "/")
-	if base == "" && strings.HasPrefix(pl.given, "/") {
-		base = "/"
+	pattern := c.expandTilde(word)
+	if !filepath.IsAbs(pattern) {
+		// Not filepath.Join, which would apply ".." before the kernel does.
+		pattern = c.root.Dir() + "/" + pattern
 	}
-	if base == "" {
-		base = "."
+	matches, err := filepath.Glob(pattern)
+	if err != nil || len(matches) > maxGlobMatches {
+		return unknown
 	}
-	out := c.locate(base, false, true)
-	out.given = pl.given
+	out := []place{c.locate(word, write, true)}
+	for _, m := range matches {
+		pl := c.locate(m, write, false)
+		pl.given, pl.shell = word, true
+		out = append(out, pl)
+	}
 	return out
 }
 

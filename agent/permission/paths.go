@@ -78,6 +78,9 @@ type place struct {
 	// shell marks a path taken from a bash command: bash expands ~ and
 	// globs in it, and it may only be known when the command runs.
 	shell bool
+	// unknown marks a bash path only the run will show ("$OUT", a glob
+	// that could match ".."): it cannot be resolved now.
+	unknown bool
 }
 
 // dynamicPath reports a path from a shell word that is only known at run
