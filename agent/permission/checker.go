@@ -51,6 +51,11 @@ func (c *Checker) AllowReads(dir string) {
 	c.readDirs = append(c.readDirs, real)
 }
 
+// Home returns the home directory bash's ~ expands to, symlinks resolved;
+// "" when unknown. The executor resolves the write targets it snapshots
+// with it, so the snapshot covers the files the chain checked.
+func (c *Checker) Home() string { return c.home }
+
 // readable reports whether p is below a directory given to AllowReads.
 func (c *Checker) readable(p string) bool {
 	c.mu.Lock()
@@ -524,44 +529,18 @@ func (c *Checker) pathQuestions(cl *call) (Decision, bool) {
 	return Decision{}, false
 }
 
-// maxGlobMatches bounds how many files a glob in a command is expanded to
-// for checking; a glob matching more is treated as only known at run time.
-const maxGlobMatches = 1000
-
-// shellPlaces resolves one path a bash command reads or writes. A plain
-// path is one place. A glob is expanded against the disk now, as bash will
-// expand it when the command runs, and every match is checked, together
-// with the pattern itself resolved as a name below its directory, so that
-// .git/hooks/* is a protected path even while the directory is empty. A
-// path with an expansion, or a glob that could match "..", is unknown:
-// only the run shows which file it is.
+// shellPlaces resolves one path a bash command reads or writes with
+// workspace.Root.ResolveShell: a plain path is one place; a glob is every
+// file it matches now plus the pattern itself; a path only the run will
+// show is one unknown place.
 func (c *Checker) shellPlaces(word string, write bool) []place {
-	unknown := []place{{given: word, write: write, shell: true, unknown: true}}
-	if word == "" || strings.ContainsAny(word, "$`") {
-		return unknown
+	self, matches, known := c.root.ResolveShell(word, c.home)
+	if !known {
+		return []place{{given: word, write: write, shell: true, unknown: true}}
 	}
-	if !strings.ContainsAny(word, "*?[") {
-		return []place{c.locate(word, write, true)}
-	}
-	for _, comp := range strings.Split(word, "/") {
-		if strings.ContainsAny(comp, "*?[") && (strings.HasPrefix(comp, ".") || strings.HasPrefix(comp, "[")) {
-			return unknown // .* matches .. in bash without globskipdots
-		}
-	}
-	pattern := c.expandTilde(word)
-	if !filepath.IsAbs(pattern) {
-		// Not filepath.Join, which would apply ".." before the kernel does.
-		pattern = c.root.Dir() + "/" + pattern
-	}
-	matches, err := filepath.Glob(pattern)
-	if err != nil || len(matches) > maxGlobMatches {
-		return unknown
-	}
-	out := []place{c.locate(word, write, true)}
-	for _, m := range matches {
-		pl := c.locate(m, write, false)
-		pl.given, pl.shell = word, true
-		out = append(out, pl)
+	out := make([]place, 0, 1+len(matches))
+	for _, t := range append([]workspace.Target{self}, matches...) {
+		out = append(out, place{given: word, abs: t.Lexical, real: t.Path, rel: t.Rel, write: write, shell: true})
 	}
 	return out
 }

@@ -89,16 +89,6 @@ func dynamicPath(p string) bool {
 	return strings.ContainsAny(p, "$`*?[{") || p == ""
 }
 
-// expandTilde does bash's tilde expansion of a static word: ~ and ~/x are
-// the home directory. Without a known home the word is left alone, and the
-// path then resolves inside the workspace, where ~ is an ordinary name.
-func (c *Checker) expandTilde(p string) string {
-	if c.home != "" && (p == "~" || strings.HasPrefix(p, "~/")) {
-		return c.home + p[1:]
-	}
-	return p
-}
-
 // locate resolves one path given by the model (shell false) or found in a
 // command (shell true). Only bash expands ~: a tool given ~/x opens the
 // workspace's ~/x, so that is what is checked.
@@ -106,7 +96,8 @@ func (c *Checker) locate(given string, write, shell bool) place {
 	pl := place{given: given, write: write, shell: shell}
 	p := given
 	if shell {
-		p = c.expandTilde(p)
+		// Without a known home ~ stays a name, resolved in the workspace.
+		p = workspace.ExpandTilde(p, c.home)
 	}
 	t, err := c.root.Resolve(p)
 	if err != nil {

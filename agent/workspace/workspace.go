@@ -309,3 +309,62 @@ func withPath(err error, abs string) error {
 	}
 	return err
 }
+
+// MaxGlobMatches bounds how many files ResolveShell expands a glob to; a
+// glob matching more counts as only known when the command runs.
+const MaxGlobMatches = 1000
+
+// ExpandTilde does bash's tilde expansion of a static word: ~ and ~/x are
+// below home. With home "" the word is returned unchanged.
+func ExpandTilde(word, home string) string {
+	if home != "" && (word == "~" || strings.HasPrefix(word, "~/")) {
+		return home + word[1:]
+	}
+	return word
+}
+
+// ResolveShell resolves a path operand of a bash command as bash will use
+// it: ~ is the home directory, and a glob is expanded against the disk
+// now, as bash expands it when the command runs. It returns the word
+// itself resolved (for a glob, the pattern as a name below its directory,
+// so .git/hooks/* is still below .git/hooks when nothing matches) and the
+// glob's matches. known is false when the file is only known at run time:
+// an expansion ($, `), a glob component that could match ".." (one
+// starting with a dot or a bracket), more than MaxGlobMatches matches, or
+// a path that cannot be resolved.
+func (r *Root) ResolveShell(word, home string) (self Target, matches []Target, known bool) {
+	if word == "" || strings.ContainsAny(word, "$`") {
+		return Target{Given: word}, nil, false
+	}
+	p := ExpandTilde(word, home)
+	self, err := r.Resolve(p)
+	if err != nil {
+		return Target{Given: word}, nil, false
+	}
+	self.Given = word
+	if !strings.ContainsAny(word, "*?[") {
+		return self, nil, true
+	}
+	for comp := range strings.SplitSeq(word, "/") {
+		if strings.ContainsAny(comp, "*?[") && (strings.HasPrefix(comp, ".") || strings.HasPrefix(comp, "[")) {
+			return Target{Given: word}, nil, false // .* matches .. in bash without globskipdots
+		}
+	}
+	if !filepath.IsAbs(p) {
+		// Not filepath.Join, which would apply ".." before the kernel does.
+		p = r.dir + "/" + p
+	}
+	names, err := filepath.Glob(p)
+	if err != nil || len(names) > MaxGlobMatches {
+		return Target{Given: word}, nil, false
+	}
+	for _, n := range names {
+		t, err := r.Resolve(n)
+		if err != nil {
+			return Target{Given: word}, nil, false
+		}
+		t.Given = word
+		matches = append(matches, t)
+	}
+	return self, matches, true
+}
