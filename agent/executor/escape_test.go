@@ -88,10 +88,14 @@ func TestReadingToolsOpenExactlyWhatWasCheckedOnEveryEscapeRoute(t *testing.T) {
 	}
 	readers := []readTool{
 		{"read", false, func(p string) string { return inputJSON(map[string]any{"file_path": p}) }, func(c string) string { return c[:10] }},
-		{"grep", false, func(p string) string { return inputJSON(map[string]any{"pattern": "content", "path": p, "output_mode": "content"}) }, func(c string) string { return c[:10] }},
+		{"grep", false, func(p string) string {
+			return inputJSON(map[string]any{"pattern": "content", "path": p, "output_mode": "content"})
+		}, func(c string) string { return c[:10] }},
 		{"ls", true, func(p string) string { return inputJSON(map[string]any{"path": p}) }, nil},
 		{"glob", true, func(p string) string { return inputJSON(map[string]any{"pattern": "*", "path": p}) }, nil},
-		{"grep", true, func(p string) string { return inputJSON(map[string]any{"pattern": "content", "path": p, "output_mode": "content"}) }, func(c string) string { return c[:10] }},
+		{"grep", true, func(p string) string {
+			return inputJSON(map[string]any{"pattern": "content", "path": p, "output_mode": "content"})
+		}, func(c string) string { return c[:10] }},
 	}
 	modes := []trajectory.PermissionMode{trajectory.PermDefault, trajectory.PermPlan, trajectory.PermAcceptEdits, trajectory.PermBypass}
 	for _, rt := range readers {
