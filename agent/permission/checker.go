@@ -179,6 +179,23 @@ type call struct {
 	// that only the run will show).
 	readOnly bool
 	places   []place
+	// args are the command's arguments that could be paths, resolved once
+	// for the secrets and protected-path checks; see argPlaces.
+	args     []place
+	argsDone bool
+}
+
+// argPlaces resolves the bash arguments that could be paths, once per
+// call: two steps look at them, and each resolution costs a system call
+// per path component.
+func (c *Checker) argPlaces(cl *call) []place {
+	if !cl.argsDone {
+		cl.argsDone = true
+		for _, arg := range c.bashArgs(cl) {
+			cl.args = append(cl.args, c.locate(arg, false, true))
+		}
+	}
+	return cl.args
 }
 
 // prepare derives what the chain looks at. analysis is the bash command's
@@ -519,10 +536,9 @@ func (c *Checker) pathQuestions(cl *call) (Decision, bool) {
 		}
 	}
 	if cl.bash {
-		for _, arg := range c.bashArgs(cl) {
-			pl := c.locate(arg, false, true)
+		for _, pl := range c.argPlaces(cl) {
 			if c.isSensitive(pl.abs) || (pl.real != "" && c.isSensitive(pl.real)) {
-				return ask("The command names %s, which may contain secrets, so the user must confirm it. If you do not need it, leave it out.", arg)
+				return ask("The command names %s, which may contain secrets, so the user must confirm it. If you do not need it, leave it out.", pl.given)
 			}
 		}
 	}
@@ -599,13 +615,12 @@ func (c *Checker) protectedPath(cl *call) (Decision, bool) {
 		}
 	}
 	if cl.bash && !cl.readOnly {
-		for _, arg := range c.bashArgs(cl) {
-			pl := c.locate(arg, true, true)
+		for _, pl := range c.argPlaces(cl) {
 			for _, rel := range []string{pl.rel, pl.relOrEmpty(c)} {
 				if rel == "" {
 					continue
 				}
-				if d, ok := check(rel, arg); ok {
+				if d, ok := check(rel, pl.given); ok {
 					return d, true
 				}
 			}
