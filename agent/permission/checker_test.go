@@ -132,7 +132,7 @@ func TestCheckFollowsTheChainOrder(t *testing.T) {
 		{"a bash redirection to a variable needs confirmation", Config{Mode: bypass}, bash(`echo x > "$OUT"`), Ask, trajectory.SourceSafety, trajectory.StepPathValidation, ""},
 		{"a read outside the workspace needs confirmation even for a read-only tool", Config{}, read(filepath.Join(f.outside, "notes.txt")), Ask, trajectory.SourceSafety, trajectory.StepPathValidation, ""},
 		{"a read of .env in the workspace needs confirmation", Config{Mode: bypass}, read(".env"), Ask, trajectory.SourceSafety, trajectory.StepPathValidation, ""},
-		{"a read of ~/.ssh needs confirmation", Config{}, read("~/.ssh/id_rsa"), Ask, trajectory.SourceSafety, trajectory.StepPathValidation, ""},
+		{"a read of ~/.ssh needs confirmation", Config{}, read(filepath.Join(f.home, ".ssh", "id_rsa")), Ask, trajectory.SourceSafety, trajectory.StepPathValidation, ""},
 		{"a read-only bash command naming ~/.ssh needs confirmation", Config{}, bash("cat ~/.ssh/id_rsa"), Ask, trajectory.SourceSafety, trajectory.StepPathValidation, ""},
 		{"a read-only bash command naming $HOME/.ssh needs confirmation", Config{}, bash("cat $HOME/.ssh/id_rsa"), Ask, trajectory.SourceSafety, trajectory.StepPathValidation, ""},
 		// Step 6: ask rules.
