@@ -15,7 +15,7 @@ import (
 func linkFixture(t *testing.T) fixture {
 	t.Helper()
 	f := newFixture(t)
-	for _, d := range []string{"d1/d2", "outside"} {
+	for _, d := range []string{"d1/d2", "outside", "deploy", "empty"} {
 		if err := os.MkdirAll(filepath.Join(f.ws, d), 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -23,7 +23,7 @@ func linkFixture(t *testing.T) fixture {
 	if err := os.Symlink("d1/d2", filepath.Join(f.ws, "l")); err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range []string{filepath.Join(f.ws, "outside", "x"), filepath.Join(f.ws, "a.go"), filepath.Join(f.ws, "b.go")} {
+	for _, p := range []string{filepath.Join(f.ws, "outside", "x"), filepath.Join(f.ws, "a.go"), filepath.Join(f.ws, "b.go"), filepath.Join(f.ws, "deploy", "run.sh")} {
 		if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -93,18 +93,20 @@ func TestBashPathsAreCheckedLikeTheFileToolsPaths(t *testing.T) {
 		{"a copy out of the workspace is denied even with an allow-all bash rule", Config{Allow: []string{"Bash"}}, bashWith("cp a.go ../outside/c.go", writes("../outside/c.go")), Deny, trajectory.SourceSafety, trajectory.StepPathValidation},
 		{"a move through a symlink pointing inside whose dot-dot leads out is denied", Config{Mode: trajectory.PermBypass}, bashWith("mv a.go l/../../../outside/a.go", writes("a.go", "l/../../../outside/a.go")), Deny, trajectory.SourceSafety, trajectory.StepPathValidation},
 		{"a touch through a dangling symlink pointing outside is denied", Config{Mode: trajectory.PermAcceptEdits}, bashWith("touch dangling", writes("dangling")), Deny, trajectory.SourceSafety, trajectory.StepPathValidation},
-		{"a tee into ~ is denied", Config{Mode: trajectory.PermBypass}, bashWith("echo x | tee ~/.bashrc", writes("~/.bashrc")), Deny, trajectory.SourceSafety, trajectory.StepPathValidation},
+		{"a tee into ~ is denied", Config{Mode: trajectory.PermBypass}, bashWith("echo x | tee ~/notes.txt", writes("~/notes.txt")), Deny, trajectory.SourceSafety, trajectory.StepPathValidation},
 		{"an rm with a glob outside the workspace is denied", Config{Mode: trajectory.PermBypass}, bashWith("rm ../outside/*.txt", writes("../outside/*.txt")), Deny, trajectory.SourceSafety, trajectory.StepPathValidation},
-		{"an rm with a glob matching a protected file needs confirmation in bypass mode", Config{Mode: trajectory.PermBypass}, bashWith("rm .git/hooks/*", writes(".git/hooks/*")), Ask, trajectory.SourceSafety, trajectory.StepProtectedPath},
+		{"an rm with a glob matching a protected file needs confirmation in bypass mode", Config{Mode: trajectory.PermBypass, ProtectedPaths: []string{"deploy/**"}}, bashWith("rm deploy/*", writes("deploy/*")), Ask, trajectory.SourceSafety, trajectory.StepProtectedPath},
 		{"an rm with a glob inside the workspace is allowed in bypass mode", Config{Mode: trajectory.PermBypass}, bashWith("rm *.go", writes("*.go")), Allow, trajectory.SourceMode, trajectory.StepBypassMode},
-		{"a chmod of a protected path needs confirmation in bypass mode", Config{Mode: trajectory.PermBypass}, bashWith("chmod +x .git/hooks/pre-push", writes(".git/hooks/pre-push")), Ask, trajectory.SourceSafety, trajectory.StepProtectedPath},
+		{"an rm with a glob in an empty protected directory needs confirmation in bypass mode", Config{Mode: trajectory.PermBypass, ProtectedPaths: []string{"empty/**"}}, bashWith("rm empty/*", writes("empty/*")), Ask, trajectory.SourceSafety, trajectory.StepProtectedPath},
+		{"a chmod of a protected path needs confirmation in bypass mode", Config{Mode: trajectory.PermBypass, ProtectedPaths: []string{"deploy/**"}}, bashWith("chmod +x deploy/run.sh", writes("deploy/run.sh")), Ask, trajectory.SourceSafety, trajectory.StepProtectedPath},
 		{"an Edit deny rule covers what a bash command writes", Config{Mode: trajectory.PermBypass, Deny: []string{"Edit(src/**)"}}, bashWith("cp a.go src/a.go", writes("src/a.go")), Deny, trajectory.SourceRule, trajectory.StepDenyRule},
 		{"a Write deny rule covers what sed -i writes", Config{Mode: trajectory.PermBypass, Deny: []string{"Write(*.go)"}}, bashWith("sed -i s/a/b/ a.go", writes("a.go")), Deny, trajectory.SourceRule, trajectory.StepDenyRule},
 		{"an Edit ask rule covers what a bash command writes", Config{Mode: trajectory.PermBypass, Ask: []string{"Edit(*.go)"}}, bashWith("touch new.go", writes("new.go")), Ask, trajectory.SourceRule, trajectory.StepAskRule},
 		{"an Edit allow rule does not allow a bash command", Config{Allow: []string{"Edit(*.go)"}}, bashWith("touch new.go", writes("new.go")), Ask, trajectory.SourceMode, trajectory.StepDefault},
 		{"a Read rule does not cover what a bash command writes", Config{Mode: trajectory.PermBypass, Deny: []string{"Read(*.go)"}}, bashWith("touch new.go", writes("new.go")), Allow, trajectory.SourceMode, trajectory.StepBypassMode},
 		{"accept_edits does not allow a bash write inside the workspace", Config{Mode: trajectory.PermAcceptEdits}, bashWith("touch new.go", writes("new.go")), Ask, trajectory.SourceMode, trajectory.StepDefault},
-		{"a write target only known at run time needs confirmation in bypass mode", Config{Mode: trajectory.PermBypass}, bashWith(`cp a "$DST"`, writes("$DST")), Ask, trajectory.SourceSafety, trajectory.StepPathValidation},
+		{"a write target only known at run time is allowed in bypass mode like any command that may write anywhere", Config{Mode: trajectory.PermBypass}, bashWith(`cp a "$DST"`, func(a *shell.Analysis) { a.WritesUnknown, a.ReadOnly = true, false }), Allow, trajectory.SourceMode, trajectory.StepBypassMode},
+		{"a write target only known at run time asks in accept_edits mode", Config{Mode: trajectory.PermAcceptEdits}, bashWith(`cp a "$DST"`, func(a *shell.Analysis) { a.WritesUnknown, a.ReadOnly = true, false }), Ask, trajectory.SourceMode, trajectory.StepDefault},
 		// WritesUnknown.
 		{"a command that may write unknown files is never read-only", Config{}, bashWith("ls", func(a *shell.Analysis) { a.WritesUnknown = true }), Ask, trajectory.SourceMode, trajectory.StepDefault},
 		{"a command that may write unknown files is not allowed by accept_edits", Config{Mode: trajectory.PermAcceptEdits}, bashWith("make", func(a *shell.Analysis) { a.WritesUnknown = true }), Ask, trajectory.SourceMode, trajectory.StepDefault},
@@ -157,14 +159,14 @@ func TestBashRedirectionsThroughTheRealAnalysis(t *testing.T) {
 		{"a redirection through a symlink pointing inside whose dot-dot stays inside is allowed in bypass mode", trajectory.PermBypass, "echo x > l/../../outside/y", Allow, trajectory.StepBypassMode},
 		{"a redirection through a dangling link pointing outside is denied in bypass mode", trajectory.PermBypass, "echo x > dangling", Deny, trajectory.StepPathValidation},
 		{"a redirection to an absolute path outside is denied in accept_edits mode", trajectory.PermAcceptEdits, "echo x > " + f.outside + "/y", Deny, trajectory.StepPathValidation},
-		{"an appending redirection into ~ is denied in bypass mode", trajectory.PermBypass, "echo x >> ~/.profile", Deny, trajectory.StepPathValidation},
-		{"a redirection into .git/hooks through a symlink needs confirmation in bypass mode", trajectory.PermBypass, "echo x > l/../../.git/hooks/pre-commit", Ask, trajectory.StepProtectedPath},
+		{"an appending redirection into ~ is denied in bypass mode", trajectory.PermBypass, "echo x >> ~/notes.txt", Deny, trajectory.StepPathValidation},
+		{"a redirection into a protected path through a symlink needs confirmation in bypass mode", trajectory.PermBypass, "echo x > l/../../deploy/x", Ask, trajectory.StepProtectedPath},
 		{"a redirection into the workspace asks in default mode", trajectory.PermDefault, "echo x > out.txt", Ask, trajectory.StepDefault},
 		{"a redirection is not read-only in plan mode", trajectory.PermPlan, "echo x > out.txt", Deny, trajectory.StepPlanMode},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := f.checker(t, Config{Mode: tt.mode})
+			c := f.checker(t, Config{Mode: tt.mode, ProtectedPaths: []string{"deploy/**"}})
 			if got := c.Check(bash(tt.cmd)); got.Behavior != tt.want || got.Step != tt.step {
 				t.Errorf("Check(%s) = %s/%s (%s), want %s/%s", tt.cmd, got.Behavior, got.Step, got.Reason, tt.want, tt.step)
 			}
@@ -196,13 +198,13 @@ func TestBashReadsAndWritesThroughTheRealAnalysis(t *testing.T) {
 		{"ln creating a link outside the workspace is denied in bypass mode", trajectory.PermBypass, "ln -s main.go ../outside/link", Deny, trajectory.StepPathValidation},
 		{"chmod outside the workspace is denied in bypass mode", trajectory.PermBypass, "chmod 600 ../outside/notes.txt", Deny, trajectory.StepPathValidation},
 		{"install outside the workspace is denied in bypass mode", trajectory.PermBypass, "install -m 755 main.go ../outside/bin", Deny, trajectory.StepPathValidation},
-		{"cp into .git/hooks needs confirmation in bypass mode", trajectory.PermBypass, "cp main.go .git/hooks/pre-commit", Ask, trajectory.StepProtectedPath},
+		{"cp into a protected path needs confirmation in bypass mode", trajectory.PermBypass, "cp main.go deploy/main.go", Ask, trajectory.StepProtectedPath},
 		{"cp inside the workspace is allowed in bypass mode", trajectory.PermBypass, "cp main.go copy.go", Allow, trajectory.StepBypassMode},
 		{"cp inside the workspace asks in accept_edits mode", trajectory.PermAcceptEdits, "cp main.go copy.go", Ask, trajectory.StepDefault},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := f.checker(t, Config{Mode: tt.mode})
+			c := f.checker(t, Config{Mode: tt.mode, ProtectedPaths: []string{"deploy/**"}})
 			if got := c.Check(bash(tt.cmd)); got.Behavior != tt.want || got.Step != tt.step {
 				t.Errorf("Check(%s) = %s/%s (%s), want %s/%s", tt.cmd, got.Behavior, got.Step, got.Reason, tt.want, tt.step)
 			}

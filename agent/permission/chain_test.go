@@ -139,7 +139,12 @@ var chainSteps = []step{
 	{name: "a hook's allow", kinds: allKinds, apply: setHook(Allow), want: want(Allow, trajectory.SourceHook, trajectory.StepHook)},
 	{name: "an ask rule", kinds: allKinds, apply: func(s *scenario) bool { s.cfg.Ask = append(s.cfg.Ask, s.toolName()); return true }, want: want(Ask, trajectory.SourceRule, trajectory.StepAskRule)},
 	{name: "the bash read-only fast path", kinds: []kind{kindBashRead}, apply: always, want: want(Allow, trajectory.SourceReadOnly, trajectory.StepToolCheck)},
-	{name: "a protected path", kinds: []kind{kindBashWrite, kindEdit}, apply: setPath(".git/hooks/pre-commit"), want: want(Ask, trajectory.SourceSafety, trajectory.StepProtectedPath)},
+	{name: "a protected path", kinds: []kind{kindBashWrite, kindEdit}, apply: func(s *scenario) bool {
+		// A configured pattern: the shell analysis may hard-block a bash
+		// write into .git/hooks as code git runs later, which is another step.
+		s.cfg.ProtectedPaths = append(s.cfg.ProtectedPaths, "deploy/**")
+		return setPath("deploy/prod.yaml")(s)
+	}, want: want(Ask, trajectory.SourceSafety, trajectory.StepProtectedPath)},
 	{name: "bypass mode", kinds: allKinds, mode: trajectory.PermBypass, apply: always, want: want(Allow, trajectory.SourceMode, trajectory.StepBypassMode)},
 	{name: "an allow rule", kinds: allKinds, apply: func(s *scenario) bool { s.cfg.Allow = append(s.cfg.Allow, s.toolName()); return true }, want: want(Allow, trajectory.SourceRule, trajectory.StepAllowRule)},
 	{name: "plan mode", kinds: allKinds, mode: trajectory.PermPlan, apply: always,

@@ -349,6 +349,12 @@ func (c *Checker) hardStops(cl *call) (Decision, bool) {
 		return decide(Deny, trajectory.SourceSafety, trajectory.StepDangerousCommand,
 			fmt.Sprintf("This command is blocked because it %s. It cannot be allowed; do not retry it in any form. If you really need it, tell the user and let them run it themselves.", strings.TrimSuffix(lowerFirst(cl.analysis.Danger.Reason), "."))), true
 	}
+	if cl.bash && cl.analysis.Err != nil {
+		// What cannot be parsed cannot be checked, and bash still runs the
+		// lines before the error: no mode may let it through.
+		return decide(Deny, trajectory.SourceSafety, trajectory.StepDangerousCommand,
+			fmt.Sprintf("This command cannot be parsed (%v), so it cannot be checked and is not run. Fix the quoting and send it again.", cl.analysis.Err)), true
+	}
 	if name, ok := c.disallowed[cl.tool]; ok {
 		d := decide(Deny, trajectory.SourceRule, trajectory.StepDisallowedTool,
 			fmt.Sprintf("The tool %s is disabled in this session. Do not call it again; use another tool or tell the user.", cl.req.Tool))
@@ -517,13 +523,16 @@ func (c *Checker) pathQuestions(cl *call) (Decision, bool) {
 		return decide(Ask, trajectory.SourceSafety, trajectory.StepPathValidation, fmt.Sprintf(format, args...)), true
 	}
 	for _, pl := range cl.places {
-		if pl.unknown && pl.write {
-			return ask("The command writes to %s, which is only known when it runs, so the user must confirm it.", pl.given)
+		if pl.write {
+			// A write target only known at run time is what WritesUnknown
+			// says: the command is not read-only and no edit, and it goes
+			// through the rest of the chain like any such command.
+			continue
 		}
 		if pl.unknown {
 			return ask("The command reads %s, which is only known when it runs, so the user must confirm it.", pl.given)
 		}
-		if pl.write {
+		if harmlessRead(pl) {
 			continue
 		}
 		switch {
@@ -559,6 +568,19 @@ func (c *Checker) shellPlaces(word string, write bool) []place {
 		out = append(out, place{given: word, abs: t.Lexical, real: t.Path, rel: t.Rel, write: write, shell: true})
 	}
 	return out
+}
+
+// harmlessDevices are files outside the workspace whose reads reveal
+// nothing and change nothing: head -c 100 /dev/zero needs no confirmation.
+var harmlessDevices = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/stdin"}
+
+func harmlessRead(pl place) bool {
+	for _, d := range harmlessDevices {
+		if pl.abs == d || pl.real == d {
+			return true
+		}
+	}
+	return false
 }
 
 // bashArgs returns the arguments of every simple command that could be

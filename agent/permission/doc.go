@@ -8,7 +8,8 @@
 //  1. a PreToolUse hook's deny;
 //  2. deny rules (for bash also Edit/Write rules on the paths it writes and
 //     Read rules on the paths it reads);
-//  3. hard-blocked dangerous commands;
+//  3. hard-blocked dangerous commands, and bash commands that cannot be
+//     parsed (what cannot be parsed cannot be checked);
 //  4. disallowed tools;
 //  5. path validation's denials: a write whose target, resolved as the tool
 //     will open it, is outside the workspace or cannot be resolved;
