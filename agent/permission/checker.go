@@ -371,9 +371,10 @@ func lowerFirst(s string) string {
 	return strings.ToLower(s[:1]) + s[1:]
 }
 
-// fileRuleTools are the file tools whose path rules also cover what a bash
-// command reads or writes: a deny on Edit(secrets/**) must not be dodged
-// by cp, nor a deny on Read(.env) by cat.
+// fileRuleCovers reports whether a path rule of the file tool ruleTool
+// also covers a path a bash command writes (write) or reads: Edit and
+// Write rules cover its writes and Read rules its reads, so a deny on
+// Edit(secrets/**) is not dodged by cp, nor a deny on Read(.env) by cat.
 func fileRuleCovers(ruleTool string, write bool) bool {
 	if write {
 		return ruleTool == "edit" || ruleTool == "write"
