@@ -29,7 +29,8 @@ type Checker struct {
 	threshold        int
 	workspace        string // absolute, clean, as given
 	root             *workspace.Root
-	home             string // symlinks resolved; "" when unknown
+	home             string   // symlinks resolved; "" when unknown
+	secretDirs       []string // sensitiveHomeDirs below home, joined once
 	mu               sync.Mutex
 	memory           map[string]bool
 	denials          map[string]int
@@ -159,6 +160,9 @@ func New(cfg Config, dir string) (*Checker, error) {
 		if home != "" && filepath.IsAbs(home) {
 			if t, err := root.Resolve(filepath.Clean(home)); err == nil {
 				c.home = t.Path
+				for _, d := range sensitiveHomeDirs {
+					c.secretDirs = append(c.secretDirs, filepath.Join(c.home, d))
+				}
 			}
 		}
 	}
@@ -539,7 +543,7 @@ func (c *Checker) pathQuestions(cl *call) (Decision, bool) {
 		switch {
 		case pl.real == "":
 			return ask("The path %s cannot be resolved, so the user must confirm reading it.", pl.given)
-		case c.isSensitive(pl.real) || c.isSensitive(pl.abs):
+		case c.isSensitive(pl.real) || (pl.abs != pl.real && c.isSensitive(pl.abs)):
 			return ask("%s may contain secrets, so the user must confirm reading it. If you do not need it, do not read it.", pl.given)
 		case !pl.inside() && !c.readable(pl.real):
 			return ask("%s is outside the workspace %s, so the user must confirm reading it.", pl.given, c.workspace)
@@ -547,7 +551,7 @@ func (c *Checker) pathQuestions(cl *call) (Decision, bool) {
 	}
 	if cl.bash {
 		for _, pl := range c.argPlaces(cl) {
-			if c.isSensitive(pl.abs) || (pl.real != "" && c.isSensitive(pl.real)) {
+			if c.isSensitive(pl.abs) || (pl.real != "" && pl.real != pl.abs && c.isSensitive(pl.real)) {
 				return ask("The command names %s, which may contain secrets, so the user must confirm it. If you do not need it, leave it out.", pl.given)
 			}
 		}

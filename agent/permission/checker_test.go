@@ -472,3 +472,16 @@ func BenchmarkCheck(b *testing.B) {
 		})
 	}
 }
+
+func TestSecretNamesAreRecognisedAndTemplatesAreNot(t *testing.T) {
+	for name, want := range map[string]bool{
+		".env": true, ".env.local": true, ".env.production": true, ".env.example": false, ".env.sample": false, ".env.template": false,
+		"server.pem": true, "tls.key": true, "id_rsa": true, "id_rsa.pub": true, "id_ed25519": true, "id_ecdsa_sk": true,
+		".netrc": true, ".npmrc": true, ".pypirc": true, ".git-credentials": true, "cert.p12": true, "cert.pfx": true,
+		"main.go": false, "keys.go": false, "env": false, "README.md": false, ".envrc": false, "monkey": false,
+	} {
+		if got := secretName(name); got != want {
+			t.Errorf("secretName(%q) = %v, want %v", name, got, want)
+		}
+	}
+}

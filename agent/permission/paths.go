@@ -38,29 +38,49 @@ var sensitiveHomeDirs = []string{
 	".ssh", ".aws", ".gnupg", ".kube", ".config/gcloud", ".config/gh", ".docker", ".azure",
 }
 
-// sensitiveNames are base-name patterns of files that usually hold secrets.
-var sensitiveNames = []string{
-	".env", ".env.*", "*.pem", "*.key", "id_rsa*", "id_dsa*", "id_ecdsa*",
-	"id_ed25519*", ".netrc", ".npmrc", ".pypirc", ".git-credentials", "*.p12", "*.pfx",
-}
+// The base names of files that usually hold secrets, as exact names,
+// prefixes (id_rsa*) and suffixes (*.pem). Plain string tests rather than
+// globs: they run for every path of every call.
+var (
+	secretNames    = []string{".env", ".netrc", ".npmrc", ".pypirc", ".git-credentials"}
+	secretPrefixes = []string{".env.", "id_rsa", "id_dsa", "id_ecdsa", "id_ed25519"}
+	secretSuffixes = []string{".pem", ".key", ".p12", ".pfx"}
+	// templateSuffixes mark .env.example and friends: templates, not secrets.
+	templateSuffixes = []string{".example", ".sample", ".template"}
+)
 
 // isSensitive reports a credential store or a file that usually holds
 // secrets.
 func (c *Checker) isSensitive(p string) bool {
-	if c.home != "" {
-		for _, d := range sensitiveHomeDirs {
-			if within(p, filepath.Join(c.home, d)) {
-				return true
-			}
+	for _, d := range c.secretDirs {
+		if within(p, d) {
+			return true
 		}
 	}
-	base := filepath.Base(p)
-	for _, n := range sensitiveNames {
-		if ok, _ := filepath.Match(n, base); ok {
-			// .env.example and friends are templates, not secrets.
-			if strings.HasPrefix(base, ".env.") && (strings.HasSuffix(base, ".example") || strings.HasSuffix(base, ".sample") || strings.HasSuffix(base, ".template")) {
+	return secretName(filepath.Base(p))
+}
+
+func secretName(base string) bool {
+	if strings.HasPrefix(base, ".env.") {
+		for _, t := range templateSuffixes {
+			if strings.HasSuffix(base, t) {
 				return false
 			}
+		}
+		return true
+	}
+	for _, n := range secretNames {
+		if base == n {
+			return true
+		}
+	}
+	for _, pre := range secretPrefixes {
+		if strings.HasPrefix(base, pre) {
+			return true
+		}
+	}
+	for _, suf := range secretSuffixes {
+		if strings.HasSuffix(base, suf) {
 			return true
 		}
 	}

@@ -197,7 +197,10 @@ func within(p, dir string) bool {
 	if p == dir || dir == "/" {
 		return true
 	}
-	return strings.HasPrefix(p, dir+"/")
+	// Not HasPrefix(p, dir+"/"): the permission chain asks this for every
+	// path against every sensitive directory, and the concatenation was
+	// the chain's largest cost.
+	return len(p) > len(dir) && p[len(dir)] == '/' && p[:len(dir)] == dir
 }
 
 // Within reports whether the absolute, clean path p is dir or lies below
