@@ -256,13 +256,20 @@ func TestOpenCannotBeRedirectedOutByASwappedComponent(t *testing.T) {
 }
 
 func FuzzResolve(f *testing.F) {
-	for _, s := range []string{"l/../../outside/x", "../x", "/etc/passwd", "", ".", "loop1", "dangling", "a//b/../c", "escape/../../x"} {
+	for _, s := range []string{"l/../../outside/x", "../x", "/etc/passwd", "", ".", "loop1", "dangling", "a//b/../c", "escape/../../x", "d1/*", "~/x", ".*/x", "$X/y"} {
 		f.Add(s)
 	}
 	tr := newTree(f)
 	f.Fuzz(func(t *testing.T, p string) {
 		if strings.ContainsRune(p, 0) {
 			return
+		}
+		if self, matches, known := tr.r.ResolveShell(p, tr.root); known {
+			for _, m := range append(matches, self) {
+				if !filepath.IsAbs(m.Path) || m.Inside != Within(m.Path, tr.ws) {
+					t.Fatalf("ResolveShell(%q) gave %+v", p, m)
+				}
+			}
 		}
 		got, err := tr.r.Resolve(p)
 		if err != nil {
@@ -275,6 +282,48 @@ func FuzzResolve(f *testing.F) {
 			t.Fatalf("Resolve(%q): Inside=%v for %s", p, got.Inside, got.Path)
 		}
 	})
+}
+
+func TestResolveShellExpandsTildeAndGlobsAsBashWill(t *testing.T) {
+	tr := newTree(t)
+	home := filepath.Join(tr.root, "outside")
+	tests := []struct {
+		name    string
+		word    string
+		known   bool
+		self    string
+		matches []string
+	}{
+		{"a plain word is one path", "d1/d2/f", true, tr.ws + "/d1/d2/f", nil},
+		{"a tilde is the home directory", "~/x", true, home + "/x", nil},
+		{"a lone tilde is the home directory", "~", true, home, nil},
+		{"a glob is expanded against the disk", "d1/d2/*", true, tr.ws + "/d1/d2/*", []string{tr.ws + "/d1/d2/f"}},
+		{"a glob through a link is expanded at the link's target", "escape/a/*", true, tr.outside + "/a/*", []string{tr.outside + "/a/b"}},
+		{"a glob matching nothing still names its directory", "d1/none*", true, tr.ws + "/d1/none*", nil},
+		{"a variable is only known at run time", "$OUT", false, "", nil},
+		{"a substitution is only known at run time", "$(pwd)/x", false, "", nil},
+		{"a glob that could match dot-dot is only known at run time", ".*/x", false, "", nil},
+		{"a bracket glob that could match a dot is only known at run time", "[.]*/x", false, "", nil},
+		{"a link loop is only known at run time", "loop1/*", false, "", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			self, matches, known := tr.r.ResolveShell(tt.word, home)
+			if known != tt.known {
+				t.Fatalf("ResolveShell(%q) known = %v, want %v", tt.word, known, tt.known)
+			}
+			if !known {
+				return
+			}
+			var got []string
+			for _, m := range matches {
+				got = append(got, m.Path)
+			}
+			if self.Path != tt.self || strings.Join(got, ",") != strings.Join(tt.matches, ",") {
+				t.Errorf("ResolveShell(%q) = %s %v, want %s %v", tt.word, self.Path, got, tt.self, tt.matches)
+			}
+		})
+	}
 }
 
 func BenchmarkResolve(b *testing.B) {
