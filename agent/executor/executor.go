@@ -64,6 +64,13 @@ type Config struct {
 	MaxConcurrent int
 	// Timeout bounds each call; 0 means DefaultTimeout.
 	Timeout time.Duration
+	// Redact, when set, removes secrets from what the executor writes to
+	// the blob store itself: the snapshot manifest, whose summary is the
+	// command line. The session builder gives it the recorder's redactor
+	// (recorder.Redactor.Redact without the count), since this package may
+	// not import recorder; nil stores the manifest as it is, leaving
+	// redaction to the blob store.
+	Redact func(data []byte) []byte
 	// SchemaSent reports whether a tool's schema was in the request that
 	// produced the calls. When it was not, an input validation error gets
 	// a hint to load the tool first (seed §5.5). Nil means always sent.

@@ -431,7 +431,7 @@ func TestAFailedBashSkipsLaterBashCallsButNotOtherTools(t *testing.T) {
 	h := newHarness(t, harnessOpts{perm: permission.Config{Mode: trajectory.PermBypass}})
 	os.WriteFile(filepath.Join(h.ws, "a.txt"), []byte("a\n"), 0o644)
 	res := h.turnWith(context.Background(),
-		use("toolu_1", "bash", `{"command":"mkdir /proc/nope"}`),
+		use("toolu_1", "bash", `{"command":"mkdir a.txt"}`),
 		use("toolu_2", "read", `{"file_path":"a.txt"}`),
 		use("toolu_3", "bash", `{"command":"touch after"}`))
 	evs := h.events()

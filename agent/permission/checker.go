@@ -15,6 +15,7 @@ import (
 	"github.com/bmatcuk/doublestar/v4"
 
 	"github.com/retrace-dev/retrace/agent/shell"
+	"github.com/retrace-dev/retrace/agent/workspace"
 	"github.com/retrace-dev/retrace/trajectory"
 )
 
@@ -26,9 +27,10 @@ type Checker struct {
 	disallowed       map[string]string // lower-case name → as configured
 	protected        []protectedPath
 	threshold        int
-	workspace        string // absolute, clean
-	realWorkspace    string // symlinks resolved
-	home             string // symlinks resolved; "" when unknown
+	workspace        string // absolute, clean, as given
+	root             *workspace.Root
+	home             string   // symlinks resolved; "" when unknown
+	secretDirs       []string // sensitiveHomeDirs below home, joined once
 	mu               sync.Mutex
 	memory           map[string]bool
 	denials          map[string]int
@@ -41,14 +43,19 @@ type Checker struct {
 // and asking (headless: denying) that read would strand the model with
 // half an output (seed §9.2, §13.5).
 func (c *Checker) AllowReads(dir string) {
-	real, err := resolvePath(filepath.Clean(dir))
-	if err != nil {
-		real = filepath.Clean(dir)
+	real := filepath.Clean(dir)
+	if t, err := c.root.Resolve(real); err == nil {
+		real = t.Path
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.readDirs = append(c.readDirs, real)
 }
+
+// Home returns the home directory bash's ~ expands to, symlinks resolved;
+// "" when unknown. The executor resolves the write targets it snapshots
+// with it, so the snapshot covers the files the chain checked.
+func (c *Checker) Home() string { return c.home }
 
 // readable reports whether p is below a directory given to AllowReads.
 func (c *Checker) readable(p string) bool {
@@ -83,7 +90,7 @@ var builtinProtected = []protectedPath{
 // New validates cfg and returns a Checker for the workspace directory. The
 // error lists every bad entry at once, each as a *RuleError naming its
 // field, so the user can fix the file in one go.
-func New(cfg Config, workspace string) (*Checker, error) {
+func New(cfg Config, dir string) (*Checker, error) {
 	var errs []error
 	field := func(name string, i int, err error) {
 		errs = append(errs, &RuleError{Field: fmt.Sprintf("permissions.%s[%d]", name, i), Err: err})
@@ -139,22 +146,24 @@ func New(cfg Config, workspace string) (*Checker, error) {
 		c.protected = append(c.protected, protectedPath{p, fmt.Sprintf("it is protected by the configured pattern %s", p)})
 	}
 
-	abs, err := filepath.Abs(workspace)
-	if err != nil || workspace == "" {
-		errs = append(errs, fmt.Errorf("workspace %q cannot be made absolute: %w", workspace, err))
+	root, err := workspace.New(dir)
+	if err != nil {
+		errs = append(errs, err)
 	} else {
+		c.root = root
+		abs, _ := filepath.Abs(dir)
 		c.workspace = filepath.Clean(abs)
-		if c.realWorkspace, err = resolvePath(c.workspace); err != nil {
-			errs = append(errs, fmt.Errorf("workspace %q: %w", workspace, err))
+		home := cfg.Home
+		if home == "" {
+			home, _ = os.UserHomeDir() // no home: sensitive-dir checks by name only
 		}
-	}
-	home := cfg.Home
-	if home == "" {
-		home, _ = os.UserHomeDir() // no home: sensitive-dir checks by name only
-	}
-	if home != "" {
-		if real, err := resolvePath(filepath.Clean(home)); err == nil {
-			c.home = real
+		if home != "" && filepath.IsAbs(home) {
+			if t, err := root.Resolve(filepath.Clean(home)); err == nil {
+				c.home = t.Path
+				for _, d := range sensitiveHomeDirs {
+					c.secretDirs = append(c.secretDirs, filepath.Join(c.home, d))
+				}
+			}
 		}
 	}
 	if len(errs) > 0 {
@@ -169,20 +178,51 @@ type call struct {
 	tool     string // lower case
 	bash     bool
 	analysis shell.Analysis
+	// readOnly is the bash read-only fast path's verdict: the analysis
+	// says read-only and nothing contradicts it (no write target, no write
+	// that only the run will show).
+	readOnly bool
 	places   []place
+	// args are the command's arguments that could be paths, resolved once
+	// for the secrets and protected-path checks; see argPlaces.
+	args     []place
+	argsDone bool
 }
 
-func (c *Checker) prepare(req Request) *call {
+// argPlaces resolves the bash arguments that could be paths, once per
+// call: two steps look at them, and each resolution costs a system call
+// per path component.
+func (c *Checker) argPlaces(cl *call) []place {
+	if !cl.argsDone {
+		cl.argsDone = true
+		for _, arg := range c.bashArgs(cl) {
+			cl.args = append(cl.args, c.locate(arg, false, true))
+		}
+	}
+	return cl.args
+}
+
+// prepare derives what the chain looks at. analysis is the bash command's
+// analysis when the caller has it already; nil means analyse here.
+func (c *Checker) prepare(req Request, analysis *shell.Analysis) *call {
 	cl := &call{req: req, tool: strings.ToLower(req.Tool)}
 	cl.bash = cl.tool == bashTool
 	for _, a := range req.Paths {
-		cl.places = append(cl.places, c.locate(a.Path, a.Write))
+		cl.places = append(cl.places, c.locate(a.Path, a.Write, false))
 	}
 	if cl.bash {
-		cl.analysis = shell.Analyze(req.Command)
-		for _, w := range cl.analysis.Writes {
-			cl.places = append(cl.places, c.locate(w, true))
+		if analysis != nil {
+			cl.analysis = *analysis
+		} else {
+			cl.analysis = shell.Analyze(req.Command)
 		}
+		for _, w := range cl.analysis.Writes {
+			cl.places = append(cl.places, c.shellPlaces(w, true)...)
+		}
+		for _, r := range cl.analysis.Reads {
+			cl.places = append(cl.places, c.shellPlaces(r, false)...)
+		}
+		cl.readOnly = cl.analysis.ReadOnly && !cl.analysis.WritesUnknown && len(cl.analysis.Writes) == 0
 	}
 	return cl
 }
@@ -190,8 +230,10 @@ func (c *Checker) prepare(req Request) *call {
 // Check runs the permission chain (seed §8.2) and returns where it ended.
 // The order of the steps is the security semantics; see the package
 // documentation. Check only reads the session memory and the denial counts.
-func (c *Checker) Check(req Request) Decision {
-	cl := c.prepare(req)
+func (c *Checker) Check(req Request) Decision { return c.check(req, nil) }
+
+func (c *Checker) check(req Request, analysis *shell.Analysis) Decision {
+	cl := c.prepare(req, analysis)
 	d := c.chain(cl)
 	if d.Behavior == Allow || !c.Fused(req) {
 		return d
@@ -215,29 +257,37 @@ func decide(b Behavior, src trajectory.PermissionSource, step trajectory.ChainSt
 	return Decision{Behavior: b, Source: src, Step: step, Reason: reason}
 }
 
+// chain is the order of the package documentation, step by step.
 func (c *Checker) chain(cl *call) Decision {
-	if h := cl.req.Hook; h != nil {
-		switch h.Behavior {
-		case Deny:
-			return decide(Deny, trajectory.SourceHook, trajectory.StepHook, hookReason(h, "A PreToolUse hook denied this call. Do not retry it; tell the user what you wanted to do."))
-		case Ask:
-			return decide(Ask, trajectory.SourceHook, trajectory.StepHook, hookReason(h, "A PreToolUse hook asked for the user's confirmation of this call."))
-		case Allow:
-			// A hook may skip the questions, never the hard stops.
-			if d, ok := c.hardStops(cl); ok {
-				return d
-			}
-			if d, ok := c.protectedPath(cl); ok {
-				return d
-			}
-			return decide(Allow, trajectory.SourceHook, trajectory.StepHook, "")
-		}
+	h := cl.req.Hook
+	if h != nil && h.Behavior == Deny {
+		return decide(Deny, trajectory.SourceHook, trajectory.StepHook, hookReason(h, "A PreToolUse hook denied this call. Do not retry it; tell the user what you wanted to do."))
 	}
-	if c.remembered(cl.req) {
-		return decide(Allow, trajectory.SourceSessionMemory, trajectory.StepSessionMemory, "")
-	}
+	// Nothing below can release a hard stop: not a hook, not the memory of
+	// an approval, not a mode or an allow rule.
 	if d, ok := c.hardStops(cl); ok {
 		return d
+	}
+	if h != nil && h.Behavior == Ask {
+		return decide(Ask, trajectory.SourceHook, trajectory.StepHook, hookReason(h, "A PreToolUse hook asked for the user's confirmation of this call."))
+	}
+	if c.remembered(cl.req) {
+		// A person approved this exact input, after every question the
+		// chain could put; only the hard stops above outrank that.
+		return decide(Allow, trajectory.SourceSessionMemory, trajectory.StepSessionMemory, "")
+	}
+	if d, ok := c.pathQuestions(cl); ok {
+		// A read outside the workspace or of secrets is the person's to
+		// approve, never a hook's.
+		return d
+	}
+	if h != nil && h.Behavior == Allow {
+		// A hook may skip the questions of rules and modes, never the
+		// confirmation of a protected path.
+		if d, ok := c.protectedPath(cl); ok {
+			return d
+		}
+		return decide(Allow, trajectory.SourceHook, trajectory.StepHook, "")
 	}
 	if r, ok := c.matchAny(c.ask, cl); ok {
 		d := decide(Ask, trajectory.SourceRule, trajectory.StepAskRule,
@@ -245,7 +295,7 @@ func (c *Checker) chain(cl *call) Decision {
 		d.Rule = r.Text
 		return d
 	}
-	if cl.bash && cl.analysis.ReadOnly {
+	if cl.bash && cl.readOnly {
 		return decide(Allow, trajectory.SourceReadOnly, trajectory.StepToolCheck, "")
 	}
 	if d, ok := c.protectedPath(cl); ok {
@@ -263,15 +313,20 @@ func (c *Checker) chain(cl *call) Decision {
 		return decide(Deny, trajectory.SourceMode, trajectory.StepPlanMode,
 			"You are in plan mode: only read-only calls are allowed. Finish reading and present your plan; the user will leave plan mode before anything is changed.")
 	}
-	if cl.req.ReadOnly {
+	if cl.req.ReadOnly && !cl.bash {
 		return decide(Allow, trajectory.SourceReadOnly, trajectory.StepReadOnly, "")
 	}
 	if c.mode == trajectory.PermAcceptEdits && c.isWorkspaceEdit(cl) {
 		return decide(Allow, trajectory.SourceMode, trajectory.StepAcceptEdits, "")
 	}
 	why := "No rule allows this call, so the user must confirm it."
-	if cl.bash && cl.analysis.Why != "" {
+	switch {
+	case cl.bash && cl.analysis.Why != "":
 		why = fmt.Sprintf("The command is not read-only (%s), so the user must confirm it.", cl.analysis.Why)
+	case cl.bash && cl.analysis.WritesUnknown:
+		why = "The command may write files that are only known when it runs, so the user must confirm it."
+	case cl.bash && len(cl.analysis.Writes) > 0:
+		why = fmt.Sprintf("The command writes %s, so the user must confirm it.", strings.Join(cl.analysis.Writes, ", "))
 	}
 	return decide(Ask, trajectory.SourceMode, trajectory.StepDefault, why)
 }
@@ -283,8 +338,10 @@ func hookReason(h *HookDecision, fallback string) string {
 	return fallback
 }
 
-// hardStops are the steps no hook, mode or allow rule can overrule: deny
-// rules, dangerous commands, disallowed tools and path validation.
+// hardStops are the denials no hook, memory, mode or allow rule can
+// overrule: deny rules, dangerous commands, disallowed tools, and the
+// denials of path validation (writes outside the workspace, paths that
+// cannot be resolved).
 func (c *Checker) hardStops(cl *call) (Decision, bool) {
 	if r, ok := c.matchAny(c.deny, cl); ok {
 		d := decide(Deny, trajectory.SourceRule, trajectory.StepDenyRule,
@@ -296,13 +353,19 @@ func (c *Checker) hardStops(cl *call) (Decision, bool) {
 		return decide(Deny, trajectory.SourceSafety, trajectory.StepDangerousCommand,
 			fmt.Sprintf("This command is blocked because it %s. It cannot be allowed; do not retry it in any form. If you really need it, tell the user and let them run it themselves.", strings.TrimSuffix(lowerFirst(cl.analysis.Danger.Reason), "."))), true
 	}
+	if cl.bash && cl.analysis.Err != nil {
+		// What cannot be parsed cannot be checked, and bash still runs the
+		// lines before the error: no mode may let it through.
+		return decide(Deny, trajectory.SourceSafety, trajectory.StepDangerousCommand,
+			fmt.Sprintf("This command cannot be parsed (%v), so it cannot be checked and is not run. Fix the quoting and send it again.", cl.analysis.Err)), true
+	}
 	if name, ok := c.disallowed[cl.tool]; ok {
 		d := decide(Deny, trajectory.SourceRule, trajectory.StepDisallowedTool,
 			fmt.Sprintf("The tool %s is disabled in this session. Do not call it again; use another tool or tell the user.", cl.req.Tool))
 		d.Rule = name
 		return d, true
 	}
-	return c.validatePaths(cl)
+	return c.pathDenials(cl)
 }
 
 func lowerFirst(s string) string {
@@ -312,12 +375,27 @@ func lowerFirst(s string) string {
 	return strings.ToLower(s[:1]) + s[1:]
 }
 
+// fileRuleCovers reports whether a path rule of the file tool ruleTool
+// also covers a path a bash command writes (write) or reads: Edit and
+// Write rules cover its writes and Read rules its reads, so a deny on
+// Edit(secrets/**) is not dodged by cp, nor a deny on Read(.env) by cat.
+func fileRuleCovers(ruleTool string, write bool) bool {
+	if write {
+		return ruleTool == "edit" || ruleTool == "write"
+	}
+	return ruleTool == "read"
+}
+
 // matchAny finds the first rule that matches any part of the call: for
-// bash, any simple command, looking through wrappers; for other tools, the
-// whole tool or any of its paths.
+// bash, any simple command, looking through wrappers, or any path the
+// command reads or writes against a file rule; for other tools, the whole
+// tool or any of its paths.
 func (c *Checker) matchAny(rules []Rule, cl *call) (Rule, bool) {
 	for _, r := range rules {
 		if !r.matchesTool(cl.tool) {
+			if cl.bash && r.Pattern != "" && c.matchesPlace(r, cl, true) {
+				return r, true
+			}
 			continue
 		}
 		if r.Pattern == "" {
@@ -331,13 +409,27 @@ func (c *Checker) matchAny(rules []Rule, cl *call) (Rule, bool) {
 			}
 			continue
 		}
-		for _, pl := range cl.places {
-			if r.matchesPath(pl.relOrEmpty(c), pl.abs, c.home) || (pl.real != "" && r.matchesPath(pl.rel, pl.real, c.home)) {
-				return r, true
-			}
+		if c.matchesPlace(r, cl, false) {
+			return r, true
 		}
 	}
 	return Rule{}, false
+}
+
+// matchesPlace reports whether a file rule matches one of the call's
+// paths, by what the path says or by where it leads. For bash (fromShell)
+// only the file tools' rules count, writes against Edit and Write rules
+// and reads against Read rules.
+func (c *Checker) matchesPlace(r Rule, cl *call, fromShell bool) bool {
+	for _, pl := range cl.places {
+		if fromShell && (!pl.shell || !fileRuleCovers(r.Tool, pl.write)) {
+			continue
+		}
+		if r.matchesPath(pl.relOrEmpty(c), pl.abs, c.home) || (pl.real != "" && r.matchesPath(pl.rel, pl.real, c.home)) {
+			return true
+		}
+	}
+	return false
 }
 
 // relOrEmpty is the lexical path relative to the workspace, "" outside it.
@@ -400,59 +492,100 @@ func (c *Checker) allowFor(tool string, match func(Rule) bool) (Rule, bool) {
 	return Rule{}, false
 }
 
-// validatePaths is step 5: every path resolved through symlinks against
-// the workspace. Writes outside it are denied, reads outside it and reads
-// of secrets need confirmation.
-func (c *Checker) validatePaths(cl *call) (Decision, bool) {
-	var ask *Decision
-	askOnce := func(reason string) {
-		if ask == nil {
-			d := decide(Ask, trajectory.SourceSafety, trajectory.StepPathValidation, reason)
-			ask = &d
-		}
+// pathDenials is the hard half of path validation: every path resolved as
+// the tools will open it (package workspace), and a write that leaves the
+// workspace, or whose target cannot be resolved, is denied in every mode.
+func (c *Checker) pathDenials(cl *call) (Decision, bool) {
+	deny := func(format string, args ...any) (Decision, bool) {
+		return decide(Deny, trajectory.SourceSafety, trajectory.StepPathValidation, fmt.Sprintf(format, args...)), true
 	}
 	for _, pl := range cl.places {
-		if pl.write && cl.bash && dynamicPath(pl.given) {
-			askOnce(fmt.Sprintf("The command writes to %s, which is only known when it runs, so the user must confirm it.", pl.given))
-			continue
-		}
-		if pl.real == "" {
-			if pl.write {
-				return decide(Deny, trajectory.SourceSafety, trajectory.StepPathValidation,
-					fmt.Sprintf("The path %s cannot be resolved (for example a symlink loop). Use a plain path inside the workspace %s.", pl.given, c.workspace)), true
-			}
-			askOnce(fmt.Sprintf("The path %s cannot be resolved, so the user must confirm reading it.", pl.given))
+		if !pl.write || pl.unknown {
 			continue
 		}
 		switch {
-		case pl.write && !pl.inside() && isSystemPath(pl.real):
-			return decide(Deny, trajectory.SourceSafety, trajectory.StepPathValidation,
-				fmt.Sprintf("Writing %s is not allowed: %s is a system directory. Write inside the workspace %s instead.", pl.given, pl.real, c.workspace)), true
-		case pl.write && !pl.inside():
+		case pl.real == "":
+			return deny("The path %s cannot be resolved (for example a symlink loop). Use a plain path inside the workspace %s.", pl.given, c.workspace)
+		case pl.inside():
+		case isSystemPath(pl.real):
+			return deny("Writing %s is not allowed in any permission mode: %s is a system directory. Write inside the workspace %s instead.", pl.given, pl.real, c.workspace)
+		default:
 			where := pl.real
 			if pl.real != pl.abs {
-				where = fmt.Sprintf("%s (through a symbolic link)", pl.real)
+				where = fmt.Sprintf("%s (that is where the path leads once symbolic links and .. are resolved)", pl.real)
 			}
-			return decide(Deny, trajectory.SourceSafety, trajectory.StepPathValidation,
-				fmt.Sprintf("Writing %s is not allowed: it is outside the workspace, at %s. Write inside %s instead, or ask the user to do it.", pl.given, where, c.workspace)), true
-		case !pl.write && (c.isSensitive(pl.real) || c.isSensitive(pl.abs)):
-			askOnce(fmt.Sprintf("%s may contain secrets, so the user must confirm reading it. If you do not need it, do not read it.", pl.given))
-		case !pl.write && !pl.inside() && !c.readable(pl.real):
-			askOnce(fmt.Sprintf("%s is outside the workspace %s, so the user must confirm reading it.", pl.given, c.workspace))
+			return deny("Writing %s is not allowed in any permission mode: it is outside the workspace, at %s. Write inside %s instead, or ask the user to do it.", pl.given, where, c.workspace)
+		}
+	}
+	return Decision{}, false
+}
+
+// pathQuestions is the other half of path validation: reads outside the
+// workspace, reads of secrets, paths only known when a command runs, and
+// commands naming secrets need a person's confirmation.
+func (c *Checker) pathQuestions(cl *call) (Decision, bool) {
+	ask := func(format string, args ...any) (Decision, bool) {
+		return decide(Ask, trajectory.SourceSafety, trajectory.StepPathValidation, fmt.Sprintf(format, args...)), true
+	}
+	for _, pl := range cl.places {
+		if pl.write {
+			// A write target only known at run time is what WritesUnknown
+			// says: the command is not read-only and no edit, and it goes
+			// through the rest of the chain like any such command.
+			continue
+		}
+		if pl.unknown {
+			return ask("The command reads %s, which is only known when it runs, so the user must confirm it.", pl.given)
+		}
+		if harmlessRead(pl) {
+			continue
+		}
+		switch {
+		case pl.real == "":
+			return ask("The path %s cannot be resolved, so the user must confirm reading it.", pl.given)
+		case c.isSensitive(pl.real) || (pl.abs != pl.real && c.isSensitive(pl.abs)):
+			return ask("%s may contain secrets, so the user must confirm reading it. If you do not need it, do not read it.", pl.given)
+		case !pl.inside() && !c.readable(pl.real):
+			return ask("%s is outside the workspace %s, so the user must confirm reading it.", pl.given, c.workspace)
 		}
 	}
 	if cl.bash {
-		for _, arg := range c.bashArgs(cl) {
-			pl := c.locate(arg, false)
-			if c.isSensitive(pl.abs) || (pl.real != "" && c.isSensitive(pl.real)) {
-				askOnce(fmt.Sprintf("The command names %s, which may contain secrets, so the user must confirm it. If you do not need it, leave it out.", arg))
+		for _, pl := range c.argPlaces(cl) {
+			if c.isSensitive(pl.abs) || (pl.real != "" && pl.real != pl.abs && c.isSensitive(pl.real)) {
+				return ask("The command names %s, which may contain secrets, so the user must confirm it. If you do not need it, leave it out.", pl.given)
 			}
 		}
 	}
-	if ask != nil {
-		return *ask, true
-	}
 	return Decision{}, false
+}
+
+// shellPlaces resolves one path a bash command reads or writes with
+// workspace.Root.ResolveShell: a plain path is one place; a glob is every
+// file it matches now plus the pattern itself; a path only the run will
+// show is one unknown place.
+func (c *Checker) shellPlaces(word string, write bool) []place {
+	self, matches, known := c.root.ResolveShell(word, c.home)
+	if !known {
+		return []place{{given: word, write: write, shell: true, unknown: true}}
+	}
+	out := make([]place, 0, 1+len(matches))
+	for _, t := range append([]workspace.Target{self}, matches...) {
+		out = append(out, place{given: word, abs: t.Lexical, real: t.Path, rel: t.Rel, write: write, shell: true})
+	}
+	return out
+}
+
+// harmlessDevices are files outside the workspace whose reads reveal
+// nothing and change nothing: head -c 100 /dev/zero needs no confirmation.
+var harmlessDevices = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/stdin"}
+
+func harmlessRead(pl place) bool {
+	for _, d := range harmlessDevices {
+		if pl.abs == d || pl.real == d {
+			return true
+		}
+	}
+	return false
 }
 
 // bashArgs returns the arguments of every simple command that could be
@@ -482,9 +615,9 @@ func (c *Checker) bashArgs(cl *call) []string {
 	return out
 }
 
-// protectedPath is step 8: writes to paths that can run code or change
-// retrace itself need confirmation even in bypass mode. A command that is
-// not read-only counts as writing every path it names.
+// protectedPath is the protected-path step: writes to paths that can run
+// code or change retrace itself need confirmation even in bypass mode. A
+// command that is not read-only counts as writing every path it names.
 func (c *Checker) protectedPath(cl *call) (Decision, bool) {
 	check := func(rel, given string) (Decision, bool) {
 		for _, p := range c.protected {
@@ -508,14 +641,13 @@ func (c *Checker) protectedPath(cl *call) (Decision, bool) {
 			}
 		}
 	}
-	if cl.bash && !cl.analysis.ReadOnly {
-		for _, arg := range c.bashArgs(cl) {
-			pl := c.locate(arg, true)
+	if cl.bash && !cl.readOnly {
+		for _, pl := range c.argPlaces(cl) {
 			for _, rel := range []string{pl.rel, pl.relOrEmpty(c)} {
 				if rel == "" {
 					continue
 				}
-				if d, ok := check(rel, arg); ok {
+				if d, ok := check(rel, pl.given); ok {
 					return d, true
 				}
 			}
@@ -525,7 +657,9 @@ func (c *Checker) protectedPath(cl *call) (Decision, bool) {
 }
 
 // isWorkspaceEdit reports an edit or write by a built-in file tool, all
-// inside the workspace: what accept_edits lets through.
+// inside the workspace: what accept_edits lets through. Bash never is one,
+// whatever it writes, so a command whose writes are only known when it
+// runs (WritesUnknown) is never auto-allowed by accept_edits.
 func (c *Checker) isWorkspaceEdit(cl *call) bool {
 	if cl.bash || strings.HasPrefix(cl.tool, "mcp__") || len(cl.places) == 0 {
 		return false

@@ -128,11 +128,13 @@ func TestCheckFollowsTheChainOrder(t *testing.T) {
 		{"a write through a dangling symlink that points outside is denied", Config{Mode: bypass}, edit("dangling"), Deny, trajectory.SourceSafety, trajectory.StepPathValidation, ""},
 		{"a write to symlink/.. lands where the kernel puts it, outside", Config{Mode: bypass}, edit("deep/../x.txt"), Deny, trajectory.SourceSafety, trajectory.StepPathValidation, ""},
 		{"a bash redirection through a symlink out of the workspace is denied", Config{Mode: bypass}, bash("echo x > escape/y.txt"), Deny, trajectory.SourceSafety, trajectory.StepPathValidation, ""},
-		{"a bash redirection into /etc is denied", Config{Mode: bypass, Allow: []string{"Bash"}}, bash("cat a > /etc/passwd"), Deny, trajectory.SourceSafety, trajectory.StepPathValidation, ""},
-		{"a bash redirection to a variable needs confirmation", Config{Mode: bypass}, bash(`echo x > "$OUT"`), Ask, trajectory.SourceSafety, trajectory.StepPathValidation, ""},
+		{"a bash redirection into /etc is denied", Config{Mode: bypass, Allow: []string{"Bash"}}, bash("cat a > /etc/motd"), Deny, trajectory.SourceSafety, trajectory.StepPathValidation, ""},
+		{"a bash redirection to a variable is a write only the run shows, which bypass mode allows", Config{Mode: bypass}, bash(`echo x > "$OUT"`), Allow, trajectory.SourceMode, trajectory.StepBypassMode, ""},
+		{"a bash redirection to a variable asks in accept_edits mode", Config{Mode: trajectory.PermAcceptEdits}, bash(`echo x > "$OUT"`), Ask, trajectory.SourceMode, trajectory.StepDefault, ""},
+		{"a read-only bash command reading /dev/zero needs no confirmation", Config{}, bash("head -c 10 /dev/zero"), Allow, trajectory.SourceReadOnly, trajectory.StepToolCheck, ""},
 		{"a read outside the workspace needs confirmation even for a read-only tool", Config{}, read(filepath.Join(f.outside, "notes.txt")), Ask, trajectory.SourceSafety, trajectory.StepPathValidation, ""},
 		{"a read of .env in the workspace needs confirmation", Config{Mode: bypass}, read(".env"), Ask, trajectory.SourceSafety, trajectory.StepPathValidation, ""},
-		{"a read of ~/.ssh needs confirmation", Config{}, read("~/.ssh/id_rsa"), Ask, trajectory.SourceSafety, trajectory.StepPathValidation, ""},
+		{"a read of ~/.ssh needs confirmation", Config{}, read(filepath.Join(f.home, ".ssh", "id_rsa")), Ask, trajectory.SourceSafety, trajectory.StepPathValidation, ""},
 		{"a read-only bash command naming ~/.ssh needs confirmation", Config{}, bash("cat ~/.ssh/id_rsa"), Ask, trajectory.SourceSafety, trajectory.StepPathValidation, ""},
 		{"a read-only bash command naming $HOME/.ssh needs confirmation", Config{}, bash("cat $HOME/.ssh/id_rsa"), Ask, trajectory.SourceSafety, trajectory.StepPathValidation, ""},
 		// Step 6: ask rules.
@@ -147,8 +149,8 @@ func TestCheckFollowsTheChainOrder(t *testing.T) {
 		{"a write to retrace.yaml needs confirmation in bypass mode", Config{Mode: bypass}, edit("retrace.yaml"), Ask, trajectory.SourceSafety, trajectory.StepProtectedPath, ""},
 		{"a write to .retrace/ needs confirmation in bypass mode", Config{Mode: bypass}, edit(".retrace/state.json"), Ask, trajectory.SourceSafety, trajectory.StepProtectedPath, ""},
 		{"a configured protected path needs confirmation in bypass mode", Config{Mode: bypass, ProtectedPaths: []string{"deploy/**"}}, edit("deploy/prod.yaml"), Ask, trajectory.SourceSafety, trajectory.StepProtectedPath, ""},
-		{"a bash command copying into .git/hooks needs confirmation in bypass mode", Config{Mode: bypass}, bash("cp evil.sh .git/hooks/pre-commit"), Ask, trajectory.SourceSafety, trajectory.StepProtectedPath, ""},
-		{"a bash redirection into .git/hooks needs confirmation in bypass mode", Config{Mode: bypass}, bash("echo x > .git/hooks/post-checkout"), Ask, trajectory.SourceSafety, trajectory.StepProtectedPath, ""},
+		{"a bash command copying into a protected path needs confirmation in bypass mode", Config{Mode: bypass, ProtectedPaths: []string{"deploy/**"}}, bash("cp evil.sh deploy/run.sh"), Ask, trajectory.SourceSafety, trajectory.StepProtectedPath, ""},
+		{"a bash redirection into a protected path needs confirmation in bypass mode", Config{Mode: bypass, ProtectedPaths: []string{"deploy/**"}}, bash("echo x > deploy/run.sh"), Ask, trajectory.SourceSafety, trajectory.StepProtectedPath, ""},
 		// Step 9: bypass.
 		{"bypass mode allows a non-read-only bash command in the workspace", Config{Mode: bypass}, bash("go build ./... && touch built"), Allow, trajectory.SourceMode, trajectory.StepBypassMode, ""},
 		// Step 10: allow rules.
@@ -175,7 +177,6 @@ func TestCheckFollowsTheChainOrder(t *testing.T) {
 		// Step 14: default.
 		{"an edit in default mode asks", Config{}, edit("main.go"), Ask, trajectory.SourceMode, trajectory.StepDefault, ""},
 		{"a bash command that is not read-only asks in default mode", Config{}, bash("git commit -m x"), Ask, trajectory.SourceMode, trajectory.StepDefault, ""},
-		{"an unparsable bash command asks", Config{Allow: []string{"Bash(echo:*)"}}, bash(`echo "unterminated`), Ask, trajectory.SourceMode, trajectory.StepDefault, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -192,6 +193,30 @@ func TestCheckFollowsTheChainOrder(t *testing.T) {
 				t.Errorf("labels %q/%q are outside the closed sets", got.Source, got.Step)
 			}
 		})
+	}
+}
+
+func TestABashWriteIntoGitHooksIsNeverAllowedInBypassMode(t *testing.T) {
+	// The protected-path step asks; the shell analysis may hard-block it
+	// as code that git runs later. Either way, bypass does not let it run.
+	f := newFixture(t)
+	c := f.checker(t, Config{Mode: trajectory.PermBypass, Allow: []string{"Bash"}})
+	for _, cmd := range []string{"cp evil.sh .git/hooks/pre-commit", "echo x > .git/hooks/post-checkout", "echo x >> .git/config"} {
+		if d := c.Check(bash(cmd)); d.Behavior == Allow {
+			t.Errorf("%s was allowed in bypass mode by %s/%s", cmd, d.Source, d.Step)
+		}
+	}
+}
+
+func TestAnUnparsableBashCommandIsNeverAllowed(t *testing.T) {
+	// Whether a parse error asks or is hard-blocked is the shell
+	// analysis's call; no mode or allow rule may let it run unasked.
+	f := newFixture(t)
+	for _, m := range []trajectory.PermissionMode{trajectory.PermDefault, trajectory.PermPlan, trajectory.PermAcceptEdits, trajectory.PermBypass} {
+		c := f.checker(t, Config{Mode: m, Allow: []string{"Bash(echo:*)"}})
+		if d := c.Check(bash(`echo "unterminated`)); d.Behavior == Allow {
+			t.Errorf("an unparsable command was allowed in %s mode by %s/%s", m, d.Source, d.Step)
+		}
 	}
 }
 
@@ -217,7 +242,7 @@ func TestProtectedPathsTableIsMostSpecificFirst(t *testing.T) {
 func TestSessionMemoryIsPerExactInput(t *testing.T) {
 	f := newFixture(t)
 	c := f.checker(t, Config{})
-	rmA := bash("rm /tmp/a.txt")
+	rmA := bash("rm a.txt")
 	if d := c.Check(rmA); d.Behavior != Ask {
 		t.Fatalf("before Remember: %s, want ask", d.Behavior)
 	}
@@ -227,11 +252,11 @@ func TestSessionMemoryIsPerExactInput(t *testing.T) {
 	}
 	// Same input with other spacing and key order is the same operation.
 	same := rmA
-	same.Input = json.RawMessage(`{ "command" : "rm /tmp/a.txt" }`)
+	same.Input = json.RawMessage(`{ "command" : "rm a.txt" }`)
 	if d := c.Check(same); d.Behavior != Allow {
 		t.Errorf("the same input spelled differently: %s, want allow", d.Behavior)
 	}
-	if d := c.Check(bash("rm /tmp/b.txt")); d.Behavior != Ask {
+	if d := c.Check(bash("rm b.txt")); d.Behavior != Ask {
 		t.Errorf("another rm: %s, want ask (memory is per input, not per tool)", d.Behavior)
 	}
 	if d := c.Check(bash("rm -rf /")); d.Behavior != Deny {
@@ -445,5 +470,18 @@ func BenchmarkCheck(b *testing.B) {
 			// The executor's whole per-call budget is 100 µs.
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/1000, "µs/check")
 		})
+	}
+}
+
+func TestSecretNamesAreRecognisedAndTemplatesAreNot(t *testing.T) {
+	for name, want := range map[string]bool{
+		".env": true, ".env.local": true, ".env.production": true, ".env.example": false, ".env.sample": false, ".env.template": false,
+		"server.pem": true, "tls.key": true, "id_rsa": true, "id_rsa.pub": true, "id_ed25519": true, "id_ecdsa_sk": true,
+		".netrc": true, ".npmrc": true, ".pypirc": true, ".git-credentials": true, "cert.p12": true, "cert.pfx": true,
+		"main.go": false, "keys.go": false, "env": false, "README.md": false, ".envrc": false, "monkey": false,
+	} {
+		if got := secretName(name); got != want {
+			t.Errorf("secretName(%q) = %v, want %v", name, got, want)
+		}
 	}
 }

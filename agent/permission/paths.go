@@ -1,83 +1,14 @@
 package permission
 
 import (
-	"errors"
-	"io/fs"
-	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
+
+	"github.com/retrace-dev/retrace/agent/workspace"
 )
 
-// maxLinkHops bounds symlink resolution, like the kernel's ELOOP limit.
-const maxLinkHops = 40
-
-var errLinkLoop = errors.New("too many levels of symbolic links")
-
-// resolvePath returns the real path the kernel would open for p (absolute
-// and clean): every existing component is resolved, symlinks included,
-// dangling ones too, and ".." is applied after resolving what precedes it,
-// as the kernel does. Components that do not exist yet are appended as
-// they are, so a new file is placed in the real directory that will hold
-// it.
-func resolvePath(p string) (string, error) {
-	return resolveFrom("/", strings.TrimPrefix(p, "/"), 0)
-}
-
-func resolveFrom(cur, rest string, hops int) (string, error) {
-	parts := strings.Split(rest, "/")
-	for i, comp := range parts {
-		switch comp {
-		case "", ".":
-			continue
-		case "..":
-			cur = filepath.Dir(cur)
-			continue
-		}
-		next := filepath.Join(cur, comp)
-		fi, err := os.Lstat(next)
-		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) || isNotDir(err) {
-				// Nothing below exists: the rest is where a new file would go.
-				return filepath.Join(append([]string{cur}, parts[i:]...)...), nil
-			}
-			return "", err
-		}
-		if fi.Mode()&fs.ModeSymlink == 0 {
-			cur = next
-			continue
-		}
-		if hops >= maxLinkHops {
-			return "", errLinkLoop
-		}
-		target, err := os.Readlink(next)
-		if err != nil {
-			return "", err
-		}
-		base := cur
-		if filepath.IsAbs(target) {
-			base = "/"
-		}
-		cur, err = resolveFrom(base, strings.TrimPrefix(target, "/"), hops+1)
-		if err != nil {
-			return "", err
-		}
-	}
-	return cur, nil
-}
-
-func isNotDir(err error) bool { return errors.Is(err, syscall.ENOTDIR) }
-
 // within reports whether p is dir or below it.
-func within(p, dir string) bool {
-	if p == dir {
-		return true
-	}
-	if dir == "/" {
-		return strings.HasPrefix(p, "/")
-	}
-	return strings.HasPrefix(p, dir+string(filepath.Separator))
-}
+func within(p, dir string) bool { return workspace.Within(p, dir) }
 
 // systemDirs are directories a call may never write and must ask to read.
 var systemDirs = []string{
@@ -107,42 +38,69 @@ var sensitiveHomeDirs = []string{
 	".ssh", ".aws", ".gnupg", ".kube", ".config/gcloud", ".config/gh", ".docker", ".azure",
 }
 
-// sensitiveNames are base-name patterns of files that usually hold secrets.
-var sensitiveNames = []string{
-	".env", ".env.*", "*.pem", "*.key", "id_rsa*", "id_dsa*", "id_ecdsa*",
-	"id_ed25519*", ".netrc", ".npmrc", ".pypirc", ".git-credentials", "*.p12", "*.pfx",
-}
+// The base names of files that usually hold secrets, as exact names,
+// prefixes (id_rsa*) and suffixes (*.pem). Plain string tests rather than
+// globs: they run for every path of every call.
+var (
+	secretNames    = []string{".env", ".netrc", ".npmrc", ".pypirc", ".git-credentials"}
+	secretPrefixes = []string{".env.", "id_rsa", "id_dsa", "id_ecdsa", "id_ed25519"}
+	secretSuffixes = []string{".pem", ".key", ".p12", ".pfx"}
+	// templateSuffixes mark .env.example and friends: templates, not secrets.
+	templateSuffixes = []string{".example", ".sample", ".template"}
+)
 
 // isSensitive reports a credential store or a file that usually holds
 // secrets.
 func (c *Checker) isSensitive(p string) bool {
-	if c.home != "" {
-		for _, d := range sensitiveHomeDirs {
-			if within(p, filepath.Join(c.home, d)) {
-				return true
-			}
+	for _, d := range c.secretDirs {
+		if within(p, d) {
+			return true
 		}
 	}
-	base := filepath.Base(p)
-	for _, n := range sensitiveNames {
-		if ok, _ := filepath.Match(n, base); ok {
-			// .env.example and friends are templates, not secrets.
-			if strings.HasPrefix(base, ".env.") && (strings.HasSuffix(base, ".example") || strings.HasSuffix(base, ".sample") || strings.HasSuffix(base, ".template")) {
+	return secretName(filepath.Base(p))
+}
+
+func secretName(base string) bool {
+	if strings.HasPrefix(base, ".env.") {
+		for _, t := range templateSuffixes {
+			if strings.HasSuffix(base, t) {
 				return false
 			}
+		}
+		return true
+	}
+	for _, n := range secretNames {
+		if base == n {
+			return true
+		}
+	}
+	for _, pre := range secretPrefixes {
+		if strings.HasPrefix(base, pre) {
+			return true
+		}
+	}
+	for _, suf := range secretSuffixes {
+		if strings.HasSuffix(base, suf) {
 			return true
 		}
 	}
 	return false
 }
 
-// place is one path of a call, resolved.
+// place is one path of a call, resolved with the one resolution the tools
+// open files with (package workspace).
 type place struct {
-	given string // as the model gave it
-	abs   string // absolute, lexically cleaned
-	real  string // symlinks resolved; "" when resolution failed
+	given string // as the model gave it, or as the command wrote it
+	abs   string // absolute, lexically cleaned: what the path says
+	real  string // where it leads, symlinks and ".." resolved; "" when resolution failed
 	rel   string // real, relative to the workspace; "" when outside
 	write bool
+	// shell marks a path taken from a bash command: bash expands ~ and
+	// globs in it, and it may only be known when the command runs.
+	shell bool
+	// unknown marks a bash path only the run will show ("$OUT", a glob
+	// that could match ".."): it cannot be resolved now.
+	unknown bool
 }
 
 // dynamicPath reports a path from a shell word that is only known at run
@@ -151,35 +109,25 @@ func dynamicPath(p string) bool {
 	return strings.ContainsAny(p, "$`*?[{") || p == ""
 }
 
-// locate resolves one path given by the model or found in a command.
-func (c *Checker) locate(given string, write bool) place {
-	pl := place{given: given, write: write}
+// locate resolves one path given by the model (shell false) or found in a
+// command (shell true). Only bash expands ~: a tool given ~/x opens the
+// workspace's ~/x, so that is what is checked.
+func (c *Checker) locate(given string, write, shell bool) place {
+	pl := place{given: given, write: write, shell: shell}
 	p := given
-	if c.home != "" && (p == "~" || strings.HasPrefix(p, "~/")) {
-		p = c.home + p[1:]
+	if shell {
+		// Without a known home ~ stays a name, resolved in the workspace.
+		p = workspace.ExpandTilde(p, c.home)
 	}
-	if !filepath.IsAbs(p) {
-		// Not filepath.Join: it would apply ".." before symlinks are
-		// resolved, and link/.. is not where the kernel goes.
-		p = c.workspace + "/" + p
-	}
-	pl.abs = filepath.Clean(p)
-	var real string
-	var err error
-	if rel, ok := strings.CutPrefix(p, c.workspace+"/"); ok {
-		// The workspace is resolved once in New; only what is below it
-		// needs looking at.
-		real, err = resolveFrom(c.realWorkspace, rel, 0)
-	} else {
-		real, err = resolvePath(p)
-	}
+	t, err := c.root.Resolve(p)
 	if err != nil {
+		pl.abs = filepath.Clean(p)
+		if !filepath.IsAbs(p) {
+			pl.abs = filepath.Join(c.root.Dir(), p)
+		}
 		return pl
 	}
-	pl.real = real
-	if within(real, c.realWorkspace) {
-		pl.rel, _ = filepath.Rel(c.realWorkspace, real)
-	}
+	pl.abs, pl.real, pl.rel = t.Lexical, t.Path, t.Rel
 	return pl
 }
 

@@ -4,10 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
+	"io/fs"
 	"strings"
 	"sync"
 
+	"github.com/retrace-dev/retrace/agent/workspace"
 	"github.com/retrace-dev/retrace/trajectory"
 )
 
@@ -65,7 +66,11 @@ func (EditTool) Run(_ context.Context, env *Env, input json.RawMessage) (Result,
 	if err != nil {
 		return invalidInput("edit", err), nil
 	}
-	abs := env.Abs(in.FilePath)
+	tg, err := env.Resolve(in.FilePath)
+	if err != nil {
+		return resolveError(err, in.FilePath), nil
+	}
+	abs := tg.Path
 	switch {
 	case in.OldString == "":
 		return Result{IsError: true, ErrorCode: "empty_old_string",
@@ -74,9 +79,14 @@ func (EditTool) Run(_ context.Context, env *Env, input json.RawMessage) (Result,
 		return Result{IsError: true, ErrorCode: "no_change",
 			Output: "old_string and new_string are the same, so the edit would change nothing. Give the new text in new_string."}, nil
 	}
-	info, err := os.Stat(abs)
+	if !tg.Inside {
+		// The permission chain denies this in every mode; the tool refuses
+		// it too, so no caller can write outside the workspace.
+		return targetError(&fs.PathError{Op: "write", Path: abs, Err: workspace.ErrOutside}, tg), nil
+	}
+	info, err := env.root.Stat(tg)
 	if err != nil {
-		r := fsError(err, abs)
+		r := targetError(err, tg)
 		if r.ErrorCode == "ENOENT" {
 			r.Output += " To create a new file, use write."
 		}
@@ -90,9 +100,9 @@ func (EditTool) Run(_ context.Context, env *Env, input json.RawMessage) (Result,
 		return Result{IsError: true, ErrorCode: "not_read",
 			Output: "You have not read " + abs + " in this session. Call read on it first, so the edit is based on its current content, then retry the edit."}, nil
 	}
-	data, err := os.ReadFile(abs)
+	data, err := env.root.ReadFile(tg)
 	if err != nil {
-		return fsError(err, abs), nil
+		return targetError(err, tg), nil
 	}
 	content := string(data)
 	n := strings.Count(content, in.OldString)
@@ -114,8 +124,8 @@ func (EditTool) Run(_ context.Context, env *Env, input json.RawMessage) (Result,
 		updated = strings.Replace(content, in.OldString, in.NewString, 1)
 	}
 	// WriteFile keeps the mode of an existing file.
-	if err := os.WriteFile(abs, []byte(updated), info.Mode().Perm()); err != nil {
-		return fsError(err, abs), nil
+	if err := env.root.WriteFile(tg, []byte(updated), info.Mode().Perm()); err != nil {
+		return targetError(err, tg), nil
 	}
 	noun := "occurrence"
 	if n > 1 {

@@ -1,11 +1,12 @@
 package tools
 
 import (
-	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
+
+	"github.com/retrace-dev/retrace/agent/workspace"
 )
 
 // TodoStatus is the state of one item of the model's todo list.
@@ -33,8 +34,8 @@ type Todo struct {
 // model has read, its todo list and the tool registry. It is safe for
 // concurrent use, because the calls of a parallel batch share it.
 type Env struct {
-	workspace string
-	reg       *Registry
+	root *workspace.Root
+	reg  *Registry
 
 	mu    sync.RWMutex
 	read  map[string]bool
@@ -45,42 +46,42 @@ type Env struct {
 // made absolute with symlinks resolved, so that paths compare equal however
 // the model spells them; it must be an existing directory. reg may be nil
 // for a session without tool_search.
-func NewEnv(workspace string, reg *Registry) (*Env, error) {
-	abs, err := filepath.Abs(workspace)
+func NewEnv(dir string, reg *Registry) (*Env, error) {
+	root, err := workspace.New(dir)
 	if err != nil {
-		return nil, fmt.Errorf("workspace %q: %w", workspace, err)
+		return nil, err
 	}
-	abs, err = filepath.EvalSymlinks(abs)
-	if err != nil {
-		return nil, fmt.Errorf("workspace %q: %w", workspace, err)
-	}
-	info, err := os.Stat(abs)
-	if err != nil {
-		return nil, fmt.Errorf("workspace %q: %w", workspace, err)
-	}
-	if !info.IsDir() {
-		return nil, fmt.Errorf("workspace %q is not a directory: give the project directory instead", workspace)
-	}
-	return &Env{workspace: abs, reg: reg, read: map[string]bool{}}, nil
+	return &Env{root: root, reg: reg, read: map[string]bool{}}, nil
 }
 
 // Workspace returns the absolute, symlink-free workspace directory.
-func (e *Env) Workspace() string { return e.workspace }
+func (e *Env) Workspace() string { return e.root.Dir() }
 
-// Abs resolves a path as the model gave it: relative paths are relative to
-// the workspace, and the result is cleaned. An empty path is the workspace.
-func (e *Env) Abs(path string) string {
-	if filepath.IsAbs(path) {
-		return filepath.Clean(path)
+// Root returns the workspace boundary the tools open files through.
+func (e *Env) Root() *workspace.Root { return e.root }
+
+// Resolve turns a path as the model gave it (relative to the workspace, or
+// absolute; "" is the workspace) into the file that will be opened, with
+// the one resolution the permission chain checked (package workspace). A
+// tool opens the returned Target and nothing else.
+func (e *Env) Resolve(path string) (workspace.Target, error) {
+	return e.root.Resolve(path)
+}
+
+// resolveError is the tool_error for a path that cannot be resolved.
+func resolveError(err error, path string) Result {
+	msg := "Cannot resolve " + path + ": " + err.Error() + ". Use a plain path inside the workspace."
+	if strings.HasPrefix(path, "~") {
+		msg += " Note that ~ is not expanded: give the absolute path."
 	}
-	return filepath.Join(e.workspace, path)
+	return Result{Output: msg, IsError: true, ErrorCode: errorCode(err)}
 }
 
 // rel returns how output names abs: relative to the workspace when it lies
 // inside it (so the model can pass it straight back to another tool), and
 // absolute otherwise.
 func (e *Env) rel(abs string) string {
-	r, err := filepath.Rel(e.workspace, abs)
+	r, err := filepath.Rel(e.root.Dir(), abs)
 	if err != nil || r == ".." || len(r) > 2 && r[:3] == ".."+string(filepath.Separator) {
 		return abs
 	}

@@ -13,6 +13,8 @@ import (
 	"syscall"
 
 	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
+
+	"github.com/retrace-dev/retrace/agent/workspace"
 )
 
 // sniffLen is how much of a file is looked at to decide it is binary, as
@@ -42,6 +44,9 @@ var errnoCodes = map[syscall.Errno]string{
 // errorCode returns the label for a file-system error: its errno name when
 // known, "io" otherwise.
 func errorCode(err error) string {
+	if errors.Is(err, workspace.ErrLoop) {
+		return "ELOOP"
+	}
 	var errno syscall.Errno
 	if errors.As(err, &errno) {
 		if code, ok := errnoCodes[errno]; ok {
@@ -65,6 +70,21 @@ func fsError(err error, path string) Result {
 		msg += " A part of the path is a file, not a directory; check the path with ls."
 	}
 	return Result{Output: msg, IsError: true, ErrorCode: code}
+}
+
+// targetError is fsError for a resolved target: it names the file that
+// was to be opened, and says that ~ is not expanded when the model wrote
+// one, because a missing ~/x is otherwise a puzzle.
+func targetError(err error, t workspace.Target) Result {
+	r := fsError(err, t.Path)
+	if r.ErrorCode == "ENOENT" && strings.HasPrefix(t.Given, "~") {
+		r.Output += " Note that ~ is not expanded: give the absolute path."
+	}
+	if errors.Is(err, workspace.ErrOutside) {
+		r.ErrorCode = "outside_workspace"
+		r.Output = "Writing " + t.Given + " is not allowed: it resolves to " + t.Path + ", outside the workspace. Write inside the workspace instead, or ask the user to do it."
+	}
+	return r
 }
 
 // rootCause is the innermost message of a *fs.PathError, without the

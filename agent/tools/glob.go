@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -79,10 +78,14 @@ func (GlobTool) Run(ctx context.Context, env *Env, input json.RawMessage) (Resul
 		return Result{IsError: true, ErrorCode: "bad_pattern",
 			Output: fmt.Sprintf("The pattern %q is not a valid glob: check its brackets and braces, e.g. **/*.go or src/**/*.{ts,tsx}.", in.Pattern)}, nil
 	}
-	root := env.Abs(dir)
-	info, err := os.Stat(root)
+	tg, err := env.Resolve(dir)
 	if err != nil {
-		return fsError(err, root), nil
+		return resolveError(err, dir), nil
+	}
+	root := tg.Path
+	info, err := env.root.Stat(tg)
+	if err != nil {
+		return targetError(err, tg), nil
 	}
 	if !info.IsDir() {
 		return Result{IsError: true, ErrorCode: "ENOTDIR",

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -109,9 +108,13 @@ func (GrepTool) Run(ctx context.Context, env *Env, input json.RawMessage) (Resul
 		return Result{IsError: true, ErrorCode: "bad_pattern",
 			Output: fmt.Sprintf("The glob %q is not valid: check its brackets and braces, e.g. *.go or **/*.{ts,tsx}.", in.Glob)}, nil
 	}
-	root := env.Abs(in.Path)
-	if _, err := os.Stat(root); err != nil {
-		return fsError(err, root), nil
+	tg, err := env.Resolve(in.Path)
+	if err != nil {
+		return resolveError(err, in.Path), nil
+	}
+	root := tg.Path
+	if _, err := env.root.Stat(tg); err != nil {
+		return targetError(err, tg), nil
 	}
 	type fileResult struct{ name, text string }
 	var results []fileResult
@@ -119,7 +122,7 @@ func (GrepTool) Run(ctx context.Context, env *Env, input json.RawMessage) (Resul
 		if in.Glob != "" && !globMatches(in.Glob, root, abs) {
 			return nil
 		}
-		data, err := os.ReadFile(abs)
+		data, err := env.root.ReadFile(env.root.Walked(abs))
 		if err != nil || isBinary(data) {
 			return nil // unreadable and binary files are skipped, as grep -rI does
 		}

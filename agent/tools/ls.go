@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 
@@ -53,19 +54,29 @@ func (LsTool) Run(_ context.Context, env *Env, input json.RawMessage) (Result, e
 	if err != nil {
 		return invalidInput("ls", err), nil
 	}
-	dir := env.Abs(in.Path)
-	info, err := os.Stat(dir)
+	tg, err := env.Resolve(in.Path)
 	if err != nil {
-		return fsError(err, dir), nil
+		return resolveError(err, in.Path), nil
+	}
+	dir := tg.Path
+	info, err := env.root.Stat(tg)
+	if err != nil {
+		return targetError(err, tg), nil
 	}
 	if !info.IsDir() {
 		return Result{IsError: true, ErrorCode: "ENOTDIR",
 			Output: dir + " is a file, not a directory. Use read to see its content."}, nil
 	}
-	entries, err := os.ReadDir(dir) // sorted by name
+	f, err := env.root.Open(tg)
 	if err != nil {
-		return fsError(err, dir), nil
+		return targetError(err, tg), nil
 	}
+	defer f.Close()
+	entries, err := f.ReadDir(-1)
+	if err != nil {
+		return targetError(err, tg), nil
+	}
+	slices.SortFunc(entries, func(a, b os.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
 	var out strings.Builder
 	for _, e := range entries {
 		if e.Name() == ".git" {

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -81,10 +80,14 @@ func (ReadTool) Run(ctx context.Context, env *Env, input json.RawMessage) (Resul
 		return Result{IsError: true, ErrorCode: "invalid_input",
 			Output: "offset and limit must be positive line counts; leave both out to read the file from the start."}, nil
 	}
-	abs := env.Abs(in.FilePath)
-	info, err := os.Stat(abs)
+	tg, err := env.Resolve(in.FilePath)
 	if err != nil {
-		return fsError(err, abs), nil
+		return resolveError(err, in.FilePath), nil
+	}
+	abs := tg.Path
+	info, err := env.root.Stat(tg)
+	if err != nil {
+		return targetError(err, tg), nil
 	}
 	if info.IsDir() {
 		return Result{IsError: true, ErrorCode: "EISDIR",
@@ -96,9 +99,9 @@ func (ReadTool) Run(ctx context.Context, env *Env, input json.RawMessage) (Resul
 		return Result{IsError: true, ErrorCode: "not_regular",
 			Output: abs + " is not a regular file (it is a device, pipe or socket), so read cannot show it. Use bash if you really need to look at it, with a command that stops, such as head -c 1000."}, nil
 	}
-	f, err := os.Open(abs)
+	f, err := env.root.Open(tg)
 	if err != nil {
-		return fsError(err, abs), nil
+		return targetError(err, tg), nil
 	}
 	defer f.Close()
 	br := bufio.NewReaderSize(f, 2*sniffLen)

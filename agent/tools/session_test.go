@@ -35,7 +35,7 @@ func TestNewEnvResolvesTheWorkspace(t *testing.T) {
 	}
 	cases := map[string]string{
 		"a relative path resolves against the workspace": "src/a.go",
-		"dot-dot segments are cleaned":                   "src/../b.go",
+		"dot-dot segments are applied":                   "src/../b.go",
 		"an empty path is the workspace":                 "",
 		"an absolute path is kept, cleaned":              "/etc//hosts",
 	}
@@ -46,8 +46,8 @@ func TestNewEnvResolvesTheWorkspace(t *testing.T) {
 		"/etc//hosts": "/etc/hosts",
 	}
 	for name, in := range cases {
-		if got := env.Abs(in); got != wants[in] {
-			t.Errorf("%s: Abs(%q) = %q, want %q", name, in, got, wants[in])
+		if got, err := env.Resolve(in); err != nil || got.Path != wants[in] {
+			t.Errorf("%s: Resolve(%q) = %q, %v; want %q", name, in, got.Path, err, wants[in])
 		}
 	}
 }
@@ -68,7 +68,7 @@ func TestEnvStateIsSafeForConcurrentUse(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range 8 {
 		wg.Go(func() {
-			p := env.Abs(strings.Repeat("x", i+1))
+			p := filepath.Join(env.Workspace(), strings.Repeat("x", i+1))
 			env.MarkRead(p)
 			_ = env.WasRead(p)
 			env.SetTodos([]Todo{{Content: "a", Status: TodoPending, ActiveForm: "A"}})
@@ -76,7 +76,7 @@ func TestEnvStateIsSafeForConcurrentUse(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	if !env.WasRead(env.Abs("xxxx")) || env.WasRead(env.Abs("y")) {
+	if !env.WasRead(filepath.Join(env.Workspace(), "xxxx")) || env.WasRead(filepath.Join(env.Workspace(), "y")) {
 		t.Error("read set is wrong after concurrent marks")
 	}
 }

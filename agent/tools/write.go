@@ -6,10 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
-	"path/filepath"
 	"sync"
 
+	"github.com/retrace-dev/retrace/agent/workspace"
 	"github.com/retrace-dev/retrace/trajectory"
 )
 
@@ -61,9 +60,18 @@ func (WriteTool) Run(_ context.Context, env *Env, input json.RawMessage) (Result
 	if err != nil {
 		return invalidInput("write", err), nil
 	}
-	abs := env.Abs(in.FilePath)
+	tg, err := env.Resolve(in.FilePath)
+	if err != nil {
+		return resolveError(err, in.FilePath), nil
+	}
+	abs := tg.Path
+	if !tg.Inside {
+		// The permission chain denies this in every mode; the tool refuses
+		// it too, so no caller can write outside the workspace.
+		return targetError(&fs.PathError{Op: "write", Path: abs, Err: workspace.ErrOutside}, tg), nil
+	}
 	existed := false
-	info, err := os.Stat(abs)
+	info, err := env.root.Stat(tg)
 	switch {
 	case err == nil && info.IsDir():
 		return Result{IsError: true, ErrorCode: "EISDIR",
@@ -71,13 +79,10 @@ func (WriteTool) Run(_ context.Context, env *Env, input json.RawMessage) (Result
 	case err == nil:
 		existed = true
 	case !errors.Is(err, fs.ErrNotExist):
-		return fsError(err, abs), nil
+		return targetError(err, tg), nil
 	}
-	if err := os.MkdirAll(filepath.Dir(abs), 0o755); err != nil {
-		return fsError(err, filepath.Dir(abs)), nil
-	}
-	if err := os.WriteFile(abs, []byte(in.Content), 0o644); err != nil {
-		return fsError(err, abs), nil
+	if err := env.root.WriteFile(tg, []byte(in.Content), 0o644); err != nil {
+		return targetError(err, tg), nil
 	}
 	verb := "Created"
 	if existed {
