@@ -174,7 +174,7 @@ func Restrict(base Config, f File) (Config, []Refused) {
 			refuse(f.Line("permissions", "mode"), "permissions.mode", string(wp.Mode), "unknown mode; use plan or default")
 		case strictness(wp.Mode) < strictness(p.Mode):
 			refuse(f.Line("permissions", "mode"), "permissions.mode", string(wp.Mode),
-				fmt.Sprintf("more permissive than the trusted mode %s; a workspace may only choose a stricter one", modeName(p.Mode)))
+				fmt.Sprintf("more permissive than the trusted mode %s; an untrusted file may only choose a stricter one", modeName(p.Mode)))
 		default:
 			p.Mode = wp.Mode
 		}
@@ -191,7 +191,7 @@ func Restrict(base Config, f File) (Config, []Refused) {
 			p.FuseThreshold = wp.FuseThreshold
 		} else {
 			refuse(f.Line("permissions", "fuse_threshold"), "permissions.fuse_threshold", strconv.Itoa(wp.FuseThreshold),
-				fmt.Sprintf("higher than the trusted %d; a workspace may only lower it", orDefault(p.FuseThreshold, defaultFuseThreshold)))
+				fmt.Sprintf("higher than the trusted %d; an untrusted file may only lower it", orDefault(p.FuseThreshold, defaultFuseThreshold)))
 		}
 	}
 	for i, h := range c.Hooks {
@@ -216,7 +216,7 @@ func restrictLimits(l *agent.Limits, w agent.Limits, f File, refuse func(line in
 			return
 		}
 		refuse(f.Line("limits", key), "limits."+key, strconv.FormatInt(v, 10),
-			fmt.Sprintf("higher than the trusted %d; a workspace may only lower a limit", effective))
+			fmt.Sprintf("higher than the trusted %d; an untrusted file may only lower a limit", effective))
 	}
 	turns, maxTokens := int64(l.MaxTurns), int64(l.MaxTokens)
 	limit("max_turns", &turns, int64(w.MaxTurns), turns, true)
@@ -232,7 +232,7 @@ func restrictLimits(l *agent.Limits, w agent.Limits, f File, refuse func(line in
 			l.CostBudget = w.CostBudget
 		} else {
 			refuse(f.Line("limits", "cost_budget_usd"), "limits.cost_budget_usd", strconv.FormatFloat(w.CostBudget, 'f', -1, 64),
-				fmt.Sprintf("higher than the trusted %s; a workspace may only lower a limit", strconv.FormatFloat(l.CostBudget, 'f', -1, 64)))
+				fmt.Sprintf("higher than the trusted %s; an untrusted file may only lower a limit", strconv.FormatFloat(l.CostBudget, 'f', -1, 64)))
 		}
 	}
 	price := func(key string, dst *float64, v float64) {
@@ -242,7 +242,7 @@ func restrictLimits(l *agent.Limits, w agent.Limits, f File, refuse func(line in
 			*dst = v
 		default:
 			refuse(f.Line("limits", "prices", key), "limits.prices."+key, strconv.FormatFloat(v, 'f', -1, 64),
-				fmt.Sprintf("lower than the trusted %s, which would stretch the cost budget; a workspace may only raise a price", strconv.FormatFloat(*dst, 'f', -1, 64)))
+				fmt.Sprintf("lower than the trusted %s, which would stretch the cost budget; an untrusted file may only raise a price", strconv.FormatFloat(*dst, 'f', -1, 64)))
 		}
 	}
 	price("input_per_mtok", &l.Prices.Input, w.Prices.Input)
