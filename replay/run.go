@@ -233,4 +233,3 @@ func baseSystem(system string) string {
 	}
 	return system
 }
-
