@@ -119,8 +119,8 @@ func Run(ctx context.Context, opts RunOptions) (res Result, err error) {
 		return Result{}, err
 	}
 	notes = append(notes, setup.notes...)
-	if rec.start.PermissionMode != "" && rec.start.PermissionMode != modeOf(setup.cfg) {
-		notes = append(notes, fmt.Sprintf("the recorded session ran in permission mode %s; the replay runs in %s", rec.start.PermissionMode, modeOf(setup.cfg)))
+	if rec.start.PermissionMode != "" && rec.start.PermissionMode != modeOf(setup.cfg) && !setup.modeRefused {
+		notes = append(notes, fmt.Sprintf("the recorded session ran in permission mode %s; the replay runs in %s mode", rec.start.PermissionMode, modeOf(setup.cfg)))
 	}
 	reg, err := tools.NewRegistry(tools.Builtins()...)
 	if err != nil {

@@ -98,6 +98,9 @@ type setup struct {
 	hooks   *hooks.Runner
 	answers *answers
 	notes   []string
+	// modeRefused says a note already explains that the recording's mode
+	// was not applied.
+	modeRefused bool
 }
 
 // loadConfig chooses the replay's configuration: the what-if file when one
@@ -132,7 +135,8 @@ func loadConfig(opts RunOptions, ws string, events []trajectory.Event) (setup, e
 			if !opts.TrustRecording {
 				var refused []config.Refused
 				s.cfg, refused = config.Restrict(config.Config{}, f)
-				s.notes = append(s.notes, untrustedNotes(f.Config, refused)...)
+				s.notes = append(s.notes, untrustedNotes(f.Config, s.cfg, refused)...)
+				s.modeRefused = slices.ContainsFunc(refused, func(r config.Refused) bool { return r.Field == "permissions.mode" })
 			}
 		}
 	}
@@ -154,7 +158,7 @@ func loadConfig(opts RunOptions, ws string, events []trajectory.Event) (setup, e
 
 // untrustedNotes says what of an untrusted recording's configuration was
 // not applied: first what would have run, then every refused setting.
-func untrustedNotes(c config.Config, refused []config.Refused) []string {
+func untrustedNotes(c, restricted config.Config, refused []config.Refused) []string {
 	var notes []string
 	var parts []string
 	if n := len(c.Hooks); n > 0 {
@@ -172,7 +176,10 @@ func untrustedNotes(c config.Config, refused []config.Refused) []string {
 		}
 		note := "not applied: " + r.String()
 		if r.Field == "permissions.mode" {
-			note += "; the replay runs in default mode"
+			// The general reason speaks of files; for a recording what
+			// matters is what the replay does instead.
+			note = fmt.Sprintf("not applied: %s: %s: %s; the replay runs in %s mode, and a call that needs a person is refused as in a headless session",
+				r.Where(), r.Field, r.Value, modeOf(restricted))
 		}
 		notes = append(notes, note+" ("+trustHint+")")
 	}

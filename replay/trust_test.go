@@ -204,10 +204,12 @@ func TestAnUntrustedRecordingsModeAndAllowRulesAreReportedAndNotApplied(t *testi
 	if got := permissionOf(t, res.Path, "toolu_touch"); got != trajectory.TypePermissionDeny {
 		t.Fatalf("the replay's decision is %q; bypass and the allow rule must not apply", got)
 	}
+	if hasNote(res.Report, "the recorded session ran in permission mode") {
+		t.Errorf("the mode is explained twice: %q", res.Report.Notes)
+	}
 	for _, want := range [][]string{
 		{"not applied: retrace.yaml:2: permissions.mode: bypass", "the replay runs in default mode", "--trust-recording"},
 		{"not applied: retrace.yaml:3: permissions.allow[0]"},
-		{"the recorded session ran in permission mode bypass; the replay runs in default"},
 	} {
 		if !hasNote(res.Report, want...) {
 			t.Errorf("no note says %q; notes %q", want, res.Report.Notes)
@@ -288,5 +290,22 @@ func TestReplayInputErrorsAreErrInput(t *testing.T) {
 				t.Fatalf("err = %v, want ErrInput saying %q", err, tt.want)
 			}
 		})
+	}
+}
+
+// A recording made with --config has no retrace.yaml in its snapshot: the
+// mode it ran in is still said, since the replay cannot apply it.
+func TestTheRecordedModeIsNamedWhenTheReplayRunsInAnother(t *testing.T) {
+	recording := record(t, touchScript, t.TempDir(), yes{}, recorder.SnapshotOptions{})
+	cfg := filepath.Join(t.TempDir(), "plan.yaml")
+	if err := os.WriteFile(cfg, []byte("permissions:\n  mode: plan\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res, err := Run(t.Context(), RunOptions{Recording: recording, Out: t.TempDir(), Config: cfg, TrustRecording: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !hasNote(res.Report, "the recorded session ran in permission mode default; the replay runs in plan mode") {
+		t.Fatalf("notes %q", res.Report.Notes)
 	}
 }

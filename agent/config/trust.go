@@ -47,8 +47,12 @@ type Refused struct {
 
 // String formats the setting as "file:line: field: value (why)".
 func (r Refused) String() string {
-	return fmt.Sprintf("%s: %s: %s (%s)", at(r.File, r.Line), r.Field, r.Value, r.Why)
+	return fmt.Sprintf("%s: %s: %s (%s)", r.Where(), r.Field, r.Value, r.Why)
 }
+
+// Where is the setting's position, "file:line", or the file alone when
+// the line is unknown.
+func (r Refused) Where() string { return at(r.File, r.Line) }
 
 // ErrUntrusted is wrapped by the errors for an untrusted configuration
 // file that asks for more than it may.
