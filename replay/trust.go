@@ -69,10 +69,14 @@ func describe(err error, otherwise string) string {
 // missing file is explained rather than silent.
 func restore(blobs *recorder.Blobs, ref, dst string) ([]string, error) {
 	if err := recorder.RestoreWorkspace(blobs, ref, dst); err != nil {
+		// A snapshot that cannot be restored — a missing or corrupt blob, a
+		// manifest of another version, an entry that would write outside
+		// dst — is a recording that cannot be replayed as it is.
+		hint := "check that the recording's .blobs directory sits next to it, as retrace run wrote it"
 		if errors.Is(err, recorder.ErrUnsafeSnapshot) {
-			return nil, fmt.Errorf("%w: restore the recorded workspace: %w; the recording was damaged or crafted, so it is not replayed", ErrInput, err)
+			hint = "the recording was damaged or crafted, so it is not replayed"
 		}
-		return nil, fmt.Errorf("restore the recorded workspace: %w", err)
+		return nil, fmt.Errorf("%w: restore the recorded workspace: %w; %s", ErrInput, err, hint)
 	}
 	data, err := blobs.Get(ref)
 	if err != nil {

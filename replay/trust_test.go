@@ -309,3 +309,39 @@ func TestTheRecordedModeIsNamedWhenTheReplayRunsInAnother(t *testing.T) {
 		t.Fatalf("notes %q", res.Report.Notes)
 	}
 }
+
+// A crafted snapshot whose manifest climbs out of the workspace is refused
+// before anything is written, as bad input.
+func TestASnapshotThatWouldWriteOutsideTheWorkspaceIsBadInput(t *testing.T) {
+	recording := record(t, touchScript, t.TempDir(), nil, recorder.SnapshotOptions{})
+	events, err := trajectory.ReadFile(recording)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := events[0].Payload.(*trajectory.SessionStart)
+	blobs := recorder.OpenBlobs(recorder.BlobsDir(recording))
+	content, _, err := blobs.Put([]byte("planted\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	manifest := `{"version":1,"entries":[{"path":"../escaped","type":"file","mode":420,"size":8,"blob":"` + content + `"}]}`
+	ref, _, err := blobs.Put([]byte(manifest))
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(recording)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(recording, []byte(strings.Replace(string(data), start.WorkspaceSnapshot, ref, 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	parent := t.TempDir()
+	_, err = Run(t.Context(), RunOptions{Recording: recording, Out: t.TempDir(), Workspace: filepath.Join(parent, "ws")})
+	if !errors.Is(err, ErrInput) || !errors.Is(err, recorder.ErrUnsafeSnapshot) || !strings.Contains(err.Error(), "not replayed") {
+		t.Fatalf("err = %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(parent, "escaped")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the crafted entry was written outside the workspace (%v)", err)
+	}
+}
