@@ -103,6 +103,7 @@ Exit codes: 0 the agent finished its turn, 4 it stopped before finishing
 failed, 2 bad flags, config or script.`,
 		Example: `  retrace run
   retrace run --script turns.yaml --workspace ./repo "Fix the failing test"
+  retrace run --script turns.yaml --workspace ./my-own-repo --trust-workspace "Fix it"
   retrace run --provider anthropic --model claude-sonnet-4-5 --headless "Summarise README.md"`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 1 {
