@@ -345,3 +345,33 @@ func TestASnapshotThatWouldWriteOutsideTheWorkspaceIsBadInput(t *testing.T) {
 		t.Fatalf("the crafted entry was written outside the workspace (%v)", err)
 	}
 }
+
+// Any reason a snapshot gives for leaving a file out is named, including
+// reasons this package has never heard of, such as "secret".
+func TestEverySkippedEntryIsNamedWithItsReason(t *testing.T) {
+	blobs := recorder.OpenBlobs(t.TempDir())
+	content, _, err := blobs.Put([]byte("kept\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	manifest := `{"version":1,"entries":[` +
+		`{"path":".env","type":"file","mode":384,"size":40,"skipped":"secret"},` +
+		`{"path":"a.txt","type":"file","mode":420,"size":5,"blob":"` + content + `"},` +
+		`{"path":"keys/id_ed25519","type":"file","mode":384,"size":400,"skipped":"some_future_reason"}]}`
+	ref, _, err := blobs.Put([]byte(manifest))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dst := filepath.Join(t.TempDir(), "ws")
+	notes, err := restore(blobs, ref, dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(notes) != 2 || !strings.HasPrefix(notes[0], "not captured: .env (secret)") ||
+		!strings.HasPrefix(notes[1], "not captured: keys/id_ed25519 (some_future_reason)") {
+		t.Fatalf("notes %q", notes)
+	}
+	if got, err := os.ReadFile(filepath.Join(dst, "a.txt")); err != nil || string(got) != "kept\n" {
+		t.Fatalf("a.txt = %q (%v)", got, err)
+	}
+}
