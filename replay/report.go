@@ -17,13 +17,19 @@ type Report struct {
 	// WhatIf has one line per changed permission decision, in the form
 	// "turn 5, toolu_07: allowed → denied by rule Bash(rm:*)".
 	WhatIf []string `json:"what_if"`
+	// Notes say what the replay did differently from the recorded session
+	// on purpose (a configuration or approvals it did not trust) or could
+	// not reproduce (files the workspace snapshot did not capture), so a
+	// divergence they cause is explained. Run fills them; Compare leaves
+	// them empty.
+	Notes []string `json:"notes"`
 	// RecordedEvents and ReplayedEvents are the sizes of the compared streams.
 	RecordedEvents int `json:"recorded_events"`
 	ReplayedEvents int `json:"replayed_events"`
 }
 
 func newReport(divs []Divergence, whatIf []whatIfLine, nrec, nrep int) Report {
-	r := Report{Divergences: divs, Counts: map[Class]int{}, WhatIf: []string{},
+	r := Report{Divergences: divs, Counts: map[Class]int{}, WhatIf: []string{}, Notes: []string{},
 		RecordedEvents: nrec, ReplayedEvents: nrep}
 	if r.Divergences == nil {
 		r.Divergences = []Divergence{}
@@ -62,6 +68,7 @@ func (r Report) Markdown(w io.Writer) error {
 	b.WriteString("# Replay comparison\n\n")
 	if r.Identical() {
 		fmt.Fprintf(&b, "The replay is identical to the recording (%d recorded events, %d replayed) once volatile values are normalised.\n", r.RecordedEvents, r.ReplayedEvents)
+		r.markdownNotes(&b)
 		_, err := io.WriteString(w, b.String())
 		return err
 	}
@@ -73,6 +80,7 @@ func (r Report) Markdown(w io.Writer) error {
 			fmt.Fprintf(&b, "| %s | %d |\n", c, n)
 		}
 	}
+	r.markdownNotes(&b)
 	if len(r.WhatIf) > 0 {
 		b.WriteString("\n## What-if\n\n")
 		for _, l := range r.WhatIf {
@@ -88,6 +96,26 @@ func (r Report) Markdown(w io.Writer) error {
 	return err
 }
 
+func (r Report) markdownNotes(b *strings.Builder) {
+	if len(r.Notes) == 0 {
+		return
+	}
+	b.WriteString("\n## Notes\n\n")
+	for _, n := range r.Notes {
+		fmt.Fprintf(b, "- %s\n", strings.ReplaceAll(n, "\n", " "))
+	}
+}
+
+// WriteNotes writes the notes one a line, each starting with "note: ".
+func (r Report) WriteNotes(w io.Writer) error {
+	for _, n := range r.Notes {
+		if _, err := fmt.Fprintf(w, "note: %s\n", oneLine(n)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // mdCell keeps a value inside its table cell: pipes and newlines would
 // otherwise split the row.
 func mdCell(s string) string {
@@ -101,9 +129,12 @@ func mdCell(s string) string {
 	return "`" + strings.ReplaceAll(s, "`", "'") + "`"
 }
 
-// Table writes the report as plain text with aligned columns, one
-// divergence a line, for a terminal.
+// Table writes the report as plain text for a terminal: the notes, then
+// the divergences in aligned columns, one a line, then the what-if lines.
 func (r Report) Table(w io.Writer) error {
+	if err := r.WriteNotes(w); err != nil {
+		return err
+	}
 	if r.Identical() {
 		_, err := fmt.Fprintf(w, "identical: %d recorded events, %d replayed, no divergence after normalisation\n", r.RecordedEvents, r.ReplayedEvents)
 		return err

@@ -4,17 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 
 	"github.com/retrace-dev/retrace/agent"
-	"github.com/retrace-dev/retrace/agent/config"
 	"github.com/retrace-dev/retrace/agent/executor"
-	"github.com/retrace-dev/retrace/agent/hooks"
-	"github.com/retrace-dev/retrace/agent/permission"
 	"github.com/retrace-dev/retrace/agent/tools"
 	"github.com/retrace-dev/retrace/mockllm"
 	"github.com/retrace-dev/retrace/recorder"
@@ -25,6 +21,12 @@ import (
 // replayed as it is (no session_start, no request, no workspace).
 var ErrNotReplayable = errors.New("recording cannot be replayed")
 
+// ErrInput is wrapped by Run's errors for input the caller has to fix: a
+// recording that cannot be read as a trajectory, a workspace snapshot that
+// would write outside its directory, a --workspace that is not empty, a
+// configuration that is not valid. Each message says what to do.
+var ErrInput = errors.New("bad replay input")
+
 // RunOptions say what to replay and where.
 type RunOptions struct {
 	// Recording is the trajectory file of the session to replay.
@@ -34,12 +36,27 @@ type RunOptions struct {
 	// the original run.
 	Out string
 	// Workspace is where the recorded workspace snapshot is restored (it
-	// must be empty or missing); "" means a new temporary directory. A
-	// recording without a snapshot runs in Workspace as it is.
+	// must be empty or missing); "" means a new temporary directory,
+	// removed when the replay ends unless Keep. A recording without a
+	// snapshot runs in Workspace as it is.
 	Workspace string
-	// Config is a what-if configuration file; "" means the retrace.yaml of
-	// the restored workspace, as the recorded session had it.
+	// Keep keeps the temporary workspace after the replay.
+	Keep bool
+	// Config is a what-if configuration file, trusted like any file the
+	// user names; "" means the retrace.yaml of the restored workspace, as
+	// the recorded session had it, which is untrusted unless
+	// TrustRecording.
 	Config string
+	// TrustRecording replays the recording as its author ran it: the
+	// restored retrace.yaml applies as it is (its mode, allow rules, hooks
+	// and MCP servers), and the person's recorded approvals are re-applied
+	// to calls whose input is byte-identical to the approved one. Without
+	// it, a recording is treated as someone else's: its configuration may
+	// only restrict (config.Restrict), none of its hooks or MCP servers
+	// run, no approval is re-applied (a call that needs a person is
+	// refused, as in a headless session), and the report says what was
+	// left out.
+	TrustRecording bool
 	// Compare tunes the comparison (extra volatile patterns); the
 	// workspace and blob paths are rewritten by Run itself.
 	Compare Options
@@ -52,6 +69,8 @@ type Result struct {
 	Path string
 	// Workspace is where it ran.
 	Workspace string
+	// Removed says the workspace was a temporary directory and is gone.
+	Removed bool
 	// End is how the replayed session ended.
 	End agent.Result
 }
@@ -59,10 +78,11 @@ type Result struct {
 // Run replays a recorded session through the real runtime: it restores the
 // recorded workspace, answers every model request with the recorded
 // responses (mockllm.Replay; a request past the recording is a replay
-// miss, never a live call), replays the person's recorded answers to
-// permission prompts, records a new trajectory and compares the two.
-func Run(ctx context.Context, opts RunOptions) (Result, error) {
-	events, err := trajectory.ReadFile(opts.Recording)
+// miss, never a live call), records a new trajectory and compares the two.
+// What the recording's own configuration would have run, and what its
+// workspace snapshot left out, is said in Report.Notes.
+func Run(ctx context.Context, opts RunOptions) (res Result, err error) {
+	events, err := readRecording(opts.Recording)
 	if err != nil {
 		return Result{}, err
 	}
@@ -70,21 +90,49 @@ func Run(ctx context.Context, opts RunOptions) (Result, error) {
 	if err != nil {
 		return Result{}, fmt.Errorf("%s: %w", opts.Recording, err)
 	}
-	blobs := recorder.OpenBlobs(recorder.BlobsDir(opts.Recording))
-	ws, err := workspace(opts, rec, blobs)
-	if err != nil {
-		return Result{}, err
-	}
-	cfg, perm, hooksRunner, err := loadConfig(opts.Config, ws)
-	if err != nil {
-		return Result{}, err
-	}
 	if filepath.Clean(opts.Out) == filepath.Clean(filepath.Dir(opts.Recording)) {
-		return Result{}, fmt.Errorf("--out %s is the recording's own directory: write the replay elsewhere so the original run stays as it was", opts.Out)
+		return Result{}, fmt.Errorf("%w: --out %s is the recording's own directory: write the replay elsewhere so the original run stays as it was", ErrInput, opts.Out)
+	}
+	blobs := recorder.OpenBlobs(recorder.BlobsDir(opts.Recording))
+	ws, temporary, err := workspaceDir(opts, rec)
+	if err != nil {
+		return Result{}, err
+	}
+	if temporary && !opts.Keep {
+		defer func() {
+			if rerr := os.RemoveAll(ws); rerr != nil && err == nil {
+				err = fmt.Errorf("remove the replay's temporary workspace %s: %w", ws, rerr)
+			}
+			res.Removed = true
+		}()
+	}
+	var notes []string
+	if rec.start.WorkspaceSnapshot != "" {
+		skipped, err := restore(blobs, rec.start.WorkspaceSnapshot, ws)
+		if err != nil {
+			return Result{}, err
+		}
+		notes = append(notes, skipped...)
+	}
+	setup, err := loadConfig(opts, ws, events)
+	if err != nil {
+		return Result{}, err
+	}
+	notes = append(notes, setup.notes...)
+	if rec.start.PermissionMode != "" && rec.start.PermissionMode != modeOf(setup.cfg) && !setup.modeRefused {
+		notes = append(notes, fmt.Sprintf("the recorded session ran in permission mode %s; the replay runs in %s mode", rec.start.PermissionMode, modeOf(setup.cfg)))
 	}
 	reg, err := tools.NewRegistry(tools.Builtins()...)
 	if err != nil {
 		return Result{}, err
+	}
+	if len(setup.cfg.MCPServers) > 0 {
+		servers, mcpNotes, err := startMCP(ctx, setup.cfg, ws, reg)
+		if err != nil {
+			return Result{}, err
+		}
+		defer servers.Close()
+		notes = append(notes, mcpNotes...)
 	}
 	env, err := tools.NewEnv(ws, reg)
 	if err != nil {
@@ -99,11 +147,15 @@ func Run(ctx context.Context, opts RunOptions) (Result, error) {
 	if l := rec.start.Limits; l != nil {
 		limits.MaxTurns, limits.TokenBudget = l.MaxTurns, l.TokenBudget
 	}
+	var prompter executor.Prompter
+	if setup.answers != nil {
+		prompter = setup.answers
+	}
 	end, err := agent.Run(ctx, agent.Config{
 		Provider: mockllm.NewReplay(events), Sink: out, System: rec.system, Prompt: rec.prompt, Limits: limits,
-		Executor: executor.Config{Env: env, Permission: perm, Hooks: hooksRunner, Blobs: replayBlobs,
-			Prompter: recordedAnswers(events), SessionID: out.SessionID()},
-		Mode: trajectory.ModeReplay, PermissionMode: cfg.Permissions.Mode, HarnessVersion: rec.start.HarnessVersion,
+		Executor: executor.Config{Env: env, Permission: setup.perm, Hooks: setup.hooks, Blobs: replayBlobs,
+			Prompter: prompter, SessionID: out.SessionID()},
+		Mode: trajectory.ModeReplay, PermissionMode: setup.cfg.Permissions.Mode, HarnessVersion: rec.start.HarnessVersion,
 		ReplayOf: rec.session, Tags: rec.start.Tags,
 	})
 	if _, cerr := out.Close(); err == nil {
@@ -111,6 +163,9 @@ func Run(ctx context.Context, opts RunOptions) (Result, error) {
 	}
 	if err != nil {
 		return Result{}, err
+	}
+	if setup.answers != nil {
+		notes = append(notes, setup.answers.mismatches()...)
 	}
 	replayed, err := trajectory.ReadFile(out.Path())
 	if err != nil {
@@ -121,7 +176,9 @@ func Run(ctx context.Context, opts RunOptions) (Result, error) {
 	copts.PathRewrites = append(copts.PathRewrites,
 		PathRewrite{Old: rec.start.Workspace, New: env.Workspace()},
 		PathRewrite{Old: blobs.Dir(), New: replayBlobs.Dir()})
-	return Result{Report: Compare(events, replayed, copts), Path: out.Path(), Workspace: env.Workspace(), End: end}, nil
+	report := Compare(events, replayed, copts)
+	report.Notes = append(report.Notes, notes...)
+	return Result{Report: report, Path: out.Path(), Workspace: env.Workspace(), End: end}, nil
 }
 
 // pidPattern matches process ids as programs print them ("pid 4242",
@@ -175,66 +232,4 @@ func baseSystem(system string) string {
 		return ""
 	}
 	return system
-}
-
-func workspace(opts RunOptions, rec recording, blobs *recorder.Blobs) (string, error) {
-	ref := rec.start.WorkspaceSnapshot
-	if ref == "" {
-		if opts.Workspace == "" {
-			return "", fmt.Errorf("%s: %w: it has no workspace snapshot; give --workspace DIR with the workspace as it was when the session started", opts.Recording, ErrNotReplayable)
-		}
-		return opts.Workspace, nil
-	}
-	dst := opts.Workspace
-	if dst == "" {
-		d, err := os.MkdirTemp("", "retrace-replay-")
-		if err != nil {
-			return "", err
-		}
-		dst = d
-	}
-	if err := recorder.RestoreWorkspace(blobs, ref, dst); err != nil {
-		return "", fmt.Errorf("restore the recorded workspace: %w", err)
-	}
-	return dst, nil
-}
-
-func loadConfig(path, ws string) (config.Config, *permission.Checker, *hooks.Runner, error) {
-	name := path
-	if name == "" {
-		name = filepath.Join(ws, "retrace.yaml")
-		if _, err := os.Stat(name); errors.Is(err, fs.ErrNotExist) {
-			cfg := config.Config{}
-			perm, hr, err := cfg.Check("(defaults)", ws)
-			return cfg, perm, hr, err
-		}
-	}
-	cfg, err := config.Load(name)
-	if err != nil {
-		return cfg, nil, nil, err
-	}
-	perm, hr, err := cfg.Check(name, ws)
-	return cfg, perm, hr, err
-}
-
-// recordedAnswers replays a person's answers to permission prompts: a call
-// the recording shows a person allowed is allowed again; anything else is
-// refused, as a headless session would.
-func recordedAnswers(events []trajectory.Event) executor.Prompter {
-	allowed := map[string]bool{}
-	for _, ev := range events {
-		if a, ok := ev.Payload.(*trajectory.PermissionAllow); ok && a.Source == trajectory.SourceUser {
-			allowed[a.ToolUseID] = true
-		}
-	}
-	if len(allowed) == 0 {
-		return nil
-	}
-	return answers(allowed)
-}
-
-type answers map[string]bool
-
-func (a answers) Confirm(_ context.Context, p executor.Prompt) (bool, error) {
-	return a[p.ToolUseID], nil
 }

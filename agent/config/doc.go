@@ -3,4 +3,33 @@
 // each owned by its own package and embedded here under its key. Unknown keys are errors that name the key
 // and its line, because a misspelt "deny:" silently ignored is a policy
 // that silently does not apply.
+//
+// # Trust
+//
+// A configuration file can widen what the agent may do (a permissive mode,
+// allow rules, higher limits) and run code (hooks, MCP servers), so where a
+// file comes from decides what it may say. The user's own files are
+// trusted: the file given with --config, and retrace.yaml in the user's
+// configuration directory (UserFile: $XDG_CONFIG_HOME/retrace/retrace.yaml
+// or ~/.config/retrace/retrace.yaml on Linux, ~/Library/Application
+// Support/retrace/retrace.yaml on macOS). A workspace is not: a cloned
+// repository's retrace.yaml was written by whoever wrote the repository, and
+// a recording someone sent carries the retrace.yaml of their workspace.
+//
+// Resolve layers the sources. The trusted base is the --config file when
+// one is given, else the user's file when it exists, else the defaults.
+// The workspace's retrace.yaml is layered over it with Restrict: its deny
+// and ask rules, disallowed tools and protected paths are added, its mode
+// applies only when it is at least as strict as the trusted one (plan >
+// default > accept_edits > bypass; the stricter wins), and its limits only
+// when they are lower. Everything else it asks for — allow rules, hooks,
+// MCP servers, a more permissive mode, higher limits — is refused with an
+// *UntrustedError that names each setting's file, line and field and says
+// how to trust it. With Sources.TrustWorkspace (--trust-workspace) the
+// workspace's file is layered like a trusted one instead (Overlay: lists
+// are added, the settings it gives replace the base's). A workspace file
+// that is itself the --config file is read once, as trusted.
+//
+// Restrict is also what a replay applies to an untrusted recording's
+// configuration: there the refused settings are reported, not fatal.
 package config

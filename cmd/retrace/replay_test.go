@@ -39,7 +39,9 @@ func TestReplayingARecordingIsIdenticalAndDeterministic(t *testing.T) {
 	out := t.TempDir()
 	var replays []string
 	for i := 0; i < 2; i++ {
-		code, stdout, stderr := runCLI(t, nil, "replay", rec, "--out", out, "--format", "json", "--strict")
+		// The demo is our own recording, so it is trusted: its accept_edits
+		// policy applies as when it was recorded.
+		code, stdout, stderr := runCLI(t, nil, "replay", rec, "--out", out, "--format", "json", "--strict", "--trust-recording")
 		if code != ExitOK {
 			t.Fatalf("replay %d: exit %d\n%s\n%s", i, code, stdout, stderr)
 		}

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -48,6 +49,9 @@ type runOptions struct {
 	runs      string
 	maxTurns  int
 	stream    bool
+
+	// trustWorkspace layers the workspace's retrace.yaml like a trusted file.
+	trustWorkspace bool
 }
 
 func newRunCmd(sys *IO) *cobra.Command {
@@ -73,15 +77,33 @@ own durations, permission decisions, defenses), then a summary and the
 trajectory's path. Ctrl-C aborts: every pending tool call gets an aborted
 result, the session is closed, and the trajectory still validates.
 
-The configuration (--config, default retrace.yaml in the workspace when it
-exists) holds permission rules and mode, hooks and limits; unknown keys are
-errors. --headless refuses everything that would ask a person.
+The configuration holds permission rules and mode, hooks, MCP servers and
+limits; unknown keys are errors. It comes in two layers:
+
+  trusted    --config FILE; else your own file, when it exists:
+             $XDG_CONFIG_HOME/retrace/retrace.yaml or
+             ~/.config/retrace/retrace.yaml (macOS: ~/Library/Application
+             Support/retrace/retrace.yaml)
+  untrusted  retrace.yaml in the workspace, layered over the trusted one
+
+A workspace is someone else's code — a cloned repository can carry a
+retrace.yaml — so its file may only restrict: deny and ask rules (added to
+yours), disallowed_tools, protected_paths, a stricter mode (plan > default >
+accept_edits > bypass; the stricter wins) and lower limits. A workspace file
+that asks for more — bypass or accept_edits mode, allow rules, hooks, MCP
+servers, higher limits — stops the run with an error naming each setting's
+file, line and field. If you trust the workspace, add --trust-workspace (its
+file is then layered like yours: its rules and hooks added, its mode and
+limits replacing yours), or move those settings into your own file.
+
+--headless refuses everything that would ask a person.
 
 Exit codes: 0 the agent finished its turn, 4 it stopped before finishing
 (max turns, budget, a defense, a refusal, an abort), 1 the model or retrace
 failed, 2 bad flags, config or script.`,
 		Example: `  retrace run
   retrace run --script turns.yaml --workspace ./repo "Fix the failing test"
+  retrace run --script turns.yaml --workspace ./my-own-repo --trust-workspace "Fix it"
   retrace run --provider anthropic --model claude-sonnet-4-5 --headless "Summarise README.md"`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 1 {
@@ -104,7 +126,8 @@ failed, 2 bad flags, config or script.`,
 	f.StringVar(&opts.model, "model", "", "model name for --provider")
 	f.StringVar(&opts.baseURL, "base-url", "", "API endpoint for --provider (default from ANTHROPIC_BASE_URL / OPENAI_BASE_URL)")
 	f.StringVar(&opts.workspace, "workspace", "", "directory the tools work in (default: the current directory)")
-	f.StringVar(&opts.config, "config", "", "configuration file (default: retrace.yaml in the workspace, when it exists)")
+	f.StringVar(&opts.config, "config", "", "your configuration file, trusted; replaces the one in your user config directory")
+	f.BoolVar(&opts.trustWorkspace, "trust-workspace", false, "let the workspace's retrace.yaml widen permissions and run hooks and MCP servers")
 	f.BoolVar(&opts.headless, "headless", false, "never ask a person: every call that needs confirmation is refused")
 	f.StringVar(&opts.runs, "runs", "", "directory to record the trajectory in (default $RETRACE_DIR or .retrace/runs)")
 	f.IntVar(&opts.maxTurns, "max-turns", 0, "stop after this many model turns (default: the config's limit, else 50)")
@@ -124,6 +147,9 @@ func runRun(ctx context.Context, sys *IO, opts *runOptions) error {
 			return err
 		}
 		opts.workspace, opts.prompt, opts.headless = dir, demoPrompt, true
+		// The demo's policy ships in the binary: it is the trusted config,
+		// and the user's own file does not change the demo.
+		opts.config = filepath.Join(dir, config.FileName)
 		fmt.Fprintf(sys.Err, "retrace demo: a scripted model fixes a bug in a temporary workspace (%s)\n\n", dir)
 	}
 	if opts.prompt == "" {
@@ -136,7 +162,7 @@ func runRun(ctx context.Context, sys *IO, opts *runOptions) error {
 	if workspace == "" {
 		workspace = "."
 	}
-	cfg, cfgName, err := loadRunConfig(opts, workspace)
+	cfg, cfgName, err := loadRunConfig(sys, opts, workspace)
 	if err != nil {
 		return err
 	}
@@ -296,21 +322,54 @@ func attachMCP(ctx context.Context, sys *IO, cfg config.Config, workspace string
 	return servers, nil
 }
 
-// loadRunConfig reads --config, or retrace.yaml in the workspace when it
-// exists (the demo's workspace carries its own), or the defaults.
-func loadRunConfig(opts *runOptions, workspace string) (config.Config, string, error) {
-	name := opts.config
-	if name == "" {
-		name = filepath.Join(workspace, "retrace.yaml")
-		if _, err := os.Stat(name); errors.Is(err, fs.ErrNotExist) {
-			return config.Config{}, "(defaults)", nil
+// defaultMaxTurns is the turn limit of a session whose configuration sets
+// none; it is also what a workspace's max_turns is compared with.
+const defaultMaxTurns = 50
+
+// loadRunConfig layers the session's configuration: --config, else the
+// user's own file, as the trusted base, and the workspace's retrace.yaml
+// over it, restrict-only unless --trust-workspace (see config.Resolve).
+func loadRunConfig(sys *IO, opts *runOptions, workspace string) (config.Config, string, error) {
+	src := config.Sources{
+		Explicit:       opts.config,
+		Workspace:      filepath.Join(workspace, config.FileName),
+		TrustWorkspace: opts.trustWorkspace,
+		Defaults:       config.Config{Limits: agent.Limits{MaxTurns: defaultMaxTurns}},
+	}
+	if dir := userConfigDir(sys.Getenv); dir != "" {
+		src.User = config.UserFile(dir)
+	}
+	res, err := config.Resolve(src)
+	if err != nil {
+		return res.Config, res.Name(), invalid(err)
+	}
+	return res.Config, res.Name(), nil
+}
+
+// userConfigDir is os.UserConfigDir read through the injected environment,
+// so that tests choose it and never read the real one; "" when the
+// environment names none.
+func userConfigDir(getenv func(string) string) string {
+	switch runtime.GOOS {
+	case "windows":
+		return getenv("AppData")
+	case "darwin", "ios":
+		if home := getenv("HOME"); home != "" {
+			return filepath.Join(home, "Library", "Application Support")
+		}
+	case "plan9":
+		if home := getenv("home"); home != "" {
+			return filepath.Join(home, "lib")
+		}
+	default:
+		if dir := getenv("XDG_CONFIG_HOME"); filepath.IsAbs(dir) {
+			return dir
+		}
+		if home := getenv("HOME"); home != "" {
+			return filepath.Join(home, ".config")
 		}
 	}
-	cfg, err := config.Load(name)
-	if err != nil {
-		return cfg, name, invalid(err)
-	}
-	return cfg, name, nil
+	return ""
 }
 
 // runProvider builds the model: the demo's embedded script, a script

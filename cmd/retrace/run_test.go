@@ -135,7 +135,7 @@ func TestRunConnectsTheConfiguredMCPServers(t *testing.T) {
 	os.WriteFile(filepath.Join(ws, "retrace.yaml"), []byte("permissions:\n  mode: bypass\nmcp_servers:\n  - name: notes\n    url: "+srv.URL+"\n    deferred: false\n"), 0o644)
 	script := filepath.Join(t.TempDir(), "s.yaml")
 	os.WriteFile(script, []byte("turns:\n  - content: [{tool_use: {id: toolu_1, name: mcp__notes__echo, input: {text: hi}}}]\n  - content: [{text: done}]\n"), 0o644)
-	code, _, stderr := runCLI(t, nil, "run", "--script", script, "--workspace", ws, "--runs", t.TempDir(), "--headless", "Echo hi")
+	code, _, stderr := runCLI(t, nil, "run", "--script", script, "--workspace", ws, "--runs", t.TempDir(), "--headless", "--trust-workspace", "Echo hi")
 	if code != ExitOK || !strings.Contains(stderr, "⏺ mcp__notes__echo") || !strings.Contains(stderr, "· ok ·") {
 		t.Fatalf("exit %d\n%s", code, stderr)
 	}
