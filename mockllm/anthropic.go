@@ -430,7 +430,7 @@ func (anthropicDialect) writeSSE(x *exchange, rep *Reply, _ wireOptions) {
 	}
 	u := aUsageOf(r.Usage)
 	s.event("message_delta", aStreamEvent{Type: "message_delta", Delta: aMessageDelta{StopReason: stopPtr(r.StopReasonRaw)}, Usage: &u})
-	s.event("message_stop", `{"type":"message_stop"}`)
+	s.last("message_stop", `{"type":"message_stop"}`)
 }
 
 func (anthropicDialect) writeError(x *exchange, e *apiError) {

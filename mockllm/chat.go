@@ -388,7 +388,7 @@ func (chatDialect) writeSSE(x *exchange, rep *Reply, wo wireOptions) {
 		s.event("", cCompletion{ID: id, Object: "chat.completion.chunk", Created: created, Model: r.Model,
 			Choices: []cChoice{}, Usage: usage, ServiceTier: "default"})
 	}
-	s.event("", "[DONE]")
+	s.last("", "[DONE]")
 }
 
 func (chatDialect) writeError(x *exchange, e *apiError) {

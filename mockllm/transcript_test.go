@@ -19,7 +19,7 @@ func TestAnExternalAgentsSessionThroughTheServerIsAValidTrajectory(t *testing.T)
 	var buf bytes.Buffer
 	rec := recorder.New(&buf, recorder.Options{})
 	tr := mockllm.NewTranscript(rec)
-	srv := mockllm.NewServer(script, mockllm.Options{OnRequest: tr.Add})
+	srv := mockllm.NewServer(script, mockllm.Options{OnAccept: tr.Accept, OnAnswer: tr.Answer})
 	url, err := srv.Start("127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
