@@ -111,8 +111,8 @@ type Script struct {
 	turns  []turn
 
 	mu       sync.Mutex
-	next     int // requests answered with a turn (successful attempts)
-	failed   int // status-fault attempts served for the current turn
+	next     int     // requests answered with a turn (successful attempts)
+	failed   int     // status-fault attempts served for the current turn
 	problems []error // the first maxProblems
 	more     int     // problems beyond those
 }
