@@ -389,6 +389,8 @@ type exchange struct {
 	dialect dialect
 	// answered is set once OnAnswer has been called.
 	answered bool
+	// stream is the SSE writer of a streamed reply.
+	stream *sse
 }
 
 // accept calls OnAccept: the source has chosen the reply.
@@ -487,6 +489,7 @@ func (x *exchange) handleModelCall() {
 		x.w.Header().Set("Content-Type", "text/event-stream; charset=utf-8")
 		x.w.Header().Set("Cache-Control", "no-cache")
 		x.dialect.writeSSE(x, &rep, wopts)
+		x.stream.finish()
 		return
 	}
 	if !x.stall(rep.Fault.Stall) {
@@ -627,25 +630,39 @@ func (x *exchange) handleModels(id string) {
 	x.writeJSONBody(m, false)
 }
 
-// sse writes server-sent events, flushing each so clients see them as a
-// real stream.
+// sse writes server-sent events. Frames are gathered and sent together
+// (the protocol is a byte stream: where the TCP segments end means nothing
+// to a client), flushed before an injected stall so that the client sees
+// the reply start, and at the end: a write system call per frame was most
+// of the cost of a streamed reply.
 type sse struct {
 	x       *exchange
 	flusher http.Flusher
-	buf     bytes.Buffer
+	buf     *bytes.Buffer
+	enc     *json.Encoder
 	// stallPending is set until the mid-stream stall has happened.
 	stallPending bool
 	started      bool
 }
 
+// sseFlushBytes is how much a stream gathers before it sends.
+const sseFlushBytes = 32 << 10
+
+// sseBuffers recycles the buffers of finished streams.
+var sseBuffers = sync.Pool{New: func() any { return bytes.NewBuffer(make([]byte, 0, 4<<10)) }}
+
 func newSSE(x *exchange, f Fault) *sse {
 	fl, _ := x.w.(http.Flusher)
-	return &sse{x: x, flusher: fl, stallPending: f.Stall > 0}
+	buf := sseBuffers.Get().(*bytes.Buffer)
+	enc := json.NewEncoder(buf)
+	enc.SetEscapeHTML(false)
+	s := &sse{x: x, flusher: fl, buf: buf, enc: enc, stallPending: f.Stall > 0}
+	x.stream = s
+	return s
 }
 
 // event writes one frame; name is omitted for OpenAI Chat's data-only frames.
 func (s *sse) event(name string, v any) {
-	s.buf.Reset()
 	if name != "" {
 		s.buf.WriteString("event: ")
 		s.buf.WriteString(name)
@@ -655,13 +672,13 @@ func (s *sse) event(name string, v any) {
 	if raw, ok := v.(string); ok {
 		s.buf.WriteString(raw)
 	} else {
-		enc := json.NewEncoder(&s.buf)
-		enc.SetEscapeHTML(false)
-		_ = enc.Encode(v)
-		s.buf.Truncate(s.buf.Len() - 1)
+		_ = s.enc.Encode(v)
+		s.buf.Truncate(s.buf.Len() - 1) // Encode's newline
 	}
 	s.buf.WriteString("\n\n")
-	s.write()
+	if s.buf.Len() >= sseFlushBytes {
+		s.send(false)
+	}
 }
 
 // last writes the final frame of a complete reply, after OnAnswer.
@@ -670,28 +687,42 @@ func (s *sse) last(name string, v any) {
 	s.event(name, v)
 }
 
-func (s *sse) write() {
+// send writes the gathered frames, and flushes them to the client when
+// flush is set.
+func (s *sse) send(flush bool) {
 	if !s.started {
 		s.started = true
 		s.x.w.WriteHeader(http.StatusOK)
 	}
-	_, _ = s.x.w.Write(s.buf.Bytes())
-	if s.flusher != nil {
+	if s.buf.Len() > 0 {
+		_, _ = s.x.w.Write(s.buf.Bytes())
+		s.buf.Reset()
+	}
+	if flush && s.flusher != nil {
 		s.flusher.Flush()
 	}
+}
+
+// finish sends what is left and recycles the buffer; the server flushes
+// the end of the reply when the handler returns.
+func (s *sse) finish() {
+	s.send(false)
+	if s.buf.Cap() <= 4*sseFlushBytes {
+		sseBuffers.Put(s.buf)
+	}
+	s.buf, s.enc = nil, nil
 }
 
 // midpoint is called after the first content delta: where a stall or a
 // malformed frame is injected. It reports whether to go on.
 func (s *sse) midpoint(f Fault, broken string) bool {
 	if f.MalformedSSE {
-		s.buf.Reset()
 		s.buf.WriteString(broken)
-		s.write()
 		return false
 	}
 	if s.stallPending {
 		s.stallPending = false
+		s.send(true)
 		return s.x.stall(f.Stall)
 	}
 	return true
