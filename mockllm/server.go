@@ -681,6 +681,27 @@ func (s *sse) event(name string, v any) {
 	}
 }
 
+// frame starts a frame whose data the caller appends to the returned
+// slice and hands to endFrame; it spares a copy for hand-encoded frames.
+func (s *sse) frame(name string) []byte {
+	if name != "" {
+		s.buf.WriteString("event: ")
+		s.buf.WriteString(name)
+		s.buf.WriteByte('\n')
+	}
+	s.buf.WriteString("data: ")
+	return s.buf.AvailableBuffer()
+}
+
+// endFrame ends a frame begun with frame.
+func (s *sse) endFrame(data []byte) {
+	s.buf.Write(data)
+	s.buf.WriteString("\n\n")
+	if s.buf.Len() >= sseFlushBytes {
+		s.send(false)
+	}
+}
+
 // last writes the final frame of a complete reply, after OnAnswer.
 func (s *sse) last(name string, v any) {
 	s.x.answer()
