@@ -23,11 +23,16 @@ import (
 
 // The load benchmark compares retrace's mock server with aimock
 // (npm @copilotkit/aimock) under the same Go load generator, each server in
-// its own child process so that its RSS and CPU time are its own:
+// its own child process so that its RSS and CPU time are its own.
+// mockllm/bench-vs-aimock.sh installs aimock in a temporary directory and
+// runs it; by hand:
 //
 //	cd /tmp/aimock && npm install @copilotkit/aimock
 //	AIMOCK_CLI=/tmp/aimock/node_modules/@copilotkit/aimock/dist/cli.js \
 //	  go test ./mockllm/ -run '^$' -bench BenchmarkLoad -benchtime 20000x -load.clients 50
+//
+// On a shared machine responses/s and p99 follow the other load; the
+// server CPU time per response (cpu-µs/resp) is the steadier comparison.
 //
 // Without AIMOCK_CLI (or an llmock binary on PATH) the aimock side is
 // skipped with a message and the retrace side still runs.
