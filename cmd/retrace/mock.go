@@ -149,6 +149,9 @@ func runMockServe(ctx context.Context, sys *IO, opts *mockServeOptions) error {
 		defer logMu.Unlock()
 		fmt.Fprintf(sys.Err, format, args...)
 	}
+	if rec != nil {
+		rec.onErr = func(err error) { logf("retrace: --record: %v; the conversation is not recorded\n", err) }
+	}
 	sopts := mockllm.Options{Now: sys.Now, KeepRequests: -1,
 		ReadHeaderTimeout: opts.readHeaderTimeout, ReadTimeout: opts.readTimeout, IdleTimeout: opts.idleTimeout,
 		OnRequest: func(l mockllm.Logged) {
@@ -226,6 +229,9 @@ type lazyRecorder struct {
 	dir  string
 	opts recorder.Options
 
+	// onErr reports, once, that the file could not be created.
+	onErr func(error)
+
 	mu  sync.Mutex
 	rec *recorder.Recorder
 	err error // why the file could not be created; events are then dropped
@@ -249,11 +255,16 @@ func newLazyRecorder(dir string, opts recorder.Options) (*lazyRecorder, error) {
 // Emit implements trajectory.Sink.
 func (l *lazyRecorder) Emit(turn int, p trajectory.Payload) {
 	l.mu.Lock()
+	var failed error
 	if l.rec == nil && l.err == nil {
 		l.rec, l.err = recorder.Create(l.dir, l.opts)
+		failed = l.err
 	}
 	rec := l.rec
 	l.mu.Unlock()
+	if failed != nil && l.onErr != nil {
+		l.onErr(failed)
+	}
 	if rec != nil {
 		rec.Emit(turn, p)
 	}

@@ -280,3 +280,32 @@ func TestMockServeMemoryStaysFlatUnderSustainedLoad(t *testing.T) {
 		t.Fatalf("only %d replies in %s: the soak did not load the server", served, soak)
 	}
 }
+
+func TestMockServeRecordThatCannotCreateItsFileSaysSoAndStillAnswers(t *testing.T) {
+	runs := t.TempDir() + "/runs"
+	var stderr syncBuffer
+	m := serveMock(t, &mockServeOptions{script: "../../mockllm/testdata/read_then_answer.yaml", addr: "127.0.0.1:0", record: runs}, &stderr)
+	// The directory checked at start turns into a file before the first call.
+	if err := os.RemoveAll(runs); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(runs, []byte("not a directory"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res, err := http.Post(m.url+"/v1/messages", "application/json", strings.NewReader(`{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"read README"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != 200 {
+		t.Fatalf("status %d: a recording problem must not fail the agent's call", res.StatusCode)
+	}
+	m.cancel()
+	err = <-m.done
+	if err == nil || !strings.Contains(err.Error(), "record in "+runs) {
+		t.Fatalf("mock serve returned %v, want the recording error", err)
+	}
+	if !strings.Contains(stderr.String(), "retrace: --record: ") || !strings.Contains(stderr.String(), "the conversation is not recorded") {
+		t.Fatalf("stderr %q does not report the recording failure when it happens", stderr.String())
+	}
+}
