@@ -57,7 +57,8 @@ type Options struct {
 	ReadHeaderTimeout time.Duration
 	// ReadTimeout is how long a client has to send a whole request,
 	// headers and body (DefaultReadTimeout when 0). The reply is not
-	// limited: a stalled stream may last longer.
+	// limited: net/http lifts the read deadline once the body is read, so
+	// a stalled stream may last longer.
 	ReadTimeout time.Duration
 	// IdleTimeout is how long a keep-alive connection may wait for its
 	// next request (DefaultIdleTimeout when 0).
@@ -451,9 +452,6 @@ func (x *exchange) readBody() ([]byte, bool) {
 		x.fail(http.StatusBadRequest, errInvalidRequest, "could not read the request body: "+err.Error(), "")
 		return nil, false
 	}
-	// The read deadline covers the request only: lifted now, it cannot
-	// cancel a long (stalled) reply through the server's background read.
-	_ = http.NewResponseController(x.w).SetReadDeadline(time.Time{})
 	x.lg.Body, x.lg.BodyBytes = body, len(body)
 	return body, true
 }
