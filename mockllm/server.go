@@ -47,7 +47,9 @@ const (
 	EndpointUnknown         = "unknown"
 )
 
-// Options tune a Server. The zero value is ready to use.
+// Options tune a Server. The zero value is ready to use. The hooks (the
+// On fields) are called from the request's or the connection's goroutine,
+// so they must be safe for concurrent use.
 type Options struct {
 	// MaxBodyBytes caps request bodies (DefaultMaxBodyBytes when 0).
 	MaxBodyBytes int64
@@ -86,9 +88,6 @@ type Options struct {
 	// Now is the clock for timestamps (time.Now when nil).
 	Now func() time.Time
 }
-
-// The hooks are called from the request's (or connection's) goroutine, so
-// they must be safe for concurrent use.
 
 // Logged is one request the server received, as an agent sent it.
 type Logged struct {
@@ -147,7 +146,8 @@ type Cut struct {
 	Timeout TimeoutKind
 	// After is the timeout that ran out.
 	After time.Duration
-	// Received is how many bytes of the unfinished request had arrived.
+	// Received is how many bytes of the unfinished request had arrived
+	// (of its body, for TimeoutRead).
 	Received int64
 }
 
