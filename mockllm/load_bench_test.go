@@ -38,6 +38,12 @@ import (
 // skipped with a message and the retrace side still runs.
 var loadClients = flag.Int("load.clients", 50, "concurrent clients of BenchmarkLoad")
 
+// loadBaseline adds a third server to BenchmarkLoad: the mock server of a
+// mockllm test binary built from another commit (git archive REV | tar -x
+// -C DIR; cd DIR && go test -c -o old.test ./mockllm), for before/after
+// numbers in one run.
+var loadBaseline = flag.String("load.baseline", "", "mockllm test binary of another commit to compare with (as retrace-baseline)")
+
 // loadHelperEnv names the script the helper process serves.
 const loadHelperEnv = "RETRACE_MOCK_LOAD_SCRIPT"
 
@@ -79,8 +85,8 @@ type loadServer struct {
 	stop func()
 }
 
-func startRetraceServer(b *testing.B) *loadServer {
-	cmd := exec.Command(os.Args[0], "-test.run=^TestLoadServerHelperProcess$")
+func startRetraceServer(b *testing.B, name, bin string) *loadServer {
+	cmd := exec.Command(bin, "-test.run=^TestLoadServerHelperProcess$")
 	cmd.Env = append(os.Environ(), loadHelperEnv+"=testdata/repeat.yaml")
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -97,9 +103,9 @@ func startRetraceServer(b *testing.B) *loadServer {
 	line, err := bufio.NewReader(out).ReadString('\n')
 	if err != nil {
 		_ = cmd.Process.Kill()
-		b.Fatalf("retrace server process printed no URL: %v", err)
+		b.Fatalf("%s server process printed no URL: %v", name, err)
 	}
-	return &loadServer{name: "retrace", url: strings.TrimSpace(line), cmd: cmd, stop: func() {
+	return &loadServer{name: name, url: strings.TrimSpace(line), cmd: cmd, stop: func() {
 		_ = stdin.Close()
 		_ = cmd.Wait()
 	}}
@@ -316,7 +322,10 @@ func loadRequest(client *http.Client, url string, sc loadScenario) (int64, error
 // -load.clients concurrent clients, for Anthropic Messages and OpenAI
 // Chat, JSON and SSE. b.N is the number of requests of each run.
 func BenchmarkLoad(b *testing.B) {
-	servers := []*loadServer{startRetraceServer(b)}
+	servers := []*loadServer{startRetraceServer(b, "retrace", os.Args[0])}
+	if *loadBaseline != "" {
+		servers = append(servers, startRetraceServer(b, "retrace-baseline", *loadBaseline))
+	}
 	if s := startAimock(b); s != nil {
 		servers = append(servers, s)
 	} else {
