@@ -23,7 +23,7 @@ type mockServeOptions struct {
 	replay string
 	record string
 	addr   string
-	// The server's timeouts; 0 takes mockllm's default.
+	// The server's timeouts; 0 takes mockllm's default (the flags refuse 0).
 	readHeaderTimeout, readTimeout, idleTimeout time.Duration
 }
 
@@ -93,6 +93,14 @@ as file:line: what is wrong), 1 the server could not start.`,
   retrace mock serve --from .retrace/runs/20261130-090000.jsonl`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			for _, t := range []struct {
+				flag string
+				d    time.Duration
+			}{{"--read-header-timeout", opts.readHeaderTimeout}, {"--read-timeout", opts.readTimeout}, {"--idle-timeout", opts.idleTimeout}} {
+				if t.d <= 0 {
+					return usage(fmt.Errorf("%s %s: give a positive duration such as 30s (without the timeout a slow or idle client would hold its connection forever)", t.flag, t.d))
+				}
+			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			return runMockServe(ctx, sys, opts)
