@@ -354,19 +354,6 @@ type aStreamEvent struct {
 	Usage        *aUsage      `json:"usage,omitempty"`
 }
 
-type aDelta struct {
-	Type        string  `json:"type"`
-	Text        *string `json:"text,omitempty"`
-	PartialJSON *string `json:"partial_json,omitempty"`
-	Thinking    *string `json:"thinking,omitempty"`
-	Signature   *string `json:"signature,omitempty"`
-}
-
-type aMessageDelta struct {
-	StopReason   *string `json:"stop_reason"`
-	StopSequence *string `json:"stop_sequence"`
-}
-
 const aBrokenFrame = "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_de\n\n"
 
 func (anthropicDialect) writeSSE(x *exchange, rep *Reply, _ wireOptions) {
@@ -380,41 +367,35 @@ func (anthropicDialect) writeSSE(x *exchange, rep *Reply, _ wireOptions) {
 	if len(r.Content) == 0 && !s.midpoint(rep.Fault, aBrokenFrame) {
 		return
 	}
-	empty := ""
 	for i := range r.Content {
 		b := &r.Content[i]
-		idx := i
-		delta := func(d aDelta) {
-			s.event("content_block_delta", aStreamEvent{Type: "content_block_delta", Index: &idx, Delta: d})
-		}
 		switch b.Type {
 		case trajectory.BlockText:
-			s.event("content_block_start", aStreamEvent{Type: "content_block_start", Index: &idx, ContentBlock: &aOutBlk{Type: "text", Text: &empty}})
+			s.endFrame(appendBlockStart(s.frame("content_block_start"), i, "text", "", ""))
 			for _, c := range chunks(b.Text) {
-				delta(aDelta{Type: "text_delta", Text: &c})
+				s.endFrame(appendBlockDelta(s.frame("content_block_delta"), i, "text_delta", "text", c))
 				if i == 0 && !s.midpoint(rep.Fault, aBrokenFrame) {
 					return
 				}
 			}
 		case trajectory.BlockThinking:
-			s.event("content_block_start", aStreamEvent{Type: "content_block_start", Index: &idx, ContentBlock: &aOutBlk{Type: "thinking", Thinking: &empty, Signature: &empty}})
+			s.endFrame(appendBlockStart(s.frame("content_block_start"), i, "thinking", "", ""))
 			for _, c := range chunks(b.Text) {
-				delta(aDelta{Type: "thinking_delta", Thinking: &c})
+				s.endFrame(appendBlockDelta(s.frame("content_block_delta"), i, "thinking_delta", "thinking", c))
 				if i == 0 && !s.midpoint(rep.Fault, aBrokenFrame) {
 					return
 				}
 			}
-			sig := mockSignature
-			delta(aDelta{Type: "signature_delta", Signature: &sig})
+			s.endFrame(appendBlockDelta(s.frame("content_block_delta"), i, "signature_delta", "signature", mockSignature))
 		case trajectory.BlockToolUse:
-			s.event("content_block_start", aStreamEvent{Type: "content_block_start", Index: &idx, ContentBlock: &aOutBlk{Type: "tool_use", ID: b.ID, Name: b.Name, Input: json.RawMessage(`{}`)}})
-			delta(aDelta{Type: "input_json_delta", PartialJSON: &empty})
+			s.endFrame(appendBlockStart(s.frame("content_block_start"), i, "tool_use", b.ID, b.Name))
+			s.endFrame(appendBlockDelta(s.frame("content_block_delta"), i, "input_json_delta", "partial_json", ""))
 			in := string(b.Input)
 			if len(b.Input) == 0 {
 				in = b.PartialInput
 			}
 			for _, c := range chunks(in) {
-				delta(aDelta{Type: "input_json_delta", PartialJSON: &c})
+				s.endFrame(appendBlockDelta(s.frame("content_block_delta"), i, "input_json_delta", "partial_json", c))
 				if i == 0 && !s.midpoint(rep.Fault, aBrokenFrame) {
 					return
 				}
@@ -423,14 +404,13 @@ func (anthropicDialect) writeSSE(x *exchange, rep *Reply, _ wireOptions) {
 		if !s.alive() {
 			return
 		}
-		s.event("content_block_stop", aStreamEvent{Type: "content_block_stop", Index: &idx})
+		s.endFrame(appendBlockStop(s.frame("content_block_stop"), i))
 		if i == 0 && !s.midpoint(rep.Fault, aBrokenFrame) {
 			return
 		}
 	}
-	u := aUsageOf(r.Usage)
-	s.event("message_delta", aStreamEvent{Type: "message_delta", Delta: aMessageDelta{StopReason: stopPtr(r.StopReasonRaw)}, Usage: &u})
-	s.event("message_stop", `{"type":"message_stop"}`)
+	s.endFrame(appendMessageDelta(s.frame("message_delta"), stopPtr(r.StopReasonRaw), aUsageOf(r.Usage)))
+	s.last("message_stop", `{"type":"message_stop"}`)
 }
 
 func (anthropicDialect) writeError(x *exchange, e *apiError) {

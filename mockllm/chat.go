@@ -338,16 +338,8 @@ func (chatDialect) writeSSE(x *exchange, rep *Reply, wo wireOptions) {
 	r := &rep.Response
 	s := newSSE(x, rep.Fault)
 	id, created := x.s.newID("chatcmpl-"), x.s.opts.Now().Unix()
-	var nullUsage json.RawMessage
-	if wo.includeUsage {
-		nullUsage = json.RawMessage("null")
-	}
-	chunk := func(d *cDelta, finish *string) {
-		s.event("", cCompletion{ID: id, Object: "chat.completion.chunk", Created: created, Model: r.Model,
-			Choices: []cChoice{{Delta: d, FinishReason: finish}}, Usage: nullUsage, ServiceTier: "default"})
-	}
-	empty := ""
-	chunk(&cDelta{Role: "assistant", Content: &empty}, nil)
+	cc := newChatChunk(id, created, r.Model, wo.includeUsage)
+	s.endFrame(cc.appendRole(s.frame("")))
 	first := true
 	mid := func() bool {
 		if !first {
@@ -365,7 +357,7 @@ func (chatDialect) writeSSE(x *exchange, rep *Reply, wo wireOptions) {
 		switch b.Type {
 		case trajectory.BlockText:
 			for _, c := range chunks(b.Text) {
-				chunk(&cDelta{Content: &c}, nil)
+				s.endFrame(cc.appendContent(s.frame(""), c))
 				if !mid() {
 					return
 				}
@@ -373,22 +365,22 @@ func (chatDialect) writeSSE(x *exchange, rep *Reply, wo wireOptions) {
 		case trajectory.BlockToolUse:
 			idx := call
 			call++
-			chunk(&cDelta{ToolCalls: []cOutToolCall{{Index: &idx, ID: b.ID, Type: "function", Function: cFunction{Name: b.Name}}}}, nil)
+			s.endFrame(cc.appendToolCallStart(s.frame(""), idx, b.ID, b.Name))
 			for _, c := range chunks(toolArguments(b)) {
-				chunk(&cDelta{ToolCalls: []cOutToolCall{{Index: &idx, Function: cFunction{Arguments: c}}}}, nil)
+				s.endFrame(cc.appendToolCallArgs(s.frame(""), idx, c))
 				if !mid() {
 					return
 				}
 			}
 		}
 	}
-	chunk(&cDelta{}, openAIFinish(r.StopReasonRaw))
+	s.endFrame(cc.appendFinish(s.frame(""), openAIFinish(r.StopReasonRaw)))
 	if wo.includeUsage {
 		usage, _ := json.Marshal(cUsageOf(r.Usage))
 		s.event("", cCompletion{ID: id, Object: "chat.completion.chunk", Created: created, Model: r.Model,
 			Choices: []cChoice{}, Usage: usage, ServiceTier: "default"})
 	}
-	s.event("", "[DONE]")
+	s.last("", "[DONE]")
 }
 
 func (chatDialect) writeError(x *exchange, e *apiError) {

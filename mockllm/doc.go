@@ -10,10 +10,23 @@
 // Script and Replay are llm.Provider values for in-process use and
 // Source values for the Server. The Server validates requests like the
 // real APIs (the tool_use/tool_result pairing rules of seed §2.4 give HTTP
-// 400 with the real error body), injects faults, and keeps every request
-// it receives (Requests) so a test can assert on what the agent sent.
-// Options.OnRequest is the hook for logging and for writing requests into
-// a trajectory.
+// 400 with the real error body), injects faults, and keeps the latest few
+// requests (Requests, Options.KeepRequests) so a test can assert on what
+// the agent sent. Beyond those it keeps only counters (Stats), so its
+// memory is flat however long it serves.
+//
+// Options has a hook for each moment of a model call: OnAccept when the
+// request is decoded and its reply chosen, OnAnswer just before the last
+// bytes of a complete reply are sent, OnRequest after the answer (for
+// logging). A Transcript fed from OnAccept and OnAnswer writes a
+// trajectory event by event, so a killed server leaves every reply a
+// client received on disk.
+//
+// Connections have a read-header, a read (whole request) and an idle
+// timeout (Options.ReadHeaderTimeout, ReadTimeout, IdleTimeout); a client
+// that is too slow or idle is cut and reported to Options.OnCut with its
+// address and the timeout that ran out. Replies are not limited, so an
+// injected stall lasts as long as it says.
 //
 // # Scripts
 //

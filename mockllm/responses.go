@@ -290,6 +290,7 @@ func (responsesDialect) writeSSE(x *exchange, rep *Reply, _ wireOptions) {
 	if status == "incomplete" {
 		final = "response.incomplete"
 	}
+	x.answer()
 	emit(final, map[string]any{"response": responseObject(x, id, r, items, status, incomplete, responsesUsage(r.Usage))})
 }
 

@@ -111,9 +111,10 @@ type Script struct {
 	turns  []turn
 
 	mu       sync.Mutex
-	next     int // requests answered with a turn (successful attempts)
-	failed   int // status-fault attempts served for the current turn
-	problems []error
+	next     int     // requests answered with a turn (successful attempts)
+	failed   int     // status-fault attempts served for the current turn
+	problems []error // the first maxProblems
+	more     int     // problems beyond those
 }
 
 type turn struct {
@@ -170,11 +171,27 @@ func (s *Script) Verify() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	errs := slices.Clone(s.problems)
+	if s.more > 0 {
+		errs = append(errs, fmt.Errorf("%s: %d more requests failed like the ones above", s.name, s.more))
+	}
 	if !s.repeat && s.next < len(s.turns) {
 		errs = append(errs, fmt.Errorf("%s: %d of %d turns were used; turn %d (line %d) was never requested",
 			s.name, s.next, len(s.turns), s.next+1, s.turns[s.next].line))
 	}
 	return errors.Join(errs...)
+}
+
+// maxProblems bounds the problems a Script keeps for Verify, so a server
+// hammered with bad requests does not grow.
+const maxProblems = 100
+
+// problem keeps err for Verify, or counts it past maxProblems.
+func (s *Script) problem(err error) {
+	if len(s.problems) < maxProblems {
+		s.problems = append(s.problems, err)
+		return
+	}
+	s.more++
 }
 
 // Next implements Source: it checks req against the next turn's
@@ -188,14 +205,14 @@ func (s *Script) Next(_ context.Context, req *llm.Request) (Reply, error) {
 		if !s.repeat || len(s.turns) == 0 {
 			err := &TurnError{Turn: idx + 1, Err: ErrOutOfTurns,
 				Msg: fmt.Sprintf("the script %s has %d turns and this is request %d; add a turn to the script or find out why the agent called the model again", s.name, len(s.turns), idx+1)}
-			s.problems = append(s.problems, err)
+			s.problem(err)
 			return Reply{}, err
 		}
 		idx %= len(s.turns)
 	}
 	t := &s.turns[idx]
 	if err := t.expect.check(idx+1, req); err != nil {
-		s.problems = append(s.problems, err)
+		s.problem(err)
 		return Reply{}, err
 	}
 	if t.fault.Status != 0 && s.failed < t.fault.Times {

@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"mime"
 	"net"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -23,6 +25,18 @@ import (
 // real APIs refuse larger bodies with 413 as well.
 const DefaultMaxBodyBytes = 32 << 20
 
+// The timeouts when Options sets none. They are generous for an agent on
+// loopback and still cut a client that holds a connection doing nothing.
+const (
+	DefaultReadHeaderTimeout = 10 * time.Second
+	DefaultReadTimeout       = 60 * time.Second
+	DefaultIdleTimeout       = 120 * time.Second
+)
+
+// DefaultKeepRequests is how many of the latest requests Requests returns
+// when Options sets no number.
+const DefaultKeepRequests = 32
+
 // The endpoints a Logged request names.
 const (
 	EndpointMessages        = "anthropic.messages"
@@ -33,14 +47,44 @@ const (
 	EndpointUnknown         = "unknown"
 )
 
-// Options tune a Server. The zero value is ready to use.
+// Options tune a Server. The zero value is ready to use. The hooks (the
+// On fields) are called from the request's or the connection's goroutine,
+// so they must be safe for concurrent use.
 type Options struct {
 	// MaxBodyBytes caps request bodies (DefaultMaxBodyBytes when 0).
 	MaxBodyBytes int64
-	// OnRequest is called after each request has been answered, from the
-	// request's goroutine, so it must be safe for concurrent use. It is the
-	// hook for logging lines and for writing requests into a trajectory.
+	// ReadHeaderTimeout is how long a client has to send a request's
+	// headers, from the moment it connects or starts the request
+	// (DefaultReadHeaderTimeout when 0).
+	ReadHeaderTimeout time.Duration
+	// ReadTimeout is how long a client has to send a whole request,
+	// headers and body (DefaultReadTimeout when 0). The reply is not
+	// limited: net/http lifts the read deadline once the body is read, so
+	// a stalled stream may last longer.
+	ReadTimeout time.Duration
+	// IdleTimeout is how long a keep-alive connection may wait for its
+	// next request (DefaultIdleTimeout when 0).
+	IdleTimeout time.Duration
+	// KeepRequests is how many of the latest requests Requests returns
+	// (DefaultKeepRequests when 0, none when negative). The server keeps
+	// no other history, so its memory stays flat however long it serves.
+	KeepRequests int
+	// OnAccept is called when a model call has been decoded and the
+	// source has chosen its reply, before the first byte of the reply is
+	// sent: Status is 200 with Response set, or the injected fault's
+	// status. It is the hook for recording a request as it arrives.
+	OnAccept func(Logged)
+	// OnAnswer is called when a model call's 200 reply is complete, just
+	// before its last bytes (the final SSE frame, the JSON body) are sent,
+	// so that whatever a client received is already recorded. A reply cut
+	// short (the client left, an injected malformed frame) gets no call.
+	OnAnswer func(Logged)
+	// OnRequest is called after each request has been answered. It is the
+	// hook for logging lines.
 	OnRequest func(Logged)
+	// OnCut is called when the server cuts a connection because a client
+	// was too slow or idle for one of the timeouts.
+	OnCut func(Cut)
 	// Now is the clock for timestamps (time.Now when nil).
 	Now func() time.Time
 }
@@ -55,7 +99,11 @@ type Logged struct {
 	// Header is the subset of headers worth asserting on; credentials
 	// (x-api-key, authorization) are never kept.
 	Header http.Header
-	Body   []byte
+	// Body is the request body as received. The copies Requests returns
+	// have none, to bound what the server keeps.
+	Body []byte
+	// BodyBytes is the size of the body.
+	BodyBytes int
 	// Request is the decoded provider-neutral request, nil when the body
 	// did not decode.
 	Request *llm.Request
@@ -70,6 +118,52 @@ type Logged struct {
 	Response *llm.Response
 }
 
+// Stats counts what a Server has served.
+type Stats struct {
+	// Requests is every request answered, Answered the model calls
+	// answered with 200, Failed the requests answered with an error status.
+	Requests, Answered, Failed int64
+	// Cut counts connections cut by a timeout.
+	Cut int64
+}
+
+// TimeoutKind names the timeout that cut a connection.
+type TimeoutKind string
+
+// The timeouts of Options.
+const (
+	TimeoutReadHeader TimeoutKind = "read-header"
+	TimeoutRead       TimeoutKind = "read"
+	TimeoutIdle       TimeoutKind = "idle"
+)
+
+// Cut is a connection the server closed because its client was too slow
+// or idle.
+type Cut struct {
+	Time time.Time
+	// Client is the client's address.
+	Client  string
+	Timeout TimeoutKind
+	// After is the timeout that ran out.
+	After time.Duration
+	// Received is how many bytes of the unfinished request had arrived
+	// (of its body, for TimeoutRead).
+	Received int64
+}
+
+// String describes the cut as a log line.
+func (c Cut) String() string {
+	switch {
+	case c.Timeout == TimeoutIdle:
+		return fmt.Sprintf("cut idle client %s after %s: no new request on its connection (idle timeout)", c.Client, c.After)
+	case c.Timeout == TimeoutRead:
+		return fmt.Sprintf("cut client %s after %s: its request body was still incomplete, %d bytes received (read timeout)", c.Client, c.After, c.Received)
+	case c.Received == 0:
+		return fmt.Sprintf("cut client %s after %s: it connected and sent nothing (read-header timeout)", c.Client, c.After)
+	}
+	return fmt.Sprintf("cut client %s after %s: its request headers were still incomplete, %d bytes received (read-header timeout)", c.Client, c.After, c.Received)
+}
+
 // loggedHeaders are the request headers a Logged keeps.
 var loggedHeaders = []string{"Content-Type", "Accept", "Anthropic-Version", "Anthropic-Beta", "User-Agent",
 	"X-Stainless-Retry-Count", "X-Stainless-Lang", "X-Stainless-Timeout", "Openai-Beta", "Idempotency-Key"}
@@ -77,14 +171,18 @@ var loggedHeaders = []string{"Content-Type", "Accept", "Anthropic-Version", "Ant
 // Server is a mock model API over HTTP: Anthropic Messages, OpenAI Chat
 // Completions and OpenAI Responses, each in JSON and SSE, answered from a
 // Source. It validates requests the way the real APIs do and injects the
-// source's faults. It prints nothing; see Options.OnRequest.
+// source's faults. It prints nothing; see the hooks of Options. It keeps
+// counters and the latest few requests, never the whole history.
 type Server struct {
 	src  Source
 	opts Options
 	ids  atomic.Uint64
 
+	requests, answered, failed, cut atomic.Int64
+
 	mu   sync.Mutex
-	reqs []Logged
+	ring []Logged // the latest KeepRequests requests, oldest at next
+	next int
 
 	srvMu sync.Mutex
 	srv   *http.Server
@@ -95,6 +193,18 @@ type Server struct {
 func NewServer(src Source, opts Options) *Server {
 	if opts.MaxBodyBytes <= 0 {
 		opts.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if opts.ReadHeaderTimeout <= 0 {
+		opts.ReadHeaderTimeout = DefaultReadHeaderTimeout
+	}
+	if opts.ReadTimeout <= 0 {
+		opts.ReadTimeout = DefaultReadTimeout
+	}
+	if opts.IdleTimeout <= 0 {
+		opts.IdleTimeout = DefaultIdleTimeout
+	}
+	if opts.KeepRequests == 0 {
+		opts.KeepRequests = DefaultKeepRequests
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
@@ -110,11 +220,15 @@ func (s *Server) Start(addr string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("mock LLM server: %w", err)
 	}
-	srv := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: s, ReadHeaderTimeout: s.opts.ReadHeaderTimeout, ReadTimeout: s.opts.ReadTimeout,
+		IdleTimeout: s.opts.IdleTimeout, ConnState: trackState, ConnContext: withConn,
+		// Connection-level errors are reported through OnCut; the rest
+		// (a client hanging up) is noise for a mock.
+		ErrorLog: log.New(io.Discard, "", 0)}
 	s.srvMu.Lock()
 	s.srv, s.url = srv, "http://"+ln.Addr().String()
 	s.srvMu.Unlock()
-	go func() { _ = srv.Serve(ln) }()
+	go func() { _ = srv.Serve(&trackingListener{Listener: ln, s: s}) }()
 	return s.url, nil
 }
 
@@ -137,11 +251,36 @@ func (s *Server) Close() error {
 	return srv.Close()
 }
 
-// Requests returns the requests received so far, in order of completion.
+// Requests returns the latest requests received (at most
+// Options.KeepRequests), in order of completion, without their bodies.
 func (s *Server) Requests() []Logged {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return append([]Logged(nil), s.reqs...)
+	out := make([]Logged, 0, len(s.ring))
+	out = append(out, s.ring[s.next:]...)
+	return append(out, s.ring[:s.next]...)
+}
+
+// Stats returns the counts so far.
+func (s *Server) Stats() Stats {
+	return Stats{Requests: s.requests.Load(), Answered: s.answered.Load(), Failed: s.failed.Load(), Cut: s.cut.Load()}
+}
+
+// keep adds lg to the ring of latest requests.
+func (s *Server) keep(lg Logged) {
+	n := s.opts.KeepRequests
+	if n < 0 {
+		return
+	}
+	lg.Body = nil
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.ring) < n {
+		s.ring = append(s.ring, lg)
+		return
+	}
+	s.ring[s.next] = lg
+	s.next = (s.next + 1) % n
 }
 
 // ServeHTTP implements http.Handler.
@@ -180,9 +319,14 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		x.dialect = modelsDialectFor(r)
 		x.fail(http.StatusNotFound, errNotFound, fmt.Sprintf("%s %s is not an endpoint of this mock; it serves POST /v1/messages, /v1/messages/count_tokens, /v1/chat/completions, /v1/responses and GET /v1/models", r.Method, r.URL.Path), "")
 	}
-	s.mu.Lock()
-	s.reqs = append(s.reqs, lg)
-	s.mu.Unlock()
+	s.requests.Add(1)
+	switch {
+	case lg.Status >= 400:
+		s.failed.Add(1)
+	case lg.Status == http.StatusOK && lg.Response != nil:
+		s.answered.Add(1)
+	}
+	s.keep(lg)
 	if s.opts.OnRequest != nil {
 		s.opts.OnRequest(lg)
 	}
@@ -244,6 +388,29 @@ type exchange struct {
 	r       *http.Request
 	lg      *Logged
 	dialect dialect
+	// answered is set once OnAnswer has been called.
+	answered bool
+	// stream is the SSE writer of a streamed reply.
+	stream *sse
+}
+
+// accept calls OnAccept: the source has chosen the reply.
+func (x *exchange) accept() {
+	if f := x.s.opts.OnAccept; f != nil {
+		f(*x.lg)
+	}
+}
+
+// answer calls OnAnswer once, when a 200 reply to a model call is about
+// to be complete.
+func (x *exchange) answer() {
+	if x.answered || x.lg.Response == nil {
+		return
+	}
+	x.answered = true
+	if f := x.s.opts.OnAnswer; f != nil {
+		f(*x.lg)
+	}
 }
 
 func (x *exchange) fail(status int, kind errKind, msg, param string) {
@@ -277,11 +444,15 @@ func (x *exchange) readBody() ([]byte, bool) {
 	case errors.As(err, &tooBig):
 		x.fail(http.StatusRequestEntityTooLarge, errTooLarge, fmt.Sprintf("request body is larger than the %d bytes this server accepts; send a smaller request", x.s.opts.MaxBodyBytes), "")
 		return nil, false
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		x.s.cutConn(connOf(x.r.Context()), Cut{Client: x.r.RemoteAddr, Timeout: TimeoutRead, After: x.s.opts.ReadTimeout, Received: int64(len(body))})
+		x.fail(http.StatusRequestTimeout, errInvalidRequest, fmt.Sprintf("the request body did not arrive within %s; send the whole request at once", x.s.opts.ReadTimeout), "")
+		return nil, false
 	case err != nil:
 		x.fail(http.StatusBadRequest, errInvalidRequest, "could not read the request body: "+err.Error(), "")
 		return nil, false
 	}
-	x.lg.Body = body
+	x.lg.Body, x.lg.BodyBytes = body, len(body)
 	return body, true
 }
 
@@ -303,16 +474,20 @@ func (x *exchange) handleModelCall() {
 	}
 	x.lg.Turn = rep.Turn
 	if f := rep.Fault; f.Status != 0 {
+		x.lg.Status = f.Status
+		x.accept()
 		x.faultStatus(&rep)
 		return
 	}
 	x.lg.Status = http.StatusOK
 	x.lg.Response = &rep.Response
+	x.accept()
 	x.w.Header().Set(x.dialect.requestIDHeader(), x.s.newID("req_"))
 	if stream {
 		x.w.Header().Set("Content-Type", "text/event-stream; charset=utf-8")
 		x.w.Header().Set("Cache-Control", "no-cache")
 		x.dialect.writeSSE(x, &rep, wopts)
+		x.stream.finish()
 		return
 	}
 	if !x.stall(rep.Fault.Stall) {
@@ -389,6 +564,8 @@ func (x *exchange) writeJSONBody(v any, malformed bool) {
 	}
 	if malformed {
 		b = b[:len(b)/2]
+	} else {
+		x.answer()
 	}
 	x.w.Header().Set("Content-Length", strconv.Itoa(len(b)))
 	x.w.WriteHeader(http.StatusOK)
@@ -451,25 +628,39 @@ func (x *exchange) handleModels(id string) {
 	x.writeJSONBody(m, false)
 }
 
-// sse writes server-sent events, flushing each so clients see them as a
-// real stream.
+// sse writes server-sent events. Frames are gathered and sent together
+// (the protocol is a byte stream: where the TCP segments end means nothing
+// to a client), flushed before an injected stall so that the client sees
+// the reply start, and at the end: a write system call per frame was most
+// of the cost of a streamed reply.
 type sse struct {
 	x       *exchange
 	flusher http.Flusher
-	buf     bytes.Buffer
+	buf     *bytes.Buffer
+	enc     *json.Encoder
 	// stallPending is set until the mid-stream stall has happened.
 	stallPending bool
 	started      bool
 }
 
+// sseFlushBytes is how much a stream gathers before it sends.
+const sseFlushBytes = 32 << 10
+
+// sseBuffers recycles the buffers of finished streams.
+var sseBuffers = sync.Pool{New: func() any { return bytes.NewBuffer(make([]byte, 0, 4<<10)) }}
+
 func newSSE(x *exchange, f Fault) *sse {
 	fl, _ := x.w.(http.Flusher)
-	return &sse{x: x, flusher: fl, stallPending: f.Stall > 0}
+	buf := sseBuffers.Get().(*bytes.Buffer)
+	enc := json.NewEncoder(buf)
+	enc.SetEscapeHTML(false)
+	s := &sse{x: x, flusher: fl, buf: buf, enc: enc, stallPending: f.Stall > 0}
+	x.stream = s
+	return s
 }
 
 // event writes one frame; name is omitted for OpenAI Chat's data-only frames.
 func (s *sse) event(name string, v any) {
-	s.buf.Reset()
 	if name != "" {
 		s.buf.WriteString("event: ")
 		s.buf.WriteString(name)
@@ -479,37 +670,78 @@ func (s *sse) event(name string, v any) {
 	if raw, ok := v.(string); ok {
 		s.buf.WriteString(raw)
 	} else {
-		enc := json.NewEncoder(&s.buf)
-		enc.SetEscapeHTML(false)
-		_ = enc.Encode(v)
-		s.buf.Truncate(s.buf.Len() - 1)
+		_ = s.enc.Encode(v)
+		s.buf.Truncate(s.buf.Len() - 1) // Encode's newline
 	}
 	s.buf.WriteString("\n\n")
-	s.write()
+	if s.buf.Len() >= sseFlushBytes {
+		s.send(false)
+	}
 }
 
-func (s *sse) write() {
+// frame starts a frame whose data the caller appends to the returned
+// slice and hands to endFrame; it spares a copy for hand-encoded frames.
+func (s *sse) frame(name string) []byte {
+	if name != "" {
+		s.buf.WriteString("event: ")
+		s.buf.WriteString(name)
+		s.buf.WriteByte('\n')
+	}
+	s.buf.WriteString("data: ")
+	return s.buf.AvailableBuffer()
+}
+
+// endFrame ends a frame begun with frame.
+func (s *sse) endFrame(data []byte) {
+	s.buf.Write(data)
+	s.buf.WriteString("\n\n")
+	if s.buf.Len() >= sseFlushBytes {
+		s.send(false)
+	}
+}
+
+// last writes the final frame of a complete reply, after OnAnswer.
+func (s *sse) last(name string, v any) {
+	s.x.answer()
+	s.event(name, v)
+}
+
+// send writes the gathered frames, and flushes them to the client when
+// flush is set.
+func (s *sse) send(flush bool) {
 	if !s.started {
 		s.started = true
 		s.x.w.WriteHeader(http.StatusOK)
 	}
-	_, _ = s.x.w.Write(s.buf.Bytes())
-	if s.flusher != nil {
+	if s.buf.Len() > 0 {
+		_, _ = s.x.w.Write(s.buf.Bytes())
+		s.buf.Reset()
+	}
+	if flush && s.flusher != nil {
 		s.flusher.Flush()
 	}
+}
+
+// finish sends what is left and recycles the buffer; the server flushes
+// the end of the reply when the handler returns.
+func (s *sse) finish() {
+	s.send(false)
+	if s.buf.Cap() <= 4*sseFlushBytes {
+		sseBuffers.Put(s.buf)
+	}
+	s.buf, s.enc = nil, nil
 }
 
 // midpoint is called after the first content delta: where a stall or a
 // malformed frame is injected. It reports whether to go on.
 func (s *sse) midpoint(f Fault, broken string) bool {
 	if f.MalformedSSE {
-		s.buf.Reset()
 		s.buf.WriteString(broken)
-		s.write()
 		return false
 	}
 	if s.stallPending {
 		s.stallPending = false
+		s.send(true)
 		return s.x.stall(f.Stall)
 	}
 	return true

@@ -2,6 +2,7 @@ package mockllm
 
 import (
 	"encoding/json"
+	"slices"
 	"sync"
 
 	"github.com/retrace-dev/retrace/agent/llm"
@@ -10,19 +11,27 @@ import (
 
 // Transcript turns the model calls an agent makes through the Server into
 // a trajectory, so an external agent's session is recorded even though its
-// tools run out of sight: each answered call becomes a model_request and a
-// model_response, and the tool_result blocks of the next request become
-// tool_result events. Feed it from Options.OnRequest. It is safe for
-// concurrent use.
+// tools run out of sight: each accepted call becomes a model_request (the
+// tool_result blocks it carries for the previous reply become tool_result
+// events before it), each injected error status a model_error, and each
+// complete reply a model_response. Feed it from Options.OnAccept and
+// Options.OnAnswer: every event is emitted when it happens and, when the
+// sink has a Flush method (a *recorder.Recorder does), flushed at once, so
+// a killed server leaves on disk every reply a client received. A client
+// that sends the same request again before getting a reply is retrying:
+// it adds an attempt, not a model_request. It is safe for concurrent use.
 type Transcript struct {
-	mu      sync.Mutex
-	sink    trajectory.Sink
-	started bool
-	turn    int
-	prev    *llm.Request
-	pending map[string]string // tool_use id → tool name, awaiting a result
-	last    trajectory.StopReason
-	usage   trajectory.Usage
+	mu       sync.Mutex
+	sink     trajectory.Sink
+	started  bool
+	turn     int
+	prev     *llm.Request
+	prevEv   *trajectory.ModelRequest
+	awaiting bool // a model_request waits for its response
+	attempt  int
+	pending  map[string]string // tool_use id → tool name, awaiting a result
+	last     trajectory.StopReason
+	usage    trajectory.Usage
 }
 
 // NewTranscript returns a Transcript that emits into sink.
@@ -30,23 +39,36 @@ func NewTranscript(sink trajectory.Sink) *Transcript {
 	return &Transcript{sink: sink, pending: map[string]string{}}
 }
 
-// Add records one request the server answered; requests that failed or
-// are not model calls are skipped (they are not part of the conversation).
-func (t *Transcript) Add(l Logged) {
+// Accept records a model call the server accepted (Options.OnAccept):
+// its request and, when the reply is an injected error status, the failed
+// attempt. Requests that are not model calls or that were rejected before
+// the source answered are not part of the conversation and are skipped.
+func (t *Transcript) Accept(l Logged) {
+	if l.Request == nil || (l.Status != 200 && l.Status < 400) || (l.Status == 200 && l.Response == nil) {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.request(l)
+	if l.Status != 200 {
+		t.sink.Emit(t.turn, &trajectory.ModelError{ErrorKind: kindForStatus(l.Status), StatusCode: l.Status, Attempt: t.attempt})
+	}
+	t.flush()
+}
+
+// Answer records a complete reply (Options.OnAnswer).
+func (t *Transcript) Answer(l Logged) {
 	if l.Status != 200 || l.Request == nil || l.Response == nil {
 		return
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	req := l.Request
-	if !t.started {
-		t.start(req)
+	if !t.awaiting {
+		t.request(l) // fed without Accept: the request comes first all the same
 	}
-	t.results(req)
-	t.turn++
-	t.sink.Emit(t.turn, llm.RequestEvent(*req, t.prev, len(l.Body), l.Stream))
+	t.awaiting = false
 	t.sink.Emit(t.turn, llm.ResponseEvent(*l.Response))
-	t.prev, t.last = req, l.Response.StopReason
+	t.last = l.Response.StopReason
 	u := l.Response.Usage
 	t.usage.InputTokens += u.InputTokens
 	t.usage.OutputTokens += u.OutputTokens
@@ -54,6 +76,38 @@ func (t *Transcript) Add(l Logged) {
 	t.usage.CacheCreationTokens += u.CacheCreationTokens
 	for _, b := range l.Response.ToolUses() {
 		t.pending[b.ID] = b.Name
+	}
+	t.flush()
+}
+
+// request emits the model_request of l, unless l retries the request
+// that waits for its response.
+func (t *Transcript) request(l Logged) {
+	req := l.Request
+	if !t.started {
+		t.start(req)
+	}
+	ev := llm.RequestEvent(*req, t.prev, l.BodyBytes, l.Stream)
+	if t.awaiting && sameRequest(ev, t.prevEv) {
+		t.attempt++
+		return
+	}
+	t.results(req)
+	t.turn++
+	t.sink.Emit(t.turn, ev)
+	t.prev, t.prevEv, t.awaiting, t.attempt = req, ev, true, 1
+}
+
+// sameRequest reports whether two requests ask the same: same system
+// prompt, tools and messages.
+func sameRequest(a, b *trajectory.ModelRequest) bool {
+	return b != nil && a.SystemHash == b.SystemHash && a.ToolsHash == b.ToolsHash && slices.Equal(a.MessageHashes, b.MessageHashes)
+}
+
+// flush writes what was emitted to the sink's file, when it has one.
+func (t *Transcript) flush() {
+	if f, ok := t.sink.(interface{ Flush() error }); ok {
+		_ = f.Flush() // a failure is counted by the sink and reported when it closes
 	}
 }
 
@@ -97,9 +151,10 @@ func (t *Transcript) results(req *llm.Request) {
 func (t *Transcript) Close() bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if !t.started || len(t.pending) > 0 || t.last != trajectory.StopEndTurn {
+	if !t.started || t.awaiting || len(t.pending) > 0 || t.last != trajectory.StopEndTurn {
 		return false
 	}
 	t.sink.Emit(t.turn, &trajectory.SessionEnd{Reason: trajectory.EndTurn, Turns: t.turn, Usage: t.usage})
+	t.flush()
 	return true
 }

@@ -3,6 +3,8 @@ package mockllm_test
 import (
 	"bytes"
 	"context"
+	"os"
+	"slices"
 	"testing"
 
 	"github.com/retrace-dev/retrace/agent/llm"
@@ -19,7 +21,7 @@ func TestAnExternalAgentsSessionThroughTheServerIsAValidTrajectory(t *testing.T)
 	var buf bytes.Buffer
 	rec := recorder.New(&buf, recorder.Options{})
 	tr := mockllm.NewTranscript(rec)
-	srv := mockllm.NewServer(script, mockllm.Options{OnRequest: tr.Add})
+	srv := mockllm.NewServer(script, mockllm.Options{OnAccept: tr.Accept, OnAnswer: tr.Answer})
 	url, err := srv.Start("127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -71,6 +73,69 @@ func TestAnExternalAgentsSessionThroughTheServerIsAValidTrajectory(t *testing.T)
 	for k, n := range want {
 		if counts[k] != n {
 			t.Errorf("%d %s events, want %d (all: %v)", counts[k], k, n, counts)
+		}
+	}
+}
+
+func TestTheTranscriptWritesEachEventWhenItHappensAndRecordsRetriesAsAttempts(t *testing.T) {
+	script, err := mockllm.LoadScript("testdata/faults.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := recorder.Create(t.TempDir(), recorder.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rec.Close()
+	tr := mockllm.NewTranscript(rec)
+	// onDisk reads the event types in the file while the recorder is open.
+	onDisk := func() []trajectory.EventType {
+		t.Helper()
+		data, err := os.ReadFile(rec.Path())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var types []trajectory.EventType
+		dec := trajectory.NewDecoder(bytes.NewReader(data), rec.Path())
+		for {
+			ev, err := dec.Next()
+			if err != nil {
+				return types
+			}
+			types = append(types, ev.Type())
+		}
+	}
+	var atAnswer []trajectory.EventType
+	srv := mockllm.NewServer(script, mockllm.Options{OnAccept: tr.Accept, OnAnswer: func(l mockllm.Logged) {
+		tr.Answer(l)
+		atAnswer = onDisk()
+	}})
+	url, err := srv.Start("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	prov, err := llm.NewAnthropic(llm.Options{Model: "mock-1", APIKey: "test", BaseURL: url, MaxRetries: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs := []trajectory.Message{{Role: trajectory.RoleUser, Content: []trajectory.ContentBlock{{Type: trajectory.BlockText, Text: "hi"}}}}
+	if _, err := prov.Complete(context.Background(), llm.Request{Messages: msgs}); err != nil {
+		t.Fatalf("the client should retry past two 529s: %v", err)
+	}
+	want := []trajectory.EventType{trajectory.TypeSessionStart, trajectory.TypeModelRequest,
+		trajectory.TypeModelError, trajectory.TypeModelError, trajectory.TypeModelResponse}
+	if !slices.Equal(atAnswer, want) {
+		t.Fatalf("on disk before the reply's last byte was sent: %v, want %v", atAnswer, want)
+	}
+	events, err := trajectory.ReadFile(rec.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, n := range []int{2, 3} {
+		me, ok := events[n].Payload.(*trajectory.ModelError)
+		if !ok || me.StatusCode != 529 || me.ErrorKind != trajectory.ModelOverloaded || me.Attempt != i+1 {
+			t.Fatalf("event %d is %+v, want attempt %d overloaded with 529", n, events[n].Payload, i+1)
 		}
 	}
 }

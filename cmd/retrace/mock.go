@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/retrace-dev/retrace/mockllm"
 	"github.com/retrace-dev/retrace/recorder"
@@ -22,6 +23,8 @@ type mockServeOptions struct {
 	replay string
 	record string
 	addr   string
+	// The server's timeouts; 0 takes mockllm's default (the flags refuse 0).
+	readHeaderTimeout, readTimeout, idleTimeout time.Duration
 }
 
 func newMockCmd(sys *IO) *cobra.Command {
@@ -68,6 +71,18 @@ Each request is logged on stderr, one line each. With --record DIR the
 conversation is also written as a trajectory in DIR: the model requests
 and responses, and the tool results the agent sends back, so a session of
 any agent can be validated, queried and replayed like one of retrace's own.
+Each event is written to the file when it happens: a request when it is
+accepted, a reply just before its last bytes are sent, so even if the
+server is killed the file holds every reply a client received. The file
+is created with the first model call; a server that answered none leaves
+no file.
+
+The server keeps counters and the latest few requests, not the whole
+history, so it can serve for days. A client that connects and sends
+nothing, sends its request too slowly or leaves its connection idle is cut
+when a timeout runs out, with a log line naming the client and the
+timeout.
+
 The server stops on Ctrl-C or SIGTERM and then reports turns that were
 never requested.
 
@@ -78,6 +93,14 @@ as file:line: what is wrong), 1 the server could not start.`,
   retrace mock serve --from .retrace/runs/20261130-090000.jsonl`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			for _, t := range []struct {
+				flag string
+				d    time.Duration
+			}{{"--read-header-timeout", opts.readHeaderTimeout}, {"--read-timeout", opts.readTimeout}, {"--idle-timeout", opts.idleTimeout}} {
+				if t.d <= 0 {
+					return usage(fmt.Errorf("%s %s: give a positive duration such as 30s (without the timeout a slow or idle client would hold its connection forever)", t.flag, t.d))
+				}
+			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			return runMockServe(ctx, sys, opts)
@@ -87,6 +110,9 @@ as file:line: what is wrong), 1 the server could not start.`,
 	serve.Flags().StringVar(&opts.replay, "from", "", "recorded trajectory: answer with its model responses, in order, and log where each request differs from the recorded one")
 	serve.Flags().StringVar(&opts.addr, "addr", "127.0.0.1:0", "address to listen on (port 0 picks a free port)")
 	serve.Flags().StringVar(&opts.record, "record", "", "record the agent's conversation as a trajectory in this directory (model requests and responses, and the tool results the agent sends back)")
+	serve.Flags().DurationVar(&opts.readHeaderTimeout, "read-header-timeout", mockllm.DefaultReadHeaderTimeout, "cut a client that has not sent a request's headers this long after connecting or starting the request")
+	serve.Flags().DurationVar(&opts.readTimeout, "read-timeout", mockllm.DefaultReadTimeout, "cut a client that has not sent a whole request, headers and body, in this time (replies are not limited)")
+	serve.Flags().DurationVar(&opts.idleTimeout, "idle-timeout", mockllm.DefaultIdleTimeout, "close a keep-alive connection that waits this long for its next request")
 	mock.AddCommand(serve)
 	return mock
 }
@@ -116,29 +142,44 @@ func runMockServe(ctx context.Context, sys *IO, opts *mockServeOptions) error {
 		}
 		src, checker = mockllm.NewReplay(events), mockllm.NewRequestChecker(events)
 	}
-	var rec *recorder.Recorder
+	var rec *lazyRecorder
 	var transcript *mockllm.Transcript
 	if opts.record != "" {
-		r, err := recorder.Create(opts.record, recorder.Options{Clock: sys.Now})
+		r, err := newLazyRecorder(opts.record, recorder.Options{Clock: sys.Now})
 		if err != nil {
 			return err
 		}
 		rec, transcript = r, mockllm.NewTranscript(r)
 	}
 	var logMu sync.Mutex
-	srv := mockllm.NewServer(src, mockllm.Options{Now: sys.Now, OnRequest: func(l mockllm.Logged) {
-		if transcript != nil {
-			transcript.Add(l)
-		}
+	logf := func(format string, args ...any) {
 		logMu.Lock()
 		defer logMu.Unlock()
-		fmt.Fprintln(sys.Err, mockLogLine(l))
-		if checker != nil && l.Request != nil && l.Status == 200 {
-			if n, diff := checker.Check(l.Request); diff != "" {
-				fmt.Fprintf(sys.Err, "  request %d differs from the recording: %s\n", n, diff)
+		fmt.Fprintf(sys.Err, format, args...)
+	}
+	if rec != nil {
+		rec.onErr = func(err error) { logf("retrace: --record: %v; the conversation is not recorded\n", err) }
+	}
+	sopts := mockllm.Options{Now: sys.Now, KeepRequests: -1,
+		ReadHeaderTimeout: opts.readHeaderTimeout, ReadTimeout: opts.readTimeout, IdleTimeout: opts.idleTimeout,
+		OnRequest: func(l mockllm.Logged) {
+			logMu.Lock()
+			defer logMu.Unlock()
+			fmt.Fprintln(sys.Err, mockLogLine(l))
+			if checker != nil && l.Request != nil && l.Status == 200 {
+				if n, diff := checker.Check(l.Request); diff != "" {
+					fmt.Fprintf(sys.Err, "  request %d differs from the recording: %s\n", n, diff)
+				}
 			}
-		}
-	}})
+		},
+		OnCut: func(c mockllm.Cut) {
+			logf("%s %s; see --%s-timeout\n", c.Time.Format("15:04:05.000"), c, c.Timeout)
+		},
+	}
+	if transcript != nil {
+		sopts.OnAccept, sopts.OnAnswer = transcript.Accept, transcript.Answer
+	}
+	srv := mockllm.NewServer(src, sopts)
 	url, err := srv.Start(opts.addr)
 	if err != nil {
 		return err
@@ -151,16 +192,16 @@ func runMockServe(ctx context.Context, sys *IO, opts *mockServeOptions) error {
 	}
 	logMu.Lock()
 	defer logMu.Unlock()
-	fmt.Fprintf(sys.Err, "mock LLM stopped after %s\n", plural(len(srv.Requests()), "request"))
+	st := srv.Stats()
+	fmt.Fprintf(sys.Err, "mock LLM stopped after %s (%d answered, %d failed", plural(int(st.Requests), "request"), st.Answered, st.Failed)
+	if st.Cut > 0 {
+		fmt.Fprintf(sys.Err, "; %s cut by a timeout", plural(int(st.Cut), "connection"))
+	}
+	fmt.Fprintln(sys.Err, ")")
 	if rec != nil {
-		if !transcript.Close() {
-			fmt.Fprintln(sys.Err, "note: the agent stopped in the middle of a turn; the trajectory has no session_end")
+		if err := closeRecording(sys, rec, transcript); err != nil {
+			return err
 		}
-		st, err := rec.Close()
-		if err != nil {
-			return fmt.Errorf("record %s: %w", rec.Path(), err)
-		}
-		fmt.Fprintf(sys.Err, "trajectory: %s (%s)\n", rec.Path(), st)
 	}
 	if script != nil {
 		if err := script.Verify(); err != nil {
@@ -170,6 +211,110 @@ func runMockServe(ctx context.Context, sys *IO, opts *mockServeOptions) error {
 		}
 	}
 	return nil
+}
+
+// closeRecording ends the recorded session and says where it is.
+func closeRecording(sys *IO, rec *lazyRecorder, transcript *mockllm.Transcript) error {
+	if !rec.started() {
+		fmt.Fprintf(sys.Err, "trajectory: none written, no model call was answered (--record %s)\n", rec.dir)
+		return nil
+	}
+	if !transcript.Close() {
+		fmt.Fprintln(sys.Err, "note: the agent stopped in the middle of a turn; the trajectory has no session_end")
+	}
+	st, err := rec.Close()
+	if err != nil {
+		return fmt.Errorf("record in %s: %w", rec.dir, err)
+	}
+	fmt.Fprintf(sys.Err, "trajectory: %s (%s)\n", rec.Path(), st)
+	return nil
+}
+
+// lazyRecorder is a trajectory.Sink that creates its recorder.Recorder
+// with the first event, so that a server that answered nothing leaves no
+// file (an empty one would not validate). It is safe for concurrent use.
+type lazyRecorder struct {
+	dir  string
+	opts recorder.Options
+
+	// onErr reports, once, that the file could not be created.
+	onErr func(error)
+
+	mu  sync.Mutex
+	rec *recorder.Recorder
+	err error // why the file could not be created; events are then dropped
+}
+
+// newLazyRecorder checks now that dir can take the trajectory file, so a
+// bad --record fails at start rather than at the first request.
+func newLazyRecorder(dir string, opts recorder.Options) (*lazyRecorder, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("--record: cannot create %s: %w", dir, err)
+	}
+	probe, err := os.CreateTemp(dir, ".retrace-probe-*")
+	if err != nil {
+		return nil, fmt.Errorf("--record: cannot write in %s: %w (record to a writable directory)", dir, err)
+	}
+	_ = probe.Close()
+	_ = os.Remove(probe.Name())
+	return &lazyRecorder{dir: dir, opts: opts}, nil
+}
+
+// Emit implements trajectory.Sink.
+func (l *lazyRecorder) Emit(turn int, p trajectory.Payload) {
+	l.mu.Lock()
+	var failed error
+	if l.rec == nil && l.err == nil {
+		l.rec, l.err = recorder.Create(l.dir, l.opts)
+		failed = l.err
+	}
+	rec := l.rec
+	l.mu.Unlock()
+	if failed != nil && l.onErr != nil {
+		l.onErr(failed)
+	}
+	if rec != nil {
+		rec.Emit(turn, p)
+	}
+}
+
+// Flush writes the emitted events to the file.
+func (l *lazyRecorder) Flush() error {
+	l.mu.Lock()
+	rec, err := l.rec, l.err
+	l.mu.Unlock()
+	if rec == nil {
+		return err
+	}
+	return rec.Flush()
+}
+
+// started reports whether a file was created or its creation failed.
+func (l *lazyRecorder) started() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.rec != nil || l.err != nil
+}
+
+// Path returns the trajectory file's path, "" before the first event.
+func (l *lazyRecorder) Path() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.rec == nil {
+		return ""
+	}
+	return l.rec.Path()
+}
+
+// Close closes the recorder, or returns why there was none.
+func (l *lazyRecorder) Close() (recorder.Stats, error) {
+	l.mu.Lock()
+	rec, err := l.rec, l.err
+	l.mu.Unlock()
+	if rec == nil {
+		return recorder.Stats{}, err
+	}
+	return rec.Close()
 }
 
 // mockLogLine is one request as a line: time, method, path, status, what answered.

@@ -109,6 +109,8 @@ func TestMockServeRejectsBadInputWithExitTwo(t *testing.T) {
 		{"a missing script is reported", []string{"mock", "serve", "--script", dir + "/none.yaml"}, "no such file"},
 		{"no script and no replay is a usage error", []string{"mock", "serve"}, "exactly one of --script FILE or --from RUN.jsonl"},
 		{"an unknown flag is a usage error", []string{"mock", "serve", "--scrpit", bad}, "unknown flag"},
+		{"a zero timeout is a usage error", []string{"mock", "serve", "--script", bad, "--read-timeout", "0"}, "--read-timeout 0s: give a positive duration"},
+		{"a negative timeout is a usage error", []string{"mock", "serve", "--script", bad, "--idle-timeout=-1s"}, "--idle-timeout -1s: give a positive duration"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -1,0 +1,7 @@
+//go:build !race
+
+package main
+
+// raceEnabled reports a build with the race detector, whose memory use
+// makes RSS measurements meaningless.
+const raceEnabled = false
