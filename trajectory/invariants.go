@@ -372,6 +372,12 @@ func ValidateStream(r io.Reader, name string) (FileReport, error) {
 		chk.Add(dec.Line(), ev)
 	}
 	rep.Warnings = dec.Warnings()
+	if rep.Events == 0 && len(lineErrs) == 0 {
+		// Not even a session_start: the metrics loader refuses the file
+		// with the same error.
+		rep.Problems = []error{Empty(name)}
+		return rep, nil
+	}
 	violations := []Violation{}
 	if rep.Events > 0 || len(lineErrs) == 0 {
 		violations = chk.Finish()
