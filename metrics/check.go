@@ -43,11 +43,16 @@ type partResult struct {
 	report FileReport
 	lines  int // newlines in the part
 	err    error
-	// seqs are set when the part loaded an event: the seq and line of its
-	// first one, and the highest seq, for merge to check across parts.
-	seqs             bool
-	firstSeq, maxSeq int64
-	firstLine        int
+	// seqs has, for each session the part loaded events of, the seq and
+	// line of its first event and its highest seq, for merge to check
+	// across parts.
+	seqs map[string]*seqRange
+}
+
+// seqRange is what a part saw of one session's seqs.
+type seqRange struct {
+	first, max int64
+	firstLine  int
 }
 
 // checkAll checks files on every core and stages the lines to load into
@@ -252,6 +257,11 @@ func (db *DB) checkPart(file string, p part, st *stage) (res partResult) {
 	lines := &lineCounter{r: r}
 	dec := trajectory.NewDecoder(lines, display)
 	defer func() { res.lines = lines.n }()
+	res.seqs = map[string]*seqRange{}
+	var (
+		cur        *seqRange
+		curSession string
+	)
 	for {
 		ev, err := dec.Next()
 		if errors.Is(err, io.EOF) {
@@ -275,8 +285,13 @@ func (db *DB) checkPart(file string, p part, st *stage) (res partResult) {
 			res.err = fmt.Errorf("load: %w", err)
 			return res
 		}
-		if res.seqs && ev.Seq <= res.maxSeq {
-			err := &trajectory.LineError{File: display, Line: dec.Line(), Err: seqError(ev.Seq, res.maxSeq)}
+		// Files usually hold one session, and a file of many holds each
+		// in one block, so the map is looked up once per session.
+		if cur == nil || ev.Session != curSession {
+			curSession, cur = ev.Session, res.seqs[ev.Session]
+		}
+		if cur != nil && ev.Seq <= cur.max {
+			err := &trajectory.LineError{File: display, Line: dec.Line(), Err: seqError(ev.Seq, cur.max)}
 			if !db.opts.Lenient {
 				res.err = err
 				return res
@@ -287,10 +302,11 @@ func (db *DB) checkPart(file string, p part, st *stage) (res partResult) {
 			}
 			continue
 		}
-		if !res.seqs {
-			res.seqs, res.firstSeq, res.firstLine = true, ev.Seq, dec.Line()
+		if cur == nil {
+			cur = &seqRange{first: ev.Seq, firstLine: dec.Line()}
+			res.seqs[ev.Session] = cur
 		}
-		res.maxSeq = ev.Seq
+		cur.max = ev.Seq
 		if err := st.write(ev.Payload.EventType(), dec.Raw(), name); err != nil {
 			res.err = fmt.Errorf("load: %w", err)
 			return res
@@ -338,26 +354,35 @@ func (db *DB) merge(files []string, parts []part, results []partResult) (reports
 	}
 	first := make([]error, len(files))
 	offset := make([]int, len(files))
-	seqs := make([]bool, len(files))
-	maxSeq := make([]int64, len(files))
+	// maxSeq is the highest seq of each session of each file so far.
+	maxSeq := make([]map[string]int64, len(files))
 	for i, p := range parts {
 		res, fr := results[i], &reports[p.file]
 		renumber(res.err, offset[p.file])
 		renumber(res.report.FirstSkipped, offset[p.file])
 		renumber(res.report.FirstDropped, offset[p.file])
-		if res.seqs && seqs[p.file] && res.firstSeq <= maxSeq[p.file] {
-			// Checked alone, the part could not see the seqs before it.
-			if db.opts.Lenient {
-				if !slices.Contains(redo, p.file) {
-					redo = append(redo, p.file)
+		// Checked alone, the part could not see the seqs before it.
+		var repeat *trajectory.LineError
+		for session, r := range res.seqs {
+			if before, ok := maxSeq[p.file][session]; ok && r.first <= before {
+				if line := r.firstLine + offset[p.file]; repeat == nil || line < repeat.Line {
+					repeat = &trajectory.LineError{File: fr.File, Line: line, Err: seqError(r.first, before)}
 				}
-			} else if first[p.file] == nil {
-				first[p.file] = &trajectory.LineError{File: fr.File, Line: res.firstLine + offset[p.file], Err: seqError(res.firstSeq, maxSeq[p.file])}
 			}
 		}
-		if res.seqs {
-			seqs[p.file] = true
-			maxSeq[p.file] = max(maxSeq[p.file], res.maxSeq)
+		switch {
+		case repeat != nil && db.opts.Lenient:
+			if !slices.Contains(redo, p.file) {
+				redo = append(redo, p.file)
+			}
+		case repeat != nil && first[p.file] == nil:
+			first[p.file] = repeat
+		}
+		if maxSeq[p.file] == nil {
+			maxSeq[p.file] = map[string]int64{}
+		}
+		for session, r := range res.seqs {
+			maxSeq[p.file][session] = max(maxSeq[p.file][session], r.max)
 		}
 		var le *trajectory.LineError
 		var fe *trajectory.FileError

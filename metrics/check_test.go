@@ -35,8 +35,35 @@ func TestCheckingInPartsEqualsCheckingWhole(t *testing.T) {
 		ls[line-1] = with + "\n"
 		return strings.Join(ls, "")
 	}
+	// repeatAtCuts repeats the line that ends where each given part of the
+	// file begins (with parts of 1 KiB) as the first line of that part,
+	// where the part checked alone cannot see the seq it repeats.
+	repeatAtCuts := func(parts ...int) string {
+		oldPart := partSize
+		partSize = 1 << 10
+		defer func() { partSize = oldPart }()
+		p := filepath.Join(t.TempDir(), "cuts.jsonl")
+		if err := os.WriteFile(p, []byte(good), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cuts, err := cutPoints(p, int64(len(good)))
+		if err != nil || len(cuts) <= 3 {
+			t.Fatalf("cut points %v, err %v", cuts, err)
+		}
+		out := good
+		// From the last cut back, so the earlier cuts stay where they are.
+		for i := len(parts) - 1; i >= 0; i-- {
+			cut := int(cuts[parts[i]])
+			prev := strings.LastIndexByte(out[:cut-1], '\n') + 1
+			out = out[:cut] + out[prev:cut] + out[cut:]
+		}
+		return out
+	}
 	for _, tc := range []struct{ name, content string }{
 		{"A valid file of 440 lines.", good},
+		{"A line repeated where a part begins.", repeatAtCuts(2)},
+		{"A line repeated where two parts begin.", repeatAtCuts(1, 3)},
+		{"A line repeated in the middle of a part.", at(n/2, strings.SplitAfter(good, "\n")[n/2-2])},
 		{"A malformed line near the end.", at(n-7, `{"v":1,"session":`)},
 		{"A malformed line in the middle.", at(n/2, `not json`)},
 		{"A byte order mark opening a line in the middle.", at(n/2+1, "\xef\xbb\xbf"+strings.TrimSuffix(lines[3], "\n"))},
