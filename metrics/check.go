@@ -35,6 +35,10 @@ type part struct {
 	// named pipe, a device): it is read once, front to back, whatever its
 	// size says.
 	stream bool
+	// seed has, when a lenient load checks a file again, the highest seq
+	// of each of its sessions in the files before it: the events at or
+	// below it are copies, and are dropped.
+	seed map[string]int64
 }
 
 // partResult is what checking one part found. Its line numbers count from
@@ -65,15 +69,16 @@ func (db *DB) checkAll(ctx context.Context, files []string, tmp string) ([]FileR
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	reports, problems, redo, err := db.merge(files, parts, results)
+	reports, problems, redo, seeds, err := db.merge(files, parts, results)
 	if err != nil || len(redo) == 0 {
 		return reports, chunks, problems, err
 	}
 	// A lenient check found a seq in one part that repeats one of an
-	// earlier part of the same file. The part dropped only the repeats it
-	// could see, so the file is checked again whole, and its lines of the
-	// first pass are not loaded. This is rare: it takes a big file with a
-	// repeated line where a part begins.
+	// earlier part of the same file, or of an earlier file holding the same
+	// session. The part dropped only the repeats it could see, so the file
+	// is checked again whole, knowing the seqs before it, and its lines of
+	// the first pass are not loaded. This is rare: it takes a big file with
+	// a repeated line where a part begins, or a copy of a session's file.
 	again := make([]part, len(redo))
 	names := make([]string, len(redo))
 	for i, f := range redo {
@@ -84,7 +89,7 @@ func (db *DB) checkAll(ctx context.Context, files []string, tmp string) ([]FileR
 				size = max(size, p.off+p.len)
 			}
 		}
-		again[i] = part{file: f, len: size}
+		again[i] = part{file: f, len: size, seed: seeds[f]}
 		names[i] = trajectory.Name(files[f])
 	}
 	exclude := sqlList(names)
@@ -95,7 +100,7 @@ func (db *DB) checkAll(ctx context.Context, files []string, tmp string) ([]FileR
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	whole, _, _, err := db.merge(files, again, results)
+	whole, _, _, _, err := db.merge(files, again, results)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -290,8 +295,15 @@ func (db *DB) checkPart(file string, p part, st *stage) (res partResult) {
 		if cur == nil || ev.Session != curSession {
 			curSession, cur = ev.Session, res.seqs[ev.Session]
 		}
-		if cur != nil && ev.Seq <= cur.max {
-			err := &trajectory.LineError{File: display, Line: dec.Line(), Err: seqError(ev.Seq, cur.max)}
+		after, repeats := int64(0), false
+		switch {
+		case cur != nil:
+			after, repeats = cur.max, ev.Seq <= cur.max
+		case p.seed != nil:
+			after, repeats = p.seed[ev.Session], ev.Seq <= p.seed[ev.Session]
+		}
+		if repeats {
+			err := &trajectory.LineError{File: display, Line: dec.Line(), Err: seqError(ev.Seq, after)}
 			if !db.opts.Lenient {
 				res.err = err
 				return res
@@ -322,6 +334,11 @@ func seqError(seq, after int64) error {
 	return fmt.Errorf("%w: seq %d after %d, a repeated or replayed event (validate reports it too); remove the line, or pass --lenient to drop it and count the event once", ErrSeq, seq, after)
 }
 
+// copyError says what is wrong with a session found in two files.
+func copyError(seq int64, session string, after int64, file string) error {
+	return fmt.Errorf("%w: seq %d of session %s, which %s holds up to seq %d: a copy of the session would be counted twice; leave one copy out, or pass --lenient to drop the repeated events", ErrSeq, seq, session, file, after)
+}
+
 func (db *DB) progress(phase string, done, total int64) {
 	if db.opts.Progress != nil {
 		db.opts.Progress(Progress{Phase: phase, Done: done, Total: total})
@@ -345,18 +362,54 @@ func (c *lineCounter) Read(b []byte) (int, error) {
 // of every bad file: a malformed line, a seq that does not increase, a file
 // that cannot be read or holds no event. In lenient mode a file that cannot
 // be read or holds no event gets its FileReport.Err instead, and redo lists
-// the files whose seqs repeat across parts, which only checking them whole
-// can drop correctly. err is any other failure, or binary data.
-func (db *DB) merge(files []string, parts []part, results []partResult) (reports []FileReport, problems []error, redo []int, err error) {
+// the files whose seqs repeat those of an earlier part or file, which only
+// checking them whole, with their seeds, can drop correctly. err is any
+// other failure, or binary data.
+//
+// A session's seqs must increase across the files in their sorted order
+// too: a session is recorded in one file, so the same session in a second
+// file is a copy, and loading both would count it twice.
+func (db *DB) merge(files []string, parts []part, results []partResult) (reports []FileReport, problems []error, redo []int, seeds map[int]map[string]int64, err error) {
 	reports = make([]FileReport, len(files))
 	for i, f := range files {
 		reports[i].File = trajectory.Name(f)
 	}
 	first := make([]error, len(files))
 	offset := make([]int, len(files))
-	// maxSeq is the highest seq of each session of each file so far.
-	maxSeq := make([]map[string]int64, len(files))
+	// The highest seq of each session: in the file being merged (here),
+	// and in the files merged before it (before, with the file it is in).
+	type seen struct {
+		max  int64
+		file int
+	}
+	here, before := map[string]int64{}, map[string]seen{}
+	seeds = map[int]map[string]int64{}
+	file := -1
+	done := func() {
+		if file < 0 {
+			return
+		}
+		if slices.Contains(redo, file) {
+			seed := map[string]int64{}
+			for session := range here {
+				if b, ok := before[session]; ok {
+					seed[session] = b.max
+				}
+			}
+			seeds[file] = seed
+		}
+		for session, m := range here {
+			if b, ok := before[session]; !ok || m > b.max {
+				before[session] = seen{max: m, file: file}
+			}
+		}
+		clear(here)
+	}
 	for i, p := range parts {
+		if p.file != file {
+			done()
+			file = p.file
+		}
 		res, fr := results[i], &reports[p.file]
 		renumber(res.err, offset[p.file])
 		renumber(res.report.FirstSkipped, offset[p.file])
@@ -364,10 +417,14 @@ func (db *DB) merge(files []string, parts []part, results []partResult) (reports
 		// Checked alone, the part could not see the seqs before it.
 		var repeat *trajectory.LineError
 		for session, r := range res.seqs {
-			if before, ok := maxSeq[p.file][session]; ok && r.first <= before {
-				if line := r.firstLine + offset[p.file]; repeat == nil || line < repeat.Line {
-					repeat = &trajectory.LineError{File: fr.File, Line: line, Err: seqError(r.first, before)}
-				}
+			var why error
+			if m, ok := here[session]; ok && r.first <= m {
+				why = seqError(r.first, m)
+			} else if b, ok := before[session]; ok && r.first <= b.max {
+				why = copyError(r.first, session, b.max, trajectory.Name(files[b.file]))
+			}
+			if line := r.firstLine + offset[p.file]; why != nil && (repeat == nil || line < repeat.Line) {
+				repeat = &trajectory.LineError{File: fr.File, Line: line, Err: why}
 			}
 		}
 		switch {
@@ -378,17 +435,14 @@ func (db *DB) merge(files []string, parts []part, results []partResult) (reports
 		case repeat != nil && first[p.file] == nil:
 			first[p.file] = repeat
 		}
-		if maxSeq[p.file] == nil {
-			maxSeq[p.file] = map[string]int64{}
-		}
 		for session, r := range res.seqs {
-			maxSeq[p.file][session] = max(maxSeq[p.file][session], r.max)
+			here[session] = max(here[session], r.max)
 		}
 		var le *trajectory.LineError
 		var fe *trajectory.FileError
 		switch {
 		case errors.Is(res.err, trajectory.ErrBinary):
-			return nil, nil, nil, fmt.Errorf("load: %w; this does not look like a trajectory, leave it out of the paths", res.err)
+			return nil, nil, nil, nil, fmt.Errorf("load: %w; this does not look like a trajectory, leave it out of the paths", res.err)
 		case errors.As(res.err, &fe) && db.opts.Lenient:
 			fr.Err = res.err
 		case errors.As(res.err, &le) || errors.As(res.err, &fe):
@@ -396,7 +450,7 @@ func (db *DB) merge(files []string, parts []part, results []partResult) (reports
 				first[p.file] = res.err
 			}
 		case res.err != nil:
-			return nil, nil, nil, res.err
+			return nil, nil, nil, nil, res.err
 		}
 		fr.Events += res.report.Events
 		fr.Skipped += res.report.Skipped
@@ -413,6 +467,7 @@ func (db *DB) merge(files []string, parts []part, results []partResult) (reports
 		}
 		offset[p.file] += res.lines
 	}
+	done()
 	for i := range reports {
 		fr := &reports[i]
 		if first[i] != nil || fr.Err != nil || fr.Events > 0 || fr.Skipped > 0 || fr.Dropped > 0 {
@@ -431,7 +486,7 @@ func (db *DB) merge(files []string, parts []part, results []partResult) (reports
 			problems = append(problems, p)
 		}
 	}
-	return reports, problems, redo, nil
+	return reports, problems, redo, seeds, nil
 }
 
 // renumber moves the line of err's *trajectory.LineError by offset.

@@ -172,3 +172,41 @@ func TestOneUnreadableEntryDoesNotHideTheRestOfTheDirectory(t *testing.T) {
 		t.Fatalf("lenient: left out %v, want only %s", leftOut, loop)
 	}
 }
+
+func TestASessionCopiedIntoASecondFileIsRefusedOrCountedOnce(t *testing.T) {
+	lines := basicLines(t)
+	for _, tc := range []struct {
+		name    string
+		a, b    []string
+		dropped int
+	}{
+		{"A whole copy in another directory.", lines, lines, 11},
+		{"Two files overlapping by three events.", lines[:6], lines[3:], 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			a := writeLines(t, filepath.Join(dir), "a.jsonl", tc.a...)
+			if err := os.Mkdir(filepath.Join(dir, "copy"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			b := writeLines(t, filepath.Join(dir, "copy"), "b.jsonl", tc.b...)
+			ctx := context.Background()
+			_, err := open(t, Options{}).Load(ctx, dir)
+			var le *trajectory.LineError
+			if !errors.Is(err, ErrSeq) || !errors.As(err, &le) || le.File != b || le.Line != 1 || !strings.Contains(err.Error(), "which "+a+" holds up to seq") {
+				t.Fatalf("strict: err = %v, want ErrSeq at %s:1 naming %s", err, b, a)
+			}
+			db := open(t, Options{Lenient: true})
+			rep, err := db.Load(ctx, dir)
+			if err != nil || rep.Events != 11 {
+				t.Fatalf("lenient: report %+v, err %v; want the 11 events once", rep, err)
+			}
+			if fr := rep.Files[1]; fr.File != b || fr.Dropped != tc.dropped {
+				t.Fatalf("lenient: report of the copy %+v, want %d dropped", fr, tc.dropped)
+			}
+			if got := rows(t, db, "select count(*), count(distinct seq) from events"); got[0] != "11|11" {
+				t.Fatalf("lenient: events|distinct seqs = %s, want 11|11", got[0])
+			}
+		})
+	}
+}

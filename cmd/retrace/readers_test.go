@@ -177,35 +177,78 @@ type badInputCase struct {
 	says string
 	// lenient is what a lenient load says about it on stderr.
 	lenient string
+	// alone is set when the bad entry is a damaged copy of the basic
+	// fixture, which a lenient load reads alone.
+	alone bool
+	// loadersOnly is set for what only a load finds: validate checks each
+	// file on its own.
+	loadersOnly bool
+	// also is in the message too.
+	also string
 }
 
 var badInputCases = []badInputCase{
-	{"A symlink loop", func(t *testing.T, dir string) string {
-		p := filepath.Join(dir, "loop.jsonl")
-		if err := os.Symlink("loop.jsonl", p); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}, ": cannot read: too many levels of symbolic links; a symlink loop: fix or remove the link", "warning: left out: cannot read"},
-	{"A 0-byte file", func(t *testing.T, dir string) string {
-		return writeFile(t, filepath.Join(dir, "empty.jsonl"), "", 0o644)
-	}, ": no events (empty file, no session_start); delete it if a crash left it, or leave it out of the paths", "warning: left out: no events"},
-	{"A repeated tool_call line", func(t *testing.T, dir string) string {
-		lines := fixtureLines(t)
-		dup := append(append(append([]string{}, lines[:4]...), lines[3]), lines[4:]...)
-		return writeFile(t, filepath.Join(dir, "dup.jsonl"), strings.Join(dup, ""), 0o644)
-	}, ":5: ", "warning: dropped 1 event whose seq repeats or goes back, each counted once"},
+	{
+		name: "A symlink loop",
+		make: func(t *testing.T, dir string) string {
+			p := filepath.Join(dir, "loop.jsonl")
+			if err := os.Symlink("loop.jsonl", p); err != nil {
+				t.Fatal(err)
+			}
+			return p
+		},
+		says:    ": cannot read: too many levels of symbolic links; a symlink loop: fix or remove the link",
+		lenient: "warning: left out: cannot read",
+	},
+	{
+		name: "A 0-byte file",
+		make: func(t *testing.T, dir string) string {
+			return writeFile(t, filepath.Join(dir, "empty.jsonl"), "", 0o644)
+		},
+		says:    ": no events (empty file, no session_start); delete it if a crash left it, or leave it out of the paths",
+		lenient: "warning: left out: no events",
+	},
+	{
+		name: "A repeated tool_call line",
+		make: func(t *testing.T, dir string) string {
+			lines := fixtureLines(t)
+			dup := append(append(append([]string{}, lines[:4]...), lines[3]), lines[4:]...)
+			// Its own session, or it would be a copy of the basic fixture's.
+			content := strings.ReplaceAll(strings.Join(dup, ""), "1a2b3c4d", "d0d0d0d0")
+			return writeFile(t, filepath.Join(dir, "dup.jsonl"), content, 0o644)
+		},
+		says:    ":5: ",
+		also:    "seq 4 after 4",
+		lenient: "warning: dropped 1 event whose seq repeats or goes back, each counted once",
+		alone:   true,
+	},
+	{
+		name: "A copy of a run in another directory",
+		make: func(t *testing.T, dir string) string {
+			if err := os.Mkdir(filepath.Join(dir, "copy"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			return writeFile(t, filepath.Join(dir, "copy", "basic.jsonl"), strings.Join(fixtureLines(t), ""), 0o644)
+		},
+		says:        ":1: seq does not increase: seq 1 of session 20261130-090000.000-1a2b3c4d, which ",
+		also:        "a copy of the session would be counted twice",
+		lenient:     "warning: dropped 11 events whose seq repeats or goes back, each counted once",
+		loadersOnly: true,
+	},
 }
 
 func TestEveryReaderNamesTheBadFileExitsTwoAndStillChecksTheRest(t *testing.T) {
 	for _, bc := range badInputCases {
 		for _, r := range readers {
+			if bc.loadersOnly && r.name == "validate" {
+				continue
+			}
 			t.Run(bc.name+": "+r.name+" exits 2 naming it.", func(t *testing.T) {
 				dir := t.TempDir()
 				writeFile(t, filepath.Join(dir, "basic.jsonl"), strings.Join(fixtureLines(t), ""), 0o644)
 				bad := bc.make(t, dir)
 				code, stdout, stderr := runBounded(t, strings.NewReader(""), nil, append(r.args(t), dir)...)
-				if code != ExitInvalid || !strings.Contains(stdout+stderr, bad+bc.says) {
+				if code != ExitInvalid || !strings.Contains(stdout+stderr, bad+bc.says) || !strings.Contains(stdout+stderr, bc.also) {
 					t.Fatalf("exit %d, stdout %q, stderr %q; want 2 and %q", code, stdout, stderr, bad+bc.says)
 				}
 				if r.name == "validate" && !strings.Contains(stderr, " in 1 of 2 files") {
@@ -219,9 +262,14 @@ func TestEveryReaderNamesTheBadFileExitsTwoAndStillChecksTheRest(t *testing.T) {
 		for _, r := range loaders {
 			t.Run(bc.name+": "+r.name+" --lenient leaves it out with a warning and reads the rest once.", func(t *testing.T) {
 				dir := t.TempDir()
-				bad := bc.make(t, dir)
-				code, stdout, stderr := runBounded(t, strings.NewReader(""), nil, append(r.args(t), "--lenient", bad)...)
-				if code != ExitOK || !strings.Contains(stdout+stderr, r.want) && bc.name == "A repeated tool_call line" {
+				bad, input := bc.make(t, dir), dir
+				if bc.alone {
+					input = bad
+				} else {
+					writeFile(t, filepath.Join(dir, "basic.jsonl"), strings.Join(fixtureLines(t), ""), 0o644)
+				}
+				code, stdout, stderr := runBounded(t, strings.NewReader(""), nil, append(r.args(t), "--lenient", input)...)
+				if code != ExitOK || !strings.Contains(stdout+stderr, r.want) {
 					t.Fatalf("exit %d, stdout %q, stderr %q; want 0 and %q", code, stdout, stderr, r.want)
 				}
 				if !strings.Contains(stderr, bad+": "+bc.lenient) {
