@@ -81,16 +81,23 @@ func (db *DB) checkAll(ctx context.Context, files []string, tmp string) ([]FileR
 	// a repeated line where a part begins, or a copy of a session's file.
 	again := make([]part, len(redo))
 	names := make([]string, len(redo))
+	var streams []error
 	for i, f := range redo {
-		// Only a regular file is ever split, so it can be read again.
 		var size int64
 		for _, p := range parts {
+			if p.file == f && p.stream {
+				streams = append(streams, &trajectory.FileError{File: trajectory.Name(files[f]), Err: fmt.Errorf(
+					"%w: it repeats seqs of a session in a file before it, and a stream cannot be read again to drop them; save it to a file, or leave it or the other copy out", ErrSeq)})
+			}
 			if p.file == f {
 				size = max(size, p.off+p.len)
 			}
 		}
 		again[i] = part{file: f, len: size, seed: seeds[f]}
 		names[i] = trajectory.Name(files[f])
+	}
+	if len(streams) > 0 {
+		return nil, nil, nil, &LoadError{Problems: streams}
 	}
 	exclude := sqlList(names)
 	for i := range chunks {

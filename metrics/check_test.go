@@ -102,3 +102,39 @@ func loadWith(t *testing.T, file string, lenient bool, partBytes int64) (LoadRep
 	rep, err := db.Load(context.Background(), file)
 	return rep, err, rows(t, db, "select * from events order by session, seq")
 }
+
+// FuzzCheckingInPartsEqualsCheckingWhole checks, on any input, that a file
+// checked in parts gives what checking it whole gives, strict and lenient:
+// the same error, report and events, whatever lines repeat where a part
+// begins. Each exec loads into DuckDB four times; run it with
+// -fuzzminimizetime 10x, as FuzzLenientLoad.
+func FuzzCheckingInPartsEqualsCheckingWhole(f *testing.F) {
+	basic, err := os.ReadFile(filepath.Join(validDir, "basic.jsonl"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	lines := strings.SplitAfter(string(basic), "\n")
+	f.Add(basic)
+	f.Add([]byte(strings.Join(lines[:5], "") + lines[4] + strings.Join(lines[5:], "")))
+	f.Add([]byte(strings.Join(lines[:7], "") + strings.Join(lines[2:], "")))
+	dir := f.TempDir()
+	f.Fuzz(func(t *testing.T, data []byte) {
+		p := filepath.Join(dir, "f.jsonl")
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		for _, lenient := range []bool{false, true} {
+			whole, wholeErr, wholeEvents := loadWith(t, p, lenient, 1<<40)
+			parts, partsErr, partsEvents := loadWith(t, p, lenient, 1<<8)
+			if fmt.Sprint(wholeErr) != fmt.Sprint(partsErr) {
+				t.Fatalf("lenient=%v: error in parts\n%v\nwhole\n%v", lenient, partsErr, wholeErr)
+			}
+			if fmt.Sprint(whole) != fmt.Sprint(parts) {
+				t.Fatalf("lenient=%v: report in parts\n%+v\nwhole\n%+v", lenient, parts, whole)
+			}
+			if !reflect.DeepEqual(wholeEvents, partsEvents) {
+				t.Fatalf("lenient=%v: the events differ (%d in parts, %d whole)", lenient, len(partsEvents), len(wholeEvents))
+			}
+		}
+	})
+}

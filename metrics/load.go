@@ -21,9 +21,9 @@ import (
 // ExportParquet writes.
 const ParquetExt = ".parquet"
 
-// ErrSeq means an event's seq is not greater than every seq before it in
-// its file: a duplicated or replayed line, which loaded would be counted
-// twice.
+// ErrSeq means an event's seq is not greater than every seq of its session
+// before it, in its file or in a file before it: a duplicated or replayed
+// line, or a copy of a session's file, which loaded would be counted twice.
 var ErrSeq = errors.New("seq does not increase")
 
 // FileReport says what Load did with one file.
@@ -130,12 +130,14 @@ const insertBatch = 64 << 20
 // A trajectory input may also be a named pipe or device named explicitly,
 // or "-" for Options.Stdin: those are read once, as streams. Entries of
 // directories and globs that are not regular files are left out and listed
-// in LoadReport.Skipped, since reading a named pipe nobody writes to would
-// wait forever.
+// in LoadReport.NotRegular, since reading a named pipe nobody writes to
+// would wait forever.
 //
 // Every trajectory line is checked with the trajectory Decoder first, and
-// every event's seq must be greater than the seqs before it in its file, as
-// validate checks. In strict mode (the default) a malformed line, a seq that
+// every event's seq must be greater than the seqs of its session before it,
+// as validate checks within a file; across files too, taken in sorted
+// order, since a session is recorded in one file and the same session in a
+// second file is a copy. In strict mode (the default) a malformed line, a seq that
 // repeats or goes back, a file that cannot be read or one without any event
 // refuses the whole load with a *LoadError naming the first problem of
 // every bad file, and nothing is loaded: a metric over part of the data
@@ -163,6 +165,7 @@ func (db *DB) Load(ctx context.Context, paths ...string) (LoadReport, error) {
 	}
 	if problems = append(problems, bad...); len(problems) > 0 {
 		if !db.opts.Lenient {
+			slices.SortStableFunc(problems, func(a, b error) int { return strings.Compare(problemFile(a), problemFile(b)) })
 			return rep, &LoadError{Problems: problems}
 		}
 		for _, p := range src.jsonl.Problems {
@@ -193,6 +196,19 @@ func (db *DB) Load(ctx context.Context, paths ...string) (LoadReport, error) {
 		return rep, fmt.Errorf("load: %w", err)
 	}
 	return rep, nil
+}
+
+// problemFile returns the file a LoadError's problem names.
+func problemFile(err error) string {
+	var le *trajectory.LineError
+	if errors.As(err, &le) {
+		return le.File
+	}
+	var fe *trajectory.FileError
+	if errors.As(err, &fe) {
+		return fe.File
+	}
+	return ""
 }
 
 // inputs are the sources of a load.

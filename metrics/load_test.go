@@ -210,3 +210,23 @@ func TestASessionCopiedIntoASecondFileIsRefusedOrCountedOnce(t *testing.T) {
 		})
 	}
 }
+
+func TestALenientLoadRefusesAStreamItCannotReadAgainToDropACopy(t *testing.T) {
+	dir := t.TempDir()
+	writeLines(t, dir, "a.jsonl", basicLines(t)...)
+	pipe := filepath.Join(dir, "z.jsonl")
+	if err := syscall.Mkfifo(pipe, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		if f, err := os.OpenFile(pipe, os.O_WRONLY, 0); err == nil {
+			f.WriteString(strings.Join(basicLines(t), ""))
+			f.Close()
+		}
+	}()
+	_, err := open(t, Options{Lenient: true}).Load(context.Background(), filepath.Join(dir, "a.jsonl"), pipe)
+	var fe *trajectory.FileError
+	if !errors.Is(err, ErrSeq) || !errors.As(err, &fe) || fe.File != pipe || !strings.Contains(err.Error(), "save it to a file") {
+		t.Fatalf("err = %v, want ErrSeq naming the pipe and what to do", err)
+	}
+}
