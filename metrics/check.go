@@ -50,13 +50,57 @@ type partResult struct {
 	// seqs has, for each session the part loaded events of, the seq and
 	// line of its first event and its highest seq, for merge to check
 	// across parts.
-	seqs map[string]*seqRange
+	seqs sessionSeqs
 }
 
 // seqRange is what a part saw of one session's seqs.
 type seqRange struct {
+	session    string
 	first, max int64
 	firstLine  int
+}
+
+// sessionSeqs are the seqRanges of a part's sessions, in the order they
+// first appear. Most parts hold one session, so a slice is enough and
+// keeps a load of many files small; a map indexes the slice only once a
+// part holds many.
+type sessionSeqs struct {
+	ranges []seqRange
+	index  map[string]int
+}
+
+// indexAbove is the number of sessions past which sessionSeqs keeps a map.
+const indexAbove = 8
+
+// find returns the index of session's range, or -1.
+func (s *sessionSeqs) find(session string) int {
+	if s.index != nil {
+		if i, ok := s.index[session]; ok {
+			return i
+		}
+		return -1
+	}
+	for i := range s.ranges {
+		if s.ranges[i].session == session {
+			return i
+		}
+	}
+	return -1
+}
+
+// add appends r and returns its index.
+func (s *sessionSeqs) add(r seqRange) int {
+	s.ranges = append(s.ranges, r)
+	switch n := len(s.ranges); {
+	case n == indexAbove+1:
+		s.index = make(map[string]int, n)
+		for i, r := range s.ranges {
+			s.index[r.session] = i
+		}
+	case n > indexAbove+1:
+		s.index[r.session] = n - 1
+	}
+	return len(s.ranges) - 1
 }
 
 // checkAll checks files on every core and stages the lines to load into
@@ -269,11 +313,9 @@ func (db *DB) checkPart(file string, p part, st *stage) (res partResult) {
 	lines := &lineCounter{r: r}
 	dec := trajectory.NewDecoder(lines, display)
 	defer func() { res.lines = lines.n }()
-	res.seqs = map[string]*seqRange{}
-	var (
-		cur        *seqRange
-		curSession string
-	)
+	// cur is the index in res.seqs of the session of the last event, -1
+	// before the first.
+	cur := -1
 	for {
 		ev, err := dec.Next()
 		if errors.Is(err, io.EOF) {
@@ -299,13 +341,14 @@ func (db *DB) checkPart(file string, p part, st *stage) (res partResult) {
 		}
 		// Files usually hold one session, and a file of many holds each
 		// in one block, so the map is looked up once per session.
-		if cur == nil || ev.Session != curSession {
-			curSession, cur = ev.Session, res.seqs[ev.Session]
+		if cur < 0 || ev.Session != res.seqs.ranges[cur].session {
+			cur = res.seqs.find(ev.Session)
 		}
 		after, repeats := int64(0), false
 		switch {
-		case cur != nil:
-			after, repeats = cur.max, ev.Seq <= cur.max
+		case cur >= 0:
+			after = res.seqs.ranges[cur].max
+			repeats = ev.Seq <= after
 		case p.seed != nil:
 			after, repeats = p.seed[ev.Session], ev.Seq <= p.seed[ev.Session]
 		}
@@ -321,11 +364,10 @@ func (db *DB) checkPart(file string, p part, st *stage) (res partResult) {
 			}
 			continue
 		}
-		if cur == nil {
-			cur = &seqRange{first: ev.Seq, firstLine: dec.Line()}
-			res.seqs[ev.Session] = cur
+		if cur < 0 {
+			cur = res.seqs.add(seqRange{session: ev.Session, first: ev.Seq, firstLine: dec.Line()})
 		}
-		cur.max = ev.Seq
+		res.seqs.ranges[cur].max = ev.Seq
 		if err := st.write(ev.Payload.EventType(), dec.Raw(), name); err != nil {
 			res.err = fmt.Errorf("load: %w", err)
 			return res
@@ -423,7 +465,8 @@ func (db *DB) merge(files []string, parts []part, results []partResult) (reports
 		renumber(res.report.FirstDropped, offset[p.file])
 		// Checked alone, the part could not see the seqs before it.
 		var repeat *trajectory.LineError
-		for session, r := range res.seqs {
+		for _, r := range res.seqs.ranges {
+			session := r.session
 			var why error
 			if m, ok := here[session]; ok && r.first <= m {
 				why = seqError(r.first, m)
@@ -442,8 +485,8 @@ func (db *DB) merge(files []string, parts []part, results []partResult) (reports
 		case repeat != nil && first[p.file] == nil:
 			first[p.file] = repeat
 		}
-		for session, r := range res.seqs {
-			here[session] = max(here[session], r.max)
+		for _, r := range res.seqs.ranges {
+			here[r.session] = max(here[r.session], r.max)
 		}
 		var le *trajectory.LineError
 		var fe *trajectory.FileError

@@ -3,6 +3,7 @@ package metrics
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -89,6 +90,25 @@ func TestLoadChecksSeqPerSessionInAFileOfMany(t *testing.T) {
 	rep, err := open(t, Options{}).Load(context.Background(), p)
 	if err != nil || rep.Events != 22 {
 		t.Fatalf("report %+v, err %v; want the 22 events of two sessions", rep, err)
+	}
+	// Twenty sessions, past the number a part finds by a scan, and the
+	// third one's tool_call repeated after the fifteenth.
+	var many []string
+	for i := range 20 {
+		for _, l := range lines {
+			many = append(many, strings.ReplaceAll(l, "1a2b3c4d", fmt.Sprintf("%08d", i)))
+		}
+	}
+	repeated := append(append(append([]string{}, many[:15*11]...), many[2*11+3]), many[15*11:]...)
+	p = writeLines(t, t.TempDir(), "many.jsonl", repeated...)
+	_, err = open(t, Options{}).Load(context.Background(), p)
+	var le *trajectory.LineError
+	if !errors.As(err, &le) || le.Line != 15*11+1 || !strings.Contains(err.Error(), "seq 4 after 11") {
+		t.Fatalf("err = %v, want seq 4 after 11 at line %d", err, 15*11+1)
+	}
+	rep, err = open(t, Options{Lenient: true}).Load(context.Background(), p)
+	if err != nil || rep.Events != 220 || rep.Files[0].Dropped != 1 {
+		t.Fatalf("lenient: report %+v, err %v; want 220 events and 1 dropped", rep, err)
 	}
 }
 
