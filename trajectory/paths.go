@@ -59,7 +59,7 @@ func Unreadable(path string, err error) error {
 	case errors.Is(err, fs.ErrPermission):
 		hint = "make it readable (chmod) or leave it out of the paths"
 	case errors.Is(err, fs.ErrNotExist):
-		hint = "a symlink to nothing: fix or remove the link"
+		hint = "it is gone, or a symlink to nothing: fix the path or the link"
 	case errors.Is(err, syscall.ENXIO):
 		hint = "a socket is not a file: leave it out of the paths"
 	}
