@@ -340,7 +340,7 @@ func (db *DB) checkPart(file string, p part, st *stage) (res partResult) {
 			return res
 		}
 		// Files usually hold one session, and a file of many holds each
-		// in one block, so the map is looked up once per session.
+		// in one block, so a session is looked up once per block.
 		if cur < 0 || ev.Session != res.seqs.ranges[cur].session {
 			cur = res.seqs.find(ev.Session)
 		}
@@ -349,8 +349,11 @@ func (db *DB) checkPart(file string, p part, st *stage) (res partResult) {
 		case cur >= 0:
 			after = res.seqs.ranges[cur].max
 			repeats = ev.Seq <= after
-		case p.seed != nil:
-			after, repeats = p.seed[ev.Session], ev.Seq <= p.seed[ev.Session]
+		default:
+			var seeded bool
+			if after, seeded = p.seed[ev.Session]; seeded {
+				repeats = ev.Seq <= after
+			}
 		}
 		if repeats {
 			err := &trajectory.LineError{File: display, Line: dec.Line(), Err: seqError(ev.Seq, after)}
