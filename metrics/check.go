@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"slices"
 	"sync"
 
 	"github.com/retrace-dev/retrace/trajectory"
@@ -25,10 +26,19 @@ var (
 // bom is the UTF-8 byte order mark.
 const bom = "\xef\xbb\xbf"
 
-// part is a range of whole lines of one file for one check job.
+// part is a range of whole lines of one file for one check job, or a
+// whole stream.
 type part struct {
 	file     int // index in the files being loaded
 	off, len int64
+	// stream is set for an input that is not a regular file (stdin, a
+	// named pipe, a device): it is read once, front to back, whatever its
+	// size says.
+	stream bool
+	// seed has, when a lenient load checks a file again, the highest seq
+	// of each of its sessions in the files before it: the events at or
+	// below it are copies, and are dropped.
+	seed map[string]int64
 }
 
 // partResult is what checking one part found. Its line numbers count from
@@ -37,15 +47,123 @@ type partResult struct {
 	report FileReport
 	lines  int // newlines in the part
 	err    error
+	// seqs has, for each session the part loaded events of, the seq and
+	// line of its first event and its highest seq, for merge to check
+	// across parts.
+	seqs sessionSeqs
+}
+
+// seqRange is what a part saw of one session's seqs.
+type seqRange struct {
+	session    string
+	first, max int64
+	firstLine  int
+}
+
+// sessionSeqs are the seqRanges of a part's sessions, in the order they
+// first appear. Most parts hold one session, so a slice is enough and
+// keeps a load of many files small; a map indexes the slice only once a
+// part holds many.
+type sessionSeqs struct {
+	ranges []seqRange
+	index  map[string]int
+}
+
+// indexAbove is the number of sessions past which sessionSeqs keeps a map.
+const indexAbove = 8
+
+// find returns the index of session's range, or -1.
+func (s *sessionSeqs) find(session string) int {
+	if s.index != nil {
+		if i, ok := s.index[session]; ok {
+			return i
+		}
+		return -1
+	}
+	for i := range s.ranges {
+		if s.ranges[i].session == session {
+			return i
+		}
+	}
+	return -1
+}
+
+// add appends r and returns its index.
+func (s *sessionSeqs) add(r seqRange) int {
+	s.ranges = append(s.ranges, r)
+	switch n := len(s.ranges); {
+	case n == indexAbove+1:
+		s.index = make(map[string]int, n)
+		for i, r := range s.ranges {
+			s.index[r.session] = i
+		}
+	case n > indexAbove+1:
+		s.index[r.session] = n - 1
+	}
+	return len(s.ranges) - 1
 }
 
 // checkAll checks files on every core and stages the lines to load into
-// chunk files under tmp, reporting progress in bytes.
-func (db *DB) checkAll(ctx context.Context, files []string, tmp string) ([]FileReport, []chunk, error) {
-	parts, total, err := split(files)
+// chunk files under tmp, reporting progress in bytes. It returns the
+// reports, the chunks, and in strict mode the first problem of every bad
+// file.
+func (db *DB) checkAll(ctx context.Context, files []string, tmp string) ([]FileReport, []chunk, []error, error) {
+	parts, total := split(files)
+	chunks, results, err := db.checkParts(ctx, files, parts, total, tmp, "w")
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
+	reports, problems, redo, seeds, err := db.merge(files, parts, results)
+	if err != nil || len(redo) == 0 {
+		return reports, chunks, problems, err
+	}
+	// A lenient check found a seq in one part that repeats one of an
+	// earlier part of the same file, or of an earlier file holding the same
+	// session. The part dropped only the repeats it could see, so the file
+	// is checked again whole, knowing the seqs before it, and its lines of
+	// the first pass are not loaded. This is rare: it takes a big file with
+	// a repeated line where a part begins, or a copy of a session's file.
+	again := make([]part, len(redo))
+	names := make([]string, len(redo))
+	var streams []error
+	for i, f := range redo {
+		var size int64
+		for _, p := range parts {
+			if p.file == f && p.stream {
+				streams = append(streams, &trajectory.FileError{File: trajectory.Name(files[f]), Err: fmt.Errorf(
+					"%w: it repeats seqs of a session in a file before it, and a stream cannot be read again to drop them; save it to a file, or leave it or the other copy out", ErrSeq)})
+			}
+			if p.file == f {
+				size = max(size, p.off+p.len)
+			}
+		}
+		again[i] = part{file: f, len: size, seed: seeds[f]}
+		names[i] = trajectory.Name(files[f])
+	}
+	if len(streams) > 0 {
+		return nil, nil, nil, &LoadError{Problems: streams}
+	}
+	exclude := sqlList(names)
+	for i := range chunks {
+		chunks[i].exclude = exclude
+	}
+	more, results, err := db.checkParts(ctx, files, again, 0, tmp, "again")
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	whole, _, _, _, err := db.merge(files, again, results)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	for _, f := range redo {
+		reports[f] = whole[f]
+	}
+	return reports, append(chunks, more...), problems, nil
+}
+
+// checkParts checks parts on every core, staging into chunk files named
+// after name, and returns the chunks and the results of the parts.
+func (db *DB) checkParts(ctx context.Context, files []string, parts []part, total int64, tmp, name string) ([]chunk, []partResult, error) {
 	var (
 		mu       sync.Mutex
 		done     int64
@@ -59,7 +177,7 @@ func (db *DB) checkAll(ctx context.Context, files []string, tmp string) ([]FileR
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			st := &stage{dir: tmp, name: fmt.Sprintf("w%d", w)}
+			st := &stage{dir: tmp, name: fmt.Sprintf("%s%d", name, w)}
 			for i := range next {
 				res := db.checkPart(files[parts[i].file], parts[i], st)
 				mu.Lock()
@@ -89,21 +207,21 @@ func (db *DB) checkAll(ctx context.Context, files []string, tmp string) ([]FileR
 	if stageErr != nil {
 		return nil, nil, fmt.Errorf("load: %w", stageErr)
 	}
-	reports, err := merge(files, parts, results)
-	if err != nil {
-		return nil, nil, err
-	}
-	return reports, chunks, nil
+	return chunks, results, nil
 }
 
-// split cuts files into parts and returns them with the total size.
-func split(files []string) ([]part, int64, error) {
+// split cuts files into parts and returns them with the total size of the
+// regular files. Only a regular file's size is known before it is read:
+// anything else is one stream part, and so is a file that cannot be
+// examined, whose error checkPart reports when it fails to open it.
+func split(files []string) ([]part, int64) {
 	var parts []part
 	var total int64
 	for i, f := range files {
 		info, err := os.Stat(f)
-		if err != nil {
-			return nil, 0, fmt.Errorf("load: %w", err)
+		if f == trajectory.Stdin || err != nil || !info.Mode().IsRegular() {
+			parts = append(parts, part{file: i, stream: true})
+			continue
 		}
 		total += info.Size()
 		if info.Size() <= splitAbove {
@@ -112,7 +230,9 @@ func split(files []string) ([]part, int64, error) {
 		}
 		cuts, err := cutPoints(f, info.Size())
 		if err != nil {
-			return nil, 0, fmt.Errorf("load: %w", err)
+			// Checked whole, the file's read error is reported as one.
+			parts = append(parts, part{file: i, len: info.Size()})
+			continue
 		}
 		for k, off := range cuts {
 			end := info.Size()
@@ -122,7 +242,7 @@ func split(files []string) ([]part, int64, error) {
 			parts = append(parts, part{file: i, off: off, len: end - off})
 		}
 	}
-	return parts, total, nil
+	return parts, total
 }
 
 // cutPoints returns the offsets the parts of a file start at: 0, then
@@ -162,25 +282,40 @@ func cutPoints(file string, size int64) ([]int64, error) {
 }
 
 // checkPart validates a part with the trajectory Decoder and stages the
-// lines DuckDB should read: every line that decodes, without a torn last
-// line or, when lenient, the bad lines. In strict mode the error is the
-// part's first bad line.
+// lines DuckDB should read: every line that decodes and whose seq is
+// greater than every seq before it in the part, without a torn last line
+// or, when lenient, the bad lines and repeated seqs. In strict mode the
+// error is the part's first bad line; a file that cannot be opened is a
+// *trajectory.FileError.
 func (db *DB) checkPart(file string, p part, st *stage) (res partResult) {
-	res.report.File = file
-	fh, err := os.Open(file)
+	display := trajectory.Name(file)
+	res.report.File = display
+	in, err := trajectory.OpenInput(file, db.opts.Stdin)
+	if err != nil {
+		res.err = err
+		return res
+	}
+	defer in.Close()
+	name, err := json.Marshal(display)
 	if err != nil {
 		res.err = fmt.Errorf("load: %w", err)
 		return res
 	}
-	defer fh.Close()
-	name, err := json.Marshal(file)
-	if err != nil {
-		res.err = fmt.Errorf("load: %w", err)
-		return res
+	var r io.Reader = in
+	if !p.stream {
+		fh, ok := in.(io.ReaderAt)
+		if !ok {
+			res.err = fmt.Errorf("load %s: cannot read parts of it", display)
+			return res
+		}
+		r = io.NewSectionReader(fh, p.off, p.len)
 	}
-	lines := &lineCounter{r: io.NewSectionReader(fh, p.off, p.len)}
-	dec := trajectory.NewDecoder(lines, file)
+	lines := &lineCounter{r: r}
+	dec := trajectory.NewDecoder(lines, display)
 	defer func() { res.lines = lines.n }()
+	// cur is the index in res.seqs of the session of the last event, -1
+	// before the first.
+	cur := -1
 	for {
 		ev, err := dec.Next()
 		if errors.Is(err, io.EOF) {
@@ -204,6 +339,38 @@ func (db *DB) checkPart(file string, p part, st *stage) (res partResult) {
 			res.err = fmt.Errorf("load: %w", err)
 			return res
 		}
+		// Files usually hold one session, and a file of many holds each
+		// in one block, so a session is looked up once per block.
+		if cur < 0 || ev.Session != res.seqs.ranges[cur].session {
+			cur = res.seqs.find(ev.Session)
+		}
+		after, repeats := int64(0), false
+		switch {
+		case cur >= 0:
+			after = res.seqs.ranges[cur].max
+			repeats = ev.Seq <= after
+		default:
+			var seeded bool
+			if after, seeded = p.seed[ev.Session]; seeded {
+				repeats = ev.Seq <= after
+			}
+		}
+		if repeats {
+			err := &trajectory.LineError{File: display, Line: dec.Line(), Err: seqError(ev.Seq, after)}
+			if !db.opts.Lenient {
+				res.err = err
+				return res
+			}
+			res.report.Dropped++
+			if res.report.FirstDropped == nil {
+				res.report.FirstDropped = err
+			}
+			continue
+		}
+		if cur < 0 {
+			cur = res.seqs.add(seqRange{session: ev.Session, first: ev.Seq, firstLine: dec.Line()})
+		}
+		res.seqs.ranges[cur].max = ev.Seq
 		if err := st.write(ev.Payload.EventType(), dec.Raw(), name); err != nil {
 			res.err = fmt.Errorf("load: %w", err)
 			return res
@@ -212,6 +379,16 @@ func (db *DB) checkPart(file string, p part, st *stage) (res partResult) {
 	}
 	res.report.Warnings = dec.Warnings()
 	return res
+}
+
+// seqError says what is wrong with a seq that does not increase.
+func seqError(seq, after int64) error {
+	return fmt.Errorf("%w: seq %d after %d, a repeated or replayed event (validate reports it too); remove the line, or pass --lenient to drop it and count the event once", ErrSeq, seq, after)
+}
+
+// copyError says what is wrong with a session found in two files.
+func copyError(seq int64, session string, after int64, file string) error {
+	return fmt.Errorf("%w: seq %d of session %s, which %s holds up to seq %d: a copy of the session would be counted twice; leave one copy out, or pass --lenient to drop the repeated events", ErrSeq, seq, session, file, after)
 }
 
 func (db *DB) progress(phase string, done, total int64) {
@@ -233,35 +410,109 @@ func (c *lineCounter) Read(b []byte) (int, error) {
 }
 
 // merge adds up the parts of every file, renumbering their lines as the
-// file's, and returns the reports, or the error that refuses the load: a
-// LoadError naming the first bad line of every bad file, or any other
-// failure.
-func merge(files []string, parts []part, results []partResult) ([]FileReport, error) {
-	reports := make([]FileReport, len(files))
+// file's, and returns the reports with, in strict mode, the first problem
+// of every bad file: a malformed line, a seq that does not increase, a file
+// that cannot be read or holds no event. In lenient mode a file that cannot
+// be read or holds no event gets its FileReport.Err instead, and redo lists
+// the files whose seqs repeat those of an earlier part or file, which only
+// checking them whole, with their seeds, can drop correctly. err is any
+// other failure, or binary data.
+//
+// A session's seqs must increase across the files in their sorted order
+// too: a session is recorded in one file, so the same session in a second
+// file is a copy, and loading both would count it twice.
+func (db *DB) merge(files []string, parts []part, results []partResult) (reports []FileReport, problems []error, redo []int, seeds map[int]map[string]int64, err error) {
+	reports = make([]FileReport, len(files))
 	for i, f := range files {
-		reports[i].File = f
+		reports[i].File = trajectory.Name(f)
 	}
-	problems := make([]error, len(files))
+	first := make([]error, len(files))
 	offset := make([]int, len(files))
+	// The highest seq of each session: in the file being merged (here),
+	// and in the files merged before it (before, with the file it is in).
+	type seen struct {
+		max  int64
+		file int
+	}
+	here, before := map[string]int64{}, map[string]seen{}
+	seeds = map[int]map[string]int64{}
+	file := -1
+	done := func() {
+		if file < 0 {
+			return
+		}
+		if slices.Contains(redo, file) {
+			seed := map[string]int64{}
+			for session := range here {
+				if b, ok := before[session]; ok {
+					seed[session] = b.max
+				}
+			}
+			seeds[file] = seed
+		}
+		for session, m := range here {
+			if b, ok := before[session]; !ok || m > b.max {
+				before[session] = seen{max: m, file: file}
+			}
+		}
+		clear(here)
+	}
 	for i, p := range parts {
+		if p.file != file {
+			done()
+			file = p.file
+		}
 		res, fr := results[i], &reports[p.file]
 		renumber(res.err, offset[p.file])
 		renumber(res.report.FirstSkipped, offset[p.file])
-		var le *trajectory.LineError
-		switch {
-		case res.err != nil && errors.As(res.err, &le) && !errors.Is(res.err, trajectory.ErrBinary):
-			if problems[p.file] == nil {
-				problems[p.file] = res.err
+		renumber(res.report.FirstDropped, offset[p.file])
+		// Checked alone, the part could not see the seqs before it.
+		var repeat *trajectory.LineError
+		for _, r := range res.seqs.ranges {
+			session := r.session
+			var why error
+			if m, ok := here[session]; ok && r.first <= m {
+				why = seqError(r.first, m)
+			} else if b, ok := before[session]; ok && r.first <= b.max {
+				why = copyError(r.first, session, b.max, trajectory.Name(files[b.file]))
 			}
+			if line := r.firstLine + offset[p.file]; why != nil && (repeat == nil || line < repeat.Line) {
+				repeat = &trajectory.LineError{File: fr.File, Line: line, Err: why}
+			}
+		}
+		switch {
+		case repeat != nil && db.opts.Lenient:
+			if !slices.Contains(redo, p.file) {
+				redo = append(redo, p.file)
+			}
+		case repeat != nil && first[p.file] == nil:
+			first[p.file] = repeat
+		}
+		for _, r := range res.seqs.ranges {
+			here[r.session] = max(here[r.session], r.max)
+		}
+		var le *trajectory.LineError
+		var fe *trajectory.FileError
+		switch {
 		case errors.Is(res.err, trajectory.ErrBinary):
-			return nil, fmt.Errorf("load: %w; this does not look like a trajectory, leave it out of the paths", res.err)
+			return nil, nil, nil, nil, fmt.Errorf("load: %w; this does not look like a trajectory, leave it out of the paths", res.err)
+		case errors.As(res.err, &fe) && db.opts.Lenient:
+			fr.Err = res.err
+		case errors.As(res.err, &le) || errors.As(res.err, &fe):
+			if first[p.file] == nil {
+				first[p.file] = res.err
+			}
 		case res.err != nil:
-			return nil, res.err
+			return nil, nil, nil, nil, res.err
 		}
 		fr.Events += res.report.Events
 		fr.Skipped += res.report.Skipped
+		fr.Dropped += res.report.Dropped
 		if fr.FirstSkipped == nil {
 			fr.FirstSkipped = res.report.FirstSkipped
+		}
+		if fr.FirstDropped == nil {
+			fr.FirstDropped = res.report.FirstDropped
 		}
 		for _, w := range res.report.Warnings {
 			w.Line += offset[p.file]
@@ -269,16 +520,26 @@ func merge(files []string, parts []part, results []partResult) ([]FileReport, er
 		}
 		offset[p.file] += res.lines
 	}
-	var le LoadError
-	for _, p := range problems {
-		if p != nil {
-			le.Problems = append(le.Problems, p)
+	done()
+	for i := range reports {
+		fr := &reports[i]
+		if first[i] != nil || fr.Err != nil || fr.Events > 0 || fr.Skipped > 0 || fr.Dropped > 0 {
+			continue
+		}
+		// No event and no bad line: validate calls such a file invalid,
+		// and so does the load.
+		if db.opts.Lenient {
+			fr.Err = trajectory.Empty(fr.File)
+		} else {
+			first[i] = trajectory.Empty(fr.File)
 		}
 	}
-	if len(le.Problems) > 0 {
-		return nil, &le
+	for _, p := range first {
+		if p != nil {
+			problems = append(problems, p)
+		}
 	}
-	return reports, nil
+	return reports, problems, redo, seeds, nil
 }
 
 // renumber moves the line of err's *trajectory.LineError by offset.

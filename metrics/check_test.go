@@ -35,8 +35,35 @@ func TestCheckingInPartsEqualsCheckingWhole(t *testing.T) {
 		ls[line-1] = with + "\n"
 		return strings.Join(ls, "")
 	}
+	// repeatAtCuts repeats the line that ends where each given part of the
+	// file begins (with parts of 1 KiB) as the first line of that part,
+	// where the part checked alone cannot see the seq it repeats.
+	repeatAtCuts := func(parts ...int) string {
+		oldPart := partSize
+		partSize = 1 << 10
+		defer func() { partSize = oldPart }()
+		p := filepath.Join(t.TempDir(), "cuts.jsonl")
+		if err := os.WriteFile(p, []byte(good), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cuts, err := cutPoints(p, int64(len(good)))
+		if err != nil || len(cuts) <= 3 {
+			t.Fatalf("cut points %v, err %v", cuts, err)
+		}
+		out := good
+		// From the last cut back, so the earlier cuts stay where they are.
+		for i := len(parts) - 1; i >= 0; i-- {
+			cut := int(cuts[parts[i]])
+			prev := strings.LastIndexByte(out[:cut-1], '\n') + 1
+			out = out[:cut] + out[prev:cut] + out[cut:]
+		}
+		return out
+	}
 	for _, tc := range []struct{ name, content string }{
 		{"A valid file of 440 lines.", good},
+		{"A line repeated where a part begins.", repeatAtCuts(2)},
+		{"A line repeated where two parts begin.", repeatAtCuts(1, 3)},
+		{"A line repeated in the middle of a part.", at(n/2, strings.SplitAfter(good, "\n")[n/2-2])},
 		{"A malformed line near the end.", at(n-7, `{"v":1,"session":`)},
 		{"A malformed line in the middle.", at(n/2, `not json`)},
 		{"A byte order mark opening a line in the middle.", at(n/2+1, "\xef\xbb\xbf"+strings.TrimSuffix(lines[3], "\n"))},
@@ -74,4 +101,40 @@ func loadWith(t *testing.T, file string, lenient bool, partBytes int64) (LoadRep
 	db := open(t, Options{Lenient: lenient})
 	rep, err := db.Load(context.Background(), file)
 	return rep, err, rows(t, db, "select * from events order by session, seq")
+}
+
+// FuzzCheckingInPartsEqualsCheckingWhole checks, on any input, that a file
+// checked in parts gives what checking it whole gives, strict and lenient:
+// the same error, report and events, whatever lines repeat where a part
+// begins. Each exec loads into DuckDB four times; run it with
+// -fuzzminimizetime 10x, as FuzzLenientLoad.
+func FuzzCheckingInPartsEqualsCheckingWhole(f *testing.F) {
+	basic, err := os.ReadFile(filepath.Join(validDir, "basic.jsonl"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	lines := strings.SplitAfter(string(basic), "\n")
+	f.Add(basic)
+	f.Add([]byte(strings.Join(lines[:5], "") + lines[4] + strings.Join(lines[5:], "")))
+	f.Add([]byte(strings.Join(lines[:7], "") + strings.Join(lines[2:], "")))
+	dir := f.TempDir()
+	f.Fuzz(func(t *testing.T, data []byte) {
+		p := filepath.Join(dir, "f.jsonl")
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		for _, lenient := range []bool{false, true} {
+			whole, wholeErr, wholeEvents := loadWith(t, p, lenient, 1<<40)
+			parts, partsErr, partsEvents := loadWith(t, p, lenient, 1<<8)
+			if fmt.Sprint(wholeErr) != fmt.Sprint(partsErr) {
+				t.Fatalf("lenient=%v: error in parts\n%v\nwhole\n%v", lenient, partsErr, wholeErr)
+			}
+			if fmt.Sprint(whole) != fmt.Sprint(parts) {
+				t.Fatalf("lenient=%v: report in parts\n%+v\nwhole\n%+v", lenient, parts, whole)
+			}
+			if !reflect.DeepEqual(wholeEvents, partsEvents) {
+				t.Fatalf("lenient=%v: the events differ (%d in parts, %d whole)", lenient, len(partsEvents), len(wholeEvents))
+			}
+		}
+	})
 }

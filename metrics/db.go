@@ -6,6 +6,7 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"io"
 	"sort"
 	"strings"
 
@@ -26,9 +27,12 @@ var ErrUnknownMetric = errors.New("unknown metric")
 type Options struct {
 	// Path is a database file to keep between calls; empty means in memory.
 	Path string
-	// Lenient skips malformed lines (counting them per file) instead of
-	// failing the load on the first one.
+	// Lenient skips malformed lines and drops events whose seq repeats or
+	// goes back (counting both per file), and leaves out unreadable and
+	// empty files, instead of refusing the load.
 	Lenient bool
+	// Stdin is what the path "-" (trajectory.Stdin) reads; nil refuses it.
+	Stdin io.Reader
 	// Progress, when set, is called as a load goes on, one call at a time.
 	Progress func(Progress)
 }

@@ -13,9 +13,13 @@
 // type's columns; the view raw_events puts them together with every
 // column. Narrow tables matter: read_json's cost grows with the columns it
 // looks for and DuckDB inserts into a narrow table several times faster.
-// A malformed line refuses the load with an error naming file:line for
-// every bad file; with Options.Lenient bad lines are skipped and counted
-// per file. Parquet written by ExportParquet (hive-partitioned by date,
+// A malformed line, a seq that repeats or goes back within its session, a
+// file that cannot be read and a file without events refuse the load with
+// an error naming every bad file (file:line for a line); with
+// Options.Lenient bad lines are skipped, repeated events dropped and bad
+// files left out, all counted per file. Named pipes and stdin are read as
+// streams; the entries of directories that are not regular files are
+// skipped. Parquet written by ExportParquet (hive-partitioned by date,
 // zstd) loads back into the same tables, and WriteArrow writes any query as
 // an Arrow IPC stream in builds with the duckdb_arrow tag.
 //

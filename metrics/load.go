@@ -21,8 +21,14 @@ import (
 // ExportParquet writes.
 const ParquetExt = ".parquet"
 
+// ErrSeq means an event's seq is not greater than every seq of its session
+// before it, in its file or in a file before it: a duplicated or replayed
+// line, or a copy of a session's file, which loaded would be counted twice.
+var ErrSeq = errors.New("seq does not increase")
+
 // FileReport says what Load did with one file.
 type FileReport struct {
+	// File names the input as messages do (trajectory.Name).
 	File string
 	// Events is the number of events loaded.
 	Events int
@@ -30,16 +36,28 @@ type FileReport struct {
 	Skipped int
 	// FirstSkipped is the first skipped line's error, nil when none.
 	FirstSkipped error
+	// Dropped counts the events left out because their seq repeats or goes
+	// back (Lenient only); each event is counted once.
+	Dropped int
+	// FirstDropped is the first dropped event's error, nil when none.
+	FirstDropped error
+	// Err says why nothing of the file was loaded (Lenient only): a
+	// *trajectory.FileError for a file that cannot be read or holds no
+	// event.
+	Err error
 	// Warnings are the decoder's warnings, such as a torn last line.
 	Warnings []trajectory.Warning
 }
 
 // LoadReport says what Load did.
 type LoadReport struct {
-	// Files are the trajectory files, in the order they were named.
+	// Files are the trajectory inputs, in sorted order.
 	Files []FileReport
 	// Parquet are the Parquet files read.
 	Parquet []string
+	// NotRegular are the entries of directories and globs left out because
+	// they are not regular files (named pipes, sockets, devices).
+	NotRegular []trajectory.Warning
 	// Events counts the events loaded from both.
 	Events int
 }
@@ -53,11 +71,13 @@ func (r LoadReport) Skipped() int {
 	return n
 }
 
-// LoadError is a strict load refused because of malformed lines. It holds
-// the first bad line of every bad file, so one bad file does not hide the
-// state of the others; errors.As finds each *trajectory.LineError in it.
+// LoadError is a strict load refused because of bad input. It holds the
+// first problem of every bad file, so one bad file does not hide the state
+// of the others: a *trajectory.LineError for a malformed line or a seq that
+// does not increase (ErrSeq), a *trajectory.FileError for a file that
+// cannot be read or holds no event. errors.As finds each in it.
 type LoadError struct {
-	// Problems has one *trajectory.LineError per bad file.
+	// Problems has one error per bad file.
 	Problems []error
 }
 
@@ -71,7 +91,7 @@ func (e *LoadError) Error() string {
 		files = "file"
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "load refused: %d %s with malformed lines (fix them, or pass --lenient to skip bad lines and load the rest)",
+	fmt.Fprintf(&b, "load refused: %d bad %s (fix them, or pass --lenient to skip bad lines, drop repeated seqs, leave out unreadable and empty files, and load the rest)",
 		len(e.Problems), files)
 	for i, p := range e.Problems {
 		if i == maxListed {
@@ -107,26 +127,53 @@ const insertBatch = 64 << 20
 // files below a directory). A trajectory file loaded before into the same
 // database is replaced, so loading twice does not double count.
 //
-// Every trajectory line is checked with the trajectory Decoder first. In
-// strict mode (the default) any malformed line refuses the whole load with a
-// *LoadError naming the first bad line of every bad file, and nothing is
-// loaded: a metric over part of the data would look complete. With
-// Options.Lenient the bad lines are skipped and counted per file.
+// A trajectory input may also be a named pipe or device named explicitly,
+// or "-" for Options.Stdin: those are read once, as streams. Entries of
+// directories and globs that are not regular files are left out and listed
+// in LoadReport.NotRegular, since reading a named pipe nobody writes to
+// would wait forever.
+//
+// Every trajectory line is checked with the trajectory Decoder first, and
+// every event's seq must be greater than the seqs of its session before it,
+// as validate checks within a file; across files too, taken in sorted
+// order, since a session is recorded in one file and the same session in a
+// second file is a copy. In strict mode (the default) a malformed line, a seq that
+// repeats or goes back, a file that cannot be read or one without any event
+// refuses the whole load with a *LoadError naming the first problem of
+// every bad file, and nothing is loaded: a metric over part of the data
+// would look complete. With Options.Lenient the bad lines are skipped, the
+// events with a repeated seq dropped (so each is counted once), the files
+// that cannot be read or hold no event left out, and all of it counted per
+// file.
 func (db *DB) Load(ctx context.Context, paths ...string) (LoadReport, error) {
 	var rep LoadReport
-	files, parquet, err := sources(paths)
+	src, err := sources(paths)
 	if err != nil {
 		return rep, err
 	}
-	rep.Parquet = parquet
+	files := src.jsonl.Files
+	rep.Parquet, rep.NotRegular = src.parquet, append(src.jsonl.Skipped, src.skipped...)
+	problems := src.jsonl.Problems
 	tmp, err := os.MkdirTemp("", "retrace-metrics-")
 	if err != nil {
 		return rep, fmt.Errorf("load: %w", err)
 	}
 	defer os.RemoveAll(tmp)
-	reports, chunks, err := db.checkAll(ctx, files, tmp)
+	reports, chunks, bad, err := db.checkAll(ctx, files, tmp)
 	if err != nil {
 		return rep, err
+	}
+	if problems = append(problems, bad...); len(problems) > 0 {
+		if !db.opts.Lenient {
+			slices.SortStableFunc(problems, func(a, b error) int { return strings.Compare(problemFile(a), problemFile(b)) })
+			return rep, &LoadError{Problems: problems}
+		}
+		for _, p := range src.jsonl.Problems {
+			var fe *trajectory.FileError
+			errors.As(p, &fe)
+			reports = append(reports, FileReport{File: fe.File, Err: p})
+		}
+		slices.SortFunc(reports, func(a, b FileReport) int { return strings.Compare(a.File, b.File) })
 	}
 	tx, err := db.sql.BeginTx(ctx, nil)
 	if err != nil {
@@ -140,7 +187,7 @@ func (db *DB) Load(ctx context.Context, paths ...string) (LoadReport, error) {
 	for _, fr := range reports {
 		rep.Events += fr.Events
 	}
-	n, err := insertParquet(ctx, tx, parquet)
+	n, err := insertParquet(ctx, tx, src.parquet)
 	if err != nil {
 		return rep, err
 	}
@@ -151,59 +198,95 @@ func (db *DB) Load(ctx context.Context, paths ...string) (LoadReport, error) {
 	return rep, nil
 }
 
-// sources splits paths into trajectory files and Parquet files.
-func sources(paths []string) (jsonl, parquet []string, err error) {
+// problemFile returns the file a LoadError's problem names.
+func problemFile(err error) string {
+	var le *trajectory.LineError
+	if errors.As(err, &le) {
+		return le.File
+	}
+	var fe *trajectory.FileError
+	if errors.As(err, &fe) {
+		return fe.File
+	}
+	return ""
+}
+
+// inputs are the sources of a load.
+type inputs struct {
+	jsonl   trajectory.Inputs
+	parquet []string
+	// skipped are the Parquet entries left out as not regular files.
+	skipped []trajectory.Warning
+}
+
+// sources splits paths into trajectory inputs and Parquet files.
+func sources(paths []string) (inputs, error) {
+	var in inputs
 	var runs []string
 	for _, p := range paths {
 		info, statErr := os.Stat(p)
 		switch {
+		case p == trajectory.Stdin:
+			runs = append(runs, p)
 		case statErr == nil && info.IsDir():
-			var pq, js []string
-			err := filepath.WalkDir(p, func(f string, d fs.DirEntry, err error) error {
-				if err != nil {
-					return err
-				}
+			var pq []string
+			js := 0
+			// Errors are left to trajectory.ExpandInputs, which walks the
+			// same directory and reports each unreadable entry once.
+			filepath.WalkDir(p, func(f string, d fs.DirEntry, err error) error {
 				switch {
-				case d.IsDir():
+				case err != nil || d.IsDir():
 				case strings.HasSuffix(f, ParquetExt):
+					if !regular(f, d) {
+						in.skipped = append(in.skipped, trajectory.Warning{File: f, Msg: "skipped: not a regular file; only regular files are read from directories"})
+						break
+					}
 					pq = append(pq, f)
 				case strings.HasSuffix(f, trajectory.Ext):
-					js = append(js, f)
+					js++
 				}
 				return nil
 			})
-			if err != nil {
-				return nil, nil, fmt.Errorf("load: %w", err)
-			}
-			parquet = append(parquet, pq...)
-			if len(js) > 0 || len(pq) == 0 {
-				// trajectory.Expand says what to do with a directory
+			in.parquet = append(in.parquet, pq...)
+			if js > 0 || len(pq) == 0 {
+				// trajectory.ExpandInputs says what to do with a directory
 				// holding neither.
 				runs = append(runs, p)
 			}
 		case strings.HasSuffix(p, ParquetExt) && statErr == nil:
-			parquet = append(parquet, p)
+			in.parquet = append(in.parquet, p)
 		case strings.HasSuffix(p, ParquetExt) && strings.ContainsAny(p, "*?["):
 			m, err := filepath.Glob(p)
 			if err != nil {
-				return nil, nil, fmt.Errorf("%s: bad glob pattern: %w", p, err)
+				return inputs{}, fmt.Errorf("%s: bad glob pattern: %w", p, err)
 			}
 			if len(m) == 0 {
-				return nil, nil, fmt.Errorf("%s: %w: the pattern matched no files", p, trajectory.ErrNoRuns)
+				return inputs{}, fmt.Errorf("%s: %w: the pattern matched no files", p, trajectory.ErrNoRuns)
 			}
-			parquet = append(parquet, m...)
+			in.parquet = append(in.parquet, m...)
 		default:
 			runs = append(runs, p)
 		}
 	}
-	slices.Sort(parquet)
-	parquet = slices.Compact(parquet)
+	slices.Sort(in.parquet)
+	in.parquet = slices.Compact(in.parquet)
 	if len(runs) > 0 {
-		if jsonl, err = trajectory.Expand(runs...); err != nil {
-			return nil, nil, err
+		var err error
+		if in.jsonl, err = trajectory.ExpandInputs(runs...); err != nil {
+			return inputs{}, err
 		}
 	}
-	return jsonl, parquet, nil
+	return in, nil
+}
+
+// regular reports whether the directory entry d at f is a regular file or
+// a symlink to one.
+func regular(f string, d fs.DirEntry) bool {
+	if d.Type()&fs.ModeSymlink == 0 {
+		return d.Type().IsRegular()
+	}
+	info, err := os.Stat(f)
+	return err == nil && info.Mode().IsRegular()
 }
 
 // chunk is a staged file of checked lines of one event type.
@@ -211,6 +294,9 @@ type chunk struct {
 	path string
 	typ  trajectory.EventType
 	size int64
+	// exclude lists, as SQL, the files whose lines in this chunk are not
+	// loaded because the files were checked again whole; empty for none.
+	exclude string
 }
 
 // stage writes checked lines into chunk files, one per event type, of
@@ -300,8 +386,12 @@ func (db *DB) insertJSON(ctx context.Context, tx *sql.Tx, files []string, chunks
 		return fail(err)
 	}
 	if loaded {
+		names := make([]string, len(files))
+		for i, f := range files {
+			names[i] = trajectory.Name(f)
+		}
 		for _, t := range trajectory.EventTypes() {
-			if _, err := tx.ExecContext(ctx, "DELETE FROM "+typeTable(t)+" WHERE file IN "+sqlList(files)); err != nil {
+			if _, err := tx.ExecContext(ctx, "DELETE FROM "+typeTable(t)+" WHERE file IN "+sqlList(names)); err != nil {
 				return fail(err)
 			}
 		}
@@ -314,6 +404,9 @@ func (db *DB) insertJSON(ctx context.Context, tx *sql.Tx, files []string, chunks
 		cols := columnsSQL(append(typeColumns(c.typ), fileColumn))
 		q := "INSERT INTO " + typeTable(c.typ) + " SELECT * FROM read_json(" + quoteString(c.path) +
 			", format = 'newline_delimited', columns = " + cols + ")"
+		if c.exclude != "" {
+			q += " WHERE file NOT IN " + c.exclude
+		}
 		if _, err := tx.ExecContext(ctx, q); err != nil {
 			return fail(err)
 		}

@@ -16,7 +16,7 @@ func TestZZExperiment(t *testing.T) {
 	db := open(t, Options{})
 	tmp := t.TempDir()
 	start := time.Now()
-	_, chunks, err := db.checkAll(ctx, []string{"/tmp/one/all.jsonl"}, tmp)
+	_, chunks, _, err := db.checkAll(ctx, []string{"/tmp/one/all.jsonl"}, tmp)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -27,8 +27,14 @@ type Warning struct {
 	Msg  string
 }
 
-// String renders the warning as "file:line: warning: msg".
-func (w Warning) String() string { return fmt.Sprintf("%s:%d: warning: %s", w.File, w.Line, w.Msg) }
+// String renders the warning as "file:line: warning: msg", or as
+// "file: warning: msg" for a warning about a whole file (Line 0).
+func (w Warning) String() string {
+	if w.Line == 0 {
+		return fmt.Sprintf("%s: warning: %s", w.File, w.Msg)
+	}
+	return fmt.Sprintf("%s:%d: warning: %s", w.File, w.Line, w.Msg)
+}
 
 // Decoder reads events from a JSONL trajectory, one line at a time, in
 // constant memory whatever the size of the input. After a malformed line

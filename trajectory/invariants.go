@@ -281,7 +281,7 @@ func (c *Checker) Unreadable() { c.resync = true }
 // Unended reports that case.
 func (c *Checker) Finish() []Violation {
 	if c.n == 0 {
-		c.report(0, 0, ViolationSessionStart, "", "no events; a session starts with session_start")
+		c.report(0, 0, ViolationSessionStart, "", "%v; %s", ErrEmpty, emptyHint)
 	}
 	if c.sessionEnd != nil {
 		line, seq := c.endLine, c.sessionEndSeq
@@ -329,12 +329,13 @@ type FileReport struct {
 }
 
 // ValidateFile decodes every line of a trajectory file and checks the
-// invariants of its session. Only a file that cannot be opened or read is an
-// error; everything wrong with its content is in the report.
+// invariants of its session. Only a file that cannot be opened or read is
+// an error (a *FileError wrapping ErrUnreadable when it cannot be opened);
+// everything wrong with its content is in the report.
 func ValidateFile(path string) (FileReport, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return FileReport{File: path}, err
+		return FileReport{File: path}, Unreadable(path, err)
 	}
 	defer f.Close()
 	return ValidateStream(f, path)
@@ -371,6 +372,12 @@ func ValidateStream(r io.Reader, name string) (FileReport, error) {
 		chk.Add(dec.Line(), ev)
 	}
 	rep.Warnings = dec.Warnings()
+	if rep.Events == 0 && len(lineErrs) == 0 {
+		// Not even a session_start: the metrics loader refuses the file
+		// with the same error.
+		rep.Problems = []error{Empty(name)}
+		return rep, nil
+	}
 	violations := []Violation{}
 	if rep.Events > 0 || len(lineErrs) == 0 {
 		violations = chk.Finish()

@@ -11,13 +11,16 @@ import (
 type Reader struct {
 	files    []string
 	next     int
-	f        *os.File
+	stdin    io.Reader
+	f        io.Closer
 	dec      *Decoder
 	warnings []Warning
 }
 
-// Open expands paths (files, directories, globs) and returns a Reader over
-// the files they name, in sorted order.
+// Open expands paths (files, directories, globs, Stdin) and returns a
+// Reader over the inputs they name, in sorted order. Non-regular entries of
+// directories and globs are left out, as ExpandInputs does; an entry that
+// cannot be examined is an error.
 func Open(paths ...string) (*Reader, error) {
 	files, err := Expand(paths...)
 	if err != nil {
@@ -26,25 +29,29 @@ func Open(paths ...string) (*Reader, error) {
 	return &Reader{files: files}, nil
 }
 
+// SetStdin sets what the path Stdin reads; without it, Stdin is an error.
+func (r *Reader) SetStdin(in io.Reader) { r.stdin = in }
+
 // Files returns the files the reader reads, in order.
 func (r *Reader) Files() []string { return r.files }
 
 // Next returns the next event of the current file, moving on to the next
 // file at the end of one, and io.EOF after the last. Content errors are
 // *LineError values as Decoder.Next returns them; the reader goes on after
-// them. An error opening or reading a file is returned as is.
+// them. A file that cannot be opened is a *FileError wrapping ErrUnreadable,
+// and the reader goes on with the next file.
 func (r *Reader) Next() (Event, error) {
 	for {
 		if r.dec == nil {
 			if r.next == len(r.files) {
 				return Event{}, io.EOF
 			}
-			f, err := os.Open(r.files[r.next])
+			f, err := OpenInput(r.files[r.next], r.stdin)
 			if err != nil {
 				r.next++
 				return Event{}, err
 			}
-			r.f, r.dec = f, NewDecoder(f, r.files[r.next])
+			r.f, r.dec = f, NewDecoder(f, Name(r.files[r.next]))
 			r.next++
 		}
 		ev, err := r.dec.Next()
@@ -61,7 +68,7 @@ func (r *Reader) File() string {
 	if r.next == 0 {
 		return ""
 	}
-	return r.files[r.next-1]
+	return Name(r.files[r.next-1])
 }
 
 // Line returns the line of the event or error Next last returned.

@@ -47,9 +47,13 @@ with -tags duckdb_arrow.
 
 RUNS may be files, directories (every *.jsonl below them), globs, or Parquet
 exported before; with no RUNS the runs directory is loaded (RETRACE_DIR or
-.retrace/runs).
+.retrace/runs). ` + readingInputs + `
 
-Exit codes: 0 ok, 2 bad usage, a bad line, a missing path or bad SQL,
+With --format json stdout is always one JSON document: the summary, or
+{"error": {"code", "message", "problems"}} when the command failed.
+
+Exit codes: 0 ok, 2 bad usage, bad input (a bad line, a repeated seq, a
+file that cannot be read or holds no event, a missing path) or bad SQL,
 1 retrace itself failed.`,
 		Example: `  retrace export .retrace/runs --parquet warehouse/retrace
   retrace export runs/ --arrow tool_calls.arrow --query "select * from tool_calls"
@@ -60,11 +64,11 @@ Exit codes: 0 ok, 2 bad usage, a bad line, a missing path or bad SQL,
 	cmd.Flags().StringVar(&opts.query, "query", defaultArrowQuery, "SQL whose result --arrow writes")
 	cmd.Flags().BoolVar(&opts.overwrite, "overwrite", false, "replace a --parquet directory that is not empty")
 	cmd.Flags().StringVar(&opts.dbPath, "db", "", "database file to keep between calls (default: in memory)")
-	cmd.Flags().BoolVar(&opts.lenient, "lenient", false, "skip malformed lines instead of failing, and count them per file")
+	cmd.Flags().BoolVar(&opts.lenient, "lenient", false, lenientUsage)
 	opts.format = addFormatFlag(cmd, "text", "json")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		opts.paths = args
-		return runExport(cmd.Context(), sys, opts)
+		return withJSONErrors(sys, opts.format, runExport(cmd.Context(), sys, opts))
 	}
 	return cmd
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/retrace-dev/retrace/metrics"
@@ -31,16 +32,18 @@ named metrics. Each metric's SQL states what it counts and its denominator:
 
 RUNS may be files, directories (every *.jsonl below them), globs, or
 Parquet exported by retrace export; with no RUNS the runs directory is
-loaded (RETRACE_DIR or .retrace/runs). A malformed line refuses the load
-naming file:line (for every bad file); --lenient skips bad lines and reports
-how many per file on stderr.
+loaded (RETRACE_DIR or .retrace/runs). ` + readingInputs + `
+
+With --format json stdout is always one JSON document: the metrics, or
+{"error": {"code", "message", "problems"}} when the command failed.
 
 Tables and markdown show the first --limit rows of each metric (totals
 come first); csv and json always have every row. --sql prints the metrics'
 SQL instead of running it, to read what each counts or to adapt it for
 retrace query.
 
-Exit codes: 0 ok, 2 bad usage, a bad line or a missing path, 1 retrace
+Exit codes: 0 ok, 2 bad usage or bad input (a bad line, a repeated seq, a
+file that cannot be read or holds no event, a missing path), 1 retrace
 itself failed.`,
 		Example: `  retrace metrics .retrace/runs
   retrace metrics runs/ --metric latency --format markdown
@@ -48,13 +51,13 @@ itself failed.`,
 	}
 	cmd.Flags().StringVar(&opts.metric, "metric", "all", "metric to compute, or all: "+strings.Join(metrics.Metrics(), ", "))
 	cmd.Flags().StringVar(&opts.dbPath, "db", "", "database file to keep between calls (default: in memory)")
-	cmd.Flags().BoolVar(&opts.lenient, "lenient", false, "skip malformed lines instead of failing, and count them per file")
+	cmd.Flags().BoolVar(&opts.lenient, "lenient", false, lenientUsage)
 	cmd.Flags().IntVar(&opts.limit, "limit", 20, "rows shown per metric in table and markdown output; 0 shows all (csv and json always have all)")
 	cmd.Flags().BoolVar(&opts.sql, "sql", false, "print the metrics' SQL instead of running it")
 	opts.format = addFormatFlag(cmd, tableFormats...)
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		opts.paths = args
-		return runMetrics(cmd.Context(), sys, opts)
+		return withJSONErrors(sys, opts.format, runMetrics(cmd.Context(), sys, opts))
 	}
 	return cmd
 }
@@ -89,23 +92,26 @@ func runMetrics(ctx context.Context, sys *IO, opts *metricsOptions) error {
 	}
 	defer db.Close()
 	if opts.format.value == "json" {
-		// One object keyed by metric name, so the output stays one document.
-		fmt.Fprint(sys.Out, "{")
+		// One object keyed by metric name, so the output stays one document;
+		// built whole first, so that a failing metric leaves no half of it.
+		var b strings.Builder
+		b.WriteString("{")
 		for i, name := range names {
 			t, err := db.Metric(ctx, name)
 			if err != nil {
 				return err
 			}
 			if i > 0 {
-				fmt.Fprint(sys.Out, ",")
+				b.WriteString(",")
 			}
-			fmt.Fprintf(sys.Out, "\n  %q: ", name)
-			if err := writeTableJSONInline(sys, t); err != nil {
+			fmt.Fprintf(&b, "\n  %q: ", name)
+			if err := writeTableJSONInline(&b, t); err != nil {
 				return err
 			}
 		}
-		fmt.Fprintln(sys.Out, "\n}")
-		return nil
+		b.WriteString("\n}\n")
+		_, err := io.WriteString(sys.Out, b.String())
+		return err
 	}
 	for i, name := range names {
 		t, err := db.Metric(ctx, name)
@@ -140,11 +146,11 @@ func runMetrics(ctx context.Context, sys *IO, opts *metricsOptions) error {
 	return nil
 }
 
-func writeTableJSONInline(sys *IO, t metrics.Table) error {
+func writeTableJSONInline(w io.Writer, t metrics.Table) error {
 	var b strings.Builder
 	if err := writeTableJSON(&b, t, "  "); err != nil {
 		return err
 	}
-	_, err := fmt.Fprint(sys.Out, strings.TrimSuffix(b.String(), "\n"))
+	_, err := fmt.Fprint(w, strings.TrimSuffix(b.String(), "\n"))
 	return err
 }

@@ -10,6 +10,21 @@ import (
 // tableFormats are the --format values of query and metrics.
 var tableFormats = []string{"table", "csv", "json", "markdown"}
 
+// readingInputs is what the help of every loading command says about its
+// inputs.
+const readingInputs = `A named pipe or a process substitution named in RUNS is read as a
+stream, and - reads stdin. In a directory or a glob, what is not a regular
+file (a named pipe, a socket, a device) is skipped with a warning.
+
+A malformed line, an event whose seq repeats or goes back, a file that
+cannot be read (a symlink loop, no permission) and a file without any event
+refuse the load, naming every bad file (file:line for a line); --lenient
+skips bad lines, drops repeated seqs (each event counted once), leaves out
+the bad files, and reports all of it per file on stderr.`
+
+// lenientUsage is the --lenient flag's usage of every loading command.
+const lenientUsage = "skip malformed lines, drop events whose seq repeats and leave out unreadable or empty files instead of failing; each is reported per file"
+
 type queryOptions struct {
 	sql     string
 	paths   []string
@@ -33,8 +48,10 @@ Parquet exported by retrace export; with no
 RUNS the runs directory is loaded (RETRACE_DIR or .retrace/runs), unless
 --db names a kept database, which is then queried as it is.
 
-A malformed line refuses the load naming file:line (for every bad file);
---lenient skips bad lines and reports how many per file on stderr.
+` + readingInputs + `
+
+With --format json stdout is always one JSON document: the rows, or
+{"error": {"code", "message", "problems"}} when the command failed.
 
 With no SQL and stdin a terminal, query opens an interactive prompt over
 the loaded views: statements end with ; and may span lines, results are
@@ -46,7 +63,8 @@ terminal and the first argument is an existing file or directory and does
 not look like SQL (no blanks, ; or parentheses), every argument is taken
 as RUNS and the prompt opens on them.
 
-Exit codes: 0 ok, 2 bad usage, a bad line, a missing path or bad SQL,
+Exit codes: 0 ok, 2 bad usage, bad input (a bad line, a repeated seq, a
+file that cannot be read or holds no event, a missing path) or bad SQL,
 1 retrace itself failed.`,
 		Example: `  retrace query "select tool, count(*) from tool_calls group by tool" .retrace/runs
   retrace query "select * from sessions" runs/ --format csv
@@ -59,7 +77,7 @@ Exit codes: 0 ok, 2 bad usage, a bad line, a missing path or bad SQL,
 		},
 	}
 	cmd.Flags().StringVar(&opts.dbPath, "db", "", "database file to keep between calls (default: in memory)")
-	cmd.Flags().BoolVar(&opts.lenient, "lenient", false, "skip malformed lines instead of failing, and count them per file")
+	cmd.Flags().BoolVar(&opts.lenient, "lenient", false, lenientUsage)
 	opts.format = addFormatFlag(cmd, tableFormats...)
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		if opensPrompt(sys, args) {
@@ -67,7 +85,7 @@ Exit codes: 0 ok, 2 bad usage, a bad line, a missing path or bad SQL,
 			return runQueryPrompt(cmd.Context(), sys, opts)
 		}
 		opts.sql, opts.paths = args[0], args[1:]
-		return runQuery(cmd.Context(), sys, opts)
+		return withJSONErrors(sys, opts.format, runQuery(cmd.Context(), sys, opts))
 	}
 	return cmd
 }

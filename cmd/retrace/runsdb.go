@@ -2,10 +2,12 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
+	"path/filepath"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
@@ -21,7 +23,7 @@ func openAndLoad(ctx context.Context, sys *IO, dbPath string, lenient bool, path
 		paths = []string{runsDir(sys)}
 	}
 	bar := newLoadBar(sys.Err)
-	db, err := metrics.Open(ctx, metrics.Options{Path: dbPath, Lenient: lenient, Progress: bar.update})
+	db, err := metrics.Open(ctx, metrics.Options{Path: dbPath, Lenient: lenient, Stdin: sys.In, Progress: bar.update})
 	if err != nil {
 		return nil, err
 	}
@@ -30,10 +32,12 @@ func openAndLoad(ctx context.Context, sys *IO, dbPath string, lenient bool, path
 	}
 	rep, err := db.Load(ctx, paths...)
 	bar.finish()
+	for _, w := range rep.NotRegular {
+		fmt.Fprintln(sys.Err, w)
+	}
 	if err != nil {
 		db.Close()
-		var le *trajectory.LineError
-		if errors.As(err, &le) || errors.Is(err, fs.ErrNotExist) || errors.Is(err, trajectory.ErrNoRuns) {
+		if badInput(err) {
 			return nil, invalid(err)
 		}
 		return nil, err
@@ -42,11 +46,70 @@ func openAndLoad(ctx context.Context, sys *IO, dbPath string, lenient bool, path
 		for _, w := range f.Warnings {
 			fmt.Fprintln(sys.Err, w)
 		}
+		if f.Err != nil {
+			fmt.Fprintf(sys.Err, "%s: warning: left out: %v\n", f.File, errors.Unwrap(f.Err))
+		}
 		if f.Skipped > 0 {
 			fmt.Fprintf(sys.Err, "%s: skipped %s (first: %v)\n", f.File, plural(f.Skipped, "malformed line"), f.FirstSkipped)
 		}
+		if f.Dropped > 0 {
+			fmt.Fprintf(sys.Err, "%s: warning: dropped %s whose seq repeats or goes back, each counted once (first: %v)\n", f.File, plural(f.Dropped, "event"), f.FirstDropped)
+		}
 	}
 	return db, nil
+}
+
+// badInput reports whether a reading command's error is about its input
+// (exit 2: the user fixes a path or a file) rather than retrace failing.
+func badInput(err error) bool {
+	var le *trajectory.LineError
+	var fe *trajectory.FileError
+	var lo *metrics.LoadError
+	return errors.As(err, &le) || errors.As(err, &fe) || errors.As(err, &lo) ||
+		errors.Is(err, fs.ErrNotExist) || errors.Is(err, trajectory.ErrNoRuns) || errors.Is(err, filepath.ErrBadPattern)
+}
+
+// errorJSON is what a reading command (validate, metrics, query, export)
+// prints on stdout with --format json when it fails without a result, so
+// that its stdout is JSON whatever happens:
+//
+//	{"error": {"code": 2, "message": "...", "problems": [{"file": "...", "line": 5, "kind": "seq", "message": "..."}]}}
+//
+// code is the exit code; problems lists the bad files of a refused load
+// (line 0 for a problem with a whole file) and is empty otherwise. The
+// same message goes to stderr as text.
+type errorJSON struct {
+	Code     ExitCode      `json:"code"`
+	Message  string        `json:"message"`
+	Problems []problemJSON `json:"problems"`
+}
+
+// withJSONErrors prints err as an errorJSON document on stdout when the
+// output format is json, and returns err for Main to map to the exit code.
+// An error already reported (validate's own document) is left alone.
+func withJSONErrors(sys *IO, format *formatFlag, err error) error {
+	if err == nil || format.value != "json" || errors.Is(err, errReported) {
+		return err
+	}
+	doc := errorJSON{Code: ExitHarness, Message: err.Error(), Problems: []problemJSON{}}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		doc.Code = ee.code
+	}
+	var lo *metrics.LoadError
+	if errors.As(err, &lo) {
+		for _, p := range lo.Problems {
+			doc.Problems = append(doc.Problems, toProblemJSON(p))
+		}
+	} else if pj := toProblemJSON(err); pj.File != "" {
+		doc.Problems = append(doc.Problems, pj)
+	}
+	b, merr := json.MarshalIndent(map[string]errorJSON{"error": doc}, "", "  ")
+	if merr != nil {
+		return err
+	}
+	fmt.Fprintf(sys.Out, "%s\n", b)
+	return err
 }
 
 // loadBarMin is the input size below which a load is quick enough to need

@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
+	"slices"
+	"strings"
 
+	"github.com/retrace-dev/retrace/metrics"
 	"github.com/retrace-dev/retrace/trajectory"
 	"github.com/spf13/cobra"
 )
@@ -29,15 +31,26 @@ model response with exactly one tool_result before the next request.
 
 PATH may be a file, a directory (every *.jsonl below it) or a glob; with no
 PATH the runs directory is validated (--runs, RETRACE_DIR, or .retrace/runs).
+A named pipe or a process substitution named as PATH is read as a stream,
+and - reads stdin. In a directory or a glob, what is not a regular file
+(a named pipe, a socket, a device) is skipped with a warning.
 
-Each problem is printed on its own line as file:line: what is wrong.
-Warnings (a last line torn by a crash, a session without session_end) go to
-stderr and do not fail validation.
+Each problem is printed on its own line as file:line: what is wrong; a
+problem with a whole file (it cannot be read, it is a symlink loop, it holds
+no event) is printed as file: what is wrong, and the other files are still
+checked. Warnings (a last line torn by a crash, a session without
+session_end, a skipped entry) go to stderr and do not fail validation.
 
-Exit codes: 0 every file is valid, 2 a problem was found (or a path is
-missing), 1 a file could not be read.`,
+With --format json stdout is always one JSON document: the report below, or
+{"error": {"code", "message", "problems"}} when nothing could be validated
+(a missing path, a directory without runs).
+
+Exit codes: 0 every file is valid, 2 a problem was found (a bad line, a
+broken invariant, a file that cannot be read or holds no event, a missing
+path), 1 retrace itself failed.`,
 		Example: `  retrace validate .retrace/runs
-  retrace validate 'runs/2026*.jsonl' --format json`,
+  retrace validate 'runs/2026*.jsonl' --format json
+  gunzip -c run.jsonl.gz | retrace validate -`,
 	}
 	runs := cmd.Flags().String("runs", "", "directory of runs to validate when no PATH is given (default $RETRACE_DIR or .retrace/runs)")
 	opts.format = addFormatFlag(cmd, "text", "json")
@@ -49,7 +62,7 @@ missing), 1 a file could not be read.`,
 				opts.paths = []string{runsDir(sys)}
 			}
 		}
-		return runValidate(sys, opts)
+		return withJSONErrors(sys, opts.format, runValidate(sys, opts))
 	}
 	return cmd
 }
@@ -60,6 +73,9 @@ type validateJSON struct {
 	Events   int        `json:"events"`
 	Problems int        `json:"problems"`
 	Valid    bool       `json:"valid"`
+	// Skipped are the entries of directories and globs left out as not
+	// regular files.
+	Skipped []problemJSON `json:"skipped"`
 }
 
 type fileJSON struct {
@@ -71,6 +87,9 @@ type fileJSON struct {
 }
 
 type problemJSON struct {
+	// File is set outside a file's own entry (errorJSON, skipped).
+	File string `json:"file,omitempty"`
+	// Line is 0 for a problem with a whole file.
 	Line int `json:"line"`
 	// Kind is the invariant for a violation, or the sentinel of a line error.
 	Kind    string `json:"kind"`
@@ -81,21 +100,35 @@ func runValidate(sys *IO, opts *validateOptions) error {
 	if err := opts.format.check(); err != nil {
 		return err
 	}
-	files, err := trajectory.Expand(opts.paths...)
+	in, err := trajectory.ExpandInputs(opts.paths...)
 	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, trajectory.ErrNoRuns) {
+		if badInput(err) {
 			return invalid(err)
 		}
 		return err
 	}
 	var reports []trajectory.FileReport
-	for _, f := range files {
-		rep, err := trajectory.ValidateFile(f)
-		if err != nil {
-			return fmt.Errorf("validate %s: %w", f, err)
+	for _, p := range in.Problems {
+		reports = append(reports, fileProblem(p))
+	}
+	for _, f := range in.Files {
+		var rep trajectory.FileReport
+		if f == trajectory.Stdin {
+			rep, err = trajectory.ValidateStream(sys.In, trajectory.StdinName)
+		} else {
+			rep, err = trajectory.ValidateFile(f)
+		}
+		var fe *trajectory.FileError
+		switch {
+		case errors.As(err, &fe):
+			// One file that cannot be read does not stop the others.
+			rep = fileProblem(err)
+		case err != nil:
+			return fmt.Errorf("validate %s: %w", trajectory.Name(f), err)
 		}
 		reports = append(reports, rep)
 	}
+	slices.SortStableFunc(reports, func(a, b trajectory.FileReport) int { return strings.Compare(a.File, b.File) })
 	problems, events, bad := 0, 0, 0
 	for _, r := range reports {
 		problems += len(r.Problems) + r.Omitted
@@ -105,10 +138,13 @@ func runValidate(sys *IO, opts *validateOptions) error {
 		}
 	}
 	if opts.format.value == "json" {
-		if err := writeValidateJSON(sys, reports, events, problems); err != nil {
+		if err := writeValidateJSON(sys, reports, in.Skipped, events, problems); err != nil {
 			return err
 		}
 	} else {
+		for _, w := range in.Skipped {
+			fmt.Fprintln(sys.Err, w)
+		}
 		for _, r := range reports {
 			for _, p := range r.Problems {
 				fmt.Fprintln(sys.Out, p)
@@ -121,9 +157,9 @@ func runValidate(sys *IO, opts *validateOptions) error {
 			}
 		}
 		if problems == 0 {
-			fmt.Fprintf(sys.Err, "ok: %s, %s, no problems\n", plural(len(files), "file"), plural(events, "event"))
+			fmt.Fprintf(sys.Err, "ok: %s, %s, no problems\n", plural(len(reports), "file"), plural(events, "event"))
 		} else {
-			fmt.Fprintf(sys.Err, "%s in %d of %s\n", plural(problems, "problem"), bad, plural(len(files), "file"))
+			fmt.Fprintf(sys.Err, "%s in %d of %s\n", plural(problems, "problem"), bad, plural(len(reports), "file"))
 		}
 	}
 	if problems > 0 {
@@ -132,31 +168,49 @@ func runValidate(sys *IO, opts *validateOptions) error {
 	return nil
 }
 
-func writeValidateJSON(sys *IO, reports []trajectory.FileReport, events, problems int) error {
-	doc := validateJSON{Files: []fileJSON{}, Events: events, Problems: problems, Valid: problems == 0}
+// fileProblem is the report of a file that could not be validated at all.
+func fileProblem(err error) trajectory.FileReport {
+	var fe *trajectory.FileError
+	errors.As(err, &fe)
+	return trajectory.FileReport{File: fe.File, Problems: []error{err}}
+}
+
+func writeValidateJSON(sys *IO, reports []trajectory.FileReport, skipped []trajectory.Warning, events, problems int) error {
+	doc := validateJSON{Files: []fileJSON{}, Events: events, Problems: problems, Valid: problems == 0, Skipped: []problemJSON{}}
 	for _, r := range reports {
 		fj := fileJSON{File: r.File, Events: r.Events, Problems: []problemJSON{}, Omitted: r.Omitted, Warnings: []problemJSON{}}
 		for _, p := range r.Problems {
-			fj.Problems = append(fj.Problems, toProblemJSON(p))
+			pj := toProblemJSON(p)
+			pj.File = ""
+			fj.Problems = append(fj.Problems, pj)
 		}
 		for _, w := range r.Warnings {
 			fj.Warnings = append(fj.Warnings, problemJSON{Line: w.Line, Kind: "warning", Message: w.Msg})
 		}
 		doc.Files = append(doc.Files, fj)
 	}
+	for _, w := range skipped {
+		doc.Skipped = append(doc.Skipped, problemJSON{File: w.File, Kind: "not_regular", Message: w.Msg})
+	}
 	enc := json.NewEncoder(sys.Out)
 	enc.SetIndent("", "  ")
 	return enc.Encode(doc)
 }
 
+// toProblemJSON describes one problem for machines; File names the file
+// it is in, when it is known.
 func toProblemJSON(err error) problemJSON {
 	var v trajectory.Violation
 	if errors.As(err, &v) {
-		return problemJSON{Line: v.Line, Kind: string(v.Kind), Message: v.Msg}
+		return problemJSON{File: v.File, Line: v.Line, Kind: string(v.Kind), Message: v.Msg}
 	}
 	var le *trajectory.LineError
 	if errors.As(err, &le) {
-		return problemJSON{Line: le.Line, Kind: sentinelName(le.Err), Message: le.Err.Error()}
+		return problemJSON{File: le.File, Line: le.Line, Kind: sentinelName(le.Err), Message: le.Err.Error()}
+	}
+	var fe *trajectory.FileError
+	if errors.As(err, &fe) {
+		return problemJSON{File: fe.File, Kind: sentinelName(fe.Err), Message: fe.Err.Error()}
 	}
 	return problemJSON{Kind: "error", Message: err.Error()}
 }
@@ -173,6 +227,9 @@ func sentinelName(err error) string {
 		{trajectory.ErrBinary, "binary"},
 		{trajectory.ErrLineTooLong, "line_too_long"},
 		{trajectory.ErrMalformed, "malformed"},
+		{metrics.ErrSeq, "seq"},
+		{trajectory.ErrUnreadable, "unreadable"},
+		{trajectory.ErrEmpty, "empty"},
 	} {
 		if errors.Is(err, s.err) {
 			return s.name
