@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+	"strings"
 )
 
 // A Redactor replaces secrets in encoded trajectory lines. It is immutable
@@ -38,7 +39,11 @@ type pattern struct {
 	// few lines and, when it does, not over the whole line. It must never
 	// miss a match (the fuzz test checks). nil means from 0.
 	find func(line []byte) int
-	repl string
+	// valid, when set, is a last test of a match whose secret is
+	// src[s:e]: the patterns for names and headers use it to tell a
+	// random-looking value from a word.
+	valid func(src []byte, s, e int) bool
+	repl  string
 }
 
 // boundary is what may stand before a token secret: the start, a character
@@ -54,6 +59,20 @@ const jsonStringChars = `(?:[^"\\]|\\.)`
 const boundaryLen = 6
 
 var builtins = []pattern{
+	// First, because a key block is the widest match: the patterns below
+	// would otherwise take a piece of it (PRIVATE_KEY=-----BEGIN) and leave
+	// the rest. A block is redacted through its END line, or to the end of
+	// its JSON string when it was cut off (a truncated tool output).
+	builtin("private_key", `(-----BEGIN[A-Z0-9 ]*PRIVATE KEY[A-Z ]*-----(?:`+
+		jsonStringChars+`*?-----END[A-Z0-9 ]*PRIVATE KEY[A-Z ]*-----|`+jsonStringChars+`*))`,
+		func(b []byte) int {
+			i := indexAt(b, "-----BEGIN", 5)
+			if i < 0 || !bytes.Contains(b[i:], []byte("PRIVATE KEY")) {
+				return -1
+			}
+			return i
+		}),
+
 	builtin("anthropic", boundary+`(sk-ant-[A-Za-z0-9_-]{20,})`,
 		func(b []byte) int { return findToken(b, "sk-ant-", 1, isKeyChar, 20) }),
 
@@ -72,8 +91,13 @@ var builtins = []pattern{
 	// (key=value, key: value, key='value', key=\"value\"), an embedded JSON
 	// member ("key":"value") and escaped JSON inside a string
 	// (\"key\":\"value\"); each requires the value to start inside a string.
-	builtin("aws_secret", `(?i)aws_secret_access_key(?:"\s*:\s*"|\\"\s*[:=]\s*\\"|\s*[:=]\s*(?:\\"|')?)([A-Za-z0-9/+]{40})`,
-		func(b []byte) int { return back(indexFold(b, "_secret_access_key", 15), len("aws")) }),
+	// The names are those of the credentials file and environment
+	// (aws_secret_access_key, AWS_SECRET_KEY) and of the JSON the AWS CLI
+	// prints (SecretAccessKey).
+	builtin("aws_secret", `(?:`+ci("aws_secret_access_key")+`|`+ci("secretaccesskey")+`|`+ci("aws_secret_key")+`)(?:"\s*:\s*"|\\"\s*[:=]\s*\\"|\s*[:=]\s*(?:\\"|')?)([A-Za-z0-9/+]{40})`,
+		func(b []byte) int {
+			return first(first(indexFold(b, "aws_secret_access_key", 18), indexFold(b, "secretaccesskey", 12)), indexFold(b, "aws_secret_key", 11))
+		}),
 
 	builtin("github", boundary+`(gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})`,
 		func(b []byte) int {
@@ -89,24 +113,81 @@ var builtins = []pattern{
 
 	// The word Bearer is kept so a reader still sees what was there.
 	// Whitespace may be encoded (\n, \t) inside a JSON string.
-	builtin("bearer", `(?i)bearer(?:\s|\\[nrt])+([A-Za-z0-9._~+/=-]{16,})`, findBearer),
+	builtin("bearer", ci("bearer")+`(?:\s|\\[nrt])+([A-Za-z0-9._~+/=-]{16,})`, findBearer),
 
-	// A block is redacted through its END line, or to the end of its JSON
-	// string when it was cut off (a truncated tool output).
-	builtin("private_key", `(-----BEGIN[A-Z0-9 ]*PRIVATE KEY[A-Z ]*-----(?:`+
-		jsonStringChars+`*?-----END[A-Z0-9 ]*PRIVATE KEY[A-Z ]*-----|`+jsonStringChars+`*))`,
-		func(b []byte) int {
-			i := indexAt(b, "-----BEGIN", 5)
-			if i < 0 || !bytes.Contains(b[i:], []byte("PRIVATE KEY")) {
-				return -1
-			}
-			return i
-		}),
+	builtin("gitlab", boundary+`(glpat-[A-Za-z0-9_-]{20,})`,
+		func(b []byte) int { return findToken(b, "glpat-", 2, isKeyChar, 20) }),
+
+	builtin("slack", boundary+`(xox[abprs]-[A-Za-z0-9-]{10,})`, findSlack),
+
+	builtin("stripe", boundary+`((?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,})`,
+		findStripe),
+
+	builtin("google_api_key", boundary+`(AIza[0-9A-Za-z_-]{35})`,
+		func(b []byte) int { return findToken(b, "AIza", 1, isKeyChar, 35) }),
+
+	builtin("npm", boundary+`(npm_[A-Za-z0-9]{36})`,
+		func(b []byte) int { return findToken(b, "npm_", 1, isAlnum, 36) }),
+
+	builtin("huggingface", boundary+`(hf_[A-Za-z0-9]{34,})`,
+		func(b []byte) int { return findToken(b, "hf_", 2, isAlnum, 34) }),
+
+	// A JSON Web Token: a header and a payload that are base64url JSON
+	// objects (so they start with eyJ, which is {"), and a signature,
+	// empty for unsigned tokens.
+	builtin("jwt", boundary+`(eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*)`, findJWT),
+
+	// The password of scheme://user:password@host; the scheme, the user
+	// and the host are kept. The password cannot hold a quote or a
+	// backslash, so a replacement stays inside its JSON string.
+	builtin("url_password", `://[^\s:/@"\\]*:([^\s/@"\\]+)@`, findURLPassword),
+
+	// Credential headers other than a bearer token (which has its own
+	// pattern, before this one): Authorization: Basic ..., x-api-key: ...,
+	// as plain text, an embedded JSON member or escaped JSON in a string.
+	// The value must look random (see looksSecret), so that prose such as
+	// "Authorization: required" is left alone.
+	withValid(builtin("auth_header", `(?:`+ci("authorization")+`|`+ci("api-key")+`|`+ci("auth-token")+`|`+ci("access-token")+`|`+ci("private-token")+`)(?:"\s*:\s*"|\\"\s*:\s*\\"|\s*:\s*)(?:(?:`+ci("basic")+`|`+ci("bearer")+`|`+ci("token")+`|`+ci("digest")+`)\s+)?([A-Za-z0-9._~+/=-]{8,})`, findAuthHeader), looksSecret),
+
+	// An env-file style assignment to a name that says it holds a secret:
+	// DB_PASSWORD=..., export GITHUB_TOKEN='...', --api-key=... in a URL
+	// query or a command line. There is no space around the =, which is
+	// what tells configuration from code (token = compute()); the value
+	// must look like a secret (see looksSecret) and cannot be a $variable
+	// or a <placeholder>.
+	withGroup(withValid(builtin("secret_assignment", `([A-Za-z0-9_-]*(?:`+ci("password")+`|`+ci("passwd")+`|`+ci("secret")+`|`+ci("token")+`|`+ci("api")+`[_-]?`+ci("key")+`|`+ci("access")+`_?`+ci("key")+`|`+ci("private")+`_?`+ci("key")+`)[A-Za-z0-9_-]*)=(?:'|\\")?([^\s'"\\$<>{}()\[\];&|,=`+"`"+`][^\s'"\\$<>{}()\[\];&|,`+"`"+`]{3,})`, findAssignment), looksSecret), 2),
 }
 
 // builtin makes a built-in pattern whose group 1 is the secret.
 func builtin(name, re string, find func([]byte) int) pattern {
 	return pattern{name: name, re: regexp.MustCompile(re), group: 1, find: find, repl: "[REDACTED:" + name + "]"}
+}
+
+// ci returns a regexp that matches the ASCII word w in any letter case.
+// It stands for (?i), which also folds the Kelvin sign into k and the long
+// s into s, matches the find functions could not foresee.
+func ci(w string) string {
+	var b strings.Builder
+	for _, c := range w {
+		if c >= 'a' && c <= 'z' {
+			b.WriteString("[" + string(c-'a'+'A') + string(c) + "]")
+		} else {
+			b.WriteString(regexp.QuoteMeta(string(c)))
+		}
+	}
+	return b.String()
+}
+
+// withValid returns p with a last test of each match's secret.
+func withValid(p pattern, valid func(secret []byte) bool) pattern {
+	p.valid = func(src []byte, s, e int) bool { return valid(src[s:e]) }
+	return p
+}
+
+// withGroup returns p with another capture group as the secret.
+func withGroup(p pattern, group int) pattern {
+	p.group = group
+	return p
 }
 
 // userRepl replaces matches of user patterns.
@@ -115,8 +196,11 @@ const userRepl = "[REDACTED:custom]"
 var defaultRedactor = &Redactor{patterns: builtins}
 
 // DefaultRedactor returns the redactor with only the built-in patterns:
-// Anthropic and OpenAI API keys, AWS access key ids and secret keys, GitHub
-// tokens, bearer tokens and private key blocks.
+// private key blocks; Anthropic, OpenAI, Google and Hugging Face API keys;
+// AWS access key ids and secret keys; GitHub, GitLab, Slack, Stripe and npm
+// tokens; JSON Web Tokens; bearer tokens and other credential headers
+// (Authorization, x-api-key); passwords in URLs (scheme://user:pass@host);
+// and env-file assignments to secret names (DB_PASSWORD=...).
 func DefaultRedactor() *Redactor { return defaultRedactor }
 
 // NewRedactor returns a redactor with the built-in patterns and the extra
@@ -148,35 +232,58 @@ func NewRedactor(extra []string) (*Redactor, error) {
 var errEmptyMatch = errors.New("matches the empty string; it would redact between every two characters")
 
 // Redact replaces the secrets in line, one encoded JSON trajectory line
-// without its newline, and returns the result and the number of
+// without its newline or any other text (a tool output, a file, a line of
+// the live transcript), and returns the result and the number of
 // replacements. When nothing matches, out is line itself; otherwise out is
 // a new slice and line is unchanged. When line is valid JSON, so is out.
+// Redaction is idempotent: redacting out again finds nothing.
 func (r *Redactor) Redact(line []byte) (out []byte, n int) {
 	out, n, _ = r.redact(line)
 	return out, n
+}
+
+// RedactString is Redact for a string.
+func (r *Redactor) RedactString(s string) (string, int) {
+	out, n := r.Redact([]byte(s))
+	if n == 0 {
+		return s, 0
+	}
+	return string(out), n
+}
+
+// Detect returns the name of the first built-in or user pattern ("custom")
+// that finds a secret in b, or "" when there is none. It is what Redact
+// would replace, without making the copy.
+func (r *Redactor) Detect(b []byte) string {
+	for i := range r.list() {
+		p := &r.list()[i]
+		from := 0
+		if p.find != nil {
+			if from = p.find(b); from < 0 {
+				continue
+			}
+		}
+		if _, n := p.replace(b, from); n > 0 {
+			return p.name
+		}
+	}
+	return ""
+}
+
+// list returns the patterns, the built-ins for the zero and nil Redactor.
+func (r *Redactor) list() []pattern {
+	if r != nil && r.patterns != nil {
+		return r.patterns
+	}
+	return builtins
 }
 
 // redact is Redact that also reports whether the slow path (decode, redact
 // each string, re-encode) was taken, so tests can check that the built-in
 // patterns never need it.
 func (r *Redactor) redact(line []byte) (out []byte, n int, slow bool) {
-	patterns := builtins
-	if r != nil && r.patterns != nil {
-		patterns = r.patterns
-	}
-	out = line
-	for i := range patterns {
-		p := &patterns[i]
-		from := 0
-		if p.find != nil {
-			if from = p.find(out); from < 0 {
-				continue
-			}
-		}
-		var k int
-		out, k = p.replace(out, from)
-		n += k
-	}
+	patterns := r.list()
+	out, n = redactAll(patterns, line, true)
 	// Only a replacement can break the JSON, and replacements are rare, so
 	// checking then costs nothing on the common path.
 	if n == 0 || json.Valid(out) {
@@ -187,6 +294,40 @@ func (r *Redactor) redact(line []byte) (out []byte, n int, slow bool) {
 	}
 	// The line was not JSON to begin with; the secrets are gone at least.
 	return out, n, false
+}
+
+// maxPasses bounds the passes of redactAll. Each pass after the first
+// only replaces what an earlier replacement exposed, which takes a
+// contrived input to happen at all.
+const maxPasses = 8
+
+// redactAll applies every pattern to b, the find functions first when
+// filter is set, and repeats while a pass replaces something: a
+// replacement can expose a secret that was glued to the one before it
+// (AKIA...AKIA... is one long word until the first key becomes
+// [REDACTED:aws_access_key]), and redaction must be idempotent.
+func redactAll(patterns []pattern, b []byte, filter bool) (out []byte, n int) {
+	out = b
+	for pass := 0; pass < maxPasses; pass++ {
+		k := 0
+		for i := range patterns {
+			p := &patterns[i]
+			from := 0
+			if p.find != nil && filter {
+				if from = p.find(out); from < 0 {
+					continue
+				}
+			}
+			var m int
+			out, m = p.replace(out, from)
+			k += m
+		}
+		n += k
+		if k == 0 {
+			break
+		}
+	}
+	return out, n
 }
 
 // replace replaces every match of the pattern's group in src that starts
@@ -204,6 +345,11 @@ func (p *pattern) replace(src []byte, from int) ([]byte, int) {
 			continue
 		}
 		s, e = s+from, e+from
+		// A secret already replaced is left as it is, so redaction is
+		// idempotent and a redacted text counts no new redactions.
+		if string(src[s:e]) == p.repl || (p.valid != nil && !p.valid(src, s, e)) {
+			continue
+		}
 		if out == nil {
 			out = make([]byte, 0, len(src)+len(p.repl)*len(locs))
 		}
@@ -268,12 +414,8 @@ func redactStrings(line []byte, patterns []pattern) ([]byte, int, error) {
 			out.WriteByte(byte(v))
 		case string:
 			separate()
-			s := []byte(v)
-			for i := range patterns {
-				var k int
-				s, k = patterns[i].replace(s, 0)
-				n += k
-			}
+			s, k := redactAll(patterns, []byte(v), false)
+			n += k
 			if err := enc.Encode(string(s)); err != nil {
 				return nil, 0, err
 			}
@@ -432,4 +574,255 @@ func indexFoldBy(s []byte, c byte, needle string, anchor int) int {
 		}
 	}
 	return -1
+}
+
+// findSlack returns the offset from which a Slack token (xoxb-, xoxp-...)
+// may be matched, or -1.
+func findSlack(b []byte) int {
+	for i := 0; ; {
+		j := indexAt(b[i:], "xox", 0)
+		if j < 0 {
+			return -1
+		}
+		at := i + j
+		i = at + 3
+		if at+5 <= len(b) && bytes.IndexByte([]byte("abprs"), b[at+3]) >= 0 && b[at+4] == '-' && hasRun(b[at+5:], isAlnumDash, 10) {
+			return back(at, boundaryLen)
+		}
+	}
+}
+
+// findStripe returns the offset from which a Stripe key (sk_live_,
+// rk_test_...) may be matched, or -1. It looks at each "_live_" and
+// "_test_" once, a single pass for the four prefixes.
+func findStripe(b []byte) int {
+	for i := 0; ; {
+		j := bytes.IndexByte(b[i:], '_')
+		if j < 0 {
+			return -1
+		}
+		at := i + j
+		i = at + 1
+		if at < 2 || at+6 > len(b) || b[at-1] != 'k' || (b[at-2] != 's' && b[at-2] != 'r') {
+			continue
+		}
+		if w := string(b[at+1 : at+6]); (w == "live_" || w == "test_") && hasRun(b[at+6:], isAlnum, 16) {
+			return back(at-2, boundaryLen)
+		}
+	}
+}
+
+// findJWT returns the offset from which a JSON Web Token may be matched:
+// eyJ, 8 base64url characters, then ".eyJ" and 8 more.
+func findJWT(b []byte) int {
+	for i := 0; ; {
+		j := indexAt(b[i:], "eyJ", 2)
+		if j < 0 {
+			return -1
+		}
+		at := i + j
+		i = at + 3
+		k := i
+		for k < len(b) && isB64URL(b[k]) {
+			k++
+		}
+		if k-i >= 8 && k+4 <= len(b) && string(b[k:k+4]) == ".eyJ" && hasRun(b[k+4:], isB64URL, 8) {
+			return back(at, boundaryLen)
+		}
+	}
+}
+
+// findURLPassword returns the offset of the first "://" followed by
+// user:password@, the same test as the url_password pattern.
+func findURLPassword(b []byte) int {
+	for i := 0; ; {
+		j := bytes.Index(b[i:], []byte("://"))
+		if j < 0 {
+			return -1
+		}
+		at := i + j
+		i = at + 3
+		k := i
+		for k < len(b) && !isURLStop(b[k]) && b[k] != ':' {
+			k++
+		}
+		if k >= len(b) || b[k] != ':' {
+			continue
+		}
+		k++
+		pw := k
+		for k < len(b) && !isURLStop(b[k]) {
+			k++
+		}
+		if k > pw && k < len(b) && b[k] == '@' {
+			return at
+		}
+	}
+}
+
+// isURLStop reports the bytes that end the user and password of a URL:
+// whitespace, '/', '@' and the JSON string delimiters.
+func isURLStop(c byte) bool {
+	switch c {
+	case ' ', '\t', '\n', '\r', '\f', '/', '@', '"', '\\':
+		return true
+	}
+	return false
+}
+
+// authHeaders are the header names auth_header looks for, lower case,
+// each with a letter it holds once that is rare in ordinary text, which
+// findAuthHeader scans for.
+var authHeaders = []struct {
+	name   string
+	anchor byte
+}{{"authorization", 'z'}, {"api-key", 'k'}, {"auth-token", 'k'}, {"access-token", 'k'}, {"private-token", 'k'}}
+
+// maxAuthHeader is the length of the longest name in authHeaders.
+const maxAuthHeader = len("private-token")
+
+// findAuthHeader returns the offset of the first credential header name
+// followed, within a few bytes, by a colon: a necessary condition of the
+// auth_header pattern. Each case of each anchor letter is scanned for
+// once, for all the names that share it, so the work stays linear.
+func findAuthHeader(b []byte) int {
+	at := -1
+	for _, anchor := range []byte{'z', 'k'} {
+		for _, c := range []byte{anchor, anchor - 'a' + 'A'} {
+			for i := 0; i < len(b); {
+				j := bytes.IndexByte(b[i:], c)
+				if j < 0 {
+					break
+				}
+				k := i + j
+				i = k + 1
+				for _, h := range authHeaders {
+					if h.anchor != anchor {
+						continue
+					}
+					s := k - strings.IndexByte(h.name, anchor)
+					if s >= 0 && s+len(h.name) <= len(b) && bytes.EqualFold(b[s:s+len(h.name)], []byte(h.name)) && hasHeaderColon(b[s+len(h.name):]) {
+						at = first(at, s)
+					}
+				}
+				if at >= 0 && i > at+maxAuthHeader {
+					break // a later name cannot start earlier
+				}
+			}
+		}
+	}
+	return at
+}
+
+// hasHeaderColon reports whether b starts with what may stand between a
+// header name and its value: spaces, an optional closing quote (plain or
+// escaped), more spaces and a colon.
+func hasHeaderColon(b []byte) bool {
+	k := 0
+	skip := func() {
+		for k < len(b) && isSpace(b[k]) {
+			k++
+		}
+	}
+	skip()
+	if k < len(b) && b[k] == '"' {
+		k++
+	} else if k+1 < len(b) && b[k] == '\\' && b[k+1] == '"' {
+		k += 2
+	}
+	skip()
+	return k < len(b) && b[k] == ':'
+}
+
+// secretNames are the words that make a name a secret one in
+// secret_assignment, lower case; each is searched for in the name before
+// an '='.
+var secretNames = []string{"password", "passwd", "secret", "token", "apikey", "api_key", "api-key", "access_key", "accesskey", "private_key", "privatekey"}
+
+// findAssignment returns the offset of the first name=value whose name
+// holds a secret word and whose value has four characters: a necessary
+// condition of the secret_assignment pattern. It looks at each '=' with a
+// name character right before it, which code (x = y) rarely has.
+func findAssignment(b []byte) int {
+	for i := 0; ; {
+		j := bytes.IndexByte(b[i:], '=')
+		if j < 0 {
+			return -1
+		}
+		eq := i + j
+		i = eq + 1
+		start := eq
+		for start > 0 && isNameChar(b[start-1]) {
+			start--
+		}
+		if start == eq || !assignedValue(b[eq+1:]) {
+			continue
+		}
+		name := b[start:eq]
+		for _, w := range secretNames {
+			if indexFold(name, w, 0) >= 0 {
+				return start
+			}
+		}
+	}
+}
+
+// assignedValue reports whether b, what follows an '=', starts with an
+// optional quote (' or \") and four value characters of secret_assignment,
+// the first of which is not '=' (password==x is a comparison).
+func assignedValue(b []byte) bool {
+	if len(b) > 0 && b[0] == '\'' {
+		b = b[1:]
+	} else if len(b) > 1 && b[0] == '\\' && b[1] == '"' {
+		b = b[2:]
+	}
+	return len(b) > 0 && b[0] != '=' && hasRun(b, isValueChar, 4)
+}
+
+func isNameChar(c byte) bool { return isWordChar(c) || c == '-' }
+
+// isValueChar is the class of secret_assignment's value.
+func isValueChar(c byte) bool {
+	switch c {
+	case ' ', '\t', '\n', '\r', '\f', '\'', '"', '\\', '$', '<', '>', '{', '}', '(', ')', '[', ']', ';', '&', '|', ',', '`':
+		return false
+	}
+	return true
+}
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' }
+
+func isAlnumDash(c byte) bool { return isAlnum(c) || c == '-' }
+func isB64URL(c byte) bool    { return isAlnum(c) || c == '-' || c == '_' }
+
+// looksSecret tells a credential from a word or a number in the patterns
+// that key on a name (secret_assignment, auth_header): a secret has a
+// digit or a symbol, or is long and of mixed case; it is not only digits
+// (MAX_TOKENS=4096), a dotted or slashed path without digits
+// (password=req.body.password, SECRETS_DIR=/run/secrets) or a plain word
+// (Authorization: required).
+func looksSecret(v []byte) bool {
+	var digits, upper, lower, symbols int
+	for i, c := range v {
+		switch {
+		case c >= '0' && c <= '9':
+			digits++
+		case c >= 'A' && c <= 'Z':
+			if i > 0 {
+				upper++
+			}
+		case c >= 'a' && c <= 'z':
+			lower++
+		case c == '.' || c == '/' || c == '_' || c == '-':
+		default:
+			symbols++
+		}
+	}
+	switch {
+	case digits == len(v):
+		return false
+	case digits > 0 || symbols > 0:
+		return true
+	}
+	return len(v) >= 12 && upper > 0 && lower > 0
 }
