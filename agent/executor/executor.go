@@ -22,9 +22,12 @@ const DefaultTimeout = 10 * time.Minute
 
 // BlobStore keeps spilled outputs and snapshots; the recorder's Blobs is one.
 type BlobStore interface {
-	// Put stores content and returns its trajectory.BlobRef and a path
-	// the read tool can read it back from.
+	// Put stores content, redacted, and returns its trajectory.BlobRef
+	// and a path the read tool can read it back from.
 	Put(content []byte) (ref, path string, err error)
+	// Redact returns content with its secrets replaced, as Put stores
+	// it; the executor redacts what it is about to cut short with it.
+	Redact(content []byte) []byte
 	// Dir is the directory the blobs are in.
 	Dir() string
 }

@@ -49,7 +49,9 @@ func (c *call) snapshot(input json.RawMessage) string {
 	if ct, ok := c.tool.(tools.CommandTool); ok {
 		cmd := ct.Command(input)
 		paths = append(paths, shell.Analyze(cmd).Writes...)
-		summary = cmd
+		// Redacted before the cut below, which would leave a piece of a
+		// secret that Put no longer recognises.
+		summary = string(c.ex.cfg.Blobs.Redact([]byte(cmd)))
 		if len(summary) > 200 {
 			summary = summary[:200] + "…"
 		}
