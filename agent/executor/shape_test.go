@@ -96,3 +96,17 @@ func TestTheCommandInASnapshotManifestIsRedactedBeforeItIsShortened(t *testing.T
 		}
 	}
 }
+
+func TestAFileWithASecretIsNotSavedBeforeAWriteButListedAsSecret(t *testing.T) {
+	h := newHarness(t, harnessOpts{perm: permission.Config{Allow: []string{"Bash(echo:*)"}}})
+	os.WriteFile(filepath.Join(h.ws, "settings.txt"), []byte("api key "+shapeKey+"\n"), 0o644)
+	h.turnWith(context.Background(), use("toolu_1", "bash", `{"command":"echo changed > settings.txt"}`))
+	end := endOf(t, h.events(), "toolu_1")
+	manifest, err := h.ex.cfg.Blobs.(*recorder.Blobs).Get(end.Snapshot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(manifest), `"existed":true,"skipped":"secret"`) || strings.Contains(string(manifest), `"blob"`) {
+		t.Fatalf("manifest %s; want settings.txt listed as a skipped secret without a blob", manifest)
+	}
+}

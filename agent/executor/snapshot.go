@@ -1,6 +1,7 @@
 package executor
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 
@@ -27,7 +28,8 @@ type snapshotFile struct {
 	Existed bool   `json:"existed"`
 	// Blob is the BlobRef of the file's content before the call.
 	Blob string `json:"blob,omitempty"`
-	// Skipped says why the content was not saved (too_large, unreadable).
+	// Skipped says why the content was not saved (too_large, unreadable,
+	// secret: the file holds a secret, which is never stored).
 	Skipped string `json:"skipped,omitempty"`
 }
 
@@ -77,6 +79,11 @@ func (c *call) snapshot(input json.RawMessage) string {
 			f.Existed = true
 			if data, err := os.ReadFile(abs); err != nil {
 				f.Skipped = "unreadable"
+			} else if red := c.ex.cfg.Blobs.Redact(data); !bytes.Equal(red, data) {
+				// Stored redacted, the file would be restored different
+				// from what it was without a word; not stored, the
+				// manifest says so (the workspace snapshot does the same).
+				f.Skipped = "secret"
 			} else if ref, _, err := c.ex.cfg.Blobs.Put(data); err != nil {
 				f.Skipped = "store_failed"
 			} else {
