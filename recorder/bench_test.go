@@ -134,3 +134,20 @@ func BenchmarkRedactSpill(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/1e6/float64(b.N), "ms/MiB")
 }
+
+// BenchmarkRedactSpillWithSecrets redacts a 1 MiB output that starts with
+// one secret of every kind, so every pattern's regexp runs over all of it.
+func BenchmarkRedactSpillWithSecrets(b *testing.B) {
+	secrets := "ANTHROPIC_API_KEY=" + fakeAnthropicKey + "\naws_access_key_id = " + fakeAWSKeyID +
+		"\naws_secret_access_key = " + fakeAWSSecret + "\nGITHUB_TOKEN=ghp_Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4zAb3d\n" +
+		"Authorization: Bearer " + fakeBearerToken + "\nx-api-key: 0123abcd4567efgh\nDB_URL=postgres://app:Pa55w0rd@db/app\n" +
+		"DB_PASSWORD=s3cr3t-Pa55\nglpat-Ab3dEf6hIj9kLm2nOp5q xoxb-1234567890-abcdef sk_live_Ab3dEf6hIj9kLm2nOp5q\n" + fakePrivateKey
+	spill := append([]byte(secrets), cleanSpill(1<<20-len(secrets))...)
+	red := DefaultRedactor()
+	b.SetBytes(int64(len(spill)))
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		red.Redact(spill)
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/1e6/float64(b.N), "ms/MiB")
+}

@@ -65,13 +65,7 @@ var builtins = []pattern{
 	// its JSON string when it was cut off (a truncated tool output).
 	builtin("private_key", `(-----BEGIN[A-Z0-9 ]*PRIVATE KEY[A-Z ]*-----(?:`+
 		jsonStringChars+`*?-----END[A-Z0-9 ]*PRIVATE KEY[A-Z ]*-----|`+jsonStringChars+`*))`,
-		func(b []byte) int {
-			i := indexAt(b, "-----BEGIN", 5)
-			if i < 0 || !bytes.Contains(b[i:], []byte("PRIVATE KEY")) {
-				return -1
-			}
-			return i
-		}),
+		findPrivateKey),
 
 	builtin("anthropic", boundary+`(sk-ant-[A-Za-z0-9_-]{20,})`,
 		func(b []byte) int { return findToken(b, "sk-ant-", 1, isKeyChar, 20) }),
@@ -96,7 +90,7 @@ var builtins = []pattern{
 	// prints (SecretAccessKey).
 	builtin("aws_secret", `(?:`+ci("aws_secret_access_key")+`|`+ci("secretaccesskey")+`|`+ci("aws_secret_key")+`)(?:"\s*:\s*"|\\"\s*[:=]\s*\\"|\s*[:=]\s*(?:\\"|')?)([A-Za-z0-9/+]{40})`,
 		func(b []byte) int {
-			return first(first(indexFold(b, "aws_secret_access_key", 18), indexFold(b, "secretaccesskey", 12)), indexFold(b, "aws_secret_key", 11))
+			return findNames(b, 'k', []string{"aws_secret_access_key", "secretaccesskey", "aws_secret_key"}, awsSecretFollows)
 		}),
 
 	builtin("github", boundary+`(gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})`,
@@ -330,10 +324,45 @@ func redactAll(patterns []pattern, b []byte, filter bool) (out []byte, n int) {
 	return out, n
 }
 
+// window is the first span a built-in pattern's regexp runs over from a
+// candidate its find function reported. Run over a whole megabyte, a
+// regexp without a literal prefix costs a hundred milliseconds or more;
+// over a small span it is fast, and a match is rarely longer.
+const window = 1 << 10
+
 // replace replaces every match of the pattern's group in src that starts
-// at or after from. It returns src itself when there is none.
+// at or after from. It returns src itself when there is none. With a find
+// function, from is its first candidate, and the regexp runs only near
+// each candidate (see next).
 func (p *pattern) replace(src []byte, from int) ([]byte, int) {
-	locs := p.re.FindAllSubmatchIndex(src[from:], -1)
+	var locs [][]int
+	if p.find == nil {
+		locs = p.re.FindAllSubmatchIndex(src[from:], -1)
+		for _, loc := range locs {
+			for i := range loc {
+				if loc[i] >= 0 {
+					loc[i] += from
+				}
+			}
+		}
+	} else {
+		for pos, c := from, from; c >= 0; {
+			loc := p.next(src, c)
+			if loc == nil {
+				break
+			}
+			locs = append(locs, loc)
+			if pos = loc[1]; loc[1] == loc[0] {
+				pos++
+			}
+			if pos > len(src) {
+				break
+			}
+			if c = p.find(src[pos:]); c >= 0 {
+				c += pos
+			}
+		}
+	}
 	if len(locs) == 0 {
 		return src, 0
 	}
@@ -344,7 +373,6 @@ func (p *pattern) replace(src []byte, from int) ([]byte, int) {
 		if s < 0 || s == e {
 			continue
 		}
-		s, e = s+from, e+from
 		// A secret already replaced is left as it is, so redaction is
 		// idempotent and a redacted text counts no new redactions.
 		if string(src[s:e]) == p.repl || (p.valid != nil && !p.valid(src, s, e)) {
@@ -362,6 +390,27 @@ func (p *pattern) replace(src []byte, from int) ([]byte, int) {
 		return src, 0
 	}
 	return append(out, src[last:]...), n
+}
+
+// next returns the first match at or after the candidate c, with indexes
+// into src, or nil when there is none. It runs the regexp over a window
+// from c that doubles while the match found reaches the window's end (it
+// may go on) or none is found (one may start inside and end outside),
+// until the window holds the rest of src: the result is the one a search
+// of the whole rest would give.
+func (p *pattern) next(src []byte, c int) []int {
+	for w := window; ; w *= 2 {
+		end := min(len(src), c+w)
+		loc := p.re.FindSubmatchIndex(src[c:end])
+		if end == len(src) || (loc != nil && loc[1] < end-c) {
+			for i := range loc {
+				if loc[i] >= 0 {
+					loc[i] += c
+				}
+			}
+			return loc
+		}
+	}
 }
 
 // redactStrings is the slow path: it walks the tokens of line, applies
@@ -456,11 +505,28 @@ func findToken(b []byte, lit string, anchor int, class func(byte) bool, n int) i
 			return -1
 		}
 		i += j + len(lit)
-		if hasRun(b[i:], class, n) {
+		if hasRun(b[i:], class, n) && atBoundary(b, i-len(lit)) {
 			return back(i-len(lit), boundaryLen)
 		}
 	}
 }
+
+// atBoundary reports whether the boundary pattern can match right before
+// b[i]: at the start, after a byte that is not a letter or digit, or
+// after a JSON escape that ends in one (\n, \u00e9).
+func atBoundary(b []byte, i int) bool {
+	switch {
+	case i == 0 || !isAlnum(b[i-1]):
+		return true
+	case i >= 2 && b[i-2] == '\\' && bytes.IndexByte([]byte("bfnrt"), b[i-1]) >= 0:
+		return true
+	case i >= 6 && b[i-6] == '\\' && b[i-5] == 'u' && isHex(b[i-4]) && isHex(b[i-3]) && isHex(b[i-2]) && isHex(b[i-1]):
+		return true
+	}
+	return false
+}
+
+func isHex(c byte) bool { return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F' }
 
 // indexAt is bytes.Index that scans for the byte at lit[anchor] rather than
 // lit[0]: a rare byte ("k" of "sk-") means few false starts.
@@ -576,6 +642,26 @@ func indexFoldBy(s []byte, c byte, needle string, anchor int) int {
 	return -1
 }
 
+// findPrivateKey returns the offset of the first "-----BEGIN" followed by
+// upper-case words, digits and spaces up to "PRIVATE KEY", or -1.
+func findPrivateKey(b []byte) int {
+	for i := 0; ; {
+		j := indexAt(b[i:], "-----BEGIN", 5)
+		if j < 0 {
+			return -1
+		}
+		at := i + j
+		i = at + len("-----BEGIN")
+		k := i
+		for k < len(b) && (b[k] >= 'A' && b[k] <= 'Z' || b[k] >= '0' && b[k] <= '9' || b[k] == ' ') {
+			if bytes.HasPrefix(b[k:], []byte("PRIVATE KEY")) {
+				return at
+			}
+			k++
+		}
+	}
+}
+
 // findSlack returns the offset from which a Slack token (xoxb-, xoxp-...)
 // may be matched, or -1.
 func findSlack(b []byte) int {
@@ -586,30 +672,31 @@ func findSlack(b []byte) int {
 		}
 		at := i + j
 		i = at + 3
-		if at+5 <= len(b) && bytes.IndexByte([]byte("abprs"), b[at+3]) >= 0 && b[at+4] == '-' && hasRun(b[at+5:], isAlnumDash, 10) {
+		if at+5 <= len(b) && bytes.IndexByte([]byte("abprs"), b[at+3]) >= 0 && b[at+4] == '-' && hasRun(b[at+5:], isAlnumDash, 10) && atBoundary(b, at) {
 			return back(at, boundaryLen)
 		}
 	}
 }
 
 // findStripe returns the offset from which a Stripe key (sk_live_,
-// rk_test_...) may be matched, or -1. It looks at each "_live_" and
-// "_test_" once, a single pass for the four prefixes.
+// rk_test_...) may be matched, or -1.
 func findStripe(b []byte) int {
-	for i := 0; ; {
-		j := bytes.IndexByte(b[i:], '_')
-		if j < 0 {
-			return -1
-		}
-		at := i + j
-		i = at + 1
-		if at < 2 || at+6 > len(b) || b[at-1] != 'k' || (b[at-2] != 's' && b[at-2] != 'r') {
-			continue
-		}
-		if w := string(b[at+1 : at+6]); (w == "live_" || w == "test_") && hasRun(b[at+6:], isAlnum, 16) {
-			return back(at-2, boundaryLen)
+	at := -1
+	for _, lit := range []string{"k_live_", "k_test_"} {
+		for i := 0; ; {
+			j := bytes.Index(b[i:], []byte(lit))
+			if j < 0 {
+				break
+			}
+			k := i + j
+			i = k + 1
+			if k >= 1 && (b[k-1] == 's' || b[k-1] == 'r') && hasRun(b[k+len(lit):], isAlnum, 16) && atBoundary(b, k-1) {
+				at = first(at, back(k-1, boundaryLen))
+				break
+			}
 		}
 	}
+	return at
 }
 
 // findJWT returns the offset from which a JSON Web Token may be matched:
@@ -626,7 +713,7 @@ func findJWT(b []byte) int {
 		for k < len(b) && isB64URL(b[k]) {
 			k++
 		}
-		if k-i >= 8 && k+4 <= len(b) && string(b[k:k+4]) == ".eyJ" && hasRun(b[k+4:], isB64URL, 8) {
+		if k-i >= 8 && k+4 <= len(b) && string(b[k:k+4]) == ".eyJ" && hasRun(b[k+4:], isB64URL, 8) && atBoundary(b, at) {
 			return back(at, boundaryLen)
 		}
 	}
@@ -670,68 +757,130 @@ func isURLStop(c byte) bool {
 	return false
 }
 
-// authHeaders are the header names auth_header looks for, lower case,
-// each with a letter it holds once that is rare in ordinary text, which
-// findAuthHeader scans for.
-var authHeaders = []struct {
-	name   string
-	anchor byte
-}{{"authorization", 'z'}, {"api-key", 'k'}, {"auth-token", 'k'}, {"access-token", 'k'}, {"private-token", 'k'}}
-
-// maxAuthHeader is the length of the longest name in authHeaders.
-const maxAuthHeader = len("private-token")
-
 // findAuthHeader returns the offset of the first credential header name
-// followed, within a few bytes, by a colon: a necessary condition of the
-// auth_header pattern. Each case of each anchor letter is scanned for
-// once, for all the names that share it, so the work stays linear.
+// followed by what the auth_header pattern requires (headerValueFollows).
 func findAuthHeader(b []byte) int {
+	return first(findNames(b, 'z', []string{"authorization"}, headerValueFollows),
+		findNames(b, 'k', []string{"api-key", "auth-token", "access-token", "private-token"}, headerValueFollows))
+}
+
+// findNames returns the offset of the first of names, lower-case ASCII
+// words that each hold the letter anchor once, found in any letter case
+// and followed by what follows accepts, or -1. Each case of anchor is
+// scanned for once for all the names, so the work stays linear however
+// often the letter occurs.
+func findNames(b []byte, anchor byte, names []string, follows func([]byte) bool) int {
+	longest := 0
+	for _, n := range names {
+		longest = max(longest, len(n))
+	}
 	at := -1
-	for _, anchor := range []byte{'z', 'k'} {
-		for _, c := range []byte{anchor, anchor - 'a' + 'A'} {
-			for i := 0; i < len(b); {
-				j := bytes.IndexByte(b[i:], c)
-				if j < 0 {
-					break
+	for _, c := range []byte{anchor, anchor - 'a' + 'A'} {
+		for i := 0; i < len(b); {
+			j := bytes.IndexByte(b[i:], c)
+			if j < 0 {
+				break
+			}
+			k := i + j
+			i = k + 1
+			for _, n := range names {
+				s := k - strings.IndexByte(n, anchor)
+				if s >= 0 && s+len(n) <= len(b) && bytes.EqualFold(b[s:s+len(n)], []byte(n)) && follows(b[s+len(n):]) {
+					at = first(at, s)
 				}
-				k := i + j
-				i = k + 1
-				for _, h := range authHeaders {
-					if h.anchor != anchor {
-						continue
-					}
-					s := k - strings.IndexByte(h.name, anchor)
-					if s >= 0 && s+len(h.name) <= len(b) && bytes.EqualFold(b[s:s+len(h.name)], []byte(h.name)) && hasHeaderColon(b[s+len(h.name):]) {
-						at = first(at, s)
-					}
-				}
-				if at >= 0 && i > at+maxAuthHeader {
-					break // a later name cannot start earlier
-				}
+			}
+			if at >= 0 && i > at+longest {
+				break // a later name cannot start earlier
 			}
 		}
 	}
 	return at
 }
 
-// hasHeaderColon reports whether b starts with what may stand between a
-// header name and its value: spaces, an optional closing quote (plain or
-// escaped), more spaces and a colon.
-func hasHeaderColon(b []byte) bool {
-	k := 0
-	skip := func() {
-		for k < len(b) && isSpace(b[k]) {
+// headerValueFollows reports whether b, what follows a header name,
+// starts as auth_header's pattern requires: a separator (": ", "\":\"" in
+// embedded JSON, \"...\" in escaped JSON), an optional scheme word and
+// eight value characters.
+func headerValueFollows(b []byte) bool {
+	k, ok := 0, false
+	switch {
+	case len(b) > 0 && b[0] == '"':
+		k = skipSpace(b, 1)
+		if ok = k < len(b) && b[k] == ':'; ok {
+			k = skipSpace(b, k+1)
+			ok = k < len(b) && b[k] == '"'
 			k++
 		}
+	case len(b) > 1 && b[0] == '\\' && b[1] == '"':
+		k = skipSpace(b, 2)
+		if ok = k < len(b) && b[k] == ':'; ok {
+			k = skipSpace(b, k+1)
+			ok = k+1 < len(b) && b[k] == '\\' && b[k+1] == '"'
+			k += 2
+		}
+	default:
+		k = skipSpace(b, 0)
+		ok = k < len(b) && b[k] == ':'
+		k = skipSpace(b, k+1)
 	}
-	skip()
-	if k < len(b) && b[k] == '"' {
-		k++
-	} else if k+1 < len(b) && b[k] == '\\' && b[k+1] == '"' {
-		k += 2
+	if !ok || k > len(b) {
+		return false
 	}
-	skip()
-	return k < len(b) && b[k] == ':'
+	if hasRun(b[k:], isBearerChar, 8) {
+		return true
+	}
+	for _, scheme := range []string{"basic", "bearer", "token", "digest"} {
+		if len(b)-k > len(scheme) && bytes.EqualFold(b[k:k+len(scheme)], []byte(scheme)) {
+			v := skipSpace(b, k+len(scheme))
+			return v > k+len(scheme) && hasRun(b[v:], isBearerChar, 8)
+		}
+	}
+	return false
+}
+
+// awsSecretFollows reports whether b, what follows an AWS secret key's
+// name, starts as aws_secret's pattern requires: a separator and 40 key
+// characters.
+func awsSecretFollows(b []byte) bool {
+	k, ok := 0, false
+	switch {
+	case len(b) > 0 && b[0] == '"':
+		k = skipSpace(b, 1)
+		if ok = k < len(b) && b[k] == ':'; ok {
+			k = skipSpace(b, k+1)
+			ok = k < len(b) && b[k] == '"'
+			k++
+		}
+	case len(b) > 1 && b[0] == '\\' && b[1] == '"':
+		k = skipSpace(b, 2)
+		if ok = k < len(b) && (b[k] == ':' || b[k] == '='); ok {
+			k = skipSpace(b, k+1)
+			ok = k+1 < len(b) && b[k] == '\\' && b[k+1] == '"'
+			k += 2
+		}
+	default:
+		k = skipSpace(b, 0)
+		if ok = k < len(b) && (b[k] == ':' || b[k] == '='); ok {
+			k = skipSpace(b, k+1)
+			if k+1 < len(b) && b[k] == '\\' && b[k+1] == '"' {
+				k += 2
+			} else if k < len(b) && b[k] == '\'' {
+				k++
+			}
+		}
+	}
+	return ok && k <= len(b) && hasRun(b[k:], isAWSSecretChar, 40)
+}
+
+func isAWSSecretChar(c byte) bool { return isAlnum(c) || c == '/' || c == '+' }
+
+// skipSpace returns the index of the first byte at or after i that is not
+// whitespace (the \s of a regexp).
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && isSpace(b[i]) {
+		i++
+	}
+	return i
 }
 
 // secretNames are the words that make a name a secret one in

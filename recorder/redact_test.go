@@ -325,6 +325,40 @@ func TestIndexAtFindsTheFirstInstanceByItsAnchor(t *testing.T) {
 	}
 }
 
+func mustRedact(r *Redactor, b []byte) []byte {
+	out, _ := r.Redact(b)
+	return out
+}
+
+func TestLongSecretsAndFarCandidatesAreFoundPastTheFirstWindow(t *testing.T) {
+	jwt := "eyJhbGciOiJSUzI1NiJ9.eyJ" + strings.Repeat("c3ViIjoiYWxpY2UiLCJyb2xlcyI6WyJhZG1pbiJdfQ", 120) + ".c2ln"
+	pemBody := strings.Repeat(fakeKeyLine1+"\n", 200)
+	text := "set aws_secret_access_key in the file; Authorization: see below\n" + // false candidates first
+		strings.Repeat("filler line of ordinary output\n", 100) +
+		"token " + jwt + "\n" +
+		strings.Repeat("more filler\n", 300) +
+		"-----BEGIN PRIVATE KEY-----\n" + pemBody + "-----END PRIVATE KEY-----\n" +
+		strings.Repeat("and more\n", 500) + "aws_secret_access_key = " + fakeAWSSecret + "\n"
+	unfiltered := &Redactor{patterns: append([]pattern(nil), builtins...)}
+	for i := range unfiltered.patterns {
+		unfiltered.patterns[i].find = nil
+	}
+	for _, in := range [][]byte{[]byte(text), textLine(t, text)} {
+		out := mustRedact(DefaultRedactor(), in)
+		if !bytes.Equal(out, mustRedact(unfiltered, in)) {
+			t.Fatal("the windowed search and a search of the whole text differ")
+		}
+		for _, secret := range []string{jwt[30:60], fakeKeyLine1, fakeAWSSecret} {
+			if bytes.Contains(out, []byte(secret)) {
+				t.Errorf("%q is still there", secret)
+			}
+		}
+		if bytes.Count(out, []byte("[REDACTED:")) != 3 {
+			t.Errorf("want 3 redactions: %s", out)
+		}
+	}
+}
+
 func FuzzRedact(f *testing.F) {
 	f.Add(textLine(f, "curl -H 'Authorization: Bearer "+fakeBearerToken+"'"))
 	f.Add(textLine(f, fakePrivateKey))
@@ -363,6 +397,13 @@ func FuzzRedact(f *testing.F) {
 		}
 		if want, _, _ := unfiltered.redact(line); !bytes.Equal(out, want) {
 			t.Fatalf("the find functions changed the result:\nin:   %s\nout:  %s\nwant: %s", line, out, want)
+		}
+		// Past the first window the regexps run near candidates only;
+		// padding moves the input there. (Matches longer than a window
+		// are TestLongSecretsAndFarCandidatesAreFoundPastTheFirstWindow's.)
+		long := append(bytes.Repeat([]byte("pad "), window/4), line...)
+		if got, want := mustRedact(DefaultRedactor(), long), mustRedact(unfiltered, long); !bytes.Equal(got, want) {
+			t.Fatalf("windowed search changed the result of a long input built from:\n%s", line)
 		}
 		// Redaction is idempotent: what it leaves has no secret left.
 		if again, n := DefaultRedactor().Redact(out); n != 0 || !bytes.Equal(again, out) {
