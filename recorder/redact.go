@@ -10,8 +10,9 @@ import (
 	"strings"
 )
 
-// A Redactor replaces secrets in encoded trajectory lines. It is immutable
-// and safe for concurrent use. The zero Redactor (and a nil one) uses the
+// A Redactor replaces secrets in encoded trajectory lines and in any other
+// text the recorder, the blob store or the live transcript write. It is
+// immutable and safe for concurrent use. The zero Redactor (and a nil one) uses the
 // built-in patterns, so there is no Redactor that lets secrets through.
 //
 // The built-in patterns work on the encoded JSON text and are written so
@@ -28,16 +29,17 @@ type Redactor struct {
 	patterns []pattern
 }
 
-// pattern is one redaction rule. For the built-ins, group 1 of re is the
-// secret; the rest of a match is context that is kept.
+// pattern is one redaction rule. For the built-ins, group 1 of re (or
+// group) is the secret; the rest of a match is context that is kept.
 type pattern struct {
 	name  string
 	re    *regexp.Regexp
 	group int
 	// find is a cheap test that returns the offset from which re may
 	// match, or -1 when it cannot match at all, so that the regexp runs on
-	// few lines and, when it does, not over the whole line. It must never
-	// miss a match (the fuzz test checks). nil means from 0.
+	// few lines and, when it does, only near each candidate (see next).
+	// It must never miss a match (the fuzz test checks). nil means the
+	// regexp searches the whole text.
 	find func(line []byte) int
 	// valid, when set, is a last test of a match whose secret is
 	// src[s:e]: the patterns for names and headers use it to tell a
