@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"fmt"
+	"io"
 	"io/fs"
 	"math/big"
 	"os"
@@ -295,5 +296,26 @@ func wantPrivate(t *testing.T, path string, want os.FileMode) {
 	}
 	if got := info.Mode().Perm(); got != want {
 		t.Errorf("%s has mode %v, want %v", path, got, want)
+	}
+}
+
+func TestTheLiveTranscriptRedactsBeforeItShortensALine(t *testing.T) {
+	anthropic, _, _, github, _, _ := plantSecrets(t)
+	var out strings.Builder
+	live := newLiveTranscript(&out, recorder.New(io.Discard, recorder.Options{}))
+	ref := trajectory.ToolRef{ToolUseID: "toolu_1", Tool: "bash"}
+	// The model's text is cut at 160 characters and a tool input at 70:
+	// both cuts fall inside a secret.
+	text := strings.Repeat("a", 140) + " " + anthropic.whole
+	input, _ := json.Marshal(map[string]string{"command": "echo " + strings.Repeat("b", 50) + " " + github.whole})
+	live.Emit(1, &trajectory.ModelResponse{Content: []trajectory.ContentBlock{{Type: trajectory.BlockText, Text: text}}, StopReason: trajectory.StopToolUse})
+	live.Emit(1, &trajectory.ToolCall{ToolRef: ref, Input: input})
+	live.Emit(1, &trajectory.ToolEnd{ToolRef: ref, DurationMs: 1})
+	got := out.String()
+	for _, l := range leaks("the transcript", got, []plantedSecret{anthropic, github}) {
+		t.Error(l)
+	}
+	if strings.Count(got, "[REDACTED:") != 2 {
+		t.Errorf("want two redaction markers:\n%s", got)
 	}
 }
