@@ -306,9 +306,9 @@ func TestTheLiveTranscriptRedactsBeforeItShortensALine(t *testing.T) {
 	ref := trajectory.ToolRef{ToolUseID: "toolu_1", Tool: "bash"}
 	// The model's text is cut at 160 characters and a tool input at 70:
 	// both cuts fall inside a secret and leave too little of it to be
-	// recognised (10 characters of the key's random part, 15 of the
+	// recognised (9 characters of the key's random part, 15 of the
 	// token's).
-	text := strings.Repeat("a", 135) + " " + anthropic.whole
+	text := strings.Repeat("a", 136) + " " + anthropic.whole
 	input, _ := json.Marshal(map[string]string{"command": "echo " + strings.Repeat("b", 50) + " " + github.whole})
 	live.Emit(1, &trajectory.ModelResponse{Content: []trajectory.ContentBlock{{Type: trajectory.BlockText, Text: text}}, StopReason: trajectory.StopToolUse})
 	live.Emit(1, &trajectory.ToolCall{ToolRef: ref, Input: input})
