@@ -105,6 +105,9 @@ func duckType(t reflect.Type) string {
 	if t == rawMessage {
 		return "JSON"
 	}
+	if t.Kind() == reflect.Pointer { // an optional number, such as hook_run's exit_code
+		t = t.Elem()
+	}
 	switch t.Kind() {
 	case reflect.String:
 		return "VARCHAR"

@@ -95,3 +95,59 @@ func BenchmarkRedact(b *testing.B) {
 		})
 	}
 }
+
+// cleanSpill returns about size bytes of ordinary tool output without a
+// secret: build and test logs, source code, git history with SHAs, UUIDs,
+// URLs, base64 and JSON, the things a spilled bash output is made of.
+func cleanSpill(size int) []byte {
+	chunks := []string{
+		"=== RUN   TestHandlerServesTheAPI/a_request_with_a_token_header_is_authorised\n--- PASS: TestHandlerServesTheAPI (0.01s)\n",
+		"ok  \tgithub.com/example/project/internal/server\t0.412s\tcoverage: 81.2% of statements\n",
+		"commit 3f9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c4d3e2f1a\nAuthor: Alice Example <alice@example.com>\nDate:   Mon Nov 30 09:00:00 2026 +0000\n\n    server: check the token before the password reset\n\n",
+		"func (s *Server) authorize(r *http.Request) error {\n\ttoken := r.Header.Get(\"Authorization\")\n\tif token == \"\" {\n\t\treturn errMissingToken // the password flow is separate\n\t}\n\treturn s.verify(token)\n}\n",
+		"{\"level\":\"info\",\"ts\":\"2026-11-30T09:00:00Z\",\"request_id\":\"0d9e8f7a-6b5c-4d3e-8f1a-3f9a8b7c6d5e\",\"msg\":\"secret rotation scheduled\",\"url\":\"https://api.example.com/v1/keys?page=2\"}\n",
+		"drwxr-xr-x  5 alice staff   160 Nov 30 09:00 internal\n-rw-r--r--  1 alice staff  2048 Nov 30 09:00 go.sum\n",
+		"data: aGVsbG8gd29ybGQgdGhpcyBpcyBiYXNlNjQgZGF0YSB0aGF0IGlzIG5vdCBhIHNlY3JldCBhdCBhbGw=\n",
+		"npm notice New minor version of npm available! See https://docs.npmjs.com/cli/v10 and git@github.com:example/project.git\n",
+		"sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855  vendor/modules.txt\n",
+		"    password_hash = bcrypt(password, cost=12)  # token_type: bearer, secret_name: db\n",
+	}
+	var b []byte
+	for i := 0; len(b) < size; i++ {
+		b = append(b, chunks[i%len(chunks)]...)
+	}
+	return b[:size]
+}
+
+// BenchmarkRedactSpill redacts a clean 1 MiB spilled output, the common case
+// of Blobs.Put; the budget is 10 ms.
+func BenchmarkRedactSpill(b *testing.B) {
+	spill := cleanSpill(1 << 20)
+	red := DefaultRedactor()
+	if _, n := red.Redact(spill); n != 0 {
+		b.Fatalf("the clean spill has %d redactions", n)
+	}
+	b.SetBytes(int64(len(spill)))
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		red.Redact(spill)
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/1e6/float64(b.N), "ms/MiB")
+}
+
+// BenchmarkRedactSpillWithSecrets redacts a 1 MiB output that starts with
+// one secret of every kind, so every pattern's regexp runs over all of it.
+func BenchmarkRedactSpillWithSecrets(b *testing.B) {
+	secrets := "ANTHROPIC_API_KEY=" + fakeAnthropicKey + "\naws_access_key_id = " + fakeAWSKeyID +
+		"\naws_secret_access_key = " + fakeAWSSecret + "\nGITHUB_TOKEN=ghp_Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4zAb3d\n" +
+		"Authorization: Bearer " + fakeBearerToken + "\nx-api-key: 0123abcd4567efgh\nDB_URL=postgres://app:Pa55w0rd@db/app\n" +
+		"DB_PASSWORD=s3cr3t-Pa55\nglpat-Ab3dEf6hIj9kLm2nOp5q xoxb-1234567890-abcdef sk_live_Ab3dEf6hIj9kLm2nOp5q\n" + fakePrivateKey
+	spill := append([]byte(secrets), cleanSpill(1<<20-len(secrets))...)
+	red := DefaultRedactor()
+	b.SetBytes(int64(len(spill)))
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		red.Redact(spill)
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/1e6/float64(b.N), "ms/MiB")
+}

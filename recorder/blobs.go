@@ -7,17 +7,26 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 
 	"github.com/retrace-dev/retrace/trajectory"
 )
 
 // Blobs is the content-addressed store beside a trajectory file
 // (<session-id>.blobs/): spilled tool outputs and the files saved before a
-// call changes them. A blob's name is its SHA-256, so storing the same
-// content twice costs nothing and a reference can be checked against the
-// bytes it names.
+// call changes them. Every byte stored goes through the store's Redactor
+// first, so no secret a tool printed or a file held reaches the disk. A
+// blob's name is the SHA-256 of what is stored — the redacted content —
+// so storing the same content twice costs nothing and a reference can be
+// checked against the bytes it names. The directory is created 0700 and
+// the blobs 0600: they are as private as the session they belong to.
+//
+// A Blobs is safe for concurrent use.
 type Blobs struct {
 	dir string
+	red *Redactor
+	// redactions counts the secrets replaced by Put.
+	redactions atomic.Int64
 }
 
 // BlobsDir returns the blob directory that belongs to a trajectory file.
@@ -25,24 +34,56 @@ func BlobsDir(trajectoryPath string) string {
 	return strings.TrimSuffix(trajectoryPath, trajectory.Ext) + ".blobs"
 }
 
-// OpenBlobs returns the store in dir; the directory is created on the first Put.
-func OpenBlobs(dir string) *Blobs { return &Blobs{dir: dir} }
+// OpenBlobs returns the store in dir, redacting with DefaultRedactor; the
+// directory is created on the first Put.
+func OpenBlobs(dir string) *Blobs { return OpenBlobsWith(dir, nil) }
+
+// OpenBlobsWith returns the store in dir, redacting with red (nil means
+// DefaultRedactor): the Redactor the session's Recorder uses, so that the
+// trajectory and its blobs lose the same secrets.
+func OpenBlobsWith(dir string, red *Redactor) *Blobs {
+	if red == nil {
+		red = DefaultRedactor()
+	}
+	return &Blobs{dir: dir, red: red}
+}
 
 // Dir returns the store's directory.
 func (b *Blobs) Dir() string { return b.dir }
 
-// Put stores content and returns its reference (trajectory.BlobRef) and the
-// path of the file that holds it, which tools may read back.
+// Redact returns content with its secrets replaced, exactly as Put would
+// store it: what a caller must use before it cuts content short (a
+// truncated output, a summary), since a cut secret is no longer
+// recognised. Clean content is returned as is.
+func (b *Blobs) Redact(content []byte) []byte {
+	out, _ := b.red.Redact(content)
+	return out
+}
+
+// Redactions returns how many secrets Put has replaced so far.
+func (b *Blobs) Redactions() int64 { return b.redactions.Load() }
+
+// Put redacts content, stores it and returns its reference
+// (trajectory.BlobRef of the stored, redacted bytes) and the path of the
+// file that holds it, which tools may read back.
 func (b *Blobs) Put(content []byte) (ref, path string, err error) {
+	out, n := b.red.Redact(content)
+	b.redactions.Add(int64(n))
+	return b.store(out)
+}
+
+// store writes content, already redacted or checked clean, under its hash.
+func (b *Blobs) store(content []byte) (ref, path string, err error) {
 	ref = trajectory.BlobRef(content)
 	path = b.Path(ref)
 	if _, err := os.Stat(path); err == nil {
 		return ref, path, nil
 	}
-	if err := os.MkdirAll(b.dir, 0o755); err != nil {
+	if err := os.MkdirAll(b.dir, 0o700); err != nil {
 		return "", "", fmt.Errorf("blob store %s: %w", b.dir, err)
 	}
-	// Write to a temporary name and rename, so a reader never sees half a blob.
+	// Write to a temporary name and rename, so a reader never sees half a
+	// blob. CreateTemp makes the file 0600.
 	tmp, err := os.CreateTemp(b.dir, ".tmp-*")
 	if err != nil {
 		return "", "", fmt.Errorf("blob store %s: %w", b.dir, err)

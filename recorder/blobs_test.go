@@ -1,6 +1,7 @@
 package recorder
 
 import (
+	"bytes"
 	"errors"
 	"io/fs"
 	"os"
@@ -35,5 +36,53 @@ func TestBlobsStoreContentByItsHashOnce(t *testing.T) {
 	}
 	if BlobsDir("/runs/abc.jsonl") != "/runs/abc.blobs" {
 		t.Fatalf("BlobsDir = %s", BlobsDir("/runs/abc.jsonl"))
+	}
+}
+
+func TestBlobsPutRedactsAndNamesTheRedactedBytes(t *testing.T) {
+	b := OpenBlobs(filepath.Join(t.TempDir(), "s.blobs"))
+	content := []byte("$ env\nANTHROPIC_API_KEY=" + fakeAnthropicKey + "\nHOME=/home/alice\n")
+	ref, path, err := b.Put(content)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(stored, []byte(fakeAnthropicKey)) || !bytes.Contains(stored, []byte("[REDACTED:anthropic]")) {
+		t.Fatalf("the stored blob is not redacted:\n%s", stored)
+	}
+	if !bytes.Equal(stored, b.Redact(content)) {
+		t.Errorf("Put stored %q, Redact gives %q", stored, b.Redact(content))
+	}
+	if ref != trajectory.BlobRef(stored) || ref == trajectory.BlobRef(content) {
+		t.Errorf("ref %s is not the hash of the stored bytes", ref)
+	}
+	if got, err := b.Get(ref); err != nil || !bytes.Equal(got, stored) {
+		t.Errorf("Get = %q, %v", got, err)
+	}
+	if b.Redactions() != 1 {
+		t.Errorf("Redactions = %d, want 1", b.Redactions())
+	}
+	clean := []byte("no secret here")
+	if out := b.Redact(clean); &out[0] != &clean[0] {
+		t.Error("Redact copied clean content")
+	}
+}
+
+func TestBlobsOpenedWithARedactorUseItsPatterns(t *testing.T) {
+	red, err := NewRedactor([]string{`corp-[0-9]{6}`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := OpenBlobsWith(filepath.Join(t.TempDir(), "s.blobs"), red)
+	_, path, err := b.Put([]byte("ticket corp-123456 and key " + fakeAWSKeyID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored, _ := os.ReadFile(path)
+	if string(stored) != "ticket [REDACTED:custom] and key [REDACTED:aws_access_key]" {
+		t.Fatalf("stored %q", stored)
 	}
 }

@@ -18,10 +18,15 @@
 // stop, so an interrupted session keeps what it already emitted.
 //
 // Every line passes through a Redactor before it is written: known secret
-// shapes (API keys, tokens, private keys) and any user patterns are replaced
-// by [REDACTED:<name>]. The redaction sits in this facade rather than in the
+// shapes (API keys, tokens, private keys, passwords in URLs, credential
+// headers, env-file secrets) and any user patterns are replaced by
+// [REDACTED:<name>]. The redaction sits in this facade rather than in the
 // callers because a rule callers may skip is a rule that eventually leaks
-// (seed §14.5): there is no way to write a line around it.
+// (seed §14.5): there is no way to write a line around it. The blob store
+// redacts every blob it stores the same way; a caller that shortens text
+// (a truncated output, a summary) redacts it first with Blobs.Redact, since
+// half a secret is no longer recognised. Trajectory files and blobs are
+// created 0600 in directories created 0700.
 //
 // Label fields (error codes, reminder kinds, hook names, evidence and tag
 // keys) must be short tokens from closed sets, never paths, commands or
@@ -33,8 +38,9 @@
 // store (Blobs) of spilled tool outputs, the files saved before a call
 // changed them, and the workspace snapshot taken at session start:
 // SnapshotWorkspace records the tree (gitignore-aware, symlinks recorded and
-// never followed, a size cap that warns instead of silently truncating) as
-// a manifest blob whose reference goes into session_start, and
+// never followed, a size cap that warns instead of silently truncating,
+// files that hold secrets listed as SkippedSecret rather than stored) as a
+// manifest blob whose reference goes into session_start, and
 // RestoreWorkspace recreates it elsewhere, refusing any entry that would
 // land outside its destination.
 //

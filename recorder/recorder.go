@@ -69,7 +69,7 @@ var _ trajectory.Sink = (*Recorder)(nil)
 // generated session id is taken (two sessions started in the same
 // millisecond and drew the same random part), it tries another one.
 func Create(dir string, opts Options) (*Recorder, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("recorder: cannot create run directory %s: %w (check that its parent is writable, or record to another directory)", dir, bareErr(err))
 	}
 	clock := opts.Clock
@@ -85,7 +85,7 @@ func Create(dir string, opts Options) (*Recorder, error) {
 			id = NewSessionID(clock())
 		}
 		path := filepath.Join(dir, id+trajectory.Ext)
-		f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+		f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
 		switch {
 		case err == nil:
 			opts.SessionID, opts.Clock = id, clock

@@ -59,6 +59,48 @@ func TestEachBuiltinPatternFires(t *testing.T) {
 			textLine(t, "key:\n"+fakePrivateKey+"done"), fakeKeyLine1, "[REDACTED:private_key]", `\ndone`, 1},
 		{"a private key block cut off by truncation is redacted to the end of its string",
 			textLine(t, "-----BEGIN OPENSSH PRIVATE KEY-----\n"+fakeKeyLine1+"\n"+fakeKeyLine2[:20]), fakeKeyLine2[:20], "[REDACTED:private_key]", `"display":"full"`, 1},
+		{"a GitLab personal access token is redacted",
+			textLine(t, "CI_TOKEN glpat-"+fakeAlnum(20)), "glpat-", "[REDACTED:gitlab]", "CI_TOKEN ", 1},
+		{"a Slack bot token is redacted",
+			textLine(t, "slack: xoxb-1234567890-"+fakeAlnum(24)), "xoxb-", "[REDACTED:slack]", "slack: ", 1},
+		{"a Stripe live secret key is redacted",
+			textLine(t, "stripe.api_key = 'sk_live_"+fakeAlnum(24)+"'"), "sk_live_", "[REDACTED:stripe]", "stripe.api_key = '", 1},
+		{"a Stripe restricted key is redacted",
+			textLine(t, "rk_live_"+fakeAlnum(24)), "rk_live_", "[REDACTED:stripe]", `"text":"[`, 1},
+		{"a Google API key is redacted",
+			textLine(t, "https://maps.googleapis.com/maps/api/js?key=AIza"+fakeAlnum(35)), "AIza", "[REDACTED:google_api_key]", "maps/api/js?key=", 1},
+		{"an npm token is redacted",
+			textLine(t, "//registry.npmjs.org/:_authToken=npm_"+fakeAlnum(36)), "npm_", "[REDACTED:npm]", "registry.npmjs.org", 1},
+		{"a Hugging Face token is redacted",
+			textLine(t, "HF token hf_"+fakeAlnum(34)), "hf_", "[REDACTED:huggingface]", "HF token ", 1},
+		{"a JSON Web Token outside a header is redacted whole",
+			textLine(t, "session="+fakeBearerToken+";"), fakeBearerToken[40:], "[REDACTED:jwt]", "session=", 1},
+		{"a password in a URL is redacted and the scheme, user and host kept",
+			textLine(t, "git clone https://alice:"+fakePassword+"@git.example.com/repo.git"), fakePassword, "https://alice:[REDACTED:url_password]@git.example.com/repo.git", "git clone ", 1},
+		{"a password in a URL without a user is redacted",
+			textLine(t, "redis://:"+fakePassword+"@cache:6379/0"), fakePassword, "redis://:[REDACTED:url_password]@cache", ":6379/0", 1},
+		{"a password in a URL inside embedded JSON is redacted",
+			[]byte(`{"v":1,"type":"tool_call","input":{"url":"postgres://app:` + fakePassword + `@db:5432/app"}}`), fakePassword, "[REDACTED:url_password]@db", `"type":"tool_call"`, 1},
+		{"a basic Authorization header is redacted",
+			textLine(t, "curl -H 'Authorization: Basic dXNlcjpwYXNzd29yZA=='"), "dXNlcjpwYXNzd29yZA", "Authorization: Basic [REDACTED:auth_header]", "curl -H '", 1},
+		{"a short bearer token in an Authorization header is redacted",
+			textLine(t, "Authorization: Bearer abc123def456"), "abc123def456", "[REDACTED:auth_header]", "Authorization: Bearer ", 1},
+		{"an x-api-key header is redacted",
+			textLine(t, "x-api-key: 0123abcd4567efgh"), "0123abcd4567efgh", "x-api-key: [REDACTED:auth_header]", "x-api-key", 1},
+		{"an Authorization member of an embedded JSON object is redacted",
+			[]byte(`{"v":1,"type":"tool_call","input":{"headers":{"Authorization":"token 9f8e7d6c5b4a39281706"}}}`), "9f8e7d6c5b4a39281706", "[REDACTED:auth_header]", `"headers":{"Authorization":"token `, 1},
+		{"a password assignment in an env file is redacted and the name kept",
+			textLine(t, "DB_HOST=db\nDB_PASSWORD="+fakePassword+"\n"), fakePassword, "DB_PASSWORD=[REDACTED:secret_assignment]", "DB_HOST=db", 1},
+		{"an exported quoted token is redacted",
+			textLine(t, "export SERVICE_TOKEN='"+fakePassword+"'"), fakePassword, "SERVICE_TOKEN='[REDACTED:secret_assignment]'", "export ", 1},
+		{"an api-key flag is redacted",
+			textLine(t, "tool --api-key="+fakePassword+" run"), fakePassword, "--api-key=[REDACTED:secret_assignment]", " run", 1},
+		{"a secret in a URL query is redacted",
+			textLine(t, "GET /callback?code=x&access_token=ya29."+fakeAlnum(30)+"&state=1"), "ya29.", `access_token=[REDACTED:secret_assignment]\u0026state=1`, "GET /callback", 1},
+		{"the AWS CLI's SecretAccessKey is redacted",
+			textLine(t, `{"Credentials": {"AccessKeyId": "ASIAQWERTYUIOPASDFGH", "SecretAccessKey": "`+fakeAWSSecret+`"}}`), fakeAWSSecret, "[REDACTED:aws_secret]", "Credentials", 2},
+		{"a private key assigned in an env file is redacted whole",
+			textLine(t, "PRIVATE_KEY=\""+fakePrivateKey+"\""), fakeKeyLine2, "[REDACTED:private_key]", "PRIVATE_KEY=", 1},
 		{"two secrets in one string are both redacted",
 			textLine(t, fakeAWSKeyID+" and "+fakeAnthropicKey), fakeAWSKeyID, "[REDACTED:anthropic]", " and ", 2},
 	}
@@ -92,6 +134,18 @@ func TestEachBuiltinPatternFires(t *testing.T) {
 	}
 }
 
+// fakeAlnum returns n letters and digits that look random but are fixed.
+func fakeAlnum(n int) string {
+	const chars = "Xq7vLm2Np9Rt4Kw8Zs1Bc6Df3Gh5Jy0UaEiOoP"
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = chars[(i*7+3)%len(chars)]
+	}
+	return string(b)
+}
+
+const fakePassword = "hunter2-Pa55w0rd!x"
+
 func TestTheZeroRedactorStillRedacts(t *testing.T) {
 	line := textLine(t, "key "+fakeAnthropicKey)
 	for name, red := range map[string]*Redactor{"zero": {}, "nil": nil} {
@@ -116,6 +170,21 @@ func TestCleanLinesAreLeftAlone(t *testing.T) {
 		{"PRIVATE KEY in prose", "never commit a PRIVATE KEY to git"},
 		{"gh words that are not tokens", "gh_pages ghp_short thoughts highlight github_pat_short"},
 		{"an aws_secret_access_key setting without a value", "set aws_secret_access_key in ~/.aws/credentials"},
+		{"a UUID", "request 0d9e8f7a-6b5c-4d3e-8f1a-3f9a8b7c6d5e failed"},
+		{"a sha256 digest", "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"},
+		{"words that start like tokens", "xoxo- hugs, npm_config_cache, hf_hub_download, glpat- docs, sk_live_mode and AIza short"},
+		{"a base64 JSON that is not a JWT", "eyJhbGciOiJIUzI1NiJ9 alone and eyJhbGciOi.notpayload"},
+		{"URLs without a password", "https://github.com/example/project and ssh://git@github.com:22/x.git and http://localhost:8080/a:b@c"},
+		{"a URL whose user has no password", "https://alice@example.com/path"},
+		{"a scp-style git remote", "git@github.com:example/project.git"},
+		{"an Authorization header read in code", `token := r.Header.Get("Authorization")`},
+		{"Authorization in prose", "Authorization: required for every endpoint; x-api-key: see the docs"},
+		{"an Authorization header with a placeholder", "Authorization: Bearer <token>"},
+		{"code that assigns a token with spaces", "token = compute_token(user); password = getpass()"},
+		{"a token assignment to a call or a member", "token=os.Getenv(\"TOKEN\") password=req.body.password"},
+		{"an env file with variable references and placeholders", "DB_PASSWORD=$DB_PASSWORD\nAPI_KEY=${API_KEY}\nSECRET=<changeme>\nTOKEN="},
+		{"numbers and paths under secret names", "MAX_TOKENS=4096 SECRETS_DIR=/run/secrets TOKENIZER=bert"},
+		{"comparisons in code", "if password==expected && token!=nil {}"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -256,6 +325,40 @@ func TestIndexAtFindsTheFirstInstanceByItsAnchor(t *testing.T) {
 	}
 }
 
+func mustRedact(r *Redactor, b []byte) []byte {
+	out, _ := r.Redact(b)
+	return out
+}
+
+func TestLongSecretsAndFarCandidatesAreFoundPastTheFirstWindow(t *testing.T) {
+	jwt := "eyJhbGciOiJSUzI1NiJ9.eyJ" + strings.Repeat("c3ViIjoiYWxpY2UiLCJyb2xlcyI6WyJhZG1pbiJdfQ", 120) + ".c2ln"
+	pemBody := strings.Repeat(fakeKeyLine1+"\n", 200)
+	text := "set aws_secret_access_key in the file; Authorization: see below\n" + // false candidates first
+		strings.Repeat("filler line of ordinary output\n", 100) +
+		"token " + jwt + "\n" +
+		strings.Repeat("more filler\n", 300) +
+		"-----BEGIN PRIVATE KEY-----\n" + pemBody + "-----END PRIVATE KEY-----\n" +
+		strings.Repeat("and more\n", 500) + "aws_secret_access_key = " + fakeAWSSecret + "\n"
+	unfiltered := &Redactor{patterns: append([]pattern(nil), builtins...)}
+	for i := range unfiltered.patterns {
+		unfiltered.patterns[i].find = nil
+	}
+	for _, in := range [][]byte{[]byte(text), textLine(t, text)} {
+		out := mustRedact(DefaultRedactor(), in)
+		if !bytes.Equal(out, mustRedact(unfiltered, in)) {
+			t.Fatal("the windowed search and a search of the whole text differ")
+		}
+		for _, secret := range []string{jwt[30:60], fakeKeyLine1, fakeAWSSecret} {
+			if bytes.Contains(out, []byte(secret)) {
+				t.Errorf("%q is still there", secret)
+			}
+		}
+		if bytes.Count(out, []byte("[REDACTED:")) != 3 {
+			t.Errorf("want 3 redactions: %s", out)
+		}
+	}
+}
+
 func FuzzRedact(f *testing.F) {
 	f.Add(textLine(f, "curl -H 'Authorization: Bearer "+fakeBearerToken+"'"))
 	f.Add(textLine(f, fakePrivateKey))
@@ -266,6 +369,13 @@ func FuzzRedact(f *testing.F) {
 	f.Add([]byte(`{"pw":"pw=secret","n":1}`))
 	f.Add([]byte(`{"a":"AWS_Secret_Access_Key\": \"` + fakeAWSSecret + `\"","b":"x\tBeArEr\tabcdefghijklmnopqrstu"}`))
 	f.Add([]byte(`"ASIAQWERTYUIOPASDFGH\u00e9AKIAIOSFODNN7EXAMPLE github_pat_11ABCDEFG0123456789_abcdefghij"`))
+	f.Add(textLine(f, "https://alice:"+fakePassword+"@git.example.com redis://:x@h ://a:b@"))
+	f.Add(textLine(f, "Authorization: Basic dXNlcjpwYXNzd29yZA==\nx-api-key: 0123abcd4567efgh"))
+	f.Add([]byte(`{"headers":{"Authorization":"token 9f8e7d6c5b4a39281706","X-Api-Key":"k3y"}}`))
+	f.Add(textLine(f, "DB_PASSWORD="+fakePassword+"\nexport API_KEY='abc123xyz' --api-key=\"q1w2e3r4\" password==x"))
+	f.Add(textLine(f, "glpat-"+fakeAlnum(20)+" xoxb-1234567890-ab sk_live_"+fakeAlnum(16)+" AIza"+fakeAlnum(35)+" npm_"+fakeAlnum(36)+" hf_"+fakeAlnum(34)))
+	f.Add(textLine(f, fakeBearerToken+" eyJ0eXAiOiJKV1QiLCJhbGciOiJub25lIn0.eyJzdWIiOiIxIn0."))
+	f.Add([]byte("plain text, not JSON: PRIVATE_KEY=-----BEGIN EC PRIVATE KEY-----\nMHcCAQEE\n-----END EC PRIVATE KEY-----\n"))
 	custom, err := NewRedactor([]string{`pw=\S+`, `"[a-z]+":`})
 	if err != nil {
 		f.Fatal(err)
@@ -287,6 +397,23 @@ func FuzzRedact(f *testing.F) {
 		}
 		if want, _, _ := unfiltered.redact(line); !bytes.Equal(out, want) {
 			t.Fatalf("the find functions changed the result:\nin:   %s\nout:  %s\nwant: %s", line, out, want)
+		}
+		// Past the first window the regexps run near candidates only;
+		// padding moves the input there. (Matches longer than a window
+		// are TestLongSecretsAndFarCandidatesAreFoundPastTheFirstWindow's.)
+		long := append(bytes.Repeat([]byte("pad "), window/4), line...)
+		if got, want := mustRedact(DefaultRedactor(), long), mustRedact(unfiltered, long); !bytes.Equal(got, want) {
+			t.Fatalf("windowed search changed the result of a long input built from:\n%s", line)
+		}
+		// Redaction is idempotent: what it leaves has no secret left.
+		if again, n := DefaultRedactor().Redact(out); n != 0 || !bytes.Equal(again, out) {
+			t.Fatalf("redacting twice found %d more:\nin:    %s\nonce:  %s\ntwice: %s", n, line, out, again)
+		}
+		if name := DefaultRedactor().Detect(out); name != "" {
+			t.Fatalf("Detect finds %s in redacted text:\n%s", name, out)
+		}
+		if _, n := DefaultRedactor().Redact(line); (n > 0) != (DefaultRedactor().Detect(line) != "") {
+			t.Fatalf("Detect and Redact disagree (%d redactions):\n%s", n, line)
 		}
 		out, _ = custom.Redact(line)
 		if valid && !json.Valid(out) {

@@ -39,7 +39,65 @@ const (
 	SkippedTooLarge   = "too_large"
 	SkippedUnreadable = "unreadable"
 	SkippedSpecial    = "special"
+	// SkippedSecret is a file whose name says it holds credentials
+	// (SecretFileName), a credential directory (.ssh, .aws, .gnupg), or a
+	// file in which the Redactor found a secret. Its content is never
+	// stored, not even redacted: a redacted file restored in a replay
+	// would differ from the original without saying so, where a file
+	// that is missing can be reported as not captured.
+	SkippedSecret = "secret"
 )
+
+// secretFileNames are the base-name patterns (path.Match) of files that hold
+// credentials; SecretFileName applies them.
+var secretFileNames = []string{
+	".env*",
+	"*.pem", "*.key", "*.p12", "*.pfx", "*.keystore", "*.jks", "*.ppk",
+	"id_rsa*", "id_dsa*", "id_ecdsa*", "id_ed25519*",
+	".npmrc", ".pypirc", ".netrc", "_netrc", ".git-credentials", ".pgpass", ".htpasswd", ".dockercfg",
+	"credentials", "credentials.json",
+}
+
+// secretDirs are directory names that hold credentials as a whole.
+var secretDirs = []string{".ssh", ".gnupg", ".aws"}
+
+// envTemplates are the suffixes of .env files that are templates meant to
+// be committed (.env.example), not secrets; they are stored unless the
+// Redactor finds a secret in them.
+var envTemplates = []string{".example", ".sample", ".template", ".dist"}
+
+// SecretFileName reports whether a file named name (a base name) usually
+// holds credentials, and returns the pattern it matched: .env and
+// .env.local (but not the templates .env.example, .env.sample,
+// .env.template and .env.dist), private keys and certificates stores
+// (*.pem, *.key, *.p12, *.pfx, *.keystore, *.jks, *.ppk, id_rsa, id_ed25519
+// and the other SSH key names, their .pub halves excepted) and credential
+// files (.npmrc, .pypirc, .netrc, .git-credentials, .pgpass, .htpasswd,
+// .dockercfg, credentials, credentials.json).
+func SecretFileName(name string) (pattern string, ok bool) {
+	for _, p := range secretFileNames {
+		if m, _ := path.Match(p, name); !m {
+			continue
+		}
+		switch {
+		case strings.HasPrefix(p, ".env") && hasAnySuffix(name, envTemplates):
+			return "", false
+		case strings.HasPrefix(p, "id_") && strings.HasSuffix(name, ".pub"):
+			return "", false
+		}
+		return p, true
+	}
+	return "", false
+}
+
+func hasAnySuffix(s string, suffixes []string) bool {
+	for _, x := range suffixes {
+		if strings.HasSuffix(s, x) {
+			return true
+		}
+	}
+	return false
+}
 
 // ErrUnsafeSnapshot is wrapped by RestoreWorkspace's errors for a manifest
 // entry that would write outside the destination: an absolute path, a path
@@ -95,13 +153,21 @@ type ManifestEntry struct {
 	Blob string `json:"blob,omitempty"`
 	// Link is a symlink's target, exactly as read, never followed.
 	Link string `json:"link,omitempty"`
-	// Skipped says why a file's content was not stored (SkippedTooLarge...).
+	// Skipped says why a file's content was not stored (SkippedTooLarge,
+	// SkippedUnreadable, SkippedSpecial, SkippedSecret).
 	Skipped string `json:"skipped,omitempty"`
+	// Reason says in words why, for SkippedSecret: the name pattern or
+	// the kind of secret found ("name matches *.pem", "holds a secret the
+	// redactor recognises as anthropic"). It never holds the secret.
+	Reason string `json:"reason,omitempty"`
 }
 
 // SnapshotWorkspace stores the workspace under root in blobs and returns the
 // reference of its manifest. It honours .gitignore files at every depth and
-// always leaves out .git and .retrace directories. Symlinks are recorded
+// always leaves out .git and .retrace directories. Files that hold secrets
+// — by name (SecretFileName), in a credential directory, or because the
+// blobs' Redactor finds one in them — are listed as SkippedSecret with a
+// Reason and their content is not stored. Symlinks are recorded
 // with their targets and never followed, so a snapshot cannot pull in files
 // from outside the workspace. Files over the caps are listed as skipped and
 // named in rep.Warnings, so a snapshot is never silently partial. The same
@@ -153,7 +219,7 @@ type snapshotter struct {
 	// skipDirs are the absolute paths of SnapshotOptions.Skip
 	skipDirs map[string]bool
 	// counts of skipped files by reason, for the warnings
-	tooLarge, unreadable, special int
+	tooLarge, unreadable, special, secret int
 }
 
 // walk records the directory whose path components are dir and returns how
@@ -190,6 +256,9 @@ func (s *snapshotter) walk(dir []string, patterns []gitignore.Pattern) (int, err
 		switch {
 		case typ.IsDir() && s.skipDirs[full]:
 			continue
+		case typ.IsDir() && slices.Contains(secretDirs, name):
+			s.skip(ManifestEntry{Path: p, Type: EntryDir, Reason: "a credential directory (" + name + ")"}, SkippedSecret)
+			recorded++
 		case typ.IsDir():
 			n, err := s.walk(parts, patterns)
 			if err != nil {
@@ -229,6 +298,11 @@ func (s *snapshotter) file(full, p string) {
 		return
 	}
 	e.Mode, e.Size = uint32(info.Mode().Perm()), info.Size()
+	if pat, ok := SecretFileName(path.Base(p)); ok {
+		e.Reason = "the name matches " + pat
+		s.skip(e, SkippedSecret)
+		return
+	}
 	if e.Size > s.opts.MaxFileBytes || s.rep.Bytes+e.Size > s.opts.MaxBytes {
 		s.skip(e, SkippedTooLarge)
 		return
@@ -240,7 +314,13 @@ func (s *snapshotter) file(full, p string) {
 	}
 	// The file may have changed since Lstat; the manifest describes what was stored.
 	e.Size = int64(len(data))
-	ref, _, err := s.blobs.Put(data)
+	if kind := s.blobs.red.Detect(data); kind != "" {
+		e.Reason = "it holds a secret the redactor recognises as " + kind
+		s.skip(e, SkippedSecret)
+		return
+	}
+	// Checked clean just now, so stored without a second redaction pass.
+	ref, _, err := s.blobs.store(data)
 	if err != nil {
 		s.skip(e, SkippedUnreadable)
 		return
@@ -260,6 +340,8 @@ func (s *snapshotter) skip(e ManifestEntry, reason string) {
 		s.tooLarge++
 	case SkippedSpecial:
 		s.special++
+	case SkippedSecret:
+		s.secret++
 	default:
 		s.unreadable++
 	}
@@ -267,16 +349,24 @@ func (s *snapshotter) skip(e ManifestEntry, reason string) {
 
 func (s *snapshotter) warn() {
 	sortEntries(s.entries)
-	var sample []string
-	for _, e := range s.entries {
-		if e.Skipped != "" && len(sample) < 3 {
-			sample = append(sample, e.Path)
+	sample := func(reason string) string {
+		var paths []string
+		for _, e := range s.entries {
+			if e.Skipped == reason && len(paths) < 3 {
+				paths = append(paths, e.Path)
+			}
 		}
+		return strings.Join(paths, ", ")
 	}
 	if s.tooLarge > 0 {
 		s.rep.Warnings = append(s.rep.Warnings, fmt.Sprintf(
 			"workspace snapshot: %d file(s) not stored because they exceed the size cap (%d MiB per file, %d MiB in all), e.g. %s; a replay will not have them — add them to .gitignore or raise the cap",
-			s.tooLarge, s.opts.MaxFileBytes>>20, s.opts.MaxBytes>>20, strings.Join(sample, ", ")))
+			s.tooLarge, s.opts.MaxFileBytes>>20, s.opts.MaxBytes>>20, sample(SkippedTooLarge)))
+	}
+	if s.secret > 0 {
+		s.rep.Warnings = append(s.rep.Warnings, fmt.Sprintf(
+			"workspace snapshot: %d entr(ies) that hold or look like secrets were not stored, e.g. %s; a replay will not have them and reports them as not captured",
+			s.secret, sample(SkippedSecret)))
 	}
 	if s.unreadable > 0 {
 		s.rep.Warnings = append(s.rep.Warnings, fmt.Sprintf(

@@ -334,6 +334,10 @@ func (p *ToolCall) validate(c *checks) {
 	c.nonNegative("batch", float64(p.Batch))
 }
 
+// MaxHookStderr is the most bytes of a hook's standard error a hook_run
+// event carries.
+const MaxHookStderr = 2048
+
 // HookRun records one run of a configured hook.
 type HookRun struct {
 	ToolRef
@@ -343,6 +347,15 @@ type HookRun struct {
 	Outcome      HookOutcome `json:"outcome"`
 	InputChanged bool        `json:"input_changed,omitempty"`
 	DurationMs   float64     `json:"duration_ms"`
+	// ExitCode is the hook's exit status (0 to 255) when it ran to its own
+	// end; absent when it timed out, was killed by a signal, was stopped
+	// with the session or could not start.
+	ExitCode *int `json:"exit_code,omitempty" jsonschema:"minimum=0,maximum=255"`
+	// Stderr is what the hook wrote on standard error, redacted and then
+	// cut to MaxHookStderr bytes (head and tail, with the number of bytes
+	// left out between them), so that a broken hook can be debugged from
+	// the recording; absent when it wrote nothing there.
+	Stderr string `json:"stderr,omitempty" jsonschema:"maxLength=2048"`
 }
 
 // EventType implements Payload.
@@ -354,6 +367,12 @@ func (p *HookRun) validate(c *checks) {
 	c.label("hook", p.Hook)
 	checkEnum(c, "outcome", p.Outcome, hookOutcomes)
 	c.nonNegative("duration_ms", p.DurationMs)
+	if p.ExitCode != nil && (*p.ExitCode < 0 || *p.ExitCode > 255) {
+		c.fail("exit_code", ErrMalformed, "got %d, want an exit status from 0 to 255 (leave it out when the hook did not exit by itself)", *p.ExitCode)
+	}
+	if len(p.Stderr) > MaxHookStderr {
+		c.fail("stderr", ErrMalformed, "got %d bytes, want at most %d (MaxHookStderr)", len(p.Stderr), MaxHookStderr)
+	}
 }
 
 // PermissionDecision is what the three permission events share.

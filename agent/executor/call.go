@@ -191,10 +191,13 @@ func (c *call) preHooks(ctx context.Context) (input json.RawMessage, changed boo
 	return input, pre.InputChanged, decision, true
 }
 
+// emitHookRuns records the hooks that ran. A hook's stderr is redacted
+// whole before it is clipped to the event's limit.
 func (c *call) emitHookRuns(runs []hooks.Run) {
 	for _, r := range runs {
+		stderr := hooks.ClipStderr(string(c.ex.cfg.Blobs.Redact([]byte(r.Stderr))))
 		c.ex.cfg.Sink.Emit(c.t.number, &trajectory.HookRun{ToolRef: c.ref(), Phase: r.Phase, Hook: r.Hook, Outcome: r.Outcome,
-			InputChanged: r.InputChanged, DurationMs: trajectory.Millis(r.Duration)})
+			InputChanged: r.InputChanged, DurationMs: trajectory.Millis(r.Duration), ExitCode: r.ExitCode, Stderr: stderr})
 	}
 }
 

@@ -22,9 +22,12 @@ const DefaultTimeout = 10 * time.Minute
 
 // BlobStore keeps spilled outputs and snapshots; the recorder's Blobs is one.
 type BlobStore interface {
-	// Put stores content and returns its trajectory.BlobRef and a path
-	// the read tool can read it back from.
+	// Put stores content, redacted, and returns its trajectory.BlobRef
+	// and a path the read tool can read it back from.
 	Put(content []byte) (ref, path string, err error)
+	// Redact returns content with its secrets replaced, as Put stores
+	// it; the executor redacts what it is about to cut short with it.
+	Redact(content []byte) []byte
 	// Dir is the directory the blobs are in.
 	Dir() string
 }
@@ -64,13 +67,6 @@ type Config struct {
 	MaxConcurrent int
 	// Timeout bounds each call; 0 means DefaultTimeout.
 	Timeout time.Duration
-	// Redact, when set, removes secrets from what the executor writes to
-	// the blob store itself: the snapshot manifest, whose summary is the
-	// command line. The session builder gives it the recorder's redactor
-	// (recorder.Redactor.Redact without the count), since this package may
-	// not import recorder; nil stores the manifest as it is, leaving
-	// redaction to the blob store.
-	Redact func(data []byte) []byte
 	// SchemaSent reports whether a tool's schema was in the request that
 	// produced the calls. When it was not, an input validation error gets
 	// a hint to load the tool first (seed §5.5). Nil means always sent.

@@ -16,7 +16,9 @@ const noticeReserve = 200
 // shape runs stage 8 on a call's output: explicit text for empty output,
 // and over the tool's limit head 70 % and tail 30 % with the omitted count,
 // the full output spilled to the blob store and the way to read it back
-// (seed §9.2, §9.3).
+// (seed §9.2, §9.3). An output over the limit is redacted whole before it
+// is cut: a secret cut in two is no longer recognised, and its pieces
+// would reach the trajectory and the model's context.
 func (c *call) shape(o *outcome) {
 	o.bytes = len(o.text)
 	if o.text == "" && o.kind == "" {
@@ -33,6 +35,12 @@ func (c *call) shape(o *outcome) {
 	n := utf8.RuneCountInString(o.text)
 	if n <= limit {
 		return
+	}
+	if red := string(c.ex.cfg.Blobs.Redact([]byte(o.text))); red != o.text {
+		o.text = red
+		if n = utf8.RuneCountInString(red); n <= limit {
+			return
+		}
 	}
 	head := limit * 7 / 10
 	tail := max(limit-head-noticeReserve, 0)

@@ -1,6 +1,7 @@
 package executor
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"io/fs"
@@ -110,10 +111,7 @@ func (c *call) snapshot(input json.RawMessage) string {
 	if err != nil {
 		return ""
 	}
-	if redact := c.ex.cfg.Redact; redact != nil {
-		data = redact(data)
-	}
-	ref, _, err := c.ex.cfg.Blobs.Put(data)
+	ref, _, err := c.ex.cfg.Blobs.Put(data) // Put redacts what it stores
 	if err != nil {
 		return ""
 	}
@@ -124,9 +122,7 @@ func (c *call) snapshot(input json.RawMessage) string {
 // secret cut by the truncation is not left half visible, then cut to
 // maxSummary bytes on a character boundary.
 func (c *call) summary(cmd string) string {
-	if redact := c.ex.cfg.Redact; redact != nil {
-		cmd = string(redact([]byte(cmd)))
-	}
+	cmd = string(c.ex.cfg.Blobs.Redact([]byte(cmd)))
 	if len(cmd) <= maxSummary {
 		return cmd
 	}
@@ -154,6 +150,11 @@ func (c *call) snapshotFile(env *tools.Env, t workspace.Target) snapshotFile {
 		f.Existed = true
 		if data, err := root.ReadFile(t); err != nil {
 			f.Skipped = "unreadable"
+		} else if red := c.ex.cfg.Blobs.Redact(data); !bytes.Equal(red, data) {
+			// Stored redacted, the file would be restored different from
+			// what it was without a word; not stored, the manifest says so
+			// (the workspace snapshot does the same).
+			f.Skipped = "secret"
 		} else if ref, _, err := c.ex.cfg.Blobs.Put(data); err != nil {
 			f.Skipped = "store_failed"
 		} else {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/retrace-dev/retrace/trajectory"
 )
@@ -126,6 +127,11 @@ func (r *Runner) run(ctx context.Context, h *hook, call Call, resp *toolResponse
 
 	res := r.execHook(ctx, h, call, payload)
 	run.Duration = res.duration
+	run.Stderr = string(res.stderr)
+	if res.status == exited && res.exitCode >= 0 {
+		code := res.exitCode
+		run.ExitCode = &code
+	}
 	switch {
 	case res.status == timedOut:
 		run.Outcome = trajectory.HookTimeout
@@ -166,4 +172,38 @@ func feedback(hook, reason string) string {
 		reason = "it flagged this result without giving a reason."
 	}
 	return fmt.Sprintf("The PostToolUse hook %q reports: %s", hook, reason)
+}
+
+// ClipStderr shortens a hook's stderr to trajectory.MaxHookStderr bytes
+// for a hook_run event: the head and the tail, where a failing program
+// says what it was doing and how it died, with the number of bytes left
+// out between them. It cuts between UTF-8 characters. Call it on redacted
+// text only: a secret cut in two is no longer recognised.
+func ClipStderr(s string) string {
+	if len(s) <= trajectory.MaxHookStderr {
+		return s
+	}
+	// The marker's number has at most 20 digits; 48 bytes always hold it.
+	room := trajectory.MaxHookStderr - 48
+	head := cutBefore(s, room*6/10)
+	tail := s[cutAfter(s, len(s)-(room-len(head))):]
+	return fmt.Sprintf("%s\n… [%d bytes omitted] …\n%s", head, len(s)-len(head)-len(tail), tail)
+}
+
+// cutBefore returns the longest prefix of s of at most n bytes that ends
+// between two UTF-8 characters.
+func cutBefore(s string, n int) string {
+	for n > 0 && n < len(s) && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+// cutAfter returns the smallest index i >= n at which a UTF-8 character
+// starts, or len(s).
+func cutAfter(s string, n int) int {
+	for n < len(s) && !utf8.RuneStart(s[n]) {
+		n++
+	}
+	return n
 }

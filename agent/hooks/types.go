@@ -22,6 +22,14 @@ type Run struct {
 	Outcome      trajectory.HookOutcome
 	InputChanged bool
 	Duration     time.Duration
+	// ExitCode is the hook's exit status when it ran to its own end; nil
+	// when it timed out, was killed by a signal, was stopped with the
+	// call or could not start.
+	ExitCode *int
+	// Stderr is what the hook wrote on standard error, up to the first
+	// 64 KiB, as written: it may hold secrets, so redact it before it is
+	// recorded or shown, and only then shorten it with ClipStderr.
+	Stderr string
 }
 
 // PreResult is what the PreToolUse hooks decided for one call.

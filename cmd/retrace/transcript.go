@@ -16,7 +16,10 @@ import (
 // liveTranscript is the Sink retrace run hands the agent: it passes every
 // event to the recorder and prints a readable line for the ones a person
 // follows — turns, tools with their own durations, permission decisions,
-// defenses — as they happen.
+// defenses — as they happen. What it prints is redacted like the
+// trajectory: text is redacted before it is shortened to a line, and every
+// write is redacted again on its way out, so no secret reaches the
+// terminal (or a log of it).
 type liveTranscript struct {
 	rec *recorder.Recorder
 	mu  sync.Mutex
@@ -33,7 +36,30 @@ type liveCall struct {
 }
 
 func newLiveTranscript(out io.Writer, rec *recorder.Recorder) *liveTranscript {
-	return &liveTranscript{rec: rec, out: out, calls: map[string]*liveCall{}, failures: map[trajectory.FailureKind]int{}}
+	return &liveTranscript{rec: rec, out: redactingWriter{out}, calls: map[string]*liveCall{}, failures: map[trajectory.FailureKind]int{}}
+}
+
+// transcriptRedactor redacts what the live transcript and the permission
+// prompt print: the recorder's default patterns, which are the ones retrace
+// run records with.
+var transcriptRedactor = recorder.DefaultRedactor()
+
+// redactingWriter redacts each write before passing it on. The transcript
+// writes whole lines, so a secret is never split between two writes.
+type redactingWriter struct{ w io.Writer }
+
+func (r redactingWriter) Write(p []byte) (int, error) {
+	out, _ := transcriptRedactor.Redact(p)
+	if _, err := r.w.Write(out); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+// redacted returns s without its secrets, for text about to be shortened.
+func redacted(s string) string {
+	out, _ := transcriptRedactor.RedactString(s)
+	return out
 }
 
 // Emit implements trajectory.Sink.
@@ -46,7 +72,7 @@ func (l *liveTranscript) Emit(turn int, p trajectory.Payload) {
 		fmt.Fprintf(l.out, "turn %d · model: %s · %d in / %d out tokens · %.0f ms\n", turn, e.StopReason, e.Usage.InputTokens+e.Usage.CacheReadTokens, e.Usage.OutputTokens, e.DurationMs)
 		for _, b := range e.Content {
 			if b.Type == trajectory.BlockText && strings.TrimSpace(b.Text) != "" {
-				fmt.Fprintf(l.out, "  %s\n", oneLine(b.Text, 160))
+				fmt.Fprintf(l.out, "  %s\n", oneLine(redacted(b.Text), 160))
 			}
 		}
 	case *trajectory.ModelError:
@@ -143,7 +169,8 @@ func pathBase(p string) string {
 	return p
 }
 
-// inputSummary shows a tool input in a few words: its most telling value.
+// inputSummary shows a tool input in a few words: its most telling value,
+// redacted before it is shortened.
 func inputSummary(raw json.RawMessage) string {
 	var m map[string]any
 	if json.Unmarshal(raw, &m) != nil {
@@ -151,7 +178,7 @@ func inputSummary(raw json.RawMessage) string {
 	}
 	for _, k := range []string{"command", "file_path", "pattern", "path", "query"} {
 		if s, ok := m[k].(string); ok {
-			return oneLine(s, 70)
+			return oneLine(redacted(s), 70)
 		}
 	}
 	return ""
