@@ -10,12 +10,47 @@
 // without gaps even when parallel tools emit at once: a seq number is spent
 // only on an event that was encoded.
 //
-// Lines are buffered (64 KiB) because most events come in bursts between
-// long model waits. The buffer is flushed after every model_request, so
-// everything that happened before the model is asked again is in the file
-// while the model thinks, and flushed and fsynced after session_end and on
-// Close. SyncOnSignal adds a flush and fsync when the process is told to
-// stop, so an interrupted session keeps what it already emitted.
+// # Durability
+//
+// The recorder writes ahead: an event that announces or completes an effect
+// is in the file, written with write(2), before Emit returns, and the
+// runtime emits it before the effect starts (or as soon as it ended). These
+// are session_start, model_request (before the request is sent),
+// model_response and model_error, tool_call (before any hook or the tool
+// runs), permission_allow, permission_prompt and permission_deny (before the
+// tool runs or a person is asked), tool_end (as soon as the tool ended) and
+// session_end. The other seven types (tool_success, tool_failure, hook_run,
+// tool_result, reminder, defense_trigger, compaction) are batched in a
+// 64 KiB buffer until the next event that is written ahead, which the
+// runtime always emits before the next effect starts: an outcome is
+// followed at once by its tool_end, a hook_run by the decision or tool_end
+// of its call, the rest by the next model_request or session_end. Batching
+// them saves a system call each and never lets a side effect precede its
+// events in the file.
+//
+// What that promises:
+//
+//   - If retrace is killed (SIGKILL, a panic, the OOM killer), the file
+//     holds every event written ahead up to the kill, and every batched one
+//     that preceded it. A tool whose side effect happened has its tool_call
+//     and permission decision in the file; a tool that ended has its outcome
+//     and tool_end, unless the kill fell in the microseconds between the
+//     tool returning and tool_end's write. The file may end in a torn last
+//     line only if the kill interrupted a write, which readers report as a
+//     warning; no complete line is ever lost and seq has no gaps. Bytes
+//     written are in the kernel's page cache, so they survive the process.
+//   - If the machine loses power or the kernel crashes, only what was
+//     fsynced is certain: session_end is fsynced, and so are Sync, Close and
+//     SyncOnSignal (SIGINT, SIGTERM). Events written since the last fsync
+//     may be lost, from the end of the file backwards (ext4, XFS and APFS
+//     do not reorder an append-only file's data within it, but a file
+//     system is allowed to); fsyncing every event would cost a
+//     millisecond-scale wait per tool call, which a flight recorder for
+//     sessions that already survive process crashes does not pay.
+//
+// The tool processes a session starts (bash, hooks, stdio MCP servers) get
+// their own process group and, on Linux, a parent-death signal, so when
+// retrace dies they die with it and nothing keeps running unrecorded.
 //
 // Every line passes through a Redactor before it is written: known secret
 // shapes (API keys, tokens, private keys) and any user patterns are replaced

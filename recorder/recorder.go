@@ -16,8 +16,10 @@ import (
 	"github.com/retrace-dev/retrace/trajectory"
 )
 
-// bufSize is how much is buffered between flushes. Lines longer than this
-// (a model request carrying a large file) are written straight through.
+// bufSize bounds the lines batched between writes: the events that are not
+// written ahead (see writesAhead) wait here for the next one that is.
+// Lines longer than this (a model request carrying a large file) are
+// written straight through.
 const bufSize = 64 << 10
 
 // createAttempts bounds the retries when a generated session id names a
@@ -171,8 +173,9 @@ func (r *Recorder) Stats() Stats {
 // not labels, redacts secrets and writes the line. It never fails and never
 // panics: every problem is counted in Stats instead. An event that fails
 // Event.Validate is still written, so that nothing is lost, and counted as
-// Invalid. After a model_request the buffer is flushed, after session_end
-// it is flushed and fsynced.
+// Invalid. Events that announce or complete an effect (see the package
+// doc) are written to the file before Emit returns; session_end is also
+// fsynced.
 func (r *Recorder) Emit(turn int, p trajectory.Payload) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -229,14 +232,32 @@ func (r *Recorder) emit(turn int, p trajectory.Payload) {
 		out = append(out, '\n')
 	}
 	r.write(out)
-	switch p.(type) {
-	case *trajectory.ModelRequest:
-		// The turn boundary: what came before a long model wait is on disk.
-		_ = r.flush()
-	case *trajectory.SessionEnd:
+	switch {
+	case ev.Type() == trajectory.TypeSessionEnd:
 		_ = r.flush()
 		_ = r.sync()
+	case writesAhead(ev.Type()):
+		_ = r.flush()
 	}
+}
+
+// writesAhead reports whether an event of type t is written to the file
+// before Emit returns. Every type is, except the few that are always
+// followed, before any effect can start, by one that is: an outcome by its
+// tool_end (the same function emits both), a hook_run by the permission
+// decision or the tool_end of its call, and a tool_result, reminder,
+// defense_trigger or compaction by the next model_request or session_end.
+// Batching those saves a write(2) each without weakening the promise that
+// a call's side effects never precede its events in the file. A type not
+// named here is written ahead, so a new event type fails safe.
+func writesAhead(t trajectory.EventType) bool {
+	switch t {
+	case trajectory.TypeToolSuccess, trajectory.TypeToolFailure, trajectory.TypeHookRun,
+		trajectory.TypeToolResult, trajectory.TypeReminder, trajectory.TypeDefenseTrigger,
+		trajectory.TypeCompaction:
+		return false
+	}
+	return true
 }
 
 // write buffers one line, or writes it straight through when it is larger
