@@ -18,24 +18,26 @@
 // are session_start, model_request (before the request is sent),
 // model_response and model_error, tool_call (before any hook or the tool
 // runs), permission_allow, permission_prompt and permission_deny (before the
-// tool runs or a person is asked), tool_end (as soon as the tool ended) and
-// session_end. The other seven types (tool_success, tool_failure, hook_run,
-// tool_result, reminder, defense_trigger, compaction) are batched in a
-// 64 KiB buffer until the next event that is written ahead, which the
-// runtime always emits before the next effect starts: an outcome is
-// followed at once by its tool_end, a hook_run by the decision or tool_end
-// of its call, the rest by the next model_request or session_end. Batching
-// them saves a system call each and never lets a side effect precede its
-// events in the file.
+// tool runs or a person is asked), tool_end (as soon as the call ended,
+// after its PostToolUse hooks), defense_trigger, compaction and
+// session_end. The other five types (tool_success, tool_failure, hook_run,
+// tool_result, reminder) wait in a 64 KiB buffer for the next event that is
+// written ahead, which the runtime always emits before the next effect
+// starts: an outcome is followed at once by its tool_end, a hook_run by the
+// decision or the tool_end of its call, a tool_result or reminder by the
+// next model_request or session_end. Batching them saves a system call each
+// and never lets a side effect precede its events in the file; nor does the
+// live transcript show any event that is not yet in the file.
 //
 // What that promises:
 //
 //   - If retrace is killed (SIGKILL, a panic, the OOM killer), the file
 //     holds every event written ahead up to the kill, and every batched one
 //     that preceded it. A tool whose side effect happened has its tool_call
-//     and permission decision in the file; a tool that ended has its outcome
-//     and tool_end, unless the kill fell in the microseconds between the
-//     tool returning and tool_end's write. The file may end in a torn last
+//     and permission decision in the file; a call that ended (its
+//     PostToolUse hooks included) has its outcome and tool_end, unless the
+//     kill fell in the microseconds between the call returning and
+//     tool_end's write. The file may end in a torn last
 //     line only if the kill interrupted a write, which readers report as a
 //     warning; no complete line is ever lost and seq has no gaps. Bytes
 //     written are in the kernel's page cache, so they survive the process.

@@ -245,16 +245,16 @@ func (r *Recorder) emit(turn int, p trajectory.Payload) {
 // before Emit returns. Every type is, except the few that are always
 // followed, before any effect can start, by one that is: an outcome by its
 // tool_end (the same function emits both), a hook_run by the permission
-// decision or the tool_end of its call, and a tool_result, reminder,
-// defense_trigger or compaction by the next model_request or session_end.
-// Batching those saves a write(2) each without weakening the promise that
-// a call's side effects never precede its events in the file. A type not
-// named here is written ahead, so a new event type fails safe.
+// decision or the tool_end of its call, and a tool_result or reminder by
+// the next model_request or session_end. Batching those saves a write(2)
+// each without weakening the promise that a call's side effects never
+// precede its events in the file; none of them is shown on the live
+// transcript before the event that writes it. A type not named here is
+// written ahead, so a new event type fails safe.
 func writesAhead(t trajectory.EventType) bool {
 	switch t {
 	case trajectory.TypeToolSuccess, trajectory.TypeToolFailure, trajectory.TypeHookRun,
-		trajectory.TypeToolResult, trajectory.TypeReminder, trajectory.TypeDefenseTrigger,
-		trajectory.TypeCompaction:
+		trajectory.TypeToolResult, trajectory.TypeReminder:
 		return false
 	}
 	return true
