@@ -96,6 +96,12 @@ type Config struct {
 	// session_start so a replay can restore the files the session started
 	// from; empty means none was taken.
 	WorkspaceSnapshot string
+	// SnapshotWorkspace, when set, takes the workspace snapshot after
+	// session_start is recorded and before the first request; the
+	// workspace_snapshot event it returns is recorded, nil means none was
+	// taken. Taking it after session_start, which the recorder writes at
+	// once, means a crash during a long snapshot leaves a valid file.
+	SnapshotWorkspace func() *trajectory.WorkspaceSnapshot
 	// ReplayOf is the session id this session replays, recorded in
 	// session_start.
 	ReplayOf string

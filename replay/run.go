@@ -132,8 +132,11 @@ var pidPattern = regexp.MustCompile(`(?i)\bpid[ =:]+\d+`)
 type recording struct {
 	session string
 	start   *trajectory.SessionStart
-	system  string
-	prompt  string
+	// snapshot is the workspace snapshot's manifest reference, from
+	// session_start or the workspace_snapshot event after it.
+	snapshot string
+	system   string
+	prompt   string
 }
 
 func inspect(events []trajectory.Event) (recording, error) {
@@ -142,6 +145,9 @@ func inspect(events []trajectory.Event) (recording, error) {
 		switch p := ev.Payload.(type) {
 		case *trajectory.SessionStart:
 			r.session, r.start = ev.Session, p
+			r.snapshot = p.WorkspaceSnapshot
+		case *trajectory.WorkspaceSnapshot:
+			r.snapshot = p.Manifest
 		case *trajectory.ModelRequest:
 			if r.prompt != "" {
 				continue
@@ -178,7 +184,7 @@ func baseSystem(system string) string {
 }
 
 func workspace(opts RunOptions, rec recording, blobs *recorder.Blobs) (string, error) {
-	ref := rec.start.WorkspaceSnapshot
+	ref := rec.snapshot
 	if ref == "" {
 		if opts.Workspace == "" {
 			return "", fmt.Errorf("%s: %w: it has no workspace snapshot; give --workspace DIR with the workspace as it was when the session started", opts.Recording, ErrNotReplayable)
