@@ -6,7 +6,9 @@ import (
 )
 
 func TestTheWorkspaceSnapshotBelongsToTheSessionsStart(t *testing.T) {
-	snap := func() *WorkspaceSnapshot { return &WorkspaceSnapshot{Manifest: BlobRef([]byte("m")), Files: 1, Bytes: 10} }
+	snap := func() *WorkspaceSnapshot {
+		return &WorkspaceSnapshot{Manifest: BlobRef([]byte("m")), Files: 1, Bytes: 10}
+	}
 	cases := []struct {
 		name string
 		// edit changes the payloads of a one-turn sample session, whose
