@@ -3,7 +3,10 @@
 // trajectory files.
 //
 // Each session gets one file, <dir>/<session-id>.jsonl, created exclusively
-// so that two sessions never share a file. Session ids start with the UTC
+// so that two sessions never share a file. It is made under a hidden name
+// and takes its real one with its first write, which holds session_start
+// whole, so no trajectory file is ever empty: a process that dies before
+// its first event leaves only a hidden .pending file no reader looks at. Session ids start with the UTC
 // start time, so listing a run directory in name order lists sessions in
 // start order. The envelope (version, session, seq, time) is filled in under
 // one mutex at one point, Emit, so seq numbers the lines of the file from 1

@@ -45,11 +45,14 @@ type Options struct {
 // Recorder is the trajectory.Sink that writes one session's events as a
 // JSONL trajectory. It is safe for concurrent use.
 type Recorder struct {
-	mu      sync.Mutex
-	w       io.Writer
-	file    *os.File // the file Create opened, closed by Close
-	syncer  *os.File // fsynced by Sync: file, or w when it is a regular file
-	path    string
+	mu     sync.Mutex
+	w      io.Writer
+	file   *os.File // the file Create opened, closed by Close
+	syncer *os.File // fsynced by Sync: file, or w when it is a regular file
+	path   string
+	// unnamed is the hidden name Create opened the file under, until the
+	// first write gives it path (see publish); "" after that.
+	unnamed string
 	name    string // for messages: the path, or a description of w
 	session string
 	clock   func() time.Time
@@ -67,9 +70,14 @@ type Recorder struct {
 var _ trajectory.Sink = (*Recorder)(nil)
 
 // Create starts recording a new session in dir: it creates dir if needed and
-// a new file <dir>/<session id>.jsonl, which must not exist yet. When the
-// generated session id is taken (two sessions started in the same
+// a new file for <dir>/<session id>.jsonl, which must not exist yet. When
+// the generated session id is taken (two sessions started in the same
 // millisecond and drew the same random part), it tries another one.
+//
+// The file is created under a hidden name, .<session id>.jsonl.pending,
+// and takes its real name with the first write, which holds session_start
+// whole; a session that recorded nothing leaves no file. So a trajectory
+// file is never empty, even when the process dies right after Create.
 func Create(dir string, opts Options) (*Recorder, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("recorder: cannot create run directory %s: %w (check that its parent is writable, or record to another directory)", dir, bareErr(err))
@@ -87,12 +95,20 @@ func Create(dir string, opts Options) (*Recorder, error) {
 			id = NewSessionID(clock())
 		}
 		path := filepath.Join(dir, id+trajectory.Ext)
-		f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+		unnamed := filepath.Join(dir, "."+id+trajectory.Ext+".pending")
+		var f *os.File
+		_, err := os.Lstat(path)
+		switch {
+		case err == nil:
+			err = fs.ErrExist
+		case errors.Is(err, fs.ErrNotExist):
+			f, err = os.OpenFile(unnamed, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+		}
 		switch {
 		case err == nil:
 			opts.SessionID, opts.Clock = id, clock
 			r := newRecorder(f, opts)
-			r.file, r.syncer, r.path, r.name = f, f, path, path
+			r.file, r.syncer, r.path, r.unnamed, r.name = f, f, path, unnamed, path
 			return r, nil
 		case errors.Is(err, fs.ErrExist) && generated && attempt < createAttempts:
 			continue
@@ -158,7 +174,7 @@ func bareErr(err error) error {
 func (r *Recorder) SessionID() string { return r.session }
 
 // Path returns the path of the trajectory file, or "" for a Recorder made
-// by New.
+// by New. The file has that name from the first write on (see Create).
 func (r *Recorder) Path() string { return r.path }
 
 // Stats returns a snapshot of the counts so far.
@@ -303,7 +319,7 @@ func (r *Recorder) writeOut(b []byte) error {
 		err = io.ErrShortWrite
 	}
 	if err == nil {
-		return nil
+		return r.publish()
 	}
 	n = min(max(n, 0), len(b))
 	kept := bytes.LastIndexByte(b[:n], '\n') + 1
@@ -312,6 +328,35 @@ func (r *Recorder) writeOut(b []byte) error {
 	r.stats.Bytes -= int64(len(b) - kept)
 	r.stats.WriteErrors += lost
 	r.werr = fmt.Errorf("recorder: write %s: %w", r.name, err)
+	r.fail(r.werr)
+	return r.werr
+}
+
+// publish gives the file Create made its real name, once its first lines
+// are in it. A hard link makes the name appear atomically and fails if
+// another process took it meanwhile; a file system without hard links
+// gets a rename, which Create's check for the name makes safe but for that
+// race.
+func (r *Recorder) publish() error {
+	if r.unnamed == "" {
+		return nil
+	}
+	unnamed := r.unnamed
+	r.unnamed = ""
+	err := os.Link(unnamed, r.path)
+	switch {
+	case err == nil:
+		_ = os.Remove(unnamed) // a leftover hidden link is harmless
+		return nil
+	case !errors.Is(err, fs.ErrExist):
+		if err = os.Rename(unnamed, r.path); err == nil {
+			return nil
+		}
+	}
+	// The lines are in a file no reader looks at: none was recorded.
+	r.stats.WriteErrors += r.stats.Events
+	r.stats.Events, r.stats.Bytes = 0, 0
+	r.werr = fmt.Errorf("recorder: cannot name the trajectory file %s: %w (another session may have taken the name; the events are in %s)", r.path, bareErr(err), unnamed)
 	r.fail(r.werr)
 	return r.werr
 }
@@ -381,6 +426,11 @@ func (r *Recorder) Close() (Stats, error) {
 			cerr = fmt.Errorf("recorder: close %s: %w", r.name, bareErr(err))
 			r.fail(cerr)
 		}
+	}
+	if r.unnamed != "" {
+		// Nothing was ever written: leave no empty trajectory behind.
+		_ = os.Remove(r.unnamed)
+		r.unnamed = ""
 	}
 	r.closeErr = errors.Join(ferr, serr, cerr)
 	r.line, r.pending = nil, nil

@@ -443,13 +443,59 @@ func TestFlushAndSyncWriteTheBatchedEvents(t *testing.T) {
 	}
 }
 
+// fileSize returns the size of the file at path, 0 when there is none yet.
 func fileSize(t *testing.T, path string) int64 {
 	t.Helper()
 	info, err := os.Stat(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return 0
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
 	return info.Size()
+}
+
+func TestTheFileAppearsWithSessionStartWholeAndNeverEmpty(t *testing.T) {
+	dir := t.TempDir()
+	r, err := Create(dir, Options{Clock: stepClock()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	listing := func() []string {
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, e := range entries {
+			names = append(names, e.Name())
+		}
+		return names
+	}
+	if _, err := os.Stat(r.Path()); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("after Create, before any event, %s exists (%v); a crash now would leave an empty trajectory", r.Path(), err)
+	}
+	if names := listing(); len(names) != 1 || !strings.HasPrefix(names[0], ".") {
+		t.Fatalf("after Create the directory holds %q, want one hidden file", names)
+	}
+	r.Emit(0, sessionStart())
+	if evs := readEvents(t, r.Path()); len(evs) != 1 || evs[0].Type() != trajectory.TypeSessionStart {
+		t.Fatalf("after session_start the file holds %d events, want session_start", len(evs))
+	}
+	if names := listing(); len(names) != 1 || names[0] != filepath.Base(r.Path()) {
+		t.Fatalf("after session_start the directory holds %q, want only %s", names, filepath.Base(r.Path()))
+	}
+	closeOK(t, r)
+
+	empty, err := Create(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	closeOK(t, empty)
+	if names := listing(); len(names) != 1 {
+		t.Fatalf("a session that recorded nothing left %q, want no file of its own", names)
+	}
 }
 
 func TestConcurrentEmitsGetSeqsWithoutGaps(t *testing.T) {
