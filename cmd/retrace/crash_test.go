@@ -32,18 +32,19 @@ var (
 const crashTurns = 200
 
 // crashCommand is turn i's bash call: a side effect at once, another from a
-// subshell (a grandchild of retrace) 50 ms later, then a short sleep. A
+// subshell (a grandchild of retrace) 100 ms later, then a short sleep. A
 // process that outlived retrace would make the second marker appear after
 // the kill.
 func crashCommand(i int) string {
-	return fmt.Sprintf("touch m/a_%03d; (sleep 0.05; touch m/b_%03d); sleep 0.01", i, i)
+	return fmt.Sprintf("touch m/a_%03d; (sleep 0.1; touch m/b_%03d); sleep 0.01", i, i)
 }
 
 // settle is how long after the kill the test takes the first look at the
-// markers: the time the tool processes' sentinels get to kill their
-// groups. It is well below the 50 ms after which a surviving subshell
+// markers: the time a touch already running at the kill needs to finish
+// and the tool processes' sentinels need to kill their groups, on a busy
+// machine. It is well below the 100 ms after which a surviving subshell
 // would touch its marker.
-const settle = 15 * time.Millisecond
+const settle = 40 * time.Millisecond
 
 // buildRetrace builds the retrace binary once per test binary.
 func buildRetrace(t *testing.T) string {
@@ -214,7 +215,7 @@ func killAtRandomMoments(t *testing.T, bin string) {
 		}
 		time.Sleep(settle)
 		atKill := markers(t, ws)
-		time.Sleep(300 * time.Millisecond) // six times the subshell's delay
+		time.Sleep(400 * time.Millisecond) // four times the subshell's delay
 		if later := markers(t, ws); !slices.Equal(later, atKill) {
 			t.Fatalf("trial %d (kill at %v): markers appeared after the kill: %d then %d; a tool process outlived retrace",
 				trial, delay, len(atKill), len(later))
