@@ -16,12 +16,13 @@
 // also keeps the group id reserved while it lives, so no kill can reach an
 // unrelated process that later reused the id.
 //
-// When a command ends on its own, Release lets its group go: at once when
-// no process is left in it but the sentinel; when background children are
-// still running (a `server &`), the sentinel stays, so they too die with
-// retrace, and a later Release notices when they are gone. Finding the
-// group's members needs /proc, so on other Unix systems a released group's
-// sentinel stays until retrace exits (one sleeping sh per command). On
+// When a command ends on its own, Release lets its group go: the sentinel
+// exits once no process is left in the group but itself, and stays while
+// background children run (a `server &`), so that they too die with
+// retrace, whenever that is. Release lists the groups' members from /proc
+// at most once a second, so a sentinel may outlive its group's last child
+// by about that long. Without /proc (other Unix systems) a released
+// group's sentinel stays until retrace exits: one sleeping sh per command. On
 // systems without process groups (Windows), Start does nothing and only
 // the command itself is killed on cancellation; its children may outlive
 // retrace.

@@ -10,33 +10,38 @@ import (
 // setDeathSignal sets the parent-death signal.
 func setDeathSignal(attr *syscall.SysProcAttr) { attr.Pdeathsig = syscall.SIGKILL }
 
-// hasMembers reports whether a process other than the sentinel (the
-// group's leader) is in process group pgid, by reading /proc.
-func hasMembers(pgid int) (bool, error) {
+// busyGroups returns the process groups that have a running member other
+// than their leader (a group's sentinel leads it), from one pass over
+// /proc. A zombie runs nothing, and where PID 1 never reaps, orphans stay
+// zombies, so they do not count.
+func busyGroups() (map[int]bool, error) {
 	dir, err := os.Open("/proc")
 	if err != nil {
-		return false, errUnknown
+		return nil, errUnknown
 	}
 	defer dir.Close()
 	names, err := dir.Readdirnames(-1)
 	if err != nil {
-		return false, errUnknown
+		return nil, errUnknown
 	}
-	want := strconv.Itoa(pgid)
+	busy := map[int]bool{}
 	for _, name := range names {
-		if name == want || name[0] < '0' || name[0] > '9' {
+		if name[0] < '0' || name[0] > '9' {
 			continue
 		}
 		stat, err := os.ReadFile("/proc/" + name + "/stat")
 		if err != nil {
 			continue // exited meanwhile
 		}
-		if state, group := statFields(stat); group == want && state != "Z" && state != "X" {
-			// A zombie runs nothing; where PID 1 never reaps, orphans stay one.
-			return true, nil
+		state, group := statFields(stat)
+		if group == name || state == "Z" || state == "X" {
+			continue
+		}
+		if pgid, err := strconv.Atoi(group); err == nil {
+			busy[pgid] = true
 		}
 	}
-	return false, nil
+	return busy, nil
 }
 
 // statFields returns the state and process group fields of a

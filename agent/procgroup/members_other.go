@@ -8,5 +8,5 @@ import "syscall"
 // the sentinel does the work alone.
 func setDeathSignal(attr *syscall.SysProcAttr) {}
 
-// hasMembers cannot list a group's members without /proc.
-func hasMembers(pgid int) (bool, error) { return false, errUnknown }
+// busyGroups cannot list the groups' members without /proc.
+func busyGroups() (map[int]bool, error) { return nil, errUnknown }

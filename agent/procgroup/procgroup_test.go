@@ -105,6 +105,8 @@ func TestReleaseKeepsTheSentinelWhileBackgroundChildrenRun(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("members are listed from /proc")
 	}
+	defer func(d time.Duration) { sweepEvery = d }(sweepEvery)
+	sweepEvery = 0 // every Release looks
 	g, err := New()
 	if err != nil {
 		t.Fatal(err)

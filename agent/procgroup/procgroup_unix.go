@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"sync"
 	"syscall"
+	"time"
 )
 
 // sentinelScript waits until its stdin reaches end of file, which happens
@@ -80,16 +81,26 @@ func (g *Group) Kill() {
 }
 
 // Release lets the group go once the command it was made for has ended:
-// the sentinel exits at once when the group has no other member, or stays
-// while background children run, so that they still die with retrace.
-// Release also lets go of the groups earlier Releases kept whose children
-// have exited since.
+// the sentinel exits when the group has no other member, or stays while
+// background children run, so that they still die with retrace. Finding
+// the members costs a pass over /proc, so Release looks at most once every
+// sweepEvery, then at every group released since; a sentinel may thus
+// outlive its group's last child by that much.
 func (g *Group) Release() {
 	lingering.mu.Lock()
 	defer lingering.mu.Unlock()
+	lingering.groups = append(lingering.groups, g)
+	if time.Since(lingering.swept) < sweepEvery {
+		return
+	}
+	lingering.swept = time.Now()
+	busy, err := busyGroups()
+	if err != nil {
+		return // the members cannot be listed: every sentinel stays
+	}
 	var kept []*Group
-	for _, old := range append(lingering.groups, g) {
-		if busy, err := hasMembers(old.pgid); busy || errors.Is(err, errUnknown) {
+	for _, old := range lingering.groups {
+		if busy[old.pgid] {
 			kept = append(kept, old)
 			continue
 		}
@@ -98,14 +109,18 @@ func (g *Group) Release() {
 	lingering.groups = kept
 }
 
-// lingering holds the released groups that still had members.
+// sweepEvery bounds how often Release lists the groups' members.
+var sweepEvery = time.Second
+
+// lingering holds the released groups whose sentinels still run.
 var lingering struct {
 	mu     sync.Mutex
 	groups []*Group
+	swept  time.Time
 }
 
-// errUnknown is hasMembers' answer where a group's members cannot be
-// listed.
+// errUnknown is busyGroups' answer where the members of process groups
+// cannot be listed.
 var errUnknown = errors.New("procgroup: the members of a process group cannot be listed on this system")
 
 // WithDeathSignal adds, on Linux, the parent-death signal SIGKILL to cmd,
