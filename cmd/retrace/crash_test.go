@@ -320,4 +320,3 @@ func killDuringSnapshot(t *testing.T, bin string) {
 		t.Errorf("the warnings %v do not explain the file as a session whose process died", rep.Warnings)
 	}
 }
-
