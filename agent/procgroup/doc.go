@@ -13,8 +13,9 @@
 // its whole group (itself included) when that pipe closes. The kernel
 // closes the pipe when retrace exits for any reason, so the group dies with
 // it; retrace closes it itself to kill a group on purpose. The sentinel
-// also keeps the group id reserved while it lives, so no kill can reach an
-// unrelated process that later reused the id.
+// also keeps the group id reserved: it is reaped only after the last kill
+// sent to its group, even when something else killed it first, so no kill
+// can reach an unrelated process that reused the id.
 //
 // When a command ends on its own, Release lets its group go: the sentinel
 // exits once no process is left in the group but itself, and stays while

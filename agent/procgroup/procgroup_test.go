@@ -149,3 +149,25 @@ func waitGone(pid int) bool {
 	}
 	return false
 }
+
+func TestACommandThatKillsItsOwnGroupLeavesTheIDReservedUntilKill(t *testing.T) {
+	g, err := New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("/bin/bash", "-c", "kill -KILL 0")
+	g.Join(cmd)
+	if err := cmd.Run(); err == nil {
+		t.Fatal("the command survived killing its own group")
+	}
+	// The sentinel died with the group but is not reaped: its pid, the
+	// group id, cannot have been reused, so signalling the group is safe.
+	time.Sleep(50 * time.Millisecond)
+	if !alive(g.ID()) {
+		t.Fatal("the sentinel was reaped before Kill, so the group id could be reused")
+	}
+	g.Kill()
+	if !waitGone(g.ID()) {
+		t.Fatal("Kill did not reap the sentinel")
+	}
+}

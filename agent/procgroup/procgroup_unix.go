@@ -21,9 +21,10 @@ const sentinelScript = `read -r _; kill -KILL 0`
 // Group is a process group tied to the life of this process. Its zero
 // value is not usable; make one with New.
 type Group struct {
-	pgid int
-	mu   sync.Mutex
-	tie  *os.File // the pipe's write end; nil once closed
+	pgid     int
+	sentinel *exec.Cmd
+	mu       sync.Mutex
+	tie      *os.File // the pipe's write end; nil once closed
 }
 
 // New starts the sentinel of a new process group. Commands join the group
@@ -42,8 +43,10 @@ func New() (*Group, error) {
 		w.Close()
 		return nil, fmt.Errorf("procgroup: cannot start the sentinel /bin/sh: %w", err)
 	}
-	go func() { _ = s.Wait() }() // reaps it whenever its group dies
-	return &Group{pgid: s.Process.Pid, tie: w}, nil
+	// The sentinel is reaped only by Kill: until then its pid, the group
+	// id, stays taken even if something killed it, so no signal to the
+	// group can reach an unrelated process that reused the id.
+	return &Group{pgid: s.Process.Pid, sentinel: s, tie: w}, nil
 }
 
 // Join makes cmd start as a member of the group. It must be called before
@@ -73,11 +76,12 @@ func (g *Group) Kill() {
 	if g.tie == nil {
 		return // the sentinel is gone or going, and the group id with it
 	}
-	// The sentinel is alive (only closing tie ends it), so the id is still
-	// this group's.
+	// The sentinel is not reaped yet (see New), so the id is still this
+	// group's.
 	_ = syscall.Kill(-g.pgid, syscall.SIGKILL)
 	g.tie.Close()
 	g.tie = nil
+	go func() { _ = g.sentinel.Wait() }()
 }
 
 // Release lets the group go once the command it was made for has ended:
