@@ -6,12 +6,13 @@
 // so that two sessions never share a file. It is made under a hidden name
 // and takes its real one with its first write, which holds session_start
 // whole, so no trajectory file is ever empty: a process that dies before
-// its first event leaves only a hidden .pending file no reader looks at. Session ids start with the UTC
-// start time, so listing a run directory in name order lists sessions in
-// start order. The envelope (version, session, seq, time) is filled in under
-// one mutex at one point, Emit, so seq numbers the lines of the file from 1
-// without gaps even when parallel tools emit at once: a seq number is spent
-// only on an event that was encoded.
+// its first event leaves only a hidden .pending file that no reader looks
+// at. Session ids start with the UTC start time, so listing a run
+// directory in name order lists sessions in start order. The envelope
+// (version, session, seq, time) is filled in under one mutex at one point,
+// Emit, so seq numbers the lines of the file from 1 without gaps even when
+// parallel tools emit at once: a seq number is spent only on an event that
+// was encoded.
 //
 // # Durability
 //
@@ -35,27 +36,28 @@
 // What that promises:
 //
 //   - If retrace is killed (SIGKILL, a panic, the OOM killer), the file
-//     holds every event written ahead up to the kill, and every batched one
-//     that preceded it. A tool whose side effect happened has its tool_call
-//     and permission decision in the file; a call that ended (its
+//     holds every event up to the last one written ahead before the kill;
+//     only batched events emitted after it are lost, and no effect started
+//     after them. So a tool whose side effect happened has its tool_call
+//     and permission decision in the file, and a call that ended (its
 //     PostToolUse hooks included) has its outcome and tool_end, unless the
 //     kill fell in the microseconds between the call returning and
-//     tool_end's write. The file may end in a torn last
-//     line only if the kill interrupted a write, which readers report as a
-//     warning; no complete line is ever lost and seq has no gaps. Bytes
-//     written are in the kernel's page cache, so they survive the process.
+//     tool_end's write. The last line is torn only if the kill interrupted
+//     a write, which readers report as a warning; no complete line is lost
+//     and seq has no gaps. Written bytes are in the kernel's page cache, so
+//     they survive the process.
 //   - If the machine loses power or the kernel crashes, only what was
 //     fsynced is certain: session_end is fsynced, and so are Sync, Close and
 //     SyncOnSignal (SIGINT, SIGTERM). Events written since the last fsync
-//     may be lost, from the end of the file backwards (ext4, XFS and APFS
-//     do not reorder an append-only file's data within it, but a file
-//     system is allowed to); fsyncing every event would cost a
-//     millisecond-scale wait per tool call, which a flight recorder for
-//     sessions that already survive process crashes does not pay.
+//     may be lost, how many and which depends on the file system. Fsyncing
+//     every event would add a disk flush, often milliseconds, to every tool
+//     call; a recorder whose files already survive the process's crash
+//     does not pay that by default.
 //
-// The tool processes a session starts (bash, hooks, stdio MCP servers) get
-// their own process group and, on Linux, a parent-death signal, so when
-// retrace dies they die with it and nothing keeps running unrecorded.
+// The tool processes a session starts (bash commands, hooks, stdio MCP
+// servers) run in process groups tied to retrace's life (package
+// agent/procgroup), so when retrace dies, by SIGKILL included, they die
+// with it, their children too, and nothing keeps running unrecorded.
 //
 // Every line passes through a Redactor before it is written: known secret
 // shapes (API keys, tokens, private keys) and any user patterns are replaced
@@ -74,7 +76,8 @@
 // changed them, and the workspace snapshot taken at session start:
 // SnapshotWorkspace records the tree (gitignore-aware, symlinks recorded and
 // never followed, a size cap that warns instead of silently truncating) as
-// a manifest blob whose reference goes into session_start, and
+// a manifest blob whose reference goes into the workspace_snapshot event
+// that follows session_start, and
 // RestoreWorkspace recreates it elsewhere, refusing any entry that would
 // land outside its destination.
 //
