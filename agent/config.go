@@ -94,7 +94,8 @@ type Config struct {
 	// WorkspaceSnapshot is the reference of the workspace snapshot taken
 	// before the session (recorder.SnapshotWorkspace), recorded in
 	// session_start so a replay can restore the files the session started
-	// from; empty means none was taken.
+	// from; empty means none was taken. SnapshotWorkspace is the better
+	// choice where the snapshot is taken for this session.
 	WorkspaceSnapshot string
 	// SnapshotWorkspace, when set, takes the workspace snapshot after
 	// session_start is recorded and before the first request; the
