@@ -32,19 +32,20 @@ var (
 const crashTurns = 200
 
 // crashCommand is turn i's bash call: a side effect at once, another from a
-// subshell (a grandchild of retrace) 100 ms later, then a short sleep. A
+// subshell (a grandchild of retrace) 300 ms later, then a short sleep. A
 // process that outlived retrace would make the second marker appear after
 // the kill.
 func crashCommand(i int) string {
-	return fmt.Sprintf("touch m/a_%03d; (sleep 0.1; touch m/b_%03d); sleep 0.01", i, i)
+	return fmt.Sprintf("touch m/a_%03d; (sleep 0.3; touch m/b_%03d); sleep 0.01", i, i)
 }
 
 // settle is how long after the kill the test takes the first look at the
 // markers: the time a touch already running at the kill needs to finish
 // and the tool processes' sentinels need to kill their groups, on a busy
-// machine. It is well below the 100 ms after which a surviving subshell
-// would touch its marker.
-const settle = 40 * time.Millisecond
+// machine (a CI runner, or 2 cores shared by many builds). It is well
+// below the 300 ms after which a surviving subshell would touch its
+// marker.
+const settle = 120 * time.Millisecond
 
 // buildRetrace builds the retrace binary once per test binary.
 func buildRetrace(t *testing.T) string {
@@ -99,6 +100,24 @@ func markers(t *testing.T, ws string) []string {
 	}
 	sort.Strings(names)
 	return names
+}
+
+// sessionProcesses lists the live processes whose working directory is the
+// workspace, which every tool process of the session has, from /proc;
+// where there is no /proc it finds none.
+func sessionProcesses(t *testing.T, ws string) []string {
+	t.Helper()
+	dirs, _ := filepath.Glob("/proc/[0-9]*")
+	var found []string
+	for _, d := range dirs {
+		cwd, err := os.Readlink(filepath.Join(d, "cwd"))
+		if err != nil || (cwd != ws && !strings.HasPrefix(cwd, ws+string(filepath.Separator))) {
+			continue // gone, a zombie, not ours, or not readable
+		}
+		comm, _ := os.ReadFile(filepath.Join(d, "comm"))
+		found = append(found, filepath.Base(d)+" "+strings.TrimSpace(string(comm)))
+	}
+	return found
 }
 
 // onDisk is what a killed session's trajectory holds.
@@ -215,10 +234,20 @@ func killAtRandomMoments(t *testing.T, bin string) {
 		}
 		time.Sleep(settle)
 		atKill := markers(t, ws)
-		time.Sleep(400 * time.Millisecond) // four times the subshell's delay
+		time.Sleep(700 * time.Millisecond) // past the subshell's delay, with room
 		if later := markers(t, ws); !slices.Equal(later, atKill) {
-			t.Fatalf("trial %d (kill at %v): markers appeared after the kill: %d then %d; a tool process outlived retrace",
-				trial, delay, len(atKill), len(later))
+			var late []string
+			for _, m := range later {
+				if !slices.Contains(atKill, m) {
+					late = append(late, m)
+				}
+			}
+			t.Fatalf("trial %d (kill at %v): markers %q appeared after the kill (%d before): a tool process outlived retrace",
+				trial, delay, late, len(atKill))
+		}
+
+		if left := sessionProcesses(t, ws); len(left) > 0 {
+			t.Fatalf("trial %d (kill at %v): processes still run in the workspace after the kill: %q", trial, delay, left)
 		}
 
 		d := readKilled(t, runs)
