@@ -94,8 +94,15 @@ type Config struct {
 	// WorkspaceSnapshot is the reference of the workspace snapshot taken
 	// before the session (recorder.SnapshotWorkspace), recorded in
 	// session_start so a replay can restore the files the session started
-	// from; empty means none was taken.
+	// from; empty means none was taken. SnapshotWorkspace is the better
+	// choice where the snapshot is taken for this session.
 	WorkspaceSnapshot string
+	// SnapshotWorkspace, when set, takes the workspace snapshot after
+	// session_start is recorded and before the first request; the
+	// workspace_snapshot event it returns is recorded, nil means none was
+	// taken. Taking it after session_start, which the recorder writes at
+	// once, means a crash during a long snapshot leaves a valid file.
+	SnapshotWorkspace func() *trajectory.WorkspaceSnapshot
 	// ReplayOf is the session id this session replays, recorded in
 	// session_start.
 	ReplayOf string

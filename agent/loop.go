@@ -128,6 +128,11 @@ func (s *session) emit(p trajectory.Payload) { s.sink.Emit(s.turn, p) }
 func (s *session) run(ctx context.Context) Result {
 	s.start = s.clock()
 	s.emitStart()
+	if s.cfg.SnapshotWorkspace != nil {
+		if snap := s.cfg.SnapshotWorkspace(); snap != nil {
+			s.emit(snap)
+		}
+	}
 	s.history = append(s.history, trajectory.Message{Role: trajectory.RoleUser,
 		Content: []trajectory.ContentBlock{{Type: trajectory.BlockText, Text: s.cfg.Prompt}}})
 	for {

@@ -20,7 +20,7 @@ type Column struct {
 // payloads lists a zero value of every payload type; the schema is the
 // union of their top-level fields, so a new payload type must be added here.
 var payloads = []trajectory.Payload{
-	&trajectory.SessionStart{}, &trajectory.ModelRequest{}, &trajectory.ModelResponse{},
+	&trajectory.SessionStart{}, &trajectory.WorkspaceSnapshot{}, &trajectory.ModelRequest{}, &trajectory.ModelResponse{},
 	&trajectory.ModelError{}, &trajectory.ToolCall{}, &trajectory.HookRun{},
 	&trajectory.PermissionAllow{}, &trajectory.PermissionPrompt{}, &trajectory.PermissionDeny{},
 	&trajectory.ToolSuccess{}, &trajectory.ToolFailure{}, &trajectory.ToolEnd{},

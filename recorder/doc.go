@@ -3,19 +3,61 @@
 // trajectory files.
 //
 // Each session gets one file, <dir>/<session-id>.jsonl, created exclusively
-// so that two sessions never share a file. Session ids start with the UTC
-// start time, so listing a run directory in name order lists sessions in
-// start order. The envelope (version, session, seq, time) is filled in under
-// one mutex at one point, Emit, so seq numbers the lines of the file from 1
-// without gaps even when parallel tools emit at once: a seq number is spent
-// only on an event that was encoded.
+// so that two sessions never share a file. It is made under a hidden name
+// and takes its real one with its first write, which holds session_start
+// whole, so no trajectory file is ever empty: a process that dies before
+// its first event leaves only a hidden .pending file that no reader looks
+// at. Session ids start with the UTC start time, so listing a run
+// directory in name order lists sessions in start order. The envelope
+// (version, session, seq, time) is filled in under one mutex at one point,
+// Emit, so seq numbers the lines of the file from 1 without gaps even when
+// parallel tools emit at once: a seq number is spent only on an event that
+// was encoded.
 //
-// Lines are buffered (64 KiB) because most events come in bursts between
-// long model waits. The buffer is flushed after every model_request, so
-// everything that happened before the model is asked again is in the file
-// while the model thinks, and flushed and fsynced after session_end and on
-// Close. SyncOnSignal adds a flush and fsync when the process is told to
-// stop, so an interrupted session keeps what it already emitted.
+// # Durability
+//
+// The recorder writes ahead: an event that announces or completes an effect
+// is in the file, written with write(2), before Emit returns, and the
+// runtime emits it before the effect starts (or as soon as it ended). These
+// are session_start, model_request (before the request is sent),
+// model_response and model_error, tool_call (before any hook or the tool
+// runs), permission_allow, permission_prompt and permission_deny (before the
+// tool runs or a person is asked), tool_end (as soon as the call ended,
+// after its PostToolUse hooks), defense_trigger, compaction and
+// session_end. The other five types (tool_success, tool_failure, hook_run,
+// tool_result, reminder) wait in a 64 KiB buffer for the next event that is
+// written ahead, which the runtime always emits before the next effect
+// starts: an outcome is followed at once by its tool_end, a hook_run by the
+// decision or the tool_end of its call, a tool_result or reminder by the
+// next model_request or session_end. Batching them saves a system call each
+// and never lets a side effect precede its events in the file; nor does the
+// live transcript show any event that is not yet in the file.
+//
+// What that promises:
+//
+//   - If retrace is killed (SIGKILL, a panic, the OOM killer), the file
+//     holds every event up to the last one written ahead before the kill;
+//     only batched events emitted after it are lost, and no effect started
+//     after them. So a tool whose side effect happened has its tool_call
+//     and permission decision in the file, and a call that ended (its
+//     PostToolUse hooks included) has its outcome and tool_end, unless the
+//     kill fell in the microseconds between the call returning and
+//     tool_end's write. The last line is torn only if the kill interrupted
+//     a write, which readers report as a warning; no complete line is lost
+//     and seq has no gaps. Written bytes are in the kernel's page cache, so
+//     they survive the process.
+//   - If the machine loses power or the kernel crashes, only what was
+//     fsynced is certain: session_end is fsynced, and so are Sync, Close and
+//     SyncOnSignal (SIGINT, SIGTERM). Events written since the last fsync
+//     may be lost, how many and which depends on the file system. Fsyncing
+//     every event would add a disk flush, often milliseconds, to every tool
+//     call; a recorder whose files already survive the process's crash
+//     does not pay that by default.
+//
+// The tool processes a session starts (bash commands, hooks, stdio MCP
+// servers) run in process groups tied to retrace's life (package
+// agent/procgroup), so when retrace dies, by SIGKILL included, they die
+// with it, their children too, and nothing keeps running unrecorded.
 //
 // Every line passes through a Redactor before it is written: known secret
 // shapes (API keys, tokens, private keys, passwords in URLs, credential
@@ -40,7 +82,8 @@
 // SnapshotWorkspace records the tree (gitignore-aware, symlinks recorded and
 // never followed, a size cap that warns instead of silently truncating,
 // files that hold secrets listed as SkippedSecret rather than stored) as a
-// manifest blob whose reference goes into session_start, and
+// manifest blob whose reference goes into the workspace_snapshot event that
+// follows session_start, and
 // RestoreWorkspace recreates it elsewhere, refusing any entry that would
 // land outside its destination.
 //

@@ -16,8 +16,10 @@ import (
 	"github.com/retrace-dev/retrace/trajectory"
 )
 
-// bufSize is how much is buffered between flushes. Lines longer than this
-// (a model request carrying a large file) are written straight through.
+// bufSize bounds the lines batched between writes: the events that are not
+// written ahead (see writesAhead) wait here for the next one that is.
+// Lines longer than this (a model request carrying a large file) are
+// written straight through.
 const bufSize = 64 << 10
 
 // createAttempts bounds the retries when a generated session id names a
@@ -43,11 +45,14 @@ type Options struct {
 // Recorder is the trajectory.Sink that writes one session's events as a
 // JSONL trajectory. It is safe for concurrent use.
 type Recorder struct {
-	mu      sync.Mutex
-	w       io.Writer
-	file    *os.File // the file Create opened, closed by Close
-	syncer  *os.File // fsynced by Sync: file, or w when it is a regular file
-	path    string
+	mu     sync.Mutex
+	w      io.Writer
+	file   *os.File // the file Create opened, closed by Close
+	syncer *os.File // fsynced by Sync: file, or w when it is a regular file
+	path   string
+	// unnamed is the hidden name Create opened the file under, until the
+	// first write gives it path (see publish); "" after that.
+	unnamed string
 	name    string // for messages: the path, or a description of w
 	session string
 	clock   func() time.Time
@@ -65,9 +70,14 @@ type Recorder struct {
 var _ trajectory.Sink = (*Recorder)(nil)
 
 // Create starts recording a new session in dir: it creates dir if needed and
-// a new file <dir>/<session id>.jsonl, which must not exist yet. When the
-// generated session id is taken (two sessions started in the same
+// a new file for <dir>/<session id>.jsonl, which must not exist yet. When
+// the generated session id is taken (two sessions started in the same
 // millisecond and drew the same random part), it tries another one.
+//
+// The file is created under a hidden name, .<session id>.jsonl.pending,
+// and takes its real name with the first write, which holds session_start
+// whole; a session that recorded nothing leaves no file. So a trajectory
+// file is never empty, even when the process dies right after Create.
 func Create(dir string, opts Options) (*Recorder, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("recorder: cannot create run directory %s: %w (check that its parent is writable, or record to another directory)", dir, bareErr(err))
@@ -85,12 +95,20 @@ func Create(dir string, opts Options) (*Recorder, error) {
 			id = NewSessionID(clock())
 		}
 		path := filepath.Join(dir, id+trajectory.Ext)
-		f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+		unnamed := filepath.Join(dir, "."+id+trajectory.Ext+".pending")
+		var f *os.File
+		_, err := os.Lstat(path)
+		switch {
+		case err == nil:
+			err = fs.ErrExist
+		case errors.Is(err, fs.ErrNotExist):
+			f, err = os.OpenFile(unnamed, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+		}
 		switch {
 		case err == nil:
 			opts.SessionID, opts.Clock = id, clock
 			r := newRecorder(f, opts)
-			r.file, r.syncer, r.path, r.name = f, f, path, path
+			r.file, r.syncer, r.path, r.unnamed, r.name = f, f, path, unnamed, path
 			return r, nil
 		case errors.Is(err, fs.ErrExist) && generated && attempt < createAttempts:
 			continue
@@ -156,7 +174,7 @@ func bareErr(err error) error {
 func (r *Recorder) SessionID() string { return r.session }
 
 // Path returns the path of the trajectory file, or "" for a Recorder made
-// by New.
+// by New. The file has that name from the first write on (see Create).
 func (r *Recorder) Path() string { return r.path }
 
 // Stats returns a snapshot of the counts so far.
@@ -171,8 +189,9 @@ func (r *Recorder) Stats() Stats {
 // not labels, redacts secrets and writes the line. It never fails and never
 // panics: every problem is counted in Stats instead. An event that fails
 // Event.Validate is still written, so that nothing is lost, and counted as
-// Invalid. After a model_request the buffer is flushed, after session_end
-// it is flushed and fsynced.
+// Invalid. Events that announce or complete an effect (see the package
+// doc) are written to the file before Emit returns; session_end is also
+// fsynced.
 func (r *Recorder) Emit(turn int, p trajectory.Payload) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -229,14 +248,32 @@ func (r *Recorder) emit(turn int, p trajectory.Payload) {
 		out = append(out, '\n')
 	}
 	r.write(out)
-	switch p.(type) {
-	case *trajectory.ModelRequest:
-		// The turn boundary: what came before a long model wait is on disk.
-		_ = r.flush()
-	case *trajectory.SessionEnd:
+	switch {
+	case ev.Type() == trajectory.TypeSessionEnd:
 		_ = r.flush()
 		_ = r.sync()
+	case writesAhead(ev.Type()):
+		_ = r.flush()
 	}
+}
+
+// writesAhead reports whether an event of type t is written to the file
+// before Emit returns. Every type is, except the few that are always
+// followed, before any effect can start, by one that is: an outcome by its
+// tool_end (the same function emits both), a hook_run by the permission
+// decision or the tool_end of its call, and a tool_result or reminder by
+// the next model_request or session_end. Batching those saves a write(2)
+// each without weakening the promise that a call's side effects never
+// precede its events in the file; none of them is shown on the live
+// transcript before the event that writes it. A type not named here is
+// written ahead, so a new event type fails safe.
+func writesAhead(t trajectory.EventType) bool {
+	switch t {
+	case trajectory.TypeToolSuccess, trajectory.TypeToolFailure, trajectory.TypeHookRun,
+		trajectory.TypeToolResult, trajectory.TypeReminder:
+		return false
+	}
+	return true
 }
 
 // write buffers one line, or writes it straight through when it is larger
@@ -282,7 +319,7 @@ func (r *Recorder) writeOut(b []byte) error {
 		err = io.ErrShortWrite
 	}
 	if err == nil {
-		return nil
+		return r.publish()
 	}
 	n = min(max(n, 0), len(b))
 	kept := bytes.LastIndexByte(b[:n], '\n') + 1
@@ -291,6 +328,35 @@ func (r *Recorder) writeOut(b []byte) error {
 	r.stats.Bytes -= int64(len(b) - kept)
 	r.stats.WriteErrors += lost
 	r.werr = fmt.Errorf("recorder: write %s: %w", r.name, err)
+	r.fail(r.werr)
+	return r.werr
+}
+
+// publish gives the file Create made its real name, once its first lines
+// are in it. A hard link makes the name appear atomically and fails if
+// another process took it meanwhile; a file system without hard links
+// gets a rename, which Create's check for the name makes safe but for that
+// race.
+func (r *Recorder) publish() error {
+	if r.unnamed == "" {
+		return nil
+	}
+	unnamed := r.unnamed
+	r.unnamed = ""
+	err := os.Link(unnamed, r.path)
+	switch {
+	case err == nil:
+		_ = os.Remove(unnamed) // a leftover hidden link is harmless
+		return nil
+	case !errors.Is(err, fs.ErrExist):
+		if err = os.Rename(unnamed, r.path); err == nil {
+			return nil
+		}
+	}
+	// The lines are in a file no reader looks at: none was recorded.
+	r.stats.WriteErrors += r.stats.Events
+	r.stats.Events, r.stats.Bytes = 0, 0
+	r.werr = fmt.Errorf("recorder: cannot name the trajectory file %s: %w (another session may have taken the name; the events are in %s)", r.path, bareErr(err), unnamed)
 	r.fail(r.werr)
 	return r.werr
 }
@@ -360,6 +426,11 @@ func (r *Recorder) Close() (Stats, error) {
 			cerr = fmt.Errorf("recorder: close %s: %w", r.name, bareErr(err))
 			r.fail(cerr)
 		}
+	}
+	if r.unnamed != "" {
+		// Nothing was ever written: leave no empty trajectory behind.
+		_ = os.Remove(r.unnamed)
+		r.unnamed = ""
 	}
 	r.closeErr = errors.Join(ferr, serr, cerr)
 	r.line, r.pending = nil, nil

@@ -357,39 +357,144 @@ func TestSessionEndCarriesTheRecorderErrors(t *testing.T) {
 	}
 }
 
-func TestModelRequestFlushesTheBuffer(t *testing.T) {
-	r := create(t, Options{})
-	size := func() int64 {
-		info, err := os.Stat(r.Path())
-		if err != nil {
-			t.Fatal(err)
+func TestEventsThatAnnounceOrCompleteAnEffectAreInTheFileWhenEmitReturns(t *testing.T) {
+	bash := trajectory.ToolRef{ToolUseID: "toolu_01", Tool: "bash"}
+	decision := trajectory.PermissionDecision{ToolRef: bash, Source: trajectory.SourceRule, Step: trajectory.StepAllowRule}
+	cases := []struct {
+		name  string
+		p     trajectory.Payload
+		ahead bool
+	}{
+		{"session_start is written at once, so a crash during the workspace snapshot leaves a valid file", sessionStart(), true},
+		{"model_request is written before the request is sent", modelRequest(1), true},
+		{"model_response is written as soon as it is complete", &trajectory.ModelResponse{StopReason: trajectory.StopEndTurn}, true},
+		{"model_error is written before the retry wait", &trajectory.ModelError{ErrorKind: trajectory.ModelOverloaded, Attempt: 1}, true},
+		{"tool_call is written before any hook or the tool runs", &trajectory.ToolCall{ToolRef: bash, Input: json.RawMessage(`{}`)}, true},
+		{"permission_allow is written before the tool runs", &trajectory.PermissionAllow{PermissionDecision: decision}, true},
+		{"permission_prompt is written before a person is asked", &trajectory.PermissionPrompt{PermissionDecision: decision}, true},
+		{"permission_deny is written at once", &trajectory.PermissionDeny{PermissionDecision: decision}, true},
+		{"tool_end is written as soon as the tool ends, carrying its outcome along", &trajectory.ToolEnd{ToolRef: bash}, true},
+		{"tool_success waits for its tool_end, which the same function emits next", &trajectory.ToolSuccess{ToolRef: bash}, false},
+		{"tool_failure waits for its tool_end, which the same function emits next", &trajectory.ToolFailure{ToolRef: bash, FailureKind: trajectory.FailureToolError}, false},
+		{"hook_run waits for the permission decision or tool_end that follows it", &trajectory.HookRun{ToolRef: bash, Phase: trajectory.HookPre, Hook: "lint", Outcome: trajectory.HookContinue}, false},
+		{"tool_result waits for the next model_request", &trajectory.ToolResult{ToolRef: bash, Text: "ok", Display: trajectory.DisplayFull}, false},
+		{"a reminder waits for the next model_request", reminder("later"), false},
+		{"a defense_trigger is written at once, since the live transcript shows it", &trajectory.DefenseTrigger{Defense: trajectory.DefenseDenialFuse, Action: trajectory.ActionNeedsConfirmation}, true},
+		{"a compaction is written at once, since the live transcript shows it", &trajectory.Compaction{Strategy: trajectory.CompactDrop}, true},
+		{"session_end is written and fsynced at once", &trajectory.SessionEnd{Reason: trajectory.EndTurn}, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := create(t, Options{})
+			if c.p.EventType() != trajectory.TypeSessionStart {
+				r.Emit(0, sessionStart())
+			}
+			before := fileSize(t, r.Path())
+			r.Emit(1, c.p)
+			after := fileSize(t, r.Path())
+			if got := after > before; got != c.ahead {
+				t.Fatalf("%s: in the file when Emit returned = %v (%d -> %d bytes), want %v", c.p.EventType(), got, before, after, c.ahead)
+			}
+			if c.ahead {
+				return
+			}
+			// A batched event reaches the file with the next one written ahead.
+			r.Emit(1, &trajectory.ToolEnd{ToolRef: bash})
+			if evs := readEvents(t, r.Path()); len(evs) != 3 || evs[1].Type() != c.p.EventType() {
+				t.Fatalf("after the next tool_end the file holds %d events, want session_start, %s and tool_end in that order", len(evs), c.p.EventType())
+			}
+		})
+	}
+}
+
+// TestEveryEventTypeIsClassified keeps the table above complete: a new
+// event type must decide whether it is written ahead.
+func TestEveryEventTypeIsClassified(t *testing.T) {
+	batched := 0
+	for _, typ := range trajectory.EventTypes() {
+		if !writesAhead(typ) {
+			batched++
 		}
-		return info.Size()
 	}
+	if batched != 5 {
+		t.Fatalf("%d event types are batched, want the 5 the package doc names; update the doc and the test above", batched)
+	}
+}
+
+func TestFlushAndSyncWriteTheBatchedEvents(t *testing.T) {
+	r := create(t, Options{})
 	r.Emit(0, sessionStart())
-	if n := size(); n != 0 {
-		t.Fatalf("session_start alone was written (%d bytes); want it buffered", n)
-	}
-	r.Emit(1, modelRequest(1))
-	if evs := readEvents(t, r.Path()); len(evs) != 2 || evs[1].Type() != trajectory.TypeModelRequest {
-		t.Fatalf("after model_request the file holds %d events, want session_start and model_request", len(evs))
-	}
-	r.Emit(1, reminder("buffered"))
-	if evs := readEvents(t, r.Path()); len(evs) != 2 {
+	r.Emit(1, reminder("batched"))
+	if evs := readEvents(t, r.Path()); len(evs) != 1 {
 		t.Fatalf("the reminder was written before a flush")
 	}
 	if err := r.Sync(); err != nil {
 		t.Fatal(err)
 	}
-	if evs := readEvents(t, r.Path()); len(evs) != 3 {
-		t.Fatalf("after Sync the file holds %d events, want 3", len(evs))
+	if evs := readEvents(t, r.Path()); len(evs) != 2 {
+		t.Fatalf("after Sync the file holds %d events, want 2", len(evs))
 	}
 	r.Emit(1, reminder("flushed by Flush"))
 	if err := r.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	if evs := readEvents(t, r.Path()); len(evs) != 4 {
-		t.Fatalf("after Flush the file holds %d events, want 4", len(evs))
+	if evs := readEvents(t, r.Path()); len(evs) != 3 {
+		t.Fatalf("after Flush the file holds %d events, want 3", len(evs))
+	}
+}
+
+// fileSize returns the size of the file at path, 0 when there is none yet.
+func fileSize(t *testing.T, path string) int64 {
+	t.Helper()
+	info, err := os.Stat(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return 0
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return info.Size()
+}
+
+func TestTheFileAppearsWithSessionStartWholeAndNeverEmpty(t *testing.T) {
+	dir := t.TempDir()
+	r, err := Create(dir, Options{Clock: stepClock()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	listing := func() []string {
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, e := range entries {
+			names = append(names, e.Name())
+		}
+		return names
+	}
+	if _, err := os.Stat(r.Path()); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("after Create, before any event, %s exists (%v); a crash now would leave an empty trajectory", r.Path(), err)
+	}
+	if names := listing(); len(names) != 1 || !strings.HasPrefix(names[0], ".") {
+		t.Fatalf("after Create the directory holds %q, want one hidden file", names)
+	}
+	r.Emit(0, sessionStart())
+	if evs := readEvents(t, r.Path()); len(evs) != 1 || evs[0].Type() != trajectory.TypeSessionStart {
+		t.Fatalf("after session_start the file holds %d events, want session_start", len(evs))
+	}
+	if names := listing(); len(names) != 1 || names[0] != filepath.Base(r.Path()) {
+		t.Fatalf("after session_start the directory holds %q, want only %s", names, filepath.Base(r.Path()))
+	}
+	closeOK(t, r)
+
+	empty, err := Create(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	closeOK(t, empty)
+	if names := listing(); len(names) != 1 {
+		t.Fatalf("a session that recorded nothing left %q, want no file of its own", names)
 	}
 }
 

@@ -47,6 +47,8 @@ func TestCreateTwiceInOneMillisecondMakesTwoFiles(t *testing.T) {
 	}
 	defer a.Close()
 	defer b.Close()
+	a.Emit(0, sessionStart())
+	b.Emit(0, sessionStart())
 	if a.Path() == b.Path() || a.SessionID() == b.SessionID() {
 		t.Fatalf("both sessions got %s", a.Path())
 	}

@@ -9,8 +9,10 @@ import (
 
 // SyncOnSignal makes r flush and fsync whenever the process receives one of
 // sigs (os.Interrupt and SIGTERM when none are given), so that an
-// interrupted session keeps every event already emitted. It keeps listening
-// until stop is called; stop is safe to call more than once.
+// interrupted session keeps every event already emitted, the batched ones
+// included, even if the machine goes down next. It keeps listening until
+// stop is called; stop is safe to call more than once. SIGKILL cannot be
+// caught; what survives it is in the package doc.
 //
 // SyncOnSignal neither exits nor cancels anything: the caller (the CLI)
 // still decides how to end the session, with its own signal.Notify or

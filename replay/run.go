@@ -107,8 +107,8 @@ func Run(ctx context.Context, opts RunOptions) (res Result, err error) {
 		}()
 	}
 	var notes []string
-	if rec.start.WorkspaceSnapshot != "" {
-		skipped, err := restore(blobs, rec.start.WorkspaceSnapshot, ws)
+	if rec.snapshot != "" {
+		skipped, err := restore(blobs, rec.snapshot, ws)
 		if err != nil {
 			return Result{}, err
 		}
@@ -189,8 +189,11 @@ var pidPattern = regexp.MustCompile(`(?i)\bpid[ =:]+\d+`)
 type recording struct {
 	session string
 	start   *trajectory.SessionStart
-	system  string
-	prompt  string
+	// snapshot is the workspace snapshot's manifest reference, from
+	// session_start or the workspace_snapshot event after it.
+	snapshot string
+	system   string
+	prompt   string
 }
 
 func inspect(events []trajectory.Event) (recording, error) {
@@ -199,6 +202,9 @@ func inspect(events []trajectory.Event) (recording, error) {
 		switch p := ev.Payload.(type) {
 		case *trajectory.SessionStart:
 			r.session, r.start = ev.Session, p
+			r.snapshot = p.WorkspaceSnapshot
+		case *trajectory.WorkspaceSnapshot:
+			r.snapshot = p.Manifest
 		case *trajectory.ModelRequest:
 			if r.prompt != "" {
 				continue

@@ -31,7 +31,7 @@ const trustHint = "use --trust-recording if you trust this recording"
 // a temporary one Run made. A --workspace given for a snapshot must be
 // empty or missing, checked here so the mistake is an input error.
 func workspaceDir(opts RunOptions, rec recording) (dir string, temporary bool, err error) {
-	if rec.start.WorkspaceSnapshot == "" {
+	if rec.snapshot == "" {
 		if opts.Workspace == "" {
 			return "", false, fmt.Errorf("%s: %w: it has no workspace snapshot; give --workspace DIR with the workspace as it was when the session started", opts.Recording, ErrNotReplayable)
 		}

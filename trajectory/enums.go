@@ -28,27 +28,28 @@ type EventType string
 
 // The event types of trajectory v1.
 const (
-	TypeSessionStart     EventType = "session_start"
-	TypeModelRequest     EventType = "model_request"
-	TypeModelResponse    EventType = "model_response"
-	TypeModelError       EventType = "model_error"
-	TypeToolCall         EventType = "tool_call"
-	TypeHookRun          EventType = "hook_run"
-	TypePermissionAllow  EventType = "permission_allow"
-	TypePermissionPrompt EventType = "permission_prompt"
-	TypePermissionDeny   EventType = "permission_deny"
-	TypeToolSuccess      EventType = "tool_success"
-	TypeToolFailure      EventType = "tool_failure"
-	TypeToolEnd          EventType = "tool_end"
-	TypeToolResult       EventType = "tool_result"
-	TypeDefenseTrigger   EventType = "defense_trigger"
-	TypeReminder         EventType = "reminder"
-	TypeCompaction       EventType = "compaction"
-	TypeSessionEnd       EventType = "session_end"
+	TypeSessionStart      EventType = "session_start"
+	TypeWorkspaceSnapshot EventType = "workspace_snapshot"
+	TypeModelRequest      EventType = "model_request"
+	TypeModelResponse     EventType = "model_response"
+	TypeModelError        EventType = "model_error"
+	TypeToolCall          EventType = "tool_call"
+	TypeHookRun           EventType = "hook_run"
+	TypePermissionAllow   EventType = "permission_allow"
+	TypePermissionPrompt  EventType = "permission_prompt"
+	TypePermissionDeny    EventType = "permission_deny"
+	TypeToolSuccess       EventType = "tool_success"
+	TypeToolFailure       EventType = "tool_failure"
+	TypeToolEnd           EventType = "tool_end"
+	TypeToolResult        EventType = "tool_result"
+	TypeDefenseTrigger    EventType = "defense_trigger"
+	TypeReminder          EventType = "reminder"
+	TypeCompaction        EventType = "compaction"
+	TypeSessionEnd        EventType = "session_end"
 )
 
 var eventTypes = closedSet[EventType]{
-	TypeSessionStart, TypeModelRequest, TypeModelResponse, TypeModelError,
+	TypeSessionStart, TypeWorkspaceSnapshot, TypeModelRequest, TypeModelResponse, TypeModelError,
 	TypeToolCall, TypeHookRun, TypePermissionAllow, TypePermissionPrompt,
 	TypePermissionDeny, TypeToolSuccess, TypeToolFailure, TypeToolEnd,
 	TypeToolResult, TypeDefenseTrigger, TypeReminder, TypeCompaction,

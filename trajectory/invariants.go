@@ -19,7 +19,8 @@ const (
 	ViolationSession ViolationKind = "session"
 	// ViolationTurn: the turn number goes back.
 	ViolationTurn ViolationKind = "turn"
-	// ViolationSessionStart: no session_start first, or more than one.
+	// ViolationSessionStart: no session_start first, or more than one; a
+	// workspace_snapshot after a model_request, or a second snapshot.
 	ViolationSessionStart ViolationKind = "session_start"
 	// ViolationSessionEnd: an event after session_end, or a second one.
 	ViolationSessionEnd ViolationKind = "session_end"
@@ -84,6 +85,8 @@ type Checker struct {
 	ended         bool
 	endLine       int
 	awaiting      bool // a model_request is waiting for its response
+	requested     bool // a model_request was seen
+	snapshot      bool // the workspace snapshot was recorded
 	responseLine  int
 	uses          map[string]*useState
 	useOrder      []string
@@ -114,9 +117,18 @@ func (c *Checker) Add(line int, ev Event) {
 		if c.n > 1 {
 			c.report(line, ev.Seq, ViolationSessionStart, "", "second session_start; a file holds one session")
 		}
+		c.snapshot = c.snapshot || p.WorkspaceSnapshot != ""
+	case *WorkspaceSnapshot:
+		switch {
+		case c.requested:
+			c.report(line, ev.Seq, ViolationSessionStart, "", "workspace_snapshot after a model_request; the snapshot is part of the session's start")
+		case c.snapshot:
+			c.report(line, ev.Seq, ViolationSessionStart, "", "second workspace snapshot; a session starts from one")
+		}
+		c.snapshot = true
 	case *ModelRequest:
 		c.closeUses(line, ev.Seq, "the next model_request")
-		c.awaiting = true
+		c.awaiting, c.requested = true, true
 	case *ModelResponse:
 		if !c.awaiting {
 			c.report(line, ev.Seq, ViolationModelOrder, "", "model_response without a model_request before it")

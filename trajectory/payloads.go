@@ -60,7 +60,11 @@ type SessionStart struct {
 	Limits   *Limits       `json:"limits,omitempty"`
 	// Workspace is the absolute workspace root, so replays can normalise paths.
 	Workspace string `json:"workspace,omitempty"`
-	// WorkspaceSnapshot is the BlobRef of the workspace snapshot manifest.
+	// WorkspaceSnapshot is the BlobRef of the workspace snapshot manifest
+	// when it was taken before the session started. The recorder writes
+	// session_start first and the snapshot's reference in the
+	// workspace_snapshot event that follows, so that a crash during a long
+	// snapshot still leaves a valid file.
 	WorkspaceSnapshot string `json:"workspace_snapshot,omitempty"`
 	// ReplayOf is the session id this session replays, if any.
 	ReplayOf string `json:"replay_of,omitempty"`
@@ -102,6 +106,34 @@ func (p *SessionStart) validate(c *checks) {
 	for k := range p.Tags {
 		c.label("tags key", k)
 	}
+}
+
+// WorkspaceSnapshot records the snapshot of the workspace the session
+// starts from, taken after session_start was written and before the first
+// model_request. A session_start followed by nothing is a session whose
+// process died while it took the snapshot.
+type WorkspaceSnapshot struct {
+	// Manifest is the BlobRef of the snapshot manifest.
+	Manifest string `json:"manifest"`
+	// Files is the number of files stored; Bytes their content's size.
+	Files int64 `json:"files"`
+	Bytes int64 `json:"bytes"`
+	// Skipped is the number of paths whose content was not stored (too
+	// large, unreadable); the manifest names them.
+	Skipped    int64   `json:"skipped,omitempty"`
+	DurationMs float64 `json:"duration_ms"`
+}
+
+// EventType implements Payload.
+func (*WorkspaceSnapshot) EventType() EventType { return TypeWorkspaceSnapshot }
+
+func (p *WorkspaceSnapshot) validate(c *checks) {
+	c.nonEmpty("manifest", p.Manifest)
+	c.blobRef("manifest", p.Manifest)
+	c.nonNegative("files", float64(p.Files))
+	c.nonNegative("bytes", float64(p.Bytes))
+	c.nonNegative("skipped", float64(p.Skipped))
+	c.nonNegative("duration_ms", p.DurationMs)
 }
 
 // ContentBlock is one block of a message, in the provider-neutral form.
@@ -574,6 +606,8 @@ func newPayload(t EventType) Payload {
 	switch t {
 	case TypeSessionStart:
 		return &SessionStart{}
+	case TypeWorkspaceSnapshot:
+		return &WorkspaceSnapshot{}
 	case TypeModelRequest:
 		return &ModelRequest{}
 	case TypeModelResponse:

@@ -39,7 +39,7 @@ func TestEncodeDecodeRoundTripKeepsEveryEventIntact(t *testing.T) {
 		}
 		seen[got.Type()] = true
 	}
-	for _, et := range []EventType{TypeSessionStart, TypeModelRequest, TypeModelResponse, TypeModelError, TypeToolCall,
+	for _, et := range []EventType{TypeSessionStart, TypeWorkspaceSnapshot, TypeModelRequest, TypeModelResponse, TypeModelError, TypeToolCall,
 		TypeHookRun, TypePermissionAllow, TypeToolSuccess, TypeToolFailure, TypeToolEnd, TypeToolResult,
 		TypeDefenseTrigger, TypeReminder, TypeCompaction, TypeSessionEnd} {
 		if !seen[et] {

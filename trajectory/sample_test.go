@@ -27,6 +27,7 @@ func sampleSession(session string, turns int) []Event {
 		Defenses: []DefenseName{DefenseEmptyInputRetry, DefenseRepeatedReadOnly},
 		Limits:   &Limits{MaxTurns: 50}, Workspace: "/tmp/ws", Tags: map[string]string{"scenario": "sample"},
 	})
+	add(0, &WorkspaceSnapshot{Manifest: BlobRef([]byte("manifest")), Files: 12, Bytes: 48_000, DurationMs: 9.5})
 	var hashes []string
 	for turn := 1; turn <= turns; turn++ {
 		msg := Message{Role: RoleUser, Content: []ContentBlock{{Type: BlockText, Text: fmt.Sprintf("step %d: read the files and run the tests", turn)}}}

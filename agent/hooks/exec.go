@@ -10,6 +10,8 @@ import (
 	"os/exec"
 	"sync"
 	"time"
+
+	"github.com/retrace-dev/retrace/agent/procgroup"
 )
 
 // stdinPayload is the JSON a hook reads on stdin, in Claude Code's protocol.
@@ -112,8 +114,14 @@ func (r *Runner) execHook(ctx context.Context, h *hook, call Call, payload []byt
 	)
 	cmd.Stdin = bytes.NewReader(payload)
 	// The hook runs in its own process group so that a timeout kills
-	// everything it started, not just bash.
-	setProcessGroup(cmd)
+	// everything it started, not just bash, and so does retrace dying.
+	group, err := procgroup.New()
+	if err != nil {
+		return execResult{status: failed}
+	}
+	defer group.Release()
+	group.Join(cmd)
+	cmd.Cancel = group.Cancel
 	// Bounds the wait for exec's stdin copy when the hook exited without
 	// reading a large payload while a child of it still holds stdin open.
 	cmd.WaitDelay = pipeGrace(h.timeout)
@@ -138,6 +146,8 @@ func (r *Runner) execHook(ctx context.Context, h *hook, call Call, payload []byt
 	cmd.Stderr = errW
 
 	start := time.Now()
+	unlock := procgroup.WithDeathSignal(cmd)
+	defer unlock() // after Wait, below
 	err = cmd.Start()
 	// The child has its own copies now; ours would keep the pipes open.
 	outW.Close()
@@ -161,7 +171,7 @@ func (r *Runner) execHook(ctx context.Context, h *hook, call Call, payload []byt
 	case <-drained:
 		grace.Stop()
 	case <-grace.C:
-		killProcessGroup(cmd)
+		group.Kill()
 		// Closing our ends ends the copies even if a process outside the
 		// group (one that called setsid) still holds the pipes.
 		outR.Close()
@@ -172,7 +182,7 @@ func (r *Runner) execHook(ctx context.Context, h *hook, call Call, payload []byt
 	if errors.Is(waitErr, exec.ErrWaitDelay) {
 		// Something of the hook's still held its stdin: same treatment as
 		// holding stdout.
-		killProcessGroup(cmd)
+		group.Kill()
 	}
 
 	res := execResult{

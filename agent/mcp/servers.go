@@ -13,6 +13,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/retrace-dev/retrace/agent/procgroup"
 	"github.com/retrace-dev/retrace/agent/tools"
 )
 
@@ -87,6 +88,9 @@ type server struct {
 	tools    []*Tool        // sorted by name
 	problems []*ServerError // tools not offered
 	session  *sdk.ClientSession
+	// group is a stdio server's process group, which dies with retrace
+	// (package procgroup); released on Close.
+	group *procgroup.Group
 }
 
 // Connect validates cfgs and starts connecting to every server
@@ -145,7 +149,14 @@ func Connect(ctx context.Context, cfgs []Config, opts Options) (*Servers, error)
 func (s *Servers) connect(life context.Context, srv *server) {
 	ctx, cancel := context.WithTimeout(life, s.opts.ConnectTimeout)
 	defer cancel()
-	transport, stderr := s.transport(srv.cfg)
+	transport, stderr, group, err := s.transport(srv.cfg)
+	if err != nil {
+		s.settle(srv, nil, nil, nil, err)
+		return
+	}
+	s.mu.Lock()
+	srv.group = group
+	s.mu.Unlock()
 	client := sdk.NewClient(&sdk.Implementation{Name: "retrace", Version: "dev"}, nil)
 	session, err := client.Connect(ctx, transport, nil)
 	if err != nil {
@@ -219,15 +230,23 @@ func (s *Servers) settle(srv *server, session *sdk.ClientSession, ts []*Tool, pr
 	srv.session, srv.tools, srv.problems, srv.err = session, ts, problems, err
 }
 
-// transport builds the server's transport and the buffer that keeps the
-// end of a stdio server's stderr.
-func (s *Servers) transport(c Config) (sdk.Transport, *tailBuffer) {
+// transport builds the server's transport, the buffer that keeps the end
+// of a stdio server's stderr and the process group the server starts in.
+func (s *Servers) transport(c Config) (sdk.Transport, *tailBuffer, *procgroup.Group, error) {
 	tail := &tailBuffer{}
 	if c.remote() {
 		client := &http.Client{Transport: headerTransport{headers: c.Headers, base: http.DefaultTransport}}
-		return &sdk.StreamableClientTransport{Endpoint: c.URL, HTTPClient: client}, tail
+		return &sdk.StreamableClientTransport{Endpoint: c.URL, HTTPClient: client}, tail, nil, nil
+	}
+	// The server and whatever it starts (npx starts node) die with
+	// retrace; no parent-death signal, since the SDK starts the process on
+	// a thread we do not hold.
+	group, err := procgroup.New()
+	if err != nil {
+		return nil, nil, nil, err
 	}
 	cmd := exec.Command(c.Command, c.Args...)
+	group.Join(cmd)
 	cmd.Dir = s.opts.Dir
 	env := s.opts.Environ
 	if env == nil {
@@ -244,7 +263,7 @@ func (s *Servers) transport(c Config) (sdk.Transport, *tailBuffer) {
 	}
 	cmd.Env = env
 	cmd.Stderr = tail
-	return &sdk.CommandTransport{Command: cmd}, tail
+	return &sdk.CommandTransport{Command: cmd}, tail, group, nil
 }
 
 // Pending returns the names of the servers still connecting, sorted, so
@@ -327,6 +346,10 @@ func (s *Servers) Close() error {
 				errs = append(errs, &ServerError{Server: srv.cfg.Name, Err: fmt.Errorf("closing: %w", err)})
 			}
 			srv.session = nil
+		}
+		if srv.group != nil {
+			srv.group.Release()
+			srv.group = nil
 		}
 	}
 	return errors.Join(errs...)

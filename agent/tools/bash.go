@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/retrace-dev/retrace/agent/procgroup"
 	"github.com/retrace-dev/retrace/agent/shell"
 	"github.com/retrace-dev/retrace/trajectory"
 )
@@ -130,6 +131,7 @@ func (e *TimeoutError) Unwrap() error { return context.DeadlineExceeded }
 // SIGKILL, background children included, and Run returns promptly.
 // Background children of a command that exits normally are left running,
 // but Run does not wait for them beyond a short grace period for output.
+// Every process of the group dies with retrace (see package procgroup).
 func (BashTool) Run(ctx context.Context, env *Env, input json.RawMessage) (Result, error) {
 	in, err := decode[bashInput](input)
 	if err != nil {
@@ -156,14 +158,21 @@ func (BashTool) Run(ctx context.Context, env *Env, input json.RawMessage) (Resul
 	// stdout and stderr in the order they were written.
 	cmd.Stdout = out
 	cmd.Stderr = out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error {
-		// The negative pid is the process group: the shell and every child.
-		return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	// The command runs in a process group of its own, tied to retrace's
+	// life: cancelling kills the shell and every child, and so does
+	// retrace dying, so nothing keeps changing the workspace unrecorded.
+	group, err := procgroup.New()
+	if err != nil {
+		return Result{}, fmt.Errorf("bash: %w", err)
 	}
+	group.Join(cmd)
+	cmd.Cancel = group.Cancel
 	cmd.WaitDelay = bashWaitDelay
 
+	unlock := procgroup.WithDeathSignal(cmd)
 	err = cmd.Run()
+	unlock()
+	group.Release()
 
 	// A command that finished on its own keeps its result even if a
 	// deadline passed a moment later; only a failed run after the context

@@ -331,22 +331,6 @@ func TestJSONFormatPrintsJSONEvenWhenTheCommandFails(t *testing.T) {
 	})
 }
 
-// buildRetrace builds the retrace binary into dir, for the tests that need
-// a real process: bash's process substitution, another user.
-func buildRetrace(t *testing.T, dir string) string {
-	t.Helper()
-	if _, err := exec.LookPath("go"); err != nil {
-		t.Skip("no go toolchain to build retrace with")
-	}
-	bin := filepath.Join(dir, "retrace")
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
-	defer cancel()
-	if out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
-}
-
 // runProcess runs a command line in a real process, bounded in time, and
 // returns its exit code and output.
 func runProcess(t *testing.T, name string, args ...string) (code int, stdout, stderr string) {

@@ -112,7 +112,7 @@ func TestReplayOfDamagedRecordingsSaysWhatIsWrongAndWritesNothingOverThem(t *tes
 	t.Run("a missing blob names the file and the blob", func(t *testing.T) {
 		rec := recordDemo(t)
 		// Remove the workspace snapshot's manifest: the blob every replay needs.
-		ref := readEvents(t, rec)[0].Payload.(*trajectory.SessionStart).WorkspaceSnapshot
+		ref := readEvents(t, rec)[1].Payload.(*trajectory.WorkspaceSnapshot).Manifest
 		manifest := filepath.Join(strings.TrimSuffix(rec, ".jsonl")+".blobs", strings.TrimPrefix(ref, "sha256:"))
 		if err := os.Remove(manifest); err != nil {
 			t.Fatal(err)

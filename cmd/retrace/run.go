@@ -214,14 +214,15 @@ func runRun(ctx context.Context, sys *IO, opts *runOptions) error {
 	}
 	maxConcurrent, _ := strconv.Atoi(sys.Getenv("RETRACE_TOOL_MAX_CONCURRENT"))
 	blobs := recorder.OpenBlobs(recorder.BlobsDir(rec.Path()))
-	snapshot := snapshotWorkspace(sys, env.Workspace(), blobs, runs)
 	res, err := agent.Run(ctx, agent.Config{
 		Provider: provider, Model: opts.model, Sink: live, Prompt: opts.prompt, Limits: limits, Stream: opts.stream,
 		System: "You are a careful software engineering agent working in the user's workspace. Use the tools to inspect before you change, and say what you did.",
 		Executor: executor.Config{Env: env, Permission: perm, Hooks: hooksRunner, Prompter: prompter,
 			Blobs: blobs, SessionID: rec.SessionID(), MaxConcurrent: maxConcurrent},
 		Mode: mode, PermissionMode: cfg.Permissions.Mode, HarnessVersion: "retrace " + currentVersion().Version, Clock: sys.Now,
-		WorkspaceSnapshot: snapshot,
+		// Taken after session_start is on disk, so that a crash during
+		// the snapshot leaves a valid trajectory.
+		SnapshotWorkspace: func() *trajectory.WorkspaceSnapshot { return snapshotWorkspace(sys, env.Workspace(), blobs, runs) },
 	})
 	stats, cerr := rec.Close()
 	if err != nil {
@@ -241,19 +242,21 @@ func runRun(ctx context.Context, sys *IO, opts *runOptions) error {
 }
 
 // snapshotWorkspace stores the workspace the session starts from, so that
-// a replay can restore it, and returns the manifest's reference. A snapshot
-// that fails costs the replay, not the session: it is a warning, and the
-// session runs without one.
-func snapshotWorkspace(sys *IO, workspace string, blobs *recorder.Blobs, runs string) string {
+// a replay can restore it, and returns the event that records it. A
+// snapshot that fails costs the replay, not the session: it is a warning,
+// and the session runs without one.
+func snapshotWorkspace(sys *IO, workspace string, blobs *recorder.Blobs, runs string) *trajectory.WorkspaceSnapshot {
+	start := time.Now()
 	ref, rep, err := recorder.SnapshotWorkspace(workspace, blobs, recorder.SnapshotOptions{Skip: []string{runs}})
 	for _, w := range rep.Warnings {
 		fmt.Fprintf(sys.Err, "warning: %s\n", w)
 	}
 	if err != nil {
 		fmt.Fprintf(sys.Err, "warning: the session runs without a workspace snapshot, so it cannot be replayed from its starting files: %v\n", err)
-		return ""
+		return nil
 	}
-	return ref
+	return &trajectory.WorkspaceSnapshot{Manifest: ref, Files: int64(rep.Files), Bytes: rep.Bytes, Skipped: int64(len(rep.Skipped)),
+		DurationMs: trajectory.Millis(time.Since(start))}
 }
 
 // mcpGrace is how long a session waits for its MCP servers before it

@@ -40,20 +40,23 @@ func TestRunWithNoArgumentsPlaysTheDemoAndRecordsAValidTrajectory(t *testing.T) 
 	if err != nil || len(rep.Problems) != 0 || len(rep.Warnings) != 0 {
 		t.Fatalf("the demo's trajectory: problems %v, warnings %v (%v)", rep.Problems, rep.Warnings, err)
 	}
-	// The workspace snapshot in session_start restores the demo workspace
-	// as it was before the agent fixed the bug.
+	// The workspace snapshot, recorded right after session_start, restores
+	// the demo workspace as it was before the agent fixed the bug.
 	r, err := trajectory.Open(files[0])
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer r.Close()
+	if ev, err := r.Next(); err != nil || ev.Type() != trajectory.TypeSessionStart {
+		t.Fatalf("the first event is %v (%v), want session_start", ev.Type(), err)
+	}
 	ev, err := r.Next()
-	start, ok := ev.Payload.(*trajectory.SessionStart)
-	if err != nil || !ok || start.WorkspaceSnapshot == "" {
-		t.Fatalf("the first event %+v (%v) has no workspace snapshot", ev.Payload, err)
+	snap, ok := ev.Payload.(*trajectory.WorkspaceSnapshot)
+	if err != nil || !ok || snap.Manifest == "" || snap.Files == 0 {
+		t.Fatalf("the second event %+v (%v) is no workspace snapshot", ev.Payload, err)
 	}
 	dst := filepath.Join(t.TempDir(), "restored")
-	if err := recorder.RestoreWorkspace(recorder.OpenBlobs(recorder.BlobsDir(files[0])), start.WorkspaceSnapshot, dst); err != nil {
+	if err := recorder.RestoreWorkspace(recorder.OpenBlobs(recorder.BlobsDir(files[0])), snap.Manifest, dst); err != nil {
 		t.Fatal(err)
 	}
 	for _, name := range []string{"README.md", "calc.go"} {
