@@ -26,6 +26,8 @@ func TestTrajectoryFilesAndBlobsArePrivateToTheUser(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The file takes its name with its first event.
+	rec.Emit(0, sessionStart())
 	if _, err := rec.Close(); err != nil {
 		t.Fatal(err)
 	}

@@ -56,7 +56,10 @@ func crashSession(t *testing.T) (ws, runs string, args []string) {
 	if err := os.MkdirAll(filepath.Join(ws, "m"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(ws, "retrace.yaml"), []byte("permissions:\n  mode: bypass\n"), 0o644); err != nil {
+	// The policy is the user's own (--config), which may widen; a
+	// workspace's retrace.yaml may only restrict.
+	configPath := filepath.Join(root, "retrace.yaml")
+	if err := os.WriteFile(configPath, []byte("permissions:\n  mode: bypass\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	var script strings.Builder
@@ -69,7 +72,7 @@ func crashSession(t *testing.T) (ws, runs string, args []string) {
 	if err := os.WriteFile(scriptPath, []byte(script.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	return ws, runs, []string{"run", "--script", scriptPath, "--workspace", ws, "--runs", runs,
+	return ws, runs, []string{"run", "--script", scriptPath, "--config", configPath, "--workspace", ws, "--runs", runs,
 		"--headless", "--max-turns", fmt.Sprint(crashTurns + 5), "Touch the markers."}
 }
 
@@ -274,6 +277,9 @@ func killAtRandomMoments(t *testing.T, bin string) {
 		if d.torn {
 			total.torn++
 		}
+	}
+	if total.markers == 0 {
+		t.Fatalf("%d kills and no marker: no session got as far as a tool call, so nothing was tested (%d ended before session_start)", *crashTrials, total.noFile)
 	}
 	t.Logf("%d kills: %d trajectories (%d events, %d with a torn last line), %d before session_start; %d markers, all with tool_call and permission_allow on disk; %d calls ended, %d in flight at the kill; no marker appeared after a kill",
 		*crashTrials, total.files, total.events, total.torn, total.noFile, total.markers, total.ended, total.inFlight)

@@ -208,11 +208,11 @@ turns:
 	evs := readEvents(t, trajFiles[0])
 	var spilled, snapshotted bool
 	var hookRun *trajectory.HookRun
-	var start *trajectory.SessionStart
+	var snapshot *trajectory.WorkspaceSnapshot
 	for _, ev := range evs {
 		switch p := ev.Payload.(type) {
-		case *trajectory.SessionStart:
-			start = p
+		case *trajectory.WorkspaceSnapshot:
+			snapshot = p
 		case *trajectory.ToolEnd:
 			spilled = spilled || (p.ToolUseID == "toolu_3" && p.Truncated && p.Spill != "")
 			snapshotted = snapshotted || (p.ToolUseID == "toolu_6" && p.Snapshot != "")
@@ -237,11 +237,11 @@ turns:
 			t.Errorf("the live transcript lacks %q:\n%s", want, stderr)
 		}
 	}
-	if start == nil || start.WorkspaceSnapshot == "" {
+	if snapshot == nil || snapshot.Manifest == "" {
 		t.Fatal("no workspace snapshot")
 	}
 	blobs := recorder.OpenBlobs(recorder.BlobsDir(trajFiles[0]))
-	m := snapshotEntries(t, blobs, start.WorkspaceSnapshot)
+	m := snapshotEntries(t, blobs, snapshot.Manifest)
 	for _, p := range []string{".env", "keys/id_ed25519", "config/deploy.yaml", "big.log"} {
 		if e, ok := m[p]; !ok || e.Skipped != recorder.SkippedSecret || e.Reason == "" || e.Blob != "" {
 			t.Errorf("snapshot entry %s = %+v; want it skipped as a secret, with a reason", p, e)

@@ -104,9 +104,9 @@ func hostileRecording(t *testing.T) (recording, outside string) {
 
 	// The tamper: a new retrace.yaml blob saying bypass, a new manifest
 	// naming it, and session_start pointing at that manifest.
-	start := events[0].Payload.(*trajectory.SessionStart)
+	oldRef := events[1].Payload.(*trajectory.WorkspaceSnapshot).Manifest
 	blobs := recorder.OpenBlobs(recorder.BlobsDir(recording))
-	data, err := blobs.Get(start.WorkspaceSnapshot)
+	data, err := blobs.Get(oldRef)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,8 +140,8 @@ func hostileRecording(t *testing.T) (recording, outside string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	raw = bytes.Replace(raw, []byte(oldRef), []byte(newRef), 1) // in workspace_snapshot
 	first, rest, _ := bytes.Cut(raw, []byte("\n"))
-	first = bytes.Replace(first, []byte(start.WorkspaceSnapshot), []byte(newRef), 1)
 	first = bytes.Replace(first, []byte(`"permission_mode":"default"`), []byte(`"permission_mode":"bypass"`), 1)
 	if err := os.WriteFile(recording, append(append(first, '\n'), rest...), 0o600); err != nil {
 		t.Fatal(err)
@@ -149,7 +149,11 @@ func hostileRecording(t *testing.T) (recording, outside string) {
 	if rep, err := trajectory.ValidateFile(recording); err != nil || len(rep.Problems) != 0 {
 		t.Fatalf("the tampered recording does not validate: %v %v", rep.Problems, err)
 	}
-	if got := readEvents(t, recording)[0].Payload.(*trajectory.SessionStart); got.PermissionMode != trajectory.PermBypass || got.WorkspaceSnapshot != newRef {
+	tampered := readEvents(t, recording)
+	if got := tampered[0].Payload.(*trajectory.SessionStart); got.PermissionMode != trajectory.PermBypass {
+		t.Fatalf("the tamper did not take: %+v", got)
+	}
+	if got := tampered[1].Payload.(*trajectory.WorkspaceSnapshot); got.Manifest != newRef {
 		t.Fatalf("the tamper did not take: %+v", got)
 	}
 	return recording, outside
