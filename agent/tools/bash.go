@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"strings"
 	"sync"
@@ -132,6 +133,9 @@ func (e *TimeoutError) Unwrap() error { return context.DeadlineExceeded }
 // Background children of a command that exits normally are left running,
 // but Run does not wait for them beyond a short grace period for output.
 // Every process of the group dies with retrace (see package procgroup).
+// A command the analysis calls read-only, which runs without anyone's
+// approval, runs with the git settings that make git run a repository's
+// programs switched off (readOnlyGitConfig).
 func (BashTool) Run(ctx context.Context, env *Env, input json.RawMessage) (Result, error) {
 	in, err := decode[bashInput](input)
 	if err != nil {
@@ -153,6 +157,9 @@ func (BashTool) Run(ctx context.Context, env *Env, input json.RawMessage) (Resul
 	out := &captureWriter{max: bashMaxCapture}
 	cmd := exec.CommandContext(runCtx, "/bin/bash", "-c", in.Command)
 	cmd.Dir = env.Workspace()
+	if shell.Analyze(in.Command).ReadOnly {
+		cmd.Env = withReadOnlyGit(os.Environ())
+	}
 	cmd.Stdin = nil // /dev/null
 	// One writer for both streams: exec then uses one pipe, which keeps
 	// stdout and stderr in the order they were written.
