@@ -6,12 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/retrace-dev/retrace/agent"
-	"github.com/retrace-dev/retrace/agent/config"
-	"github.com/retrace-dev/retrace/agent/executor"
-	"github.com/retrace-dev/retrace/agent/tools"
-	"github.com/retrace-dev/retrace/mockllm"
-	"github.com/retrace-dev/retrace/recorder"
 	"github.com/retrace-dev/retrace/trajectory"
 )
 
@@ -61,44 +55,11 @@ func TestEveryScriptedSessionReplaysIdentically(t *testing.T) {
 
 func recordScript(t *testing.T, path, ws string) string {
 	t.Helper()
-	script, err := mockllm.LoadScript(path)
+	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := config.Load(filepath.Join(ws, "retrace.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg, err := tools.NewRegistry(tools.Builtins()...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	env, err := tools.NewEnv(ws, reg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	perm, hr, err := cfg.Check("retrace.yaml", env.Workspace())
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec, err := recorder.Create(filepath.Join(t.TempDir(), "runs"), recorder.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	blobs := recorder.OpenBlobs(recorder.BlobsDir(rec.Path()))
-	ref, _, err := recorder.SnapshotWorkspace(env.Workspace(), blobs, recorder.SnapshotOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := agent.Run(t.Context(), agent.Config{Provider: script, Sink: rec, Prompt: "Read the README and summarise it.",
-		WorkspaceSnapshot: ref, PermissionMode: cfg.Permissions.Mode,
-		Executor: executor.Config{Env: env, Permission: perm, Hooks: hr, Blobs: blobs, SessionID: rec.SessionID()}}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := rec.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return rec.Path()
+	return recordSession(t, recordOpts{script: data, name: path, ws: ws})
 }
 
 // The incident scenario: a recorded session hits a bug (the project's
