@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,29 +16,70 @@ var notReplayable = map[string]string{
 	"abort.yaml": "the user's Ctrl-C is not part of the recording",
 }
 
-// Every scripted session of the agent's test suite, recorded the way
-// retrace run records (workspace snapshot, the workspace's retrace.yaml),
-// replays with zero divergences when the recording is trusted.
-func TestEveryScriptedSessionReplaysIdentically(t *testing.T) {
-	scripts, err := filepath.Glob("../agent/testdata/*.yaml")
-	if err != nil || len(scripts) < 10 {
-		t.Fatalf("scripts %v (%v)", scripts, err)
+// suiteFiles is the workspace the agent's test suite runs its scripts in.
+var suiteFiles = map[string]string{"README.md": "retrace is a flight recorder for agents.\n", "build.log": "error: one\nok\nerror: two\n",
+	"a.txt": "a\n", "b.txt": "b\n", "c.txt": "c\n", "retrace.yaml": "permissions:\n  mode: bypass\n"}
+
+// scripted is one scripted session of the suite: its script and the
+// workspace and task it runs with.
+type scripted struct {
+	name   string
+	script string
+	// workspace is copied into the session's workspace; nil means suiteFiles.
+	workspace fs.FS
+	prompt    string
+}
+
+// suiteSessions lists every scripted session of the project: the agent
+// suite's scripts, the mock LLM's example scripts and retrace run's demo.
+func suiteSessions(t *testing.T) []scripted {
+	t.Helper()
+	var out []scripted
+	for _, glob := range []string{"../agent/testdata/*.yaml", "../mockllm/testdata/*.yaml"} {
+		paths, err := filepath.Glob(glob)
+		if err != nil || len(paths) == 0 {
+			t.Fatalf("scripts %s: %v (%v)", glob, paths, err)
+		}
+		for _, p := range paths {
+			out = append(out, scripted{name: filepath.Base(filepath.Dir(filepath.Dir(p))) + "/" + filepath.Base(p), script: p})
+		}
 	}
-	for _, path := range scripts {
-		name := filepath.Base(path)
-		t.Run(name, func(t *testing.T) {
-			if why, skip := notReplayable[name]; skip {
+	demo, err := fs.Sub(os.DirFS("../cmd/retrace/demo"), "_workspace")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out = append(out, scripted{name: "the demo", script: "../cmd/retrace/demo/script.yaml", workspace: demo,
+		prompt: "The tests say Add is wrong. Find the bug, fix it, and clean up the old build output."})
+	if len(out) < 25 {
+		t.Fatalf("found only %d scripted sessions", len(out))
+	}
+	return out
+}
+
+// Every scripted session of the project — the agent suite's scripts, the
+// mock LLM's examples, the demo — recorded through the session builder the
+// way retrace run records (workspace snapshot, the workspace's
+// retrace.yaml), replays through the builder with zero divergences when the
+// recording is trusted.
+func TestEveryScriptedSessionReplaysIdentically(t *testing.T) {
+	for _, sc := range suiteSessions(t) {
+		t.Run(sc.name, func(t *testing.T) {
+			if why, skip := notReplayable[filepath.Base(sc.script)]; skip {
 				t.Skip(why)
 			}
 			ws := t.TempDir()
-			files := map[string]string{"README.md": "retrace is a flight recorder for agents.\n", "build.log": "error: one\nok\nerror: two\n",
-				"a.txt": "a\n", "b.txt": "b\n", "c.txt": "c\n", "retrace.yaml": "permissions:\n  mode: bypass\n"}
-			for n, c := range files {
-				if err := os.WriteFile(filepath.Join(ws, n), []byte(c), 0o644); err != nil {
+			if sc.workspace != nil {
+				if err := os.CopyFS(ws, sc.workspace); err != nil {
 					t.Fatal(err)
 				}
+			} else {
+				writeFiles(t, ws, suiteFiles)
 			}
-			recording := recordScript(t, path, ws)
+			data, err := os.ReadFile(sc.script)
+			if err != nil {
+				t.Fatal(err)
+			}
+			recording := recordSession(t, recordOpts{script: data, name: sc.script, ws: ws, prompt: sc.prompt})
 			// These are the suite's own recordings, so they are trusted: their
 			// bypass mode applies as it did when they were recorded.
 			res, err := Run(t.Context(), RunOptions{Recording: recording, Out: filepath.Join(t.TempDir(), "replays"), TrustRecording: true})
@@ -47,9 +89,18 @@ func TestEveryScriptedSessionReplaysIdentically(t *testing.T) {
 			if !res.Report.Identical() {
 				var sb strings.Builder
 				res.Report.Table(&sb)
-				t.Fatalf("the replay of %s diverges:\n%s", name, sb.String())
+				t.Fatalf("the replay of %s diverges:\n%s", sc.name, sb.String())
 			}
 		})
+	}
+}
+
+func writeFiles(t testing.TB, dir string, files map[string]string) {
+	t.Helper()
+	for n, c := range files {
+		if err := os.WriteFile(filepath.Join(dir, n), []byte(c), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 
