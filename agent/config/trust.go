@@ -167,7 +167,8 @@ func clone(c Config) Config {
 // context, 3 for the fuse threshold, the provider's own for max_tokens);
 // its prices apply when base sets none or they are no lower than base's,
 // because lower prices would stretch a cost budget. Allow rules, hooks,
-// MCP servers, a more permissive mode and higher limits are refused, each
+// MCP servers, a more permissive mode, higher limits and defenses turned
+// off are refused (defenses turned on are added), each
 // with the file, line and field, in file order.
 func Restrict(base Config, f File) (Config, []Refused) {
 	out := clone(base)

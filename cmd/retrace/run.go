@@ -76,8 +76,9 @@ own durations, permission decisions, defenses), then a summary and the
 trajectory's path. Ctrl-C aborts: every pending tool call gets an aborted
 result, the session is closed, and the trajectory still validates.
 
-The configuration holds permission rules and mode, hooks, MCP servers and
-limits; unknown keys are errors. It comes in two layers:
+The configuration holds permission rules and mode, hooks, MCP servers,
+limits and defenses (defenses: {enable: [loop_detection], disable: [...]});
+unknown keys are errors. It comes in two layers:
 
   trusted    --config FILE; else your own file, when it exists:
              $XDG_CONFIG_HOME/retrace/retrace.yaml or
@@ -88,10 +89,10 @@ limits; unknown keys are errors. It comes in two layers:
 A workspace is someone else's code — a cloned repository can carry a
 retrace.yaml — so its file may only restrict: deny and ask rules (added to
 yours), disallowed_tools, protected_paths, a stricter mode (plan > default >
-accept_edits > bypass; the stricter wins) and lower limits. A workspace file
-that asks for more — bypass or accept_edits mode, allow rules, hooks, MCP
-servers, higher limits — stops the run with an error naming each setting's
-file, line and field. If you trust the workspace, add --trust-workspace (its
+accept_edits > bypass; the stricter wins), lower limits and defenses turned
+on. A workspace file that asks for more — bypass or accept_edits mode, allow
+rules, hooks, MCP servers, higher limits, defenses turned off — stops the run
+with an error naming each setting's file, line and field. If you trust the workspace, add --trust-workspace (its
 file is then layered like yours: its rules and hooks added, its mode and
 limits replacing yours), or move those settings into your own file.
 
