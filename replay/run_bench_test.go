@@ -8,7 +8,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
 )
 
 // sessionOfTurns is a script of n turns of small distinct reads and a
