@@ -169,6 +169,8 @@ type recording struct {
 	snapshot string
 	system   string
 	prompt   string
+	// stream says the recorded session asked for streamed replies.
+	stream bool
 }
 
 func inspect(events []trajectory.Event) (recording, error) {
@@ -184,7 +186,7 @@ func inspect(events []trajectory.Event) (recording, error) {
 			if r.prompt != "" {
 				continue
 			}
-			r.system = agent.BaseSystemPrompt(p.System)
+			r.system, r.stream = agent.BaseSystemPrompt(p.System), p.Stream
 			for _, m := range p.NewMessages {
 				for _, b := range m.Content {
 					if m.Role == trajectory.RoleUser && b.Type == trajectory.BlockText && r.prompt == "" {
@@ -207,8 +209,8 @@ func inspect(events []trajectory.Event) (recording, error) {
 }
 
 // sessionSpec is the session a replay runs: the recorded one — its system
-// prompt, task, limits, defenses and harness version, from session_start
-// and the first request — under the configuration setup chose, whose every
+// prompt, task, limits, defenses, streaming and harness version, from
+// session_start and the first request — under the configuration setup chose, whose every
 // setting takes effect. The what-if (or restored) configuration's rules,
 // mode, hooks and MCP servers are the replay's own; its limits replace the
 // recorded ones they set, and its defenses are turned on or off over the
@@ -218,7 +220,7 @@ func sessionSpec(rec recording, events []trajectory.Event, s setup, ws, out stri
 	cfg := config.Overlay(config.Config{Limits: recordedLimits(rec.start.Limits)}, s.cfg)
 	spec := harness.Spec{
 		Workspace: ws, Config: cfg, ConfigName: s.name, BaseDefenses: rec.start.Defenses,
-		Provider: mockllm.NewReplay(events), System: rec.system, Prompt: rec.prompt,
+		Provider: mockllm.NewReplay(events), Stream: rec.stream, System: rec.system, Prompt: rec.prompt,
 		Runs: out, Mode: trajectory.ModeReplay, HarnessVersion: rec.start.HarnessVersion,
 		ReplayOf: rec.session, Tags: rec.start.Tags,
 	}

@@ -91,6 +91,11 @@ func TestEveryScriptedSessionReplaysIdentically(t *testing.T) {
 				res.Report.Table(&sb)
 				t.Fatalf("the replay of %s diverges:\n%s", sc.name, sb.String())
 			}
+			// The builder rebuilt the recorded session exactly: the same
+			// policy, limits, defenses, model, prompt and catalog.
+			if rec, rep := startOf(t, recording), startOf(t, res.Path); rec.ConfigHash != rep.ConfigHash {
+				t.Fatalf("config_hash %s recorded, %s replayed", rec.ConfigHash, rep.ConfigHash)
+			}
 		})
 	}
 }

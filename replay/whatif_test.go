@@ -138,3 +138,35 @@ func TestASessionRecordedWithLoopDetectionReplaysIdentically(t *testing.T) {
 		t.Fatalf("the replay diverges:\n%s", table(res.Report))
 	}
 }
+
+// A session that asked for streamed replies is replayed streaming, as
+// session_start's config_hash and every model_request say it ran.
+func TestAStreamedSessionReplaysStreamed(t *testing.T) {
+	ws := t.TempDir()
+	writeFiles(t, ws, suiteFiles)
+	data, err := os.ReadFile(filepath.Join("..", "agent", "testdata", "clean.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	recording := recordSession(t, recordOpts{script: data, name: "clean.yaml", ws: ws, stream: true})
+	res, err := Run(t.Context(), RunOptions{Recording: recording, Out: filepath.Join(t.TempDir(), "replays"), TrustRecording: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Report.Identical() {
+		t.Fatalf("the replay diverges:\n%s", table(res.Report))
+	}
+	recorded, replayed := startOf(t, recording), startOf(t, res.Path)
+	if recorded.ConfigHash != replayed.ConfigHash {
+		t.Fatalf("config_hash %s recorded, %s replayed: the replay did not rebuild the session's configuration", recorded.ConfigHash, replayed.ConfigHash)
+	}
+}
+
+func startOf(t *testing.T, path string) *trajectory.SessionStart {
+	t.Helper()
+	events, err := trajectory.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return events[0].Payload.(*trajectory.SessionStart)
+}
