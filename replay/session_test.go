@@ -23,6 +23,7 @@ type recordOpts struct {
 	defenses config.Defenses
 	maxTurns int
 	stream   bool
+	system   string
 	prompt   string
 	prompter executor.Prompter
 	snap     recorder.SnapshotOptions
@@ -55,7 +56,7 @@ func recordSession(tb testing.TB, o recordOpts) string {
 	}
 	snap := o.snap
 	sess, err := harness.Build(tb.Context(), harness.Spec{Workspace: o.ws, Config: cfg, ConfigName: res.Name(),
-		Provider: script, Stream: o.stream, Prompt: o.prompt, Prompter: o.prompter, Runs: o.runs, Snapshot: &snap})
+		Provider: script, Stream: o.stream, System: o.system, Prompt: o.prompt, Prompter: o.prompter, Runs: o.runs, Snapshot: &snap})
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/retrace-dev/retrace/agent/config"
+	"github.com/retrace-dev/retrace/recorder"
 	"github.com/retrace-dev/retrace/trajectory"
 )
 
@@ -169,4 +170,48 @@ func startOf(t *testing.T, path string) *trajectory.SessionStart {
 		t.Fatal(err)
 	}
 	return events[0].Payload.(*trajectory.SessionStart)
+}
+
+// The replay gives its session the base system prompt session_start
+// recorded; a recording from before system_prompt was recorded gets it
+// from its first request instead. Both replay identically.
+func TestTheRecordedSystemPromptIsTheReplaysWithOrWithoutSessionStartsCopy(t *testing.T) {
+	ws := t.TempDir()
+	writeFiles(t, ws, suiteFiles)
+	data, err := os.ReadFile(filepath.Join("..", "agent", "testdata", "clean.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const system = "You are a careful coding agent. Say what you did."
+	recording := recordSession(t, recordOpts{script: data, name: "clean.yaml", ws: ws, system: system})
+	if got := startOf(t, recording).SystemPrompt; got != system {
+		t.Fatalf("session_start records system_prompt %q, want %q", got, system)
+	}
+	raw, err := os.ReadFile(recording)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := filepath.Join(t.TempDir(), "old.jsonl")
+	field := `"system_prompt":"` + system + `",`
+	if !strings.Contains(string(raw), field) {
+		t.Fatalf("the recording does not hold %s", field)
+	}
+	if err := os.WriteFile(old, []byte(strings.Replace(string(raw), field, "", 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.CopyFS(recorder.BlobsDir(old), os.DirFS(recorder.BlobsDir(recording))); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{recording, old} {
+		res, err := Run(t.Context(), RunOptions{Recording: path, Out: filepath.Join(t.TempDir(), "replays"), TrustRecording: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !res.Report.Identical() {
+			t.Fatalf("the replay of %s diverges:\n%s", path, table(res.Report))
+		}
+		if got := startOf(t, res.Path).SystemPrompt; got != system {
+			t.Fatalf("the replay of %s ran with system prompt %q", path, got)
+		}
+	}
 }
