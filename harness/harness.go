@@ -188,6 +188,10 @@ func Build(ctx context.Context, spec Spec) (_ *Session, err error) {
 	if err != nil {
 		return nil, &specError{err}
 	}
+	policy, err := PolicyHash(spec.Config)
+	if err != nil {
+		return nil, &specError{err}
+	}
 	life, stop := context.WithCancel(context.Background())
 	s := &Session{Env: env, Permission: perm, Hooks: hr, stop: stop}
 	defer func() {
@@ -222,11 +226,6 @@ func Build(ctx context.Context, spec Spec) (_ *Session, err error) {
 		if spec.Prompter != nil {
 			mode = trajectory.ModeInteractive
 		}
-	}
-	policy, err := PolicyHash(spec.Config)
-	if err != nil {
-		_, _ = s.Recorder.Close()
-		return nil, &specError{err}
 	}
 	s.Agent = agent.Config{
 		Provider: spec.Provider, Model: spec.Model, Sink: sink, System: spec.System, Prompt: spec.Prompt,
