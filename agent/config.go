@@ -83,6 +83,12 @@ type Config struct {
 	// DefaultDefenses(). The denial fuse lives in the executor and is
 	// always on.
 	Defenses []trajectory.DefenseName
+	// PolicyHash is a hash of the parts of the session's policy the loop
+	// cannot see — the permission rules, hooks and MCP servers — computed
+	// by whoever built them (the harness package); it is folded into
+	// session_start's config_hash, so two sessions under different
+	// policies never look alike. Empty means none was given.
+	PolicyHash string
 	// Mode and PermissionMode are recorded in session_start; empty means
 	// headless and default.
 	Mode           trajectory.RunMode

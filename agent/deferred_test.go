@@ -139,3 +139,22 @@ func TestASessionUnderTheContextBudgetIsNeverCompacted(t *testing.T) {
 		t.Errorf("%d compactions", n)
 	}
 }
+
+// BaseSystemPrompt undoes SystemPrompt, so that a replay of a recording
+// without session_start's system_prompt still gives its session the base
+// prompt, never the deferred-tools section twice.
+func TestBaseSystemPromptRemovesExactlyTheDeferredToolsSection(t *testing.T) {
+	reg := newRegistry(t, cronTool{})
+	for _, base := range []string{"", "You are a careful coding agent.", "Two paragraphs.\n\nThe second mentions # Deferred tools inline."} {
+		full := SystemPrompt(base, reg)
+		if !strings.Contains(full, DeferredToolsHeading) {
+			t.Fatalf("SystemPrompt(%q) has no deferred-tools section", base)
+		}
+		if got := BaseSystemPrompt(full); got != base {
+			t.Fatalf("BaseSystemPrompt(SystemPrompt(%q)) = %q", base, got)
+		}
+	}
+	if got := BaseSystemPrompt("no deferred tools here"); got != "no deferred tools here" {
+		t.Fatalf("a prompt without the section changed: %q", got)
+	}
+}

@@ -108,6 +108,11 @@ func runScript(t *testing.T, name string, o runOpts) recorded {
 	return recorded{res: res, events: decode(t, buf.Bytes()), script: script, ws: ws}
 }
 
+// baseConfig assembles a session by hand. Everywhere else a session is
+// built by the harness package (harness.Build); these internal tests
+// cannot use it, because harness imports agent. Keep this in step with
+// harness.Build: the built-in tools first, the permission checker over the
+// workspace, the blobs, and the loop's defaults for the rest.
 func baseConfig(t testing.TB, ws string, script *mockllm.Script, sink trajectory.Sink, extra ...tools.Tool) Config {
 	t.Helper()
 	env, err := tools.NewEnv(ws, newRegistry(t, extra...))

@@ -178,30 +178,62 @@ func (s *session) emitStart() {
 		version = HarnessVersion
 	}
 	limits := s.cfg.Limits
-	cfgBytes, _ := json.Marshal(struct {
-		Model    string
-		Limits   Limits
-		Stream   bool
-		Defenses []trajectory.DefenseName
-		System   string
-		Perm     trajectory.PermissionMode
-	}{s.model, limits, s.cfg.Stream, s.cfg.Defenses, s.system, perm})
 	s.emit(&trajectory.SessionStart{
-		HarnessVersion:    version,
-		Provider:          s.cfg.Provider.Name(),
-		Model:             s.model,
-		Mode:              mode,
-		PermissionMode:    perm,
-		ConfigHash:        trajectory.Hash(cfgBytes),
-		SystemPromptHash:  trajectory.Hash([]byte(s.system)),
-		Tools:             catalog,
-		Defenses:          append([]trajectory.DefenseName{}, s.cfg.Defenses...),
-		Limits:            &trajectory.Limits{MaxTurns: limits.MaxTurns, TokenBudget: limits.TokenBudget, CostBudget: limits.CostBudget},
+		HarnessVersion:   version,
+		Provider:         s.cfg.Provider.Name(),
+		Model:            s.model,
+		Mode:             mode,
+		PermissionMode:   perm,
+		ConfigHash:       configHash(s.model, perm, s.cfg, s.system, catalog),
+		SystemPromptHash: trajectory.Hash([]byte(s.system)),
+		SystemPrompt:     s.cfg.System,
+		Tools:            catalog,
+		Defenses:         append([]trajectory.DefenseName{}, s.cfg.Defenses...),
+		Limits: &trajectory.Limits{MaxTurns: limits.MaxTurns, TokenBudget: limits.TokenBudget, CostBudget: limits.CostBudget,
+			MaxTokens: limits.MaxTokens, ContextTokens: limits.ContextTokens,
+			InputPerMTok: limits.Prices.Input, OutputPerMTok: limits.Prices.Output,
+			CacheReadPerMTok: limits.Prices.CacheRead, CacheWritePerMTok: limits.Prices.CacheWrite},
 		Workspace:         s.cfg.Executor.Env.Workspace(),
 		WorkspaceSnapshot: s.cfg.WorkspaceSnapshot,
 		ReplayOf:          s.cfg.ReplayOf,
 		Tags:              s.cfg.Tags,
 	})
+}
+
+// configHash is session_start's config_hash: the Hash of everything that
+// changes how the session behaves (see trajectory.SessionStart.ConfigHash).
+// The defenses are hashed as a set, because the loop runs them by name and
+// their order changes nothing; the catalog keeps its order, which is the
+// order the tools are sent in.
+func configHash(model string, perm trajectory.PermissionMode, cfg Config, system string, catalog []trajectory.ToolInfo) string {
+	type tool struct {
+		Name, Definition   string
+		Deferred, ReadOnly bool
+	}
+	tools := make([]tool, len(catalog))
+	for i, t := range catalog {
+		tools[i] = tool{t.Name, t.DefinitionHash, t.Deferred, t.ReadOnly}
+	}
+	defenses := slices.Clone(cfg.Defenses)
+	slices.Sort(defenses)
+	defenses = slices.Compact(defenses)
+	v := struct {
+		Model    string
+		Perm     trajectory.PermissionMode
+		Policy   string
+		Limits   Limits
+		Stream   bool
+		Defenses []trajectory.DefenseName
+		System   string
+		Tools    []tool
+	}{model, perm, cfg.PolicyHash, cfg.Limits, cfg.Stream, defenses, system, tools}
+	b, err := json.Marshal(v)
+	if err != nil {
+		// Only a NaN or infinite price or budget fails to marshal; Go
+		// syntax hashes the same values as well.
+		b = fmt.Appendf(nil, "%#v", v)
+	}
+	return trajectory.Hash(b)
 }
 
 // beforeRequest checks the bounds, relieves context pressure and delivers

@@ -13,6 +13,25 @@ import (
 // it, collapses into the loaded tool with the nearest name (seed §10.5).
 const notLoadedLabel = "not loaded; activate with tool_search"
 
+// DeferredToolsHeading opens the section SystemPrompt appends to the base
+// system prompt when the registry has deferred tools. BaseSystemPrompt
+// removes the section again; nothing else should look for the heading.
+const DeferredToolsHeading = "# Deferred tools"
+
+// BaseSystemPrompt returns the base prompt SystemPrompt was given, from the
+// system prompt it returned: the deferred-tools section, when there is one,
+// is cut off. A replay uses it for recordings whose session_start does not
+// hold the base prompt.
+func BaseSystemPrompt(system string) string {
+	if i := strings.Index(system, "\n\n"+DeferredToolsHeading+"\n"); i >= 0 {
+		return system[:i]
+	}
+	if strings.HasPrefix(system, DeferredToolsHeading+"\n") {
+		return ""
+	}
+	return system
+}
+
 // SystemPrompt returns the static system prompt of a session: base, then
 // the deferred tools of reg, each labelled as not loaded. The partition
 // reads only the tools' static declarations (Spec().Deferred), never which
@@ -36,7 +55,7 @@ func SystemPrompt(base string, reg *tools.Registry) string {
 	if base != "" {
 		b.WriteString("\n\n")
 	}
-	b.WriteString("# Deferred tools\n")
+	b.WriteString(DeferredToolsHeading + "\n")
 	b.WriteString("These tools exist but their definitions are not loaded, so you cannot call them yet. " +
 		"Load one with tool_search (query \"select:NAME\"), then call it from your next message on.\n")
 	for _, s := range deferred {

@@ -7,11 +7,10 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"strings"
 
 	"github.com/retrace-dev/retrace/agent"
-	"github.com/retrace-dev/retrace/agent/executor"
-	"github.com/retrace-dev/retrace/agent/tools"
+	"github.com/retrace-dev/retrace/agent/config"
+	"github.com/retrace-dev/retrace/harness"
 	"github.com/retrace-dev/retrace/mockllm"
 	"github.com/retrace-dev/retrace/recorder"
 	"github.com/retrace-dev/retrace/trajectory"
@@ -122,48 +121,24 @@ func Run(ctx context.Context, opts RunOptions) (res Result, err error) {
 	if rec.start.PermissionMode != "" && rec.start.PermissionMode != modeOf(setup.cfg) && !setup.modeRefused {
 		notes = append(notes, fmt.Sprintf("the recorded session ran in permission mode %s; the replay runs in %s mode", rec.start.PermissionMode, modeOf(setup.cfg)))
 	}
-	reg, err := tools.NewRegistry(tools.Builtins()...)
+	spec := sessionSpec(rec, events, setup, ws, opts.Out)
+	spec.Warn = func(msg string) { notes = append(notes, "MCP: "+msg) }
+	sess, err := harness.Build(ctx, spec)
+	if errors.Is(err, harness.ErrSpec) {
+		return Result{}, fmt.Errorf("%w: %w", ErrInput, err)
+	}
 	if err != nil {
 		return Result{}, err
 	}
-	if len(setup.cfg.MCPServers) > 0 {
-		servers, mcpNotes, err := startMCP(ctx, setup.cfg, ws, reg)
-		if err != nil {
-			return Result{}, err
-		}
-		defer servers.Close()
-		notes = append(notes, mcpNotes...)
-	}
-	env, err := tools.NewEnv(ws, reg)
-	if err != nil {
-		return Result{}, err
-	}
-	out, err := recorder.Create(opts.Out, recorder.Options{})
-	if err != nil {
-		return Result{}, err
-	}
-	replayBlobs := recorder.OpenBlobs(recorder.BlobsDir(out.Path()))
-	limits := agent.Limits{}
-	if l := rec.start.Limits; l != nil {
-		limits.MaxTurns, limits.TokenBudget = l.MaxTurns, l.TokenBudget
-	}
-	var prompter executor.Prompter
-	if setup.answers != nil {
-		prompter = setup.answers
-	}
-	end, err := agent.Run(ctx, agent.Config{
-		Provider: mockllm.NewReplay(events), Sink: out, System: rec.system, Prompt: rec.prompt, Limits: limits,
-		Executor: executor.Config{Env: env, Permission: setup.perm, Hooks: setup.hooks, Blobs: replayBlobs,
-			Prompter: prompter, SessionID: out.SessionID()},
-		Mode: trajectory.ModeReplay, PermissionMode: setup.cfg.Permissions.Mode, HarnessVersion: rec.start.HarnessVersion,
-		ReplayOf: rec.session, Tags: rec.start.Tags,
-	})
-	if _, cerr := out.Close(); err == nil {
+	defer sess.Close()
+	end, err := sess.Run(ctx)
+	if _, cerr := sess.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
 		return Result{}, err
 	}
+	out, env, replayBlobs := sess.Recorder, sess.Env, sess.Blobs
 	if setup.answers != nil {
 		notes = append(notes, setup.answers.mismatches()...)
 	}
@@ -194,6 +169,8 @@ type recording struct {
 	snapshot string
 	system   string
 	prompt   string
+	// stream says the recorded session asked for streamed replies.
+	stream bool
 }
 
 func inspect(events []trajectory.Event) (recording, error) {
@@ -209,7 +186,7 @@ func inspect(events []trajectory.Event) (recording, error) {
 			if r.prompt != "" {
 				continue
 			}
-			r.system = baseSystem(p.System)
+			r.system, r.stream = agent.BaseSystemPrompt(p.System), p.Stream
 			for _, m := range p.NewMessages {
 				for _, b := range m.Content {
 					if m.Role == trajectory.RoleUser && b.Type == trajectory.BlockText && r.prompt == "" {
@@ -218,6 +195,9 @@ func inspect(events []trajectory.Event) (recording, error) {
 				}
 			}
 		}
+	}
+	if r.start != nil && r.start.SystemPrompt != "" {
+		r.system = r.start.SystemPrompt
 	}
 	switch {
 	case r.start == nil:
@@ -228,14 +208,35 @@ func inspect(events []trajectory.Event) (recording, error) {
 	return r, nil
 }
 
-// baseSystem removes the list of deferred tools the loop appends to the
-// system prompt; the replay's loop appends it again.
-func baseSystem(system string) string {
-	if i := strings.Index(system, "\n\n# Deferred tools\n"); i >= 0 {
-		return system[:i]
+// sessionSpec is the session a replay runs: the recorded one — its system
+// prompt, task, limits, defenses, streaming and harness version, from
+// session_start and the first request — under the configuration setup chose, whose every
+// setting takes effect. The what-if (or restored) configuration's rules,
+// mode, hooks and MCP servers are the replay's own; its limits replace the
+// recorded ones they set, and its defenses are turned on or off over the
+// recorded set. The model answers from the recording, so a request past it
+// is a replay miss, never a live call.
+func sessionSpec(rec recording, events []trajectory.Event, s setup, ws, out string) harness.Spec {
+	cfg := config.Overlay(config.Config{Limits: recordedLimits(rec.start.Limits)}, s.cfg)
+	spec := harness.Spec{
+		Workspace: ws, Config: cfg, ConfigName: s.name, BaseDefenses: rec.start.Defenses,
+		Provider: mockllm.NewReplay(events), Stream: rec.stream, System: rec.system, Prompt: rec.prompt,
+		Runs: out, Mode: trajectory.ModeReplay, HarnessVersion: rec.start.HarnessVersion,
+		ReplayOf: rec.session, Tags: rec.start.Tags,
 	}
-	if strings.HasPrefix(system, "# Deferred tools\n") {
-		return ""
+	if s.answers != nil {
+		spec.Prompter = s.answers
 	}
-	return system
+	return spec
+}
+
+// recordedLimits are the limits session_start recorded; a recording of
+// an older version holds only the turn limit and the budgets.
+func recordedLimits(l *trajectory.Limits) agent.Limits {
+	if l == nil {
+		return agent.Limits{}
+	}
+	return agent.Limits{MaxTurns: l.MaxTurns, TokenBudget: l.TokenBudget, CostBudget: l.CostBudget,
+		MaxTokens: l.MaxTokens, ContextTokens: l.ContextTokens,
+		Prices: agent.Prices{Input: l.InputPerMTok, Output: l.OutputPerMTok, CacheRead: l.CacheReadPerMTok, CacheWrite: l.CacheWritePerMTok}}
 }

@@ -1,17 +1,12 @@
 package replay
 
 import (
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/retrace-dev/retrace/agent"
-	"github.com/retrace-dev/retrace/agent/config"
-	"github.com/retrace-dev/retrace/agent/executor"
-	"github.com/retrace-dev/retrace/agent/tools"
-	"github.com/retrace-dev/retrace/mockllm"
-	"github.com/retrace-dev/retrace/recorder"
 	"github.com/retrace-dev/retrace/trajectory"
 )
 
@@ -21,29 +16,70 @@ var notReplayable = map[string]string{
 	"abort.yaml": "the user's Ctrl-C is not part of the recording",
 }
 
-// Every scripted session of the agent's test suite, recorded the way
-// retrace run records (workspace snapshot, the workspace's retrace.yaml),
-// replays with zero divergences when the recording is trusted.
-func TestEveryScriptedSessionReplaysIdentically(t *testing.T) {
-	scripts, err := filepath.Glob("../agent/testdata/*.yaml")
-	if err != nil || len(scripts) < 10 {
-		t.Fatalf("scripts %v (%v)", scripts, err)
+// suiteFiles is the workspace the agent's test suite runs its scripts in.
+var suiteFiles = map[string]string{"README.md": "retrace is a flight recorder for agents.\n", "build.log": "error: one\nok\nerror: two\n",
+	"a.txt": "a\n", "b.txt": "b\n", "c.txt": "c\n", "retrace.yaml": "permissions:\n  mode: bypass\n"}
+
+// scripted is one scripted session of the suite: its script and the
+// workspace and task it runs with.
+type scripted struct {
+	name   string
+	script string
+	// workspace is copied into the session's workspace; nil means suiteFiles.
+	workspace fs.FS
+	prompt    string
+}
+
+// suiteSessions lists every scripted session of the project: the agent
+// suite's scripts, the mock LLM's example scripts and retrace run's demo.
+func suiteSessions(t *testing.T) []scripted {
+	t.Helper()
+	var out []scripted
+	for _, glob := range []string{"../agent/testdata/*.yaml", "../mockllm/testdata/*.yaml"} {
+		paths, err := filepath.Glob(glob)
+		if err != nil || len(paths) == 0 {
+			t.Fatalf("scripts %s: %v (%v)", glob, paths, err)
+		}
+		for _, p := range paths {
+			out = append(out, scripted{name: filepath.Base(filepath.Dir(filepath.Dir(p))) + "/" + filepath.Base(p), script: p})
+		}
 	}
-	for _, path := range scripts {
-		name := filepath.Base(path)
-		t.Run(name, func(t *testing.T) {
-			if why, skip := notReplayable[name]; skip {
+	demo, err := fs.Sub(os.DirFS("../cmd/retrace/demo"), "_workspace")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out = append(out, scripted{name: "the demo", script: "../cmd/retrace/demo/script.yaml", workspace: demo,
+		prompt: "The tests say Add is wrong. Find the bug, fix it, and clean up the old build output."})
+	if len(out) < 25 {
+		t.Fatalf("found only %d scripted sessions", len(out))
+	}
+	return out
+}
+
+// Every scripted session of the project — the agent suite's scripts, the
+// mock LLM's examples, the demo — recorded through the session builder the
+// way retrace run records (workspace snapshot, the workspace's
+// retrace.yaml), replays through the builder with zero divergences when the
+// recording is trusted.
+func TestEveryScriptedSessionReplaysIdentically(t *testing.T) {
+	for _, sc := range suiteSessions(t) {
+		t.Run(sc.name, func(t *testing.T) {
+			if why, skip := notReplayable[filepath.Base(sc.script)]; skip {
 				t.Skip(why)
 			}
 			ws := t.TempDir()
-			files := map[string]string{"README.md": "retrace is a flight recorder for agents.\n", "build.log": "error: one\nok\nerror: two\n",
-				"a.txt": "a\n", "b.txt": "b\n", "c.txt": "c\n", "retrace.yaml": "permissions:\n  mode: bypass\n"}
-			for n, c := range files {
-				if err := os.WriteFile(filepath.Join(ws, n), []byte(c), 0o644); err != nil {
+			if sc.workspace != nil {
+				if err := os.CopyFS(ws, sc.workspace); err != nil {
 					t.Fatal(err)
 				}
+			} else {
+				writeFiles(t, ws, suiteFiles)
 			}
-			recording := recordScript(t, path, ws)
+			data, err := os.ReadFile(sc.script)
+			if err != nil {
+				t.Fatal(err)
+			}
+			recording := recordSession(t, recordOpts{script: data, name: sc.script, ws: ws, prompt: sc.prompt})
 			// These are the suite's own recordings, so they are trusted: their
 			// bypass mode applies as it did when they were recorded.
 			res, err := Run(t.Context(), RunOptions{Recording: recording, Out: filepath.Join(t.TempDir(), "replays"), TrustRecording: true})
@@ -53,52 +89,33 @@ func TestEveryScriptedSessionReplaysIdentically(t *testing.T) {
 			if !res.Report.Identical() {
 				var sb strings.Builder
 				res.Report.Table(&sb)
-				t.Fatalf("the replay of %s diverges:\n%s", name, sb.String())
+				t.Fatalf("the replay of %s diverges:\n%s", sc.name, sb.String())
+			}
+			// The builder rebuilt the recorded session exactly: the same
+			// policy, limits, defenses, model, prompt and catalog.
+			if rec, rep := startOf(t, recording), startOf(t, res.Path); rec.ConfigHash != rep.ConfigHash {
+				t.Fatalf("config_hash %s recorded, %s replayed", rec.ConfigHash, rep.ConfigHash)
 			}
 		})
 	}
 }
 
+func writeFiles(t testing.TB, dir string, files map[string]string) {
+	t.Helper()
+	for n, c := range files {
+		if err := os.WriteFile(filepath.Join(dir, n), []byte(c), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 func recordScript(t *testing.T, path, ws string) string {
 	t.Helper()
-	script, err := mockllm.LoadScript(path)
+	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := config.Load(filepath.Join(ws, "retrace.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg, err := tools.NewRegistry(tools.Builtins()...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	env, err := tools.NewEnv(ws, reg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	perm, hr, err := cfg.Check("retrace.yaml", env.Workspace())
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec, err := recorder.Create(filepath.Join(t.TempDir(), "runs"), recorder.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	blobs := recorder.OpenBlobs(recorder.BlobsDir(rec.Path()))
-	ref, _, err := recorder.SnapshotWorkspace(env.Workspace(), blobs, recorder.SnapshotOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := agent.Run(t.Context(), agent.Config{Provider: script, Sink: rec, Prompt: "Read the README and summarise it.",
-		WorkspaceSnapshot: ref, PermissionMode: cfg.Permissions.Mode,
-		Executor: executor.Config{Env: env, Permission: perm, Hooks: hr, Blobs: blobs, SessionID: rec.SessionID()}}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := rec.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return rec.Path()
+	return recordSession(t, recordOpts{script: data, name: path, ws: ws})
 }
 
 // The incident scenario: a recorded session hits a bug (the project's

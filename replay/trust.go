@@ -16,10 +16,6 @@ import (
 
 	"github.com/retrace-dev/retrace/agent/config"
 	"github.com/retrace-dev/retrace/agent/executor"
-	"github.com/retrace-dev/retrace/agent/hooks"
-	"github.com/retrace-dev/retrace/agent/mcp"
-	"github.com/retrace-dev/retrace/agent/permission"
-	"github.com/retrace-dev/retrace/agent/tools"
 	"github.com/retrace-dev/retrace/recorder"
 	"github.com/retrace-dev/retrace/trajectory"
 )
@@ -97,9 +93,9 @@ func restore(blobs *recorder.Blobs, ref, dst string) ([]string, error) {
 
 // setup is the configuration a replay runs under and what it left out.
 type setup struct {
-	cfg     config.Config
-	perm    *permission.Checker
-	hooks   *hooks.Runner
+	cfg config.Config
+	// name names cfg's file in messages.
+	name    string
 	answers *answers
 	notes   []string
 	// modeRefused says a note already explains that the recording's mode
@@ -152,11 +148,8 @@ func loadConfig(opts RunOptions, ws string, events []trajectory.Event) (setup, e
 		s.notes = append(s.notes, fmt.Sprintf("the recording shows a person approving %s (%s); not re-approved: a call that needs a person is refused, as in a headless session (%s)",
 			plural(len(approved), "call"), strings.Join(sortedKeys(approved), ", "), trustHint))
 	}
-	perm, hr, err := s.cfg.Check(name, ws)
-	if err != nil {
-		return s, fmt.Errorf("%w: %w", ErrInput, err)
-	}
-	s.perm, s.hooks = perm, hr
+	// The session builder checks the rules, hooks and MCP servers.
+	s.name = name
 	return s, nil
 }
 
@@ -244,29 +237,6 @@ func (a *answers) mismatches() []string {
 		notes = append(notes, fmt.Sprintf("%s: the recorded approval was not re-applied, because the call's input differs from the one the person approved", id))
 	}
 	return notes
-}
-
-// startMCP starts the configured MCP servers (a trusted recording's or a
-// what-if file's) and waits for all of them, so the catalog is the same on
-// every replay; a server that fails is a note, and its tools are missing.
-func startMCP(ctx context.Context, cfg config.Config, ws string, reg *tools.Registry) (*mcp.Servers, []string, error) {
-	dir, err := filepath.Abs(ws)
-	if err != nil {
-		return nil, nil, err
-	}
-	servers, err := mcp.Connect(ctx, cfg.MCPServers, mcp.Options{Dir: dir})
-	if err != nil {
-		return nil, nil, fmt.Errorf("%w: %w", ErrInput, err)
-	}
-	servers.Wait(ctx)
-	var notes []string
-	if err := reg.Add(servers.Tools()...); err != nil {
-		notes = append(notes, "MCP: "+err.Error())
-	}
-	for _, f := range servers.Failures() {
-		notes = append(notes, "MCP: "+f.Error())
-	}
-	return servers, notes, nil
 }
 
 // modeOf is the permission mode a configuration runs in.

@@ -9,11 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/retrace-dev/retrace/agent"
 	"github.com/retrace-dev/retrace/agent/config"
 	"github.com/retrace-dev/retrace/agent/executor"
-	"github.com/retrace-dev/retrace/agent/tools"
-	"github.com/retrace-dev/retrace/mockllm"
 	"github.com/retrace-dev/retrace/recorder"
 	"github.com/retrace-dev/retrace/trajectory"
 )
@@ -32,53 +29,12 @@ const touchScript = `turns:
       - text: "done"
 `
 
-// record runs script in ws the way retrace run does — workspace snapshot
-// first, the workspace's retrace.yaml as the policy when it has one — with
+// record runs script in ws the way retrace run does — the workspace's
+// retrace.yaml as the policy when it has one, the workspace snapshot — with
 // prompter answering the permission prompts, and returns the recording.
 func record(t *testing.T, script, ws string, prompter executor.Prompter, snap recorder.SnapshotOptions) string {
 	t.Helper()
-	s, err := mockllm.ParseScript([]byte(script), "script.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := config.Resolve(config.Sources{Workspace: filepath.Join(ws, config.FileName), TrustWorkspace: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg, err := tools.NewRegistry(tools.Builtins()...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	env, err := tools.NewEnv(ws, reg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	perm, hr, err := res.Config.Check(res.Name(), env.Workspace())
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec, err := recorder.Create(filepath.Join(t.TempDir(), "runs"), recorder.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	blobs := recorder.OpenBlobs(recorder.BlobsDir(rec.Path()))
-	ref, _, err := recorder.SnapshotWorkspace(env.Workspace(), blobs, snap)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mode := trajectory.ModeHeadless
-	if prompter != nil {
-		mode = trajectory.ModeInteractive
-	}
-	if _, err := agent.Run(t.Context(), agent.Config{Provider: s, Sink: rec, Prompt: "Create the marker.", Mode: mode,
-		WorkspaceSnapshot: ref, PermissionMode: res.Config.Permissions.Mode,
-		Executor: executor.Config{Env: env, Permission: perm, Hooks: hr, Prompter: prompter, Blobs: blobs, SessionID: rec.SessionID()}}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := rec.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return rec.Path()
+	return recordSession(t, recordOpts{script: []byte(script), name: "script.yaml", ws: ws, prompt: "Create the marker.", prompter: prompter, snap: snap})
 }
 
 // permissionOf returns how the replay decided on the call.
@@ -318,7 +274,15 @@ func TestASnapshotThatWouldWriteOutsideTheWorkspaceIsBadInput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	start := events[0].Payload.(*trajectory.SessionStart)
+	var snapshot string
+	for _, ev := range events {
+		if p, ok := ev.Payload.(*trajectory.WorkspaceSnapshot); ok {
+			snapshot = p.Manifest
+		}
+	}
+	if snapshot == "" {
+		t.Fatal("the recording has no workspace_snapshot event")
+	}
 	blobs := recorder.OpenBlobs(recorder.BlobsDir(recording))
 	content, _, err := blobs.Put([]byte("planted\n"))
 	if err != nil {
@@ -333,7 +297,7 @@ func TestASnapshotThatWouldWriteOutsideTheWorkspaceIsBadInput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(recording, []byte(strings.Replace(string(data), start.WorkspaceSnapshot, ref, 1)), 0o600); err != nil {
+	if err := os.WriteFile(recording, []byte(strings.Replace(string(data), snapshot, ref, 1)), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	parent := t.TempDir()

@@ -17,7 +17,7 @@
 //
 // # Event types
 //
-//	session_start      harness, provider/model, modes, config and system prompt hashes, tool catalog, defenses enabled, limits, workspace snapshot
+//	session_start      harness, provider/model, modes, config hash (see SessionStart.ConfigHash for what it covers), base system prompt and its hash as sent, tool catalog, defenses enabled, every limit and price, workspace snapshot
 //	workspace_snapshot the workspace snapshot's manifest reference, file and byte counts, taken after session_start is on disk
 //	model_request      hashes of system, tools (in order) and every message; full content of only the messages added since the previous request
 //	model_response     content blocks as received, stop reason (normalised and raw), usage, ttft_ms, duration_ms

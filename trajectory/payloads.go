@@ -37,22 +37,52 @@ func (t *ToolInfo) validate(c *checks) {
 	checkEnum(c, "display", t.Display, displayModes)
 }
 
-// Limits are the session's configured bounds; zero means unbounded.
+// Limits are the session's configured bounds; zero means unbounded (for
+// ContextTokens: the runtime's default; for MaxTokens: the provider's).
+// Every field is optional, so a v1 file that records only the first three
+// still reads; a replay rebuilds the session's limits from all of them.
 type Limits struct {
 	MaxTurns    int     `json:"max_turns,omitempty"`
 	TokenBudget int64   `json:"token_budget,omitempty"`
 	CostBudget  float64 `json:"cost_budget_usd,omitempty"`
+	// MaxTokens is the max_tokens of each request.
+	MaxTokens int `json:"max_tokens,omitempty"`
+	// ContextTokens is the estimated history size above which the oldest
+	// tool results are dropped.
+	ContextTokens int64 `json:"context_tokens,omitempty"`
+	// The prices, in US dollars per million tokens, that the cost budget
+	// and session_end's cost are computed with.
+	InputPerMTok      float64 `json:"input_per_mtok,omitempty"`
+	OutputPerMTok     float64 `json:"output_per_mtok,omitempty"`
+	CacheReadPerMTok  float64 `json:"cache_read_per_mtok,omitempty"`
+	CacheWritePerMTok float64 `json:"cache_write_per_mtok,omitempty"`
 }
 
 // SessionStart opens a session: what ran, with which tools, under which policy.
 type SessionStart struct {
-	HarnessVersion   string         `json:"harness_version"`
-	Provider         string         `json:"provider"`
-	Model            string         `json:"model"`
-	Mode             RunMode        `json:"mode"`
-	PermissionMode   PermissionMode `json:"permission_mode"`
-	ConfigHash       string         `json:"config_hash"`
-	SystemPromptHash string         `json:"system_prompt_hash"`
+	HarnessVersion string         `json:"harness_version"`
+	Provider       string         `json:"provider"`
+	Model          string         `json:"model"`
+	Mode           RunMode        `json:"mode"`
+	PermissionMode PermissionMode `json:"permission_mode"`
+	// ConfigHash is the Hash of everything that changes the session's
+	// behaviour: the model, the permission mode and rules (allow, ask,
+	// deny, disallowed tools, protected paths, fuse threshold), the hooks,
+	// the MCP servers, the defenses, every limit and price, whether replies
+	// are streamed, the system prompt as sent, and the tool catalog (each
+	// tool's name, definition hash, deferred and read-only flags, in
+	// order). Two sessions with the same hash ran under the same policy;
+	// the order of map entries (hook or MCP environments) does not count.
+	ConfigHash string `json:"config_hash"`
+	// SystemPromptHash is the Hash of the system prompt as sent, deferred
+	// tools list included.
+	SystemPromptHash string `json:"system_prompt_hash"`
+	// SystemPrompt is the base system prompt the session was given, before
+	// the runtime appended the list of deferred tools; a replay gives it to
+	// the replayed session. It passes the recorder's redaction like every
+	// other field. Optional: older recordings lack it, and a replay then
+	// takes it from the first model_request.
+	SystemPrompt string `json:"system_prompt,omitempty"`
 	// Tools is the catalog in the stable order it is sent in.
 	Tools []ToolInfo `json:"tools"`
 	// Defenses lists the defenses enabled for this session.
@@ -101,6 +131,12 @@ func (p *SessionStart) validate(c *checks) {
 		c.nonNegative("limits.max_turns", float64(p.Limits.MaxTurns))
 		c.nonNegative("limits.token_budget", float64(p.Limits.TokenBudget))
 		c.nonNegative("limits.cost_budget_usd", p.Limits.CostBudget)
+		c.nonNegative("limits.max_tokens", float64(p.Limits.MaxTokens))
+		c.nonNegative("limits.context_tokens", float64(p.Limits.ContextTokens))
+		c.nonNegative("limits.input_per_mtok", p.Limits.InputPerMTok)
+		c.nonNegative("limits.output_per_mtok", p.Limits.OutputPerMTok)
+		c.nonNegative("limits.cache_read_per_mtok", p.Limits.CacheReadPerMTok)
+		c.nonNegative("limits.cache_write_per_mtok", p.Limits.CacheWritePerMTok)
 	}
 	c.blobRef("workspace_snapshot", p.WorkspaceSnapshot)
 	for k := range p.Tags {

@@ -21,6 +21,8 @@ type Config struct {
 	Hooks       []hooks.Config    `yaml:"hooks"`
 	Limits      agent.Limits      `yaml:"limits"`
 	MCPServers  []mcp.Config      `yaml:"mcp_servers"`
+	// Defenses turn in-loop defenses on or off (see Defenses).
+	Defenses Defenses `yaml:"defenses"`
 }
 
 // Load reads and checks the configuration file at path. Every problem is
@@ -60,7 +62,11 @@ func (c Config) Check(name, workspace string) (*permission.Checker, *hooks.Runne
 	if merr != nil {
 		merr = fmt.Errorf("config %s: mcp_servers: %w", name, merr)
 	}
-	if err := errors.Join(perr, herr, merr); err != nil {
+	derr := c.Defenses.check()
+	if derr != nil {
+		derr = fmt.Errorf("config %s: %w", name, derr)
+	}
+	if err := errors.Join(perr, herr, merr, derr); err != nil {
 		return nil, nil, err
 	}
 	return perm, hr, nil

@@ -1,5 +1,6 @@
 // Package config reads the runtime's configuration file, retrace.yaml: the
-// permission policy, the hooks, the session limits and the MCP servers,
+// permission policy, the hooks, the session limits, the MCP servers and
+// the in-loop defenses turned on or off,
 // each owned by its own package and embedded here under its key. Unknown keys are errors that name the key
 // and its line, because a misspelt "deny:" silently ignored is a policy
 // that silently does not apply.
@@ -19,11 +20,13 @@
 // Resolve layers the sources. The trusted base is the --config file when
 // one is given, else the user's file when it exists, else the defaults.
 // The workspace's retrace.yaml is layered over it with Restrict: its deny
-// and ask rules, disallowed tools and protected paths are added, its mode
+// and ask rules, disallowed tools, protected paths and the defenses it
+// turns on are added, its mode
 // applies only when it is at least as strict as the trusted one (plan >
 // default > accept_edits > bypass; the stricter wins), and its limits only
 // when they are lower. Everything else it asks for — allow rules, hooks,
-// MCP servers, a more permissive mode, higher limits — is refused with an
+// MCP servers, a more permissive mode, higher limits, a defense turned
+// off — is refused with an
 // *UntrustedError that names each setting's file, line and field and says
 // how to trust it. With Sources.TrustWorkspace (--trust-workspace) the
 // workspace's file is layered like a trusted one instead (Overlay: lists

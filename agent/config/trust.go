@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -118,6 +119,8 @@ func Overlay(base, over Config) Config {
 	}
 	out.Hooks = append(out.Hooks, over.Hooks...)
 	out.MCPServers = append(out.MCPServers, over.MCPServers...)
+	out.Defenses.Enable = append(out.Defenses.Enable, over.Defenses.Enable...)
+	out.Defenses.Disable = append(out.Defenses.Disable, over.Defenses.Disable...)
 	l, ol := &out.Limits, over.Limits
 	setIf(&l.MaxTurns, ol.MaxTurns)
 	setIf(&l.TokenBudget, ol.TokenBudget)
@@ -148,6 +151,8 @@ func clone(c Config) Config {
 	p.ProtectedPaths = append([]string(nil), p.ProtectedPaths...)
 	c.Hooks = append(c.Hooks[:0:0], c.Hooks...)
 	c.MCPServers = append(c.MCPServers[:0:0], c.MCPServers...)
+	c.Defenses.Enable = slices.Clone(c.Defenses.Enable)
+	c.Defenses.Disable = slices.Clone(c.Defenses.Disable)
 	return c
 }
 
@@ -162,7 +167,8 @@ func clone(c Config) Config {
 // context, 3 for the fuse threshold, the provider's own for max_tokens);
 // its prices apply when base sets none or they are no lower than base's,
 // because lower prices would stretch a cost budget. Allow rules, hooks,
-// MCP servers, a more permissive mode and higher limits are refused, each
+// MCP servers, a more permissive mode, higher limits and defenses turned
+// off are refused (defenses turned on are added), each
 // with the file, line and field, in file order.
 func Restrict(base Config, f File) (Config, []Refused) {
 	out := clone(base)
@@ -203,6 +209,12 @@ func Restrict(base Config, f File) (Config, []Refused) {
 	}
 	for i, s := range c.MCPServers {
 		refuse(f.Line("mcp_servers", i), fmt.Sprintf("mcp_servers[%d]", i), fmt.Sprintf("server %q", s.Name), "an MCP server runs a program or connects to a service, and its tools run code")
+	}
+	// Turning a defense on only stops a stuck session sooner; turning one
+	// off lets a misbehaving model run longer, which is a trusted choice.
+	out.Defenses.Enable = append(out.Defenses.Enable, c.Defenses.Enable...)
+	for i, d := range c.Defenses.Disable {
+		refuse(f.Line("defenses", "disable", i), fmt.Sprintf("defenses.disable[%d]", i), string(d), "turning a defense off lets a misbehaving model run on; an untrusted file may only turn defenses on")
 	}
 	restrictLimits(&out.Limits, c.Limits, f, refuse)
 	return out, refused

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -119,12 +120,16 @@ func fieldMessage(e *jsonschema.ValidationError, doc any) string {
 		for i, m := range k.Missing {
 			names[i] = joinField(field, m)
 		}
+		// The validator lists them in map order; sorted, the same input
+		// always gets the same message, so a replay sees the same bytes.
+		slices.Sort(names)
 		return fmt.Sprintf("%s: required but missing; add it", strings.Join(names, ", "))
 	case *kind.AdditionalProperties:
 		names := make([]string, len(k.Properties))
 		for i, m := range k.Properties {
 			names[i] = joinField(field, m)
 		}
+		slices.Sort(names)
 		return fmt.Sprintf("%s: not a parameter of this tool; remove it", strings.Join(names, ", "))
 	}
 	if field == "" {

@@ -25,8 +25,7 @@ import (
 	"github.com/retrace-dev/retrace/agent/executor"
 	"github.com/retrace-dev/retrace/agent/llm"
 	"github.com/retrace-dev/retrace/agent/llm/dialect"
-	"github.com/retrace-dev/retrace/agent/mcp"
-	"github.com/retrace-dev/retrace/agent/tools"
+	"github.com/retrace-dev/retrace/harness"
 	"github.com/retrace-dev/retrace/mockllm"
 	"github.com/retrace-dev/retrace/recorder"
 	"github.com/retrace-dev/retrace/trajectory"
@@ -77,8 +76,9 @@ own durations, permission decisions, defenses), then a summary and the
 trajectory's path. Ctrl-C aborts: every pending tool call gets an aborted
 result, the session is closed, and the trajectory still validates.
 
-The configuration holds permission rules and mode, hooks, MCP servers and
-limits; unknown keys are errors. It comes in two layers:
+The configuration holds permission rules and mode, hooks, MCP servers,
+limits and defenses (defenses: {enable: [loop_detection], disable: [...]});
+unknown keys are errors. It comes in two layers:
 
   trusted    --config FILE; else your own file, when it exists:
              $XDG_CONFIG_HOME/retrace/retrace.yaml or
@@ -89,10 +89,10 @@ limits; unknown keys are errors. It comes in two layers:
 A workspace is someone else's code — a cloned repository can carry a
 retrace.yaml — so its file may only restrict: deny and ask rules (added to
 yours), disallowed_tools, protected_paths, a stricter mode (plan > default >
-accept_edits > bypass; the stricter wins) and lower limits. A workspace file
-that asks for more — bypass or accept_edits mode, allow rules, hooks, MCP
-servers, higher limits — stops the run with an error naming each setting's
-file, line and field. If you trust the workspace, add --trust-workspace (its
+accept_edits > bypass; the stricter wins), lower limits and defenses turned
+on. A workspace file that asks for more — bypass or accept_edits mode, allow
+rules, hooks, MCP servers, higher limits, defenses turned off — stops the run
+with an error naming each setting's file, line and field. If you trust the workspace, add --trust-workspace (its
 file is then layered like yours: its rules and hooks added, its mode and
 limits replacing yours), or move those settings into your own file.
 
@@ -170,67 +170,52 @@ func runRun(ctx context.Context, sys *IO, opts *runOptions) error {
 	if err != nil {
 		return err
 	}
-	reg, err := tools.NewRegistry(tools.Builtins()...)
-	if err != nil {
-		return err
+	if opts.maxTurns > 0 {
+		cfg.Limits.MaxTurns = opts.maxTurns
 	}
-	if len(cfg.MCPServers) > 0 {
-		servers, err := attachMCP(ctx, sys, cfg, workspace, reg)
-		if err != nil {
-			return err
-		}
-		defer servers.Close()
-	}
-	env, err := tools.NewEnv(workspace, reg)
-	if err != nil {
-		return invalid(fmt.Errorf("--workspace: %w", err))
-	}
-	perm, hooksRunner, err := cfg.Check(cfgName, env.Workspace())
-	if err != nil {
-		return invalid(err)
+	if cfg.Limits.MaxTurns == 0 {
+		cfg.Limits.MaxTurns = defaultMaxTurns
 	}
 	runs := opts.runs
 	if runs == "" {
 		runs = runsDir(sys)
 	}
-	rec, err := recorder.Create(runs, recorder.Options{Clock: sys.Now})
-	if err != nil {
-		return err
-	}
-	stopSync := recorder.SyncOnSignal(rec, os.Interrupt, syscall.SIGTERM)
-	defer stopSync()
-	live := newLiveTranscript(sys.Err, rec)
-	var prompter executor.Prompter
-	mode := trajectory.ModeHeadless
-	if !opts.headless {
-		prompter, mode = &terminalPrompter{in: bufio.NewReader(sys.In), out: sys.Err}, trajectory.ModeInteractive
-	}
-	limits := cfg.Limits
-	if opts.maxTurns > 0 {
-		limits.MaxTurns = opts.maxTurns
-	}
-	if limits.MaxTurns == 0 {
-		limits.MaxTurns = 50
-	}
 	maxConcurrent, _ := strconv.Atoi(sys.Getenv("RETRACE_TOOL_MAX_CONCURRENT"))
-	blobs := recorder.OpenBlobs(recorder.BlobsDir(rec.Path()))
-	res, err := agent.Run(ctx, agent.Config{
-		Provider: provider, Model: opts.model, Sink: live, Prompt: opts.prompt, Limits: limits, Stream: opts.stream,
-		System: "You are a careful software engineering agent working in the user's workspace. Use the tools to inspect before you change, and say what you did.",
-		Executor: executor.Config{Env: env, Permission: perm, Hooks: hooksRunner, Prompter: prompter,
-			Blobs: blobs, SessionID: rec.SessionID(), MaxConcurrent: maxConcurrent},
-		Mode: mode, PermissionMode: cfg.Permissions.Mode, HarnessVersion: "retrace " + currentVersion().Version, Clock: sys.Now,
-		// Taken after session_start is on disk, so that a crash during
-		// the snapshot leaves a valid trajectory.
-		SnapshotWorkspace: func() *trajectory.WorkspaceSnapshot { return snapshotWorkspace(sys, env.Workspace(), blobs, runs) },
-	})
-	stats, cerr := rec.Close()
+	spec := harness.Spec{
+		Workspace: workspace, Config: cfg, ConfigName: cfgName,
+		Provider: provider, Model: opts.model, Stream: opts.stream,
+		System: runSystemPrompt, Prompt: opts.prompt,
+		MCPGrace: mcpGrace, Runs: runs, Clock: sys.Now,
+		Snapshot:      &recorder.SnapshotOptions{Skip: []string{runs}},
+		MaxConcurrent: maxConcurrent, HarnessVersion: "retrace " + currentVersion().Version,
+		Warn: func(msg string) { fmt.Fprintf(sys.Err, "warning: %s\n", msg) },
+	}
+	if !opts.headless {
+		spec.Prompter = &terminalPrompter{in: bufio.NewReader(sys.In), out: sys.Err}
+	}
+	var live *liveTranscript
+	spec.Observe = func(rec *recorder.Recorder) trajectory.Sink {
+		live = newLiveTranscript(sys.Err, rec)
+		return live
+	}
+	sess, err := harness.Build(ctx, spec)
+	if errors.Is(err, harness.ErrSpec) {
+		return invalid(err)
+	}
 	if err != nil {
 		return err
 	}
-	live.summary(res, rec.Path(), stats)
+	defer sess.Close()
+	stopSync := recorder.SyncOnSignal(sess.Recorder, os.Interrupt, syscall.SIGTERM)
+	defer stopSync()
+	res, err := sess.Run(ctx)
+	stats, cerr := sess.Close()
+	if err != nil {
+		return err
+	}
+	live.summary(res, sess.Recorder.Path(), stats)
 	if cerr != nil {
-		return fmt.Errorf("the trajectory %s may be incomplete: %w", rec.Path(), cerr)
+		return fmt.Errorf("the trajectory %s may be incomplete: %w", sess.Recorder.Path(), cerr)
 	}
 	switch res.Reason {
 	case trajectory.EndTurn, trajectory.EndStopSequence:
@@ -241,89 +226,12 @@ func runRun(ctx context.Context, sys *IO, opts *runOptions) error {
 	return &exitError{code: ExitInconclusive, err: errReported}
 }
 
-// snapshotWorkspace stores the workspace the session starts from, so that
-// a replay can restore it, and returns the event that records it. A
-// snapshot that fails costs the replay, not the session: it is a warning,
-// and the session runs without one.
-func snapshotWorkspace(sys *IO, workspace string, blobs *recorder.Blobs, runs string) *trajectory.WorkspaceSnapshot {
-	start := time.Now()
-	ref, rep, err := recorder.SnapshotWorkspace(workspace, blobs, recorder.SnapshotOptions{Skip: []string{runs}})
-	for _, w := range rep.Warnings {
-		fmt.Fprintf(sys.Err, "warning: %s\n", w)
-	}
-	if err != nil {
-		fmt.Fprintf(sys.Err, "warning: the session runs without a workspace snapshot, so it cannot be replayed from its starting files: %v\n", err)
-		return nil
-	}
-	return &trajectory.WorkspaceSnapshot{Manifest: ref, Files: int64(rep.Files), Bytes: rep.Bytes, Skipped: int64(len(rep.Skipped)),
-		DurationMs: trajectory.Millis(time.Since(start))}
-}
+// runSystemPrompt is the base system prompt of retrace run's agent.
+const runSystemPrompt = "You are a careful software engineering agent working in the user's workspace. Use the tools to inspect before you change, and say what you did."
 
 // mcpGrace is how long a session waits for its MCP servers before it
-// starts without the slow ones.
+// starts without the slow ones (see harness.Spec.MCPGrace).
 const mcpGrace = 2 * time.Second
-
-// attachMCP starts the configured MCP servers. It waits a moment, so that
-// local servers' tools are in the catalog from the first turn, and then
-// lets the session start: the tools of slower servers join the registry as
-// each server comes up, and until then tool_search and the executor report
-// those servers as still connecting rather than their tools as missing
-// (seed §12.4, §13.12). A server that fails is reported; the others work.
-func attachMCP(ctx context.Context, sys *IO, cfg config.Config, workspace string, reg *tools.Registry) (*mcp.Servers, error) {
-	dir, err := filepath.Abs(workspace)
-	if err != nil {
-		return nil, err
-	}
-	servers, err := mcp.Connect(ctx, cfg.MCPServers, mcp.Options{Dir: dir})
-	if err != nil {
-		return nil, invalid(err)
-	}
-	grace, cancel := context.WithTimeout(ctx, mcpGrace)
-	servers.Wait(grace)
-	cancel()
-	var mu sync.Mutex
-	pending := servers.Pending()
-	reg.SetPending(func() []string {
-		mu.Lock()
-		defer mu.Unlock()
-		return pending
-	})
-	reported := map[string]bool{}
-	refresh := func() (done bool) {
-		p := servers.Pending()
-		for _, t := range servers.Tools() {
-			if _, ok := reg.Lookup(t.Spec().Name); !ok {
-				if err := reg.Add(t); err != nil {
-					fmt.Fprintf(sys.Err, "warning: %v\n", err)
-				}
-			}
-		}
-		for _, f := range servers.Failures() {
-			if msg := f.Error(); !reported[msg] {
-				reported[msg] = true
-				fmt.Fprintf(sys.Err, "warning: %s\n", msg)
-			}
-		}
-		// Published only after the tools of every server that left the
-		// pending list were added, so no tool is ever neither pending nor here.
-		mu.Lock()
-		pending = p
-		mu.Unlock()
-		return len(p) == 0
-	}
-	if !refresh() {
-		go func() {
-			for !refresh() {
-				select {
-				case <-ctx.Done():
-					return
-				case <-time.After(50 * time.Millisecond):
-				}
-			}
-		}()
-	}
-	return servers, nil
-}
 
 // defaultMaxTurns is the turn limit of a session whose configuration sets
 // none; it is also what a workspace's max_turns is compared with.

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -10,13 +9,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/retrace-dev/retrace/agent/config"
-	"github.com/retrace-dev/retrace/agent/mcp"
-	"github.com/retrace-dev/retrace/agent/tools"
 	"github.com/retrace-dev/retrace/recorder"
 	"github.com/retrace-dev/retrace/trajectory"
 )
@@ -142,53 +137,4 @@ func TestRunConnectsTheConfiguredMCPServers(t *testing.T) {
 	if code != ExitOK || !strings.Contains(stderr, "⏺ mcp__notes__echo") || !strings.Contains(stderr, "· ok ·") {
 		t.Fatalf("exit %d\n%s", code, stderr)
 	}
-}
-
-func TestASlowMCPServersToolsJoinTheSessionWhenItComesUp(t *testing.T) {
-	gate := make(chan struct{})
-	handler := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server {
-		s := sdk.NewServer(&sdk.Implementation{Name: "slow", Version: "1"}, nil)
-		s.AddTool(&sdk.Tool{Name: "echo", Description: "Echoes.", InputSchema: json.RawMessage(`{"type":"object"}`)},
-			func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
-				return &sdk.CallToolResult{}, nil
-			})
-		return s
-	}, nil)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		<-gate // the server is "still starting" until the gate opens
-		handler.ServeHTTP(w, r)
-	}))
-	defer srv.Close()
-	defer func() {
-		select {
-		case <-gate:
-		default:
-			close(gate)
-		}
-	}()
-	reg, err := tools.NewRegistry(tools.Builtins()...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := config.Config{MCPServers: []mcp.Config{{Name: "slow", URL: srv.URL}}}
-	var errOut bytes.Buffer
-	servers, err := attachMCP(t.Context(), &IO{Err: &errOut}, cfg, t.TempDir(), reg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer servers.Close()
-	if p := reg.Pending(); len(p) != 1 || p[0] != "slow" {
-		t.Fatalf("pending %v, want [slow] while the server is starting", p)
-	}
-	if _, ok := reg.Lookup("mcp__slow__echo"); ok {
-		t.Fatal("the tool is registered before its server is up")
-	}
-	close(gate)
-	for i := 0; i < 500; i++ { // up to 10 s on a loaded machine; normally a few ms
-		if _, ok := reg.Lookup("mcp__slow__echo"); ok && len(reg.Pending()) == 0 {
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("the tool never joined; pending %v, stderr %q", reg.Pending(), errOut.String())
 }
