@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/rogpeppe/go-internal/testscript"
 )
 
 // built is the retrace binary that go build made for this test process;
@@ -21,12 +23,22 @@ var built struct {
 	out  []byte
 }
 
+// TestMain also makes this test binary the retrace command of the
+// testscript suite (script_test.go): run under the name "retrace" it is
+// the CLI itself.
 func TestMain(m *testing.M) {
-	code := m.Run()
+	testscript.Main(cleanupM{m}, map[string]func(){"retrace": func() { os.Exit(Main()) }})
+}
+
+// cleanupM removes the shared build after the tests ran.
+type cleanupM struct{ m *testing.M }
+
+func (c cleanupM) Run() int {
+	code := c.m.Run()
 	if built.dir != "" {
 		os.RemoveAll(built.dir)
 	}
-	os.Exit(code)
+	return code
 }
 
 // buildRetrace puts a retrace binary built from this package into dir and
