@@ -8,8 +8,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/rogpeppe/go-internal/testscript"
 )
 
 // built is the retrace binary that go build made for this test process;
@@ -27,18 +25,14 @@ var built struct {
 // testscript suite (script_test.go): run under the name "retrace" it is
 // the CLI itself.
 func TestMain(m *testing.M) {
-	testscript.Main(cleanupM{m}, map[string]func(){"retrace": func() { os.Exit(Main()) }})
-}
-
-// cleanupM removes the shared build after the tests ran.
-type cleanupM struct{ m *testing.M }
-
-func (c cleanupM) Run() int {
-	code := c.m.Run()
+	if filepath.Base(os.Args[0]) == "retrace" {
+		os.Exit(Main())
+	}
+	code := m.Run()
 	if built.dir != "" {
 		os.RemoveAll(built.dir)
 	}
-	return code
+	os.Exit(code)
 }
 
 // buildRetrace puts a retrace binary built from this package into dir and

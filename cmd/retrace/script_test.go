@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -31,8 +32,22 @@ var update = flag.Bool("update", false, "rewrite the golden output in testdata/s
 // golden output. Volatile parts of the output are normalised with scrub
 // before they are compared, so the golden files are deterministic.
 func TestScripts(t *testing.T) {
+	// The scripts' retrace is this test binary under the name retrace (see
+	// TestMain), linked rather than copied: the binary is large.
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := t.TempDir()
+	if err := os.Symlink(self, filepath.Join(bin, "retrace")); err != nil {
+		t.Fatal(err)
+	}
 	testscript.Run(t, testscript.Params{
-		Dir:                 "testdata/script",
+		Dir: "testdata/script",
+		Setup: func(env *testscript.Env) error {
+			env.Setenv("PATH", bin+string(filepath.ListSeparator)+env.Getenv("PATH"))
+			return nil
+		},
 		UpdateScripts:       *update,
 		RequireExplicitExec: true,
 		RequireUniqueNames:  true,
@@ -156,10 +171,6 @@ func cmdPost(ts *testscript.TestScript, neg bool, args []string) {
 	}
 }
 
-// scriptEnv are the variables of the script's environment a command run
-// by cmdExitcode gets, as exec would give them.
-var scriptEnv = []string{"PATH", "HOME", "TMPDIR", "WORK", "RETRACE_DIR", "XDG_CONFIG_HOME", "LANG", "LC_ALL"}
-
 // cmdExitcode runs a command like exec, and passes when it exits with
 // exactly N: exitcode N CMD [ARGS...]. Its output becomes stdout and
 // stderr, so the lines after it can check what it said.
@@ -167,21 +178,11 @@ func cmdExitcode(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) < 2 {
 		ts.Fatalf("usage: exitcode N CMD [ARGS...]")
 	}
-	var want int
-	if _, err := fmt.Sscan(args[0], &want); err != nil {
+	want, err := strconv.Atoi(args[0])
+	if err != nil {
 		ts.Fatalf("exitcode: %q is not a number", args[0])
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, args[1], args[2:]...)
-	cmd.Dir = ts.MkAbs(".")
-	for _, k := range scriptEnv {
-		if v := ts.Getenv(k); v != "" {
-			cmd.Env = append(cmd.Env, k+"="+v)
-		}
-	}
-	cmd.Stdout, cmd.Stderr = ts.Stdout(), ts.Stderr()
-	err := cmd.Run()
+	err = ts.Exec(args[1], args[2:]...)
 	got := 0
 	var ee *exec.ExitError
 	switch {
