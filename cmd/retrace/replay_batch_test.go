@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -9,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/retrace-dev/retrace/replay"
 	"github.com/retrace-dev/retrace/trajectory"
@@ -221,4 +223,29 @@ func mustMockRecording(t *testing.T) string {
 		t.Fatalf("mock serve recorded %v\n%s", files, stderr.String())
 	}
 	return files[0]
+}
+
+// On a terminal a batch shows its progress on stderr, and clears the line
+// when it is done; piped, stderr gets no progress (see the other tests).
+func TestBatchReplayShowsProgressOnATerminal(t *testing.T) {
+	runs := recordSessions(t, 2, nil)
+	ptmx, tty := openPty(t)
+	screen := &ptyOutput{}
+	go func() { _, _ = copyUntilClosed(screen, ptmx) }()
+	var stdout bytes.Buffer
+	sys := &IO{In: strings.NewReader(""), Out: &stdout, Err: tty, Getenv: func(string) string { return "" }, Now: fixedClock}
+	if code := run(sys, []string{"replay", runs, "--trust-recording", "--out", t.TempDir()}); code != ExitOK {
+		t.Fatalf("exit %d\n%s", code, stdout.String())
+	}
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(screen.String(), "replays: "); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the terminal shows %q", screen.String())
+		}
+	}
+	if s := screen.String(); !strings.Contains(s, "\rreplayed 1 of 2") || !strings.Contains(s, "\rreplayed 2 of 2\r\x1b[K") {
+		t.Fatalf("the terminal shows %q, want the progress and the line cleared", s)
+	}
+	if strings.Contains(stdout.String(), "replayed 1 of 2") {
+		t.Fatalf("progress went to stdout:\n%s", stdout.String())
+	}
 }
