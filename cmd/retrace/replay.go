@@ -33,7 +33,7 @@ func newReplayCmd(sys *IO) *cobra.Command {
 	opts := &replayOptions{}
 	cmd := &cobra.Command{
 		Use:   "replay RUNS...",
-		Short: "Replay a recorded session through the real executor and report where it differs",
+		Short: "Replay recorded sessions through the real executor and report where they differ",
 		Long: `Replay restores the recorded workspace snapshot into a temporary directory
 (or --workspace DIR), runs the real agent loop and tool executor again with
 the recorded model responses (a request past the recording is an error,
