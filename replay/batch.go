@@ -223,11 +223,13 @@ func explainNotReplayable(path string, err error) error {
 }
 
 // Reason is a session's failure in one line, "" for a session that ran.
+// The sentinel's "bad replay input: " prefix is left out: the summary's
+// rows are read side by side, and it says nothing the row does not.
 func (s Session) Reason() string {
 	if s.Err == nil {
 		return ""
 	}
-	return oneLine(s.Err.Error())
+	return oneLine(strings.TrimPrefix(s.Err.Error(), ErrInput.Error()+": "))
 }
 
 // firstLine describes the session's first divergence, e.g.
