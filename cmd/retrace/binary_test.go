@@ -21,7 +21,13 @@ var built struct {
 	out  []byte
 }
 
+// TestMain also makes this test binary the retrace command of the
+// testscript suite (script_test.go): run under the name "retrace" it is
+// the CLI itself.
 func TestMain(m *testing.M) {
+	if filepath.Base(os.Args[0]) == "retrace" {
+		os.Exit(Main())
+	}
 	code := m.Run()
 	if built.dir != "" {
 		os.RemoveAll(built.dir)

@@ -1,17 +1,21 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"os/signal"
+	"runtime"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
 
 	"github.com/retrace-dev/retrace/replay"
+	"github.com/retrace-dev/retrace/trajectory"
 )
 
 type replayOptions struct {
@@ -21,14 +25,15 @@ type replayOptions struct {
 	strict    bool
 	keep      bool
 	trust     bool
+	jobs      int
 	format    *formatFlag
 }
 
 func newReplayCmd(sys *IO) *cobra.Command {
 	opts := &replayOptions{}
 	cmd := &cobra.Command{
-		Use:   "replay RUN.jsonl",
-		Short: "Replay a recorded session through the real executor and report where it differs",
+		Use:   "replay RUNS...",
+		Short: "Replay recorded sessions through the real executor and report where they differ",
 		Long: `Replay restores the recorded workspace snapshot into a temporary directory
 (or --workspace DIR), runs the real agent loop and tool executor again with
 the recorded model responses (a request past the recording is an error,
@@ -73,32 +78,54 @@ so it is trusted. The report says where outcomes change, e.g.
 makes the model requests differ from the recording, that is said once and
 the tool-side events are still compared.
 
+Batch: give several files, a directory (every .jsonl below it) or a glob,
+and every recording is replayed, -j at a time (default one per CPU), each
+in its own temporary workspace (so --workspace is refused for more than
+one recording). One summary follows: per recording identical, diverged
+(with its first divergence) or failed (with the reason), then the totals
+and the divergence classes counted; --format json or markdown (fit for a
+pull-request comment) for CI. A recording that cannot be replayed does
+not stop the others: it is listed as failed, and the batch exits 2 once
+the summary is printed, because a verdict over a set of incidents with a
+broken one in it is no verdict. A recording made by mock serve --record
+is another agent's conversation without a workspace, and is named as
+"not replayable here: use retrace mock serve --from". While a batch runs,
+progress is shown on stderr when stderr is a terminal. A single file keeps
+the detailed report above.
+
 Exit codes: 0 identical (after normalising), or divergences without
 --strict; 3 divergences with --strict; 2 bad input — a recording that
-cannot be read or replayed (a directory, a symlink loop, not a trajectory,
-a line too long, a damaged snapshot), a --workspace that is not empty, a
-bad --config; 1 the replay itself failed.`,
+cannot be read or replayed (a symlink loop, not a trajectory, a line too
+long, a damaged snapshot, a recording of mock serve), a directory with no
+recordings, a --workspace that is not empty or given for several
+recordings, a bad --config; 1 the replay itself failed. In a batch the
+first that applies of 2, 1, 3 wins.`,
 		Example: `  retrace replay .retrace/runs/20261130-091500.250-5e6f7a8b.jsonl
   retrace replay incident.jsonl --config stricter.yaml --format markdown
-  retrace replay run.jsonl --strict --format json
+  retrace replay incidents/ --strict --format markdown
+  retrace replay 'incidents/*.jsonl' -j 4 --format json
   retrace replay my-own-run.jsonl --trust-recording --keep`,
 		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) != 1 {
-				return usage(fmt.Errorf("give exactly one recorded trajectory, got %d arguments", len(args)))
+			if len(args) == 0 {
+				return usage(errors.New("give the recorded trajectories to replay: files, directories or globs"))
 			}
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&opts.workspace, "workspace", "", "restore the workspace here (empty or missing); default a temporary directory")
+	cmd.Flags().StringVar(&opts.workspace, "workspace", "", "restore the workspace here (empty or missing; one recording only); default a temporary directory")
 	cmd.Flags().StringVar(&opts.config, "config", "", "what-if configuration, trusted; default the recorded workspace's retrace.yaml")
-	cmd.Flags().StringVar(&opts.out, "out", "", "directory for the replay's trajectory (default .retrace/replays)")
+	cmd.Flags().StringVar(&opts.out, "out", "", "directory for the replays' trajectories (default .retrace/replays)")
 	cmd.Flags().BoolVar(&opts.strict, "strict", false, "exit 3 on any divergence")
-	cmd.Flags().BoolVar(&opts.keep, "keep", false, "keep the temporary workspace after the replay and print its path")
+	cmd.Flags().BoolVar(&opts.keep, "keep", false, "keep the temporary workspaces after the replay and print their paths")
 	cmd.Flags().BoolVar(&opts.trust, "trust-recording", false, "run the recording's hooks and MCP servers, apply its config as it is, re-apply its recorded approvals")
+	cmd.Flags().IntVarP(&opts.jobs, "jobs", "j", runtime.NumCPU(), "replay this many recordings at once")
 	opts.format = addFormatFlag(cmd, "table", "markdown", "json")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		if err := opts.format.check(); err != nil {
 			return err
+		}
+		if opts.jobs < 1 {
+			return usage(fmt.Errorf("-j %d: give at least 1 replay at a time", opts.jobs))
 		}
 		ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
@@ -106,50 +133,159 @@ bad --config; 1 the replay itself failed.`,
 		if out == "" {
 			out = ".retrace/replays"
 		}
-		res, err := replay.Run(ctx, replay.RunOptions{Recording: args[0], Out: out, Workspace: opts.workspace, Config: opts.config,
-			Keep: opts.keep, TrustRecording: opts.trust})
-		if err != nil {
-			if errors.Is(err, replay.ErrInput) || errors.Is(err, replay.ErrNotReplayable) || errors.Is(err, fs.ErrNotExist) {
-				return invalid(err)
-			}
-			return err
+		ropts := replay.RunOptions{Out: out, Workspace: opts.workspace, Config: opts.config, Keep: opts.keep, TrustRecording: opts.trust}
+		if !isBatch(args) {
+			return replayOne(ctx, sys, opts, ropts, args[0])
 		}
-		switch opts.format.value {
-		case "json":
-			enc := json.NewEncoder(sys.Out)
-			enc.SetIndent("", "  ")
-			if err := enc.Encode(struct {
-				Identical bool   `json:"identical"`
-				Replay    string `json:"replay"`
-				replay.Report
-			}{res.Report.Identical(), res.Path, res.Report}); err != nil {
-				return err
-			}
-		case "markdown":
-			if err := res.Report.Markdown(sys.Out); err != nil {
-				return err
-			}
-		default:
-			if !res.Report.Identical() {
-				if err := res.Report.Table(sys.Out); err != nil {
-					return err
-				}
-				break
-			}
-			if err := res.Report.WriteNotes(sys.Out); err != nil {
-				return err
-			}
-			fmt.Fprintln(sys.Out, "identical: the replay matches the recording at every step (after normalising times and paths)")
-		}
-		if res.Removed {
-			fmt.Fprintf(sys.Err, "replay: %s (ran in %s, a temporary workspace now removed; --keep keeps it)\n", res.Path, res.Workspace)
-		} else {
-			fmt.Fprintf(sys.Err, "replay: %s (ran in %s)\n", res.Path, res.Workspace)
-		}
-		if opts.strict && !res.Report.Identical() {
-			return &exitError{code: ExitGate, err: errReported}
-		}
-		return nil
+		return replayBatch(ctx, sys, opts, ropts, args)
 	}
 	return cmd
+}
+
+// isBatch reports whether the arguments ask for a batch: more than one,
+// or a directory or a glob. One file keeps the detailed report.
+func isBatch(args []string) bool {
+	if len(args) > 1 {
+		return true
+	}
+	info, err := os.Stat(args[0])
+	if err == nil {
+		return info.IsDir()
+	}
+	return strings.ContainsAny(args[0], "*?[")
+}
+
+// replayError maps a replay's error to its exit code: bad input 2,
+// anything else 1.
+func replayError(err error) error {
+	if errors.Is(err, replay.ErrInput) || errors.Is(err, replay.ErrNotReplayable) || errors.Is(err, fs.ErrNotExist) {
+		return invalid(err)
+	}
+	return err
+}
+
+// replayOne replays one recording and prints its detailed report.
+func replayOne(ctx context.Context, sys *IO, opts *replayOptions, ropts replay.RunOptions, path string) error {
+	b, err := replay.RunBatch(ctx, replay.BatchOptions{Recordings: []string{path}, Jobs: 1, Run: ropts})
+	if err != nil {
+		return replayError(err)
+	}
+	s := b.Sessions[0]
+	if s.Err != nil {
+		return replayError(s.Err)
+	}
+	res := s.Result
+	switch opts.format.value {
+	case "json":
+		enc := json.NewEncoder(sys.Out)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(struct {
+			Identical bool   `json:"identical"`
+			Replay    string `json:"replay"`
+			replay.Report
+		}{res.Report.Identical(), res.Path, res.Report}); err != nil {
+			return err
+		}
+	case "markdown":
+		if err := res.Report.Markdown(sys.Out); err != nil {
+			return err
+		}
+	default:
+		if !res.Report.Identical() {
+			if err := res.Report.Table(sys.Out); err != nil {
+				return err
+			}
+			break
+		}
+		if err := res.Report.WriteNotes(sys.Out); err != nil {
+			return err
+		}
+		fmt.Fprintln(sys.Out, "identical: the replay matches the recording at every step (after normalising times and paths)")
+	}
+	if res.Removed {
+		fmt.Fprintf(sys.Err, "replay: %s (ran in %s, a temporary workspace now removed; --keep keeps it)\n", res.Path, res.Workspace)
+	} else {
+		fmt.Fprintf(sys.Err, "replay: %s (ran in %s)\n", res.Path, res.Workspace)
+	}
+	if opts.strict && !res.Report.Identical() {
+		return &exitError{code: ExitGate, err: errReported}
+	}
+	return nil
+}
+
+// replayBatch replays every recording the arguments name and prints one
+// summary.
+func replayBatch(ctx context.Context, sys *IO, opts *replayOptions, ropts replay.RunOptions, args []string) error {
+	if opts.workspace != "" {
+		return usage(fmt.Errorf("--workspace %s names one directory, but a batch restores every recording into its own temporary workspace; leave --workspace out, or replay one file with it", opts.workspace))
+	}
+	in, err := trajectory.ExpandInputs(args...)
+	switch {
+	case errors.Is(err, trajectory.ErrNoRuns):
+		return invalid(fmt.Errorf("%w; give trajectory files (.jsonl) written by retrace run, or a directory holding them", err))
+	case err != nil:
+		return invalid(err)
+	}
+	for _, w := range in.Skipped {
+		fmt.Fprintf(sys.Err, "warning: %s\n", w)
+	}
+	var progress func(done, total int, s replay.Session)
+	if _, tty := terminalFd(sys.Err); tty {
+		progress = func(done, total int, s replay.Session) {
+			fmt.Fprintf(sys.Err, "\rreplayed %d of %d", done, total)
+			if done == total {
+				fmt.Fprint(sys.Err, "\r\033[K")
+			}
+		}
+	}
+	b, err := replay.RunBatch(ctx, replay.BatchOptions{Recordings: in.Files, Jobs: opts.jobs, Run: ropts, Progress: progress})
+	if err != nil {
+		return replayError(err)
+	}
+	// An entry that could not even be examined (an unreadable directory, a
+	// symlink loop) is a failed session like a file that is not a
+	// trajectory, so the summary names it.
+	for _, p := range in.Problems {
+		b.Sessions = append(b.Sessions, replay.Session{Recording: problemPath(p), Verdict: replay.VerdictFailed, Err: fmt.Errorf("%w: %w", replay.ErrInput, p)})
+		b.Failed++
+	}
+	switch opts.format.value {
+	case "json":
+		enc := json.NewEncoder(sys.Out)
+		enc.SetIndent("", "  ")
+		err = enc.Encode(b.Summary())
+	case "markdown":
+		err = b.Markdown(sys.Out)
+	default:
+		err = b.Table(sys.Out)
+	}
+	if err != nil {
+		return err
+	}
+	if opts.keep {
+		for _, s := range b.Sessions {
+			if s.Err == nil && !s.Result.Removed {
+				fmt.Fprintf(sys.Err, "kept: %s (the workspace of %s)\n", s.Result.Workspace, s.Recording)
+			}
+		}
+	}
+	fmt.Fprintf(sys.Err, "replays: %s\n", ropts.Out)
+	switch {
+	case b.BadInput():
+		return &exitError{code: ExitInvalid, err: errReported}
+	case b.HarnessFailed():
+		return &exitError{code: ExitHarness, err: errReported}
+	case opts.strict && b.Diverged > 0:
+		return &exitError{code: ExitGate, err: errReported}
+	}
+	return nil
+}
+
+// problemPath is the file a problem of ExpandInputs is about.
+func problemPath(err error) string {
+	var fe *trajectory.FileError
+	if errors.As(err, &fe) {
+		return fe.File
+	}
+	return "?"
 }

@@ -96,7 +96,7 @@ func TestReplayRejectsWhatCannotBeReplayed(t *testing.T) {
 		{"a missing recording", []string{"replay", filepath.Join(dir, "none.jsonl"), "--out", t.TempDir()}, "no such file"},
 		{"a recording of an unknown version", []string{"replay", "../../trajectory/testdata/invalid/unknown_version.jsonl", "--out", t.TempDir()}, "unsupported trajectory version"},
 		{"a recording without a workspace snapshot", []string{"replay", "../../trajectory/testdata/valid/basic.jsonl", "--out", t.TempDir()}, "no workspace snapshot"},
-		{"no recording", []string{"replay"}, "exactly one recorded trajectory"},
+		{"no recording", []string{"replay"}, "give the recorded trajectories to replay"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -276,7 +276,7 @@ func TestReplayExitsTwoOnInputItCannotUse(t *testing.T) {
 		args []string
 		want []string
 	}{
-		{"a directory instead of a recording", []string{dir}, []string{"is a directory", "one trajectory file"}},
+		{"a directory with no recordings", []string{full}, []string{"holds no .jsonl files", "written by retrace run"}},
 		{"a symlink loop", []string{loop}, []string{"symlink loop", "give the trajectory file itself"}},
 		{"binary garbage", []string{garbage}, []string{"binary data"}},
 		{"text that is not a trajectory", []string{text}, []string{"notes.jsonl:1"}},
