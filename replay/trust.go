@@ -16,6 +16,7 @@ import (
 
 	"github.com/retrace-dev/retrace/agent/config"
 	"github.com/retrace-dev/retrace/agent/executor"
+	"github.com/retrace-dev/retrace/agent/permission"
 	"github.com/retrace-dev/retrace/recorder"
 	"github.com/retrace-dev/retrace/trajectory"
 )
@@ -133,8 +134,18 @@ func loadConfig(opts RunOptions, ws string, events []trajectory.Event) (setup, e
 			}
 			s.cfg = f.Config
 			if !opts.TrustRecording {
+				// The ceiling is accept_edits, not default: a replay
+				// runs in a workspace of its own that it throws away,
+				// writes outside a workspace are denied in every mode,
+				// and accept_edits never lets bash run unasked, so the
+				// recording's edits may land there as they did when it
+				// was made. Bypass, allow rules, hooks and MCP servers
+				// run code on this machine and stay refused.
 				var refused []config.Refused
-				s.cfg, refused = config.Restrict(config.Config{}, f)
+				s.cfg, refused = config.Restrict(config.Config{Permissions: permission.Config{Mode: trajectory.PermAcceptEdits}}, f)
+				if f.Config.Permissions.Mode == "" {
+					s.cfg.Permissions.Mode = "" // the recording ran in default mode
+				}
 				s.notes = append(s.notes, untrustedNotes(f.Config, s.cfg, refused)...)
 				s.modeRefused = slices.ContainsFunc(refused, func(r config.Refused) bool { return r.Field == "permissions.mode" })
 			}

@@ -164,7 +164,7 @@ func TestAnUntrustedRecordingsModeAndAllowRulesAreReportedAndNotApplied(t *testi
 		t.Errorf("the mode is explained twice: %q", res.Report.Notes)
 	}
 	for _, want := range [][]string{
-		{"not applied: retrace.yaml:2: permissions.mode: bypass", "the replay runs in default mode", "--trust-recording"},
+		{"not applied: retrace.yaml:2: permissions.mode: bypass", "the replay runs in accept_edits mode", "--trust-recording"},
 		{"not applied: retrace.yaml:3: permissions.allow[0]"},
 	} {
 		if !hasNote(res.Report, want...) {

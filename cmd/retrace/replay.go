@@ -47,9 +47,9 @@ what that file and its recorded answers say. So by default replay treats
 it like an untrusted workspace:
 
   - its hooks and MCP servers are not run;
-  - its config may only restrict: bypass or accept_edits mode, allow rules
-    and higher limits are not applied, so the replay runs in default (or
-    plan) mode;
+  - its config may only restrict: bypass mode, allow rules and higher
+    limits are not applied. accept_edits is: the replay's edits land in
+    its own throwaway workspace, never outside it, and bash still asks;
   - the person's recorded "yes" answers to permission prompts are not
     re-applied: a call that needs a person is refused, as in --headless.
 

@@ -182,7 +182,7 @@ func TestAHostileRecordingReplaysWithoutRunningAnyOfItUnlessTrusted(t *testing.T
 	for _, want := range []string{
 		"note: the recording's config has 1 hook and 1 MCP server; not run (use --trust-recording",
 		"note: not applied: retrace.yaml:2: permissions.mode: bypass",
-		"the replay runs in default mode",
+		"the replay runs in accept_edits mode",
 		"note: the recording shows a person approving 1 call (toolu_plant); not re-approved",
 	} {
 		if !strings.Contains(stdout, want) {
@@ -243,11 +243,13 @@ func TestReplayRemovesItsTemporaryWorkspaceUnlessKept(t *testing.T) {
 	}
 }
 
-func TestAnUntrustedReplayOfTheDemoSaysWhyItDiverges(t *testing.T) {
+// The demo's policy is accept_edits, which an untrusted replay applies: its
+// edits land in the replay's own throwaway workspace. So a recording of your
+// own replays identically without --trust-recording.
+func TestAnUntrustedReplayOfTheDemoAppliesItsAcceptEditsModeAndIsIdentical(t *testing.T) {
 	rec := recordDemo(t)
-	code, stdout, _ := runCLI(t, nil, "replay", rec, "--out", t.TempDir())
-	if code != ExitOK || !strings.Contains(stdout, "note: not applied: retrace.yaml:4: permissions.mode: accept_edits") ||
-		!strings.Contains(stdout, "permission_changed") {
+	code, stdout, _ := runCLI(t, nil, "replay", rec, "--out", t.TempDir(), "--strict")
+	if code != ExitOK || !strings.HasPrefix(stdout, "identical") || strings.Contains(stdout, "not applied") {
 		t.Fatalf("exit %d\n%s", code, stdout)
 	}
 }
