@@ -118,6 +118,7 @@ func Overlay(base, over Config) Config {
 	}
 	out.Hooks = append(out.Hooks, over.Hooks...)
 	out.MCPServers = append(out.MCPServers, over.MCPServers...)
+	out.Replay = overlayReplay(out.Replay, over.Replay)
 	l, ol := &out.Limits, over.Limits
 	setIf(&l.MaxTurns, ol.MaxTurns)
 	setIf(&l.TokenBudget, ol.TokenBudget)
@@ -148,6 +149,7 @@ func clone(c Config) Config {
 	p.ProtectedPaths = append([]string(nil), p.ProtectedPaths...)
 	c.Hooks = append(c.Hooks[:0:0], c.Hooks...)
 	c.MCPServers = append(c.MCPServers[:0:0], c.MCPServers...)
+	c.Replay = overlayReplay(Replay{}, c.Replay)
 	return c
 }
 
@@ -205,6 +207,9 @@ func Restrict(base Config, f File) (Config, []Refused) {
 		refuse(f.Line("mcp_servers", i), fmt.Sprintf("mcp_servers[%d]", i), fmt.Sprintf("server %q", s.Name), "an MCP server runs a program or connects to a service, and its tools run code")
 	}
 	restrictLimits(&out.Limits, c.Limits, f, refuse)
+	// The replay section only loosens how two sessions are compared; it
+	// runs nothing and permits nothing, so it is layered as it is.
+	out.Replay = overlayReplay(out.Replay, c.Replay)
 	return out, refused
 }
 

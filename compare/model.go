@@ -1,4 +1,4 @@
-package replay
+package compare
 
 import (
 	"encoding/json"
@@ -153,37 +153,61 @@ func (c *comparer) diffRequest(rec, rep *session, a, b *trajectory.ModelRequest)
 // else its hash: hashes cannot be normalised, text can.
 func (c *comparer) systemText(s *session, r *trajectory.ModelRequest) string {
 	if t, ok := s.systems[r.SystemHash]; ok {
-		return c.n.text(t)
+		return c.n.text(t, ScopeModelText, "")
 	}
 	return "hash " + r.SystemHash
 }
 
+// messageText is the normalised JSON of the message with hash, else the
+// hash. It is kept per side, so a message every later request repeats is
+// normalised (and its rule matches counted) once.
 func (c *comparer) messageText(s *session, hash string) string {
-	m, ok := s.messages[hash]
-	if !ok {
-		return "hash " + hash
+	if t, ok := s.normalized[hash]; ok {
+		return t
 	}
-	b, err := json.Marshal(c.normMessage(m))
-	if err != nil {
-		return "hash " + hash
+	t := "hash " + hash
+	if m, ok := s.messages[hash]; ok {
+		if b, err := json.Marshal(c.normMessage(m)); err == nil {
+			t = string(b)
+		}
 	}
-	return string(b)
+	s.normalized[hash] = t
+	return t
 }
 
-// normMessage normalises every string of a message, and re-encodes tool
-// inputs so that key order does not count.
+// notCompared stands in for the output of a tool whose level leaves its
+// text out of the comparison.
+const notCompared = "<not compared>"
+
+// normMessage normalises every string of a message by its scope and tool,
+// re-encodes tool inputs so that key order does not count, and leaves out
+// the output of tools whose level does not compare it.
 func (c *comparer) normMessage(m trajectory.Message) trajectory.Message {
 	out := trajectory.Message{Role: m.Role, Content: make([]trajectory.ContentBlock, len(m.Content))}
 	for i, b := range m.Content {
-		b.Text = c.n.text(b.Text)
-		b.Content = c.n.text(b.Content)
-		b.PartialInput = c.n.text(b.PartialInput)
-		if len(b.Input) > 0 {
-			b.Input = json.RawMessage(c.canonJSON(b.Input))
-			if !json.Valid(b.Input) {
-				// A rewrite produced invalid JSON; keep it comparable as text.
-				b.PartialInput, b.Input = string(b.Input), nil
+		switch b.Type {
+		case trajectory.BlockToolUse:
+			b.PartialInput = c.n.text(b.PartialInput, ScopeToolInput, b.Name)
+			if len(b.Input) > 0 {
+				b.Input = json.RawMessage(c.canonJSON(b.Input, b.Name))
+				if !json.Valid(b.Input) {
+					// A rewrite produced invalid JSON; keep it comparable as text.
+					b.PartialInput, b.Input = string(b.Input), nil
+				}
 			}
+		case trajectory.BlockToolResult:
+			tool := c.tools[b.ToolUseID]
+			switch c.n.level(tool) {
+			case LevelIgnore:
+				b.Content, b.IsError = notCompared, false
+			case LevelExitCode:
+				b.Content = notCompared
+			default:
+				b.Content = c.n.text(b.Content, ScopeToolOutput, tool)
+			}
+		default:
+			b.Text = c.n.text(b.Text, ScopeModelText, "")
+			b.Content = c.n.text(b.Content, ScopeModelText, "")
 		}
 		out.Content[i] = b
 	}

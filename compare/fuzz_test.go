@@ -1,4 +1,4 @@
-package replay
+package compare
 
 import (
 	"bytes"
@@ -46,10 +46,10 @@ func FuzzCompare(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, a, b []byte) {
 		ra, rb := decodeAll(a), decodeAll(b)
-		if r := Compare(ra, decodeAll(a), Options{}); !r.Identical() {
+		if r := Sessions(ra, decodeAll(a), Options{}); !r.Identical() {
 			t.Fatalf("a session differs from itself: %+v", r.Divergences)
 		}
-		r := Compare(ra, rb, Options{PathRewrites: []PathRewrite{{Old: "/tmp", New: "/x"}}})
+		r := Sessions(ra, rb, Options{PathRewrites: []PathRewrite{{Old: "/tmp", New: "/x"}}})
 		if err := r.Markdown(io.Discard); err != nil {
 			t.Fatal(err)
 		}

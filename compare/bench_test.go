@@ -1,4 +1,4 @@
-package replay
+package compare
 
 import (
 	"encoding/json"
@@ -44,16 +44,23 @@ func longSession(turns int, root string) []trajectory.Event {
 func BenchmarkCompare200Turns(b *testing.B) {
 	rec := longSession(200, "/tmp/retrace-ws-1")
 	rep := longSession(200, "/tmp/replay-123")
-	opts := Options{
-		PathRewrites: []PathRewrite{{Old: "/tmp/replay-123", New: "/tmp/retrace-ws-1"}},
-		Volatile:     []*regexp.Regexp{regexp.MustCompile(`\d+\.\d+s`)},
+	for _, bc := range []struct {
+		name string
+		opts Options
+	}{
+		{"no-default-normalize", Options{NoDefaults: true, PathRewrites: []PathRewrite{{Old: "/tmp/replay-123", New: "/tmp/retrace-ws-1"}},
+			Rules: []Rule{{Name: "secs", Pattern: regexp.MustCompile(`\d+\.\d+s`), Replace: "<s>"}}}},
+		{"default-normalize", Options{PathRewrites: []PathRewrite{{Old: "/tmp/replay-123", New: "/tmp/retrace-ws-1"}}}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			if r := Sessions(rec, rep, bc.opts); !r.Identical() {
+				b.Fatalf("the benchmark sessions must compare identical: %+v", r.Divergences[:1])
+			}
+			b.ResetTimer()
+			for b.Loop() {
+				Sessions(rec, rep, bc.opts)
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(len(rec)+len(rep)), "ns/event")
+		})
 	}
-	if r := Compare(rec, rep, opts); !r.Identical() {
-		b.Fatalf("the benchmark sessions must compare identical: %+v", r.Divergences[:1])
-	}
-	b.ResetTimer()
-	for b.Loop() {
-		Compare(rec, rep, opts)
-	}
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(len(rec)+len(rep)), "ns/event")
 }
