@@ -245,7 +245,7 @@ func (r Result) Table(w io.Writer) error {
 	if r.Identical() {
 		_, err := fmt.Fprintf(w, "identical: %d recorded events, %d replayed, no divergence after normalisation\n", r.RecordedEvents, r.ReplayedEvents)
 		if err == nil {
-			err = r.writeNormalized(w)
+			err = r.WriteNormalized(w)
 		}
 		return err
 	}
@@ -257,7 +257,7 @@ func (r Result) Table(w io.Writer) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	if err := r.writeNormalized(w); err != nil {
+	if err := r.WriteNormalized(w); err != nil {
 		return err
 	}
 	for _, l := range r.WhatIf {
@@ -268,7 +268,9 @@ func (r Result) Table(w io.Writer) error {
 	return nil
 }
 
-func (r Result) writeNormalized(w io.Writer) error {
+// WriteNormalized writes the line "normalised: RULE N, ..." naming the
+// rules that replaced text and how often; nothing when none did.
+func (r Result) WriteNormalized(w io.Writer) error {
 	if l := r.normalizedLine(); l != "" {
 		_, err := fmt.Fprintf(w, "normalised: %s\n", l)
 		return err
