@@ -40,14 +40,14 @@ func (c *comparer) compareCall(r, p *call) {
 		}
 		d.Detail = "the executor took up this call on one side only"
 		c.add(d)
-	} else if ri, pi := c.canonJSON(r.input, r.tool), c.canonJSON(p.input, r.tool); ri != pi {
+	} else if ri, pi := c.canonJSON(c.rn, r.input, r.tool), c.canonJSON(c.pn, p.input, r.tool); ri != pi {
 		d.Class, d.Field, d.Recorded, d.Replayed = ClassResponse, "input", ri, pi
 		d.Detail = "the tool input differs"
 		c.add(d)
 	}
 	c.compareHooks(r, p)
 	c.comparePerms(r, p)
-	level := c.n.level(r.tool)
+	level := c.rn.level(r.tool)
 	if level == LevelIgnore {
 		return
 	}
@@ -205,7 +205,7 @@ func (c *comparer) compareResult(r, p *call, level Level) {
 	if level == LevelExitCode {
 		return
 	}
-	if a, b := c.n.text(r.result.Text, ScopeToolOutput, r.tool), c.n.text(p.result.Text, ScopeToolOutput, r.tool); a != b {
+	if a, b := c.rn.text(r.result.Text, ScopeToolOutput, r.tool), c.pn.text(p.result.Text, ScopeToolOutput, r.tool); a != b {
 		d.Field, d.Recorded, d.Replayed = "text", a, b
 		d.Detail = firstDiff(a, b)
 		c.add(d)

@@ -81,9 +81,11 @@ type Divergence struct {
 // difference that survives normalisation. It never fails: events it cannot
 // align become call_missing or call_extra divergences.
 func Sessions(recorded, replayed []trajectory.Event, opts Options) Result {
-	c := &comparer{n: newNormalizer(opts)}
+	rn := newNormalizer(opts)
+	c := &comparer{rn: rn, pn: rn.other()}
 	rec := index(recorded)
 	rep := index(replayed)
+	rec.n, rep.n = c.rn, c.pn
 	c.tools = map[string]string{}
 	for _, s := range []*session{rep, rec} {
 		for id, cl := range s.calls {
@@ -102,11 +104,13 @@ func Sessions(recorded, replayed []trajectory.Event, opts Options) Result {
 		}
 		return c.divs[i].order < c.divs[j].order
 	})
-	return newResult(c.divs, c.whatIf, c.n.used(), len(recorded), len(replayed))
+	return newResult(c.divs, c.whatIf, used(c.rn, c.pn), len(recorded), len(replayed))
 }
 
 type comparer struct {
-	n      *normalizer
+	// rn and pn normalise the recorded and the replayed side: the same
+	// rules, each side's matches counted apart.
+	rn, pn *normalizer
 	divs   []Divergence
 	whatIf []whatIfLine
 	// tools maps a tool_use_id to its tool, so text inside messages can
@@ -132,8 +136,8 @@ func (c *comparer) add(d Divergence) {
 	if d.Summary == "" {
 		d.Summary = summarize(d)
 	}
-	d.Recorded = c.n.short(d.Recorded)
-	d.Replayed = c.n.short(d.Replayed)
+	d.Recorded = c.rn.short(d.Recorded)
+	d.Replayed = c.rn.short(d.Replayed)
 	c.divs = append(c.divs, d)
 }
 
@@ -182,6 +186,8 @@ type session struct {
 	// message comparisons can normalise paths inside the text.
 	messages map[string]trajectory.Message
 	systems  map[string]string
+	// n normalises this side's text.
+	n *normalizer
 	// normalized caches messageText by hash.
 	normalized map[string]string
 	defenses   map[defenseKey]defenseAct
@@ -280,17 +286,17 @@ func failureText(p *trajectory.ToolFailure) string {
 
 // canonJSON re-encodes a tool's input with sorted keys so that key order
 // and spacing never count, then normalises the text.
-func (c *comparer) canonJSON(raw json.RawMessage, tool string) string {
+func (c *comparer) canonJSON(n *normalizer, raw json.RawMessage, tool string) string {
 	if len(raw) == 0 {
 		return ""
 	}
 	var v any
 	if err := json.Unmarshal(raw, &v); err != nil {
-		return c.n.text(string(raw), ScopeToolInput, tool)
+		return n.text(string(raw), ScopeToolInput, tool)
 	}
 	b, err := json.Marshal(v)
 	if err != nil {
-		return c.n.text(string(raw), ScopeToolInput, tool)
+		return n.text(string(raw), ScopeToolInput, tool)
 	}
-	return c.n.text(string(b), ScopeToolInput, tool)
+	return n.text(string(b), ScopeToolInput, tool)
 }

@@ -231,12 +231,15 @@ type Options struct {
 	MaxValueRunes int
 }
 
-// RuleUse says how often a rule replaced text, over both sides.
+// RuleUse says how often a rule replaced text on each side. Each distinct
+// text is counted once, so a tool's output the next model request carries
+// again counts once.
 type RuleUse struct {
 	// Rule is the rule's name.
 	Rule string `json:"rule"`
-	// Matches counts its replacements in the recording and the replay.
-	Matches int `json:"matches"`
+	// Recorded and Replayed count its replacements in each session.
+	Recorded int `json:"recorded"`
+	Replayed int `json:"replayed"`
 }
 
 // normalizer holds the prepared Options and counts the rules' matches; one
@@ -247,6 +250,23 @@ type normalizer struct {
 	uses     map[string]int
 	levels   map[string]Level
 	max      int
+	// done caches text's results, so each distinct text is rewritten and
+	// counted once.
+	done map[textKey]string
+}
+
+type textKey struct {
+	s     string
+	scope Scope
+	tool  string
+}
+
+// other returns a normalizer with the same rules and its own counts, for
+// the other side of a comparison.
+func (n *normalizer) other() *normalizer {
+	o := *n
+	o.uses, o.done = map[string]int{}, map[textKey]string{}
+	return &o
 }
 
 func newNormalizer(opts Options) *normalizer {
@@ -271,7 +291,7 @@ func newNormalizer(opts Options) *normalizer {
 	if !opts.NoDefaults {
 		rules = append(rules, Builtins(opts.TempDirs...)...)
 	}
-	return &normalizer{rewrites: rw, rules: rules, uses: map[string]int{}, levels: opts.Tools, max: max}
+	return &normalizer{rewrites: rw, rules: rules, uses: map[string]int{}, levels: opts.Tools, max: max, done: map[textKey]string{}}
 }
 
 // level is the comparison level of a tool's calls.
@@ -288,6 +308,11 @@ func (n *normalizer) text(s string, scope Scope, tool string) string {
 	if s == "" {
 		return s
 	}
+	key := textKey{s, scope, tool}
+	if t, ok := n.done[key]; ok {
+		return t
+	}
+	defer func() { n.done[key] = s }()
 	for _, r := range n.rewrites {
 		if strings.Contains(s, r.Old) {
 			s = strings.ReplaceAll(s, r.Old, r.New)
@@ -307,14 +332,17 @@ func (n *normalizer) text(s string, scope Scope, tool string) string {
 	return s
 }
 
-// used lists the rules that matched, in the order they ran.
-func (n *normalizer) used() []RuleUse {
+// used lists the rules that matched on either side, in the order they ran.
+func used(rec, rep *normalizer) []RuleUse {
 	out := []RuleUse{}
 	seen := map[string]bool{}
-	for _, r := range n.rules {
-		if c := n.uses[r.Name]; c > 0 && !seen[r.Name] {
-			seen[r.Name] = true
-			out = append(out, RuleUse{Rule: r.Name, Matches: c})
+	for _, r := range rec.rules {
+		if seen[r.Name] {
+			continue
+		}
+		seen[r.Name] = true
+		if a, b := rec.uses[r.Name], rep.uses[r.Name]; a+b > 0 {
+			out = append(out, RuleUse{Rule: r.Name, Recorded: a, Replayed: b})
 		}
 	}
 	return out

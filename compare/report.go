@@ -124,12 +124,12 @@ func classList(cs []Class) string {
 	return joinNames(cs)
 }
 
-// normalizedLine says which rules replaced text and how often, e.g.
-// "date 4, ls_time 2"; "" when none did.
+// normalizedLine says which rules replaced text and how often in the
+// recording and the replay, e.g. "date 2/2, ls_time 4/4"; "" when none did.
 func (r Result) normalizedLine() string {
 	parts := make([]string, 0, len(r.Normalized))
 	for _, u := range r.Normalized {
-		parts = append(parts, fmt.Sprintf("%s %d", u.Rule, u.Matches))
+		parts = append(parts, fmt.Sprintf("%s %d/%d", u.Rule, u.Recorded, u.Replayed))
 	}
 	return strings.Join(parts, ", ")
 }
@@ -198,7 +198,7 @@ func callLabel(d Divergence) string {
 
 func (r Result) markdownNormalized(b *strings.Builder) {
 	if l := r.normalizedLine(); l != "" {
-		fmt.Fprintf(b, "\nNormalised (rule and replacements): %s.\n", l)
+		fmt.Fprintf(b, "\nNormalised (rule, replacements recorded/replayed): %s.\n", l)
 	}
 }
 
@@ -268,11 +268,12 @@ func (r Result) Table(w io.Writer) error {
 	return nil
 }
 
-// WriteNormalized writes the line "normalised: RULE N, ..." naming the
-// rules that replaced text and how often; nothing when none did.
+// WriteNormalized writes the line "normalised (recorded/replayed): RULE
+// N/M, ..." naming the rules that replaced text and how often on each
+// side; nothing when none did.
 func (r Result) WriteNormalized(w io.Writer) error {
 	if l := r.normalizedLine(); l != "" {
-		_, err := fmt.Fprintf(w, "normalised: %s\n", l)
+		_, err := fmt.Fprintf(w, "normalised (recorded/replayed): %s\n", l)
 		return err
 	}
 	return nil
