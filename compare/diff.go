@@ -137,8 +137,13 @@ func firstDifference(a, b string) (line int, wa, wb string) {
 		if j := strings.IndexByte(w, '\n'); j >= 0 {
 			w = w[:j]
 		}
+		atLineStart := start == 0 || s[start-1] == '\n'
+		if atLineStart {
+			// Indentation says nothing about what changed.
+			w = strings.TrimLeft(w, " \t")
+		}
 		w = cut(w, sideRunes)
-		if start > 0 && s[start-1] != '\n' {
+		if !atLineStart {
 			w = "…" + w
 		}
 		return w

@@ -120,8 +120,14 @@ func (r Result) Rows() []Row {
 	return rows
 }
 
+// classList names a row's first class and how many others it has, e.g.
+// "permission_changed +2", so the column stays narrow; the JSON and the
+// details carry every class.
 func classList(cs []Class) string {
-	return joinNames(cs)
+	if len(cs) <= 1 {
+		return joinNames(cs)
+	}
+	return fmt.Sprintf("%s +%d", cs[0], len(cs)-1)
 }
 
 // normalizedLine says which rules replaced text and how often in the
