@@ -160,10 +160,11 @@ const (
 )
 
 // builtins are the default rules, in the order they run: a temporary path
-// first, so the ids inside it go with it; date(1) before ls(1)'s shorter
-// form, which it contains.
+// first, so the random name of its first directory goes with it (the
+// rest of the path stays, so two files in one temporary directory stay
+// apart); date(1) before ls(1)'s shorter form, which it contains.
 var builtins = []struct{ name, pattern, replace string }{
-	{"temp_path", `(^|[^\w./~-])(?:/tmp|/private/tmp|/(?:private/)?var/folders/[^\s/]+/[^\s/]+/T)(?:/[^\s'"<>|;,()\[\]{}]*|\b)`, "${1}<tmp>"},
+	{"temp_path", `(^|[^\w./~-])(?:/tmp|/private/tmp|/(?:private/)?var/folders/[^\s/]+/[^\s/]+/T)(?:/[^\s'"<>|;,()\[\]{}/]+|\b)`, "${1}<tmp>"},
 	{"timestamp", `\b\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}(?::?\d{2})?)?`, "<timestamp>"},
 	{"date", `\b` + days + `,? (?:` + months + ` [ \d]\d \d{2}:\d{2}:\d{2}(?: [A-Z][A-Za-z0-9+-]{1,5})? \d{4}|\d{2} ` + months + ` \d{4} \d{2}:\d{2}:\d{2}(?: (?:GMT|UTC|[+-]\d{4}))?)\b`, "<date>"},
 	{"ls_time", `\b` + months + ` [ \d]\d (?:\d{2}:\d{2}| \d{4})\b`, "<mtime>"},
@@ -175,8 +176,9 @@ var builtins = []struct{ name, pattern, replace string }{
 
 // Builtins returns the default rules: timestamps (RFC 3339, date(1)'s and
 // HTTP's form, ls -l's modification time), durations ("12.3ms", "0.41s",
-// "0m0.012s"), temporary paths (/tmp/…, macOS's /var/folders/…/T/… and
-// every directory in tempDirs, e.g. $TMPDIR), hex ids (UUIDs, 16 or more
+// "0m0.012s"), the randomly named directory of a temporary path (/tmp/X,
+// macOS's /var/folders/…/T/X and X in every directory of tempDirs, e.g.
+// $TMPDIR), hex ids (UUIDs, 16 or more
 // hex digits) and process ids ("pid 4242", a shell's "[1] 4242"). Each
 // match is replaced by a marker such as <timestamp> on both sides.
 func Builtins(tempDirs ...string) []Rule {
@@ -206,7 +208,7 @@ func tempDirRule(dirs []string) (Rule, bool) {
 	if len(alts) == 0 {
 		return Rule{}, false
 	}
-	re := regexp.MustCompile(`(^|[^\w./~-])(?:` + strings.Join(alts, "|") + `)(?:/[^\s'"<>|;,()\[\]{}]*|\b)`)
+	re := regexp.MustCompile(`(^|[^\w./~-])(?:` + strings.Join(alts, "|") + `)(?:/[^\s'"<>|;,()\[\]{}/]+|\b)`)
 	return Rule{Name: "temp_path", Pattern: re, Replace: "${1}<tmp>"}, true
 }
 
