@@ -65,8 +65,8 @@ func (r Result) First() (Divergence, bool) {
 	return r.Divergences[0], true
 }
 
-// Row is one line of a report: one call, or one turn's model side and
-// end, with every divergence found there.
+// Row is one line of a report: one call, one turn's model side, or the
+// session's end, with every divergence found there.
 type Row struct {
 	Turn      int
 	ToolUseID string
@@ -82,17 +82,21 @@ type Row struct {
 // maxWhatRunes bounds a row's description, so a row stays one line.
 const maxWhatRunes = 110
 
-// Rows groups the divergences into one row per call and one per turn for
-// what belongs to no call, in the order of their first divergence.
+// Rows groups the divergences into one row per call, one per turn for its
+// model requests and replies, and one for how the session ended, in the
+// order of their first divergence.
 func (r Result) Rows() []Row {
 	type key struct {
 		turn int
 		id   string
+		end  bool
 	}
 	var rows []Row
 	at := map[key]int{}
 	for _, d := range r.Divergences {
-		k := key{d.Turn, d.ToolUseID}
+		// How the session ended is its own row: it belongs to no turn's
+		// requests.
+		k := key{d.Turn, d.ToolUseID, d.Class == ClassEnd}
 		i, ok := at[k]
 		if !ok {
 			i = len(rows)

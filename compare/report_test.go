@@ -196,3 +196,20 @@ func TestALongDiffIsCutWithAMarker(t *testing.T) {
 		t.Fatalf("a long diff has %d lines:\n%s", n, d)
 	}
 }
+
+func TestHowTheSessionEndedIsARowOfItsOwn(t *testing.T) {
+	rep := revolatile(load(t, "basic.jsonl"))
+	for _, ev := range rep {
+		if p, ok := ev.Payload.(*trajectory.ModelResponse); ok && ev.Turn == 2 {
+			p.Content[0].Text = "Something else entirely."
+		}
+	}
+	rep = edit(rep, func(p *trajectory.SessionEnd) { p.Reason = trajectory.EndMaxTurns })
+	rows := Sessions(load(t, "basic.jsonl"), rep, Options{}).Rows()
+	if len(rows) != 2 || rows[0].Classes[0] != ClassResponse || rows[1].Classes[0] != ClassEnd || len(rows[1].Classes) != 1 {
+		t.Fatalf("want the turn's reply and the end in two rows, got %+v", rows)
+	}
+	if rows[1].What != "reason: end_turn → max_turns" {
+		t.Errorf("the end row says %q", rows[1].What)
+	}
+}
