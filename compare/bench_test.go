@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/retrace-dev/retrace/trajectory"
@@ -63,4 +64,21 @@ func BenchmarkCompare200Turns(b *testing.B) {
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(len(rec)+len(rep)), "ns/event")
 		})
 	}
+}
+
+// BenchmarkNormalizeToolOutput measures the built-in rules over a typical
+// 4 KiB tool output (ls -la, go test, a log), each text new so the cache
+// never answers.
+func BenchmarkNormalizeToolOutput(b *testing.B) {
+	var sb strings.Builder
+	for sb.Len() < 4096 {
+		sb.WriteString("-rw-r--r-- 1 root root 1234 Dec  1 20:05 main.go\nok  \tgithub.com/x/y\t0.412s\n")
+		sb.WriteString("2026-12-01T20:05:21Z INFO started pid 4242 in /tmp/go-build123/b001 id 9fceb02d0ae598e95dc970b74767f19372d61af8\n")
+	}
+	text := sb.String()
+	b.SetBytes(int64(len(text)))
+	for b.Loop() {
+		newNormalizer(Options{}).text(text, ScopeToolOutput, "bash")
+	}
+	b.ReportMetric(float64(len(text))*float64(b.N)/b.Elapsed().Seconds()/1e6, "MB/s-normalised")
 }

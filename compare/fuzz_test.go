@@ -87,6 +87,15 @@ func FuzzNormalize(f *testing.F) {
 		if utf8.ValidString(text) && utf8.ValidString(r.Replace) && !utf8.ValidString(x) {
 			t.Fatalf("normalising %q made invalid UTF-8 %q", text, x)
 		}
+		for _, b := range append(Builtins("/scratch"), r) {
+			if b.need != nil && !b.need(text) && b.Pattern.MatchString(text) {
+				t.Fatalf("rule %s's quick test skips %q, which it matches", b.Name, text)
+			}
+			if got, _ := replaceAll(b, text); got != b.Pattern.ReplaceAllString(text, b.Replace) {
+				want := b.Pattern.ReplaceAllString(text, b.Replace)
+				t.Fatalf("rule %s replaces %q as %q, regexp as %q", b.Name, text, got, want)
+			}
+		}
 		_ = unifiedDiff(text, x)
 		_, _, _ = firstDifference(text, x)
 	})

@@ -106,6 +106,10 @@ type Rule struct {
 	Tools []string
 	// In limits the rule to these scopes; empty means every scope.
 	In []Scope
+
+	// need, when set, is a cheap test a text must pass for the pattern to
+	// possibly match; it spares the expression most texts.
+	need func(string) bool
 }
 
 // NewRule compiles pattern into a Rule. The error wraps ErrRule and says
@@ -163,31 +167,70 @@ const (
 // first, so the random name of its first directory goes with it (the
 // rest of the path stays, so two files in one temporary directory stay
 // apart); date(1) before ls(1)'s shorter form, which it contains.
-var builtins = []struct{ name, pattern, replace string }{
-	{"temp_path", `(^|[^\w./~-])(?:/tmp|/private/tmp|/(?:private/)?var/folders/[^\s/]+/[^\s/]+/T)(?:/[^\s'"<>|;,()\[\]{}/]+|\b)`, "${1}<tmp>"},
-	{"timestamp", `\b\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}(?::?\d{2})?)?`, "<timestamp>"},
-	{"date", `\b` + days + `,? (?:` + months + ` [ \d]\d \d{2}:\d{2}:\d{2}(?: [A-Z][A-Za-z0-9+-]{1,5})? \d{4}|\d{2} ` + months + ` \d{4} \d{2}:\d{2}:\d{2}(?: (?:GMT|UTC|[+-]\d{4}))?)\b`, "<date>"},
-	{"ls_time", `\b` + months + ` [ \d]\d (?:\d{2}:\d{2}| \d{4})\b`, "<mtime>"},
-	{"duration", `\b(?:\d+h)?(?:\d+m)?\d+(?:\.\d+)?(?:ns|µs|us|ms|s)\b`, "<duration>"},
-	{"uuid", `\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b`, "<uuid>"},
-	{"hex_id", `\b(?:[0-9a-f]{16,}|[0-9A-F]{16,})\b`, "<hex>"},
-	{"pid", `(?im)\b(pid[ =:]+)\d+|^(\[\d+\] )\d+$`, "${1}${2}<pid>"},
+var builtins = []struct {
+	name, pattern, replace string
+	need                   func(string) bool
+}{
+	{"temp_path", `(^|[^\w./~-])(?:/tmp|/private/tmp|/(?:private/)?var/folders/[^\s/]+/[^\s/]+/T)(?:/[^\s'"<>|;,()\[\]{}/]+|\b)`, "${1}<tmp>",
+		func(s string) bool { return strings.Contains(s, "/tmp") || strings.Contains(s, "/var/folders/") }},
+	{"timestamp", `\b\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}(?::?\d{2})?)?`, "<timestamp>",
+		func(s string) bool { return strings.Contains(s, ":") && strings.Contains(s, "-") }},
+	{"date", `\b` + days + `,? (?:` + months + ` [ \d]\d \d{2}:\d{2}:\d{2}(?: [A-Z][A-Za-z0-9+-]{1,5})? \d{4}|\d{2} ` + months + ` \d{4} \d{2}:\d{2}:\d{2}(?: (?:GMT|UTC|[+-]\d{4}))?)\b`, "<date>",
+		func(s string) bool { return strings.Contains(s, ":") && hasMonth(s) }},
+	{"ls_time", `\b` + months + ` [ \d]\d (?:\d{2}:\d{2}| \d{4})\b`, "<mtime>", hasMonth},
+	{"duration", `\b(?:\d+h)?(?:\d+m)?\d+(?:\.\d+)?(?:ns|µs|us|ms|s)\b`, "<duration>", nil},
+	{"uuid", `\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b`, "<uuid>",
+		func(s string) bool { return strings.Contains(s, "-") }},
+	{"hex_id", `\b(?:[0-9a-f]{16,}|[0-9A-F]{16,})\b`, "<hex>", func(s string) bool { return len(s) >= 16 }},
+	{"pid", `(?im)\b(pid[ =:]+)\d+|^(\[\d+\] )\d+$`, "${1}${2}<pid>",
+		func(s string) bool { return strings.Contains(s, "[") || containsFold(s, "pid") }},
 }
+
+// monthNames are the month abbreviations of months, for a quick test.
+var monthNames = []string{"Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"}
+
+// containsFold reports whether s contains the ASCII word sub in any case.
+func containsFold(s, sub string) bool {
+	for i := 0; i+len(sub) <= len(s); i++ {
+		if strings.EqualFold(s[i:i+len(sub)], sub) {
+			return true
+		}
+	}
+	return false
+}
+
+func hasMonth(s string) bool {
+	for _, m := range monthNames {
+		if strings.Contains(s, m) {
+			return true
+		}
+	}
+	return false
+}
+
+// builtinRules are builtins compiled once.
+var builtinRules = func() []Rule {
+	rules := make([]Rule, 0, len(builtins))
+	for _, b := range builtins {
+		rules = append(rules, Rule{Name: b.name, Pattern: regexp.MustCompile(b.pattern), Replace: b.replace, need: b.need})
+	}
+	return rules
+}()
 
 // Builtins returns the default rules: timestamps (RFC 3339, date(1)'s and
 // HTTP's form, ls -l's modification time), durations ("12.3ms", "0.41s",
 // "0m0.012s"), the randomly named directory of a temporary path (/tmp/X,
 // macOS's /var/folders/…/T/X and X in every directory of tempDirs, e.g.
-// $TMPDIR), hex ids (UUIDs, 16 or more
-// hex digits) and process ids ("pid 4242", a shell's "[1] 4242"). Each
-// match is replaced by a marker such as <timestamp> on both sides.
+// $TMPDIR), hex ids (UUIDs, 16 or more hex digits) and process ids
+// ("pid 4242", a shell's "[1] 4242"). Each match is replaced by a marker
+// such as <timestamp> on both sides.
 func Builtins(tempDirs ...string) []Rule {
-	rules := make([]Rule, 0, len(builtins)+1)
-	for _, b := range builtins {
-		rules = append(rules, Rule{Name: b.name, Pattern: regexp.MustCompile(b.pattern), Replace: b.replace})
-		if b.name == "temp_path" {
-			if r, ok := tempDirRule(tempDirs); ok {
-				rules = append(rules, r)
+	rules := make([]Rule, 0, len(builtinRules)+1)
+	for _, r := range builtinRules {
+		rules = append(rules, r)
+		if r.Name == "temp_path" {
+			if t, ok := tempDirRule(tempDirs); ok {
+				rules = append(rules, t)
 			}
 		}
 	}
@@ -321,17 +364,31 @@ func (n *normalizer) text(s string, scope Scope, tool string) string {
 		}
 	}
 	for _, r := range n.rules {
-		if !r.applies(scope, tool) {
+		if !r.applies(scope, tool) || r.need != nil && !r.need(s) {
 			continue
 		}
-		m := r.Pattern.FindAllStringIndex(s, -1)
-		if len(m) == 0 {
-			continue
-		}
-		n.uses[r.Name] += len(m)
-		s = r.Pattern.ReplaceAllString(s, r.Replace)
+		var count int
+		s, count = replaceAll(r, s)
+		n.uses[r.Name] += count
 	}
 	return s
+}
+
+// replaceAll replaces every match of r in s in one pass, expanding $1 and
+// ${name} as regexp.Regexp.ReplaceAllString does, and counts the matches.
+func replaceAll(r Rule, s string) (string, int) {
+	matches := r.Pattern.FindAllStringSubmatchIndex(s, -1)
+	if len(matches) == 0 {
+		return s, 0
+	}
+	out := make([]byte, 0, len(s))
+	last := 0
+	for _, m := range matches {
+		out = append(out, s[last:m[0]]...)
+		out = r.Pattern.ExpandString(out, r.Replace, s, m)
+		last = m[1]
+	}
+	return string(append(out, s[last:]...)), len(matches)
 }
 
 // used lists the rules that matched on either side, in the order they ran.
