@@ -66,8 +66,9 @@ durations are never compared, and the workspace and blob paths are
 rewritten to the recording's. Built-in rules then replace what always
 differs between two runs, in tool output and model text: timestamps
 (RFC 3339, date's "Tue Dec  1 20:05:21 UTC 2026", ls -l's "Dec  1 20:05"),
-durations ("12.3ms", "0.41s", "real 0m0.012s"), temporary paths (/tmp/...,
-$TMPDIR/...), hex ids (UUIDs, 16+ hex digits) and process ids ("pid 4242");
+durations ("12.3ms", "0.41s", "real 0m0.012s"), the random directory of
+a temporary path (/tmp/X/..., $TMPDIR/X/...), hex ids (UUIDs, 16+ hex
+digits) and process ids ("pid 4242");
 --no-default-normalize turns them off. Your own rules come from the
 replay.normalize section of the configuration the replay runs under and
 from --normalize 'REGEX=>REPLACEMENT' (RE2 syntax, $1 expands; repeatable);
