@@ -1,65 +1,46 @@
 package mockllm
 
 import (
-	"fmt"
-	"slices"
-	"strings"
 	"sync"
 
 	"github.com/retrace-dev/retrace/agent/llm"
+	"github.com/retrace-dev/retrace/compare"
 	"github.com/retrace-dev/retrace/trajectory"
 )
 
 // RequestChecker compares each request an agent sends with the request
 // recorded at the same position of a trajectory, so an agent replayed
 // against its own recording learns the first place it now asks
-// differently. It compares what the trajectory keeps of a request: the
-// system prompt, the tool names in order, and every message, by hash.
+// differently. It compares what the trajectory keeps of a request — the
+// system prompt, the tool names in order, every message, max_tokens —
+// through compare.Requests, so volatile values (times, temporary paths,
+// ids) do not count.
 type RequestChecker struct {
 	mu       sync.Mutex
-	recorded []*trajectory.ModelRequest
+	recorded *compare.Requests
 	n        int
-	prev     *llm.Request
 }
 
 // NewRequestChecker returns a checker for the model_request events of a
 // recorded session.
 func NewRequestChecker(events []trajectory.Event) *RequestChecker {
-	c := &RequestChecker{}
-	for _, ev := range events {
-		if r, ok := ev.Payload.(*trajectory.ModelRequest); ok {
-			c.recorded = append(c.recorded, r)
-		}
-	}
-	return c
+	return &RequestChecker{recorded: compare.NewRequests(events, compare.Options{})}
 }
 
-// Check compares the next request with its recorded counterpart. It
-// returns the request's number (from 1) and the first field that differs,
-// or "" when it matches.
+// Check compares the next request with its recorded counterpart after
+// the default normalisation (package compare). It returns the request's
+// number (from 1) and a short description of the first difference, which
+// starts with the differing field ("system", "tool_names",
+// "messages[3]"), or "" when it matches.
 func (c *RequestChecker) Check(req *llm.Request) (n int, diff string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.n++
-	got := llm.RequestEvent(*req, c.prev, 0, false)
-	c.prev = req
-	if c.n > len(c.recorded) {
-		return c.n, fmt.Sprintf("the recording has only %d requests", len(c.recorded))
+	// Without a previous request every message is new, so the comparison
+	// can read (and normalise) each one.
+	d, same := c.recorded.Compare(c.n-1, llm.RequestEvent(*req, nil, 0, false))
+	if same {
+		return c.n, ""
 	}
-	want := c.recorded[c.n-1]
-	switch {
-	case got.SystemHash != want.SystemHash:
-		return c.n, "system prompt"
-	case !slices.Equal(got.ToolNames, want.ToolNames):
-		return c.n, fmt.Sprintf("tools: sent [%s], recorded [%s]", strings.Join(got.ToolNames, " "), strings.Join(want.ToolNames, " "))
-	}
-	for i := range min(len(got.MessageHashes), len(want.MessageHashes)) {
-		if got.MessageHashes[i] != want.MessageHashes[i] {
-			return c.n, fmt.Sprintf("messages[%d]", i)
-		}
-	}
-	if len(got.MessageHashes) != len(want.MessageHashes) {
-		return c.n, fmt.Sprintf("message count: sent %d, recorded %d", len(got.MessageHashes), len(want.MessageHashes))
-	}
-	return c.n, ""
+	return c.n, d.Summary
 }

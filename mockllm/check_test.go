@@ -1,6 +1,7 @@
 package mockllm
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/retrace-dev/retrace/agent/llm"
@@ -25,7 +26,7 @@ func TestTheRequestCheckerNamesTheFirstFieldThatDiffersFromTheRecording(t *testi
 	}
 	changed := second
 	changed.Messages = []trajectory.Message{msg(trajectory.RoleUser, "hi"), msg(trajectory.RoleAssistant, "HELLO"), msg(trajectory.RoleUser, "go on")}
-	if n, diff := c.Check(&changed); n != 2 || diff != "messages[1]" {
+	if n, diff := c.Check(&changed); n != 2 || !strings.HasPrefix(diff, "messages[1]") || !strings.Contains(diff, "HELLO") {
 		t.Fatalf("a changed assistant message: %d %q, want messages[1]", n, diff)
 	}
 	if _, diff := c.Check(&second); diff != "the recording has only 2 requests" {
@@ -35,7 +36,7 @@ func TestTheRequestCheckerNamesTheFirstFieldThatDiffersFromTheRecording(t *testi
 	c = NewRequestChecker(events)
 	other := first
 	other.Tools = []llm.ToolDef{{Name: "bash"}}
-	if _, diff := c.Check(&other); diff != "tools: sent [bash], recorded [read]" {
+	if _, diff := c.Check(&other); !strings.HasPrefix(diff, "tool_names") || !strings.Contains(diff, "read → bash") {
 		t.Fatalf("changed tools: %q", diff)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/retrace-dev/retrace/agent/config"
+	"github.com/retrace-dev/retrace/compare"
 	"github.com/retrace-dev/retrace/trajectory"
 )
 
@@ -229,7 +230,7 @@ func (s Session) Reason() string {
 	if s.Err == nil {
 		return ""
 	}
-	return oneLine(strings.TrimPrefix(s.Err.Error(), ErrInput.Error()+": "))
+	return compare.OneLine(strings.TrimPrefix(s.Err.Error(), ErrInput.Error()+": "))
 }
 
 // firstLine describes the session's first divergence, e.g.
@@ -283,7 +284,7 @@ func (b Batch) Table(w io.Writer) error {
 		case VerdictIdentical:
 			n = "0"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", oneLine(s.Recording), s.Verdict, n, dash(what))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", compare.OneLine(s.Recording), s.Verdict, n, compare.OrDash(what))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -320,9 +321,9 @@ func (b Batch) Markdown(w io.Writer) error {
 		for _, s := range b.Sessions {
 			switch s.Verdict {
 			case VerdictDiverged:
-				fmt.Fprintf(&sb, "| %s | diverged | %d | %s |\n", mdCell(s.Recording), len(s.Result.Report.Divergences), mdCell(s.firstLine()))
+				fmt.Fprintf(&sb, "| %s | diverged | %d | %s |\n", compare.MarkdownCell(s.Recording), len(s.Result.Report.Divergences), compare.MarkdownCell(s.firstLine()))
 			case VerdictFailed:
-				fmt.Fprintf(&sb, "| %s | **failed** | | %s |\n", mdCell(s.Recording), mdCell(s.Reason()))
+				fmt.Fprintf(&sb, "| %s | **failed** | | %s |\n", compare.MarkdownCell(s.Recording), compare.MarkdownCell(s.Reason()))
 			}
 		}
 	}

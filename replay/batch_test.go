@@ -5,9 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/retrace-dev/retrace/compare"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -69,7 +69,7 @@ func TestRunBatchGivesEveryRecordingItsVerdictAndCountsTheClasses(t *testing.T) 
 			t.Fatalf("session %d: %s %s (%v), want %s %s", i, s.Recording, s.Verdict, s.Err, recordings[i], want[i])
 		}
 	}
-	if b.Identical != 2 || b.Diverged != 1 || b.Failed != 1 || b.Classes[ClassToolOutput] != 1 {
+	if b.Identical != 2 || b.Diverged != 1 || b.Failed != 1 || b.Classes[compare.ClassToolOutput] != 1 {
 		t.Fatalf("totals %d/%d/%d classes %v", b.Identical, b.Diverged, b.Failed, b.Classes)
 	}
 	if !b.Sessions[3].BadInput() || !b.BadInput() || b.HarnessFailed() {
@@ -109,16 +109,26 @@ func TestRunBatchGivesEveryRecordingItsVerdictAndCountsTheClasses(t *testing.T) 
 		t.Errorf("the markdown lists an identical session:\n%s", md.String())
 	}
 	sum := b.Summary()
-	if sum.Recordings != 4 || sum.Sessions[1].First == nil || sum.Sessions[1].First.Class != ClassToolOutput || !sum.Sessions[3].BadInput || sum.Sessions[3].Reason == "" {
+	if sum.Recordings != 4 || sum.Sessions[1].First == nil || sum.Sessions[1].First.Class != compare.ClassToolOutput || !sum.Sessions[3].BadInput || sum.Sessions[3].Reason == "" {
 		t.Fatalf("summary %+v", sum)
 	}
+}
+
+// nonceRule normalises the nonce recordBash's volatile command prints.
+func nonceRule(t *testing.T) compare.Rule {
+	t.Helper()
+	r, err := compare.ParseFlag("--normalize", `nonce: [g-z]+=>nonce: <n>`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
 }
 
 func TestRunBatchWithARuleForTheVolatilePartIsIdentical(t *testing.T) {
 	recordings := []string{recordBash(t, nonce), recordBash(t, "cat notes.txt")}
 	b, err := RunBatch(t.Context(), BatchOptions{Recordings: recordings,
 		Run: RunOptions{Out: filepath.Join(t.TempDir(), "replays"), TrustRecording: true,
-			Compare: Options{Volatile: []*regexp.Regexp{regexp.MustCompile(`nonce: [g-z]+`)}}}})
+			Compare: Options{Rules: []compare.Rule{nonceRule(t)}}}})
 	if err != nil {
 		t.Fatal(err)
 	}

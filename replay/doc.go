@@ -1,13 +1,15 @@
-// Package replay compares a recorded session with its replay through the
-// real executor and classifies every place where they part.
+// Package replay replays a recorded session through the real runtime and
+// compares the replay with the recording.
 //
-// A replay is only useful if its differences mean something: timestamps,
-// durations, session ids, sequence numbers and temporary paths always
-// differ between two runs, so Compare aligns the two event streams by
-// meaning (turn, tool_use_id, order of model calls within a turn) instead
-// of by position, normalises those volatile values away, and reports what
-// is left as Divergences from a closed set of classes. The Report renders
-// as Markdown, as an aligned text table and as JSON, and carries a what-if
-// line for every permission decision that changed, so a new policy can be
-// tried against an old incident and its effect read call by call.
+// Run restores the recorded workspace, answers every model request with
+// the recorded responses (mockllm.Replay; a request past the recording is
+// a miss, never a live call), records a new trajectory and compares the
+// two with package compare, which aligns them by meaning, normalises
+// what always differs between two runs (times, durations, temporary
+// paths, ids, and whatever the configuration's replay.normalize and the
+// caller's rules name) and classifies what is left. The Report carries a
+// what-if line for every permission decision that changed, so a new
+// policy can be tried against an old incident and its effect read call by
+// call, and notes on what the replay left out on purpose (an untrusted
+// recording's hooks, MCP servers and approvals) or could not reproduce.
 package replay

@@ -1,79 +1,64 @@
 package replay
 
 import (
-	"regexp"
-	"sort"
+	"fmt"
+	"os"
 	"strings"
-	"unicode/utf8"
+
+	"github.com/retrace-dev/retrace/agent/config"
+	"github.com/retrace-dev/retrace/compare"
 )
 
-// PathRewrite replaces Old with New in every compared string, so that a
-// path that is only different because the replay ran elsewhere (the
-// workspace root, a blob directory) reads the same on both sides.
-type PathRewrite struct {
-	Old string `json:"old"`
-	New string `json:"new"`
-}
-
-// Options tunes Compare.
-type Options struct {
-	// PathRewrites are applied to both sides before comparing, longest Old
-	// first so that a nested directory wins over its parent.
-	PathRewrites []PathRewrite
-	// Volatile are extra patterns, such as `\d+\.\d+s` timings in test
-	// output, whose matches are replaced by "<volatile>" on both sides.
-	Volatile []*regexp.Regexp
-	// MaxValueRunes bounds Divergence.Recorded and Replayed; 0 means 120.
-	MaxValueRunes int
-}
-
-// volatileMark stands in for text matched by a volatile pattern.
-const volatileMark = "<volatile>"
-
-// normalizer holds the prepared Options; it is safe to share once built.
-type normalizer struct {
-	rewrites []PathRewrite
-	volatile []*regexp.Regexp
-	max      int
-}
-
-func newNormalizer(opts Options) *normalizer {
-	rw := make([]PathRewrite, 0, len(opts.PathRewrites))
-	for _, r := range opts.PathRewrites {
-		// An empty Old would match between every pair of characters.
-		if r.Old != "" && r.Old != r.New {
-			rw = append(rw, r)
+// compareOptions joins the comparison options the caller gave (the
+// command line's rules and levels) with the replay section of the
+// configuration the replay ran under: the file's rules first, then the
+// caller's; the caller's levels replace the file's. $TMPDIR's paths are
+// volatile like /tmp's.
+func compareOptions(given compare.Options, section config.Replay) (compare.Options, error) {
+	out := given
+	out.Rules = nil
+	for _, r := range section.Normalize {
+		in := make([]compare.Scope, 0, len(r.In))
+		for _, s := range r.In {
+			in = append(in, compare.Scope(s))
 		}
+		rule, err := compare.NewRule(r.Where, r.Pattern, r.Replace, r.Tools, in)
+		if err != nil {
+			return out, fmt.Errorf("%w: %s: replay.normalize: %w", ErrInput, r.Where, err)
+		}
+		out.Rules = append(out.Rules, rule)
 	}
-	sort.SliceStable(rw, func(i, j int) bool { return len(rw[i].Old) > len(rw[j].Old) })
-	max := opts.MaxValueRunes
-	if max <= 0 {
-		max = 120
+	out.Rules = append(out.Rules, given.Rules...)
+	out.Tools = map[string]compare.Level{}
+	for tool, l := range section.Tools {
+		level, err := compare.ParseLevel(l)
+		if err != nil {
+			return out, fmt.Errorf("%w: replay.tools.%s: %w", ErrInput, tool, err)
+		}
+		out.Tools[tool] = level
 	}
-	return &normalizer{rewrites: rw, volatile: opts.Volatile, max: max}
+	for tool, l := range given.Tools {
+		out.Tools[tool] = l
+	}
+	out.TempDirs = append(append([]string(nil), given.TempDirs...), os.TempDir())
+	return out, nil
 }
 
-// text returns s with the path rewrites and volatile patterns applied.
-func (n *normalizer) text(s string) string {
-	for _, r := range n.rewrites {
-		if strings.Contains(s, r.Old) {
-			s = strings.ReplaceAll(s, r.Old, r.New)
-		}
+// replaySectionNote says that the recording's own configuration loosened
+// the comparison, when it did: its rules apply even to an untrusted
+// recording, because they run nothing and permit nothing, but the person
+// reading the report should know where they came from.
+func replaySectionNote(section config.Replay) []string {
+	var parts []string
+	if n := len(section.Normalize); n > 0 {
+		parts = append(parts, plural(n, "normalisation rule"))
 	}
-	for _, re := range n.volatile {
-		if re != nil {
-			s = re.ReplaceAllLiteralString(s, volatileMark)
-		}
+	if n := len(section.Tools); n > 0 {
+		parts = append(parts, plural(n, "tool comparison level"))
 	}
-	return s
-}
-
-// short cuts s to the configured length so that reports stay readable;
-// the full values are in the trajectories.
-func (n *normalizer) short(s string) string {
-	if utf8.RuneCountInString(s) <= n.max {
-		return s
+	if len(parts) == 0 {
+		return nil
 	}
-	r := []rune(s)
-	return string(r[:n.max]) + "…"
+	return []string{fmt.Sprintf("the recording's %s sets %s; applied, because they only loosen the comparison (the normalised line names each rule that replaced text)",
+		config.FileName, strings.Join(parts, " and "))}
 }

@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 
 	"github.com/retrace-dev/retrace/agent"
 	"github.com/retrace-dev/retrace/agent/config"
+	"github.com/retrace-dev/retrace/compare"
 	"github.com/retrace-dev/retrace/harness"
 	"github.com/retrace-dev/retrace/mockllm"
 	"github.com/retrace-dev/retrace/recorder"
@@ -56,9 +56,12 @@ type RunOptions struct {
 	// refused, as in a headless session), and the report says what was
 	// left out.
 	TrustRecording bool
-	// Compare tunes the comparison (extra volatile patterns); the
-	// workspace and blob paths are rewritten by Run itself.
-	Compare Options
+	// Compare tunes the comparison: the caller's normalisation rules
+	// (after the configuration's replay.normalize), tool levels (over the
+	// configuration's replay.tools) and NoDefaults. The workspace and blob
+	// paths are rewritten, and $TMPDIR added to the temporary paths, by
+	// Run itself.
+	Compare compare.Options
 }
 
 // Result is a replay's outcome.
@@ -146,19 +149,20 @@ func Run(ctx context.Context, opts RunOptions) (res Result, err error) {
 	if err != nil {
 		return Result{}, err
 	}
-	copts := opts.Compare
-	copts.Volatile = append(copts.Volatile, pidPattern)
+	copts, err := compareOptions(opts.Compare, setup.cfg.Replay)
+	if err != nil {
+		return Result{}, err
+	}
+	if opts.Config == "" {
+		notes = append(notes, replaySectionNote(setup.cfg.Replay)...)
+	}
 	copts.PathRewrites = append(copts.PathRewrites,
-		PathRewrite{Old: rec.start.Workspace, New: env.Workspace()},
-		PathRewrite{Old: blobs.Dir(), New: replayBlobs.Dir()})
-	report := Compare(events, replayed, copts)
+		compare.PathRewrite{Old: rec.start.Workspace, New: env.Workspace()},
+		compare.PathRewrite{Old: blobs.Dir(), New: replayBlobs.Dir()})
+	report := compare.Sessions(events, replayed, copts)
 	report.Notes = append(report.Notes, notes...)
 	return Result{Report: report, Path: out.Path(), Workspace: env.Workspace(), End: end}, nil
 }
-
-// pidPattern matches process ids as programs print them ("pid 4242",
-// "PID=4242"): a new process gets a new one on every run.
-var pidPattern = regexp.MustCompile(`(?i)\bpid[ =:]+\d+`)
 
 // recording is what a replay needs to know about the recorded session.
 type recording struct {

@@ -159,9 +159,3 @@ func TestAnIncidentReproducesOnReplay(t *testing.T) {
 		t.Fatalf("the replay did not hit the bug: tool_error exit:1 %v, FAIL output %v", failed, said)
 	}
 }
-
-func TestProcessIDsInOutputAreVolatile(t *testing.T) {
-	if !pidPattern.MatchString("started worker pid 4242") || !pidPattern.MatchString("PID=17") || pidPattern.MatchString("rapid 12") {
-		t.Fatal("pidPattern must match printed process ids and nothing else")
-	}
-}

@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"github.com/retrace-dev/retrace/compare"
 	"os"
 	"path/filepath"
 	"slices"
@@ -68,18 +69,18 @@ func TestEveryWhatIfFieldChangesTheReplay(t *testing.T) {
 		{"a what-if config that repeats the recorded policy replays identically",
 			"clean", config.Defenses{}, "permissions:\n  mode: bypass\n", "", trajectory.EndTurn},
 		{"a deny rule for the write tool refuses the recorded write",
-			"clean", config.Defenses{}, "permissions:\n  mode: bypass\n  deny: [\"Write\"]\n", ClassPermission, trajectory.EndTurn},
+			"clean", config.Defenses{}, "permissions:\n  mode: bypass\n  deny: [\"Write\"]\n", compare.ClassPermission, trajectory.EndTurn},
 		{"plan mode refuses the recorded write",
-			"clean", config.Defenses{}, "permissions:\n  mode: plan\n", ClassPermission, trajectory.EndTurn},
+			"clean", config.Defenses{}, "permissions:\n  mode: plan\n", compare.ClassPermission, trajectory.EndTurn},
 		{"a hook that blocks writes blocks the recorded write",
 			"clean", config.Defenses{}, "permissions:\n  mode: bypass\nhooks:\n  - name: no_writes\n    event: PreToolUse\n    matcher: write\n    command: \"echo 'no writes here' >&2; exit 2\"\n",
-			ClassHook, trajectory.EndTurn},
+			compare.ClassHook, trajectory.EndTurn},
 		{"a turn limit of one stops a three-turn session after its first turn",
-			"clean", config.Defenses{}, "permissions:\n  mode: bypass\nlimits:\n  max_turns: 1\n", ClassEnd, trajectory.EndMaxTurns},
+			"clean", config.Defenses{}, "permissions:\n  mode: bypass\nlimits:\n  max_turns: 1\n", compare.ClassEnd, trajectory.EndMaxTurns},
 		{"turning loop detection on makes it fire where the recorded session had it off",
-			"loop_shape", config.Defenses{}, "permissions:\n  mode: bypass\ndefenses:\n  enable: [loop_detection]\n", ClassDefenseFired, trajectory.EndTurn},
+			"loop_shape", config.Defenses{}, "permissions:\n  mode: bypass\ndefenses:\n  enable: [loop_detection]\n", compare.ClassDefenseFired, trajectory.EndTurn},
 		{"turning the repeated-read-only guard off lets the session run past where it was stopped",
-			"repeated_readonly", config.Defenses{}, "permissions:\n  mode: bypass\ndefenses:\n  disable: [repeated_readonly]\n", ClassDefenseStopped, ""},
+			"repeated_readonly", config.Defenses{}, "permissions:\n  mode: bypass\ndefenses:\n  disable: [repeated_readonly]\n", compare.ClassDefenseStopped, ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -107,7 +108,7 @@ func TestAWhatIfTurnLimitStopsTheReplayAndTheReportSaysSo(t *testing.T) {
 	if res.End.Turns != 1 || res.End.Reason != trajectory.EndMaxTurns {
 		t.Fatalf("the replay ran %d turns and ended with %s; want 1 turn, max_turns", res.End.Turns, res.End.Reason)
 	}
-	if res.Report.Identical() || !slices.Contains(classes(res.Report), ClassEnd) {
+	if res.Report.Identical() || !slices.Contains(classes(res.Report), compare.ClassEnd) {
 		t.Fatalf("the report does not say the session ended differently:\n%s", table(res.Report))
 	}
 	if !strings.Contains(table(res.Report), string(trajectory.EndMaxTurns)) {
@@ -214,4 +215,13 @@ func TestTheRecordedSystemPromptIsTheReplaysWithOrWithoutSessionStartsCopy(t *te
 			t.Fatalf("the replay of %s ran with system prompt %q", path, got)
 		}
 	}
+}
+
+// classes lists the report's divergence classes in report order.
+func classes(r Report) []compare.Class {
+	var out []compare.Class
+	for _, d := range r.Divergences {
+		out = append(out, d.Class)
+	}
+	return out
 }

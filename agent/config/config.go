@@ -23,6 +23,8 @@ type Config struct {
 	MCPServers  []mcp.Config      `yaml:"mcp_servers"`
 	// Defenses turn in-loop defenses on or off (see Defenses).
 	Defenses Defenses `yaml:"defenses"`
+	// Replay says how replays normalise volatile output (see Replay).
+	Replay Replay `yaml:"replay"`
 }
 
 // Load reads and checks the configuration file at path. Every problem is
@@ -41,6 +43,9 @@ func Parse(data []byte, name string) (Config, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(&cfg); err != nil && !errors.Is(err, io.EOF) {
+		return Config{}, fmt.Errorf("config %s: %w", name, err)
+	}
+	if err := checkReplay(&cfg.Replay, data, name); err != nil {
 		return Config{}, fmt.Errorf("config %s: %w", name, err)
 	}
 	return cfg, nil

@@ -35,4 +35,10 @@
 //
 // Restrict is also what a replay applies to an untrusted recording's
 // configuration: there the refused settings are reported, not fatal.
+//
+// The replay section (Replay: normalisation rules and per-tool comparison
+// levels) is layered as it is by both Overlay and Restrict: it only
+// loosens how two sessions are compared, runs nothing and permits
+// nothing, and a replay's report names every rule that applied with its
+// file and line, so a rule that hides a change is visible.
 package config

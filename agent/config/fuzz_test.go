@@ -13,6 +13,7 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("hooks:\n  - &h {name: a, event: PreToolUse, command: x}\n  - <<: *h\n    name: b\n  - *h\n"))
 	f.Add([]byte("limits: {max_turns: 9, prices: {input_per_mtok: 1}}\n"))
 	f.Add([]byte("&a [*a]"))
+	f.Add([]byte("replay:\n  normalize:\n    - {pattern: 'took [0-9]+ms', replace: 'took <ms>', tools: [bash], in: [tool_output]}\n  tools: {bash: exit_code}\n"))
 	ws := f.TempDir()
 	f.Fuzz(func(t *testing.T, data []byte) {
 		file, err := ParseFile(data, "fuzz.yaml")

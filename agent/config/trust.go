@@ -121,6 +121,7 @@ func Overlay(base, over Config) Config {
 	out.MCPServers = append(out.MCPServers, over.MCPServers...)
 	out.Defenses.Enable = append(out.Defenses.Enable, over.Defenses.Enable...)
 	out.Defenses.Disable = append(out.Defenses.Disable, over.Defenses.Disable...)
+	out.Replay = overlayReplay(out.Replay, over.Replay)
 	l, ol := &out.Limits, over.Limits
 	setIf(&l.MaxTurns, ol.MaxTurns)
 	setIf(&l.TokenBudget, ol.TokenBudget)
@@ -153,6 +154,7 @@ func clone(c Config) Config {
 	c.MCPServers = append(c.MCPServers[:0:0], c.MCPServers...)
 	c.Defenses.Enable = slices.Clone(c.Defenses.Enable)
 	c.Defenses.Disable = slices.Clone(c.Defenses.Disable)
+	c.Replay = overlayReplay(Replay{}, c.Replay)
 	return c
 }
 
@@ -217,6 +219,9 @@ func Restrict(base Config, f File) (Config, []Refused) {
 		refuse(f.Line("defenses", "disable", i), fmt.Sprintf("defenses.disable[%d]", i), string(d), "turning a defense off lets a misbehaving model run on; an untrusted file may only turn defenses on")
 	}
 	restrictLimits(&out.Limits, c.Limits, f, refuse)
+	// The replay section only loosens how two sessions are compared; it
+	// runs nothing and permits nothing, so it is layered as it is.
+	out.Replay = overlayReplay(out.Replay, c.Replay)
 	return out, refused
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/retrace-dev/retrace/compare"
 	"github.com/retrace-dev/retrace/replay"
 	"github.com/retrace-dev/retrace/trajectory"
 )
@@ -26,6 +27,7 @@ type replayOptions struct {
 	keep      bool
 	trust     bool
 	jobs      int
+	details   bool
 	format    *formatFlag
 }
 
@@ -64,12 +66,28 @@ Files the workspace snapshot did not capture (too large, unreadable,
 special, or left out because they looked like secrets) are named as
 "note: not captured: PATH (reason)": a call that reads one will differ.
 
-Differences in timestamps, durations, session ids and temporary paths are
-normalised away. What is left is reported, first divergence first, each
-classified: tool output changed, permission or hook outcome changed,
-failure kind changed, defense fired or stopped firing, model request
-changed (which field, and whether it breaks the prompt cache), response
-changed, call missing or extra, end changed.
+Normalisation: event times, sequence numbers, session ids and measured
+durations are never compared, and the workspace and blob paths are
+rewritten to the recording's. Built-in rules then replace what always
+differs between two runs, in tool output and model text: timestamps
+(RFC 3339, date's "Tue Dec  1 20:05:21 UTC 2026", ls -l's "Dec  1 20:05"),
+durations ("12.3ms", "0.41s", "real 0m0.012s"), the random directory of
+a temporary path (/tmp/X/..., $TMPDIR/X/...), hex ids (UUIDs, 16+ hex
+digits) and process ids ("pid 4242");
+--no-default-normalize turns them off. Your own rules come from the
+replay.normalize section of the configuration the replay runs under and
+from --normalize 'REGEX=>REPLACEMENT' (RE2 syntax, $1 expands; repeatable);
+replay.tools or --tool-level TOOL=LEVEL compares a tool's calls exactly
+(exact, the default), only by how they ended (exit_code), or not at all
+(ignore). The report says which rules replaced text and how often.
+
+What is left is reported, one row per call or turn, each classified: tool
+output changed, permission or hook outcome changed, failure kind changed,
+defense fired or stopped firing, model request changed (which field, and
+whether it breaks the prompt cache), response changed, call missing or
+extra, end changed; the row says where the text first differs. --details
+adds a unified diff of every changed text (tool output and input, request
+messages, replies); the json format always carries it ("diff").
 
 What-if: --config FILE replays the incident under another policy (rules,
 mode, hooks, limits) instead of the recording's own; the file is yours,
@@ -104,7 +122,8 @@ first that applies of 2, 1, 3 wins.`,
   retrace replay incident.jsonl --config stricter.yaml --format markdown
   retrace replay incidents/ --strict --format markdown
   retrace replay 'incidents/*.jsonl' -j 4 --format json
-  retrace replay my-own-run.jsonl --trust-recording --keep`,
+  retrace replay my-own-run.jsonl --trust-recording --keep
+  retrace replay run.jsonl --details --normalize 'took [0-9]+ms=>took <ms>' --tool-level web_fetch=ignore`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return usage(errors.New("give the recorded trajectories to replay: files, directories or globs"))
@@ -120,6 +139,7 @@ first that applies of 2, 1, 3 wins.`,
 	cmd.Flags().BoolVar(&opts.trust, "trust-recording", false, "run the recording's hooks and MCP servers, apply its config as it is, re-apply its recorded approvals")
 	cmd.Flags().IntVarP(&opts.jobs, "jobs", "j", runtime.NumCPU(), "replay this many recordings at once")
 	opts.format = addFormatFlag(cmd, "table", "markdown", "json")
+	cmpFlags := addCompareFlags(cmd)
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		if err := opts.format.check(); err != nil {
 			return err
@@ -127,13 +147,18 @@ first that applies of 2, 1, 3 wins.`,
 		if opts.jobs < 1 {
 			return usage(fmt.Errorf("-j %d: give at least 1 replay at a time", opts.jobs))
 		}
+		copts, err := cmpFlags.options()
+		if err != nil {
+			return usage(err)
+		}
+		opts.details = cmpFlags.details
 		ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
 		out := opts.out
 		if out == "" {
 			out = ".retrace/replays"
 		}
-		ropts := replay.RunOptions{Out: out, Workspace: opts.workspace, Config: opts.config, Keep: opts.keep, TrustRecording: opts.trust}
+		ropts := replay.RunOptions{Out: out, Workspace: opts.workspace, Config: opts.config, Keep: opts.keep, TrustRecording: opts.trust, Compare: copts}
 		if !isBatch(args) {
 			return replayOne(ctx, sys, opts, ropts, args[0])
 		}
@@ -190,10 +215,20 @@ func replayOne(ctx context.Context, sys *IO, opts *replayOptions, ropts replay.R
 		if err := res.Report.Markdown(sys.Out); err != nil {
 			return err
 		}
+		if opts.details {
+			if err := res.Report.MarkdownDetails(sys.Out); err != nil {
+				return err
+			}
+		}
 	default:
 		if !res.Report.Identical() {
 			if err := res.Report.Table(sys.Out); err != nil {
 				return err
+			}
+			if opts.details {
+				if err := res.Report.Details(sys.Out); err != nil {
+					return err
+				}
 			}
 			break
 		}
@@ -201,6 +236,9 @@ func replayOne(ctx context.Context, sys *IO, opts *replayOptions, ropts replay.R
 			return err
 		}
 		fmt.Fprintln(sys.Out, "identical: the replay matches the recording at every step (after normalising times and paths)")
+		if err := res.Report.WriteNormalized(sys.Out); err != nil {
+			return err
+		}
 	}
 	if res.Removed {
 		fmt.Fprintf(sys.Err, "replay: %s (ran in %s, a temporary workspace now removed; --keep keeps it)\n", res.Path, res.Workspace)
@@ -288,4 +326,47 @@ func problemPath(err error) string {
 		return fe.File
 	}
 	return "?"
+}
+
+// compareFlags are replay's comparison flags: normalisation rules, the
+// built-in rules' switch, per-tool levels and the diff view.
+type compareFlags struct {
+	normalize  []string
+	noDefaults bool
+	toolLevels []string
+	details    bool
+}
+
+func addCompareFlags(cmd *cobra.Command) *compareFlags {
+	f := &compareFlags{}
+	cmd.Flags().StringArrayVar(&f.normalize, "normalize", nil, "normalisation rule 'REGEX=>REPLACEMENT' for tool output and model text, after the configuration's (repeatable)")
+	cmd.Flags().BoolVar(&f.noDefaults, "no-default-normalize", false, "turn off the built-in rules for timestamps, durations, temporary paths, hex ids and process ids")
+	cmd.Flags().StringArrayVar(&f.toolLevels, "tool-level", nil, "compare a tool's calls at LEVEL: TOOL=exact|exit_code|ignore (repeatable)")
+	cmd.Flags().BoolVar(&f.details, "details", false, "add a unified diff of every changed text to the table or markdown report")
+	return f
+}
+
+// options turns the flags into comparison options; a bad rule or level is
+// an error that says how to write it.
+func (f *compareFlags) options() (compare.Options, error) {
+	opts := compare.Options{NoDefaults: f.noDefaults, Tools: map[string]compare.Level{}}
+	for i, v := range f.normalize {
+		r, err := compare.ParseFlag(fmt.Sprintf("--normalize[%d]", i+1), v)
+		if err != nil {
+			return opts, fmt.Errorf("--normalize: %w", err)
+		}
+		opts.Rules = append(opts.Rules, r)
+	}
+	for _, v := range f.toolLevels {
+		tool, level, ok := strings.Cut(v, "=")
+		if !ok || tool == "" {
+			return opts, fmt.Errorf("--tool-level %q: write it as TOOL=LEVEL, e.g. bash=exit_code", v)
+		}
+		l, err := compare.ParseLevel(level)
+		if err != nil {
+			return opts, fmt.Errorf("--tool-level %s: %w", tool, err)
+		}
+		opts.Tools[tool] = l
+	}
+	return opts, nil
 }

@@ -96,7 +96,7 @@ func TestABatchOfTwentyWithTwoVolatileSessionsExitsThreeAndZeroWithNormalisation
 
 	// With a rule that covers the nonce, the batch is identical.
 	code, stdout, stderr = runCLI(t, nil, "replay", runs, "--strict", "--trust-recording", "--out", t.TempDir(),
-		"--normalize", `nonce: [g-z]+`)
+		"--normalize", `nonce: [g-z]+=>nonce: <n>`)
 	if code != ExitOK || !strings.Contains(stdout, "20 recordings: 20 identical, 0 diverged, 0 failed") {
 		t.Fatalf("with --normalize: exit %d, want 0\n%s\n%s", code, stdout, stderr)
 	}

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/retrace-dev/retrace/replay"
+	"github.com/retrace-dev/retrace/compare"
 	"github.com/retrace-dev/retrace/trajectory"
 )
 
@@ -60,7 +60,7 @@ func TestReplayingARecordingIsIdenticalAndDeterministic(t *testing.T) {
 	// Two replays of one recording are the same once times and paths are normalised.
 	a, b := readEvents(t, replays[0]), readEvents(t, replays[1])
 	ws := func(evs []trajectory.Event) string { return evs[0].Payload.(*trajectory.SessionStart).Workspace }
-	if rep := replay.Compare(a, b, replay.Options{PathRewrites: []replay.PathRewrite{{Old: ws(a), New: ws(b)}}}); !rep.Identical() {
+	if rep := compare.Sessions(a, b, compare.Options{PathRewrites: []compare.PathRewrite{{Old: ws(a), New: ws(b)}}}); !rep.Identical() {
 		var sb strings.Builder
 		rep.Table(&sb)
 		t.Fatalf("two replays differ:\n%s", sb.String())

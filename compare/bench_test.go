@@ -1,9 +1,10 @@
-package replay
+package compare
 
 import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/retrace-dev/retrace/trajectory"
@@ -44,16 +45,40 @@ func longSession(turns int, root string) []trajectory.Event {
 func BenchmarkCompare200Turns(b *testing.B) {
 	rec := longSession(200, "/tmp/retrace-ws-1")
 	rep := longSession(200, "/tmp/replay-123")
-	opts := Options{
-		PathRewrites: []PathRewrite{{Old: "/tmp/replay-123", New: "/tmp/retrace-ws-1"}},
-		Volatile:     []*regexp.Regexp{regexp.MustCompile(`\d+\.\d+s`)},
+	for _, bc := range []struct {
+		name string
+		opts Options
+	}{
+		{"no-default-normalize", Options{NoDefaults: true, PathRewrites: []PathRewrite{{Old: "/tmp/replay-123", New: "/tmp/retrace-ws-1"}},
+			Rules: []Rule{{Name: "secs", Pattern: regexp.MustCompile(`\d+\.\d+s`), Replace: "<s>"}}}},
+		{"default-normalize", Options{PathRewrites: []PathRewrite{{Old: "/tmp/replay-123", New: "/tmp/retrace-ws-1"}}}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			if r := Sessions(rec, rep, bc.opts); !r.Identical() {
+				b.Fatalf("the benchmark sessions must compare identical: %+v", r.Divergences[:1])
+			}
+			b.ResetTimer()
+			for b.Loop() {
+				Sessions(rec, rep, bc.opts)
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(len(rec)+len(rep)), "ns/event")
+		})
 	}
-	if r := Compare(rec, rep, opts); !r.Identical() {
-		b.Fatalf("the benchmark sessions must compare identical: %+v", r.Divergences[:1])
+}
+
+// BenchmarkNormalizeToolOutput measures the built-in rules over a typical
+// 4 KiB tool output (ls -la, go test, a log), each text new so the cache
+// never answers.
+func BenchmarkNormalizeToolOutput(b *testing.B) {
+	var sb strings.Builder
+	for sb.Len() < 4096 {
+		sb.WriteString("-rw-r--r-- 1 root root 1234 Dec  1 20:05 main.go\nok  \tgithub.com/x/y\t0.412s\n")
+		sb.WriteString("2026-12-01T20:05:21Z INFO started pid 4242 in /tmp/go-build123/b001 id 9fceb02d0ae598e95dc970b74767f19372d61af8\n")
 	}
-	b.ResetTimer()
+	text := sb.String()
+	b.SetBytes(int64(len(text)))
 	for b.Loop() {
-		Compare(rec, rep, opts)
+		newNormalizer(Options{}).text(text, ScopeToolOutput, "bash")
 	}
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(len(rec)+len(rep)), "ns/event")
+	b.ReportMetric(float64(len(text))*float64(b.N)/b.Elapsed().Seconds()/1e6, "MB/s-normalised")
 }

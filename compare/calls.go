@@ -1,4 +1,4 @@
-package replay
+package compare
 
 import (
 	"fmt"
@@ -40,20 +40,24 @@ func (c *comparer) compareCall(r, p *call) {
 		}
 		d.Detail = "the executor took up this call on one side only"
 		c.add(d)
-	} else if ri, pi := c.canonJSON(r.input), c.canonJSON(p.input); ri != pi {
+	} else if ri, pi := c.canonJSON(c.rn, r.input, r.tool), c.canonJSON(c.pn, p.input, r.tool); ri != pi {
 		d.Class, d.Field, d.Recorded, d.Replayed = ClassResponse, "input", ri, pi
 		d.Detail = "the tool input differs"
 		c.add(d)
 	}
 	c.compareHooks(r, p)
 	c.comparePerms(r, p)
+	level := c.rn.level(r.tool)
+	if level == LevelIgnore {
+		return
+	}
 	if r.outcome != p.outcome {
 		d.Class, d.Field = ClassFailureKind, "outcome"
 		d.Recorded, d.Replayed = orNone(r.outcome), orNone(p.outcome)
 		d.Detail = "the call ended differently"
 		c.add(d)
 	}
-	c.compareResult(r, p)
+	c.compareResult(r, p, level)
 }
 
 func present(b bool) string {
@@ -169,19 +173,19 @@ func (c *comparer) comparePerms(r, p *call) {
 	if a == b {
 		return
 	}
-	c.add(Divergence{Turn: r.turn, ToolUseID: r.id, Class: ClassPermission, Field: "decision",
-		Recorded: a, Replayed: b, Detail: "the permission decision changed", order: r.order})
 	// The left side names its reason only when the verdict word alone would
 	// not show what changed.
 	left, right := verdict(r.perms, false), verdict(p.perms, true)
 	if left == verdict(p.perms, false) {
 		left = verdict(r.perms, true)
 	}
+	c.add(Divergence{Turn: r.turn, ToolUseID: r.id, Class: ClassPermission, Field: "decision",
+		Recorded: a, Replayed: b, Detail: "the permission decision changed", Summary: left + " → " + right, order: r.order})
 	c.whatIf = append(c.whatIf, whatIfLine{turn: r.turn, order: r.order,
 		text: fmt.Sprintf("turn %d, %s: %s → %s", r.turn, r.id, left, right)})
 }
 
-func (c *comparer) compareResult(r, p *call) {
+func (c *comparer) compareResult(r, p *call, level Level) {
 	d := Divergence{Turn: r.turn, ToolUseID: r.id, Class: ClassToolOutput, order: r.order}
 	switch {
 	case r.result == nil && p.result == nil:
@@ -198,7 +202,10 @@ func (c *comparer) compareResult(r, p *call) {
 		d.Detail = "the result's error flag changed"
 		c.add(d)
 	}
-	if a, b := c.n.text(r.result.Text), c.n.text(p.result.Text); a != b {
+	if level == LevelExitCode {
+		return
+	}
+	if a, b := c.rn.text(r.result.Text, ScopeToolOutput, r.tool), c.pn.text(p.result.Text, ScopeToolOutput, r.tool); a != b {
 		d.Field, d.Recorded, d.Replayed = "text", a, b
 		d.Detail = firstDiff(a, b)
 		c.add(d)

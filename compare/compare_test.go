@@ -1,4 +1,4 @@
-package replay
+package compare
 
 import (
 	"regexp"
@@ -12,7 +12,7 @@ func TestCompareIdenticalAfterNormalisation(t *testing.T) {
 	for _, name := range []string{"abort.jsonl", "basic.jsonl", "defenses.jsonl", "hook_block.jsonl",
 		"parallel_batch.jsonl", "permission_denial.jsonl", "torn_last_line.jsonl"} {
 		t.Run("a replay of "+name+" that differs only in ts, seq, session and durations is identical", func(t *testing.T) {
-			r := Compare(load(t, name), revolatile(load(t, name)), Options{})
+			r := Sessions(load(t, name), revolatile(load(t, name)), Options{})
 			if !r.Identical() {
 				t.Fatalf("want identical, got %+v", r.Divergences)
 			}
@@ -162,7 +162,7 @@ func TestCompareClassifiesEachDivergence(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			rec := load(t, tc.file)
 			rep := tc.edit(t, revolatile(load(t, tc.file)))
-			r := Compare(rec, rep, Options{})
+			r := Sessions(rec, rep, Options{})
 			if got := classes(r); len(got) != 1 || got[0] != tc.want {
 				t.Fatalf("want exactly one %s, got %v: %+v", tc.want, got, r.Divergences)
 			}
@@ -273,7 +273,7 @@ func TestWhatIfLineNamesTheChangedDecision(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			r := Compare(load(t, tc.file), tc.edit(load(t, tc.file)), Options{})
+			r := Sessions(load(t, tc.file), tc.edit(load(t, tc.file)), Options{})
 			if !slices.Equal(r.WhatIf, tc.want) {
 				t.Fatalf("what-if %q, want %q", r.WhatIf, tc.want)
 			}
@@ -292,17 +292,18 @@ func TestNormalisationHidesVolatileValues(t *testing.T) {
 		repDir    string
 		identical bool
 	}{
-		{"a temp dir difference without a rewrite is a divergence", Options{}, "/tmp/retrace-ws-1", "/tmp/replay-123", false},
+		{"a temp dir difference without a rewrite or the default rules is a divergence", Options{NoDefaults: true}, "/tmp/retrace-ws-1", "/tmp/replay-123", false},
+		{"the default temp_path rule makes a temp dir difference vanish", Options{}, "/tmp/retrace-ws-1", "/tmp/replay-123", true},
 		{"a path rewrite makes a temp dir difference vanish",
-			Options{PathRewrites: []PathRewrite{{Old: "/tmp/replay-123", New: "/tmp/retrace-ws-1"}}}, "/tmp/retrace-ws-1", "/tmp/replay-123", true},
+			Options{NoDefaults: true, PathRewrites: []PathRewrite{{Old: "/tmp/replay-123", New: "/tmp/retrace-ws-1"}}}, "/tmp/retrace-ws-1", "/tmp/replay-123", true},
 		{"the longest rewrite wins over a rewrite of its parent",
-			Options{PathRewrites: []PathRewrite{{Old: "/tmp", New: "/x"}, {Old: "/tmp/replay-123", New: "/tmp/retrace-ws-1"}}}, "/tmp/retrace-ws-1", "/tmp/replay-123", true},
+			Options{NoDefaults: true, PathRewrites: []PathRewrite{{Old: "/tmp", New: "/x"}, {Old: "/tmp/replay-123", New: "/tmp/retrace-ws-1"}}}, "/tmp/retrace-ws-1", "/tmp/replay-123", true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			rec := edit(load(t, "basic.jsonl"), withPath(tc.recDir))
 			rep := edit(load(t, "basic.jsonl"), withPath(tc.repDir))
-			if got := Compare(rec, rep, tc.opts).Identical(); got != tc.identical {
+			if got := Sessions(rec, rep, tc.opts).Identical(); got != tc.identical {
 				t.Fatalf("identical %v, want %v", got, tc.identical)
 			}
 		})
@@ -310,10 +311,11 @@ func TestNormalisationHidesVolatileValues(t *testing.T) {
 	t.Run("a volatile pattern makes a timing difference vanish and only then", func(t *testing.T) {
 		rec := edit(load(t, "basic.jsonl"), func(p *trajectory.ToolResult) { p.Text = "ok  pkg  0.42s" })
 		rep := edit(load(t, "basic.jsonl"), func(p *trajectory.ToolResult) { p.Text = "ok  pkg  1.07s" })
-		if Compare(rec, rep, Options{}).Identical() {
+		if Sessions(rec, rep, Options{NoDefaults: true}).Identical() {
 			t.Fatal("a timing difference without a pattern must diverge")
 		}
-		if r := Compare(rec, rep, Options{Volatile: []*regexp.Regexp{regexp.MustCompile(`\d+\.\d+s`)}}); !r.Identical() {
+		rule := Rule{Name: "secs", Pattern: regexp.MustCompile(`\d+\.\d+s`), Replace: "<s>"}
+		if r := Sessions(rec, rep, Options{NoDefaults: true, Rules: []Rule{rule}}); !r.Identical() {
 			t.Fatalf("want identical, got %+v", r.Divergences)
 		}
 	})
@@ -334,11 +336,11 @@ func TestNormalisationHidesVolatileValues(t *testing.T) {
 				p.MessageHashes[len(p.MessageHashes)-1] = trajectory.Hash([]byte("original"))
 			}
 		}
-		if Compare(rec, rep, Options{}).Identical() {
+		if Sessions(rec, rep, Options{NoDefaults: true}).Identical() {
 			t.Fatal("a path difference in a message must diverge without a rewrite")
 		}
-		opts := Options{PathRewrites: []PathRewrite{{Old: "/tmp/replay-123", New: "/tmp/retrace-ws-1"}}}
-		if r := Compare(rec, rep, opts); !r.Identical() {
+		opts := Options{NoDefaults: true, PathRewrites: []PathRewrite{{Old: "/tmp/replay-123", New: "/tmp/retrace-ws-1"}}}
+		if r := Sessions(rec, rep, opts); !r.Identical() {
 			t.Fatalf("want identical, got %+v", r.Divergences)
 		}
 	})

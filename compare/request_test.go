@@ -1,4 +1,4 @@
-package replay
+package compare
 
 import (
 	"fmt"
@@ -49,7 +49,7 @@ func TestRequestPrefixCacheBreakRule(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			r := Compare(requestSession(base()), requestSession(tc.rep), Options{})
+			r := Sessions(requestSession(base()), requestSession(tc.rep), Options{})
 			if len(r.Divergences) != 1 {
 				t.Fatalf("want one divergence, got %+v", r.Divergences)
 			}
@@ -82,7 +82,7 @@ func TestLaterRequestsAreSaidOnceAndToolSideIsStillCompared(t *testing.T) {
 				trajectory.Event{Turn: turn, Payload: &trajectory.ToolResult{ToolRef: trajectory.ToolRef{ToolUseID: id, Tool: "read"}, Text: text}})
 		}
 	}
-	r := Compare(rec, rep, Options{})
+	r := Sessions(rec, rep, Options{})
 	var prefix []Divergence
 	for _, d := range r.Divergences {
 		if d.Class == ClassRequestPrefix {

@@ -1,6 +1,7 @@
-package replay
+package compare
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"sort"
@@ -153,37 +154,61 @@ func (c *comparer) diffRequest(rec, rep *session, a, b *trajectory.ModelRequest)
 // else its hash: hashes cannot be normalised, text can.
 func (c *comparer) systemText(s *session, r *trajectory.ModelRequest) string {
 	if t, ok := s.systems[r.SystemHash]; ok {
-		return c.n.text(t)
+		return s.n.text(t, ScopeModelText, "")
 	}
 	return "hash " + r.SystemHash
 }
 
+// messageText is the normalised JSON of the message with hash, else the
+// hash. It is kept per side, so a message every later request repeats is
+// normalised (and its rule matches counted) once.
 func (c *comparer) messageText(s *session, hash string) string {
-	m, ok := s.messages[hash]
-	if !ok {
-		return "hash " + hash
+	if t, ok := s.normalized[hash]; ok {
+		return t
 	}
-	b, err := json.Marshal(c.normMessage(m))
-	if err != nil {
-		return "hash " + hash
+	t := "hash " + hash
+	if m, ok := s.messages[hash]; ok {
+		if b, err := marshal(c.normMessage(s.n, m)); err == nil {
+			t = string(b)
+		}
 	}
-	return string(b)
+	s.normalized[hash] = t
+	return t
 }
 
-// normMessage normalises every string of a message, and re-encodes tool
-// inputs so that key order does not count.
-func (c *comparer) normMessage(m trajectory.Message) trajectory.Message {
+// notCompared stands in for the output of a tool whose level leaves its
+// text out of the comparison.
+const notCompared = "<not compared>"
+
+// normMessage normalises every string of a message by its scope and tool,
+// re-encodes tool inputs so that key order does not count, and leaves out
+// the output of tools whose level does not compare it.
+func (c *comparer) normMessage(n *normalizer, m trajectory.Message) trajectory.Message {
 	out := trajectory.Message{Role: m.Role, Content: make([]trajectory.ContentBlock, len(m.Content))}
 	for i, b := range m.Content {
-		b.Text = c.n.text(b.Text)
-		b.Content = c.n.text(b.Content)
-		b.PartialInput = c.n.text(b.PartialInput)
-		if len(b.Input) > 0 {
-			b.Input = json.RawMessage(c.canonJSON(b.Input))
-			if !json.Valid(b.Input) {
-				// A rewrite produced invalid JSON; keep it comparable as text.
-				b.PartialInput, b.Input = string(b.Input), nil
+		switch b.Type {
+		case trajectory.BlockToolUse:
+			b.PartialInput = n.text(b.PartialInput, ScopeToolInput, b.Name)
+			if len(b.Input) > 0 {
+				b.Input = json.RawMessage(c.canonJSON(n, b.Input, b.Name))
+				if !json.Valid(b.Input) {
+					// A rewrite produced invalid JSON; keep it comparable as text.
+					b.PartialInput, b.Input = string(b.Input), nil
+				}
 			}
+		case trajectory.BlockToolResult:
+			tool := c.tools[b.ToolUseID]
+			switch n.level(tool) {
+			case LevelIgnore:
+				b.Content, b.IsError = notCompared, false
+			case LevelExitCode:
+				b.Content = notCompared
+			default:
+				b.Content = n.text(b.Content, ScopeToolOutput, tool)
+			}
+		default:
+			b.Text = n.text(b.Text, ScopeModelText, "")
+			b.Content = n.text(b.Content, ScopeModelText, "")
 		}
 		out.Content[i] = b
 	}
@@ -218,8 +243,8 @@ func (c *comparer) diffResponse(turn int, r, p modelCall) {
 		d.Detail = "the model stopped for another reason"
 		c.add(d)
 	}
-	a := c.contentText(r.resp.Content)
-	b := c.contentText(p.resp.Content)
+	a := c.contentText(c.rn, r.resp.Content)
+	b := c.contentText(c.pn, p.resp.Content)
 	if a != b {
 		d.Field, d.Recorded, d.Replayed = "content", a, b
 		d.Detail = "the model's reply differs"
@@ -227,8 +252,8 @@ func (c *comparer) diffResponse(turn int, r, p modelCall) {
 	}
 }
 
-func (c *comparer) contentText(blocks []trajectory.ContentBlock) string {
-	b, err := json.Marshal(c.normMessage(trajectory.Message{Content: blocks}).Content)
+func (c *comparer) contentText(n *normalizer, blocks []trajectory.ContentBlock) string {
+	b, err := marshal(c.normMessage(n, trajectory.Message{Content: blocks}).Content)
 	if err != nil {
 		return fmt.Sprint(blocks)
 	}
@@ -278,4 +303,16 @@ func (c *comparer) compareEnd(rec, rep *session) {
 	}
 	c.add(Divergence{Turn: turn, Class: ClassEnd, Field: "reason", Recorded: a, Replayed: b,
 		Detail: "the session ended for another reason", order: order})
+}
+
+// marshal encodes v as JSON without escaping <, > and &, so a marker such
+// as <tmp> reads as itself in a report.
+func marshal(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }

@@ -1,4 +1,4 @@
-package replay
+package compare
 
 import (
 	"errors"
@@ -96,7 +96,7 @@ func insertAfter(t testing.TB, evs []trajectory.Event, after trajectory.EventTyp
 	return nil
 }
 
-func classes(r Report) []Class {
+func classes(r Result) []Class {
 	var out []Class
 	for _, d := range r.Divergences {
 		out = append(out, d.Class)
