@@ -392,10 +392,12 @@ func (s *Script) matchers() string {
 	return strings.Join(parts, "; ")
 }
 
+// firstUserText is the text of the request's first user message, for
+// error messages.
 func firstUserText(req *llm.Request) string {
 	for i := range req.Messages {
 		if req.Messages[i].Role == trajectory.RoleUser {
-			return messageText(&req.Messages[i])
+			return strings.TrimSuffix(messageText(&req.Messages[i]), "\n")
 		}
 	}
 	return ""
