@@ -2,11 +2,13 @@ package mockllm
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -32,6 +34,17 @@ type Replay struct {
 	convs  []*replayConv
 	byKey  map[string]*replayConv
 	single bool // one conversation, no labels in messages
+	// byRequest indexes ModeMatch's turns by matchKey, in recording
+	// order, so a match costs a map lookup however long the recording.
+	byRequest map[string][]int
+	anyRaw    bool // some turn could not be rebuilt and matches by raw hashes
+
+	// normCache maps a message's raw hash to its normalised hash: an
+	// agent resends its whole history each turn, and the regular
+	// expressions of Normalize are the cost of a match. It is cleared when
+	// it reaches maxNormCache entries, which bounds it.
+	cacheMu   sync.Mutex
+	normCache map[string]string
 
 	mu       sync.Mutex
 	requests int // requests asked so far
@@ -157,7 +170,30 @@ func NewReplayWith(events []trajectory.Event, opts ReplayOptions) (*Replay, erro
 	}
 	r.single = len(r.convs) <= 1
 	r.used = make([]bool, len(r.turns))
+	if opts.Mode == ModeMatch {
+		r.byRequest = map[string][]int{}
+		for i := range r.turns {
+			t := &r.turns[i]
+			switch {
+			case !t.hasReq:
+				continue
+			case t.rebuilt:
+				k := matchKey("norm", t.normSystem, t.toolsHash, t.normMsgs)
+				r.byRequest[k] = append(r.byRequest[k], i)
+			default:
+				r.anyRaw = true
+				k := matchKey("raw", t.rawSystem, t.toolsHash, t.rawMsgs)
+				r.byRequest[k] = append(r.byRequest[k], i)
+			}
+		}
+	}
 	return r, nil
+}
+
+// matchKey identifies what a request asks: its system prompt, tools and
+// messages, by hash; kind keeps normalised and raw hashes apart.
+func matchKey(kind, system, tools string, msgs []string) string {
+	return kind + "\x00" + system + "\x00" + tools + "\x00" + strings.Join(msgs, ",")
 }
 
 // addToConv files turn i under its conversation: by prompt key when the
@@ -248,9 +284,10 @@ func (r *Replay) Next(_ context.Context, req *llm.Request) (Reply, error) {
 	// The normalised hashes are computed before the lock: they are the
 	// cost of a match, and need no shared state.
 	var sys, tools string
-	var msgs []string
+	var msgs, raw []string
 	if r.opts.Mode == ModeMatch {
-		sys, tools, msgs = trajectory.Hash([]byte(Normalize(req.System))), llm.ToolsHash(req.Tools), normalMessageHashes(req.Messages)
+		sys, tools = trajectory.Hash([]byte(Normalize(req.System))), llm.ToolsHash(req.Tools)
+		msgs, raw = r.hashMessages(req.Messages)
 	}
 	key := ""
 	if r.opts.Route == RoutePrompt {
@@ -262,7 +299,7 @@ func (r *Replay) Next(_ context.Context, req *llm.Request) (Reply, error) {
 	var i int
 	var miss *MissError
 	if r.opts.Mode == ModeMatch {
-		i, miss = r.match(req, sys, tools, msgs)
+		i, miss = r.match(req, sys, tools, msgs, raw)
 	} else {
 		i, miss = r.ordered(key, req)
 	}
@@ -308,10 +345,27 @@ func (r *Replay) ordered(key string, req *llm.Request) (int, *MissError) {
 
 // match picks the first unused recorded response whose request asked
 // what req asks; on a miss it names the closest recorded request.
-func (r *Replay) match(req *llm.Request, sys, tools string, msgs []string) (int, *MissError) {
+func (r *Replay) match(req *llm.Request, sys, tools string, msgs, rawMsgs []string) (int, *MissError) {
 	rawSys := trajectory.Hash([]byte(req.System))
-	var rawMsgs []string
-	best, bestShared, usedMatches := -1, -1, 0
+	usedMatches := 0
+	for _, k := range []string{matchKey("norm", sys, tools, msgs), matchKey("raw", rawSys, tools, rawMsgs)} {
+		for _, i := range r.byRequest[k] {
+			if !r.used[i] {
+				return i, nil
+			}
+			usedMatches++
+		}
+		if !r.anyRaw {
+			break
+		}
+	}
+	if usedMatches > 0 {
+		return 0, &MissError{Msg: fmt.Sprintf("the recorded request it matches was already answered (%d times recorded, all used); the agent asks the same again", usedMatches)}
+	}
+	// A miss: find the recorded request sharing the longest message
+	// prefix, to say where this one differs. This scan is paid only on
+	// a miss.
+	best, bestShared := -1, -1
 	for i := range r.turns {
 		t := &r.turns[i]
 		if !t.hasReq || t.toolsHash != tools {
@@ -319,12 +373,6 @@ func (r *Replay) match(req *llm.Request, sys, tools string, msgs []string) (int,
 		}
 		wantSys, wantMsgs, gotSys, gotMsgs := t.normSystem, t.normMsgs, sys, msgs
 		if !t.rebuilt {
-			if rawMsgs == nil {
-				rawMsgs = make([]string, len(req.Messages))
-				for j := range req.Messages {
-					rawMsgs[j] = llm.MessageHash(req.Messages[j])
-				}
-			}
 			wantSys, wantMsgs, gotSys, gotMsgs = t.rawSystem, t.rawMsgs, rawSys, rawMsgs
 		}
 		if wantSys != gotSys {
@@ -334,32 +382,49 @@ func (r *Replay) match(req *llm.Request, sys, tools string, msgs []string) (int,
 		for shared < len(wantMsgs) && shared < len(gotMsgs) && wantMsgs[shared] == gotMsgs[shared] {
 			shared++
 		}
-		if shared == len(wantMsgs) && shared == len(gotMsgs) {
-			if !r.used[i] {
-				return i, nil
-			}
-			usedMatches++
-			continue
-		}
 		if shared > bestShared {
 			best, bestShared = i, shared
 		}
 	}
-	switch {
-	case usedMatches > 0:
-		return 0, &MissError{Msg: fmt.Sprintf("the recorded request it matches was already answered (%d times recorded, all used); the agent asks the same again", usedMatches)}
-	case best < 0:
+	if best < 0 {
 		return 0, &MissError{Msg: fmt.Sprintf("no recorded request has this system prompt and these tools (%d messages, first user message %q)", len(req.Messages), clip(firstUserText(req), 80))}
 	}
 	t := &r.turns[best]
+	recorded := len(t.rawMsgs)
 	diff := fmt.Sprintf("messages[%d] differs", bestShared)
 	switch {
-	case bestShared == len(t.normMsgs) && t.rebuilt, bestShared == len(t.rawMsgs) && !t.rebuilt:
-		diff = fmt.Sprintf("it has %d messages where the recorded one has %d", len(req.Messages), bestShared)
+	case bestShared == recorded:
+		diff = fmt.Sprintf("it has %d messages where the recorded one has %d", len(req.Messages), recorded)
 	case bestShared == len(req.Messages):
-		diff = fmt.Sprintf("it has %d messages where the recorded one has more", len(req.Messages))
+		diff = fmt.Sprintf("it has %d messages where the recorded one has %d", len(req.Messages), recorded)
 	}
 	return 0, &MissError{Msg: fmt.Sprintf("no recorded request asks the same after normalisation; the closest is recorded response %d, which shares the first %d messages: %s", best+1, bestShared, diff)}
+}
+
+// maxNormCache bounds Replay.normCache.
+const maxNormCache = 1 << 16
+
+// hashMessages returns the normalised and the raw hash of each message.
+func (r *Replay) hashMessages(msgs []trajectory.Message) (norm, raw []string) {
+	norm, raw = make([]string, len(msgs)), make([]string, len(msgs))
+	for i, m := range msgs {
+		b, _ := json.Marshal(m) // a Message always marshals
+		raw[i] = trajectory.Hash(b)
+		r.cacheMu.Lock()
+		n, ok := r.normCache[raw[i]]
+		r.cacheMu.Unlock()
+		if !ok {
+			n = trajectory.Hash([]byte(Normalize(string(b))))
+			r.cacheMu.Lock()
+			if r.normCache == nil || len(r.normCache) >= maxNormCache {
+				r.normCache = map[string]string{}
+			}
+			r.normCache[raw[i]] = n
+			r.cacheMu.Unlock()
+		}
+		norm[i] = n
+	}
+	return norm, raw
 }
 
 // problem keeps err for Verify, or counts it past maxProblems.
