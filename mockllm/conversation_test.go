@@ -394,3 +394,63 @@ func TestReplayOptionsThatCannotWorkAreRefused(t *testing.T) {
 		}
 	}
 }
+
+// longSession builds the events of a recorded n-turn session, each turn a
+// tool call whose result carries a duration, as the recorder writes them.
+func longSession(n int) ([]trajectory.Event, []llm.Request) {
+	msgs := []trajectory.Message{userText("work through the list")}
+	var events []trajectory.Event
+	var reqs []llm.Request
+	var prev *llm.Request
+	for i := range n {
+		req := llm.Request{System: "You are an agent. Today's date is 2026-12-01.", Messages: slices.Clone(msgs)}
+		reqs = append(reqs, req)
+		use := trajectory.ContentBlock{Type: trajectory.BlockToolUse, ID: fmt.Sprintf("toolu_%d", i), Name: "bash", Input: []byte(`{"command":"make step"}`)}
+		events = append(events,
+			trajectory.Event{Payload: llm.RequestEvent(req, prev, 0, false)},
+			trajectory.Event{Payload: &trajectory.ModelResponse{Content: []trajectory.ContentBlock{use}, StopReason: trajectory.StopToolUse}})
+		msgs = append(msgs, trajectory.Message{Role: trajectory.RoleAssistant, Content: []trajectory.ContentBlock{use}},
+			trajectory.Message{Role: trajectory.RoleUser, Content: []trajectory.ContentBlock{{Type: trajectory.BlockToolResult, ToolUseID: use.ID,
+				Content: fmt.Sprintf("step %d done in %dms", i, 10+i)}}})
+		prev = &reqs[len(reqs)-1]
+	}
+	return events, reqs
+}
+
+func TestModeMatchReplaysALongSessionInAnyOrder(t *testing.T) {
+	events, reqs := longSession(50)
+	r, err := NewReplayWith(events, ReplayOptions{Mode: ModeMatch})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := len(reqs) - 1; i >= 0; i-- {
+		rep, err := r.Next(context.Background(), &reqs[i])
+		if err != nil || rep.Response.Content[0].ID != fmt.Sprintf("toolu_%d", i) {
+			t.Fatalf("request %d got %+v (%v), want its own recorded response", i, rep.Response.Content, err)
+		}
+	}
+	if err := r.Verify(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// BenchmarkReplayMatch measures ModeMatch over a 200-turn session, every
+// request carrying the whole history as an agent sends it.
+func BenchmarkReplayMatch(b *testing.B) {
+	const turns = 200
+	events, reqs := longSession(turns)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		r, err := NewReplayWith(events, ReplayOptions{Mode: ModeMatch})
+		if err != nil {
+			b.Fatal(err)
+		}
+		for i := range reqs {
+			if _, err := r.Next(context.Background(), &reqs[i]); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.ReportMetric(float64(b.N*turns)/b.Elapsed().Seconds(), "requests/s")
+}

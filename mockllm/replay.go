@@ -140,8 +140,7 @@ func NewReplayWith(events []trajectory.Event, opts ReplayOptions) (*Replay, erro
 	}
 	r := &Replay{model: "replay", opts: opts, byKey: map[string]*replayConv{}}
 	var (
-		prevMsgs   []trajectory.Message
-		prevSystem string
+		prev       rebuilt
 		pending    *recordedTurn
 		pendingKey string
 	)
@@ -150,8 +149,8 @@ func NewReplayWith(events []trajectory.Event, opts ReplayOptions) (*Replay, erro
 		case *trajectory.SessionStart:
 			r.model = p.Model
 		case *trajectory.ModelRequest:
-			t, msgs, system, key := rebuildRequest(p, prevMsgs, prevSystem)
-			prevMsgs, prevSystem = msgs, system
+			t, next, key := r.rebuildRequest(p, prev)
+			prev = next
 			pending, pendingKey = &t, key
 		case *trajectory.ModelResponse:
 			t := recordedTurn{}
@@ -212,32 +211,46 @@ func (r *Replay) addToConv(key string, i int, _ *trajectory.ModelResponse) {
 	r.turns[i].conv = c
 }
 
+// rebuilt is the previous request as rebuilt, from which the next one is.
+type rebuilt struct {
+	system string
+	msgs   []trajectory.Message
+	norm   []string // normalised hashes of msgs
+	raw    []string // the recorded hashes of msgs
+	ok     bool
+}
+
 // rebuildRequest rebuilds a recorded request's system prompt and messages
 // from the previous request's and checks them against the recorded
-// hashes. It returns the turn's request part, the messages and system to
-// rebuild the next request from, and the request's prompt key ("" when it
-// could not be rebuilt).
-func rebuildRequest(p *trajectory.ModelRequest, prevMsgs []trajectory.Message, prevSystem string) (recordedTurn, []trajectory.Message, string, string) {
+// hashes: the shared prefix is the previous request's (its hashes must
+// agree), the rest are the event's new messages, hashed here. It returns
+// the turn's request part, the rebuilt request to rebuild the next one
+// from, and the request's prompt key ("" when it could not be rebuilt).
+func (r *Replay) rebuildRequest(p *trajectory.ModelRequest, prev rebuilt) (recordedTurn, rebuilt, string) {
 	t := recordedTurn{hasReq: true, toolsHash: p.ToolsHash, rawSystem: p.SystemHash, rawMsgs: p.MessageHashes}
 	system := p.System
-	if system == "" && trajectory.Hash([]byte(prevSystem)) == p.SystemHash {
-		system = prevSystem // the recorder leaves out a system prompt that did not change
+	if system == "" && trajectory.Hash([]byte(prev.system)) == p.SystemHash {
+		system = prev.system // the recorder leaves out a system prompt that did not change
 	}
+	fail := rebuilt{system: system}
 	shared := len(p.MessageHashes) - len(p.NewMessages)
-	if shared < 0 || shared > len(prevMsgs) || trajectory.Hash([]byte(system)) != p.SystemHash {
-		return t, nil, system, ""
+	if shared < 0 || (shared > 0 && !prev.ok) || shared > len(prev.msgs) || trajectory.Hash([]byte(system)) != p.SystemHash {
+		return t, fail, ""
 	}
-	msgs := make([]trajectory.Message, 0, len(p.MessageHashes))
-	msgs = append(append(msgs, prevMsgs[:shared]...), p.NewMessages...)
-	for i := range msgs {
-		if llm.MessageHash(msgs[i]) != p.MessageHashes[i] {
-			return t, nil, system, ""
-		}
+	if !slices.Equal(p.MessageHashes[:shared], prev.raw[:shared]) {
+		return t, fail, ""
 	}
+	norm, raw := r.hashMessages(p.NewMessages)
+	if !slices.Equal(raw, p.MessageHashes[shared:]) {
+		return t, fail, ""
+	}
+	next := rebuilt{system: system, raw: p.MessageHashes, ok: true}
+	next.msgs = append(slices.Clip(prev.msgs[:shared]), p.NewMessages...)
+	next.norm = append(slices.Clip(prev.norm[:shared]), norm...)
 	t.rebuilt = true
 	t.normSystem = trajectory.Hash([]byte(Normalize(system)))
-	t.normMsgs = normalMessageHashes(msgs)
-	return t, msgs, system, PromptKey(&llm.Request{System: system, Messages: msgs})
+	t.normMsgs = next.norm
+	return t, next, PromptKey(&llm.Request{System: system, Messages: next.msgs})
 }
 
 // LoadReplay reads a trajectory file and returns an ordered Replay over
