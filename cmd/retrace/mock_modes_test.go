@@ -151,7 +151,7 @@ func sdkClient(url string) anthropic.Client {
 	return anthropic.NewClient(option.WithBaseURL(url), option.WithAPIKey("k"), option.WithMaxRetries(0))
 }
 
-func TestMockServeRecordsInterleavedConversationsAndReplaysThemConcurrentlyInMatchMode(t *testing.T) {
+func TestMockServeRecordsInterleavedConversationsAndReplaysThemConcurrently(t *testing.T) {
 	runs := t.TempDir()
 	rec := serveCLI(t, "--script", subagentScript, "--record", runs, "--strict")
 	c := sdkClient(rec.url)
@@ -174,9 +174,19 @@ func TestMockServeRecordsInterleavedConversationsAndReplaysThemConcurrentlyInMat
 		t.Fatalf("recorded %v, want one trajectory", files)
 	}
 
-	srv := serveCLI(t, "--from", files[0], "--mode", "match", "--strict")
-	c = sdkClient(srv.url)
-	main, sub = mainConv(4), subConv(4)
+	for _, mode := range [][]string{{"--mode", "match"}, {"--mode", "ordered", "--route", "prompt"}} {
+		t.Run(strings.Join(mode, " "), func(t *testing.T) {
+			replayConcurrently(t, append([]string{"--from", files[0], "--strict"}, mode...))
+		})
+	}
+}
+
+// replayConcurrently serves a recording of the main agent and its
+// subagent with args and plays both conversations at once against it.
+func replayConcurrently(t *testing.T, args []string) {
+	srv := serveCLI(t, args...)
+	c := sdkClient(srv.url)
+	main, sub := mainConv(4), subConv(4)
 	if err := main.step(c); err != nil {
 		t.Fatal(err)
 	}
