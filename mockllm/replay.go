@@ -164,7 +164,7 @@ func NewReplayWith(events []trajectory.Event, opts ReplayOptions) (*Replay, erro
 				return nil, fmt.Errorf("recorded response %d cannot be routed by prompt: its request is missing or could not be rebuilt from the recording; replay it with mode match or without a route", len(r.turns)+1)
 			}
 			r.turns = append(r.turns, t)
-			r.addToConv(key, len(r.turns)-1, p)
+			r.addToConv(key, len(r.turns)-1)
 		}
 	}
 	r.single = len(r.convs) <= 1
@@ -197,7 +197,7 @@ func matchKey(kind, system, tools string, msgs []string) string {
 
 // addToConv files turn i under its conversation: by prompt key when the
 // replay routes or matches (for the report), else all in one.
-func (r *Replay) addToConv(key string, i int, _ *trajectory.ModelResponse) {
+func (r *Replay) addToConv(key string, i int) {
 	if r.opts.Route == RouteNone && r.opts.Mode == ModeOrdered {
 		key = ""
 	}

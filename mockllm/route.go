@@ -2,7 +2,6 @@ package mockllm
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"regexp"
@@ -169,15 +168,4 @@ func PromptKey(req *llm.Request) string {
 		}
 	}
 	return trajectory.Hash([]byte(Normalize(req.System) + "\x00" + Normalize(first)))
-}
-
-// normalMessageHashes returns the hash of each message's canonical JSON
-// after Normalize: what ModeMatch compares.
-func normalMessageHashes(msgs []trajectory.Message) []string {
-	out := make([]string, len(msgs))
-	for i, m := range msgs {
-		b, _ := json.Marshal(m) // a Message always marshals
-		out[i] = trajectory.Hash([]byte(Normalize(string(b))))
-	}
-	return out
 }

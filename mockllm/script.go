@@ -609,6 +609,9 @@ func ParseScriptWith(data []byte, name string, opts ScriptOptions) (*Script, err
 	if opts.MaxConversations < 0 {
 		return nil, &ScriptError{File: name, Msg: "the bound on conversations must not be negative"}
 	}
+	if opts.Route < RouteNone || opts.Route > RoutePrompt {
+		return nil, &ScriptError{File: name, Msg: fmt.Sprintf("unknown conversation route %s; use one of %s", opts.Route, strings.Join(Routes, ", "))}
+	}
 	s := &Script{name: name, model: "mock-1", opts: opts}
 	root := doc.Content[0]
 	fields, err := p.fields(root, "the script", "model", "repeat", "turns", "conversations")
