@@ -454,3 +454,61 @@ func BenchmarkReplayMatch(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.N*turns)/b.Elapsed().Seconds(), "requests/s")
 }
+
+func TestAReplayRefusesARecordingWhoseResponsesAnswerOtherRequests(t *testing.T) {
+	use := func(id string) []trajectory.ContentBlock {
+		return []trajectory.ContentBlock{{Type: trajectory.BlockToolUse, ID: id, Name: "bash", Input: []byte(`{}`)}}
+	}
+	first := func(task string) llm.Request {
+		return llm.Request{System: "s", Messages: []trajectory.Message{userText(task)}}
+	}
+	second := func(task, id string) llm.Request {
+		r := first(task)
+		r.Messages = append(r.Messages, trajectory.Message{Role: trajectory.RoleAssistant, Content: use(id)},
+			trajectory.Message{Role: trajectory.RoleUser, Content: []trajectory.ContentBlock{{Type: trajectory.BlockToolResult, ToolUseID: id, Content: "ok"}}})
+		return r
+	}
+	a1, b1, a2, b2 := first("task a"), first("task b"), second("task a", "ida"), second("task b", "idb")
+	done := []trajectory.ContentBlock{{Type: trajectory.BlockText, Text: "done"}}
+	type step struct {
+		req  *llm.Request
+		resp []trajectory.ContentBlock
+	}
+	build := func(steps []step) []trajectory.Event {
+		var events []trajectory.Event
+		var prev *llm.Request
+		for _, s := range steps {
+			if s.req != nil {
+				events = append(events, trajectory.Event{Payload: llm.RequestEvent(*s.req, prev, 0, false)})
+				prev = s.req
+			}
+			if s.resp != nil {
+				events = append(events, trajectory.Event{Payload: &trajectory.ModelResponse{Content: s.resp}})
+			}
+		}
+		return events
+	}
+	cases := []struct {
+		name  string
+		steps []step
+		want  string // "" when the recording must load
+	}{
+		{"conversations recorded one turn at a time load", []step{{&a1, use("ida")}, {&b1, use("idb")}, {&a2, done}, {&b2, done}}, ""},
+		{"a response written after another conversation's request is refused",
+			[]step{{&a1, nil}, {&b1, use("ida")}, {&b1, use("idb")}, {&a2, done}, {&b2, done}},
+			`the recording pairs responses with the wrong requests: recorded response 1 does not answer the request recorded before it: the conversation goes on with the reply tool_use idb, the response is tool_use ida`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, opts := range []ReplayOptions{{Mode: ModeMatch}, {Route: RoutePrompt}} {
+				_, err := NewReplayWith(build(tc.steps), opts)
+				if tc.want == "" && err != nil {
+					t.Fatalf("%s: %v", opts.Mode, err)
+				}
+				if tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+					t.Fatalf("%s: got %v, want an error saying %q", opts.Mode, err, tc.want)
+				}
+			}
+		})
+	}
+}

@@ -120,7 +120,10 @@
 // twice gets the two recorded answers in order, and a third time misses.
 // There is no nearest-match fallback: a miss names the recorded request
 // that shares the longest message prefix and the first message that
-// differs, and answers nothing.
+// differs, and answers nothing. A recording whose responses do not answer
+// the requests before them (concurrent conversations recorded into one
+// session) is refused at load with ErrMispaired for ModeMatch and
+// RoutePrompt, as serving it would hand one conversation another's reply.
 //
 // # Faults
 //

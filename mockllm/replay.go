@@ -78,9 +78,14 @@ type recordedTurn struct {
 	toolsHash  string
 	normSystem string
 	normMsgs   []string
-	rawSystem  string
-	rawMsgs    []string
-	conv       *replayConv
+	// answered is where the request's last assistant message is (-1 when
+	// it has none) and said what it says: the recorded reply to the
+	// request made of the messages before it.
+	answered  int
+	said      string
+	rawSystem string
+	rawMsgs   []string
+	conv      *replayConv
 }
 
 // replayConv is one recorded conversation.
@@ -89,6 +94,10 @@ type replayConv struct {
 	turns []int // indices in Replay.turns, in order
 	next  int   // ModeOrdered: turns answered
 }
+
+// ErrMispaired means a recording's responses do not answer the requests
+// recorded before them, so it cannot be replayed by request.
+var ErrMispaired = errors.New("the recording pairs responses with the wrong requests")
 
 // MissError is a request a Replay has no recorded response for. Msg says
 // why: the recording ran out, no recorded request matches (naming the
@@ -169,6 +178,11 @@ func NewReplayWith(events []trajectory.Event, opts ReplayOptions) (*Replay, erro
 	}
 	r.single = len(r.convs) <= 1
 	r.used = make([]bool, len(r.turns))
+	if opts.Mode == ModeMatch || opts.Route == RoutePrompt {
+		if err := r.checkPairing(); err != nil {
+			return nil, err
+		}
+	}
 	if opts.Mode == ModeMatch {
 		r.byRequest = map[string][]int{}
 		for i := range r.turns {
@@ -187,6 +201,51 @@ func NewReplayWith(events []trajectory.Event, opts ReplayOptions) (*Replay, erro
 		}
 	}
 	return r, nil
+}
+
+// checkPairing refuses a recording in which a response does not answer
+// the request recorded just before it, which is what a recording of
+// concurrent conversations made by one Transcript looks like: a later
+// request that extends a recorded request carries, as its next assistant
+// message, the reply that request really got. Serving a response to the
+// wrong request would be a made-up answer, so the replay fails closed.
+func (r *Replay) checkPairing() error {
+	byRequest := map[string][]int{}
+	for i := range r.turns {
+		if t := &r.turns[i]; t.rebuilt {
+			k := strings.Join(t.normMsgs, ",")
+			byRequest[k] = append(byRequest[k], i)
+		}
+	}
+	for j := range r.turns {
+		later := &r.turns[j]
+		if !later.rebuilt || later.answered < 0 {
+			continue
+		}
+		for _, i := range byRequest[strings.Join(later.normMsgs[:later.answered], ",")] {
+			if got := replySummary(r.turns[i].resp.Content); got != later.said {
+				return fmt.Errorf("%w: recorded response %d does not answer the request recorded before it: the conversation goes on with the reply %s, the response is %s; "+
+					"the recording interleaves concurrent conversations in one session, so record them one at a time (or one session each) to replay them by request",
+					ErrMispaired, i+1, clip(later.said, 80), clip(got, 80))
+			}
+		}
+	}
+	return nil
+}
+
+// replySummary is what a reply says, as compared by checkPairing: its
+// text and its tool_use ids, which an agent sends back unchanged.
+func replySummary(blocks []trajectory.ContentBlock) string {
+	var b strings.Builder
+	for _, c := range blocks {
+		switch c.Type {
+		case trajectory.BlockText:
+			b.WriteString("text " + strconv.Quote(c.Text) + " ")
+		case trajectory.BlockToolUse:
+			b.WriteString("tool_use " + c.ID + " ")
+		}
+	}
+	return strings.TrimSpace(b.String())
 }
 
 // matchKey identifies what a request asks: its system prompt, tools and
@@ -250,6 +309,13 @@ func (r *Replay) rebuildRequest(p *trajectory.ModelRequest, prev rebuilt) (recor
 	t.rebuilt = true
 	t.normSystem = trajectory.Hash([]byte(Normalize(system)))
 	t.normMsgs = next.norm
+	t.answered = -1
+	for i := len(next.msgs) - 1; i >= 0; i-- {
+		if next.msgs[i].Role == trajectory.RoleAssistant {
+			t.answered, t.said = i, replySummary(next.msgs[i].Content)
+			break
+		}
+	}
 	return t, next, PromptKey(&llm.Request{System: system, Messages: next.msgs})
 }
 

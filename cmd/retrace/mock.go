@@ -199,7 +199,10 @@ func runMockServe(ctx context.Context, sys *IO, opts *mockServeOptions) error {
 			return invalid(err)
 		}
 		r, err := mockllm.NewReplayWith(events, mockllm.ReplayOptions{Mode: mode, Route: route})
-		if err != nil {
+		switch {
+		case errors.Is(err, mockllm.ErrMispaired):
+			return invalid(fmt.Errorf("--from %s: %w", opts.replay, err))
+		case err != nil:
 			return usage(fmt.Errorf("--from %s: %w", opts.replay, err))
 		}
 		src, verify = r, r.Verify
