@@ -73,6 +73,58 @@
 // the end of a test. Parse errors read file:line: what is wrong and how
 // to fix it; unknown keys are errors, so a typo never drops a check.
 //
+// # Conversations
+//
+// An agent that runs subagents, or several sessions at once, interleaves
+// the requests of several conversations. A script gives each its own
+// turns; a request goes to the first conversation whose match holds
+// (every key given must hold) and gets that conversation's next turn:
+//
+//	conversations:
+//	  - name: main                            # default: its number
+//	    match: {system_contains: "official CLI for Claude"}
+//	    turns: [...]
+//	  - name: explore
+//	    match: {header: explore}              # the X-Retrace-Conversation request header
+//	    turns: [...]                          # or first_user_contains: TEXT
+//
+// A request that matches no conversation gets HTTP 400 naming the
+// matchers (ErrNoConversation); TurnError names the conversation; Verify
+// reports unused turns per conversation. Default tool_use ids carry the
+// conversation's number. A `turns:` script can be routed with
+// ScriptOptions.Route instead: RouteHeader gives each ConversationHeader
+// value, RoutePrompt each system prompt and first user message
+// (PromptKey), its own pass over the turns. At most
+// ScriptOptions.MaxConversations are tracked (DefaultMaxConversations);
+// one more is ErrTooManyConversations, never a shared turn sequence.
+//
+// # Replay modes
+//
+// Replay answers from a recording with one of the Mode values, all of
+// which fail closed (a *MissError wrapping llm.ErrReplayMiss, HTTP 500
+// with x-should-retry: false; never a made-up answer or a live call):
+//
+//	ModeOrdered  the n-th request gets the n-th recorded response; with
+//	             RoutePrompt, the n-th of its own conversation
+//	ModeMatch    the response whose recorded request asked the same
+//
+// A request matches a recorded one when it has the same tools (the hash
+// of their definitions), the same system prompt and the same messages,
+// the prompt and each message compared after Normalize (UUIDs,
+// timestamps, dates, clock times, durations, temporary paths and long
+// hex ids replaced by placeholders). The recorded request is rebuilt
+// from its model_request event — the messages it added, on top of the
+// previous request's — and checked against the event's message hashes;
+// one that cannot be rebuilt matches only on the exact hashes. Of several
+// unused matches the first in the recording answers, so a request asked
+// twice gets the two recorded answers in order, and a third time misses.
+// There is no nearest-match fallback: a miss names the recorded request
+// that shares the longest message prefix and the first message that
+// differs, and answers nothing. A recording whose responses do not answer
+// the requests before them (concurrent conversations recorded into one
+// session) is refused at load with ErrMispaired for ModeMatch and
+// RoutePrompt, as serving it would hand one conversation another's reply.
+//
 // # Faults
 //
 //	fault:

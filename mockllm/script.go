@@ -44,17 +44,27 @@ func (e *ScriptError) Error() string {
 
 // TurnError is a request that a script could not answer: it ran out of
 // turns (ErrOutOfTurns) or the request missed an expectation
-// (ErrExpectation). Turn counts from 1.
+// (ErrExpectation). Turn counts from 1, within the conversation.
 type TurnError struct {
-	Turn int
+	// Conversation names the conversation whose turn it is: the name of a
+	// script conversation, or the key of a routed one ("" when the script
+	// has one conversation and does not route).
+	Conversation string
+	Turn         int
 	// Field is the expect field that failed, when Err is ErrExpectation.
 	Field string
 	Msg   string
 	Err   error
 }
 
-// Error formats the problem as "turn N: message".
-func (e *TurnError) Error() string { return fmt.Sprintf("turn %d: %s", e.Turn, e.Msg) }
+// Error formats the problem as "turn N: message", with the conversation
+// first when there is one.
+func (e *TurnError) Error() string {
+	if e.Conversation != "" {
+		return fmt.Sprintf("conversation %s turn %d: %s", e.Conversation, e.Turn, e.Msg)
+	}
+	return fmt.Sprintf("turn %d: %s", e.Turn, e.Msg)
+}
 
 // Unwrap returns ErrOutOfTurns or ErrExpectation.
 func (e *TurnError) Unwrap() error { return e.Err }
@@ -85,8 +95,12 @@ type Fault struct {
 // Reply is what a Source answers one request with: a response, or a
 // failing attempt when Fault.Status is set.
 type Reply struct {
-	// Turn is the 1-based script turn (or recorded response) answering.
+	// Turn is the 1-based script turn (or recorded response) answering,
+	// counted within its conversation.
 	Turn int
+	// Conversation names the conversation that answered ("" when the
+	// source has one and does not route).
+	Conversation string
 	// Response is shared with the source and must not be modified.
 	Response llm.Response
 	Fault    Fault
@@ -102,19 +116,106 @@ type Source interface {
 }
 
 // Script is a scripted model: each request gets the next turn of a YAML
-// script. It is an llm.Provider for in-process use and a Source for the
-// HTTP Server. It is safe for concurrent use.
+// script. A script holds one conversation (`turns:`), or several
+// (`conversations:`, each with its own matcher and turns), so that an
+// agent with subagents or parallel sessions gets each conversation's own
+// next turn however their requests interleave. It is an llm.Provider for
+// in-process use and a Source for the HTTP Server. It is safe for
+// concurrent use.
 type Script struct {
 	name   string
 	model  string
 	repeat bool
-	turns  []turn
+	// convs holds the script's conversations; the `turns:` format has one
+	// whose matcher is empty.
+	convs []conversation
+	// routed is set for the `conversations:` format: requests go to the
+	// first conversation whose matcher holds.
+	routed bool
+	opts   ScriptOptions
 
 	mu       sync.Mutex
-	next     int     // requests answered with a turn (successful attempts)
-	failed   int     // status-fault attempts served for the current turn
-	problems []error // the first maxProblems
-	more     int     // problems beyond those
+	states   map[string]*seqState // per conversation; bounded by opts.MaxConversations
+	order    []*seqState          // the states in the order they began, for Verify
+	problems []error              // the first maxProblems
+	more     int                  // problems beyond those
+}
+
+// ScriptOptions tune how a Script routes requests.
+type ScriptOptions struct {
+	// Route groups the requests of a `turns:` script into conversations,
+	// each playing the turns from the first: RouteHeader per
+	// ConversationHeader value, RoutePrompt per system prompt and first
+	// user message. A `conversations:` script routes by its matchers and
+	// refuses any Route but RouteNone.
+	Route Route
+	// MaxConversations bounds the conversations tracked at once
+	// (DefaultMaxConversations when 0). A request that would start one
+	// more fails with ErrTooManyConversations.
+	MaxConversations int
+}
+
+// conversation is one turn sequence of a script.
+type conversation struct {
+	name  string
+	line  int
+	match matcher
+	turns []turn
+}
+
+// matcher picks the requests of a script conversation; every field set
+// must hold.
+type matcher struct {
+	header            string
+	hasHeader         bool
+	systemContains    string
+	firstUserContains string
+}
+
+func (m *matcher) matches(ctx context.Context, req *llm.Request) bool {
+	if m.hasHeader {
+		if id, ok := ConversationFrom(ctx); !ok || id != m.header {
+			return false
+		}
+	}
+	if m.systemContains != "" && !strings.Contains(req.System, m.systemContains) {
+		return false
+	}
+	if m.firstUserContains != "" {
+		first := ""
+		for i := range req.Messages {
+			if req.Messages[i].Role == trajectory.RoleUser {
+				first = messageText(&req.Messages[i])
+				break
+			}
+		}
+		if !strings.Contains(first, m.firstUserContains) {
+			return false
+		}
+	}
+	return true
+}
+
+func (m *matcher) String() string {
+	var parts []string
+	if m.hasHeader {
+		parts = append(parts, fmt.Sprintf("header %s: %q", ConversationHeader, m.header))
+	}
+	if m.systemContains != "" {
+		parts = append(parts, fmt.Sprintf("system_contains %q", m.systemContains))
+	}
+	if m.firstUserContains != "" {
+		parts = append(parts, fmt.Sprintf("first_user_contains %q", m.firstUserContains))
+	}
+	return strings.Join(parts, " and ")
+}
+
+// seqState is where one conversation is in its turns.
+type seqState struct {
+	conv   int    // index in Script.convs
+	label  string // the conversation's name in errors and replies
+	next   int    // requests answered with a turn (successful attempts)
+	failed int    // status-fault attempts served for the current turn
 }
 
 type turn struct {
@@ -141,11 +242,16 @@ type expectedResult struct {
 
 // LoadScript reads and parses a script file.
 func LoadScript(path string) (*Script, error) {
+	return LoadScriptWith(path, ScriptOptions{})
+}
+
+// LoadScriptWith reads and parses a script file with routing options.
+func LoadScriptWith(path string, opts ScriptOptions) (*Script, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("read mock script: %w", err)
 	}
-	return ParseScript(data, path)
+	return ParseScriptWith(data, path, opts)
 }
 
 // Name implements llm.Provider.
@@ -154,19 +260,41 @@ func (s *Script) Name() string { return "mock" }
 // Model returns the script's model name ("mock-1" when it sets none).
 func (s *Script) Model() string { return s.model }
 
-// Len returns the number of turns in the script.
-func (s *Script) Len() int { return len(s.turns) }
+// Len returns the number of turns in the script, over all conversations.
+func (s *Script) Len() int {
+	n := 0
+	for _, c := range s.convs {
+		n += len(c.turns)
+	}
+	return n
+}
 
-// Used returns how many turns have been answered so far.
+// Conversations returns the names of the script's conversations, in
+// order; a `turns:` script has one, named "".
+func (s *Script) Conversations() []string {
+	out := make([]string, len(s.convs))
+	for i, c := range s.convs {
+		out[i] = c.name
+	}
+	return out
+}
+
+// Used returns how many turns have been answered so far, over all
+// conversations.
 func (s *Script) Used() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.next
+	n := 0
+	for _, st := range s.order {
+		n += st.next
+	}
+	return n
 }
 
 // Verify reports what went wrong over the script's life: every failed
-// expectation, and turns left unused (unless the script repeats). Tests
-// call it at the end, like a strict stub that fails on unused calls.
+// expectation, request that matched no conversation, and turns left
+// unused (unless the script repeats), conversation by conversation.
+// Tests call it at the end, like a strict stub that fails on unused calls.
 func (s *Script) Verify() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -174,11 +302,31 @@ func (s *Script) Verify() error {
 	if s.more > 0 {
 		errs = append(errs, fmt.Errorf("%s: %d more requests failed like the ones above", s.name, s.more))
 	}
-	if !s.repeat && s.next < len(s.turns) {
-		errs = append(errs, fmt.Errorf("%s: %d of %d turns were used; turn %d (line %d) was never requested",
-			s.name, s.next, len(s.turns), s.next+1, s.turns[s.next].line))
+	if s.repeat {
+		return errors.Join(errs...)
+	}
+	begun := map[int]bool{}
+	for _, st := range s.order {
+		begun[st.conv] = true
+		if turns := s.convs[st.conv].turns; st.next < len(turns) {
+			errs = append(errs, fmt.Errorf("%s: %s%d of %d turns were used; turn %d (line %d) was never requested",
+				s.name, conversationPrefix(st.label), st.next, len(turns), st.next+1, turns[st.next].line))
+		}
+	}
+	for i, c := range s.convs {
+		if !begun[i] {
+			errs = append(errs, fmt.Errorf("%s: %s0 of %d turns were used; turn 1 (line %d) was never requested",
+				s.name, conversationPrefix(c.name), len(c.turns), c.turns[0].line))
+		}
 	}
 	return errors.Join(errs...)
+}
+
+func conversationPrefix(label string) string {
+	if label == "" {
+		return ""
+	}
+	return "conversation " + label + ": "
 }
 
 // maxProblems bounds the problems a Script keeps for Verify, so a server
@@ -194,34 +342,112 @@ func (s *Script) problem(err error) {
 	s.more++
 }
 
-// Next implements Source: it checks req against the next turn's
-// expectations and returns that turn's reply, or a failing attempt while
-// the turn's status fault has attempts left.
-func (s *Script) Next(_ context.Context, req *llm.Request) (Reply, error) {
+// state returns the conversation req belongs to, starting it if it is new.
+func (s *Script) state(ctx context.Context, req *llm.Request) (*seqState, error) {
+	conv, key, label := 0, "", ""
+	switch {
+	case s.routed:
+		conv = -1
+		for i := range s.convs {
+			if s.convs[i].match.matches(ctx, req) {
+				conv = i
+				break
+			}
+		}
+		if conv < 0 {
+			id, _ := ConversationFrom(ctx)
+			return nil, fmt.Errorf("%s: %w (%s %q, system prompt %q, first user message %q); the script's conversations match %s",
+				s.name, ErrNoConversation, ConversationHeader, id, clip(req.System, 80), clip(firstUserText(req), 80), s.matchers())
+		}
+		key, label = s.convs[conv].name, s.convs[conv].name
+	case s.opts.Route == RouteHeader:
+		key, _ = ConversationFrom(ctx)
+		label = strconv.Quote(key)
+	case s.opts.Route == RoutePrompt:
+		key = PromptKey(req)
+		label = "prompt:" + key
+	}
+	if st, ok := s.states[key]; ok {
+		return st, nil
+	}
+	maxConv := cmpOrInt(s.opts.MaxConversations, DefaultMaxConversations)
+	if len(s.states) >= maxConv {
+		return nil, fmt.Errorf("%s: %w: %d are tracked and request %s would start another; raise the bound or find out why the agent starts so many conversations",
+			s.name, ErrTooManyConversations, len(s.states), label)
+	}
+	if s.states == nil {
+		s.states = map[string]*seqState{}
+	}
+	st := &seqState{conv: conv, label: label}
+	s.states[key] = st
+	s.order = append(s.order, st)
+	return st, nil
+}
+
+func (s *Script) matchers() string {
+	parts := make([]string, len(s.convs))
+	for i := range s.convs {
+		parts[i] = s.convs[i].name + ": " + s.convs[i].match.String()
+	}
+	return strings.Join(parts, "; ")
+}
+
+// firstUserText is the text of the request's first user message, for
+// error messages.
+func firstUserText(req *llm.Request) string {
+	for i := range req.Messages {
+		if req.Messages[i].Role == trajectory.RoleUser {
+			return strings.TrimSuffix(messageText(&req.Messages[i]), "\n")
+		}
+	}
+	return ""
+}
+
+func cmpOrInt(a, b int) int {
+	if a > 0 {
+		return a
+	}
+	return b
+}
+
+// Next implements Source: it finds the request's conversation, checks req
+// against that conversation's next turn and returns the turn's reply, or
+// a failing attempt while the turn's status fault has attempts left.
+func (s *Script) Next(ctx context.Context, req *llm.Request) (Reply, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	idx := s.next
-	if idx >= len(s.turns) {
-		if !s.repeat || len(s.turns) == 0 {
-			err := &TurnError{Turn: idx + 1, Err: ErrOutOfTurns,
-				Msg: fmt.Sprintf("the script %s has %d turns and this is request %d; add a turn to the script or find out why the agent called the model again", s.name, len(s.turns), idx+1)}
-			s.problem(err)
-			return Reply{}, err
-		}
-		idx %= len(s.turns)
-	}
-	t := &s.turns[idx]
-	if err := t.expect.check(idx+1, req); err != nil {
+	st, err := s.state(ctx, req)
+	if err != nil {
 		s.problem(err)
 		return Reply{}, err
 	}
-	if t.fault.Status != 0 && s.failed < t.fault.Times {
-		s.failed++
-		return Reply{Turn: idx + 1, Fault: Fault{Status: t.fault.Status, RetryAfter: t.fault.RetryAfter, Times: t.fault.Times}}, nil
+	turns := s.convs[st.conv].turns
+	idx := st.next
+	if idx >= len(turns) {
+		if !s.repeat {
+			err := &TurnError{Conversation: st.label, Turn: idx + 1, Err: ErrOutOfTurns,
+				Msg: fmt.Sprintf("the script %s has %d turns here and this is request %d; add a turn to the script or find out why the agent called the model again", s.name, len(turns), idx+1)}
+			s.problem(err)
+			return Reply{}, err
+		}
+		idx %= len(turns)
 	}
-	s.failed = 0
-	s.next++
-	r := Reply{Turn: idx + 1, Response: t.resp, Fault: t.fault}
+	t := &turns[idx]
+	if err := t.expect.check(idx+1, req); err != nil {
+		var te *TurnError
+		if errors.As(err, &te) {
+			te.Conversation = st.label
+		}
+		s.problem(err)
+		return Reply{}, err
+	}
+	if t.fault.Status != 0 && st.failed < t.fault.Times {
+		st.failed++
+		return Reply{Turn: idx + 1, Conversation: st.label, Fault: Fault{Status: t.fault.Status, RetryAfter: t.fault.RetryAfter, Times: t.fault.Times}}, nil
+	}
+	st.failed = 0
+	st.next++
+	r := Reply{Turn: idx + 1, Conversation: st.label, Response: t.resp, Fault: t.fault}
 	r.Fault.Status, r.Fault.RetryAfter, r.Fault.Times = 0, 0, 0
 	r.Response.Model = cmpOr(req.Model, s.model)
 	if !t.usageScript {
@@ -367,6 +593,11 @@ func estimateTokens(req *llm.Request) int64 {
 
 // ParseScript parses a script; name is used in error messages (the file path).
 func ParseScript(data []byte, name string) (*Script, error) {
+	return ParseScriptWith(data, name, ScriptOptions{})
+}
+
+// ParseScriptWith parses a script with routing options.
+func ParseScriptWith(data []byte, name string, opts ScriptOptions) (*Script, error) {
 	p := &parser{file: name}
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
@@ -375,12 +606,19 @@ func ParseScript(data []byte, name string) (*Script, error) {
 	if doc.Kind != yaml.DocumentNode || len(doc.Content) == 0 {
 		return nil, &ScriptError{File: name, Line: 1, Msg: "the script is empty; it needs at least `turns:` with one turn (see `retrace mock serve --help`)"}
 	}
-	s := &Script{name: name, model: "mock-1"}
-	fields, err := p.fields(doc.Content[0], "the script", "model", "repeat", "turns")
+	if opts.MaxConversations < 0 {
+		return nil, &ScriptError{File: name, Msg: "the bound on conversations must not be negative"}
+	}
+	if opts.Route < RouteNone || opts.Route > RoutePrompt {
+		return nil, &ScriptError{File: name, Msg: fmt.Sprintf("unknown conversation route %s; use one of %s", opts.Route, strings.Join(Routes, ", "))}
+	}
+	s := &Script{name: name, model: "mock-1", opts: opts}
+	root := doc.Content[0]
+	fields, err := p.fields(root, "the script", "model", "repeat", "turns", "conversations")
 	if err != nil {
 		return nil, err
 	}
-	var turnsNode *yaml.Node
+	var turnsNode, convsNode *yaml.Node
 	for _, f := range fields {
 		switch f.key {
 		case "model":
@@ -393,26 +631,148 @@ func ParseScript(data []byte, name string) (*Script, error) {
 			}
 		case "turns":
 			turnsNode = f.val
+		case "conversations":
+			convsNode = f.val
 		}
 	}
+	switch {
+	case turnsNode != nil && convsNode != nil:
+		return nil, p.errf(convsNode, "the script has both `turns:` and `conversations:`; put the turns in a conversation or drop `conversations:`")
+	case convsNode != nil:
+		if opts.Route != RouteNone {
+			return nil, p.errf(convsNode, "a script with `conversations:` routes requests by each conversation's `match:`; drop --route %s", opts.Route)
+		}
+		return p.conversations(s, convsNode)
+	}
 	if turnsNode == nil || turnsNode.Kind != yaml.SequenceNode || len(turnsNode.Content) == 0 {
-		at := doc.Content[0]
+		at := root
 		if turnsNode != nil {
 			at = turnsNode
 		}
-		return nil, p.errf(at, "`turns` must be a list with at least one turn, e.g. `turns: [{content: [{text: Done.}]}]`")
+		return nil, p.errf(at, "`turns` must be a list with at least one turn, e.g. `turns: [{content: [{text: Done.}]}]` (or use `conversations:`)")
 	}
-	for i, tn := range turnsNode.Content {
+	c := conversation{line: turnsNode.Line}
+	if c.turns, err = p.turns(turnsNode); err != nil {
+		return nil, err
+	}
+	s.convs = []conversation{c}
+	return s, nil
+}
+
+// turns parses a list of turns.
+func (p *parser) turns(n *yaml.Node) ([]turn, error) {
+	out := make([]turn, 0, len(n.Content))
+	for i, tn := range n.Content {
 		t, err := p.turn(tn, i+1)
 		if err != nil {
 			return nil, err
 		}
-		s.turns = append(s.turns, t)
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+// conversations parses the `conversations:` list: each item has a name,
+// a match and its own turns.
+func (p *parser) conversations(s *Script, n *yaml.Node) (*Script, error) {
+	if n.Kind != yaml.SequenceNode || len(n.Content) == 0 {
+		return nil, p.errf(n, "`conversations` must be a list with at least one conversation, e.g. `conversations: [{name: main, match: {header: main}, turns: [{content: [{text: Done.}]}]}]`")
+	}
+	s.routed = true
+	names := map[string]int{}
+	matchers := map[matcher]int{}
+	for i, cn := range n.Content {
+		c := conversation{line: cn.Line, name: fmt.Sprintf("%d", i+1)}
+		what := fmt.Sprintf("conversation %d", i+1)
+		fields, err := p.fields(cn, what, "name", "match", "turns")
+		if err != nil {
+			return nil, err
+		}
+		var matchNode, turnsNode *yaml.Node
+		for _, f := range fields {
+			switch f.key {
+			case "name":
+				if c.name, err = p.str(f.val, what+" name"); err != nil {
+					return nil, err
+				}
+				if c.name == "" {
+					return nil, p.errf(f.val, "%s name must not be empty", what)
+				}
+				if line, dup := names[c.name]; dup {
+					return nil, p.errf(f.val, "%s: the name %q is already used by the conversation at line %d; names must be unique", what, c.name, line)
+				}
+				names[c.name] = f.val.Line
+				what = "conversation " + c.name
+			case "match":
+				matchNode = f.val
+			case "turns":
+				turnsNode = f.val
+			}
+		}
+		if matchNode == nil {
+			return nil, p.errf(cn, "%s needs a `match:` saying which requests are its own: {header: VALUE} (the %s request header), {system_contains: TEXT} or {first_user_contains: TEXT}", what, ConversationHeader)
+		}
+		if c.match, err = p.matcher(matchNode, what); err != nil {
+			return nil, err
+		}
+		if line, dup := matchers[c.match]; dup {
+			return nil, p.errf(matchNode, "%s matches exactly as the conversation at line %d, so it would never get a request; make its match differ", what, line)
+		}
+		matchers[c.match] = matchNode.Line
+		if turnsNode == nil || turnsNode.Kind != yaml.SequenceNode || len(turnsNode.Content) == 0 {
+			at := cn
+			if turnsNode != nil {
+				at = turnsNode
+			}
+			return nil, p.errf(at, "%s: `turns` must be a list with at least one turn", what)
+		}
+		p.where, p.conv = what+" ", i+1
+		if c.turns, err = p.turns(turnsNode); err != nil {
+			return nil, err
+		}
+		p.where, p.conv = "", 0
+		s.convs = append(s.convs, c)
 	}
 	return s, nil
 }
 
-type parser struct{ file string }
+func (p *parser) matcher(n *yaml.Node, what string) (matcher, error) {
+	var m matcher
+	fields, err := p.fields(n, what+" match", "header", "system_contains", "first_user_contains")
+	if err != nil {
+		return m, err
+	}
+	for _, f := range fields {
+		var v string
+		if v, err = p.str(f.val, what+" match."+f.key); err != nil {
+			return m, err
+		}
+		if v == "" {
+			return m, p.errf(f.val, "%s match.%s must not be empty (an empty text matches every request)", what, f.key)
+		}
+		switch f.key {
+		case "header":
+			m.header, m.hasHeader = v, true
+		case "system_contains":
+			m.systemContains = v
+		case "first_user_contains":
+			m.firstUserContains = v
+		}
+	}
+	if m == (matcher{}) {
+		return m, p.errf(n, "%s match needs at least one of header, system_contains, first_user_contains", what)
+	}
+	return m, nil
+}
+
+type parser struct {
+	file string
+	// where prefixes the turn names of errors inside a conversation
+	// ("conversation main "), and conv numbers it (from 1) in default
+	// tool_use ids, so that two conversations never share an id.
+	where string
+	conv  int
+}
 
 type field struct {
 	key string
@@ -506,7 +866,7 @@ func (p *parser) duration(n *yaml.Node, what string) (time.Duration, error) {
 var stopReasons = []string{"end_turn", "tool_use", "max_tokens", "stop_sequence", "pause_turn", "refusal", "model_context_window_exceeded"}
 
 func (p *parser) turn(n *yaml.Node, no int) (turn, error) {
-	what := fmt.Sprintf("turn %d", no)
+	what := fmt.Sprintf("%sturn %d", p.where, no)
 	t := turn{line: n.Line}
 	fields, err := p.fields(n, what, "expect", "content", "stop_reason", "usage", "fault")
 	if err != nil {
@@ -656,7 +1016,7 @@ func (p *parser) expect(n *yaml.Node, what string) (expectation, error) {
 }
 
 func (p *parser) content(n *yaml.Node, no int) ([]trajectory.ContentBlock, error) {
-	what := fmt.Sprintf("turn %d content", no)
+	what := fmt.Sprintf("%sturn %d content", p.where, no)
 	if n.Kind != yaml.SequenceNode {
 		return nil, p.errf(n, "%s must be a list of blocks such as [{text: Hello}]", what)
 	}
@@ -700,7 +1060,7 @@ func (p *parser) content(n *yaml.Node, no int) ([]trajectory.ContentBlock, error
 }
 
 func (p *parser) toolUse(n *yaml.Node, turnNo, blockNo int) (trajectory.ContentBlock, error) {
-	what := fmt.Sprintf("turn %d tool_use", turnNo)
+	what := fmt.Sprintf("%sturn %d tool_use", p.where, turnNo)
 	b := trajectory.ContentBlock{Type: trajectory.BlockToolUse}
 	fields, err := p.fields(n, what, "id", "name", "input")
 	if err != nil {
@@ -733,6 +1093,9 @@ func (p *parser) toolUse(n *yaml.Node, turnNo, blockNo int) (trajectory.ContentB
 	}
 	if b.ID == "" {
 		b.ID = fmt.Sprintf("toolu_mock_%d_%d", turnNo, blockNo)
+		if p.conv > 0 {
+			b.ID = fmt.Sprintf("toolu_mock_c%d_%d_%d", p.conv, turnNo, blockNo)
+		}
 	}
 	return b, nil
 }

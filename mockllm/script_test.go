@@ -327,17 +327,37 @@ func FuzzParseScript(f *testing.F) {
 		f.Add(data)
 	}
 	f.Add([]byte("turns: [{content: [{tool_use: {name: x, input: {a: &x [1, *x]}}}]}]"))
+	f.Add([]byte("conversations:\n  - {name: a, match: {header: a}, turns: [{content: [{text: x}]}]}\n  - {match: {system_contains: s, first_user_contains: u}, turns: [{content: [{tool_use: {name: r}}]}]}\n"))
+	f.Add([]byte("conversations: [{name: &n a, match: {header: *n}, turns: [{content: [{text: x}]}]}]"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		s, err := ParseScript(data, "fuzz.yaml")
-		if err != nil {
-			var se *ScriptError
-			if !errors.As(err, &se) {
-				t.Fatalf("error %v is not a *ScriptError", err)
-			}
-			return
+		// Parse it plain and routed by header; a conversations script
+		// refuses the route, so both paths are exercised.
+		for _, route := range []Route{RouteNone, RouteHeader} {
+			fuzzScript(t, data, route)
 		}
-		for i := 0; i < s.Len(); i++ {
-			rep, err := s.Next(context.Background(), &llm.Request{})
+	})
+}
+
+// fuzzScript parses data and plays every turn of it, from two
+// conversations, checking that nothing but the documented errors comes out.
+func fuzzScript(t *testing.T, data []byte, route Route) {
+	s, err := ParseScriptWith(data, "fuzz.yaml", ScriptOptions{Route: route, MaxConversations: 1})
+	if err != nil {
+		var se *ScriptError
+		if !errors.As(err, &se) {
+			t.Fatalf("error %v is not a *ScriptError", err)
+		}
+		return
+	}
+	req := &llm.Request{System: "s", Messages: []trajectory.Message{userText("u")}}
+	for _, id := range []string{"a", "b"} {
+		ctx := WithConversation(context.Background(), id)
+		for range min(s.Len(), 64) {
+			rep, err := s.Next(ctx, req)
+			var te *TurnError
+			if err != nil && !errors.As(err, &te) && !errors.Is(err, ErrNoConversation) && !errors.Is(err, ErrTooManyConversations) {
+				t.Fatalf("Next: %v is none of the documented errors", err)
+			}
 			if err != nil {
 				continue
 			}
@@ -347,5 +367,6 @@ func FuzzParseScript(f *testing.F) {
 				}
 			}
 		}
-	})
+	}
+	_ = s.Verify()
 }

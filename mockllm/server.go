@@ -110,8 +110,12 @@ type Logged struct {
 	Stream  bool
 	// Status is the HTTP status answered.
 	Status int
-	// Turn is the script turn that answered (0 when none did).
+	// Turn is the script turn that answered (0 when none did), counted
+	// within its conversation.
 	Turn int
+	// Conversation names the conversation that answered, when the source
+	// routes (see Reply.Conversation).
+	Conversation string
 	// Error is the error message sent, when Status is not 200.
 	Error string
 	// Response is the reply sent, when Status is 200 on a model endpoint.
@@ -166,7 +170,7 @@ func (c Cut) String() string {
 
 // loggedHeaders are the request headers a Logged keeps.
 var loggedHeaders = []string{"Content-Type", "Accept", "Anthropic-Version", "Anthropic-Beta", "User-Agent",
-	"X-Stainless-Retry-Count", "X-Stainless-Lang", "X-Stainless-Timeout", "Openai-Beta", "Idempotency-Key"}
+	"X-Stainless-Retry-Count", "X-Stainless-Lang", "X-Stainless-Timeout", "Openai-Beta", "Idempotency-Key", ConversationHeader}
 
 // Server is a mock model API over HTTP: Anthropic Messages, OpenAI Chat
 // Completions and OpenAI Responses, each in JSON and SSE, answered from a
@@ -467,12 +471,16 @@ func (x *exchange) handleModelCall() {
 		x.failAPI(apiErr)
 		return
 	}
-	rep, err := x.s.src.Next(x.r.Context(), req)
+	ctx := x.r.Context()
+	if v := x.r.Header.Values(ConversationHeader); len(v) > 0 {
+		ctx = WithConversation(ctx, v[0])
+	}
+	rep, err := x.s.src.Next(ctx, req)
 	if err != nil {
 		x.sourceError(err)
 		return
 	}
-	x.lg.Turn = rep.Turn
+	x.lg.Turn, x.lg.Conversation = rep.Turn, rep.Conversation
 	if f := rep.Fault; f.Status != 0 {
 		x.lg.Status = f.Status
 		x.accept()
@@ -505,11 +513,13 @@ func (x *exchange) sourceError(err error) {
 	var te *TurnError
 	switch {
 	case errors.As(err, &te) && errors.Is(err, ErrExpectation):
-		x.lg.Turn = te.Turn
+		x.lg.Turn, x.lg.Conversation = te.Turn, te.Conversation
 		x.fail(http.StatusBadRequest, errInvalidRequest, "mock script: "+err.Error(), te.Field)
 	case errors.As(err, &te):
-		x.lg.Turn = te.Turn
+		x.lg.Turn, x.lg.Conversation = te.Turn, te.Conversation
 		x.fail(http.StatusInternalServerError, errServer, "mock script: "+err.Error(), "")
+	case errors.Is(err, ErrNoConversation):
+		x.fail(http.StatusBadRequest, errInvalidRequest, "mock script: "+err.Error(), "")
 	default:
 		x.fail(http.StatusInternalServerError, errServer, "mock: "+err.Error(), "")
 	}

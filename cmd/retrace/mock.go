@@ -23,6 +23,9 @@ type mockServeOptions struct {
 	replay string
 	record string
 	addr   string
+	// mode and route are the --mode and --route names, parsed in runMockServe.
+	mode, route string
+	strict      bool
 	// The server's timeouts; 0 takes mockllm's default (the flags refuse 0).
 	readHeaderTimeout, readTimeout, idleTimeout time.Duration
 }
@@ -36,7 +39,7 @@ func newMockCmd(sys *IO) *cobra.Command {
 	}
 	opts := &mockServeOptions{}
 	serve := &cobra.Command{
-		Use:   "serve (--script FILE | --from RUN.jsonl) [--addr 127.0.0.1:0] [--record DIR]",
+		Use:   "serve (--script FILE | --from RUN.jsonl) [--mode ordered|match] [--route none|header|prompt] [--strict] [--addr 127.0.0.1:0] [--record DIR]",
 		Short: "Serve a scripted (or replayed) model over HTTP until interrupted",
 		Long: `Serve starts an HTTP server that answers like the Anthropic Messages API
 (POST /v1/messages, /v1/messages/count_tokens), the OpenAI Chat Completions
@@ -56,6 +59,41 @@ Each request gets the next turn of the script. A script is YAML:
       content: [{text: "Done."}]
       fault: {status: 529, retry_after: 1s, times: 1}   # optional: 429/500/529,
         # max_tokens_in_tool_use, missing_stop_reason, stall: 5s, malformed_sse
+
+An agent that runs subagents, or several sessions at once, interleaves
+the requests of several conversations. A script can give each its own
+turns; a request goes to the first conversation whose match holds, and
+gets that conversation's next turn:
+
+  conversations:
+    - name: main
+      match: {system_contains: "You are Claude Code"}   # or header: VALUE,
+      turns: [...]                                     # first_user_contains: TEXT
+    - name: explore
+      match: {header: explore}    # the X-Retrace-Conversation request header
+      turns: [...]
+
+A request that matches no conversation gets 400 naming the matchers.
+With the plain turns: format, --route gives each conversation its own
+pass over the turns: --route header per X-Retrace-Conversation value,
+--route prompt per system prompt and first user message (at most 1024
+conversations at once; one more is an error, never a shared turn).
+
+--from RUN.jsonl answers with a recording's model responses. --mode
+picks which one answers a request; every mode fails closed (a request
+with no recorded answer gets HTTP 500 with x-should-retry: false, never
+a made-up answer or a live call):
+
+  ordered  the n-th request gets the n-th recorded response (default);
+           with --route prompt, the n-th of its own conversation. Each
+           request is compared with the recorded one at its place and
+           the first difference is logged.
+  match    the response whose recorded request asked the same: the same
+           system prompt, tools and messages, after the volatile parts
+           (UUIDs, timestamps, dates, clock times, durations, /tmp paths,
+           hex ids) are normalised. Interleaving does not matter, so
+           concurrent conversations replay in any order. A miss names the
+           closest recorded request and the first message that differs.
 
 Requests are validated like the real APIs: a tool_use without its
 tool_result (or a tool message answering no call) gets HTTP 400 with the
@@ -83,14 +121,18 @@ nothing, sends its request too slowly or leaves its connection idle is cut
 when a timeout runs out, with a log line naming the client and the
 timeout.
 
-The server stops on Ctrl-C or SIGTERM and then reports turns that were
-never requested.
+The server stops on Ctrl-C or SIGTERM and then reports, per
+conversation, turns (or recorded responses) never requested and every
+request it could not answer. With --strict any of those makes it exit 3.
 
 Exit codes: 0 stopped cleanly, 2 bad flags or an invalid script (printed
-as file:line: what is wrong), 1 the server could not start.`,
+as file:line: what is wrong), 1 the server could not start, 3 with
+--strict: an expectation failed, a request missed, or turns were unused.`,
 		Example: `  retrace mock serve --script mockllm/testdata/read_then_answer.yaml
   retrace mock serve --script turns.yaml --addr 127.0.0.1:8089
-  retrace mock serve --from .retrace/runs/20261130-090000.jsonl`,
+  retrace mock serve --from .retrace/runs/20261130-090000.jsonl
+  retrace mock serve --from run.jsonl --mode match --strict
+  retrace mock serve --script turns.yaml --route header`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			for _, t := range []struct {
@@ -107,7 +149,10 @@ as file:line: what is wrong), 1 the server could not start.`,
 		},
 	}
 	serve.Flags().StringVar(&opts.script, "script", "", "YAML script of turns to answer with")
-	serve.Flags().StringVar(&opts.replay, "from", "", "recorded trajectory: answer with its model responses, in order, and log where each request differs from the recorded one")
+	serve.Flags().StringVar(&opts.replay, "from", "", "recorded trajectory: answer with its model responses (see --mode), and log where each request differs from the recorded one")
+	serve.Flags().StringVar(&opts.mode, "mode", "ordered", "with --from, which recorded response answers a request: ordered (the next one) or match (the one whose recorded request asked the same, after normalisation)")
+	serve.Flags().StringVar(&opts.route, "route", "none", "group requests into conversations, each with its own turns: none, header (the X-Retrace-Conversation header; --script only) or prompt (system prompt and first user message)")
+	serve.Flags().BoolVar(&opts.strict, "strict", false, "exit 3 at shutdown when a request missed an expectation or a recorded answer, or turns were left unused")
 	serve.Flags().StringVar(&opts.addr, "addr", "127.0.0.1:0", "address to listen on (port 0 picks a free port)")
 	serve.Flags().StringVar(&opts.record, "record", "", "record the agent's conversation as a trajectory in this directory (model requests and responses, and the tool results the agent sends back)")
 	serve.Flags().DurationVar(&opts.readHeaderTimeout, "read-header-timeout", mockllm.DefaultReadHeaderTimeout, "cut a client that has not sent a request's headers this long after connecting or starting the request")
@@ -122,11 +167,24 @@ func runMockServe(ctx context.Context, sys *IO, opts *mockServeOptions) error {
 	if (opts.script == "") == (opts.replay == "") {
 		return usage(errors.New("give exactly one of --script FILE or --from RUN.jsonl"))
 	}
+	mode, err := mockllm.ParseMode(cmpOrStr(opts.mode, "ordered"))
+	if err != nil {
+		return usage(fmt.Errorf("--mode: %w", err))
+	}
+	route, err := mockllm.ParseRoute(cmpOrStr(opts.route, "none"))
+	if err != nil {
+		return usage(fmt.Errorf("--route: %w", err))
+	}
 	var src mockllm.Source
-	var script *mockllm.Script
+	// verify reports, at shutdown, what the source could not answer and
+	// what it had left unused.
+	var verify func() error
 	var checker *mockllm.RequestChecker
 	if opts.script != "" {
-		s, err := mockllm.LoadScript(opts.script)
+		if mode != mockllm.ModeOrdered {
+			return usage(fmt.Errorf("--mode %s needs --from: a script has no recorded requests to match; its turns' expect: checks the requests", mode))
+		}
+		s, err := mockllm.LoadScriptWith(opts.script, mockllm.ScriptOptions{Route: route})
 		var se *mockllm.ScriptError
 		switch {
 		case errors.As(err, &se) || errors.Is(err, fs.ErrNotExist):
@@ -134,13 +192,23 @@ func runMockServe(ctx context.Context, sys *IO, opts *mockServeOptions) error {
 		case err != nil:
 			return err
 		}
-		src, script = s, s
+		src, verify = s, s.Verify
 	} else {
 		events, err := trajectory.ReadFile(opts.replay)
 		if err != nil {
 			return invalid(err)
 		}
-		src, checker = mockllm.NewReplay(events), mockllm.NewRequestChecker(events)
+		r, err := mockllm.NewReplayWith(events, mockllm.ReplayOptions{Mode: mode, Route: route})
+		switch {
+		case errors.Is(err, mockllm.ErrMispaired):
+			return invalid(fmt.Errorf("--from %s: %w", opts.replay, err))
+		case err != nil:
+			return usage(fmt.Errorf("--from %s: %w", opts.replay, err))
+		}
+		src, verify = r, r.Verify
+		if mode == mockllm.ModeOrdered && route == mockllm.RouteNone {
+			checker = mockllm.NewRequestChecker(events)
+		}
 	}
 	var rec *lazyRecorder
 	var transcript *mockllm.Transcript
@@ -203,14 +271,23 @@ func runMockServe(ctx context.Context, sys *IO, opts *mockServeOptions) error {
 			return err
 		}
 	}
-	if script != nil {
-		if err := script.Verify(); err != nil {
-			for _, line := range strings.Split(err.Error(), "\n") {
-				fmt.Fprintln(sys.Err, "note: "+line)
-			}
+	if err := verify(); err != nil {
+		for _, line := range strings.Split(err.Error(), "\n") {
+			fmt.Fprintln(sys.Err, "note: "+line)
+		}
+		if opts.strict {
+			fmt.Fprintln(sys.Err, "retrace: --strict: the session did not go as scripted (see the notes above)")
+			return &exitError{code: ExitGate, err: errReported}
 		}
 	}
 	return nil
+}
+
+func cmpOrStr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
 }
 
 // closeRecording ends the recorded session and says where it is.
@@ -321,6 +398,9 @@ func (l *lazyRecorder) Close() (recorder.Stats, error) {
 func mockLogLine(l mockllm.Logged) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s %s %s %d %s", l.Time.Format("15:04:05.000"), l.Method, l.Path, l.Status, l.Endpoint)
+	if l.Conversation != "" {
+		fmt.Fprintf(&b, " conversation=%s", l.Conversation)
+	}
 	if l.Turn > 0 {
 		fmt.Fprintf(&b, " turn=%d", l.Turn)
 	}
