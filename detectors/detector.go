@@ -104,7 +104,7 @@ type sqlDetector struct {
 	file string
 }
 
-func (d *sqlDetector) Info() Info               { return d.info }
+func (d *sqlDetector) Info() Info                 { return d.info }
 func (d *sqlDetector) Session(*Session) []Finding { return nil }
 
 // SQL returns the detector's query.
