@@ -20,11 +20,10 @@ func detect(t testing.TB, ds []Detector, paths ...string) Report {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	load, err := db.Load(ctx, paths...)
-	if err != nil {
+	if _, err := db.Load(ctx, paths...); err != nil {
 		t.Fatal(err)
 	}
-	rep, err := Run(ctx, db, load, ds)
+	rep, err := Run(ctx, db, ds)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,8 +19,9 @@
 //
 // Detectors use only what the trajectory contract carries, so they work on
 // any valid trajectory: recorded by retrace run, by mock serve --record,
-// or imported. Parquet exports and stdin are seen by the SQL detectors
-// only (Report.Unread lists them): a stream cannot be read twice.
+// or imported. Stdin, pipes, and Parquet exports whose trajectory files
+// are gone are seen by the SQL detectors only (Report.Unread lists them):
+// the Go detectors read the files again, and a stream cannot be read twice.
 //
 // The catalog (retrace detect --list prints the same):
 //

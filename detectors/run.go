@@ -24,9 +24,9 @@ type Report struct {
 	// Sessions and Events count what the Go detectors read.
 	Sessions int `json:"sessions"`
 	Events   int `json:"events"`
-	// Unread lists the inputs only the SQL detectors saw: Parquet exports,
-	// stdin and other streams cannot be read a second time for the Go
-	// detectors over the event stream.
+	// Unread lists the trajectory files only the SQL detectors saw: the Go
+	// detectors read the files again, and stdin, a pipe, or the source of
+	// a Parquet export that is no longer there cannot be.
 	Unread []string `json:"unread,omitempty"`
 }
 
@@ -50,12 +50,14 @@ func (r Report) Worst() Severity {
 	return w
 }
 
-// Run runs ds over what load put into db: the SQL detectors over the
+// Run runs ds over what is loaded into db: the SQL detectors over the
 // views, and the Go detectors over each session's events, read again from
-// the trajectory files load names (the files a lenient load left out are
-// left out here too, its skipped lines skipped and its dropped events
-// dropped, so both kinds see the same events).
-func Run(ctx context.Context, db *metrics.DB, load metrics.LoadReport, ds []Detector) (Report, error) {
+// the trajectory files the events were loaded from (the file column), so
+// the files a lenient load left out are left out here too; the lines it
+// skipped are skipped and the events it dropped dropped, so both kinds of
+// detector see the same events. A file that is no longer there, or is not
+// a regular file (stdin, a pipe), is listed in Report.Unread.
+func Run(ctx context.Context, db *metrics.DB, ds []Detector) (Report, error) {
 	rep := Report{Findings: []Finding{}}
 	for _, d := range ds {
 		rep.Detectors = append(rep.Detectors, d.Info())
@@ -67,19 +69,20 @@ func Run(ctx context.Context, db *metrics.DB, load metrics.LoadReport, ds []Dete
 		}
 		rep.Findings = append(rep.Findings, fs...)
 	}
-	rep.Unread = append(rep.Unread, load.Parquet...)
-	for _, fr := range load.Files {
-		if fr.Err != nil {
-			continue
-		}
-		if info, err := os.Stat(fr.File); fr.File == trajectory.StdinName || err != nil || !info.Mode().IsRegular() {
-			rep.Unread = append(rep.Unread, fr.File)
+	files, err := db.Query(ctx, "SELECT DISTINCT file FROM raw_events WHERE file IS NOT NULL ORDER BY file")
+	if err != nil {
+		return rep, fmt.Errorf("detect: %w", err)
+	}
+	for _, row := range files.Rows {
+		file := text(row[0])
+		if info, err := os.Stat(file); file == trajectory.StdinName || err != nil || !info.Mode().IsRegular() {
+			rep.Unread = append(rep.Unread, file)
 			continue
 		}
 		if err := ctx.Err(); err != nil {
 			return rep, err
 		}
-		if err := readSessions(fr.File, func(s *Session) {
+		if err := readSessions(file, func(s *Session) {
 			rep.Sessions++
 			rep.Events += len(s.Events)
 			for _, d := range ds {
