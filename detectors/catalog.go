@@ -66,8 +66,10 @@ var catalog = []Detector{
 	&goDetector{check: hallucinatedTool, info: Info{
 		ID: "hallucinated_tool", Severity: SeverityWarning, Title: "call to a tool that was not offered",
 		About: "A model_response calls a tool whose name was not in the tool_names of the request it " +
-			"answers. The finding says how the call was answered; it is an error when the call ran " +
-			"and succeeded anyway, since then the executor ran a tool the model was never shown.",
+			"answers. The finding says how the call was answered: info when the harness answered " +
+			"not_found (the model's signal, handled), warning when it was answered some other way " +
+			"or not at all, error when it ran and succeeded, since then the executor ran a tool the " +
+			"model was never shown.",
 		Seed:     "§3.4, §10.5, §12.4",
 		NextStep: "Answer calls to unknown tools with a not_found failure naming the tools that exist; if the name is a deferred tool's, check that tool_search loaded it first (seed §10.5, §12.4).",
 	}},
@@ -122,15 +124,24 @@ func unpairedToolUse(d *goDetector, s *Session) []Finding {
 	}
 	var out []Finding
 	var pending []use
+	// compacted is set between a compaction and the next request: the
+	// request then resends the kept tail of the conversation, whose first
+	// tool_results may answer an assistant message that was dropped.
+	compacted := false
 	for _, e := range s.Events {
 		switch p := e.Payload.(type) {
+		case *trajectory.Compaction:
+			pending, compacted = nil, true
 		case *trajectory.ModelResponse:
 			pending = nil
 			for _, b := range p.ToolUses() {
 				pending = append(pending, use{b.ID, b.Name, e})
 			}
 		case *trajectory.ModelRequest:
-			for _, m := range p.NewMessages {
+			for k, m := range p.NewMessages {
+				if compacted && k == 0 && m.Role == trajectory.RoleUser {
+					continue
+				}
 				if m.Role == trajectory.RoleAssistant {
 					pending = nil
 					for _, b := range m.Content {
@@ -168,6 +179,7 @@ func unpairedToolUse(d *goDetector, s *Session) []Finding {
 				}
 				pending = nil
 			}
+			compacted = false
 		}
 	}
 	return out
@@ -223,6 +235,11 @@ func truncatedToolUseExecuted(d *goDetector, s *Session) []Finding {
 			continue
 		}
 		for _, b := range r.ToolUses() {
+			// A tool_use whose input closed before the cut is whole; only
+			// one with a partial input was cut off.
+			if b.PartialInput == "" {
+				continue
+			}
 			j := callOf(s, i+1, b.ID)
 			if j < 0 {
 				continue
@@ -231,11 +248,7 @@ func truncatedToolUseExecuted(d *goDetector, s *Session) []Finding {
 			if !ok || !ran(res) {
 				continue
 			}
-			cut := "its input complete but unconfirmed"
-			if b.PartialInput != "" {
-				cut = fmt.Sprintf("%d bytes of a partial input", len(b.PartialInput))
-			}
-			f := d.finding(s, fmt.Sprintf("tool_use %s (%s) of a max_tokens reply (%s) ran: %s", b.ID, b.Name, cut, res.Type()), e, s.Events[j], res)
+			f := d.finding(s, fmt.Sprintf("tool_use %s (%s) of a max_tokens reply, cut off after %d bytes of its input, ran: %s", b.ID, b.Name, len(b.PartialInput), res.Type()), e, s.Events[j], res)
 			f.ToolUseID = b.ID
 			out = append(out, f)
 		}
@@ -324,6 +337,11 @@ func hallucinatedTool(d *goDetector, s *Session) []Finding {
 							answer, f.Severity = "it ran and succeeded", SeverityError
 						case *trajectory.ToolFailure:
 							answer = "it was answered with a " + string(p.FailureKind) + " failure"
+							if p.FailureKind == trajectory.FailureNotFound {
+								// The harness did its part: this is the
+								// model's signal, worth knowing, not a defect.
+								f.Severity = SeverityInfo
+							}
 						}
 					}
 				}

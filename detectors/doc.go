@@ -37,8 +37,9 @@
 //     last reply's stop reason was missing, unknown or not end-like (§4.5).
 //   - end_turn_with_tool_use (error): an end_turn reply's tool_use never
 //     ran (§4.5 F2).
-//   - hallucinated_tool (warning; error when the call succeeded): a call to
-//     a tool the request did not offer, and how it was answered (§10.5).
+//   - hallucinated_tool (warning; info when answered not_found, error when
+//     the call succeeded): a call to a tool the request did not offer, and
+//     how it was answered (§10.5).
 //   - empty_input_retry (error): more than 3 replies in a row with an empty
 //     tool_use input, a retry without MAX_EMPTY_PARAM_RETRIES (§4.5 F1).
 //
