@@ -33,7 +33,7 @@ var catalog = []Detector{
 		Seed:     "§14.1",
 		NextStep: "Make every path after tool_call end in exactly one tool_success/tool_failure and one tool_end, at the one exit for results (seed §5.8, §14.1).",
 	}},
-	&goDetector{check: unpairedToolUse, info: Info{
+	&goDetector{check: unpairedToolUse, reads: []trajectory.EventType{trajectory.TypeModelRequest, trajectory.TypeModelResponse, trajectory.TypeCompaction}, info: Info{
 		ID: "unpaired_tool_use", Severity: SeverityError, Title: "tool_use and tool_result do not pair",
 		About: "An assistant message's tool_use has no tool_result in the user message that follows it, or a " +
 			"tool_result answers no tool_use of the assistant message before it. Providers reject such " +
@@ -41,14 +41,14 @@ var catalog = []Detector{
 		Seed:     "§2.4, §2.6",
 		NextStep: "Give every tool_use exactly one tool_result in the next request, through one function that builds results (seed §2.6, §5.8).",
 	}},
-	&goDetector{check: truncatedToolUseExecuted, info: Info{
+	&goDetector{check: truncatedToolUseExecuted, reads: []trajectory.EventType{trajectory.TypeModelResponse, trajectory.TypeToolCall, trajectory.TypeToolSuccess, trajectory.TypeToolFailure}, info: Info{
 		ID: "truncated_tool_use_executed", Severity: SeverityError, Title: "a tool_use cut off by max_tokens ran anyway",
 		About: "A model_response stopped at max_tokens holds a tool_use (its input cut off), and a tool_call " +
 			"for that tool_use ran to a result: the tool got an input the model never finished.",
 		Seed:     "§4.4, §4.5",
 		NextStep: "Do not run tool_use blocks of a max_tokens reply; answer them with an error asking for a smaller call (the truncated_tool_use defense, seed §4.5).",
 	}},
-	&goDetector{check: stopReasonAsDone, info: Info{
+	&goDetector{check: stopReasonAsDone, reads: []trajectory.EventType{trajectory.TypeModelResponse, trajectory.TypeSessionEnd}, info: Info{
 		ID: "stop_reason_as_done", Severity: SeverityError, Title: "a session ended as finished on a reply that did not finish",
 		About: "The session_end reason says the model finished (end_turn or stop_sequence), but the last " +
 			"model_response's stop reason is missing, unknown, max_tokens or tool_use: an unrecognised " +
@@ -56,14 +56,14 @@ var catalog = []Detector{
 		Seed:     "§4.4, §4.5",
 		NextStep: "Treat only end_turn and stop_sequence as done, by whitelist; anything else ends the session as an error (seed §4.5, P0-2).",
 	}},
-	&goDetector{check: endTurnWithToolUse, info: Info{
+	&goDetector{check: endTurnWithToolUse, reads: []trajectory.EventType{trajectory.TypeModelResponse, trajectory.TypeToolCall, trajectory.TypeSessionEnd}, info: Info{
 		ID: "end_turn_with_tool_use", Severity: SeverityError, Title: "end_turn with a tool_use that never ran",
 		About: "A model_response says end_turn but still holds tool_use blocks, and no tool_call ran for " +
 			"them: the loop stopped on the stop reason and the user got half a task.",
 		Seed:     "§4.5 F2",
 		NextStep: "Fall through: when an end_turn reply holds tool_use blocks, run them as for tool_use (the end_turn_fallthrough defense, seed §4.5 F2).",
 	}},
-	&goDetector{check: hallucinatedTool, info: Info{
+	&goDetector{check: hallucinatedTool, reads: []trajectory.EventType{trajectory.TypeModelRequest, trajectory.TypeModelResponse, trajectory.TypeToolCall, trajectory.TypeToolSuccess, trajectory.TypeToolFailure}, info: Info{
 		ID: "hallucinated_tool", Severity: SeverityWarning, Title: "call to a tool that was not offered",
 		About: "A model_response calls a tool whose name was not in the tool_names of the request it " +
 			"answers. The finding says how the call was answered: info when the harness answered " +
@@ -73,7 +73,7 @@ var catalog = []Detector{
 		Seed:     "§3.4, §10.5, §12.4",
 		NextStep: "Answer calls to unknown tools with a not_found failure naming the tools that exist; if the name is a deferred tool's, check that tool_search loaded it first (seed §10.5, §12.4).",
 	}},
-	&goDetector{check: emptyInputRetry, info: Info{
+	&goDetector{check: emptyInputRetry, reads: []trajectory.EventType{trajectory.TypeModelResponse}, info: Info{
 		ID: "empty_input_retry", Severity: SeverityError, Title: "empty-input tool_use retried without a cap",
 		About: fmt.Sprintf("More than %d model_responses in a row hold a tool_use with an empty input {}: the "+
 			"harness kept injecting a retry prompt past MAX_EMPTY_PARAM_RETRIES, a loop that feeds "+
@@ -301,7 +301,7 @@ func endTurnWithToolUse(d *goDetector, s *Session) []Finding {
 		if n := len(s.Events); s.Events[n-1].Type() == trajectory.TypeSessionEnd {
 			ev = append(ev, s.Events[n-1])
 		}
-		f := d.finding(s, fmt.Sprintf("the end_turn reply of turn %d holds %d tool_use blocks that never ran: %s", e.Turn, len(unrun), strings.Join(unrun, ", ")), ev...)
+		f := d.finding(s, fmt.Sprintf("the end_turn reply of turn %d holds tool_use blocks that never ran (%d): %s", e.Turn, len(unrun), strings.Join(unrun, ", ")), ev...)
 		f.ToolUseID = strings.Fields(unrun[0])[0]
 		out = append(out, f)
 	}

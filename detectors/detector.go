@@ -38,7 +38,8 @@ type Info struct {
 type Session struct {
 	// ID is the session id; File the trajectory file it was read from.
 	ID, File string
-	// Events are the session's events in seq order.
+	// Events are the session's events in seq order, of the types the
+	// running Go detectors read (the others are not decoded).
 	Events []Located
 }
 
@@ -70,6 +71,9 @@ type Detector interface {
 type goDetector struct {
 	info  Info
 	check func(d *goDetector, s *Session) []Finding
+	// reads lists the event types check looks at; the runner decodes only
+	// the types some detector reads (nil means every type).
+	reads []trajectory.EventType
 }
 
 func (d *goDetector) Info() Info                   { return d.info }
@@ -108,16 +112,20 @@ func (d *sqlDetector) Info() Info                 { return d.info }
 func (d *sqlDetector) Session(*Session) []Finding { return nil }
 
 // SQL returns the detector's query.
-func (d *sqlDetector) SQL() string {
+func (d *sqlDetector) SQL() (string, error) {
 	b, err := sqlFiles.ReadFile("sql/" + d.file)
 	if err != nil {
-		panic("detectors: missing embedded " + d.file) // a build defect, caught by every test
+		return "", fmt.Errorf("detector %s: %w", d.info.ID, err)
 	}
-	return string(b)
+	return string(b), nil
 }
 
 func (d *sqlDetector) Corpus(ctx context.Context, db *metrics.DB) ([]Finding, error) {
-	t, err := db.Query(ctx, d.SQL())
+	q, err := d.SQL()
+	if err != nil {
+		return nil, err
+	}
+	t, err := db.Query(ctx, q)
 	if err != nil {
 		return nil, fmt.Errorf("detector %s: %w", d.info.ID, err)
 	}

@@ -121,8 +121,10 @@ func TestTheCatalogIsDocumentedAndCovered(t *testing.T) {
 				t.Errorf("%s: %v", p, err)
 			}
 		}
-		if sd, ok := d.(*sqlDetector); ok && sd.SQL() == "" {
-			t.Errorf("detector %s has an empty query", in.ID)
+		if sd, ok := d.(*sqlDetector); ok {
+			if q, err := sd.SQL(); err != nil || q == "" {
+				t.Errorf("detector %s has no query: %v", in.ID, err)
+			}
 		}
 	}
 }

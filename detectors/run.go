@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"slices"
+	"sync"
 
 	"github.com/retrace-dev/retrace/metrics"
 	"github.com/retrace-dev/retrace/trajectory"
@@ -73,24 +75,59 @@ func Run(ctx context.Context, db *metrics.DB, ds []Detector) (Report, error) {
 	if err != nil {
 		return rep, fmt.Errorf("detect: %w", err)
 	}
-	for _, row := range files.Rows {
-		file := text(row[0])
-		if info, err := os.Stat(file); file == trajectory.StdinName || err != nil || !info.Mode().IsRegular() {
-			rep.Unread = append(rep.Unread, file)
-			continue
-		}
-		if err := ctx.Err(); err != nil {
-			return rep, err
-		}
-		if err := readSessions(file, func(s *Session) {
-			rep.Sessions++
-			rep.Events += len(s.Events)
-			for _, d := range ds {
-				rep.Findings = append(rep.Findings, d.Session(s)...)
+	// The files are read on every core, each by one worker: sessions do
+	// not span files, and a Go detector is a pure function of a session.
+	type result struct {
+		findings         []Finding
+		sessions, events int
+		unread           bool
+		err              error
+	}
+	skip := skipTypes(ds)
+	results := make([]result, len(files.Rows))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), max(len(files.Rows), 1)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				file, res := text(files.Rows[i][0]), &results[i]
+				if info, err := os.Stat(file); file == trajectory.StdinName || err != nil || !info.Mode().IsRegular() {
+					res.unread = true
+					continue
+				}
+				res.err = readSessions(file, skip, func(s *Session) {
+					res.sessions++
+					res.events += len(s.Events)
+					for _, d := range ds {
+						res.findings = append(res.findings, d.Session(s)...)
+					}
+				})
 			}
-		}); err != nil {
-			return rep, err
+		}()
+	}
+	for i := range files.Rows {
+		if ctx.Err() != nil {
+			break
 		}
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return rep, err
+	}
+	for i, res := range results {
+		if res.err != nil {
+			return rep, res.err
+		}
+		if res.unread {
+			rep.Unread = append(rep.Unread, text(files.Rows[i][0]))
+		}
+		rep.Sessions += res.sessions
+		rep.Events += res.events
+		rep.Findings = append(rep.Findings, res.findings...)
 	}
 	order := map[string]int{}
 	for i, d := range catalog {
@@ -108,16 +145,21 @@ func Run(ctx context.Context, db *metrics.DB, ds []Detector) (Report, error) {
 }
 
 // readSessions reads file and calls fn with each session's events: when
-// its session_end is read, else at the end of the file. Lines that do not
+// its session_end is read, else at the end of the file. Lines of the
+// types in skip are not decoded. Lines that do not
 // decode are skipped and events whose seq does not increase dropped, as a
 // lenient load does; a strict load has refused such a file already.
-func readSessions(file string, fn func(*Session)) error {
+func readSessions(file string, skip map[string]bool, fn func(*Session)) error {
 	fh, err := os.Open(file)
 	if err != nil {
 		return fmt.Errorf("detect: %w", err)
 	}
 	defer fh.Close()
-	dec := trajectory.NewDecoder(fh, file)
+	var r io.Reader = fh
+	if len(skip) > 0 {
+		r = newTypeFilter(fh, skip)
+	}
+	dec := trajectory.NewDecoder(r, file)
 	open := map[string]*Session{}
 	var order []string
 	for {
