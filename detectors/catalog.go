@@ -63,10 +63,10 @@ var catalog = []Detector{
 		Seed:     "§4.5 F2",
 		NextStep: "Fall through: when an end_turn reply holds tool_use blocks, run them as for tool_use (the end_turn_fallthrough defense, seed §4.5 F2).",
 	}},
-	&goDetector{check: hallucinatedTool, reads: []trajectory.EventType{trajectory.TypeModelRequest, trajectory.TypeModelResponse, trajectory.TypeToolCall, trajectory.TypeToolSuccess, trajectory.TypeToolFailure}, info: Info{
+	&goDetector{check: hallucinatedTool, reads: []trajectory.EventType{trajectory.TypeSessionStart, trajectory.TypeModelRequest, trajectory.TypeModelResponse, trajectory.TypeToolCall, trajectory.TypeToolSuccess, trajectory.TypeToolFailure}, info: Info{
 		ID: "hallucinated_tool", Severity: SeverityWarning, Title: "call to a tool that was not offered",
 		About: "A model_response calls a tool whose name was not in the tool_names of the request it " +
-			"answers. The finding says how the call was answered: info when the harness answered " +
+			"answers and is not a deferred tool of the session's catalog. The finding says how the call was answered: info when the harness answered " +
 			"not_found (the model's signal, handled), warning when it was answered some other way " +
 			"or not at all, error when it ran and succeeded, since then the executor ran a tool the " +
 			"model was never shown.",
@@ -311,9 +311,19 @@ func endTurnWithToolUse(d *goDetector, s *Session) []Finding {
 func hallucinatedTool(d *goDetector, s *Session) []Finding {
 	var out []Finding
 	var offered []string
+	// deferred are the catalog's deferred tools: a call to one before
+	// tool_search loaded it is a name the model was told about, not one
+	// it made up (the deferred-tool detectors look at those).
+	deferred := map[string]bool{}
 	haveRequest := false
 	for i, e := range s.Events {
 		switch p := e.Payload.(type) {
+		case *trajectory.SessionStart:
+			for _, t := range p.Tools {
+				if t.Deferred {
+					deferred[t.Name] = true
+				}
+			}
 		case *trajectory.ModelRequest:
 			offered, haveRequest = p.ToolNames, true
 		case *trajectory.ModelResponse:
@@ -321,7 +331,7 @@ func hallucinatedTool(d *goDetector, s *Session) []Finding {
 				continue
 			}
 			for _, b := range p.ToolUses() {
-				if slices.Contains(offered, b.Name) {
+				if slices.Contains(offered, b.Name) || deferred[b.Name] {
 					continue
 				}
 				f := d.finding(s, "", e)

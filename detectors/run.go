@@ -23,7 +23,8 @@ type Report struct {
 	// Findings are sorted worst first: by severity, then detector, file
 	// and line.
 	Findings []Finding `json:"findings"`
-	// Sessions and Events count what the Go detectors read.
+	// Sessions counts the sessions the Go detectors read; Events every
+	// event loaded.
 	Sessions int `json:"sessions"`
 	Events   int `json:"events"`
 	// Unread lists the trajectory files only the SQL detectors saw: the Go
@@ -78,10 +79,10 @@ func Run(ctx context.Context, db *metrics.DB, ds []Detector) (Report, error) {
 	// The files are read on every core, each by one worker: sessions do
 	// not span files, and a Go detector is a pure function of a session.
 	type result struct {
-		findings         []Finding
-		sessions, events int
-		unread           bool
-		err              error
+		findings []Finding
+		sessions int
+		unread   bool
+		err      error
 	}
 	skip := skipTypes(ds)
 	results := make([]result, len(files.Rows))
@@ -99,7 +100,6 @@ func Run(ctx context.Context, db *metrics.DB, ds []Detector) (Report, error) {
 				}
 				res.err = readSessions(file, skip, func(s *Session) {
 					res.sessions++
-					res.events += len(s.Events)
 					for _, d := range ds {
 						res.findings = append(res.findings, d.Session(s)...)
 					}
@@ -118,6 +118,15 @@ func Run(ctx context.Context, db *metrics.DB, ds []Detector) (Report, error) {
 	if err := ctx.Err(); err != nil {
 		return rep, err
 	}
+	// Events counts every loaded event, not only those the Go detectors
+	// decoded.
+	var count metrics.Table
+	if count, err = db.Query(ctx, "SELECT count(*) FROM raw_events"); err != nil {
+		return rep, fmt.Errorf("detect: %w", err)
+	}
+	if n, ok := count.Rows[0][0].(int64); ok {
+		rep.Events = int(n)
+	}
 	for i, res := range results {
 		if res.err != nil {
 			return rep, res.err
@@ -126,7 +135,6 @@ func Run(ctx context.Context, db *metrics.DB, ds []Detector) (Report, error) {
 			rep.Unread = append(rep.Unread, text(files.Rows[i][0]))
 		}
 		rep.Sessions += res.sessions
-		rep.Events += res.events
 		rep.Findings = append(rep.Findings, res.findings...)
 	}
 	order := map[string]int{}
