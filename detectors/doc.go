@@ -38,8 +38,9 @@
 //   - end_turn_with_tool_use (error): an end_turn reply's tool_use never
 //     ran (§4.5 F2).
 //   - hallucinated_tool (warning; info when answered not_found, error when
-//     the call succeeded): a call to a tool the request did not offer, and
-//     how it was answered (§10.5).
+//     the call succeeded): a call to a tool the request did not offer and
+//     the catalog does not hold as deferred, and how it was answered
+//     (§10.5).
 //   - empty_input_retry (error): more than 3 replies in a row with an empty
 //     tool_use input, a retry without MAX_EMPTY_PARAM_RETRIES (§4.5 F1).
 //
@@ -48,7 +49,8 @@
 //   - latency_flattened (warning): the calls of a batch all report the same
 //     duration (§14.7).
 //   - denial_loop (warning): the same call denied 3+ times without the
-//     denial fuse acting (§8.7).
+//     denial fuse acting (§8.7). 3 is the runtime's default fuse_threshold;
+//     a session configured higher is not told apart yet.
 //   - unbounded_label (warning): an error code, hook name or reminder kind
 //     that carries data, or a tool with more than 16 distinct error codes
 //     (§14.5).
