@@ -31,6 +31,9 @@ const bom = "\xef\xbb\xbf"
 type part struct {
 	file     int // index in the files being loaded
 	off, len int64
+	// lines is the number of lines of the file before off, so that the
+	// lines staged for DuckDB carry their number in the file.
+	lines int
 	// stream is set for an input that is not a regular file (stdin, a
 	// named pipe, a device): it is read once, front to back, whatever its
 	// size says.
@@ -228,7 +231,7 @@ func split(files []string) ([]part, int64) {
 			parts = append(parts, part{file: i, len: info.Size()})
 			continue
 		}
-		cuts, err := cutPoints(f, info.Size())
+		cuts, lines, err := cutPoints(f, info.Size())
 		if err != nil {
 			// Checked whole, the file's read error is reported as one.
 			parts = append(parts, part{file: i, len: info.Size()})
@@ -239,18 +242,21 @@ func split(files []string) ([]part, int64) {
 			if k+1 < len(cuts) {
 				end = cuts[k+1]
 			}
-			parts = append(parts, part{file: i, off: off, len: end - off})
+			parts = append(parts, part{file: i, off: off, len: end - off, lines: lines[k]})
 		}
 	}
 	return parts, total
 }
 
 // cutPoints returns the offsets the parts of a file start at: 0, then
-// just after the first newline at or past every partSize bytes.
-func cutPoints(file string, size int64) ([]int64, error) {
+// just after the first newline at or past every partSize bytes, and the
+// number of lines before each. Counting the lines reads the whole file
+// once more, at memory speed; it is what lets every event loaded from a
+// part carry its line in the file.
+func cutPoints(file string, size int64) ([]int64, []int, error) {
 	fh, err := os.Open(file)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer fh.Close()
 	cuts := []int64{0}
@@ -274,11 +280,34 @@ func cutPoints(file string, size int64) ([]int64, error) {
 			break
 		}
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		at += int64(n)
 	}
-	return cuts, nil
+	lines := make([]int, len(cuts))
+	for k := 1; k < len(cuts); k++ {
+		n, err := countLines(io.NewSectionReader(fh, cuts[k-1], cuts[k]-cuts[k-1]), buf)
+		if err != nil {
+			return nil, nil, err
+		}
+		lines[k] = lines[k-1] + n
+	}
+	return cuts, lines, nil
+}
+
+// countLines counts the newlines r holds, reading through buf.
+func countLines(r io.Reader, buf []byte) (int, error) {
+	n := 0
+	for {
+		m, err := r.Read(buf)
+		n += bytes.Count(buf[:m], []byte{'\n'})
+		if errors.Is(err, io.EOF) {
+			return n, nil
+		}
+		if err != nil {
+			return n, err
+		}
+	}
 }
 
 // checkPart validates a part with the trajectory Decoder and stages the
@@ -371,7 +400,7 @@ func (db *DB) checkPart(file string, p part, st *stage) (res partResult) {
 			cur = res.seqs.add(seqRange{session: ev.Session, first: ev.Seq, firstLine: dec.Line()})
 		}
 		res.seqs.ranges[cur].max = ev.Seq
-		if err := st.write(ev.Payload.EventType(), dec.Raw(), name); err != nil {
+		if err := st.write(ev.Payload.EventType(), dec.Raw(), name, p.lines+dec.Line()); err != nil {
 			res.err = fmt.Errorf("load: %w", err)
 			return res
 		}

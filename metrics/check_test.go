@@ -8,6 +8,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/retrace-dev/retrace/trajectory"
 )
 
 // A file checked in parts must give exactly what checking it whole gives:
@@ -46,7 +48,7 @@ func TestCheckingInPartsEqualsCheckingWhole(t *testing.T) {
 		if err := os.WriteFile(p, []byte(good), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		cuts, err := cutPoints(p, int64(len(good)))
+		cuts, _, err := cutPoints(p, int64(len(good)))
 		if err != nil || len(cuts) <= 3 {
 			t.Fatalf("cut points %v, err %v", cuts, err)
 		}
@@ -137,4 +139,52 @@ func FuzzCheckingInPartsEqualsCheckingWhole(f *testing.F) {
 			}
 		}
 	})
+}
+
+// Every event carries the line of the file it was read from, counted as
+// the trajectory Decoder counts them, whether the file is checked whole or
+// in parts, so that a finding can point a person at the line.
+func TestEventsCarryTheirLineInTheFile(t *testing.T) {
+	basic, err := os.ReadFile(filepath.Join(validDir, "basic.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Many copies of the sessions, with blank lines that shift the count
+	// from the seq, so a line equal to the seq by chance cannot pass.
+	var body strings.Builder
+	for i := range 30 {
+		body.WriteString("\n")
+		body.WriteString(strings.ReplaceAll(string(basic), "20261130-090000.000-1a2b3c4d", fmt.Sprintf("20261130-090000.000-%08x", i)))
+	}
+	p := filepath.Join(t.TempDir(), "lines.jsonl")
+	if err := os.WriteFile(p, []byte(body.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fh, err := os.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fh.Close()
+	var want []string
+	dec := trajectory.NewDecoder(fh, p)
+	for {
+		ev, err := dec.Next()
+		if err != nil {
+			break
+		}
+		want = append(want, fmt.Sprintf("%s|%d|%d", ev.Session, ev.Seq, dec.Line()))
+	}
+	if len(want) < 100 {
+		t.Fatalf("only %d events decoded", len(want))
+	}
+	for _, partBytes := range []int64{1 << 40, 1 << 10} {
+		oldAbove, oldPart := splitAbove, partSize
+		splitAbove, partSize = partBytes, partBytes
+		db := open(t, Options{}, p)
+		splitAbove, partSize = oldAbove, oldPart
+		got := rows(t, db, "select session, seq, line from events order by line")
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("parts of %d bytes: lines\n%v\nwant\n%v", partBytes, got[:5], want[:5])
+		}
+	}
 }

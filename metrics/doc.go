@@ -30,8 +30,9 @@
 //
 // events: every event: the envelope (v, session, seq, ts, turn, type), one
 // column per top-level payload field of any event type (NULL where the event
-// does not carry it; nested values as JSON), and file, the path it was
-// loaded from.
+// does not carry it; nested values as JSON), file, the path it was loaded
+// from, and line, its line in that file (from 1; NULL for events from a
+// Parquet export that predates the column), so findings can point at it.
 //
 // tool_calls: one row per tool_call event: session, turn, tool_use_id, tool,
 // batch, call_index, input_bytes (the size of the input as DuckDB

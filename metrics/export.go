@@ -98,9 +98,14 @@ func insertParquet(ctx context.Context, tx *sql.Tx, files []string) (int, error)
 	if err := rows.Err(); err != nil {
 		return fail(err)
 	}
-	cols := append(Columns(), fileColumn)
+	cols := append(Columns(), where()...)
 	sel := make([]string, len(cols))
 	for i, c := range cols {
+		if c == lineColumn && !have[c.Name] {
+			// An export made before events carried their line.
+			sel[i] = "CAST(NULL AS " + c.Type + ") AS " + quoteIdent(c.Name)
+			continue
+		}
 		if !have[c.Name] {
 			return fail(fmt.Errorf("column %q is missing: this is not a retrace export of this version; export the trajectories again with retrace export", c.Name))
 		}
@@ -118,7 +123,7 @@ func insertParquet(ctx context.Context, tx *sql.Tx, files []string) (int, error)
 			return fail(err)
 		}
 		var own []string
-		for _, c := range append(typeColumns(t), fileColumn) {
+		for _, c := range append(typeColumns(t), where()...) {
 			own = append(own, quoteIdent(c.Name))
 		}
 		res, err := tx.ExecContext(ctx, "INSERT INTO "+typeTable(t)+" SELECT "+strings.Join(own, ", ")+

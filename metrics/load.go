@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -303,7 +304,8 @@ type chunk struct {
 // about insertBatch bytes each, every line with a "file" member naming
 // where it came from: DuckDB reads a few large files much faster than many
 // small ones, reads a file faster the fewer columns it looks for, and the
-// file column needs no renaming afterwards.
+// file column needs no renaming afterwards. Each line also gets a "line"
+// member, its line number in the file, for findings to point at.
 type stage struct {
 	dir, name string
 	open      map[trajectory.EventType]*chunkWriter
@@ -316,7 +318,7 @@ type chunkWriter struct {
 	chunk
 }
 
-func (st *stage) write(typ trajectory.EventType, line, file []byte) error {
+func (st *stage) write(typ trajectory.EventType, line, file []byte, lineNo int) error {
 	cw := st.open[typ]
 	if cw == nil {
 		path := filepath.Join(st.dir, fmt.Sprintf("%s-%s-%d%s", st.name, typ, len(st.chunks), trajectory.Ext))
@@ -341,8 +343,10 @@ func (st *stage) write(typ trajectory.EventType, line, file []byte) error {
 	cw.w.Write(line[:len(line)-1])
 	cw.w.WriteString(`,"file":`)
 	cw.w.Write(file)
+	cw.w.WriteString(`,"line":`)
+	n, _ := cw.w.WriteString(strconv.Itoa(lineNo))
 	cw.w.WriteString("}\n")
-	cw.size += int64(len(line) + len(file) + 9)
+	cw.size += int64(len(line) + len(file) + n + 17)
 	if cw.size >= insertBatch {
 		return st.end(typ)
 	}
@@ -401,7 +405,7 @@ func (db *DB) insertJSON(ctx context.Context, tx *sql.Tx, files []string, chunks
 		total += c.size
 	}
 	for _, c := range chunks {
-		cols := columnsSQL(append(typeColumns(c.typ), fileColumn))
+		cols := columnsSQL(append(typeColumns(c.typ), where()...))
 		q := "INSERT INTO " + typeTable(c.typ) + " SELECT * FROM read_json(" + quoteString(c.path) +
 			", format = 'newline_delimited', columns = " + cols + ")"
 		if c.exclude != "" {

@@ -125,6 +125,14 @@ func duckType(t reflect.Type) string {
 // fileColumn is the column naming the file an event was loaded from.
 var fileColumn = Column{Name: "file", Type: "VARCHAR"}
 
+// lineColumn is the column holding the line of the file the event was
+// read from, counted from 1, so that a finding can point at it; NULL for
+// events loaded from a Parquet export made before the column existed.
+var lineColumn = Column{Name: "line", Type: "BIGINT"}
+
+// where are the columns the load adds to every event: where it was read.
+func where() []Column { return []Column{fileColumn, lineColumn} }
+
 // typeTable names the table holding the events of type t.
 func typeTable(t trajectory.EventType) string { return quoteIdent("raw_" + string(t)) }
 
@@ -134,13 +142,13 @@ func typeTable(t trajectory.EventType) string { return quoteIdent("raw_" + strin
 // every type's columns, and a query filtering on type skips the other
 // tables' row groups by their min/max.
 func schemaSQL() string {
-	all := append(Columns(), fileColumn)
+	all := append(Columns(), where()...)
 	var b strings.Builder
 	var union []string
 	for _, t := range trajectory.EventTypes() {
 		own := map[string]bool{}
 		var defs []string
-		for _, c := range append(typeColumns(t), fileColumn) {
+		for _, c := range append(typeColumns(t), where()...) {
 			own[c.Name] = true
 			defs = append(defs, quoteIdent(c.Name)+" "+c.Type)
 		}

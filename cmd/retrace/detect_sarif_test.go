@@ -1,0 +1,112 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+)
+
+// sarifSchema compiles the official SARIF 2.1.0 JSON schema (OASIS,
+// vendored in testdata), asserting formats such as uri-reference.
+func sarifSchema(t *testing.T) *jsonschema.Schema {
+	t.Helper()
+	f, err := os.Open(filepath.Join("testdata", "sarif-schema-2.1.0.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	doc, err := jsonschema.UnmarshalJSON(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := jsonschema.NewCompiler()
+	c.AssertFormat()
+	if err := c.AddResource("sarif-schema-2.1.0.json", doc); err != nil {
+		t.Fatal(err)
+	}
+	s, err := c.Compile("sarif-schema-2.1.0.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestDetectSARIFValidatesAgainstTheOfficialSchema(t *testing.T) {
+	schema := sarifSchema(t)
+	dir := t.TempDir()
+	ids, err := filepath.Glob(filepath.Join(detectFixtures, "fire", "*.jsonl"))
+	if err != nil || len(ids) < 10 {
+		t.Fatalf("fixtures: %v, %v", ids, err)
+	}
+	for _, f := range ids {
+		copyFixture(t, dir, "fire", strings.TrimSuffix(filepath.Base(f), ".jsonl"))
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rel, err := filepath.Rel(wd, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clean := copyFixture(t, t.TempDir(), "clean", "lost_call")
+	for _, tc := range []struct {
+		name    string
+		args    []string
+		results int
+	}{
+		{"Every must-fire fixture, as relative paths, gives one result each.", []string{"detect", rel, "--format", "sarif", "--fail-on", "never"}, len(ids)},
+		{"Absolute paths become file URIs.", []string{"detect", dir, "--format", "sarif", "--fail-on", "never"}, len(ids)},
+		{"A clean session is a run with no results.", []string{"detect", clean, "--format", "sarif"}, 0},
+		{"--list as SARIF is the rules alone.", []string{"detect", "--list", "--format", "sarif"}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, stdout, stderr := runCLI(t, nil, tc.args...)
+			if code != ExitOK {
+				t.Fatalf("exit %d: %s", code, stderr)
+			}
+			doc, err := jsonschema.UnmarshalJSON(strings.NewReader(stdout))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := schema.Validate(doc); err != nil {
+				t.Fatalf("invalid SARIF: %v", err)
+			}
+			var log sarifDoc
+			if err := json.Unmarshal([]byte(stdout), &log); err != nil {
+				t.Fatal(err)
+			}
+			run := log.Runs[0]
+			if len(run.Results) != tc.results || len(run.Tool.Driver.Rules) < 10 {
+				t.Fatalf("%d results, %d rules", len(run.Results), len(run.Tool.Driver.Rules))
+			}
+			for _, r := range run.Results {
+				loc := r.Locations[0].PhysicalLocation
+				if loc.Region == nil || loc.Region.StartLine < 1 || !strings.HasSuffix(loc.ArtifactLocation.URI, ".jsonl") {
+					t.Errorf("result %s is not located at a trajectory line: %+v", r.RuleID, loc)
+				}
+				if run.Tool.Driver.Rules[r.RuleIndex].ID != r.RuleID {
+					t.Errorf("result %s points at rule %d", r.RuleID, r.RuleIndex)
+				}
+				if strings.HasPrefix(tc.name, "Absolute") != strings.HasPrefix(loc.ArtifactLocation.URI, "file:///") {
+					t.Errorf("uri %s", loc.ArtifactLocation.URI)
+				}
+			}
+		})
+	}
+	// The schema is strict enough to matter: a level SARIF does not know
+	// is refused.
+	bad, _ := json.Marshal(sarifDoc{Version: "2.1.0", Runs: []sarifRun{{Tool: sarifTool{Driver: sarifDriver{Name: "retrace"}},
+		Results: []sarifResult{{RuleID: "x", Level: "fatal", Message: sarifMessage{"m"}}}}}})
+	doc, err := jsonschema.UnmarshalJSON(strings.NewReader(string(bad)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if schema.Validate(doc) == nil {
+		t.Fatal("the schema accepted level fatal")
+	}
+}

@@ -1,0 +1,404 @@
+package detectors
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/retrace-dev/retrace/trajectory"
+)
+
+// Thresholds of the detectors of this catalog. They are fixed for now;
+// per-detector thresholds in retrace.yaml (detectors:) are planned.
+const (
+	// emptyInputRetryCap is the most responses in a row with an
+	// empty-input tool_use a capped retry allows: the first and
+	// MAX_EMPTY_PARAM_RETRIES (2) retries (seed §4.5 F1).
+	emptyInputRetryCap = 3
+	// denialLoopMin is how many denials of the same call make a loop.
+	denialLoopMin = 3
+)
+
+// catalog is every detector, in the order --list shows them: protocol and
+// integrity first, then the tool layer and observability.
+var catalog = []Detector{
+	&sqlDetector{file: "lost_call.sql", info: Info{
+		ID: "lost_call", Severity: SeverityError, Title: "tool call without an outcome or end",
+		About: "A tool_call has no tool_success or tool_failure, or no tool_end: the call vanished between " +
+			"start and finish (a crash, a swallowed error, a return path that forgot to record). In a " +
+			"session that was closed this is a harness bug (error); in one without session_end the " +
+			"process died mid-call (warning).",
+		Seed:     "§14.1",
+		NextStep: "Make every path after tool_call end in exactly one tool_success/tool_failure and one tool_end, at the one exit for results (seed §5.8, §14.1).",
+	}},
+	&goDetector{check: unpairedToolUse, reads: []trajectory.EventType{trajectory.TypeModelRequest, trajectory.TypeModelResponse, trajectory.TypeCompaction}, info: Info{
+		ID: "unpaired_tool_use", Severity: SeverityError, Title: "tool_use and tool_result do not pair",
+		About: "An assistant message's tool_use has no tool_result in the user message that follows it, or a " +
+			"tool_result answers no tool_use of the assistant message before it. Providers reject such " +
+			"a request, or the model is told about a call it never made.",
+		Seed:     "§2.4, §2.6",
+		NextStep: "Give every tool_use exactly one tool_result in the next request, through one function that builds results (seed §2.6, §5.8).",
+	}},
+	&goDetector{check: truncatedToolUseExecuted, reads: []trajectory.EventType{trajectory.TypeModelResponse, trajectory.TypeToolCall, trajectory.TypeToolSuccess, trajectory.TypeToolFailure}, info: Info{
+		ID: "truncated_tool_use_executed", Severity: SeverityError, Title: "a tool_use cut off by max_tokens ran anyway",
+		About: "A model_response stopped at max_tokens holds a tool_use (its input cut off), and a tool_call " +
+			"for that tool_use ran to a result: the tool got an input the model never finished.",
+		Seed:     "§4.4, §4.5",
+		NextStep: "Do not run tool_use blocks of a max_tokens reply; answer them with an error asking for a smaller call (the truncated_tool_use defense, seed §4.5).",
+	}},
+	&goDetector{check: stopReasonAsDone, reads: []trajectory.EventType{trajectory.TypeModelResponse, trajectory.TypeSessionEnd}, info: Info{
+		ID: "stop_reason_as_done", Severity: SeverityError, Title: "a session ended as finished on a reply that did not finish",
+		About: "The session_end reason says the model finished (end_turn or stop_sequence), but the last " +
+			"model_response's stop reason is missing, unknown, max_tokens or tool_use: an unrecognised " +
+			"stop reason was treated as done, which is fail-open.",
+		Seed:     "§4.4, §4.5",
+		NextStep: "Treat only end_turn and stop_sequence as done, by whitelist; anything else ends the session as an error (seed §4.5, P0-2).",
+	}},
+	&goDetector{check: endTurnWithToolUse, reads: []trajectory.EventType{trajectory.TypeModelResponse, trajectory.TypeToolCall, trajectory.TypeSessionEnd}, info: Info{
+		ID: "end_turn_with_tool_use", Severity: SeverityError, Title: "end_turn with a tool_use that never ran",
+		About: "A model_response says end_turn but still holds tool_use blocks, and no tool_call ran for " +
+			"them: the loop stopped on the stop reason and the user got half a task.",
+		Seed:     "§4.5 F2",
+		NextStep: "Fall through: when an end_turn reply holds tool_use blocks, run them as for tool_use (the end_turn_fallthrough defense, seed §4.5 F2).",
+	}},
+	&goDetector{check: hallucinatedTool, reads: []trajectory.EventType{trajectory.TypeSessionStart, trajectory.TypeModelRequest, trajectory.TypeModelResponse, trajectory.TypeToolCall, trajectory.TypeToolSuccess, trajectory.TypeToolFailure}, info: Info{
+		ID: "hallucinated_tool", Severity: SeverityWarning, Title: "call to a tool that was not offered",
+		About: "A model_response calls a tool whose name was not in the tool_names of the request it " +
+			"answers and is not a deferred tool of the session's catalog. The finding says how the call was answered: info when the harness answered " +
+			"not_found (the model's signal, handled), warning when it was answered some other way " +
+			"or not at all, error when it ran and succeeded, since then the executor ran a tool the " +
+			"model was never shown.",
+		Seed:     "§3.4, §10.5, §12.4",
+		NextStep: "Answer calls to unknown tools with a not_found failure naming the tools that exist; if the name is a deferred tool's, check that tool_search loaded it first (seed §10.5, §12.4).",
+	}},
+	&goDetector{check: emptyInputRetry, reads: []trajectory.EventType{trajectory.TypeModelResponse}, info: Info{
+		ID: "empty_input_retry", Severity: SeverityError, Title: "empty-input tool_use retried without a cap",
+		About: fmt.Sprintf("More than %d model_responses in a row hold a tool_use with an empty input {}: the "+
+			"harness kept injecting a retry prompt past MAX_EMPTY_PARAM_RETRIES, a loop that feeds "+
+			"itself (more context, more degeneration).", emptyInputRetryCap),
+		Seed:     "§4.5 F1, §13.5",
+		NextStep: "Cap the empty-input retries (MAX_EMPTY_PARAM_RETRIES) and end the session as stuck when the cap is reached (seed §4.5 F1, §13.5).",
+	}},
+	&sqlDetector{file: "latency_flattened.sql", info: Info{
+		ID: "latency_flattened", Severity: SeverityWarning, Title: "a parallel batch whose calls all report the same duration",
+		About: "Two or more calls of one batch report exactly the same duration_ms (to the microsecond): " +
+			"the durations are a batch total divided among the calls, which hides the slow one.",
+		Seed:     "§14.7",
+		NextStep: "Record each call's own run time in tool_end, measured where the call runs; aggregate only at the top (seed §14.7).",
+	}},
+	&sqlDetector{file: "denial_loop.sql", info: Info{
+		ID: "denial_loop", Severity: SeverityWarning, Title: "the same call denied again and again without the fuse acting",
+		About: fmt.Sprintf("The same tool with the same input was denied %d or more times in a session and no "+
+			"denial_fuse defense_trigger followed the first denial: the model keeps asking, the "+
+			"harness keeps refusing, and nothing breaks the loop.", denialLoopMin),
+		Seed:     "§8.7, §13.1",
+		NextStep: "Enable the denial fuse (it turns repeated denials into a confirmation or a stop) and check that it fires in a session like this one (seed §8.7).",
+	}},
+	&sqlDetector{file: "unbounded_label.sql", info: Info{
+		ID: "unbounded_label", Severity: SeverityWarning, Title: "a label that carries data",
+		About: "An error_code (of tool_failure or session_end), a hook name or a reminder kind looks like it " +
+			"carries a path, an id, a number or a message (a run of 6+ digits, 8+ hex digits, 3+ " +
+			"dotted segments or more than 32 characters), or one tool gives more than 16 distinct " +
+			"error codes over the corpus: labels must be a closed set, or the metric backend's " +
+			"cardinality explodes.",
+		Seed:     "§14.5, §8.7",
+		NextStep: "Give error codes from a closed set at the call site (ENOENT, exit:2, timeout); keep paths, commands and messages in the tool_result text, never in a label (seed §14.5).",
+	}},
+}
+
+// endLike reports whether r is a stop reason that means the model finished.
+func endLike(r trajectory.StopReason) bool {
+	return r == trajectory.StopEndTurn || r == trajectory.StopStopSequence
+}
+
+// unpairedToolUse pairs the tool_use blocks of each assistant message with
+// the tool_result blocks of the user message after it, following the
+// messages the requests add (the assistant message may be a response's,
+// when the next request does not repeat it).
+func unpairedToolUse(d *goDetector, s *Session) []Finding {
+	type use struct {
+		id, tool string
+		at       Located
+	}
+	var out []Finding
+	var pending []use
+	// compacted is set between a compaction and the next request: the
+	// request then resends the kept tail of the conversation, whose first
+	// tool_results may answer an assistant message that was dropped.
+	compacted := false
+	for _, e := range s.Events {
+		switch p := e.Payload.(type) {
+		case *trajectory.Compaction:
+			pending, compacted = nil, true
+		case *trajectory.ModelResponse:
+			pending = nil
+			for _, b := range p.ToolUses() {
+				pending = append(pending, use{b.ID, b.Name, e})
+			}
+		case *trajectory.ModelRequest:
+			for k, m := range p.NewMessages {
+				if compacted && k == 0 && m.Role == trajectory.RoleUser {
+					continue
+				}
+				if m.Role == trajectory.RoleAssistant {
+					pending = nil
+					for _, b := range m.Content {
+						if b.Type == trajectory.BlockToolUse {
+							pending = append(pending, use{b.ID, b.Name, e})
+						}
+					}
+					continue
+				}
+				answered := map[string]bool{}
+				for _, b := range m.Content {
+					if b.Type != trajectory.BlockToolResult {
+						continue
+					}
+					answered[b.ToolUseID] = true
+					if !slices.ContainsFunc(pending, func(u use) bool { return u.id == b.ToolUseID }) {
+						f := d.finding(s, fmt.Sprintf("a tool_result for %s in the request of turn %d answers no tool_use of the assistant message before it", b.ToolUseID, e.Turn), e)
+						f.ToolUseID = b.ToolUseID
+						out = append(out, f)
+					}
+				}
+				// A user message without any tool_result after tool_use
+				// blocks is the harness dropping them all; one with some
+				// results and not others drops the rest.
+				for _, u := range pending {
+					if !answered[u.id] {
+						ev := []Located{u.at}
+						if u.at.Seq != e.Seq {
+							ev = append(ev, e)
+						}
+						f := d.finding(s, fmt.Sprintf("tool_use %s (%s) of turn %d got no tool_result in the user message that follows it (request of turn %d)", u.id, u.tool, u.at.Turn, e.Turn), ev...)
+						f.ToolUseID = u.id
+						out = append(out, f)
+					}
+				}
+				pending = nil
+			}
+			compacted = false
+		}
+	}
+	return out
+}
+
+// resultOf returns the tool_success or tool_failure event for id after
+// index from, or false.
+func resultOf(s *Session, from int, id string) (Located, bool) {
+	for _, e := range s.Events[from:] {
+		switch p := e.Payload.(type) {
+		case *trajectory.ToolSuccess:
+			if p.ToolUseID == id {
+				return e, true
+			}
+		case *trajectory.ToolFailure:
+			if p.ToolUseID == id {
+				return e, true
+			}
+		}
+	}
+	return Located{}, false
+}
+
+// callOf returns the index of the tool_call event for id after index from,
+// or -1.
+func callOf(s *Session, from int, id string) int {
+	for j := from; j < len(s.Events); j++ {
+		if c, ok := s.Events[j].Payload.(*trajectory.ToolCall); ok && c.ToolUseID == id {
+			return j
+		}
+	}
+	return -1
+}
+
+// ran reports whether a tool result event means the tool ran: it
+// succeeded, or failed inside the tool.
+func ran(e Located) bool {
+	switch p := e.Payload.(type) {
+	case *trajectory.ToolSuccess:
+		return true
+	case *trajectory.ToolFailure:
+		return p.FailureKind == trajectory.FailureToolError || p.FailureKind == trajectory.FailureException ||
+			p.FailureKind == trajectory.FailureTimeout
+	}
+	return false
+}
+
+func truncatedToolUseExecuted(d *goDetector, s *Session) []Finding {
+	var out []Finding
+	for i, e := range s.Events {
+		r, ok := e.Payload.(*trajectory.ModelResponse)
+		if !ok || r.StopReason != trajectory.StopMaxTokens {
+			continue
+		}
+		for _, b := range r.ToolUses() {
+			// A tool_use whose input closed before the cut is whole; only
+			// one with a partial input was cut off.
+			if b.PartialInput == "" {
+				continue
+			}
+			j := callOf(s, i+1, b.ID)
+			if j < 0 {
+				continue
+			}
+			res, ok := resultOf(s, j+1, b.ID)
+			if !ok || !ran(res) {
+				continue
+			}
+			f := d.finding(s, fmt.Sprintf("tool_use %s (%s) of a max_tokens reply, cut off after %d bytes of its input, ran: %s", b.ID, b.Name, len(b.PartialInput), res.Type()), e, s.Events[j], res)
+			f.ToolUseID = b.ID
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+func stopReasonAsDone(d *goDetector, s *Session) []Finding {
+	var last *Located
+	for i := range s.Events {
+		e := &s.Events[i]
+		switch p := e.Payload.(type) {
+		case *trajectory.ModelResponse:
+			last = e
+		case *trajectory.SessionEnd:
+			if last == nil || (p.Reason != trajectory.EndTurn && p.Reason != trajectory.EndStopSequence) {
+				continue
+			}
+			r := last.Payload.(*trajectory.ModelResponse)
+			if endLike(r.StopReason) {
+				continue
+			}
+			raw := r.StopReasonRaw
+			if raw == "" {
+				raw = "none"
+			}
+			return []Finding{d.finding(s, fmt.Sprintf("session_end says %s, but the last reply's stop reason is %s (raw %q); only end_turn and stop_sequence mean done", p.Reason, r.StopReason, raw), *last, *e)}
+		}
+	}
+	return nil
+}
+
+func endTurnWithToolUse(d *goDetector, s *Session) []Finding {
+	var out []Finding
+	for i, e := range s.Events {
+		r, ok := e.Payload.(*trajectory.ModelResponse)
+		if !ok || r.StopReason != trajectory.StopEndTurn {
+			continue
+		}
+		var unrun []string
+		for _, b := range r.ToolUses() {
+			if callOf(s, i+1, b.ID) < 0 {
+				unrun = append(unrun, b.ID+" ("+b.Name+")")
+			}
+		}
+		if len(unrun) == 0 {
+			continue
+		}
+		ev := []Located{e}
+		if n := len(s.Events); s.Events[n-1].Type() == trajectory.TypeSessionEnd {
+			ev = append(ev, s.Events[n-1])
+		}
+		f := d.finding(s, fmt.Sprintf("the end_turn reply of turn %d holds tool_use blocks that never ran (%d): %s", e.Turn, len(unrun), strings.Join(unrun, ", ")), ev...)
+		f.ToolUseID = strings.Fields(unrun[0])[0]
+		out = append(out, f)
+	}
+	return out
+}
+
+func hallucinatedTool(d *goDetector, s *Session) []Finding {
+	var out []Finding
+	var offered []string
+	// deferred are the catalog's deferred tools: a call to one before
+	// tool_search loaded it is a name the model was told about, not one
+	// it made up (the deferred-tool detectors look at those).
+	deferred := map[string]bool{}
+	haveRequest := false
+	for i, e := range s.Events {
+		switch p := e.Payload.(type) {
+		case *trajectory.SessionStart:
+			for _, t := range p.Tools {
+				if t.Deferred {
+					deferred[t.Name] = true
+				}
+			}
+		case *trajectory.ModelRequest:
+			offered, haveRequest = p.ToolNames, true
+		case *trajectory.ModelResponse:
+			if !haveRequest {
+				continue
+			}
+			for _, b := range p.ToolUses() {
+				if slices.Contains(offered, b.Name) || deferred[b.Name] {
+					continue
+				}
+				f := d.finding(s, "", e)
+				f.ToolUseID = b.ID
+				answer := "it was never taken up (no tool_call)"
+				if j := callOf(s, i+1, b.ID); j >= 0 {
+					f.Evidence = append(f.Evidence, s.Evidence(s.Events[j]))
+					answer = "it has no outcome"
+					if res, ok := resultOf(s, j+1, b.ID); ok {
+						f.Evidence = append(f.Evidence, s.Evidence(res))
+						switch p := res.Payload.(type) {
+						case *trajectory.ToolSuccess:
+							answer, f.Severity = "it ran and succeeded", SeverityError
+						case *trajectory.ToolFailure:
+							answer = "it was answered with a " + string(p.FailureKind) + " failure"
+							if p.FailureKind == trajectory.FailureNotFound {
+								// The harness did its part: this is the
+								// model's signal, worth knowing, not a defect.
+								f.Severity = SeverityInfo
+							}
+						}
+					}
+				}
+				f.Message = fmt.Sprintf("turn %d calls %q, which is not among the %d tools the request offered; %s", e.Turn, b.Name, len(offered), answer)
+				out = append(out, f)
+			}
+		}
+	}
+	return out
+}
+
+// emptyInput reports whether a tool_use block's input is an empty object.
+func emptyInput(b trajectory.ContentBlock) bool {
+	if b.PartialInput != "" {
+		return false
+	}
+	var m map[string]json.RawMessage
+	return json.Unmarshal(bytes.TrimSpace(b.Input), &m) == nil && len(m) == 0
+}
+
+func emptyInputRetry(d *goDetector, s *Session) []Finding {
+	var out []Finding
+	var run []Located
+	flush := func() {
+		if len(run) > emptyInputRetryCap {
+			f := d.finding(s, fmt.Sprintf("%d replies in a row (turns %d to %d) hold a tool_use with an empty input; a capped retry stops after %d", len(run), run[0].Turn, run[len(run)-1].Turn, emptyInputRetryCap), run...)
+			for _, b := range run[0].Payload.(*trajectory.ModelResponse).ToolUses() {
+				if emptyInput(b) {
+					f.ToolUseID = b.ID
+					break
+				}
+			}
+			out = append(out, f)
+		}
+		run = nil
+	}
+	for _, e := range s.Events {
+		r, ok := e.Payload.(*trajectory.ModelResponse)
+		if !ok {
+			continue
+		}
+		if slices.ContainsFunc(r.ToolUses(), emptyInput) {
+			run = append(run, e)
+			continue
+		}
+		flush()
+	}
+	flush()
+	return out
+}

@@ -1,0 +1,188 @@
+package detectors
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/retrace-dev/retrace/metrics"
+	"github.com/retrace-dev/retrace/synth"
+)
+
+// detect loads paths into a new database, strictly, and runs ds over them.
+func detect(t testing.TB, ds []Detector, paths ...string) Report {
+	t.Helper()
+	ctx := context.Background()
+	db, err := metrics.Open(ctx, metrics.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if _, err := db.Load(ctx, paths...); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Run(ctx, db, ds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep
+}
+
+func lines(f Finding) []int {
+	var out []int
+	for _, e := range f.Evidence {
+		out = append(out, e.Line)
+	}
+	return out
+}
+
+// Every detector fires on its must-fire fixture, with its id, severity,
+// call and evidence lines, and no detector at all fires on the clean
+// session that looks like it.
+func TestEveryDetectorFiresOnItsFixtureAndNoneOnTheCleanOne(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		id       string
+		severity Severity
+		call     string
+		lines    []int
+	}{
+		{"A read whose success and end were never recorded is a lost call.", "lost_call", SeverityError, "toolu_read", []int{5}},
+		{"A grep whose tool_result the next request dropped is an unpaired tool_use.", "unpaired_tool_use", SeverityError, "toolu_grep", []int{20}},
+		{"A read cut off by max_tokens that ran anyway is found at the reply, the call and the success.", "truncated_tool_use_executed", SeverityError, "toolu_cut", []int{4, 5, 7}},
+		{"A reply without a stop reason that ended the session as end_turn is stop_reason_as_done.", "stop_reason_as_done", SeverityError, "", []int{4, 5}},
+		{"An end_turn reply whose read never ran is end_turn_with_tool_use.", "end_turn_with_tool_use", SeverityError, "toolu_read", []int{4, 5}},
+		{"A call of read_file, answered not_found, is a hallucinated tool at info.", "hallucinated_tool", SeverityInfo, "toolu_bad", []int{4, 5, 6}},
+		{"Five empty-input replies in a row exceed the cap of three.", "empty_input_retry", SeverityError, "toolu_e1", []int{4, 8, 12, 16, 20}},
+		{"Three parallel calls reporting the same duration are flattened latency.", "latency_flattened", SeverityWarning, "toolu_ls", []int{10, 13, 16}},
+		{"The same bash call denied three times with no fuse is a denial loop.", "denial_loop", SeverityWarning, "toolu_mock_1_1", []int{7, 15, 23}},
+		{"An error code that carries the missing file's path is an unbounded label.", "unbounded_label", SeverityWarning, "toolu_missing", []int{24}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rep := detect(t, Catalog(), filepath.Join("testdata", "fire", tc.id+".jsonl"))
+			var got []Finding
+			for _, f := range rep.Findings {
+				if f.Detector == tc.id {
+					got = append(got, f)
+				}
+			}
+			if len(got) != 1 {
+				t.Fatalf("%d findings of %s, want 1; all findings: %+v", len(got), tc.id, rep.Findings)
+			}
+			f := got[0]
+			if f.Severity != tc.severity || f.ToolUseID != tc.call || !slices.Equal(lines(f), tc.lines) {
+				t.Errorf("finding %s at %s, call %q, lines %v; want %s, call %q, lines %v\n%s",
+					f.Detector, f.Severity, f.ToolUseID, lines(f), tc.severity, tc.call, tc.lines, f.Message)
+			}
+			if f.Message == "" || f.NextStep == "" || f.Title == "" || f.Session == "" {
+				t.Errorf("finding lacks a message, next step, title or session: %+v", f)
+			}
+			for _, e := range f.Evidence {
+				if e.File != filepath.Join("testdata", "fire", tc.id+".jsonl") || e.Seq < 1 || e.Type == "" {
+					t.Errorf("evidence %+v does not locate an event of the fixture", e)
+				}
+			}
+			clean := detect(t, Catalog(), filepath.Join("testdata", "clean", tc.id+".jsonl"))
+			if len(clean.Findings) != 0 {
+				t.Errorf("the clean fixture has findings: %+v", clean.Findings)
+			}
+			if clean.Sessions != 1 || clean.Events == 0 {
+				t.Errorf("the clean fixture was read as %d sessions, %d events", clean.Sessions, clean.Events)
+			}
+		})
+	}
+}
+
+// Every detector of the catalog has a fixture pair, and the catalog's ids
+// are unique snake_case with a documented seed section.
+func TestTheCatalogIsDocumentedAndCovered(t *testing.T) {
+	seen := map[string]bool{}
+	for _, d := range Catalog() {
+		in := d.Info()
+		if seen[in.ID] {
+			t.Errorf("id %s appears twice", in.ID)
+		}
+		seen[in.ID] = true
+		for _, r := range in.ID {
+			if (r < 'a' || r > 'z') && r != '_' {
+				t.Errorf("id %q is not snake_case", in.ID)
+				break
+			}
+		}
+		if !in.Severity.Valid() || in.Title == "" || in.About == "" || in.Seed == "" || in.NextStep == "" {
+			t.Errorf("detector %s is not fully documented: %+v", in.ID, in)
+		}
+		for _, kind := range []string{"fire", "clean"} {
+			p := filepath.Join("testdata", kind, in.ID+".jsonl")
+			if _, err := os.Stat(p); err != nil {
+				t.Errorf("%s: %v", p, err)
+			}
+		}
+		if sd, ok := d.(*sqlDetector); ok {
+			if q, err := sd.SQL(); err != nil || q == "" {
+				t.Errorf("detector %s has no query: %v", in.ID, err)
+			}
+		}
+	}
+}
+
+func TestSelectKeepsTheCatalogOrderAndRefusesUnknownIDs(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		only, skip []string
+		want       string
+		bad        bool
+	}{
+		{"No --only and no --skip select every detector.", nil, nil, fmt.Sprint(len(catalog)), false},
+		{"--only keeps the catalog's order, not the flag's.", []string{"denial_loop", "lost_call"}, nil, "[lost_call denial_loop]", false},
+		{"--skip leaves the named detector out.", []string{"lost_call", "denial_loop"}, []string{"lost_call"}, "[denial_loop]", false},
+		{"An unknown id is an error naming the known ones.", []string{"lost_calls"}, nil, "", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ds, err := Select(tc.only, tc.skip)
+			if tc.bad {
+				if err == nil {
+					t.Fatal("no error")
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var ids []string
+			for _, d := range ds {
+				ids = append(ids, d.Info().ID)
+			}
+			got := fmt.Sprint(ids)
+			if tc.only == nil {
+				got = fmt.Sprint(len(ids))
+			}
+			if got != tc.want {
+				t.Errorf("got %s, want %s", got, tc.want)
+			}
+		})
+	}
+}
+
+// A clean synthetic corpus, realistic sessions with parallel batches,
+// compactions, denials, retries and hallucinated tools answered
+// not_found, gets no finding at warning or above: a detector that fires
+// on healthy sessions is noise (seed §13.7).
+func TestACleanSynthCorpusHasNoWarningOrError(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := synth.Write(context.Background(), dir, synth.Options{Sessions: 300, Seed: 7}); err != nil {
+		t.Fatal(err)
+	}
+	rep := detect(t, Catalog(), dir)
+	if rep.Sessions != 300 {
+		t.Fatalf("read %d sessions, want 300", rep.Sessions)
+	}
+	for _, f := range rep.Findings {
+		if f.Severity.Rank() >= SeverityWarning.Rank() {
+			t.Errorf("%s %s at %s:%d: %s", f.Severity, f.Detector, f.File(), f.Line(), f.Message)
+		}
+	}
+}

@@ -1,0 +1,31 @@
+-- latency_flattened: a batch of two or more calls whose tool_end events
+-- all report the same duration_ms, above 0 (a batch total divided among
+-- the calls, seed §14.7). Calls that never ran (denied, blocked) report 0
+-- and are left out. The flat batches are found first, so the evidence is
+-- built for them alone.
+WITH calls AS (
+    SELECT c.session, c.turn, c.batch, c.tool_use_id, c.tool, e.duration_ms,
+           e.file, e.line, e.seq
+    FROM raw_tool_call c
+    JOIN raw_tool_end e USING (session, tool_use_id)
+    WHERE e.duration_ms > 0
+), flat AS (
+    SELECT session, turn, batch
+    FROM calls
+    GROUP BY session, turn, batch
+    HAVING count(*) >= 2 AND min(duration_ms) = max(duration_ms)
+), batches AS (
+    SELECT session, turn, batch, count(*) AS calls, min(duration_ms) AS ms,
+           string_agg(tool, ', ' ORDER BY seq) AS tools,
+           arg_min(tool_use_id, seq) AS first_call,
+           to_json(list({'file': file, 'line': line, 'seq': seq, 'type': 'tool_end'} ORDER BY seq)) AS evidence,
+           min(file) AS file, min(line) AS line
+    FROM calls JOIN flat USING (session, turn, batch)
+    GROUP BY session, turn, batch
+)
+SELECT session, turn, first_call AS tool_use_id,
+       format('the {} calls of batch {} in turn {} ({}) all report duration_ms {}; calls measured on their own never agree to the microsecond',
+              calls, batch, turn, tools, ms) AS message,
+       evidence
+FROM batches
+ORDER BY file, line;
