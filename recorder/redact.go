@@ -804,28 +804,8 @@ func findNames(b []byte, anchor byte, names []string, follows func([]byte) bool)
 // embedded JSON, \"...\" in escaped JSON), an optional scheme word and
 // eight value characters.
 func headerValueFollows(b []byte) bool {
-	k, ok := 0, false
-	switch {
-	case len(b) > 0 && b[0] == '"':
-		k = skipSpace(b, 1)
-		if ok = k < len(b) && b[k] == ':'; ok {
-			k = skipSpace(b, k+1)
-			ok = k < len(b) && b[k] == '"'
-			k++
-		}
-	case len(b) > 1 && b[0] == '\\' && b[1] == '"':
-		k = skipSpace(b, 2)
-		if ok = k < len(b) && b[k] == ':'; ok {
-			k = skipSpace(b, k+1)
-			ok = k+1 < len(b) && b[k] == '\\' && b[k+1] == '"'
-			k += 2
-		}
-	default:
-		k = skipSpace(b, 0)
-		ok = k < len(b) && b[k] == ':'
-		k = skipSpace(b, k+1)
-	}
-	if !ok || k > len(b) {
+	k, ok := valueStart(b, false)
+	if !ok {
 		return false
 	}
 	if hasRun(b[k:], isBearerChar, 8) {
@@ -844,6 +824,18 @@ func headerValueFollows(b []byte) bool {
 // name, starts as aws_secret's pattern requires: a separator and 40 key
 // characters.
 func awsSecretFollows(b []byte) bool {
+	k, ok := valueStart(b, true)
+	return ok && hasRun(b[k:], isAWSSecretChar, 40)
+}
+
+// valueStart finds where the value starts in b, what follows a key's name,
+// and whether a separator comes first, in the three spellings a key meets
+// in recorded text: "name": "value" in embedded JSON, \"name\": \"value\"
+// in JSON escaped inside a string, and name: value. With assign, '=' also
+// separates outside embedded JSON (name=value in env and ini files), and a
+// bare value may open with ' or \".
+func valueStart(b []byte, assign bool) (int, bool) {
+	sep := func(k int) bool { return k < len(b) && (b[k] == ':' || assign && b[k] == '=') }
 	k, ok := 0, false
 	switch {
 	case len(b) > 0 && b[0] == '"':
@@ -855,23 +847,25 @@ func awsSecretFollows(b []byte) bool {
 		}
 	case len(b) > 1 && b[0] == '\\' && b[1] == '"':
 		k = skipSpace(b, 2)
-		if ok = k < len(b) && (b[k] == ':' || b[k] == '='); ok {
+		if ok = sep(k); ok {
 			k = skipSpace(b, k+1)
 			ok = k+1 < len(b) && b[k] == '\\' && b[k+1] == '"'
 			k += 2
 		}
 	default:
 		k = skipSpace(b, 0)
-		if ok = k < len(b) && (b[k] == ':' || b[k] == '='); ok {
+		if ok = sep(k); ok {
 			k = skipSpace(b, k+1)
-			if k+1 < len(b) && b[k] == '\\' && b[k+1] == '"' {
+			switch {
+			case !assign:
+			case k+1 < len(b) && b[k] == '\\' && b[k+1] == '"':
 				k += 2
-			} else if k < len(b) && b[k] == '\'' {
+			case k < len(b) && b[k] == '\'':
 				k++
 			}
 		}
 	}
-	return ok && k <= len(b) && hasRun(b[k:], isAWSSecretChar, 40)
+	return k, ok && k <= len(b)
 }
 
 func isAWSSecretChar(c byte) bool { return isAlnum(c) || c == '/' || c == '+' }
