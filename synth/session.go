@@ -174,6 +174,12 @@ type session struct {
 	emptyRetries int
 	truncations  int
 	lastDenied   *call
+
+	// plant is the fault this session is generated to carry, if any;
+	// only denial_loop changes how the session is generated (the fuse
+	// never acts and the model always retries a denied call), the other
+	// faults are planted in the finished events.
+	plant string
 }
 
 func newSession(r *rand.Rand, id string, start time.Time, buf []byte) *session {
@@ -262,6 +268,10 @@ func (g *session) configure() {
 	g.allowOther = chance(r, 0.3) || !g.interactive && chance(r, 0.85)
 	g.allowEdits = chance(r, 0.45) || !g.interactive && g.perm == trajectory.PermDefault
 	g.denyRules = chance(r, 0.6)
+	if g.plant == "denial_loop" {
+		// Headless, asking for every test and command: calls get denied.
+		g.interactive, g.perm, g.allowTests, g.allowOther = false, trajectory.PermDefault, false, false
+	}
 	g.hasMCP = chance(r, 0.2)
 	g.catalog = slices.Clone(builtins)
 	if g.hasMCP {

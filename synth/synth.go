@@ -1,7 +1,10 @@
 package synth
 
 import (
+	"bytes"
+	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -9,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -50,6 +54,11 @@ type Options struct {
 	// Overwrite lets Write write into a directory that already holds
 	// trajectory files; files of the same name are replaced, others kept.
 	Overwrite bool
+	// Faults are the failure modes to plant, by detector id (see
+	// Faults): every second session carries one, going round the list,
+	// and Write records where each went in FaultsFile. Empty plants
+	// nothing.
+	Faults []string
 }
 
 func (o Options) normalized() (Options, error) {
@@ -61,6 +70,9 @@ func (o Options) normalized() (Options, error) {
 	}
 	if o.Workers < 0 {
 		return o, fmt.Errorf("%w: workers is %d, want 0 (one per CPU) or more", ErrInvalidOptions, o.Workers)
+	}
+	if err := checkFaults(o.Faults); err != nil {
+		return o, err
 	}
 	if o.Start.IsZero() {
 		o.Start = DefaultStart
@@ -89,6 +101,9 @@ type Report struct {
 	Bytes int64
 	// First and Last are the earliest and latest session starts.
 	First, Last time.Time
+	// Faults are the planted faults, in session order; Write also
+	// writes them to FaultsFile.
+	Faults []Fault
 }
 
 // SessionInfo describes one generated session.
@@ -103,6 +118,8 @@ type SessionInfo struct {
 	Bytes int
 	// Start and End are the timestamps of session_start and session_end.
 	Start, End time.Time
+	// Faults are the faults planted in the session.
+	Faults []Fault
 }
 
 // Write generates opts.Sessions sessions and writes each to
@@ -146,6 +163,7 @@ func Write(ctx context.Context, dir string, opts Options) (Report, error) {
 		rep.ToolCalls += int64(info.ToolCalls)
 		rep.ToolFailures += int64(info.ToolFailures)
 		rep.Bytes += int64(info.Bytes)
+		rep.Faults = append(rep.Faults, info.Faults...)
 		if rep.First.IsZero() || info.Start.Before(rep.First) {
 			rep.First = info.Start
 		}
@@ -194,7 +212,34 @@ feed:
 	if err := ctx.Err(); err != nil {
 		return rep, fmt.Errorf("synth stopped after %d of %d sessions: %w", rep.Sessions, opts.Sessions, err)
 	}
-	return rep, nil
+	if len(opts.Faults) == 0 {
+		return rep, nil
+	}
+	return rep, writeFaults(dir, opts, &rep)
+}
+
+// writeFaults sorts the planted faults into session order, checks that
+// every requested fault was planted, and writes FaultsFile.
+func writeFaults(dir string, opts Options, rep *Report) error {
+	slices.SortFunc(rep.Faults, func(a, b Fault) int {
+		return cmp.Or(cmp.Compare(a.File, b.File), cmp.Compare(a.Line, b.Line))
+	})
+	var buf []byte
+	planted := map[string]bool{}
+	for _, f := range rep.Faults {
+		planted[f.Detector] = true
+		b, _ := json.Marshal(f) // a Fault always marshals
+		buf = append(append(buf, b...), '\n')
+	}
+	if err := os.WriteFile(filepath.Join(dir, FaultsFile), buf, 0o644); err != nil {
+		return fmt.Errorf("write the planted faults: %w", err)
+	}
+	for _, f := range opts.Faults {
+		if !planted[f] {
+			return fmt.Errorf("%w: %s found no place in %d sessions; write more sessions", ErrFaultNotPlanted, f, opts.Sessions)
+		}
+	}
+	return nil
 }
 
 // countRuns counts the trajectory files directly in dir.
@@ -239,13 +284,22 @@ func appendSession(buf []byte, opts Options, i int) ([]byte, SessionInfo, error)
 	r := rand.New(rand.NewPCG(uint64(opts.Seed), uint64(i)))
 	start := sessionStart(opts, i, r)
 	g := newSession(r, sessionID(start, r), start, buf)
+	g.plant = faultFor(opts, i)
 	g.run()
 	info := SessionInfo{ID: g.id, Events: int(g.seq), ToolCalls: g.calls, ToolFailures: g.failures,
 		Bytes: len(g.buf), Start: start, End: g.now}
 	if g.err != nil {
 		return g.buf, info, fmt.Errorf("generate session %d (%s): %w", i, g.id, g.err)
 	}
-	return g.buf, info, nil
+	if g.plant == "" {
+		return g.buf, info, nil
+	}
+	out, faults, err := plant(g.buf, g.plant)
+	if err != nil {
+		return g.buf, info, fmt.Errorf("plant %s in session %d (%s): %w", g.plant, i, g.id, err)
+	}
+	info.Faults, info.Bytes, info.Events = faults, len(out), bytes.Count(out, []byte("\n"))
+	return out, info, nil
 }
 
 // sessionStart gives session i a start within its own slot of the span,

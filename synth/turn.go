@@ -26,7 +26,7 @@ func (g *session) toolTurn(abort, stuck bool) (bool, trajectory.EndReason) {
 		n := pick(r, []weighted[int]{{55, 1}, {20, 2}, {11, 3}, {6, 4}, {4, 5}, {2, 6}, {2, 8}})
 		name, phase := phaseOf(g.turn, g.turns)
 		thought = oneOf(r, thoughts[name])
-		if d := g.lastDenied; d != nil && chance(r, 0.3) {
+		if d := g.lastDenied; d != nil && (g.plant == "denial_loop" || chance(r, 0.3)) {
 			// Models often try a denied call again, which is what the
 			// denial fuse is for.
 			calls = append(calls, g.again(d))
@@ -397,11 +397,15 @@ func (g *session) permit(c *call, hookAllow bool) bool {
 	return false
 }
 
-// deny finishes a denied call; the third denial of one operation trips
-// the denial fuse, recorded where it acts.
+// deny finishes a denied call; the third denial of one exact call (the
+// tool and its input, as agent/permission keys it) trips the denial fuse,
+// recorded where it acts. c.op would not do: it leaves out inputs such as
+// bash's timeout, so three denials of two different calls tripped the
+// fuse while the same call was denied three times without it.
 func (g *session) deny(c *call, text string) {
-	g.denials[c.op]++
-	if g.denials[c.op] == 3 && g.enabled[trajectory.DefenseDenialFuse] {
+	k := c.name + "\x00" + string(c.input)
+	g.denials[k]++
+	if g.denials[k] == 3 && g.enabled[trajectory.DefenseDenialFuse] && g.plant != "denial_loop" {
 		g.trigger(trajectory.DefenseDenialFuse, trajectory.ActionNeedsConfirmation, c.id, map[string]string{"tool": c.name})
 	}
 	g.lastDenied = c
