@@ -49,8 +49,8 @@ func plantedCorpus(t *testing.T, sessions int, faults []string) (string, []synth
 // key names a finding's place as the ground truth does.
 type key struct {
 	detector, file string
-	line       int
-	seq        int64
+	line           int
+	seq            int64
 }
 
 func findingKey(f Finding) key {
