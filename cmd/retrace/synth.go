@@ -7,6 +7,9 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
+	"slices"
+	"strings"
 	"syscall"
 	"time"
 
@@ -22,6 +25,7 @@ type synthOptions struct {
 	start    string
 	days     int
 	force    bool
+	faults   string
 	format   *formatFlag
 }
 
@@ -57,6 +61,17 @@ refuses, so a corpus never mixes silently with real runs or another
 corpus; --force writes anyway, replacing files of the same name (the same
 flags give the same names) and keeping the others.
 
+--faults plants failure modes for 'retrace detect' to find: "all", or a
+comma list of detector ids (lost_call, unpaired_tool_use,
+truncated_tool_use_executed, stop_reason_as_done, end_turn_with_tool_use,
+hallucinated_tool, empty_input_retry, latency_flattened, denial_loop,
+unbounded_label). Every second session carries one, going round the list,
+and DIR/faults.ndjson gets the ground truth, one JSON object a line:
+detector, session, file (relative to DIR), line and seq of the event the
+detector's finding names first, and the tool_use_id. Every other finding
+at warning or error is a detector's false positive. A fault that finds no
+place (too few sessions) is an error (exit 2).
+
 A one-line summary goes to stderr; --format json also prints it as an
 object on stdout.
 
@@ -64,6 +79,7 @@ Exit codes: 0 written, 2 bad flags or a DIR that already holds runs,
 1 a file could not be written.`,
 		Example: `  retrace synth --sessions 2000 --out D && retrace metrics D --metric all
   retrace synth --out /tmp/corpus --seed 42 --days 30 --format json
+  retrace synth --sessions 200 --faults all --out D && retrace detect D --format json
   retrace query "select tool, count(*) from tool_calls group by tool" /tmp/corpus`,
 		Args: noArgs,
 	}
@@ -73,6 +89,7 @@ Exit codes: 0 written, 2 bad flags or a DIR that already holds runs,
 	cmd.Flags().StringVar(&opts.start, "start", synth.DefaultStart.Format(time.DateOnly), "earliest session start, as YYYY-MM-DD or RFC 3339 (UTC)")
 	cmd.Flags().IntVar(&opts.days, "days", synth.DefaultDays, "number of days the session starts spread over")
 	cmd.Flags().BoolVar(&opts.force, "force", false, "write into a DIR that already holds *.jsonl files")
+	cmd.Flags().StringVar(&opts.faults, "faults", "", `plant faults for retrace detect: "all" or a comma list of detector ids; the ground truth goes to DIR/`+synth.FaultsFile)
 	opts.format = addFormatFlag(cmd, "text", "json")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
@@ -94,6 +111,10 @@ type synthJSON struct {
 	FirstStart   string  `json:"first_start"`
 	LastStart    string  `json:"last_start"`
 	Seconds      float64 `json:"seconds"`
+	// Faults counts the planted faults; FaultsFile is where they are
+	// listed. Both are absent without --faults.
+	Faults     int    `json:"faults,omitempty"`
+	FaultsFile string `json:"faults_file,omitempty"`
 }
 
 func runSynth(ctx context.Context, sys *IO, opts *synthOptions) error {
@@ -112,14 +133,20 @@ func runSynth(ctx context.Context, sys *IO, opts *synthOptions) error {
 	if err != nil {
 		return usage(err)
 	}
+	faults, err := parseFaults(opts.faults)
+	if err != nil {
+		return usage(err)
+	}
 	if info, err := os.Stat(opts.out); err == nil && !info.IsDir() {
 		return usage(fmt.Errorf("--out %s is a file; give a directory (it is created if missing)", opts.out))
 	}
 	began := sys.Now()
-	rep, err := synth.Write(ctx, opts.out, synth.Options{Sessions: opts.sessions, Seed: opts.seed, Start: start, Days: opts.days, Overwrite: opts.force})
+	rep, err := synth.Write(ctx, opts.out, synth.Options{Sessions: opts.sessions, Seed: opts.seed, Start: start, Days: opts.days, Overwrite: opts.force, Faults: faults})
 	switch {
 	case errors.Is(err, synth.ErrDirHasRuns):
 		return invalid(fmt.Errorf("%w; write to an empty or new directory, or pass --force to add to it", err))
+	case errors.Is(err, synth.ErrFaultNotPlanted):
+		return invalid(fmt.Errorf("%w (--sessions %d --faults %s)", err, opts.sessions, opts.faults))
 	case err != nil:
 		return err
 	}
@@ -127,14 +154,41 @@ func runSynth(ctx context.Context, sys *IO, opts *synthOptions) error {
 	fmt.Fprintf(sys.Err, "wrote %s, %d events (%.1f MB) to %s in %.1fs; sessions start from %s to %s\n",
 		plural(rep.Sessions, "session"), rep.Events, float64(rep.Bytes)/1e6, rep.Dir, elapsed.Seconds(),
 		rep.First.Format(time.DateOnly), rep.Last.Format(time.DateOnly))
+	doc := synthJSON{Dir: rep.Dir, Sessions: rep.Sessions, Events: rep.Events, ToolCalls: rep.ToolCalls,
+		ToolFailures: rep.ToolFailures, Bytes: rep.Bytes, Seed: opts.seed, FirstStart: rep.First.Format(time.RFC3339),
+		LastStart: rep.Last.Format(time.RFC3339), Seconds: elapsed.Seconds()}
+	if len(faults) > 0 {
+		doc.Faults, doc.FaultsFile = len(rep.Faults), filepath.Join(rep.Dir, synth.FaultsFile)
+		fmt.Fprintf(sys.Err, "planted %s; the ground truth is in %s\n", plural(doc.Faults, "fault"), doc.FaultsFile)
+	}
 	if opts.format.value != "json" {
 		return nil
 	}
 	enc := json.NewEncoder(sys.Out)
 	enc.SetIndent("", "  ")
-	return enc.Encode(synthJSON{Dir: rep.Dir, Sessions: rep.Sessions, Events: rep.Events, ToolCalls: rep.ToolCalls,
-		ToolFailures: rep.ToolFailures, Bytes: rep.Bytes, Seed: opts.seed, FirstStart: rep.First.Format(time.RFC3339),
-		LastStart: rep.Last.Format(time.RFC3339), Seconds: elapsed.Seconds()})
+	return enc.Encode(doc)
+}
+
+// parseFaults reads --faults: "" for none, "all", or a comma list of the
+// detector ids synth plants.
+func parseFaults(s string) ([]string, error) {
+	if s == "" {
+		return nil, nil
+	}
+	if s == "all" {
+		return slices.Clone(synth.Faults), nil
+	}
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		if !slices.Contains(synth.Faults, f) {
+			return nil, fmt.Errorf("--faults: %q is not a fault synth plants; give all or a comma list of %s", f, strings.Join(synth.Faults, ", "))
+		}
+		if !slices.Contains(out, f) {
+			out = append(out, f)
+		}
+	}
+	return out, nil
 }
 
 // parseStart reads --start as a date or an RFC 3339 time, in UTC.

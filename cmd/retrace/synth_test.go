@@ -6,6 +6,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/retrace-dev/retrace/detectors"
+	"github.com/retrace-dev/retrace/synth"
 )
 
 func TestSynthWritesACorpusThatValidatesAndFeedsTheMetrics(t *testing.T) {
@@ -102,5 +105,78 @@ func TestSynthRejectsBadFlagsWithExitTwo(t *testing.T) {
 	}
 	if files, _ := filepath.Glob(filepath.Join(out, "*")); len(files) != 0 {
 		t.Fatalf("rejected commands wrote %v", files)
+	}
+}
+
+// synth --faults all writes the ground truth next to the corpus, and
+// retrace detect, run through the CLI over that directory, finds every
+// planted fault at its file, line and seq, exits 3 for them, and reports
+// nothing unplanted at warning or error.
+func TestSynthFaultsAreWhatDetectFinds(t *testing.T) {
+	dir := t.TempDir()
+	code, stdout, stderr := runCLI(t, nil, "synth", "--sessions", "120", "--out", dir, "--faults", "all", "--format", "json")
+	if code != ExitOK || !strings.Contains(stderr, "the ground truth is in "+filepath.Join(dir, synth.FaultsFile)) {
+		t.Fatalf("synth: exit %d, stderr %q", code, stderr)
+	}
+	var doc synthJSON
+	if err := json.Unmarshal([]byte(stdout), &doc); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, synth.FaultsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	type place struct {
+		detector, file string
+		line           int
+		seq            int64
+	}
+	planted := map[place]bool{}
+	kinds := map[string]bool{}
+	for _, l := range strings.Split(strings.TrimSpace(string(raw)), "\n") {
+		var f synth.Fault
+		if err := json.Unmarshal([]byte(l), &f); err != nil {
+			t.Fatalf("%s: %v: %s", synth.FaultsFile, err, l)
+		}
+		planted[place{f.Detector, f.File, f.Line, f.Seq}] = true
+		kinds[f.Detector] = true
+	}
+	if doc.Faults != len(planted) || len(kinds) != len(synth.Faults) {
+		t.Fatalf("summary says %d faults, %s holds %d of %d kinds, want all %d", doc.Faults, synth.FaultsFile, len(planted), len(kinds), len(synth.Faults))
+	}
+	code, stdout, stderr = runCLI(t, nil, "detect", dir, "--format", "json")
+	if code != ExitGate {
+		t.Fatalf("detect: exit %d, want %d for the planted errors; stderr %q", code, ExitGate, stderr)
+	}
+	var rep detectors.Report
+	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
+		t.Fatal(err)
+	}
+	found := map[place]bool{}
+	for _, f := range rep.Findings {
+		e := f.Evidence[0]
+		p := place{f.Detector, filepath.Base(e.File), e.Line, e.Seq}
+		switch {
+		case planted[p]:
+			found[p] = true
+		case f.Severity != detectors.SeverityInfo:
+			t.Errorf("unplanted %s %s at %s:%d: %s", f.Severity, f.Detector, p.file, p.line, f.Message)
+		}
+	}
+	for p := range planted {
+		if !found[p] {
+			t.Errorf("planted %s at %s:%d (seq %d) not found", p.detector, p.file, p.line, p.seq)
+		}
+	}
+}
+
+func TestSynthRejectsAnUnknownFaultWithExitTwo(t *testing.T) {
+	dir := t.TempDir()
+	code, _, stderr := runCLI(t, nil, "synth", "--sessions", "10", "--out", dir, "--faults", "lost_call,dead_defence")
+	if code != ExitInvalid || !strings.Contains(stderr, `"dead_defence" is not a fault synth plants`) {
+		t.Fatalf("exit %d, stderr %q; want 2 naming the unknown fault", code, stderr)
+	}
+	if files, _ := filepath.Glob(filepath.Join(dir, "*")); len(files) != 0 {
+		t.Fatalf("wrote %v for a refused command", files)
 	}
 }
