@@ -67,4 +67,41 @@
 // stored blob, and session_start carries the tool catalog's definition hashes
 // but not the definitions. Such a corpus can be validated, loaded, queried and
 // exported, but not replayed.
+//
+// # Planted faults
+//
+// Options.Faults plants failure modes for the detectors package to find,
+// each named by the detector id that finds it (Faults lists them). Every
+// second session (odd indices), going round the list, is generated clean
+// and then changed in one place, with seqs renumbered; Write lists each
+// planted fault in FaultsFile with the file, line and seq of the event the
+// detector's finding names first. A session with no place for its fault
+// (no parallel batch for latency_flattened, say) is left clean, and Write
+// fails with ErrFaultNotPlanted if a requested fault found no place at
+// all. The plants, mirroring detectors/testdata/fire:
+//
+//   - lost_call: the first successful call loses its tool_success and
+//     tool_end (at its tool_call; this breaks the contract's invariants).
+//   - unpaired_tool_use: the last tool_result of the first reply with two
+//     or more tool_use blocks is dropped from the next request (at the
+//     request, which repeats the assistant message).
+//   - truncated_tool_use_executed: a tool_use reply, not the last, becomes
+//     max_tokens with its first successful call's input cut in half into
+//     partial_input (at the reply).
+//   - stop_reason_as_done: the last reply of an end_turn session loses its
+//     stop reason (missing; at the reply).
+//   - end_turn_with_tool_use: an end_turn session ends at its last tool_use
+//     reply instead, relabelled end_turn (at the reply; breaks invariants).
+//   - hallucinated_tool: a succeeded call's tool is left out of the
+//     tool_names of the request its reply answers (at the reply, error).
+//   - empty_input_retry: four replies in a row get an empty first tool_use
+//     input (at the first reply of the run).
+//   - latency_flattened: the first batch of two or more calls that ran
+//     reports the first call's duration for all (at its first tool_end).
+//   - denial_loop: generated headless, asking for every command, with the
+//     fuse off and denied calls always retried; each call denied three or
+//     more times is a fault at its first denial (a session that did not
+//     loop is generated again clean).
+//   - unbounded_label: the first failure's error code gets the session id
+//     appended (at that tool_failure).
 package synth

@@ -278,28 +278,45 @@ func WriteSession(w io.Writer, opts Options, index int) (SessionInfo, error) {
 }
 
 // appendSession generates session i of the corpus and appends its lines to
-// buf. Each session draws from its own source seeded by (seed, i), which is
-// what keeps the corpus independent of the worker count.
+// buf, with its fault planted when it is to carry one. A session with no
+// place for its fault is written clean, the same bytes as without
+// Options.Faults.
 func appendSession(buf []byte, opts Options, i int) ([]byte, SessionInfo, error) {
+	fault := faultFor(opts, i)
+	out, info, err := generate(buf, opts, i, fault)
+	if err != nil || fault == "" {
+		return out, info, err
+	}
+	planted, faults, err := plant(out, fault)
+	if err != nil {
+		return out, info, fmt.Errorf("plant %s in session %d (%s): %w", fault, i, info.ID, err)
+	}
+	if len(faults) == 0 {
+		if fault == "denial_loop" {
+			// It was generated to loop, and did not: generate it clean.
+			return generate(out[:0], opts, i, "")
+		}
+		return out, info, nil
+	}
+	info.Faults, info.Bytes, info.Events = faults, len(planted), bytes.Count(planted, []byte("\n"))
+	return planted, info, nil
+}
+
+// generate generates session i of the corpus into buf. Each session draws
+// from its own source seeded by (seed, i), which is what keeps the corpus
+// independent of the worker count.
+func generate(buf []byte, opts Options, i int, fault string) ([]byte, SessionInfo, error) {
 	r := rand.New(rand.NewPCG(uint64(opts.Seed), uint64(i)))
 	start := sessionStart(opts, i, r)
 	g := newSession(r, sessionID(start, r), start, buf)
-	g.plant = faultFor(opts, i)
+	g.plant = fault
 	g.run()
 	info := SessionInfo{ID: g.id, Events: int(g.seq), ToolCalls: g.calls, ToolFailures: g.failures,
 		Bytes: len(g.buf), Start: start, End: g.now}
 	if g.err != nil {
 		return g.buf, info, fmt.Errorf("generate session %d (%s): %w", i, g.id, g.err)
 	}
-	if g.plant == "" {
-		return g.buf, info, nil
-	}
-	out, faults, err := plant(g.buf, g.plant)
-	if err != nil {
-		return g.buf, info, fmt.Errorf("plant %s in session %d (%s): %w", g.plant, i, g.id, err)
-	}
-	info.Faults, info.Bytes, info.Events = faults, len(out), bytes.Count(out, []byte("\n"))
-	return out, info, nil
+	return g.buf, info, nil
 }
 
 // sessionStart gives session i a start within its own slot of the span,

@@ -159,6 +159,7 @@ func TestOptionsThatDescribeNoCorpusAreRejected(t *testing.T) {
 		{"a negative number of days is meaningless", synth.Options{Sessions: 1, Days: -1}, 0},
 		{"a negative number of workers is meaningless", synth.Options{Sessions: 1, Workers: -2}, 0},
 		{"an index past the last session names no session", synth.Options{Sessions: 3}, 3},
+		{"a fault synth has no planter for is refused", synth.Options{Sessions: 4, Faults: []string{"lost_call", "dead_defense"}}, 0},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -503,4 +504,46 @@ func BenchmarkGenerate(b *testing.B) {
 		i++
 	}
 	b.ReportMetric(float64(events)/b.Elapsed().Seconds(), "events/s")
+}
+
+// A planted corpus is the clean corpus of the same options with every
+// second session changed: the sessions the ground truth names differ from
+// their clean selves and the others are the same bytes, whatever the
+// workers.
+func TestFaultsChangeOnlyThePlantedSessions(t *testing.T) {
+	clean, _ := writeCorpus(t, synth.Options{Sessions: 80, Seed: 5})
+	one, rep := writeCorpus(t, synth.Options{Sessions: 80, Seed: 5, Faults: synth.Faults, Workers: 1})
+	four, _ := writeCorpus(t, synth.Options{Sessions: 80, Seed: 5, Faults: synth.Faults, Workers: 4})
+	fc, f1, f4 := readDir(t, clean), readDir(t, one), readDir(t, four)
+	planted := map[string]bool{}
+	for _, f := range rep.Faults {
+		planted[f.File] = true
+		if f.Line < 1 || int64(f.Line) != f.Seq || f.Session+".jsonl" != f.File {
+			t.Errorf("fault %+v: want line = seq >= 1 in the session's own file", f)
+		}
+	}
+	if len(planted) == 0 || len(planted) > 40 {
+		t.Fatalf("%d sessions planted, want 1 to 40 (every second one at most)", len(planted))
+	}
+	delete(f1, synth.FaultsFile)
+	for name, data := range f1 {
+		if !bytes.Equal(data, f4[name]) {
+			t.Errorf("%s differs between 1 and 4 workers", name)
+		}
+		if same := bytes.Equal(data, fc[name]); same == planted[name] {
+			t.Errorf("%s: planted %v, but same as the clean corpus %v", name, planted[name], same)
+		}
+	}
+	truth, err := os.ReadFile(filepath.Join(one, synth.FaultsFile))
+	if err != nil || bytes.Count(truth, []byte("\n")) != len(rep.Faults) {
+		t.Fatalf("%s: %d lines, err %v; want one per planted fault (%d)", synth.FaultsFile, bytes.Count(truth, []byte("\n")), err, len(rep.Faults))
+	}
+}
+
+func TestACorpusTooSmallForAFaultIsAnError(t *testing.T) {
+	// Session 0 is never planted, so one session has room for none.
+	_, err := synth.Write(context.Background(), t.TempDir(), synth.Options{Sessions: 1, Faults: []string{"lost_call"}})
+	if !errors.Is(err, synth.ErrFaultNotPlanted) || !strings.Contains(err.Error(), "lost_call") {
+		t.Fatalf("Write: %v, want ErrFaultNotPlanted naming lost_call", err)
+	}
 }
