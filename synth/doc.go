@@ -103,5 +103,6 @@
 //     more times is a fault at its first denial (a session that did not
 //     loop is generated again clean).
 //   - unbounded_label: the first failure's error code gets the session id
-//     appended (at that tool_failure).
+//     appended (at that tool_failure), in 8 sessions at most, so that no
+//     tool reaches the 16 distinct codes the detector reports as spread.
 package synth

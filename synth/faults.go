@@ -46,12 +46,24 @@ type Fault struct {
 // faultFor returns the fault session i is planted with, or "": every
 // second session, going round the requested faults, so each gets about
 // Sessions/(2·len(faults)) tries and clean sessions stay in the mix.
+//
+// unbounded_label is planted at most maxLabelPlants times: each plant is a
+// new error code, and past 16 distinct codes of one tool the detector also
+// reports the tool's spread, a corpus-level finding no plant names.
 func faultFor(opts Options, i int) string {
 	if len(opts.Faults) == 0 || i%2 == 0 {
 		return ""
 	}
-	return opts.Faults[(i/2)%len(opts.Faults)]
+	n := len(opts.Faults)
+	f := opts.Faults[(i/2)%n]
+	if f == "unbounded_label" && (i/2)/n >= maxLabelPlants {
+		return ""
+	}
+	return f
 }
+
+// maxLabelPlants is how many sessions at most get an unbounded_label.
+const maxLabelPlants = 8
 
 // checkFaults rejects a fault name synth cannot plant.
 func checkFaults(faults []string) error {
@@ -323,6 +335,11 @@ func plantEndTurnWithToolUse(p *planting) bool {
 		if r == nil || r.StopReason != trajectory.StopToolUse {
 			continue
 		}
+		if !offered(p, i) {
+			// A call to a tool not offered that now never runs would
+			// also be a hallucinated_tool warning: take an earlier reply.
+			continue
+		}
 		r.StopReason, r.StopReasonRaw = trajectory.StopEndTurn, rawStop(p.provider(), trajectory.StopEndTurn)
 		p.marks = []mark{{i, r.ToolUses()[0].ID}}
 		p.evs = append(p.evs[:i+1], p.evs[end])
@@ -494,6 +511,22 @@ func plantUnboundedLabel(p *planting) bool {
 		f.ErrorCode += ":" + e.Session
 		p.marks = []mark{{i, f.ToolUseID}}
 		return true
+	}
+	return false
+}
+
+// offered reports whether every tool_use of reply i names a tool of the
+// request before it.
+func offered(p *planting, i int) bool {
+	for q := i - 1; q >= 0; q-- {
+		if req, ok := p.evs[q].Payload.(*trajectory.ModelRequest); ok {
+			for _, b := range p.response(i).ToolUses() {
+				if !slices.Contains(req.ToolNames, b.Name) {
+					return false
+				}
+			}
+			return true
+		}
 	}
 	return false
 }

@@ -235,6 +235,21 @@ func (g *session) execute(calls []*call, abort bool) bool {
 			// Time runs only until the interruption.
 			g.now = g.last.Add(time.Microsecond)
 		}
+		// Calls timed on their own do not report the same duration to
+		// the microsecond; two draws that round alike would read as a
+		// flattened batch (latency_flattened, §14.7), so the later one
+		// runs a microsecond longer.
+		seen := map[int64]bool{}
+		for _, c := range b.calls {
+			if c.out.dur <= 0 {
+				continue
+			}
+			for seen[c.out.dur.Microseconds()] {
+				c.out.dur += time.Microsecond
+				c.done = c.done.Add(time.Microsecond)
+			}
+			seen[c.out.dur.Microseconds()] = true
+		}
 		order := slices.Clone(b.calls)
 		slices.SortStableFunc(order, func(a, b *call) int { return a.done.Compare(b.done) })
 		for _, c := range order {
