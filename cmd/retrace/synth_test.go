@@ -130,6 +130,7 @@ func TestSynthFaultsAreWhatDetectFinds(t *testing.T) {
 		detector, file string
 		line           int
 		seq            int64
+		call           string
 	}
 	planted := map[place]bool{}
 	kinds := map[string]bool{}
@@ -138,7 +139,7 @@ func TestSynthFaultsAreWhatDetectFinds(t *testing.T) {
 		if err := json.Unmarshal([]byte(l), &f); err != nil {
 			t.Fatalf("%s: %v: %s", synth.FaultsFile, err, l)
 		}
-		planted[place{f.Detector, f.File, f.Line, f.Seq}] = true
+		planted[place{f.Detector, f.File, f.Line, f.Seq, f.ToolUseID}] = true
 		kinds[f.Detector] = true
 	}
 	if doc.Faults != len(planted) || len(kinds) != len(synth.Faults) {
@@ -155,7 +156,7 @@ func TestSynthFaultsAreWhatDetectFinds(t *testing.T) {
 	found := map[place]bool{}
 	for _, f := range rep.Findings {
 		e := f.Evidence[0]
-		p := place{f.Detector, filepath.Base(e.File), e.Line, e.Seq}
+		p := place{f.Detector, filepath.Base(e.File), e.Line, e.Seq, f.ToolUseID}
 		switch {
 		case planted[p]:
 			found[p] = true
