@@ -208,8 +208,17 @@ func readSessions(file string, skip map[string]bool, fn func(*Session)) error {
 	return nil
 }
 
-// parseStrings reads a JSON list of strings an SQL detector returns.
+// parseStrings reads a list of strings an SQL detector returns: DuckDB's
+// driver gives a JSON value as text, or already decoded into a []any when
+// a UNION has turned the column into a list.
 func parseStrings(v any) ([]string, error) {
+	if list, ok := v.([]any); ok {
+		ss := make([]string, 0, len(list))
+		for _, e := range list {
+			ss = append(ss, text(e))
+		}
+		return ss, nil
+	}
 	var ss []string
 	if err := json.Unmarshal([]byte(text(v)), &ss); err != nil {
 		return nil, fmt.Errorf("sessions %v: %w", v, err)
