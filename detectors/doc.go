@@ -57,7 +57,7 @@
 //
 // The museum (§13).
 //
-//   - dead_defense (error, corpus): an enabled defense with no
+//   - dead_defense (warning, corpus): an enabled defense with no
 //     defense_trigger in the corpus while its condition, recomputed from
 //     the events, held (§13.1, §14.4 b-type). ComputeLiveness builds the
 //     whole table (retrace detect --defenses): per defense the sessions
