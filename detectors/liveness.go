@@ -298,12 +298,12 @@ func endTurnHeld(s *Session, tools map[string]trajectory.ToolInfo) (int, []Locat
 }
 
 // callResult is a tool_call with the text of the tool_result that
-// answered it.
+// answered it, and whether it succeeded.
 type callResult struct {
-	at    Located
-	call  *trajectory.ToolCall
-	text  string
-	found bool
+	at        Located
+	call      *trajectory.ToolCall
+	text      string
+	found, ok bool
 }
 
 // callsWithResults returns the session's tool_calls in order, each with
@@ -316,6 +316,10 @@ func callsWithResults(s *Session) []callResult {
 		case *trajectory.ToolCall:
 			index[p.ToolUseID] = len(out)
 			out = append(out, callResult{at: e, call: p})
+		case *trajectory.ToolSuccess:
+			if i, ok := index[p.ToolUseID]; ok {
+				out[i].ok = true
+			}
 		case *trajectory.ToolResult:
 			if i, ok := index[p.ToolUseID]; ok {
 				out[i].text, out[i].found = p.Text, true
