@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"runtime"
 	"slices"
+	"sync"
 
 	"github.com/retrace-dev/retrace/metrics"
 	"github.com/retrace-dev/retrace/trajectory"
@@ -117,12 +119,19 @@ type sessionLiveness struct {
 	enabled  []trajectory.DefenseName
 	triggers map[trajectory.DefenseName]int
 	checked  map[trajectory.DefenseName]int
-	held     map[trajectory.DefenseName][]Located
+	// heldN counts the times the condition held; held points at the
+	// first livenessEvidenceMax of those events, and firstTurn is the
+	// first one's turn: evidence, not events, so that a large corpus does
+	// not keep its events alive.
+	heldN     map[trajectory.DefenseName]int
+	held      map[trajectory.DefenseName][]Evidence
+	firstTurn map[trajectory.DefenseName]int
 }
 
 func livenessOf(s *Session) sessionLiveness {
 	out := sessionLiveness{triggers: map[trajectory.DefenseName]int{}, checked: map[trajectory.DefenseName]int{},
-		held: map[trajectory.DefenseName][]Located{}}
+		heldN: map[trajectory.DefenseName]int{}, held: map[trajectory.DefenseName][]Evidence{},
+		firstTurn: map[trajectory.DefenseName]int{}}
 	tools := map[string]trajectory.ToolInfo{}
 	for _, e := range s.Events {
 		switch p := e.Payload.(type) {
@@ -136,34 +145,82 @@ func livenessOf(s *Session) sessionLiveness {
 		}
 	}
 	for _, d := range out.enabled {
-		if c, ok := conditions[d]; ok {
-			out.checked[d], out.held[d] = c.check(s, tools)
+		c, ok := conditions[d]
+		if !ok {
+			continue
+		}
+		var held []Located
+		out.checked[d], held = c.check(s, tools)
+		out.heldN[d] = len(held)
+		if len(held) > 0 {
+			out.firstTurn[d] = held[0].Turn
+		}
+		for _, e := range held[:min(len(held), livenessEvidenceMax)] {
+			out.held[d] = append(out.held[d], s.Evidence(e))
 		}
 	}
 	return out
 }
 
+// livenessReads are the event types the liveness conditions look at.
+var livenessReads = []trajectory.EventType{trajectory.TypeSessionStart, trajectory.TypeModelResponse,
+	trajectory.TypeToolCall, trajectory.TypeToolSuccess, trajectory.TypeToolResult, trajectory.TypePermissionDeny,
+	trajectory.TypeDefenseTrigger}
+
 // ComputeLiveness builds the liveness table of what is loaded into db,
-// reading each trajectory file again as Run does for the Go detectors
-// (files that are not regular files are not read).
+// reading each trajectory file again as Run does for the Go detectors,
+// on every core (files that are not regular files are not read).
 func ComputeLiveness(ctx context.Context, db *metrics.DB) (Liveness, error) {
 	files, err := db.Query(ctx, "SELECT DISTINCT file FROM raw_events WHERE file IS NOT NULL ORDER BY file")
 	if err != nil {
 		return Liveness{}, fmt.Errorf("liveness: %w", err)
 	}
+	skip := skipTypes([]Detector{&goDetector{reads: livenessReads}})
+	type result struct {
+		sessions []string
+		lives    []sessionLiveness
+		err      error
+	}
+	results := make([]result, len(files.Rows))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), max(len(files.Rows), 1)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				file, res := text(files.Rows[i][0]), &results[i]
+				if info, err := os.Stat(file); file == trajectory.StdinName || err != nil || !info.Mode().IsRegular() {
+					continue
+				}
+				res.err = readSessions(file, skip, func(s *Session) {
+					sl := livenessOf(s)
+					res.sessions = append(res.sessions, s.ID)
+					res.lives = append(res.lives, sl)
+				})
+			}
+		}()
+	}
+	for i := range files.Rows {
+		if ctx.Err() != nil {
+			break
+		}
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return Liveness{}, err
+	}
 	var lv Liveness
 	rows := map[trajectory.DefenseName]*DefenseLiveness{}
-	for _, r := range files.Rows {
-		if err := ctx.Err(); err != nil {
-			return Liveness{}, err
+	for _, res := range results {
+		if res.err != nil {
+			return Liveness{}, res.err
 		}
-		file := text(r[0])
-		if info, err := os.Stat(file); file == trajectory.StdinName || err != nil || !info.Mode().IsRegular() {
-			continue
-		}
-		err := readSessions(file, nil, func(s *Session) {
+		for k, id := range res.sessions {
 			lv.Sessions++
-			sl := livenessOf(s)
+			sl := res.lives[k]
 			for _, d := range sl.enabled {
 				row := rows[d]
 				if row == nil {
@@ -174,27 +231,20 @@ func ComputeLiveness(ctx context.Context, db *metrics.DB) (Liveness, error) {
 				row.Triggers += sl.triggers[d]
 				row.Checked += sl.checked[d]
 				held := sl.held[d]
-				row.Held += len(held)
+				row.Held += sl.heldN[d]
 				if len(held) == 0 {
 					continue
 				}
-				row.HeldSessions = append(row.HeldSessions, s.ID)
+				row.HeldSessions = append(row.HeldSessions, id)
 				if sl.triggers[d] > 0 {
 					continue
 				}
-				row.Missed = append(row.Missed, s.ID)
+				row.Missed = append(row.Missed, id)
 				if len(row.Evidence) == 0 {
-					row.firstTurn = held[0].Turn
+					row.firstTurn = sl.firstTurn[d]
 				}
-				for _, e := range held {
-					if len(row.Evidence) < livenessEvidenceMax {
-						row.Evidence = append(row.Evidence, s.Evidence(e))
-					}
-				}
+				row.Evidence = append(row.Evidence, held[:min(len(held), livenessEvidenceMax-len(row.Evidence))]...)
 			}
-		})
-		if err != nil {
-			return Liveness{}, err
 		}
 	}
 	names := make([]trajectory.DefenseName, 0, len(rows))
