@@ -120,13 +120,13 @@ var catalog = []Detector{
 		NextStep: "Open a cited session at the evidence lines and follow the defense's check for that event: a check that never runs on this path, a precondition that returns false for it, or a trigger recorded under another name (seed §13.1, §14.4).",
 		Corpus:   true,
 	}},
-	&goDetector{check: repeatedReadOnly, reads: []trajectory.EventType{trajectory.TypeSessionStart, trajectory.TypeToolCall, trajectory.TypeToolSuccess, trajectory.TypeToolResult, trajectory.TypeDefenseTrigger}, info: Info{
+	&goDetector{check: repeatedReadOnly, reads: []trajectory.EventType{trajectory.TypeToolCall, trajectory.TypeToolSuccess, trajectory.TypeToolResult, trajectory.TypeDefenseTrigger}, info: Info{
 		ID: "repeated_readonly", Severity: SeverityWarning, Title: "the same call returned the same result again and again",
-		About: fmt.Sprintf("One tool with the same input returned the same tool_result text %d times, with no call "+
-			"that may change state in between and no repeated_readonly defense acting: the model keeps "+
+		About: fmt.Sprintf("One tool with the same input returned the same tool_result text %d times in a row, no "+
+			"other call between and no repeated_readonly defense acting on any of them: the model keeps "+
 			"re-reading a fact it already has, typically because a frozen snapshot (the system prompt's) "+
 			"and the live state disagree and it cannot tell which is current. bash counts too: the "+
-			"repetition is the symptom.", repeatedCallMin),
+			"repetition is the symptom. Re-reads spread over a task, with other calls between, are ordinary and do not count.", repeatedCallMin),
 		Seed:     "§13.9, §13.7",
 		NextStep: "Enable the repeated-readonly guard, and put live state (git status, the file's content) in a reminder on the user side, marked as current, instead of leaving the model to arbitrate against the frozen system-prompt snapshot (seed §13.9, §10.6).",
 	}},

@@ -66,8 +66,8 @@
 //     condition never occurred), dead, or not_observable (the contract
 //     does not carry the condition: low_yield_spin, reminder_cap).
 //   - repeated_readonly (warning): one tool with the same input returned
-//     the same result 5 times in a row, nothing that may change state
-//     succeeded between, and no repeated_readonly defense acted (§13.9).
+//     the same result 5 times in a row, no other call between, and no
+//     repeated_readonly defense acted on any of them (§13.9).
 //
 // Thresholds are constants for now; per-detector thresholds in
 // retrace.yaml (detectors:) are planned.
