@@ -177,9 +177,8 @@ func ComputeLiveness(ctx context.Context, db *metrics.DB) (Liveness, error) {
 	}
 	skip := skipTypes([]Detector{&goDetector{reads: livenessReads}})
 	type result struct {
-		sessions []string
-		lives    []sessionLiveness
-		err      error
+		fileLiveness
+		err error
 	}
 	results := make([]result, len(files.Rows))
 	next := make(chan int)
@@ -193,11 +192,7 @@ func ComputeLiveness(ctx context.Context, db *metrics.DB) (Liveness, error) {
 				if info, err := os.Stat(file); file == trajectory.StdinName || err != nil || !info.Mode().IsRegular() {
 					continue
 				}
-				res.err = readSessions(file, skip, func(s *Session) {
-					sl := livenessOf(s)
-					res.sessions = append(res.sessions, s.ID)
-					res.lives = append(res.lives, sl)
-				})
+				res.err = readSessions(file, skip, res.add)
 			}
 		}()
 	}
@@ -212,12 +207,33 @@ func ComputeLiveness(ctx context.Context, db *metrics.DB) (Liveness, error) {
 	if err := ctx.Err(); err != nil {
 		return Liveness{}, err
 	}
-	var lv Liveness
-	rows := map[trajectory.DefenseName]*DefenseLiveness{}
-	for _, res := range results {
+	perFile := make([]fileLiveness, len(results))
+	for i, res := range results {
 		if res.err != nil {
 			return Liveness{}, res.err
 		}
+		perFile[i] = res.fileLiveness
+	}
+	return tabulate(perFile), nil
+}
+
+// fileLiveness is what the sessions of one file add to the table.
+type fileLiveness struct {
+	sessions []string
+	lives    []sessionLiveness
+}
+
+// add adds a session's share.
+func (fl *fileLiveness) add(s *Session) {
+	fl.sessions = append(fl.sessions, s.ID)
+	fl.lives = append(fl.lives, livenessOf(s))
+}
+
+// tabulate builds the table from the files' shares, in file order.
+func tabulate(perFile []fileLiveness) Liveness {
+	var lv Liveness
+	rows := map[trajectory.DefenseName]*DefenseLiveness{}
+	for _, res := range perFile {
 		for k, id := range res.sessions {
 			lv.Sessions++
 			sl := res.lives[k]
@@ -273,7 +289,7 @@ func ComputeLiveness(ctx context.Context, db *metrics.DB) (Liveness, error) {
 		}
 		lv.Defenses = append(lv.Defenses, *row)
 	}
-	return lv, nil
+	return lv
 }
 
 // requiresInput reports whether a tool's recorded definition has required
@@ -484,11 +500,19 @@ type deadDefense struct{ info Info }
 func (d *deadDefense) Info() Info                 { return d.info }
 func (d *deadDefense) Session(*Session) []Finding { return nil }
 
+// Corpus computes the liveness table itself. Run does not call it: it
+// feeds the table from its own pass over the sessions, so that the files
+// are read once.
 func (d *deadDefense) Corpus(ctx context.Context, db *metrics.DB) ([]Finding, error) {
 	lv, err := ComputeLiveness(ctx, db)
 	if err != nil {
 		return nil, err
 	}
+	return d.findings(lv), nil
+}
+
+// findings turns the table's dead rows into findings.
+func (d *deadDefense) findings(lv Liveness) []Finding {
 	var out []Finding
 	for _, row := range lv.Defenses {
 		if row.Verdict != VerdictDead {
@@ -501,5 +525,5 @@ func (d *deadDefense) Corpus(ctx context.Context, db *metrics.DB) ([]Finding, er
 		f.Turn = row.firstTurn
 		out = append(out, f)
 	}
-	return out, nil
+	return out
 }

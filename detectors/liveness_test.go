@@ -135,3 +135,46 @@ func TestLivenessRecomputesEachConditionFromTheRuntimesRecordings(t *testing.T) 
 		})
 	}
 }
+
+// Run feeds dead_defense from its one pass over the sessions; the finding
+// is the one Corpus computes reading the files itself, over a corpus
+// where one defense is dead and the others live or never needed.
+func TestDeadDefenseFromRunsPassIsTheOneCorpusComputes(t *testing.T) {
+	paths := []string{filepath.Join("testdata", "fire", "dead_defense.jsonl"), filepath.Join("testdata", "fire", "denial_loop.jsonl"),
+		filepath.Join("testdata", "clean", "dead_defense.jsonl")}
+	ctx := context.Background()
+	db, err := metrics.Open(ctx, metrics.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if _, err := db.Load(ctx, paths...); err != nil {
+		t.Fatal(err)
+	}
+	ds, err := Select([]string{"dead_defense"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Run(ctx, db, ds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	direct, err := ds[0].Corpus(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Findings) != 2 || len(direct) != 2 {
+		t.Fatalf("Run found %d, Corpus %d; want 2 each (empty_input_retry and denial_fuse dead): %+v", len(rep.Findings), len(direct), rep.Findings)
+	}
+	for _, want := range direct {
+		i := slices.IndexFunc(rep.Findings, func(f Finding) bool { return f.Message == want.Message })
+		if i < 0 {
+			t.Errorf("Run lacks %q", want.Message)
+			continue
+		}
+		got := rep.Findings[i]
+		if !slices.Equal(got.Evidence, want.Evidence) || !slices.Equal(got.Sessions, want.Sessions) || got.Turn != want.Turn {
+			t.Errorf("Run's finding %+v differs from Corpus's %+v", got, want)
+		}
+	}
+}

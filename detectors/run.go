@@ -65,7 +65,14 @@ func Run(ctx context.Context, db *metrics.DB, ds []Detector) (Report, error) {
 	for _, d := range ds {
 		rep.Detectors = append(rep.Detectors, d.Info())
 	}
+	// dead, when selected, is fed from the pass over the sessions below
+	// rather than reading every file a second time.
+	var dead *deadDefense
 	for _, d := range ds {
+		if dd, ok := d.(*deadDefense); ok {
+			dead = dd
+			continue
+		}
 		fs, err := d.Corpus(ctx, db)
 		if err != nil {
 			return rep, err
@@ -83,6 +90,7 @@ func Run(ctx context.Context, db *metrics.DB, ds []Detector) (Report, error) {
 		sessions int
 		unread   bool
 		err      error
+		live     fileLiveness
 	}
 	skip := skipTypes(ds)
 	results := make([]result, len(files.Rows))
@@ -102,6 +110,9 @@ func Run(ctx context.Context, db *metrics.DB, ds []Detector) (Report, error) {
 					res.sessions++
 					for _, d := range ds {
 						res.findings = append(res.findings, d.Session(s)...)
+					}
+					if dead != nil {
+						res.live.add(s)
 					}
 				})
 			}
@@ -127,15 +138,20 @@ func Run(ctx context.Context, db *metrics.DB, ds []Detector) (Report, error) {
 	if n, ok := count.Rows[0][0].(int64); ok {
 		rep.Events = int(n)
 	}
+	var perFile []fileLiveness
 	for i, res := range results {
 		if res.err != nil {
 			return rep, res.err
 		}
+		perFile = append(perFile, res.live)
 		if res.unread {
 			rep.Unread = append(rep.Unread, text(files.Rows[i][0]))
 		}
 		rep.Sessions += res.sessions
 		rep.Findings = append(rep.Findings, res.findings...)
+	}
+	if dead != nil {
+		rep.Findings = append(rep.Findings, dead.findings(tabulate(perFile))...)
 	}
 	order := map[string]int{}
 	for i, d := range catalog {
