@@ -217,50 +217,69 @@ func ComputeLiveness(ctx context.Context, db *metrics.DB) (Liveness, error) {
 	return tabulate(perFile), nil
 }
 
-// fileLiveness is what the sessions of one file add to the table.
+// fileLiveness is what the sessions of one file add to the table: the
+// rows over those sessions alone, so that a pass keeps a few rows per file
+// and nothing per session.
 type fileLiveness struct {
-	sessions []string
-	lives    []sessionLiveness
+	sessions int
+	rows     map[trajectory.DefenseName]*DefenseLiveness
 }
 
-// add adds a session's share.
+// add folds a session into the file's rows.
 func (fl *fileLiveness) add(s *Session) {
-	fl.sessions = append(fl.sessions, s.ID)
-	fl.lives = append(fl.lives, livenessOf(s))
+	if fl.rows == nil {
+		fl.rows = map[trajectory.DefenseName]*DefenseLiveness{}
+	}
+	fl.sessions++
+	sl := livenessOf(s)
+	for _, d := range sl.enabled {
+		row := fl.rows[d]
+		if row == nil {
+			row = &DefenseLiveness{Defense: d}
+			fl.rows[d] = row
+		}
+		row.Sessions++
+		row.Triggers += sl.triggers[d]
+		row.Checked += sl.checked[d]
+		row.Held += sl.heldN[d]
+		held := sl.held[d]
+		if len(held) == 0 {
+			continue
+		}
+		row.HeldSessions = append(row.HeldSessions, s.ID)
+		if sl.triggers[d] > 0 {
+			continue
+		}
+		row.Missed = append(row.Missed, s.ID)
+		if len(row.Evidence) == 0 {
+			row.firstTurn = sl.firstTurn[d]
+		}
+		row.Evidence = append(row.Evidence, held[:min(len(held), livenessEvidenceMax-len(row.Evidence))]...)
+	}
 }
 
-// tabulate builds the table from the files' shares, in file order.
+// tabulate builds the table from the files' rows, merged in file order.
 func tabulate(perFile []fileLiveness) Liveness {
 	var lv Liveness
 	rows := map[trajectory.DefenseName]*DefenseLiveness{}
-	for _, res := range perFile {
-		for k, id := range res.sessions {
-			lv.Sessions++
-			sl := res.lives[k]
-			for _, d := range sl.enabled {
-				row := rows[d]
-				if row == nil {
-					row = &DefenseLiveness{Defense: d}
-					rows[d] = row
-				}
-				row.Sessions++
-				row.Triggers += sl.triggers[d]
-				row.Checked += sl.checked[d]
-				held := sl.held[d]
-				row.Held += sl.heldN[d]
-				if len(held) == 0 {
-					continue
-				}
-				row.HeldSessions = append(row.HeldSessions, id)
-				if sl.triggers[d] > 0 {
-					continue
-				}
-				row.Missed = append(row.Missed, id)
-				if len(row.Evidence) == 0 {
-					row.firstTurn = sl.firstTurn[d]
-				}
-				row.Evidence = append(row.Evidence, held[:min(len(held), livenessEvidenceMax-len(row.Evidence))]...)
+	for _, fl := range perFile {
+		lv.Sessions += fl.sessions
+		for d, r := range fl.rows {
+			row := rows[d]
+			if row == nil {
+				row = &DefenseLiveness{Defense: d}
+				rows[d] = row
 			}
+			row.Sessions += r.Sessions
+			row.Triggers += r.Triggers
+			row.Checked += r.Checked
+			row.Held += r.Held
+			row.HeldSessions = append(row.HeldSessions, r.HeldSessions...)
+			row.Missed = append(row.Missed, r.Missed...)
+			if len(row.Evidence) == 0 && len(r.Evidence) > 0 {
+				row.firstTurn = r.firstTurn
+			}
+			row.Evidence = append(row.Evidence, r.Evidence[:min(len(r.Evidence), livenessEvidenceMax-len(row.Evidence))]...)
 		}
 	}
 	names := make([]trajectory.DefenseName, 0, len(rows))
