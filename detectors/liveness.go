@@ -1,6 +1,7 @@
 package detectors
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -120,18 +121,18 @@ type sessionLiveness struct {
 	triggers map[trajectory.DefenseName]int
 	checked  map[trajectory.DefenseName]int
 	// heldN counts the times the condition held; held points at the
-	// first livenessEvidenceMax of those events, and firstTurn is the
-	// first one's turn: evidence, not events, so that a large corpus does
-	// not keep its events alive.
+	// first livenessEvidenceMax of those events, and heldTurns are their
+	// turns: evidence, not events, so that a large corpus does not keep
+	// its events alive.
 	heldN     map[trajectory.DefenseName]int
 	held      map[trajectory.DefenseName][]Evidence
-	firstTurn map[trajectory.DefenseName]int
+	heldTurns map[trajectory.DefenseName][]int
 }
 
 func livenessOf(s *Session) sessionLiveness {
 	out := sessionLiveness{triggers: map[trajectory.DefenseName]int{}, checked: map[trajectory.DefenseName]int{},
 		heldN: map[trajectory.DefenseName]int{}, held: map[trajectory.DefenseName][]Evidence{},
-		firstTurn: map[trajectory.DefenseName]int{}}
+		heldTurns: map[trajectory.DefenseName][]int{}}
 	tools := map[string]trajectory.ToolInfo{}
 	for _, e := range s.Events {
 		switch p := e.Payload.(type) {
@@ -152,11 +153,9 @@ func livenessOf(s *Session) sessionLiveness {
 		var held []Located
 		out.checked[d], held = c.check(s, tools)
 		out.heldN[d] = len(held)
-		if len(held) > 0 {
-			out.firstTurn[d] = held[0].Turn
-		}
 		for _, e := range held[:min(len(held), livenessEvidenceMax)] {
 			out.held[d] = append(out.held[d], s.Evidence(e))
+			out.heldTurns[d] = append(out.heldTurns[d], e.Turn)
 		}
 	}
 	return out
@@ -176,23 +175,21 @@ func ComputeLiveness(ctx context.Context, db *metrics.DB) (Liveness, error) {
 		return Liveness{}, fmt.Errorf("liveness: %w", err)
 	}
 	skip := skipTypes([]Detector{&goDetector{reads: livenessReads}})
-	type result struct {
-		fileLiveness
-		err error
-	}
-	results := make([]result, len(files.Rows))
+	workers := min(runtime.GOMAXPROCS(0), max(len(files.Rows), 1))
+	accs := make([]fileLiveness, workers)
+	errs := make([]error, len(files.Rows))
 	next := make(chan int)
 	var wg sync.WaitGroup
-	for range min(runtime.GOMAXPROCS(0), max(len(files.Rows), 1)) {
+	for w := range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for i := range next {
-				file, res := text(files.Rows[i][0]), &results[i]
+				file := text(files.Rows[i][0])
 				if info, err := os.Stat(file); file == trajectory.StdinName || err != nil || !info.Mode().IsRegular() {
 					continue
 				}
-				res.err = readSessions(file, skip, res.add)
+				errs[i] = readSessions(file, skip, accs[w].add)
 			}
 		}()
 	}
@@ -207,28 +204,32 @@ func ComputeLiveness(ctx context.Context, db *metrics.DB) (Liveness, error) {
 	if err := ctx.Err(); err != nil {
 		return Liveness{}, err
 	}
-	perFile := make([]fileLiveness, len(results))
-	for i, res := range results {
-		if res.err != nil {
-			return Liveness{}, res.err
+	for _, err := range errs {
+		if err != nil {
+			return Liveness{}, err
 		}
-		perFile[i] = res.fileLiveness
 	}
-	return tabulate(perFile), nil
+	return tabulate(accs), nil
 }
 
-// fileLiveness is what the sessions of one file add to the table: the
-// rows over those sessions alone, so that a pass keeps a few rows per file
-// and nothing per session.
+// fileLiveness is what the sessions one worker read add to the table:
+// the rows over those sessions alone, so that a pass keeps a few rows per
+// worker and nothing per session or file. A worker reads its files in
+// corpus order, so its first livenessEvidenceMax pieces of evidence are
+// its earliest; tabulate sorts the merged lists, which makes the table
+// the same however the files were shared out.
 type fileLiveness struct {
 	sessions int
 	rows     map[trajectory.DefenseName]*DefenseLiveness
+	// turns are the turns of each row's evidence, in step with it.
+	turns map[trajectory.DefenseName][]int
 }
 
-// add folds a session into the file's rows.
+// add folds a session into the rows.
 func (fl *fileLiveness) add(s *Session) {
 	if fl.rows == nil {
 		fl.rows = map[trajectory.DefenseName]*DefenseLiveness{}
+		fl.turns = map[trajectory.DefenseName][]int{}
 	}
 	fl.sessions++
 	sl := livenessOf(s)
@@ -251,18 +252,19 @@ func (fl *fileLiveness) add(s *Session) {
 			continue
 		}
 		row.Missed = append(row.Missed, s.ID)
-		if len(row.Evidence) == 0 {
-			row.firstTurn = sl.firstTurn[d]
+		for k, e := range held[:min(len(held), livenessEvidenceMax-len(row.Evidence))] {
+			row.Evidence = append(row.Evidence, e)
+			fl.turns[d] = append(fl.turns[d], sl.heldTurns[d][k])
 		}
-		row.Evidence = append(row.Evidence, held[:min(len(held), livenessEvidenceMax-len(row.Evidence))]...)
 	}
 }
 
-// tabulate builds the table from the files' rows, merged in file order.
-func tabulate(perFile []fileLiveness) Liveness {
+// tabulate builds the table from the workers' rows.
+func tabulate(perWorker []fileLiveness) Liveness {
 	var lv Liveness
 	rows := map[trajectory.DefenseName]*DefenseLiveness{}
-	for _, fl := range perFile {
+	turns := map[trajectory.DefenseName][]int{}
+	for _, fl := range perWorker {
 		lv.Sessions += fl.sessions
 		for d, r := range fl.rows {
 			row := rows[d]
@@ -276,11 +278,29 @@ func tabulate(perFile []fileLiveness) Liveness {
 			row.Held += r.Held
 			row.HeldSessions = append(row.HeldSessions, r.HeldSessions...)
 			row.Missed = append(row.Missed, r.Missed...)
-			if len(row.Evidence) == 0 && len(r.Evidence) > 0 {
-				row.firstTurn = r.firstTurn
-			}
-			row.Evidence = append(row.Evidence, r.Evidence[:min(len(r.Evidence), livenessEvidenceMax-len(row.Evidence))]...)
+			row.Evidence = append(row.Evidence, r.Evidence...)
+			turns[d] = append(turns[d], fl.turns[d]...)
 		}
+	}
+	for d, row := range rows {
+		slices.Sort(row.HeldSessions)
+		slices.Sort(row.Missed)
+		idx := make([]int, len(row.Evidence))
+		for i := range idx {
+			idx[i] = i
+		}
+		slices.SortStableFunc(idx, func(a, b int) int {
+			ea, eb := row.Evidence[a], row.Evidence[b]
+			return cmp.Or(cmp.Compare(ea.File, eb.File), cmp.Compare(ea.Line, eb.Line))
+		})
+		ev := make([]Evidence, 0, min(len(idx), livenessEvidenceMax))
+		for k, i := range idx[:min(len(idx), livenessEvidenceMax)] {
+			if k == 0 {
+				row.firstTurn = turns[d][i]
+			}
+			ev = append(ev, row.Evidence[i])
+		}
+		row.Evidence = ev
 	}
 	names := make([]trajectory.DefenseName, 0, len(rows))
 	for d := range rows {

@@ -90,13 +90,15 @@ func Run(ctx context.Context, db *metrics.DB, ds []Detector) (Report, error) {
 		sessions int
 		unread   bool
 		err      error
-		live     fileLiveness
 	}
 	skip := skipTypes(ds)
 	results := make([]result, len(files.Rows))
+	workers := min(runtime.GOMAXPROCS(0), max(len(files.Rows), 1))
+	// live holds each worker's share of the liveness table dead needs.
+	live := make([]fileLiveness, workers)
 	next := make(chan int)
 	var wg sync.WaitGroup
-	for range min(runtime.GOMAXPROCS(0), max(len(files.Rows), 1)) {
+	for w := range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -112,7 +114,7 @@ func Run(ctx context.Context, db *metrics.DB, ds []Detector) (Report, error) {
 						res.findings = append(res.findings, d.Session(s)...)
 					}
 					if dead != nil {
-						res.live.add(s)
+						live[w].add(s)
 					}
 				})
 			}
@@ -138,12 +140,10 @@ func Run(ctx context.Context, db *metrics.DB, ds []Detector) (Report, error) {
 	if n, ok := count.Rows[0][0].(int64); ok {
 		rep.Events = int(n)
 	}
-	var perFile []fileLiveness
 	for i, res := range results {
 		if res.err != nil {
 			return rep, res.err
 		}
-		perFile = append(perFile, res.live)
 		if res.unread {
 			rep.Unread = append(rep.Unread, text(files.Rows[i][0]))
 		}
@@ -151,7 +151,7 @@ func Run(ctx context.Context, db *metrics.DB, ds []Detector) (Report, error) {
 		rep.Findings = append(rep.Findings, res.findings...)
 	}
 	if dead != nil {
-		rep.Findings = append(rep.Findings, dead.findings(tabulate(perFile))...)
+		rep.Findings = append(rep.Findings, dead.findings(tabulate(live))...)
 	}
 	order := map[string]int{}
 	for i, d := range catalog {
