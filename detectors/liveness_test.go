@@ -2,8 +2,11 @@ package detectors
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/retrace-dev/retrace/metrics"
@@ -176,5 +179,42 @@ func TestDeadDefenseFromRunsPassIsTheOneCorpusComputes(t *testing.T) {
 		if !slices.Equal(got.Evidence, want.Evidence) || !slices.Equal(got.Sessions, want.Sessions) || got.Turn != want.Turn {
 			t.Errorf("Run's finding %+v differs from Corpus's %+v", got, want)
 		}
+	}
+}
+
+// The loop-by-shape condition holds on the fifth call in a row of one tool
+// with the same keys and different values, and not on four, nor when an
+// identical call or another tool breaks the row.
+func TestLoopShapeConditionCountsCallsInARowWithDifferentValues(t *testing.T) {
+	session := func(calls ...string) *Session {
+		s := &Session{ID: "s", File: "f.jsonl"}
+		for i, c := range calls {
+			tool, input, _ := strings.Cut(c, " ")
+			s.Events = append(s.Events, Located{Line: i + 1, Event: trajectory.Event{Seq: int64(i + 1),
+				Payload: &trajectory.ToolCall{ToolRef: trajectory.ToolRef{ToolUseID: fmt.Sprint("toolu_", i), Tool: tool}, Input: json.RawMessage(input)}}})
+		}
+		return s
+	}
+	grep := func(p string) string { return `grep {"pattern":"` + p + `"}` }
+	for _, tc := range []struct {
+		name  string
+		calls []string
+		held  []int
+	}{
+		{"Five greps for five patterns hold the condition at the fifth.", []string{grep("a"), grep("b"), grep("c"), grep("d"), grep("e")}, []int{5}},
+		{"Four greps do not.", []string{grep("a"), grep("b"), grep("c"), grep("d")}, nil},
+		{"A read between the greps starts the row again.", []string{grep("a"), grep("b"), `read {"file_path":"x"}`, grep("c"), grep("d"), grep("e")}, nil},
+		{"A repeated identical grep neither counts nor breaks the row.", []string{grep("a"), grep("b"), grep("b"), grep("c"), grep("d"), grep("e")}, []int{6}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			checked, held := loopShapeHeld(session(tc.calls...), nil)
+			var lines []int
+			for _, e := range held {
+				lines = append(lines, e.Line)
+			}
+			if checked != len(tc.calls) || !slices.Equal(lines, tc.held) {
+				t.Errorf("checked %d, held at %v; want %d, %v", checked, lines, len(tc.calls), tc.held)
+			}
+		})
 	}
 }
