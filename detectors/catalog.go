@@ -106,6 +106,30 @@ var catalog = []Detector{
 		Seed:     "§14.5, §8.7",
 		NextStep: "Give error codes from a closed set at the call site (ENOENT, exit:2, timeout); keep paths, commands and messages in the tool_result text, never in a label (seed §14.5).",
 	}},
+	&deadDefense{info: Info{
+		ID: "dead_defense", Severity: SeverityWarning, Title: "an enabled defense whose condition occurred and that never acted",
+		About: "Over the corpus, a defense that session_start lists as enabled has no defense_trigger at all, " +
+			"while its condition, recomputed from the events (an empty-input tool_use, a cut-off tool_use, " +
+			"an end_turn reply with a tool_use, repeated identical read-only calls, a loop by shape, the same " +
+			"call denied again and again), held in the sessions it cites: the §14.4 b-type zero, a defense " +
+			"that exists and is wired to nothing. A defense whose condition never occurred is never_needed " +
+			"(a-type) and is not a finding; retrace detect --defenses prints the whole table. A warning, " +
+			"not an error: the conditions are recomputed with the runtime's default thresholds, which the " +
+			"trajectory does not carry, so a run configured with higher ones can be misjudged.",
+		Seed:     "§13.1, §14.4",
+		NextStep: "Open a cited session at the evidence lines and follow the defense's check for that event: a check that never runs on this path, a precondition that returns false for it, or a trigger recorded under another name (seed §13.1, §14.4).",
+		Corpus:   true,
+	}},
+	&goDetector{check: repeatedReadOnly, reads: []trajectory.EventType{trajectory.TypeToolCall, trajectory.TypeToolSuccess, trajectory.TypeToolResult, trajectory.TypeDefenseTrigger}, info: Info{
+		ID: "repeated_readonly", Severity: SeverityWarning, Title: "the same call returned the same result again and again",
+		About: fmt.Sprintf("One tool with the same input returned the same tool_result text %d times in a row, no "+
+			"other call between and no repeated_readonly defense acting on any of them: the model keeps "+
+			"re-reading a fact it already has, typically because a frozen snapshot (the system prompt's) "+
+			"and the live state disagree and it cannot tell which is current. bash counts too: the "+
+			"repetition is the symptom. Re-reads spread over a task, with other calls between, are ordinary and do not count.", repeatedCallMin),
+		Seed:     "§13.9, §13.7",
+		NextStep: "Enable the repeated-readonly guard, and put live state (git status, the file's content) in a reminder on the user side, marked as current, instead of leaving the model to arbitrate against the frozen system-prompt snapshot (seed §13.9, §10.6).",
+	}},
 }
 
 // endLike reports whether r is a stop reason that means the model finished.

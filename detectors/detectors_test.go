@@ -60,6 +60,8 @@ func TestEveryDetectorFiresOnItsFixtureAndNoneOnTheCleanOne(t *testing.T) {
 		{"Three parallel calls reporting the same duration are flattened latency.", "latency_flattened", SeverityWarning, "toolu_ls", []int{10, 13, 16}},
 		{"The same bash call denied three times with no fuse is a denial loop.", "denial_loop", SeverityWarning, "toolu_mock_1_1", []int{7, 15, 23}},
 		{"An error code that carries the missing file's path is an unbounded label.", "unbounded_label", SeverityWarning, "toolu_missing", []int{24}},
+		{"Three empty-input replies with the empty-input retry enabled and no trigger are a dead defense.", "dead_defense", SeverityWarning, "", []int{4, 7, 10}},
+		{"Five reads of the same file with the same text and the guard off are a repeated read-only call, found at all five.", "repeated_readonly", SeverityWarning, "toolu_r1", []int{5, 12, 19, 26, 33}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rep := detect(t, Catalog(), filepath.Join("testdata", "fire", tc.id+".jsonl"))

@@ -55,6 +55,20 @@
 //     that carries data, or a tool with more than 16 distinct error codes
 //     (§14.5).
 //
+// The museum (§13).
+//
+//   - dead_defense (warning, corpus): an enabled defense with no
+//     defense_trigger in the corpus while its condition, recomputed from
+//     the events, held (§13.1, §14.4 b-type). ComputeLiveness builds the
+//     whole table (retrace detect --defenses): per defense the sessions
+//     that enabled it, its triggers, how often its check ran and its
+//     condition held, and the verdict live, never_needed (a-type: the
+//     condition never occurred), dead, or not_observable (the contract
+//     does not carry the condition: low_yield_spin, reminder_cap).
+//   - repeated_readonly (warning): one tool with the same input returned
+//     the same result 5 times in a row, no other call between, and no
+//     repeated_readonly defense acted on any of them (§13.9).
+//
 // Thresholds are constants for now; per-detector thresholds in
 // retrace.yaml (detectors:) are planned.
 package detectors

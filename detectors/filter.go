@@ -69,6 +69,9 @@ func (f *typeFilter) Read(p []byte) (int, error) {
 func skipTypes(ds []Detector) map[string]bool {
 	need := map[trajectory.EventType]bool{}
 	for _, d := range ds {
+		if _, ok := d.(*deadDefense); ok {
+			d = &goDetector{reads: livenessReads}
+		}
 		g, ok := d.(*goDetector)
 		if !ok {
 			continue

@@ -65,7 +65,14 @@ func Run(ctx context.Context, db *metrics.DB, ds []Detector) (Report, error) {
 	for _, d := range ds {
 		rep.Detectors = append(rep.Detectors, d.Info())
 	}
+	// dead, when selected, is fed from the pass over the sessions below
+	// rather than reading every file a second time.
+	var dead *deadDefense
 	for _, d := range ds {
+		if dd, ok := d.(*deadDefense); ok {
+			dead = dd
+			continue
+		}
 		fs, err := d.Corpus(ctx, db)
 		if err != nil {
 			return rep, err
@@ -86,9 +93,12 @@ func Run(ctx context.Context, db *metrics.DB, ds []Detector) (Report, error) {
 	}
 	skip := skipTypes(ds)
 	results := make([]result, len(files.Rows))
+	workers := min(runtime.GOMAXPROCS(0), max(len(files.Rows), 1))
+	// live holds each worker's share of the liveness table dead needs.
+	live := make([]fileLiveness, workers)
 	next := make(chan int)
 	var wg sync.WaitGroup
-	for range min(runtime.GOMAXPROCS(0), max(len(files.Rows), 1)) {
+	for w := range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -102,6 +112,9 @@ func Run(ctx context.Context, db *metrics.DB, ds []Detector) (Report, error) {
 					res.sessions++
 					for _, d := range ds {
 						res.findings = append(res.findings, d.Session(s)...)
+					}
+					if dead != nil {
+						live[w].add(s)
 					}
 				})
 			}
@@ -136,6 +149,9 @@ func Run(ctx context.Context, db *metrics.DB, ds []Detector) (Report, error) {
 		}
 		rep.Sessions += res.sessions
 		rep.Findings = append(rep.Findings, res.findings...)
+	}
+	if dead != nil {
+		rep.Findings = append(rep.Findings, dead.findings(tabulate(live))...)
 	}
 	order := map[string]int{}
 	for i, d := range catalog {

@@ -23,6 +23,7 @@ type detectOptions struct {
 	only, skip []string
 	failOn     string
 	list       bool
+	defenses   bool
 	lenient    bool
 	limit      int
 	format     *formatFlag
@@ -56,17 +57,28 @@ failed; the findings are printed all the same), 2 bad usage or bad input
 event, a missing path), 1 retrace itself failed.
 
 Thresholds are fixed for now (documented per detector in --list);
-per-detector thresholds in retrace.yaml (detectors:) are planned.`,
+per-detector thresholds in retrace.yaml (detectors:) are planned.
+
+--defenses prints the defense liveness table instead of findings: for
+every defense a session_start enabled, the sessions that enabled it, its
+defense_triggers, how often its check ran and its condition held
+(recomputed from the events), and a verdict: live (it acted),
+never_needed (its condition never occurred), dead (its condition occurred
+and it never acted; exit 3 with --fail-on warning or info, as the
+dead_defense detector, a warning), or not_observable (the trajectory does not carry its
+condition). Formats: table, markdown, json.`,
 		Example: `  retrace detect
   retrace detect runs/ --fail-on warning --format github
   retrace detect runs/ --only lost_call,unpaired_tool_use --format sarif > detect.sarif
-  retrace detect --list`,
+  retrace detect --list
+  retrace detect runs/ --defenses`,
 	}
 	f := cmd.Flags()
 	f.StringSliceVar(&opts.only, "only", nil, "run only these detectors (ids, comma-separated)")
 	f.StringSliceVar(&opts.skip, "skip", nil, "leave these detectors out (ids, comma-separated)")
 	f.StringVar(&opts.failOn, "fail-on", "error", "exit 3 when a finding of this severity or worse exists: error, warning, info or never")
 	f.BoolVar(&opts.list, "list", false, "document every detector (id, severity, what it means, seed section) and exit")
+	f.BoolVar(&opts.defenses, "defenses", false, "print the defense liveness table (live, never_needed, dead, not_observable) instead of findings")
 	f.BoolVar(&opts.lenient, "lenient", false, lenientUsage)
 	f.IntVar(&opts.limit, "limit", 20, "findings shown in table and markdown output; 0 shows all (json, sarif and github always have all)")
 	opts.format = addFormatFlag(cmd, detectFormats...)
@@ -108,11 +120,17 @@ func runDetect(ctx context.Context, sys *IO, opts *detectOptions) error {
 	if opts.list {
 		return writeDetectorList(sys.Out, opts.format.value, ds)
 	}
+	if opts.defenses && opts.format.value != "table" && opts.format.value != "markdown" && opts.format.value != "json" {
+		return usage(fmt.Errorf("--defenses --format %s: the liveness table prints as table, markdown or json", opts.format.value))
+	}
 	db, err := openAndLoad(ctx, sys, "", opts.lenient, opts.paths)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
+	if opts.defenses {
+		return runDefenses(ctx, sys, db, opts.format.value, threshold)
+	}
 	rep, err := detectors.Run(ctx, db, ds)
 	if err != nil {
 		return err
@@ -134,6 +152,66 @@ func runDetect(ctx context.Context, sys *IO, opts *detectOptions) error {
 	}
 	fmt.Fprintf(sys.Err, "retrace: detect: %s at or above %s (--fail-on %s)\n", plural(failing, "finding"), opts.failOn, opts.failOn)
 	return &exitError{code: ExitGate, err: errReported}
+}
+
+// runDefenses prints the liveness table of what db holds and fails the
+// gate, as the dead_defense detector (a warning) would, when a defense is
+// dead and --fail-on is warning or info.
+func runDefenses(ctx context.Context, sys *IO, db *metrics.DB, format string, threshold int) error {
+	lv, err := detectors.ComputeLiveness(ctx, db)
+	if err != nil {
+		return err
+	}
+	if err := writeLiveness(sys.Out, format, lv); err != nil {
+		return err
+	}
+	dead := 0
+	for _, r := range lv.Defenses {
+		if r.Verdict == detectors.VerdictDead {
+			dead++
+		}
+	}
+	if dead == 0 || threshold == 0 || threshold > detectors.SeverityWarning.Rank() {
+		return nil
+	}
+	fmt.Fprintf(sys.Err, "retrace: detect: %s dead: enabled, their condition occurred, and they never acted (seed §14.4)\n", plural(dead, "defense"))
+	return &exitError{code: ExitGate, err: errReported}
+}
+
+// writeLiveness prints the liveness table, then for each dead defense the
+// sessions and lines where its condition held.
+func writeLiveness(w io.Writer, format string, lv detectors.Liveness) error {
+	if format == "json" {
+		if lv.Defenses == nil {
+			lv.Defenses = []detectors.DefenseLiveness{}
+		}
+		return writeJSON(w, lv)
+	}
+	t := metrics.Table{Columns: []string{"defense", "verdict", "sessions", "triggers", "checked", "condition held", "held in sessions", "missed sessions", "condition"}}
+	for _, r := range lv.Defenses {
+		checked, held := any(int64(r.Checked)), any(int64(r.Held))
+		if !r.Observable {
+			checked, held = "-", "-"
+		}
+		t.Rows = append(t.Rows, []any{string(r.Defense), string(r.Verdict), int64(r.Sessions), int64(r.Triggers),
+			checked, held, int64(len(r.HeldSessions)), int64(len(r.Missed)), r.Condition})
+	}
+	if format == "markdown" {
+		fmt.Fprintf(w, "## defense liveness: %s\n\n", plural(lv.Sessions, "session"))
+	} else {
+		fmt.Fprintf(w, "== defense liveness: %s ==\n", plural(lv.Sessions, "session"))
+	}
+	if err := writeTable(w, format, t); err != nil {
+		return err
+	}
+	for _, r := range lv.Defenses {
+		if r.Verdict != detectors.VerdictDead {
+			continue
+		}
+		f := detectors.Finding{Evidence: r.Evidence}
+		fmt.Fprintf(w, "\n%s is dead: its condition held in %s without a trigger, first at %s\n", r.Defense, plural(len(r.Missed), "session"), where(f))
+	}
+	return nil
 }
 
 func writeDetectorList(w io.Writer, format string, ds []detectors.Detector) error {
