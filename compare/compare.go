@@ -237,7 +237,7 @@ func index(events []trajectory.Event) *session {
 			c := get(p.ToolUseID, ev.Turn, i)
 			c.hooks = append(c.hooks, p)
 		case *trajectory.PermissionAllow, *trajectory.PermissionPrompt, *trajectory.PermissionDeny:
-			c := get(toolUseID(p), ev.Turn, i)
+			c := get(trajectory.ToolUseIDOf(p), ev.Turn, i)
 			c.perms = append(c.perms, ev)
 		case *trajectory.ToolSuccess:
 			c := get(p.ToolUseID, ev.Turn, i)
@@ -263,18 +263,6 @@ func index(events []trajectory.Event) *session {
 		}
 	}
 	return s
-}
-
-func toolUseID(p trajectory.Payload) string {
-	switch p := p.(type) {
-	case *trajectory.PermissionAllow:
-		return p.ToolUseID
-	case *trajectory.PermissionPrompt:
-		return p.ToolUseID
-	case *trajectory.PermissionDeny:
-		return p.ToolUseID
-	}
-	return ""
 }
 
 func failureText(p *trajectory.ToolFailure) string {

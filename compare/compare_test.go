@@ -139,7 +139,7 @@ func TestCompareClassifiesEachDivergence(t *testing.T) {
 			name: "a call the replay never made is call_missing",
 			file: "parallel_batch.jsonl", want: ClassCallMissing, id: "toolu_14", field: "tool_call",
 			edit: func(t *testing.T, evs []trajectory.Event) []trajectory.Event {
-				return without(evs, func(ev trajectory.Event) bool { return refID(ev) == "toolu_14" })
+				return without(evs, func(ev trajectory.Event) bool { return trajectory.ToolUseIDOf(ev.Payload) == "toolu_14" })
 			},
 		},
 		{
@@ -178,27 +178,6 @@ func TestCompareClassifiesEachDivergence(t *testing.T) {
 			}
 		})
 	}
-}
-
-// refID returns the tool_use_id an event is about, if any.
-func refID(ev trajectory.Event) string {
-	switch p := ev.Payload.(type) {
-	case *trajectory.ToolCall:
-		return p.ToolUseID
-	case *trajectory.PermissionAllow:
-		return p.ToolUseID
-	case *trajectory.PermissionDeny:
-		return p.ToolUseID
-	case *trajectory.ToolSuccess:
-		return p.ToolUseID
-	case *trajectory.ToolFailure:
-		return p.ToolUseID
-	case *trajectory.ToolEnd:
-		return p.ToolUseID
-	case *trajectory.ToolResult:
-		return p.ToolUseID
-	}
-	return ""
 }
 
 func denyByRule(evs []trajectory.Event, id, rule string) []trajectory.Event {

@@ -12,19 +12,25 @@ import (
 	"github.com/retrace-dev/retrace/synth"
 )
 
-// detect loads paths into a new database, strictly, and runs ds over them.
-func detect(t testing.TB, ds []Detector, paths ...string) Report {
+// loaded opens a new database, closed when the test ends, and loads paths
+// into it strictly.
+func loaded(t testing.TB, paths ...string) *metrics.DB {
 	t.Helper()
-	ctx := context.Background()
-	db, err := metrics.Open(ctx, metrics.Options{})
+	db, err := metrics.Open(context.Background(), metrics.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	if _, err := db.Load(ctx, paths...); err != nil {
+	if _, err := db.Load(context.Background(), paths...); err != nil {
 		t.Fatal(err)
 	}
-	rep, err := Run(ctx, db, ds)
+	return db
+}
+
+// detect loads paths into a new database, strictly, and runs ds over them.
+func detect(t testing.TB, ds []Detector, paths ...string) Report {
+	t.Helper()
+	rep, err := Run(context.Background(), loaded(t, paths...), ds)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/retrace-dev/retrace/metrics"
 	"github.com/retrace-dev/retrace/trajectory"
 )
 
@@ -17,16 +16,7 @@ import (
 // liveness table.
 func liveness(t *testing.T, paths ...string) Liveness {
 	t.Helper()
-	ctx := context.Background()
-	db, err := metrics.Open(ctx, metrics.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	if _, err := db.Load(ctx, paths...); err != nil {
-		t.Fatal(err)
-	}
-	lv, err := ComputeLiveness(ctx, db)
+	lv, err := ComputeLiveness(context.Background(), loaded(t, paths...))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,14 +136,7 @@ func TestDeadDefenseFromRunsPassIsTheOneCorpusComputes(t *testing.T) {
 	paths := []string{filepath.Join("testdata", "fire", "dead_defense.jsonl"), filepath.Join("testdata", "fire", "denial_loop.jsonl"),
 		filepath.Join("testdata", "clean", "dead_defense.jsonl")}
 	ctx := context.Background()
-	db, err := metrics.Open(ctx, metrics.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	if _, err := db.Load(ctx, paths...); err != nil {
-		t.Fatal(err)
-	}
+	db := loaded(t, paths...)
 	ds, err := Select([]string{"dead_defense"}, nil)
 	if err != nil {
 		t.Fatal(err)

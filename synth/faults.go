@@ -161,28 +161,11 @@ func (p *planting) remove(idx ...int) {
 // belongs to call id, or -1.
 func (p *planting) toolEvent(from int, t trajectory.EventType, id string) int {
 	for i := from; i < len(p.evs); i++ {
-		if p.evs[i].Type() == t && refOf(p.evs[i].Payload) == id {
+		if p.evs[i].Type() == t && trajectory.ToolUseIDOf(p.evs[i].Payload) == id {
 			return i
 		}
 	}
 	return -1
-}
-
-// refOf returns the tool_use id of a tool event's payload, or "".
-func refOf(pl trajectory.Payload) string {
-	switch p := pl.(type) {
-	case *trajectory.ToolCall:
-		return p.ToolUseID
-	case *trajectory.ToolSuccess:
-		return p.ToolUseID
-	case *trajectory.ToolFailure:
-		return p.ToolUseID
-	case *trajectory.ToolEnd:
-		return p.ToolUseID
-	case *trajectory.PermissionDeny:
-		return p.ToolUseID
-	}
-	return ""
 }
 
 func (p *planting) response(i int) *trajectory.ModelResponse {

@@ -372,6 +372,20 @@ type ToolRef struct {
 	Tool      string `json:"tool"`
 }
 
+// Ref returns the call the event is about. Every payload that embeds
+// ToolRef has it, so code that groups events by call asks ToolUseIDOf
+// instead of switching over the payload types.
+func (r *ToolRef) Ref() ToolRef { return *r }
+
+// ToolUseIDOf returns the tool_use id of a payload about one tool call (a
+// payload that embeds ToolRef), or "" for any other payload.
+func ToolUseIDOf(p Payload) string {
+	if r, ok := p.(interface{ Ref() ToolRef }); ok {
+		return r.Ref().ToolUseID
+	}
+	return ""
+}
+
 func (r *ToolRef) validate(c *checks) {
 	c.nonEmpty("tool_use_id", r.ToolUseID)
 	c.nonEmpty("tool", r.Tool)
