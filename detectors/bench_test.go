@@ -43,7 +43,7 @@ func BenchmarkDetectAllVersusLoad(b *testing.B) {
 		runtime.GC()
 		stop := sampleHeap()
 		start = time.Now()
-		r, err := Run(ctx, db, Catalog())
+		r, err := Run(ctx, db, Catalog(), Options{})
 		if err != nil {
 			b.Fatal(err)
 		}

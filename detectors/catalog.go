@@ -10,8 +10,8 @@ import (
 	"github.com/retrace-dev/retrace/trajectory"
 )
 
-// Thresholds of the detectors of this catalog. They are fixed for now;
-// per-detector thresholds in retrace.yaml (detectors:) are planned.
+// Defaults of the detectors' thresholds that are also the runtime's own
+// (the liveness table recomputes the defenses' conditions with them).
 const (
 	// emptyInputRetryCap is the most responses in a row with an
 	// empty-input tool_use a capped retry allows: the first and
@@ -75,9 +75,11 @@ var catalog = []Detector{
 	}},
 	&goDetector{check: emptyInputRetry, reads: []trajectory.EventType{trajectory.TypeModelResponse}, info: Info{
 		ID: "empty_input_retry", Severity: SeverityError, Title: "empty-input tool_use retried without a cap",
-		About: fmt.Sprintf("More than %d model_responses in a row hold a tool_use with an empty input {}: the "+
-			"harness kept injecting a retry prompt past MAX_EMPTY_PARAM_RETRIES, a loop that feeds "+
-			"itself (more context, more degeneration).", emptyInputRetryCap),
+		About: "More than max_in_a_row model_responses in a row hold a tool_use with an empty input {}: the " +
+			"harness kept injecting a retry prompt past MAX_EMPTY_PARAM_RETRIES, a loop that feeds " +
+			"itself (more context, more degeneration).",
+		Thresholds: []Threshold{{Name: "max_in_a_row", Default: emptyInputRetryCap, Count: true,
+			Doc: "replies in a row with an empty-input tool_use that a capped retry allows: the first and MAX_EMPTY_PARAM_RETRIES (2) retries"}},
 		Seed:     "§4.5 F1, §13.5",
 		NextStep: "Cap the empty-input retries (MAX_EMPTY_PARAM_RETRIES) and end the session as stuck when the cap is reached (seed §4.5 F1, §13.5).",
 	}},
@@ -90,9 +92,11 @@ var catalog = []Detector{
 	}},
 	&sqlDetector{file: "denial_loop.sql", info: Info{
 		ID: "denial_loop", Severity: SeverityWarning, Title: "the same call denied again and again without the fuse acting",
-		About: fmt.Sprintf("The same tool with the same input was denied %d or more times in a session and no "+
-			"denial_fuse defense_trigger followed the first denial: the model keeps asking, the "+
-			"harness keeps refusing, and nothing breaks the loop.", denialLoopMin),
+		About: "The same tool with the same input was denied min_denials or more times in a session and no " +
+			"denial_fuse defense_trigger followed the first denial: the model keeps asking, the " +
+			"harness keeps refusing, and nothing breaks the loop.",
+		Thresholds: []Threshold{{Name: "min_denials", Default: denialLoopMin, Count: true,
+			Doc: "denials of the same call (tool and input) in one session that make a loop"}},
 		Seed:     "§8.7, §13.1",
 		NextStep: "Enable the denial fuse (it turns repeated denials into a confirmation or a stop) and check that it fires in a session like this one (seed §8.7).",
 	}},
@@ -100,9 +104,13 @@ var catalog = []Detector{
 		ID: "unbounded_label", Severity: SeverityWarning, Title: "a label that carries data",
 		About: "An error_code (of tool_failure or session_end), a hook name or a reminder kind looks like it " +
 			"carries a path, an id, a number or a message (a run of 6+ digits, 8+ hex digits, 3+ " +
-			"dotted segments or more than 32 characters), or one tool gives more than 16 distinct " +
-			"error codes over the corpus: labels must be a closed set, or the metric backend's " +
-			"cardinality explodes.",
+			"dotted segments or more than max_length characters), or one tool gives more than " +
+			"max_codes_per_tool distinct error codes over the corpus: labels must be a closed set, or " +
+			"the metric backend's cardinality explodes.",
+		Thresholds: []Threshold{
+			{Name: "max_length", Default: 32, Count: true, Doc: "characters a label may have"},
+			{Name: "max_codes_per_tool", Default: 16, Count: true, Doc: "distinct error codes one tool may give over the corpus"},
+		},
 		Seed:     "§14.5, §8.7",
 		NextStep: "Give error codes from a closed set at the call site (ENOENT, exit:2, timeout); keep paths, commands and messages in the tool_result text, never in a label (seed §14.5).",
 	}},
@@ -122,11 +130,13 @@ var catalog = []Detector{
 	}},
 	&goDetector{check: repeatedReadOnly, reads: []trajectory.EventType{trajectory.TypeToolCall, trajectory.TypeToolSuccess, trajectory.TypeToolResult, trajectory.TypeDefenseTrigger}, info: Info{
 		ID: "repeated_readonly", Severity: SeverityWarning, Title: "the same call returned the same result again and again",
-		About: fmt.Sprintf("One tool with the same input returned the same tool_result text %d times in a row, no "+
-			"other call between and no repeated_readonly defense acting on any of them: the model keeps "+
-			"re-reading a fact it already has, typically because a frozen snapshot (the system prompt's) "+
-			"and the live state disagree and it cannot tell which is current. bash counts too: the "+
-			"repetition is the symptom. Re-reads spread over a task, with other calls between, are ordinary and do not count.", repeatedCallMin),
+		About: "One tool with the same input returned the same tool_result text min_repeats times in a row, no " +
+			"other call between and no repeated_readonly defense acting on any of them: the model keeps " +
+			"re-reading a fact it already has, typically because a frozen snapshot (the system prompt's) " +
+			"and the live state disagree and it cannot tell which is current. bash counts too: the " +
+			"repetition is the symptom. Re-reads spread over a task, with other calls between, are ordinary and do not count.",
+		Thresholds: []Threshold{{Name: "min_repeats", Default: repeatedCallMin, Count: true,
+			Doc: "identical calls in a row with the same result; past the guard's threshold (3) and its two reminders, since re-reading a file two or three times is ordinary"}},
 		Seed:     "§13.9, §13.7",
 		NextStep: "Enable the repeated-readonly guard, and put live state (git status, the file's content) in a reminder on the user side, marked as current, instead of leaving the model to arbitrate against the frozen system-prompt snapshot (seed §13.9, §10.6).",
 	}},
@@ -141,7 +151,7 @@ func endLike(r trajectory.StopReason) bool {
 // the tool_result blocks of the user message after it, following the
 // messages the requests add (the assistant message may be a response's,
 // when the next request does not repeat it).
-func unpairedToolUse(d *goDetector, s *Session) []Finding {
+func unpairedToolUse(d *goDetector, s *Session, _ Params) []Finding {
 	type use struct {
 		id, tool string
 		at       Located
@@ -251,7 +261,7 @@ func ran(e Located) bool {
 	return false
 }
 
-func truncatedToolUseExecuted(d *goDetector, s *Session) []Finding {
+func truncatedToolUseExecuted(d *goDetector, s *Session, _ Params) []Finding {
 	var out []Finding
 	for i, e := range s.Events {
 		r, ok := e.Payload.(*trajectory.ModelResponse)
@@ -280,7 +290,7 @@ func truncatedToolUseExecuted(d *goDetector, s *Session) []Finding {
 	return out
 }
 
-func stopReasonAsDone(d *goDetector, s *Session) []Finding {
+func stopReasonAsDone(d *goDetector, s *Session, _ Params) []Finding {
 	var last *Located
 	for i := range s.Events {
 		e := &s.Events[i]
@@ -305,7 +315,7 @@ func stopReasonAsDone(d *goDetector, s *Session) []Finding {
 	return nil
 }
 
-func endTurnWithToolUse(d *goDetector, s *Session) []Finding {
+func endTurnWithToolUse(d *goDetector, s *Session, _ Params) []Finding {
 	var out []Finding
 	for i, e := range s.Events {
 		r, ok := e.Payload.(*trajectory.ModelResponse)
@@ -332,7 +342,7 @@ func endTurnWithToolUse(d *goDetector, s *Session) []Finding {
 	return out
 }
 
-func hallucinatedTool(d *goDetector, s *Session) []Finding {
+func hallucinatedTool(d *goDetector, s *Session, _ Params) []Finding {
 	var out []Finding
 	var offered []string
 	// deferred are the catalog's deferred tools: a call to one before
@@ -396,12 +406,13 @@ func emptyInput(b trajectory.ContentBlock) bool {
 	return json.Unmarshal(bytes.TrimSpace(b.Input), &m) == nil && len(m) == 0
 }
 
-func emptyInputRetry(d *goDetector, s *Session) []Finding {
+func emptyInputRetry(d *goDetector, s *Session, p Params) []Finding {
+	limit := p.Int("max_in_a_row")
 	var out []Finding
 	var run []Located
 	flush := func() {
-		if len(run) > emptyInputRetryCap {
-			f := d.finding(s, fmt.Sprintf("%d replies in a row (turns %d to %d) hold a tool_use with an empty input; a capped retry stops after %d", len(run), run[0].Turn, run[len(run)-1].Turn, emptyInputRetryCap), run...)
+		if len(run) > limit {
+			f := d.finding(s, fmt.Sprintf("%d replies in a row (turns %d to %d) hold a tool_use with an empty input; a capped retry stops after %d (max_in_a_row)", len(run), run[0].Turn, run[len(run)-1].Turn, limit), run...)
 			for _, b := range run[0].Payload.(*trajectory.ModelResponse).ToolUses() {
 				if emptyInput(b) {
 					f.ToolUseID = b.ID

@@ -31,6 +31,9 @@ type Info struct {
 	NextStep string `json:"next_step"`
 	// Corpus is set for detectors that judge a corpus, not one session.
 	Corpus bool `json:"corpus,omitempty"`
+	// Thresholds are the numbers the detector compares against, with
+	// their defaults; retrace.yaml's detectors: section may set them.
+	Thresholds []Threshold `json:"thresholds,omitempty"`
 }
 
 // Session is one session's events as a Go detector sees them: every event
@@ -61,24 +64,25 @@ func (s *Session) Evidence(e Located) Evidence {
 type Detector interface {
 	// Info documents the detector.
 	Info() Info
-	// Session looks at one session's events.
-	Session(s *Session) []Finding
+	// Session looks at one session's events, with the detector's
+	// thresholds for this run.
+	Session(s *Session, p Params) []Finding
 	// Corpus looks at everything loaded into db.
-	Corpus(ctx context.Context, db *metrics.DB) ([]Finding, error)
+	Corpus(ctx context.Context, db *metrics.DB, p Params) ([]Finding, error)
 }
 
 // goDetector is a Detector written in Go over one session's events.
 type goDetector struct {
 	info  Info
-	check func(d *goDetector, s *Session) []Finding
+	check func(d *goDetector, s *Session, p Params) []Finding
 	// reads lists the event types check looks at; the runner decodes only
 	// the types some detector reads (nil means every type).
 	reads []trajectory.EventType
 }
 
-func (d *goDetector) Info() Info                   { return d.info }
-func (d *goDetector) Session(s *Session) []Finding { return d.check(d, s) }
-func (d *goDetector) Corpus(context.Context, *metrics.DB) ([]Finding, error) {
+func (d *goDetector) Info() Info                             { return d.info }
+func (d *goDetector) Session(s *Session, p Params) []Finding { return d.check(d, s, p) }
+func (d *goDetector) Corpus(context.Context, *metrics.DB, Params) ([]Finding, error) {
 	return nil, nil
 }
 
@@ -102,14 +106,15 @@ var sqlFiles embed.FS
 // metrics views. The query returns one row per finding with the columns
 // session, turn, tool_use_id, message and evidence (a JSON list of
 // {file, line, seq, type}), and optionally severity and sessions (a JSON
-// list) to override the default.
+// list) to override the default. ${name} in the query is the detector's
+// threshold name.
 type sqlDetector struct {
 	info Info
 	file string
 }
 
-func (d *sqlDetector) Info() Info                 { return d.info }
-func (d *sqlDetector) Session(*Session) []Finding { return nil }
+func (d *sqlDetector) Info() Info                         { return d.info }
+func (d *sqlDetector) Session(*Session, Params) []Finding { return nil }
 
 // SQL returns the detector's query.
 func (d *sqlDetector) SQL() (string, error) {
@@ -120,9 +125,12 @@ func (d *sqlDetector) SQL() (string, error) {
 	return string(b), nil
 }
 
-func (d *sqlDetector) Corpus(ctx context.Context, db *metrics.DB) ([]Finding, error) {
+func (d *sqlDetector) Corpus(ctx context.Context, db *metrics.DB, p Params) ([]Finding, error) {
 	q, err := d.SQL()
 	if err != nil {
+		return nil, err
+	}
+	if q, err = p.expand(q); err != nil {
 		return nil, err
 	}
 	t, err := db.Query(ctx, q)

@@ -30,7 +30,7 @@ func loaded(t testing.TB, paths ...string) *metrics.DB {
 // detect loads paths into a new database, strictly, and runs ds over them.
 func detect(t testing.TB, ds []Detector, paths ...string) Report {
 	t.Helper()
-	rep, err := Run(context.Background(), loaded(t, paths...), ds)
+	rep, err := Run(context.Background(), loaded(t, paths...), ds, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -536,13 +536,13 @@ func denialFuseHeld(s *Session, _ map[string]trajectory.ToolInfo) (int, []Locate
 // deadDefense is the corpus-level detector over the liveness table.
 type deadDefense struct{ info Info }
 
-func (d *deadDefense) Info() Info                 { return d.info }
-func (d *deadDefense) Session(*Session) []Finding { return nil }
+func (d *deadDefense) Info() Info                         { return d.info }
+func (d *deadDefense) Session(*Session, Params) []Finding { return nil }
 
 // Corpus computes the liveness table itself. Run does not call it: it
 // feeds the table from its own pass over the sessions, so that the files
 // are read once.
-func (d *deadDefense) Corpus(ctx context.Context, db *metrics.DB) ([]Finding, error) {
+func (d *deadDefense) Corpus(ctx context.Context, db *metrics.DB, _ Params) ([]Finding, error) {
 	lv, err := ComputeLiveness(ctx, db)
 	if err != nil {
 		return nil, err

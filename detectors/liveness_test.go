@@ -141,11 +141,11 @@ func TestDeadDefenseFromRunsPassIsTheOneCorpusComputes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := Run(ctx, db, ds)
+	rep, err := Run(ctx, db, ds, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	direct, err := ds[0].Corpus(ctx, db)
+	direct, err := ds[0].Corpus(ctx, db, Params{})
 	if err != nil {
 		t.Fatal(err)
 	}

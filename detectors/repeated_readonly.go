@@ -7,20 +7,19 @@ import (
 	"github.com/retrace-dev/retrace/trajectory"
 )
 
-// repeatedCallMin is how many identical observations in a row make a
-// repeated_readonly finding: past the guard's threshold (3) and its two
-// reminders, since re-reading a file two or three times is ordinary.
+// repeatedCallMin is the default of min_repeats.
 const repeatedCallMin = 5
 
 // repeatedReadOnly finds the same call returning the same result text
-// repeatedCallMin times in a row, no other call between, and no
+// min_repeats times in a row, no other call between, and no
 // repeated_readonly defense acting on any of them: the model re-reads a
 // fact it already has, often because two sources of truth disagree (seed
 // §13.9).
 // Unlike the defense's own condition (liveness.go), bash counts here: the
 // seed's case is git status run eleven times, and the repetition is the
 // symptom whether or not the command is provably read-only.
-func repeatedReadOnly(d *goDetector, s *Session) []Finding {
+func repeatedReadOnly(d *goDetector, s *Session, p Params) []Finding {
+	limit := p.Int("min_repeats")
 	type run struct {
 		text  string
 		calls []Located
@@ -47,12 +46,12 @@ func repeatedReadOnly(d *goDetector, s *Session) []Finding {
 		} else {
 			sig, r = next, run{text: c.text, calls: []Located{c.at}}
 		}
-		if len(r.calls) < repeatedCallMin {
+		if len(r.calls) < limit {
 			continue
 		}
 		if !slices.ContainsFunc(r.calls, func(e Located) bool { return acted[e.Payload.(*trajectory.ToolCall).ToolUseID] }) {
 			f := d.finding(s, fmt.Sprintf("%s ran %d times in a row with the same input and got the same %d-byte result each time (threshold %d), and no repeated_readonly defense acted on any of them",
-				c.call.Tool, len(r.calls), len(r.text), repeatedCallMin), r.calls...)
+				c.call.Tool, len(r.calls), len(r.text), limit), r.calls...)
 			f.ToolUseID = r.calls[0].Payload.(*trajectory.ToolCall).ToolUseID
 			out = append(out, f)
 		}

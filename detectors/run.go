@@ -23,8 +23,7 @@ type Report struct {
 	// Findings are sorted worst first: by severity, then detector, file
 	// and line.
 	Findings []Finding `json:"findings"`
-	// Sessions counts the sessions the Go detectors read; Events every
-	// event loaded.
+	// Sessions and Events count what was loaded.
 	Sessions int `json:"sessions"`
 	Events   int `json:"events"`
 	// Unread lists the trajectory files only the SQL detectors saw: the Go
@@ -53,6 +52,16 @@ func (r Report) Worst() Severity {
 	return w
 }
 
+// Options are the knobs of a Run.
+type Options struct {
+	// Settings set thresholds; the rest keep their defaults. Run checks
+	// them against ds first.
+	Settings Settings
+	// Progress, when set, is called as the Go detectors finish each
+	// trajectory file: done files of total.
+	Progress func(done, total int)
+}
+
 // Run runs ds over what is loaded into db: the SQL detectors over the
 // views, and the Go detectors over each session's events, read again from
 // the trajectory files the events were loaded from (the file column), so
@@ -60,20 +69,25 @@ func (r Report) Worst() Severity {
 // skipped are skipped and the events it dropped dropped, so both kinds of
 // detector see the same events. A file that is no longer there, or is not
 // a regular file (stdin, a pipe), is listed in Report.Unread.
-func Run(ctx context.Context, db *metrics.DB, ds []Detector) (Report, error) {
+func Run(ctx context.Context, db *metrics.DB, ds []Detector, opts Options) (Report, error) {
 	rep := Report{Findings: []Finding{}}
-	for _, d := range ds {
+	if err := opts.Settings.Check(ds, nil); err != nil {
+		return rep, err
+	}
+	params := make([]Params, len(ds))
+	for i, d := range ds {
 		rep.Detectors = append(rep.Detectors, d.Info())
+		params[i] = opts.Settings.params(d)
 	}
 	// dead, when selected, is fed from the pass over the sessions below
 	// rather than reading every file a second time.
 	var dead *deadDefense
-	for _, d := range ds {
+	for i, d := range ds {
 		if dd, ok := d.(*deadDefense); ok {
 			dead = dd
 			continue
 		}
-		fs, err := d.Corpus(ctx, db)
+		fs, err := d.Corpus(ctx, db, params[i])
 		if err != nil {
 			return rep, err
 		}
@@ -83,21 +97,28 @@ func Run(ctx context.Context, db *metrics.DB, ds []Detector) (Report, error) {
 	if err != nil {
 		return rep, fmt.Errorf("detect: %w", err)
 	}
+	skip := skipTypes(ds)
+	if len(skip) == len(trajectory.EventTypes()) {
+		// Only SQL detectors were selected: no file needs reading.
+		files.Rows = nil
+	}
 	// The files are read on every core, each by one worker: sessions do
 	// not span files, and a Go detector is a pure function of a session.
 	type result struct {
 		findings []Finding
-		sessions int
 		unread   bool
 		err      error
 	}
-	skip := skipTypes(ds)
 	results := make([]result, len(files.Rows))
 	workers := min(runtime.GOMAXPROCS(0), max(len(files.Rows), 1))
 	// live holds each worker's share of the liveness table dead needs.
 	live := make([]fileLiveness, workers)
 	next := make(chan int)
 	var wg sync.WaitGroup
+	// done counts finished files; progress is reported by the workers
+	// under mu, so the calls are never concurrent and never go backwards.
+	var mu sync.Mutex
+	done := 0
 	for w := range workers {
 		wg.Add(1)
 		go func() {
@@ -106,17 +127,22 @@ func Run(ctx context.Context, db *metrics.DB, ds []Detector) (Report, error) {
 				file, res := text(files.Rows[i][0]), &results[i]
 				if info, err := os.Stat(file); file == trajectory.StdinName || err != nil || !info.Mode().IsRegular() {
 					res.unread = true
-					continue
+				} else {
+					res.err = readSessions(file, skip, func(s *Session) {
+						for k, d := range ds {
+							res.findings = append(res.findings, d.Session(s, params[k])...)
+						}
+						if dead != nil {
+							live[w].add(s)
+						}
+					})
 				}
-				res.err = readSessions(file, skip, func(s *Session) {
-					res.sessions++
-					for _, d := range ds {
-						res.findings = append(res.findings, d.Session(s)...)
-					}
-					if dead != nil {
-						live[w].add(s)
-					}
-				})
+				if opts.Progress != nil {
+					mu.Lock()
+					done++
+					opts.Progress(done, len(files.Rows))
+					mu.Unlock()
+				}
 			}
 		}()
 	}
@@ -131,13 +157,14 @@ func Run(ctx context.Context, db *metrics.DB, ds []Detector) (Report, error) {
 	if err := ctx.Err(); err != nil {
 		return rep, err
 	}
-	// Events counts every loaded event, not only those the Go detectors
-	// decoded.
 	var count metrics.Table
-	if count, err = db.Query(ctx, "SELECT count(*) FROM raw_events"); err != nil {
+	if count, err = db.Query(ctx, "SELECT count(DISTINCT session), count(*) FROM raw_events"); err != nil {
 		return rep, fmt.Errorf("detect: %w", err)
 	}
 	if n, ok := count.Rows[0][0].(int64); ok {
+		rep.Sessions = int(n)
+	}
+	if n, ok := count.Rows[0][1].(int64); ok {
 		rep.Events = int(n)
 	}
 	for i, res := range results {
@@ -147,7 +174,6 @@ func Run(ctx context.Context, db *metrics.DB, ds []Detector) (Report, error) {
 		if res.unread {
 			rep.Unread = append(rep.Unread, text(files.Rows[i][0]))
 		}
-		rep.Sessions += res.sessions
 		rep.Findings = append(rep.Findings, res.findings...)
 	}
 	if dead != nil {

@@ -25,6 +25,10 @@ type Config struct {
 	Defenses Defenses `yaml:"defenses"`
 	// Replay says how replays normalise volatile output (see Replay).
 	Replay Replay `yaml:"replay"`
+	// Detectors set retrace detect's thresholds: detector id, then
+	// threshold name, then value (retrace detect --list names them;
+	// package detectors checks them). The runtime ignores the section.
+	Detectors map[string]map[string]float64 `yaml:"detectors"`
 }
 
 // Load reads and checks the configuration file at path. Every problem is

@@ -129,6 +129,10 @@ func deref(n *yaml.Node) *yaml.Node {
 	return n
 }
 
+// At returns the place of the setting at path as "name:line" for
+// messages, or the file's name alone when the line is unknown.
+func (f File) At(path ...any) string { return at(f.Name, f.Line(path...)) }
+
 // at formats a file position as "name:line", or the name alone when the
 // line is unknown.
 func at(name string, line int) string {

@@ -6,11 +6,15 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/retrace-dev/retrace/agent/config"
 	"github.com/retrace-dev/retrace/detectors"
 	"github.com/retrace-dev/retrace/metrics"
 )
@@ -26,6 +30,7 @@ type detectOptions struct {
 	defenses   bool
 	lenient    bool
 	limit      int
+	config     string
 	format     *formatFlag
 }
 
@@ -56,8 +61,17 @@ failed; the findings are printed all the same), 2 bad usage or bad input
 (a bad line, a repeated seq, a file that cannot be read or holds no
 event, a missing path), 1 retrace itself failed.
 
-Thresholds are fixed for now (documented per detector in --list);
-per-detector thresholds in retrace.yaml (detectors:) are planned.
+Thresholds: each detector's thresholds and their defaults are in --list;
+the detectors: section of retrace.yaml (--config, default ./retrace.yaml
+when there is one) sets them per detector, and a name no detector has is
+refused (exit 2, file:line):
+
+  detectors:
+    denial_loop:
+      min_denials: 5
+
+Progress: on a terminal, a bar on stderr follows the load, then the
+detectors, file by file.
 
 --defenses prints the defense liveness table instead of findings: for
 every defense a session_start enabled, the sessions that enabled it, its
@@ -80,6 +94,7 @@ condition). Formats: table, markdown, json.`,
 	f.BoolVar(&opts.list, "list", false, "document every detector (id, severity, what it means, seed section) and exit")
 	f.BoolVar(&opts.defenses, "defenses", false, "print the defense liveness table (live, never_needed, dead, not_observable) instead of findings")
 	f.BoolVar(&opts.lenient, "lenient", false, lenientUsage)
+	f.StringVar(&opts.config, "config", "", "retrace.yaml whose detectors: section sets thresholds; default ./retrace.yaml when present")
 	f.IntVar(&opts.limit, "limit", 20, "findings shown in table and markdown output; 0 shows all (json, sarif and github always have all)")
 	opts.format = addFormatFlag(cmd, detectFormats...)
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
@@ -117,8 +132,12 @@ func runDetect(ctx context.Context, sys *IO, opts *detectOptions) error {
 	if err != nil {
 		return usage(err)
 	}
+	settings, err := detectSettings(opts.config)
+	if err != nil {
+		return err
+	}
 	if opts.list {
-		return writeDetectorList(sys.Out, opts.format.value, ds)
+		return writeDetectorList(sys.Out, opts.format.value, ds, settings)
 	}
 	if opts.defenses && opts.format.value != "table" && opts.format.value != "markdown" && opts.format.value != "json" {
 		return usage(fmt.Errorf("--defenses --format %s: the liveness table prints as table, markdown or json", opts.format.value))
@@ -131,7 +150,10 @@ func runDetect(ctx context.Context, sys *IO, opts *detectOptions) error {
 	if opts.defenses {
 		return runDefenses(ctx, sys, db, opts.format.value, threshold)
 	}
-	rep, err := detectors.Run(ctx, db, ds)
+	// The detectors read a file in milliseconds: only large corpora need a bar.
+	bar := newCountBar(sys.Err, "detectors, files read", 200)
+	rep, err := detectors.Run(ctx, db, ds, detectors.Options{Settings: settings, Progress: bar.update})
+	bar.finish()
 	if err != nil {
 		return err
 	}
@@ -152,6 +174,33 @@ func runDetect(ctx context.Context, sys *IO, opts *detectOptions) error {
 	}
 	fmt.Fprintf(sys.Err, "retrace: detect: %s at or above %s (--fail-on %s)\n", plural(failing, "finding"), opts.failOn, opts.failOn)
 	return &exitError{code: ExitGate, err: errReported}
+}
+
+// detectSettings reads the thresholds of the detectors: section of the
+// configuration file path, or of ./retrace.yaml when path is empty and
+// that file exists, and checks them against the whole catalog (so a
+// threshold of a detector --skip leaves out is still checked).
+func detectSettings(path string) (detectors.Settings, error) {
+	if path == "" {
+		if _, err := os.Stat(config.FileName); err != nil {
+			return nil, nil
+		}
+		path = config.FileName
+	}
+	f, err := config.LoadFile(path)
+	if err != nil {
+		return nil, invalid(err)
+	}
+	s := detectors.Settings(f.Config.Detectors)
+	if err := s.Check(detectors.Catalog(), func(id, name string) string {
+		if name == "" {
+			return f.At("detectors", id)
+		}
+		return f.At("detectors", id, name)
+	}); err != nil {
+		return nil, invalid(err)
+	}
+	return s, nil
 }
 
 // runDefenses prints the liveness table of what db holds and fails the
@@ -214,10 +263,19 @@ func writeLiveness(w io.Writer, format string, lv detectors.Liveness) error {
 	return nil
 }
 
-func writeDetectorList(w io.Writer, format string, ds []detectors.Detector) error {
+// writeDetectorList documents ds; each threshold is shown with the value
+// in force, which settings may have changed from the default.
+func writeDetectorList(w io.Writer, format string, ds []detectors.Detector, settings detectors.Settings) error {
 	var infos []detectors.Info
 	for _, d := range ds {
-		infos = append(infos, d.Info())
+		in := d.Info()
+		in.Thresholds = slices.Clone(in.Thresholds)
+		for i, t := range in.Thresholds {
+			if v, ok := settings[in.ID][t.Name]; ok {
+				in.Thresholds[i].Value = &v
+			}
+		}
+		infos = append(infos, in)
 	}
 	switch format {
 	case "json":
@@ -225,9 +283,13 @@ func writeDetectorList(w io.Writer, format string, ds []detectors.Detector) erro
 	case "sarif":
 		return writeJSON(w, sarifLog(detectors.Report{Detectors: infos, Findings: []detectors.Finding{}}))
 	case "markdown":
-		t := metrics.Table{Columns: []string{"id", "severity", "seed", "title", "what it means", "next step"}}
+		t := metrics.Table{Columns: []string{"id", "severity", "seed", "title", "what it means", "thresholds", "next step"}}
 		for _, in := range infos {
-			t.Rows = append(t.Rows, []any{in.ID, string(in.Severity), in.Seed, in.Title, in.About, in.NextStep})
+			var ts []string
+			for _, th := range in.Thresholds {
+				ts = append(ts, thresholdText(th))
+			}
+			t.Rows = append(t.Rows, []any{in.ID, string(in.Severity), in.Seed, in.Title, in.About, strings.Join(ts, "; "), in.NextStep})
 		}
 		return writeTable(w, "markdown", t)
 	}
@@ -236,9 +298,22 @@ func writeDetectorList(w io.Writer, format string, ds []detectors.Detector) erro
 			fmt.Fprintln(w)
 		}
 		fmt.Fprintf(w, "%s (%s, seed %s): %s\n", in.ID, in.Severity, in.Seed, in.Title)
-		fmt.Fprintf(w, "  %s\n  next step: %s\n", in.About, in.NextStep)
+		fmt.Fprintf(w, "  %s\n", in.About)
+		for _, th := range in.Thresholds {
+			fmt.Fprintf(w, "  threshold %s\n", thresholdText(th))
+		}
+		fmt.Fprintf(w, "  next step: %s\n", in.NextStep)
 	}
 	return nil
+}
+
+// thresholdText renders a threshold as "name = value (default d): doc".
+func thresholdText(t detectors.Threshold) string {
+	num := func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+	if t.Value != nil && *t.Value != t.Default {
+		return fmt.Sprintf("%s = %s (default %s): %s", t.Name, num(*t.Value), num(t.Default), t.Doc)
+	}
+	return fmt.Sprintf("%s = %s: %s", t.Name, num(t.Default), t.Doc)
 }
 
 func writeJSON(w io.Writer, v any) error {

@@ -267,16 +267,10 @@ func replayBatch(ctx context.Context, sys *IO, opts *replayOptions, ropts replay
 	for _, w := range in.Skipped {
 		fmt.Fprintf(sys.Err, "warning: %s\n", w)
 	}
-	var progress func(done, total int, s replay.Session)
-	if _, tty := terminalFd(sys.Err); tty {
-		progress = func(done, total int, s replay.Session) {
-			fmt.Fprintf(sys.Err, "\rreplayed %d of %d", done, total)
-			if done == total {
-				fmt.Fprint(sys.Err, "\r\033[K")
-			}
-		}
-	}
-	b, err := replay.RunBatch(ctx, replay.BatchOptions{Recordings: in.Files, Jobs: opts.jobs, Run: ropts, Progress: progress})
+	bar := newCountBar(sys.Err, "replayed", 1)
+	b, err := replay.RunBatch(ctx, replay.BatchOptions{Recordings: in.Files, Jobs: opts.jobs, Run: ropts,
+		Progress: func(done, total int, _ replay.Session) { bar.update(done, total) }})
+	bar.finish()
 	if err != nil {
 		return replayError(err)
 	}

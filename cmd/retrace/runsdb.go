@@ -158,3 +158,44 @@ func (b *loadBar) finish() {
 		b.bar = nil
 	}
 }
+
+// countBar draws the progress of work counted in items (files replayed,
+// files the detectors read) on stderr when stderr is a terminal and there
+// are at least min items; otherwise it draws nothing.
+type countBar struct {
+	w    io.Writer
+	tty  bool
+	desc string
+	min  int
+	bar  *progressbar.ProgressBar
+}
+
+func newCountBar(w io.Writer, desc string, min int) *countBar {
+	_, tty := terminalFd(w)
+	return &countBar{w: w, tty: tty, desc: desc, min: min}
+}
+
+// update shows done items of total.
+func (b *countBar) update(done, total int) {
+	if !b.tty || total < b.min {
+		return
+	}
+	if b.bar == nil {
+		b.bar = progressbar.NewOptions(total,
+			progressbar.OptionSetWriter(b.w),
+			progressbar.OptionSetDescription(b.desc),
+			progressbar.OptionShowCount(),
+			progressbar.OptionSetWidth(30),
+			progressbar.OptionThrottle(100*time.Millisecond),
+			progressbar.OptionClearOnFinish())
+	}
+	b.bar.Set(done)
+}
+
+// finish clears the bar, if one is drawn.
+func (b *countBar) finish() {
+	if b.bar != nil {
+		b.bar.Finish()
+		b.bar = nil
+	}
+}

@@ -54,3 +54,41 @@ func TestTheLoadBarDrawsOnATerminalOnly(t *testing.T) {
 		}
 	})
 }
+
+// The count bar (replay's sessions, the detectors' files) is drawn and
+// cleared on a terminal at or above its minimum, and nowhere else.
+func TestTheCountBarDrawsOnATerminalOnlyAtItsMinimum(t *testing.T) {
+	t.Run("On a terminal it shows the count and is cleared at the end.", func(t *testing.T) {
+		ptmx, tty := openPty(t)
+		bar := newCountBar(tty, "files read", 2)
+		for done := 1; done <= 4; done++ {
+			bar.update(done, 4)
+		}
+		bar.finish()
+		tty.Close()
+		drawn, _ := io.ReadAll(ptmx)
+		if !strings.Contains(string(drawn), "files read") || !strings.Contains(string(drawn), "/4)") {
+			t.Errorf("the terminal shows %q, without the description and the count", drawn)
+		}
+		if !strings.HasSuffix(string(drawn), "\r") {
+			t.Errorf("the bar was not cleared at the end: %q", drawn)
+		}
+	})
+	t.Run("Fewer items than the minimum draw nothing even on a terminal.", func(t *testing.T) {
+		_, tty := openPty(t)
+		bar := newCountBar(tty, "files read", 200)
+		bar.update(1, 199)
+		if bar.bar != nil {
+			t.Fatal("a bar was started for 199 items under a minimum of 200")
+		}
+	})
+	t.Run("A pipe or buffer gets nothing.", func(t *testing.T) {
+		var buf bytes.Buffer
+		bar := newCountBar(&buf, "files read", 1)
+		bar.update(1, 1)
+		bar.finish()
+		if buf.Len() != 0 {
+			t.Fatalf("wrote %q to a non-terminal", buf.String())
+		}
+	})
+}

@@ -42,10 +42,17 @@ func TestScripts(t *testing.T) {
 	if err := os.Symlink(self, filepath.Join(bin, "retrace")); err != nil {
 		t.Fatal(err)
 	}
+	fixtures, err := filepath.Abs(filepath.Join("..", "..", "detectors", "testdata"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	testscript.Run(t, testscript.Params{
 		Dir: "testdata/script",
 		Setup: func(env *testscript.Env) error {
 			env.Setenv("PATH", bin+string(filepath.ListSeparator)+env.Getenv("PATH"))
+			// FIXTURES are the detectors' trajectories (must-fire and
+			// clean), for scripts to copy rather than repeat.
+			env.Setenv("FIXTURES", fixtures)
 			return nil
 		},
 		UpdateScripts:       *update,

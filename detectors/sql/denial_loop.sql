@@ -1,4 +1,4 @@
--- denial_loop: the same tool with the same input denied 3 or more times
+-- denial_loop: the same tool with the same input denied min_denials or more times
 -- in a session (denials by the fuse itself do not count), with no
 -- denial_fuse defense_trigger after the first of them (seed §8.7).
 WITH denials AS (
@@ -14,12 +14,12 @@ WITH denials AS (
            min(file) AS file, min(line) AS line
     FROM denials
     GROUP BY session, tool, input
-    HAVING count(*) >= 3
+    HAVING count(*) >= ${min_denials}
 ), fused AS (
     SELECT session, seq FROM raw_defense_trigger WHERE defense = 'denial_fuse'
 )
 SELECT l.session, l.turn, l.first_call AS tool_use_id,
-       format('{} was denied {} times with the same input (threshold 3) and the denial fuse never acted', l.tool, l.denials) AS message,
+       format('{} was denied {} times with the same input (min_denials ${min_denials}) and the denial fuse never acted', l.tool, l.denials) AS message,
        l.evidence
 FROM loops l
 WHERE NOT EXISTS (SELECT 1 FROM fused f WHERE f.session = l.session AND f.seq > l.first_seq)

@@ -1,9 +1,9 @@
 -- unbounded_label: labels that carry data (seed §14.5). A label value is
 -- suspect when it holds a run of 6+ digits, of 8+ hex digits (ids,
 -- hashes), 3+ dotted segments after the first (a path with its slashes
--- turned into dots) or more than 32 characters; one finding per distinct
--- value, at its first event. A tool whose failures give more than 16
--- distinct error codes over the corpus is one corpus-level finding.
+-- turned into dots) or more than max_length (32) characters; one finding per distinct
+-- value, at its first event. A tool whose failures give more than
+-- max_codes_per_tool (16) distinct error codes over the corpus is one corpus-level finding.
 WITH labels AS (
     SELECT 'error_code' AS field, error_code AS value, session, turn, tool_use_id, tool, file, line, seq, type
     FROM raw_tool_failure WHERE error_code IS NOT NULL AND error_code <> ''
@@ -22,7 +22,7 @@ WITH labels AS (
            arg_min({'file': file, 'line': line, 'seq': seq, 'type': type}, file || lpad(CAST(line AS VARCHAR), 12, '0')) AS ev,
            min(file) AS file, min(line) AS line
     FROM labels
-    WHERE regexp_matches(value, '[0-9]{6,}|[0-9a-fA-F]{8,}|^[^.]*(\.[^.]+){3,}$') OR length(value) > 32
+    WHERE regexp_matches(value, '[0-9]{6,}|[0-9a-fA-F]{8,}|^[^.]*(\.[^.]+){3,}$') OR length(value) > ${max_length}
     GROUP BY field, value
 ), spread AS (
     SELECT tool, count(DISTINCT value) AS codes, min(value) AS example,
@@ -31,7 +31,7 @@ WITH labels AS (
            arg_min({'file': file, 'line': line, 'seq': seq, 'type': type}, file || lpad(CAST(line AS VARCHAR), 12, '0')) AS ev
     FROM labels WHERE field = 'error_code' AND tool IS NOT NULL
     GROUP BY tool
-    HAVING count(DISTINCT value) > 16
+    HAVING count(DISTINCT value) > ${max_codes_per_tool}
 )
 SELECT session, turn, tool_use_id,
        format('{} {} looks like it carries data (used {} times in {} sessions); a label must come from a closed set', field, to_json(value), uses, sessions) AS message,
@@ -39,7 +39,7 @@ SELECT session, turn, tool_use_id,
 FROM suspect
 UNION ALL
 SELECT session, 0, NULL,
-       format('{} failures give {} distinct error codes over the corpus (threshold 16), e.g. {}', tool, codes, to_json(example)),
+       format('{} failures give {} distinct error codes over the corpus (max_codes_per_tool ${max_codes_per_tool}), e.g. {}', tool, codes, to_json(example)),
        to_json([ev]), sessions
 FROM spread
 ORDER BY 1, 2;

@@ -1,0 +1,117 @@
+package detectors
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestSettingsCheckNamesEveryBadSettingAndItsPlace(t *testing.T) {
+	where := func(id, name string) string { return "retrace.yaml:" + id + "." + name }
+	for _, tc := range []struct {
+		name     string
+		settings Settings
+		want     []string
+	}{
+		{"Settings within the catalog's thresholds pass.", Settings{"denial_loop": {"min_denials": 5}, "unbounded_label": {"max_length": 40}}, nil},
+		{"An unknown detector is named with the known ones.", Settings{"denial_loops": {"min_denials": 5}}, []string{"retrace.yaml:denial_loops.: detectors.denial_loops: no such detector", "lost_call"}},
+		{"An unknown threshold is named with the detector's.", Settings{"denial_loop": {"min": 5}}, []string{"detectors.denial_loop.min: no such threshold; denial_loop has min_denials"}},
+		{"A threshold of a detector without thresholds is refused.", Settings{"lost_call": {"min": 1}}, []string{"lost_call has no thresholds"}},
+		{"A negative value is refused.", Settings{"denial_loop": {"min_denials": -1}}, []string{"-1 is not a threshold"}},
+		{"A fraction for a count is refused.", Settings{"denial_loop": {"min_denials": 2.5}}, []string{"2.5 is not a whole number"}},
+		{"Every problem is reported, not only the first.", Settings{"denial_loop": {"min_denials": -1}, "nope": {"x": 1}}, []string{"-1 is not a threshold", "detectors.nope: no such detector"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.settings.Check(Catalog(), where)
+			if len(tc.want) == 0 {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if !errors.Is(err, ErrSettings) {
+				t.Fatalf("err %v, want ErrSettings", err)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("%q does not say %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+// A threshold set in Settings changes what a detector finds: the denial
+// loop fixture's three denials are a loop at the default and not at four,
+// and five identical reads are repeated at the default and not at six.
+func TestSettingsChangeWhatTheDetectorsFind(t *testing.T) {
+	for _, tc := range []struct {
+		name, id string
+		settings Settings
+		want     int
+	}{
+		{"Three denials at the default of three are a denial loop.", "denial_loop", nil, 1},
+		{"Three denials with min_denials 4 are not.", "denial_loop", Settings{"denial_loop": {"min_denials": 4}}, 0},
+		{"Five identical reads at the default of five are repeated.", "repeated_readonly", nil, 1},
+		{"Five identical reads with min_repeats 6 are not.", "repeated_readonly", Settings{"repeated_readonly": {"min_repeats": 6}}, 0},
+		{"Five empty-input replies with max_in_a_row 5 are within the cap.", "empty_input_retry", Settings{"empty_input_retry": {"max_in_a_row": 5}}, 0},
+		{"An error code carrying a path is unbounded at the default length.", "unbounded_label", nil, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ds, err := Select([]string{tc.id}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			db := loaded(t, filepath.Join("testdata", "fire", tc.id+".jsonl"))
+			rep, err := Run(context.Background(), db, ds, Options{Settings: tc.settings})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(rep.Findings) != tc.want {
+				t.Errorf("%d findings, want %d: %+v", len(rep.Findings), tc.want, rep.Findings)
+			}
+		})
+	}
+}
+
+func TestRunRefusesSettingsTheCatalogDoesNotDeclare(t *testing.T) {
+	db := loaded(t, filepath.Join("testdata", "clean", "lost_call.jsonl"))
+	_, err := Run(context.Background(), db, Catalog(), Options{Settings: Settings{"denial_loop": {"minimum": 4}}})
+	if !errors.Is(err, ErrSettings) {
+		t.Fatalf("err %v, want ErrSettings", err)
+	}
+}
+
+func TestExpandPutsThresholdsIntoAQueryAndRefusesUnknownOnes(t *testing.T) {
+	p := Params{id: "x", values: map[string]float64{"min": 3, "share": 0.25}}
+	got, err := p.expand("HAVING count(*) >= ${min} AND r > ${share}")
+	if err != nil || got != "HAVING count(*) >= 3 AND r > 0.25" {
+		t.Errorf("got %q, %v", got, err)
+	}
+	if _, err := p.expand("WHERE n > ${max}"); err == nil {
+		t.Error("an undeclared threshold expanded")
+	}
+	if _, err := p.expand("WHERE n > ${min"); err == nil {
+		t.Error("an unclosed ${ expanded")
+	}
+}
+
+// Every SQL detector's query expands with its declared thresholds: a
+// ${name} it reads and does not declare would fail only at run time.
+func TestEverySQLDetectorsQueryExpands(t *testing.T) {
+	for _, d := range Catalog() {
+		sd, ok := d.(*sqlDetector)
+		if !ok {
+			continue
+		}
+		q, err := sd.SQL()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Settings(nil).params(d).expand(q); err != nil {
+			t.Error(err)
+		}
+	}
+}
