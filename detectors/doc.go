@@ -69,6 +69,12 @@
 //     the same result 5 times in a row, no other call between, and no
 //     repeated_readonly defense acted on any of them (§13.9).
 //
-// Thresholds are constants for now; per-detector thresholds in
-// retrace.yaml (detectors:) are planned.
+// # Thresholds
+//
+// Every number a detector compares against is a Threshold declared in
+// its Info, with a documented default; retrace detect --list prints them
+// with the values in force. A run's Settings (retrace.yaml's detectors:
+// section) set them per detector, and Settings.Check refuses a detector
+// or threshold name the catalog does not have. Go detectors read them
+// from their Params; SQL detectors name them as ${name} in the query.
 package detectors
