@@ -64,7 +64,7 @@
 //     that enabled it, its triggers, how often its check ran and its
 //     condition held, and the verdict live, never_needed (a-type: the
 //     condition never occurred), dead, or not_observable (the contract
-//     does not carry the condition: low_yield_spin, reminder_cap).
+//     does not carry the condition: reminder_cap).
 //   - repeated_readonly (warning): one tool with the same input returned
 //     the same result 5 times in a row, no other call between, and no
 //     repeated_readonly defense acted on any of them (§13.9).
