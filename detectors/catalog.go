@@ -140,14 +140,16 @@ var catalog = []Detector{
 		Seed:     "§13.9, §13.7",
 		NextStep: "Enable the repeated-readonly guard, and put live state (git status, the file's content) in a reminder on the user side, marked as current, instead of leaving the model to arbitrate against the frozen system-prompt snapshot (seed §13.9, §10.6).",
 	}},
-	&goDetector{check: decisionCountedAsTrigger, reads: livenessReads, info: Info{
+	&goDetector{check: decisionCountedAsTrigger, reads: decisionReads, info: Info{
 		ID: "decision_counted_as_trigger", Severity: SeverityWarning, Title: "a defense counter that moves with every check",
 		About: "In one session a defense recorded min_triggers or more defense_triggers, as many as the times its check ran " +
 			"(every denial, every reply or every call it looks at) and more than the times its condition, recomputed from " +
 			"the events as the liveness table does, held: the counter sits in the predicate that decides, not in the branch " +
-			"that acts, so it counts decisions, tens of times more than triggers, and looks just as plausible. A warning: " +
-			"the conditions are recomputed with the runtime's default thresholds. Defenses whose condition the contract " +
-			"does not carry (reminder_cap) are not judged.",
+			"that acts, so it counts decisions, tens of times more than triggers, and looks just as plausible. Also a " +
+			"defense whose triggers did nothing the events show: remind or retry with no reminder before the next reply, stop " +
+			"with the session going on, execute with no tool_call for its call, skip with the call run. A warning: the " +
+			"conditions are recomputed with the runtime's default thresholds. Defenses whose condition the contract does not " +
+			"carry (reminder_cap) are not judged by count.",
 		Thresholds: []Threshold{{Name: "min_triggers", Default: decisionTriggerMin, Count: true,
 			Doc: "defense_triggers of one defense in one session, as many as its checks, before the counter is judged"}},
 		Seed:     "§13.3, §8.7, §14.6",

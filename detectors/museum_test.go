@@ -177,3 +177,39 @@ func TestLivenessRecomputesTheLowYieldSpinCondition(t *testing.T) {
 		})
 	}
 }
+
+// A defense_trigger whose action the events after it do not show is a
+// decision recorded as a trigger; one whose effect follows is not.
+func TestDecisionCountedAsTriggerFindsTriggersThatDidNothing(t *testing.T) {
+	trig := func(d trajectory.DefenseName, a trajectory.DefenseAction, id string) *trajectory.DefenseTrigger {
+		return &trajectory.DefenseTrigger{Defense: d, Action: a, ToolUseID: id, Count: 1}
+	}
+	reply := &trajectory.ModelResponse{}
+	reminder := &trajectory.Reminder{Kind: "repeated_readonly", Role: trajectory.RoleUser, Text: "You ran it three times."}
+	for _, tc := range []struct {
+		name   string
+		events []trajectory.Payload
+		want   []int
+	}{
+		{"A remind followed by its reminder did what it says.", []trajectory.Payload{start(), &trajectory.ModelRequest{}, reply, trig(trajectory.DefenseRepeatedReadOnly, trajectory.ActionRemind, "c1"), reminder, &trajectory.ModelRequest{}, reply}, nil},
+		{"A remind with no reminder before the next reply did nothing.", []trajectory.Payload{start(), &trajectory.ModelRequest{}, reply, trig(trajectory.DefenseRepeatedReadOnly, trajectory.ActionRemind, "c1"), &trajectory.ModelRequest{}, reply}, []int{4}},
+		{"A stop with the session going on did nothing.", []trajectory.Payload{start(), &trajectory.ModelRequest{}, reply, trig(trajectory.DefenseEmptyInputRetry, trajectory.ActionStop, ""), &trajectory.ModelRequest{}, reply}, []int{4}},
+		{"A stop followed by the end stopped.", []trajectory.Payload{start(), &trajectory.ModelRequest{}, reply, trig(trajectory.DefenseEmptyInputRetry, trajectory.ActionStop, ""), &trajectory.SessionEnd{Reason: trajectory.EndStuck}}, nil},
+		{"A skip whose call ran did not skip.", []trajectory.Payload{start(), &trajectory.ModelRequest{}, reply, trig(trajectory.DefenseTruncatedToolUse, trajectory.ActionSkip, "c1"), bashCall("c1", "ls")}, []int{4}},
+		{"An execute whose call ran executed.", []trajectory.Payload{start(), &trajectory.ModelRequest{}, reply, trig(trajectory.DefenseEndTurnFallthrough, trajectory.ActionExecute, "c1"), bashCall("c1", "ls")}, nil},
+		{"An execute with no call did nothing.", []trajectory.Payload{start(), &trajectory.ModelRequest{}, reply, trig(trajectory.DefenseEndTurnFallthrough, trajectory.ActionExecute, "c1")}, []int{4}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := check(t, "decision_counted_as_trigger", session("s", tc.events...), nil)
+			if tc.want == nil {
+				if len(got) != 0 {
+					t.Fatalf("findings %+v, want none", got)
+				}
+				return
+			}
+			if len(got) != 1 || !slices.Equal(lines(got[0]), tc.want) || !strings.Contains(got[0].Message, "did nothing the events show") {
+				t.Fatalf("findings %+v, want one at lines %v", got, tc.want)
+			}
+		})
+	}
+}
