@@ -175,13 +175,14 @@ var catalog = []Detector{
 	&goDetector{check: spillReadLoop, reads: []trajectory.EventType{trajectory.TypeToolCall, trajectory.TypeToolEnd}, info: Info{
 		ID: "spill_read_loop", Severity: SeverityWarning, Title: "a spilled output read back or run again without ever being seen",
 		About: "A tool_end was truncated with its full output spilled, and later calls read the spill (their input names " +
-			"its digest) or ran the call again. Error when a read of the spill was itself truncated and spilled to the same " +
-			"blob: the mechanism that spills large outputs and the one that limits the read of a spill make a loop, and the " +
-			"model can never see the output (the read: Infinity case). Warning when min_repeats follow-ups were truncated " +
-			"again or repeated a call already made. Paging through a spill with different offsets is what the notice asks " +
-			"for and does not count.",
+			"its digest) or ran the call again and got the same output. Error when a read of the spill was itself truncated " +
+			"and spilled to the same blob: the mechanism that spills large outputs and the one that limits the read of a spill " +
+			"make a loop, and the model can never see the output (the read: Infinity case). Warning when min_repeats " +
+			"follow-ups brought nothing new: reads truncated again or repeating a read, re-runs that spilled the same output. " +
+			"Paging through a spill with different offsets is what the notice asks for, and re-running a call after a change " +
+			"that gives another output is work; neither counts.",
 		Thresholds: []Threshold{{Name: "min_repeats", Default: spillRereadMin, Count: true,
-			Doc: "follow-ups of one spill, truncated again or repeating a call already made, that make a loop"}},
+			Doc: "follow-ups of one spill that brought nothing new (a read truncated again or repeating a read, a re-run with the same output) that make a loop"}},
 		Seed:     "§13.5, §9.2, §9.3",
 		NextStep: "Exempt the read of a spill from the spill limit (the read tool limits itself by lines), and say in the truncation notice how to read a part of the spill (offset and limit) rather than the whole (seed §9.2, §13.5).",
 	}},

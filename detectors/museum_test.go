@@ -213,3 +213,17 @@ func TestDecisionCountedAsTriggerFindsTriggersThatDidNothing(t *testing.T) {
 		})
 	}
 }
+
+// Running a spilled call again after a change, with another output
+// spilled each time, is work, not a loop.
+func TestSpillReadLoopLeavesReRunsWithNewOutputsAlone(t *testing.T) {
+	events := []trajectory.Payload{start()}
+	for i, ref := range []string{"sha256:" + strings.Repeat("a", 64), "sha256:" + strings.Repeat("b", 64), "sha256:" + strings.Repeat("c", 64), "sha256:" + strings.Repeat("d", 64)} {
+		id := string(rune('a' + i))
+		events = append(events, &trajectory.ModelRequest{}, bashCall(id, "npm test"),
+			&trajectory.ToolEnd{ToolRef: trajectory.ToolRef{ToolUseID: id, Tool: "bash"}, OutputBytes: 90000, Truncated: true, Spill: ref})
+	}
+	if got := check(t, "spill_read_loop", session("s", events...), nil); len(got) != 0 {
+		t.Fatalf("findings %+v, want none", got)
+	}
+}

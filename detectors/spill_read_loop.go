@@ -21,12 +21,14 @@ type spill struct {
 	call   *trajectory.ToolCall
 	sig    string
 	// follow are the later calls that read the spill (their input names
-	// its digest) or ran the spilled call again.
+	// its digest) or ran the spilled call again and spilled the same
+	// output.
 	follow []Located
 	// sigs are the signatures of the origin and the follow-ups so far.
 	sigs map[string]bool
-	// repeats counts the follow-ups that brought nothing new: truncated
-	// again, or the same call as one before.
+	// repeats counts the follow-ups that brought nothing new: a read
+	// truncated again or the same as a read before, a re-run with the same
+	// output.
 	repeats int
 	// closed is set when a read of the spill was itself spilled to the
 	// same blob: the model can never see what was spilled.
@@ -37,33 +39,36 @@ type spill struct {
 // read back, or run again, without the model ever getting to see them:
 // the read of the spill was spilled to the same blob (error: the two
 // mechanisms of seed §9.2 make a loop), or min_repeats follow-ups were
-// truncated again or repeated a call already made (warning). Paging
+// reads truncated again or repeating a read, or re-runs that spilled the
+// same output again (warning). Paging
 // through a spill with different offsets is what the notice asks for and
-// does not count.
+// does not count, nor does running the call again after a change and
+// getting another output.
 func spillReadLoop(d *goDetector, s *Session, p Params) []Finding {
 	limit := p.Int("min_repeats")
 	var spills []*spill
 	byRef := map[string]*spill{}
-	calls := map[string]*trajectory.ToolCall{}
-	// about maps a follow-up call to its spill, and whether it read it.
-	type about struct {
-		sp   *spill
-		read bool
-	}
-	follows := map[string]about{}
-	// counted are the follow-ups counted as repeats, each once.
+	calls := map[string]Located{}
+	// reads maps a call that read a spill to it; reruns a call that ran a
+	// spilled call again, which follows it only if it spilled the same
+	// output (a re-run after a change, with a new output, is work).
+	reads, reruns := map[string]*spill{}, map[string]*spill{}
+	// counted are the reads counted as repeats, each once.
 	counted := map[string]bool{}
 	for _, e := range s.Events {
 		switch p := e.Payload.(type) {
 		case *trajectory.ToolCall:
-			calls[p.ToolUseID] = p
+			calls[p.ToolUseID] = e
 			sig := signature(p.Tool, p.Input)
 			for _, sp := range spills {
-				read := strings.Contains(string(p.Input), spillHex(sp.ref))
-				if !read && sig != sp.sig {
+				if sig == sp.sig {
+					reruns[p.ToolUseID] = sp
+					break
+				}
+				if !strings.Contains(string(p.Input), spillHex(sp.ref)) {
 					continue
 				}
-				follows[p.ToolUseID] = about{sp, read}
+				reads[p.ToolUseID] = sp
 				sp.follow = append(sp.follow, e)
 				if sp.sigs[sig] {
 					counted[p.ToolUseID] = true
@@ -73,23 +78,29 @@ func spillReadLoop(d *goDetector, s *Session, p Params) []Finding {
 				break
 			}
 		case *trajectory.ToolEnd:
-			if a, ok := follows[p.ToolUseID]; ok {
+			if sp, ok := reads[p.ToolUseID]; ok {
 				if p.Truncated && !counted[p.ToolUseID] {
 					counted[p.ToolUseID] = true
-					a.sp.repeats++
+					sp.repeats++
 				}
-				if a.read && p.Spill == a.sp.ref {
-					a.sp.closed = true
+				if p.Spill == sp.ref {
+					sp.closed = true
 				}
+				continue
+			}
+			if sp, ok := reruns[p.ToolUseID]; ok && p.Spill == sp.ref {
+				sp.follow = append(sp.follow, calls[p.ToolUseID])
+				sp.repeats++
 				continue
 			}
 			if !p.Truncated || p.Spill == "" || byRef[p.Spill] != nil {
 				continue
 			}
-			c := calls[p.ToolUseID]
-			if c == nil {
+			at, ok := calls[p.ToolUseID]
+			if !ok {
 				continue
 			}
+			c := at.Payload.(*trajectory.ToolCall)
 			sp := &spill{ref: p.Spill, origin: e, call: c, sig: signature(c.Tool, c.Input), sigs: map[string]bool{}}
 			sp.sigs[sp.sig] = true
 			spills = append(spills, sp)
@@ -109,7 +120,7 @@ func spillReadLoop(d *goDetector, s *Session, p Params) []Finding {
 			msg = fmt.Sprintf("%s's output (%d bytes) was truncated and spilled to %s; %d later call(s) read the spill back, and the read was truncated and spilled to the same blob: the model can never see the spilled output",
 				sp.call.Tool, end.OutputBytes, sp.ref, len(sp.follow))
 		} else {
-			msg = fmt.Sprintf("%s's output (%d bytes) was truncated and spilled to %s; %d later call(s) read the spill or ran the call again, %d of them truncated again or repeating a call already made (min_repeats %d)",
+			msg = fmt.Sprintf("%s's output (%d bytes) was truncated and spilled to %s; %d later call(s) read the spill or ran the call again, %d of them bringing nothing new: a read truncated again or repeating a read, a re-run that spilled the same output (min_repeats %d)",
 				sp.call.Tool, end.OutputBytes, sp.ref, len(sp.follow), sp.repeats, limit)
 		}
 		f := d.finding(s, msg, ev...)
