@@ -53,8 +53,8 @@ func namedAt(text, tool string) []string {
 	return out
 }
 
-// names reports whether text names tool as a whole word.
-func names(text, tool string) bool { return len(namedAt(text, tool)) > 0 }
+// mentions reports whether text names tool as a whole word.
+func mentions(text, tool string) bool { return len(namedAt(text, tool)) > 0 }
 
 // prefixPair is a resident and a deferred tool whose names share a prefix.
 type prefixPair struct {
@@ -150,7 +150,7 @@ func prefixCollapseRisk(d *goDetector, s *Session, p Params) []Finding {
 			}
 			for _, b := range p.ToolUses() {
 				for _, pp := range neighbours[b.Name] {
-					if slices.Contains(offered, pp.deferred) || !(names(said.String(), pp.deferred) || names(added, pp.deferred)) {
+					if slices.Contains(offered, pp.deferred) || !(mentions(said.String(), pp.deferred) || mentions(added, pp.deferred)) {
 						continue
 					}
 					ev := []Located{e}
