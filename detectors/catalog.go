@@ -140,6 +140,78 @@ var catalog = []Detector{
 		Seed:     "§13.9, §13.7",
 		NextStep: "Enable the repeated-readonly guard, and put live state (git status, the file's content) in a reminder on the user side, marked as current, instead of leaving the model to arbitrate against the frozen system-prompt snapshot (seed §13.9, §10.6).",
 	}},
+	&goDetector{check: decisionCountedAsTrigger, reads: decisionReads, info: Info{
+		ID: "decision_counted_as_trigger", Severity: SeverityWarning, Title: "a defense counter that moves with every check",
+		About: "In one session a defense recorded min_triggers or more defense_triggers, as many as the times its check ran " +
+			"(every denial, every reply or every call it looks at) and more than the times its condition, recomputed from " +
+			"the events as the liveness table does, held: the counter sits in the predicate that decides, not in the branch " +
+			"that acts, so it counts decisions, tens of times more than triggers, and looks just as plausible. Also a " +
+			"defense whose triggers did nothing the events show: remind or retry with no reminder before the next reply, stop " +
+			"with the session going on, execute with no tool_call for its call, skip with the call run. A warning: the " +
+			"conditions are recomputed with the runtime's default thresholds. Defenses whose condition the contract does not " +
+			"carry (reminder_cap) are not judged by count.",
+		Thresholds: []Threshold{{Name: "min_triggers", Default: decisionTriggerMin, Count: true,
+			Doc: "defense_triggers of one defense in one session, as many as its checks, before the counter is judged"}},
+		Seed:     "§13.3, §8.7, §14.6",
+		NextStep: "Move the defense_trigger to the branch where the defense acts (the one place its paths meet), out of the predicate every check runs; ask what happened in the world when the counter moves (seed §13.3).",
+	}},
+	&sqlDetector{file: "denominator_shift.sql", info: Info{
+		ID: "denominator_shift", Severity: SeverityInfo, Title: "a success rate that depends on its denominator",
+		About: "Over the corpus, one tool's success rate over the calls requested (every tool_call) and over the calls " +
+			"executed (a success, or a failure inside the tool) differ by more than max_gap, over min_calls or more calls: " +
+			"denials, hook blocks, invalid inputs and unknown tools sit between the two denominators, so a curve of " +
+			"\"success rate\" moves with the permission policy, not with the tool. The message counts the permission " +
+			"modes, models and configurations the calls come from, and the rate per permission mode: a corpus that mixes " +
+			"them moves a curve over requested calls for that reason alone. Info: the corpus is not wrong, a rate quoted " +
+			"over it without its denominator is.",
+		Thresholds: []Threshold{
+			{Name: "min_calls", Default: 20, Count: true, Doc: "calls of one tool in the corpus before its rates are compared"},
+			{Name: "max_gap", Default: 0.2, Doc: "the most the success rate over executed calls may exceed the rate over requested calls, as a fraction (0.2 is 20 percentage points)"},
+		},
+		Seed:     "§13.4, §14.3",
+		NextStep: "Name the denominator in every rate (tool_success_rate_of_executed, not tool_success_rate), compare runs only over the same permission mode, model and configuration, and count denials in their own funnel (seed §13.4, §14.1).",
+		Corpus:   true,
+	}},
+	&goDetector{check: spillReadLoop, reads: []trajectory.EventType{trajectory.TypeToolCall, trajectory.TypeToolEnd}, info: Info{
+		ID: "spill_read_loop", Severity: SeverityWarning, Title: "a spilled output read back or run again without ever being seen",
+		About: "A tool_end was truncated with its full output spilled, and later calls read the spill (their input names " +
+			"its digest) or ran the call again and got the same output. Error when a read of the spill was itself truncated " +
+			"and spilled to the same blob: the mechanism that spills large outputs and the one that limits the read of a spill " +
+			"make a loop, and the model can never see the output (the read: Infinity case). Warning when min_repeats " +
+			"follow-ups brought nothing new: reads truncated again or repeating a read, re-runs that spilled the same output. " +
+			"Paging through a spill with different offsets is what the notice asks for, and re-running a call after a change " +
+			"that gives another output is work; neither counts.",
+		Thresholds: []Threshold{{Name: "min_repeats", Default: spillRereadMin, Count: true,
+			Doc: "follow-ups of one spill that brought nothing new (a read truncated again or repeating a read, a re-run with the same output) that make a loop"}},
+		Seed:     "§13.5, §9.2, §9.3",
+		NextStep: "Exempt the read of a spill from the spill limit (the read tool limits itself by lines), and say in the truncation notice how to read a part of the spill (offset and limit) rather than the whole (seed §9.2, §13.5).",
+	}},
+	&goDetector{check: prefixCollapseRisk, reads: []trajectory.EventType{trajectory.TypeSessionStart, trajectory.TypeModelRequest, trajectory.TypeModelResponse, trajectory.TypeToolCall}, info: Info{
+		ID: "prefix_collapse_risk", Severity: SeverityWarning, Title: "deferred and resident tool names that can collapse into each other",
+		About: "A resident and a deferred tool share min_prefix or more leading characters, the necessary condition of the " +
+			"prefix collapse: under constrained decoding, a model that means the deferred tool, absent from this turn's " +
+			"schema, can only continue into the resident one, and makes a valid, permitted, wrong call that no layer " +
+			"reports. Info for the pair alone; a warning when the system prompt (the static prefix) also lists the deferred " +
+			"name on a line without a \"not loaded\" label, in the form of a callable tool, and for every call of a resident " +
+			"tool in a reply right after its deferred neighbour, not loaded, was named (in the reply's text or the " +
+			"messages just added).",
+		Thresholds: []Threshold{{Name: "min_prefix", Default: prefixCollapseMin, Count: true,
+			Doc: "leading characters a resident and a deferred tool name share before they count as neighbours"}},
+		Seed:     "§13.6, §3.4, §10.5, §10.6",
+		NextStep: "Rename one of the pair so the prefixes differ, or make the deferred tool resident; label every deferred tool in the system prompt as not loaded, in a form unlike the callable tools', and add a test that fails when a new deferred tool shares a prefix with a resident one (seed §3.4, §10.5).",
+	}},
+	&goDetector{check: lowYieldSpin, reads: []trajectory.EventType{trajectory.TypeSessionStart, trajectory.TypeModelResponse, trajectory.TypeToolCall, trajectory.TypeToolEnd, trajectory.TypeToolResult, trajectory.TypeDefenseTrigger}, info: Info{
+		ID: "low_yield_spin", Severity: SeverityWarning, Title: "the same command returning the same number, turn after turn",
+		About: "min_turns or more turns in a row ran the same calls, byte for byte, and each got back the same single number " +
+			"(a grep -c, a wc -l, an error count), with no file written (no call carried a snapshot) and no text for the " +
+			"user, and the low_yield_spin defense did not act on any of those turns or was not enabled: a loop driven by " +
+			"low-information observations, where the model gets nothing to act on and can only think again. The four " +
+			"conditions are the runtime defense's, recomputed from the events; the liveness table uses the same recomputation.",
+		Thresholds: []Threshold{{Name: "min_turns", Default: lowYieldSpinMin, Count: true,
+			Doc: "turns in a row with the same calls and the same single-number results; the runtime's defense acts at the second, one repeat can be a deliberate re-check"}},
+		Seed:     "§13.8, §13.1",
+		NextStep: "Enable the low-yield spin defense, and steer the model to commands whose output says what to do next (save the output to a file, then count and list the lines to act on) instead of a bare count (seed §13.8).",
+	}},
 }
 
 // endLike reports whether r is a stop reason that means the model finished.

@@ -68,6 +68,11 @@ func TestEveryDetectorFiresOnItsFixtureAndNoneOnTheCleanOne(t *testing.T) {
 		{"An error code that carries the missing file's path is an unbounded label.", "unbounded_label", SeverityWarning, "toolu_missing", []int{24}},
 		{"Three empty-input replies with the empty-input retry enabled and no trigger are a dead defense.", "dead_defense", SeverityWarning, "", []int{4, 7, 10}},
 		{"Five reads of the same file with the same text and the guard off are a repeated read-only call, found at all five.", "repeated_readonly", SeverityWarning, "toolu_r1", []int{5, 12, 19, 26, 33}},
+		{"A denial fuse that recorded a trigger at each of its three denials counts decisions, found at the three triggers.", "decision_counted_as_trigger", SeverityWarning, "toolu_mock_1_1", []int{8, 17, 26}},
+		{"Half of bash's calls denied make its success rate 50% of requested and 100% of executed calls, found at the denials.", "denominator_shift", SeverityInfo, "toolu_t1", []int{17, 21, 25, 29, 33, 37, 41, 45}},
+		{"A spilled output read back three times with bash, each read spilled to the same blob, is a closed spill loop at error.", "spill_read_loop", SeverityError, "toolu_seq", []int{8, 12, 19, 26}},
+		{"A deferred read_many next to the resident read, listed in the system prompt without a label, is a prefix collapse risk.", "prefix_collapse_risk", SeverityWarning, "", []int{1, 3}},
+		{"The same grep -c returning 2 four turns in a row with the defense off is a low-yield spin, found at the four calls.", "low_yield_spin", SeverityWarning, "toolu_c1", []int{5, 12, 19, 28}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rep := detect(t, Catalog(), filepath.Join("testdata", "fire", tc.id+".jsonl"))

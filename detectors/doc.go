@@ -64,10 +64,26 @@
 //     that enabled it, its triggers, how often its check ran and its
 //     condition held, and the verdict live, never_needed (a-type: the
 //     condition never occurred), dead, or not_observable (the contract
-//     does not carry the condition: low_yield_spin, reminder_cap).
+//     does not carry the condition: reminder_cap).
 //   - repeated_readonly (warning): one tool with the same input returned
 //     the same result 5 times in a row, no other call between, and no
 //     repeated_readonly defense acted on any of them (§13.9).
+//   - decision_counted_as_trigger (warning): a defense with as many
+//     defense_triggers in a session as times its check ran, and more than
+//     its recomputed condition held: a counter of decisions (§13.3).
+//   - denominator_shift (info, corpus): a tool's success rate over
+//     requested and over executed calls differs by more than max_gap,
+//     with the permission modes, models and configurations mixed (§13.4).
+//   - spill_read_loop (warning; error when the read of a spill spilled
+//     to the same blob): a spilled output read back or run again without
+//     being seen (§13.5, §9.2).
+//   - prefix_collapse_risk (info; warning with an unlabelled deferred
+//     name, and for a call after a deferred neighbour was named): resident
+//     and deferred tool names sharing min_prefix characters (§13.6, §3.4,
+//     §10.5).
+//   - low_yield_spin (warning): the same calls returning the same single
+//     number min_turns turns in a row, nothing written or said, and the
+//     defense did not act (§13.8).
 //
 // # Thresholds
 //

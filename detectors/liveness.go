@@ -107,12 +107,12 @@ var conditions = map[trajectory.DefenseName]struct {
 	trajectory.DefenseRepeatedReadOnly:   {fmt.Sprintf("%d calls of one read-only tool with the same input and the same result text (bash is not counted: whether a command is read-only is not in the contract)", repeatedReadOnlyMin), repeatedReadOnlyHeld},
 	trajectory.DefenseLoopDetection:      {fmt.Sprintf("%d calls in a row of one tool with the same input keys and different values", loopShapeMin), loopShapeHeld},
 	trajectory.DefenseDenialFuse:         {fmt.Sprintf("the same call (tool and input) denied %d times", denialLoopMin), denialFuseHeld},
+	trajectory.DefenseLowYieldSpin:       {"a turn whose calls and single-number results repeat the turn before, with no file written (no snapshot) and no text for the user", lowYieldHeld},
 }
 
 // unobservable says why a defense's condition is not recomputed.
 var unobservable = map[trajectory.DefenseName]string{
-	trajectory.DefenseLowYieldSpin: "precondition not observable: it needs to know whether a bash call wrote a file, which the contract does not carry",
-	trajectory.DefenseReminderCap:  "precondition not observable: reminders the cap suppressed are not recorded",
+	trajectory.DefenseReminderCap: "precondition not observable: reminders the cap suppressed are not recorded",
 }
 
 // sessionLiveness is what one session adds to the table.
@@ -164,7 +164,7 @@ func livenessOf(s *Session) sessionLiveness {
 // livenessReads are the event types the liveness conditions look at.
 var livenessReads = []trajectory.EventType{trajectory.TypeSessionStart, trajectory.TypeModelResponse,
 	trajectory.TypeToolCall, trajectory.TypeToolSuccess, trajectory.TypeToolResult, trajectory.TypePermissionDeny,
-	trajectory.TypeDefenseTrigger}
+	trajectory.TypeDefenseTrigger, trajectory.TypeToolEnd}
 
 // ComputeLiveness builds the liveness table of what is loaded into db,
 // reading each trajectory file again as Run does for the Go detectors,

@@ -81,7 +81,7 @@ func TestLivenessTellsLiveNeverNeededAndDeadApart(t *testing.T) {
 // table says why.
 func TestLivenessDoesNotInventAnUnobservableCondition(t *testing.T) {
 	lv := liveness(t, filepath.Join("testdata", "clean", "dead_defense.jsonl"))
-	for _, d := range []trajectory.DefenseName{trajectory.DefenseLowYieldSpin, trajectory.DefenseReminderCap} {
+	for _, d := range []trajectory.DefenseName{trajectory.DefenseReminderCap} {
 		r, ok := row(lv, d)
 		if !ok {
 			t.Fatalf("no %s row: %+v", d, lv.Defenses)

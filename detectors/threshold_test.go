@@ -58,6 +58,14 @@ func TestSettingsChangeWhatTheDetectorsFind(t *testing.T) {
 		{"Five identical reads with min_repeats 6 are not.", "repeated_readonly", Settings{"repeated_readonly": {"min_repeats": 6}}, 0},
 		{"Five empty-input replies with max_in_a_row 5 are within the cap.", "empty_input_retry", Settings{"empty_input_retry": {"max_in_a_row": 5}}, 0},
 		{"An error code carrying a path is unbounded at the default length.", "unbounded_label", nil, 1},
+		{"Three triggers at three denials are counted decisions at min_triggers 3.", "decision_counted_as_trigger", nil, 1},
+		{"Three triggers at three denials are not judged with min_triggers 4.", "decision_counted_as_trigger", Settings{"decision_counted_as_trigger": {"min_triggers": 4}}, 0},
+		{"A 50-point gap between bash's rates is a denominator shift at max_gap 0.2.", "denominator_shift", nil, 1},
+		{"A 50-point gap is within max_gap 0.5.", "denominator_shift", Settings{"denominator_shift": {"max_gap": 0.5}}, 0},
+		{"Twenty bash calls are too few for min_calls 21.", "denominator_shift", Settings{"denominator_shift": {"min_calls": 21}}, 0},
+		{"read and read_many share 4 characters, neighbours at min_prefix 4.", "prefix_collapse_risk", nil, 1},
+		{"Four spin turns are a spin at min_turns 3.", "low_yield_spin", nil, 1},
+		{"Four spin turns are not one at min_turns 5.", "low_yield_spin", Settings{"low_yield_spin": {"min_turns": 5}}, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ds, err := Select([]string{tc.id}, nil)

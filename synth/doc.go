@@ -105,4 +105,29 @@
 //   - unbounded_label: the first failure's error code gets the session id
 //     appended (at that tool_failure), in 8 sessions at most, so that no
 //     tool reaches the 16 distinct codes the detector reports as spread.
+//   - decision_counted_as_trigger: a denial_fuse defense_trigger after
+//     every permission_deny of a session that enabled the fuse and denied
+//     three or more calls without it acting, else a repeated_readonly
+//     trigger after the result of every read-only call (three or more) of
+//     a session that enabled the guard and never saw it act (at the first
+//     inserted trigger).
+//   - spill_read_loop: a later successful bash call reads the first
+//     spilled output back (cat of its blob path) and is truncated and
+//     spilled to the same blob; a session without a spill first gets one
+//     on its first successful bash, grep or glob call (at the spilling
+//     tool_end, error).
+//   - prefix_collapse_risk: a deferred read_many is added to the catalog,
+//     next to the resident read, and listed at the end of the system
+//     prompt without a "not loaded" label (at session_start).
+//   - low_yield_spin: three turns in a row with as many calls each, which
+//     ran, become the first turn's calls again (no snapshot, not
+//     truncated), each returning "7", with no text in the replies (at the
+//     first turn's first tool_call).
+//
+// denominator_shift is not planted: it compares a tool's success rates
+// over the calls of the whole corpus, so no one session holds it; its
+// corpus fixture in detectors/testdata (a headless and a bypass session of
+// one script) tests it instead. A clean synth corpus gives it info
+// findings, which the detectors' tests allow: synth mixes permission
+// modes and denies calls, as real corpora do.
 package synth

@@ -23,6 +23,7 @@ var Faults = []string{
 	"lost_call", "unpaired_tool_use", "truncated_tool_use_executed", "stop_reason_as_done",
 	"end_turn_with_tool_use", "hallucinated_tool", "empty_input_retry", "latency_flattened",
 	"denial_loop", "unbounded_label",
+	"decision_counted_as_trigger", "spill_read_loop", "prefix_collapse_risk", "low_yield_spin",
 }
 
 // ErrFaultNotPlanted is wrapped by Write's error when a requested fault
@@ -104,6 +105,10 @@ var planters = map[string]planter{
 	"latency_flattened":           plantFlatLatency,
 	"denial_loop":                 findDenialLoops,
 	"unbounded_label":             plantUnboundedLabel,
+	"decision_counted_as_trigger": plantDecisionCountedAsTrigger,
+	"spill_read_loop":             plantSpillReadLoop,
+	"prefix_collapse_risk":        plantPrefixCollapseRisk,
+	"low_yield_spin":              plantLowYieldSpin,
 }
 
 // plant decodes a generated session, plants fault in it and encodes it

@@ -169,6 +169,7 @@ type session struct {
 	remembered map[string]bool
 	denials    map[string]int
 	stuckNotes int // repeated-readonly reminders so far
+	stuckReads int // identical reads of a stuck session so far
 	turns      int // the planned length
 
 	emptyRetries int

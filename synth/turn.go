@@ -135,7 +135,14 @@ func (g *session) afterTools(calls []*call, stuck bool) (bool, trajectory.EndRea
 			break
 		}
 	}
-	if ro != nil && (stuck || chance(r, 0.01)) && g.enabled[trajectory.DefenseRepeatedReadOnly] {
+	if stuck {
+		g.stuckReads++
+	}
+	// The guard acts at the third identical read and, after a reminder,
+	// counts again from the next: a stuck session is reminded at its third
+	// and sixth reads and stopped at its ninth, as the runtime does; a
+	// trigger at every read would be a decision counted as a trigger.
+	if ro != nil && (stuck && g.stuckReads%3 == 0 || !stuck && chance(r, 0.01)) && g.enabled[trajectory.DefenseRepeatedReadOnly] {
 		ev := map[string]string{"tool": ro.name, "repeats": "3"}
 		if g.stuckNotes >= 2 {
 			g.trigger(trajectory.DefenseRepeatedReadOnly, trajectory.ActionStop, ro.id, ev)
