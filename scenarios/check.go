@@ -139,8 +139,9 @@ func (e EventExpect) describe() string {
 	return b.String()
 }
 
-// candidate reports whether ev is of the kind e counts, before the
-// qualifiers: the events a failure message lists as near misses.
+// candidate reports whether ev is of the kind e counts, before its value
+// (but a tool call's tool) and qualifiers: the events a failure message
+// lists as near misses.
 func (e EventExpect) candidate(ev trajectory.Event) bool {
 	switch p := ev.Payload.(type) {
 	case *trajectory.ToolCall:
@@ -152,11 +153,11 @@ func (e EventExpect) candidate(ev trajectory.Event) bool {
 	case *trajectory.PermissionDeny:
 		return e.Kind == KindPermission && e.Value == "deny"
 	case *trajectory.ToolFailure:
-		return e.Kind == KindFailure && string(p.FailureKind) == e.Value
+		return e.Kind == KindFailure
 	case *trajectory.DefenseTrigger:
-		return (e.Kind == KindDefense || e.Kind == KindNoDefense) && string(p.Defense) == e.Value
+		return e.Kind == KindDefense || e.Kind == KindNoDefense
 	case *trajectory.Reminder:
-		return e.Kind == KindReminder && p.Kind == e.Value
+		return e.Kind == KindReminder
 	}
 	return false
 }
@@ -179,9 +180,11 @@ func (e EventExpect) matches(ev trajectory.Event) bool {
 	case *trajectory.PermissionDeny:
 		return e.decision(p.PermissionDecision)
 	case *trajectory.ToolFailure:
-		return e.Tool == "" || p.Tool == e.Tool
+		return string(p.FailureKind) == e.Value && (e.Tool == "" || p.Tool == e.Tool)
 	case *trajectory.DefenseTrigger:
-		return e.Action == "" || string(p.Action) == e.Action
+		return string(p.Defense) == e.Value && (e.Action == "" || string(p.Action) == e.Action)
+	case *trajectory.Reminder:
+		return p.Kind == e.Value
 	}
 	return true
 }
@@ -279,7 +282,7 @@ func summary(ev trajectory.Event) string {
 	case *trajectory.PermissionDeny:
 		return fmt.Sprintf("deny %s by %s at %s", p.Tool, p.Source, p.Step)
 	case *trajectory.ToolFailure:
-		return fmt.Sprintf("%s failed with %s", p.Tool, p.FailureKind)
+		return fmt.Sprintf("%s failed with %s %s", p.Tool, p.FailureKind, p.ErrorCode)
 	case *trajectory.DefenseTrigger:
 		return fmt.Sprintf("%s %s", p.Defense, p.Action)
 	case *trajectory.Reminder:
