@@ -84,7 +84,7 @@ func Run(ctx context.Context, suite []*Scenario, opts Options) (*Results, error)
 	type job struct {
 		s             *Scenario
 		index, repeat int
-		res    *RunResult
+		res           *RunResult
 	}
 	results := &Results{Version: ResultsVersion, Scenarios: make([]ScenarioResult, len(suite))}
 	var jobs []job
