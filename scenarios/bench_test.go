@@ -89,4 +89,3 @@ func BenchmarkBuiltinSuite(b *testing.B) {
 		})
 	}
 }
-

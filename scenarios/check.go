@@ -46,45 +46,78 @@ func checkOutcome(o *OutcomeExpect, rec *recording, res RunResult) []Failure {
 	return out
 }
 
-func checkFiles(s *Scenario, ws string) []Failure {
+// lastTouch names the trajectory line of the last tool call whose input
+// names the file rel (file_path or path), else the session's end: where
+// to look for what the run did to it.
+func lastTouch(rec *recording, rel string) string {
+	for i := len(rec.events) - 1; i >= 0; i-- {
+		tc, ok := rec.events[i].Payload.(*trajectory.ToolCall)
+		if !ok {
+			continue
+		}
+		var in struct {
+			FilePath string `json:"file_path"`
+			Path     string `json:"path"`
+		}
+		if json.Unmarshal(tc.Input, &in) == nil && (filepath.ToSlash(filepath.Clean(in.FilePath)) == rel || filepath.ToSlash(filepath.Clean(in.Path)) == rel) {
+			return rec.at(rec.events[i])
+		}
+	}
+	if rec.end != nil {
+		return rec.at(*rec.end)
+	}
+	return ""
+}
+
+func checkFiles(s *Scenario, ws string, rec *recording) []Failure {
 	var out []Failure
 	for _, fe := range s.Expect.Files {
-		p := filepath.Join(ws, filepath.FromSlash(fe.Path))
-		data, err := os.ReadFile(p)
-		exists := err == nil
-		if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			out = append(out, failf(fe.Place, fe.Path+" can be read", "", "%v", err))
-			continue
-		}
-		if fe.Exists != nil && exists != *fe.Exists {
-			want, got := "exists", "it does not exist"
-			if !*fe.Exists {
-				want, got = "does not exist", "it exists"
-			}
-			out = append(out, failf(fe.Place, fe.Path+" "+want, "", "after the run %s", got))
-			continue
-		}
-		content := fe.Equals != nil || len(fe.Contains) > 0 || len(fe.Matches) > 0 || fe.Unchanged
-		if !exists && content {
-			out = append(out, failf(fe.Place, fe.Path+"'s content", "", "after the run %s does not exist", fe.Path))
-			continue
-		}
-		if fe.Equals != nil && string(data) != *fe.Equals {
-			out = append(out, failf(fe.Place, fmt.Sprintf("%s equals %q", fe.Path, clip(*fe.Equals)), "", "it holds %q", clip(string(data))))
-		}
-		for _, c := range fe.Contains {
-			if !strings.Contains(string(data), c) {
-				out = append(out, failf(fe.Place, fmt.Sprintf("%s contains %q", fe.Path, c), "", "it holds %q", clip(string(data))))
+		fs := checkFile(s, fe, ws)
+		if len(fs) > 0 {
+			at := lastTouch(rec, fe.Path)
+			for i := range fs {
+				fs[i].At = at
 			}
 		}
-		for _, re := range fe.Matches {
-			if !re.Match(data) {
-				out = append(out, failf(fe.Place, fmt.Sprintf("%s matches /%s/", fe.Path, re), "", "it holds %q", clip(string(data))))
-			}
+		out = append(out, fs...)
+	}
+	return out
+}
+
+// checkFile checks one file expectation against the workspace after the run.
+func checkFile(s *Scenario, fe FileExpect, ws string) []Failure {
+	data, err := os.ReadFile(filepath.Join(ws, filepath.FromSlash(fe.Path)))
+	exists := err == nil
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return []Failure{failf(fe.Place, fe.Path+" can be read", "", "%v", err)}
+	}
+	if fe.Exists != nil && exists != *fe.Exists {
+		want, got := "exists", "it does not exist"
+		if !*fe.Exists {
+			want, got = "does not exist", "it exists"
 		}
-		if fe.Unchanged && !bytes.Equal(data, s.Files[fe.Path]) {
-			out = append(out, failf(fe.Place, fe.Path+" is unchanged", "", "it holds %q, the scenario gave %q", clip(string(data)), clip(string(s.Files[fe.Path]))))
+		return []Failure{failf(fe.Place, fe.Path+" "+want, "", "after the run %s", got)}
+	}
+	content := fe.Equals != nil || len(fe.Contains) > 0 || len(fe.Matches) > 0 || fe.Unchanged
+	if !exists && content {
+		return []Failure{failf(fe.Place, fe.Path+"'s content", "", "after the run %s does not exist", fe.Path)}
+	}
+	var out []Failure
+	if fe.Equals != nil && string(data) != *fe.Equals {
+		out = append(out, failf(fe.Place, fmt.Sprintf("%s equals %q", fe.Path, clip(*fe.Equals)), "", "it holds %q", clip(string(data))))
+	}
+	for _, c := range fe.Contains {
+		if !strings.Contains(string(data), c) {
+			out = append(out, failf(fe.Place, fmt.Sprintf("%s contains %q", fe.Path, c), "", "it holds %q", clip(string(data))))
 		}
+	}
+	for _, re := range fe.Matches {
+		if !re.Match(data) {
+			out = append(out, failf(fe.Place, fmt.Sprintf("%s matches /%s/", fe.Path, re), "", "it holds %q", clip(string(data))))
+		}
+	}
+	if fe.Unchanged && !bytes.Equal(data, s.Files[fe.Path]) {
+		out = append(out, failf(fe.Place, fe.Path+" is unchanged", "", "it holds %q, the scenario gave %q", clip(string(data)), clip(string(s.Files[fe.Path]))))
 	}
 	return out
 }

@@ -51,6 +51,17 @@
 // has each key with an equal JSON value; input_matches gives a regular
 // expression per key for string values.
 //
+// Each run gets a fresh workspace, a directory named by the repeat (1,
+// 2, ...), written from the scenario's files; the workspace's own
+// retrace.yaml, when the scenario gives one, is layered over the
+// scenario's config restrict-only, as retrace run does. A suite is trusted
+// like a --config file: its config's hooks and MCP servers run. The
+// session is headless (a call that needs a person is refused) and its
+// exit code (expect.outcome.exit_code) is retrace run's: 0 finished, 4
+// stopped before finishing, 1 an error. The detectors that judge one
+// session run over every recording of a Run at once; those that judge a
+// corpus (dead_defense) are not scenario expectations.
+//
 // Parse is strict: an unknown key, a value of the wrong kind, an unknown
 // event type, failure kind, permission source, defense or detector id is
 // refused, and every problem of every scenario is reported as

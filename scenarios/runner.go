@@ -42,9 +42,6 @@ type Options struct {
 	HarnessVersion string
 	// Clock times the runs; nil means time.Now.
 	Clock func() time.Time
-	// Done, when set, is called as each run ends (from several
-	// goroutines, one call at a time).
-	Done func(s *Scenario, r RunResult)
 }
 
 // clock returns the clock of the runs.
@@ -105,7 +102,6 @@ func Run(ctx context.Context, suite []*Scenario, opts Options) (*Results, error)
 	}
 	next := make(chan job)
 	var wg sync.WaitGroup
-	var mu sync.Mutex
 	r := &runner{root: root, runs: runs, home: home, opts: opts}
 	for range min(workers, max(len(jobs), 1)) {
 		wg.Add(1)
@@ -113,11 +109,6 @@ func Run(ctx context.Context, suite []*Scenario, opts Options) (*Results, error)
 			defer wg.Done()
 			for j := range next {
 				*j.res = r.run(ctx, j.s, j.index, j.repeat)
-				if opts.Done != nil {
-					mu.Lock()
-					opts.Done(j.s, *j.res)
-					mu.Unlock()
-				}
 			}
 		}()
 	}
@@ -207,7 +198,7 @@ func (r *runner) run(ctx context.Context, s *Scenario, index, repeat int) (res R
 		return res
 	}
 	res.Failures = append(res.Failures, checkOutcome(s.Expect.Outcome, rec, res)...)
-	res.Failures = append(res.Failures, checkFiles(s, ws)...)
+	res.Failures = append(res.Failures, checkFiles(s, ws, rec)...)
 	for _, e := range s.Expect.Events {
 		res.Failures = append(res.Failures, checkEvent(e, rec)...)
 	}
