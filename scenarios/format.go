@@ -65,33 +65,33 @@ func (e *ProblemsError) Unwrap() error { return ErrInvalid }
 // Scenario is one parsed scenario.
 type Scenario struct {
 	// File is the archive's name as given (a path, or builtin/NAME.txtar).
-	File string `json:"file"`
+	File string
 	// Line is the line of scenario.yaml's first line in File.
-	Line int `json:"-"`
+	Line int
 	// Name identifies the scenario in results; unique in a suite.
-	Name        string   `json:"name"`
-	Description string   `json:"description,omitempty"`
-	Tags        []string `json:"tags,omitempty"`
+	Name        string
+	Description string
+	Tags        []string
 	// Prompt is the user's task.
-	Prompt string `json:"-"`
-	// Config is the session's trusted configuration; ConfigSet says
-	// whether the scenario gave one.
-	Config config.Config `json:"-"`
+	Prompt string
+	// Config is the session's trusted configuration (the zero value when
+	// the scenario gives none).
+	Config config.Config
 	// Script is the model's script, in the mock LLM's format, padded
 	// with blank lines so that its lines are the archive's; each run
 	// parses it again, so that runs never share a script's state.
-	Script []byte `json:"-"`
+	Script []byte
 	// MaxTurns bounds the session's model turns (0: the config's, else
 	// DefaultMaxTurns); Timeout the wall time of one run.
-	MaxTurns int           `json:"-"`
-	Timeout  time.Duration `json:"-"`
+	MaxTurns int
+	Timeout  time.Duration
 	// Repeat is how many times the scenario runs (at least 1).
-	Repeat int `json:"-"`
+	Repeat int
 	// Files are the workspace's starting files: path (slash-separated,
 	// relative) to content.
-	Files map[string][]byte `json:"-"`
+	Files map[string][]byte
 	// Expect holds the expectations.
-	Expect Expect `json:"-"`
+	Expect Expect
 }
 
 // DefaultMaxTurns is the turn limit of a scenario that sets none.
@@ -283,7 +283,11 @@ func (p *parser) spec(s *Scenario, data []byte) {
 		case "config":
 			cfg, err := config.Parse(subdoc(doc, f.val, end), p.file)
 			if err != nil {
-				p.yamlProblems(errors.Unwrap(err), f.val.Line, "config: ")
+				// config.Parse wraps the YAML error, which has the lines.
+				if inner := errors.Unwrap(err); inner != nil {
+					err = inner
+				}
+				p.yamlProblems(err, f.val.Line, "config: ")
 				break
 			}
 			s.Config = cfg
@@ -292,6 +296,10 @@ func (p *parser) spec(s *Scenario, data []byte) {
 			}
 		case "model":
 			hasModel = true
+			if f.val.Kind == yaml.ScalarNode && f.val.Value == "" {
+				p.at(f.val, "model is empty: give a script of turns, e.g. `model: {turns: [{content: [{text: Done.}]}]}`")
+				break
+			}
 			if f.val.Kind == yaml.ScalarNode {
 				p.at(f.val, "model: %q is not supported; give a script of turns (live models are not supported by eval yet)", f.val.Value)
 				break

@@ -170,6 +170,15 @@ func TestAScenarioThatPassesSomeRepeatsIsFlakyNeverAPass(t *testing.T) {
 	if !strings.Contains(table(res), "FLAKY flaky  3/5 runs passed") {
 		t.Fatalf("the summary does not say flaky:\n%s", table(res))
 	}
+	// The scenario's own repeat: does the same without the option.
+	own, err := Parse([]byte(strings.Replace(flakyScenario, "name: flaky", "name: flaky\nrepeat: 4", 1)), "flaky.txtar")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res = runSuite(t, []*Scenario{own}, Options{})
+	if got := res.Scenarios[0]; got.Verdict != VerdictFlaky || got.Passed != 2 || len(got.Runs) != 4 {
+		t.Fatalf("with repeat: 4, verdict %s with %d of %d runs passed, want flaky with 2 of 4", got.Verdict, got.Passed, len(got.Runs))
+	}
 }
 
 func TestShardsPartitionTheSuiteExactly(t *testing.T) {
