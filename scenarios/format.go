@@ -149,6 +149,8 @@ func (p *parser) parse(data []byte) *Scenario {
 	}
 	s := &Scenario{File: p.file, Files: map[string][]byte{}, Repeat: 1}
 	var spec []byte
+	// lines holds each workspace file's first line in the archive.
+	lines := map[string]int{}
 	seen := map[string]int{}
 	for i, f := range ar.Files {
 		line := 0
@@ -169,9 +171,16 @@ func (p *parser) parse(data []byte) *Scenario {
 				p.addf(line-1, "workspace file %q: give a clean relative path inside the workspace, e.g. workspace/src/main.go", f.Name)
 				continue
 			}
-			s.Files[rel] = f.Data
+			s.Files[rel], lines[rel] = f.Data, line
 		default:
 			p.addf(line-1, "unknown section %q: a scenario holds %s and workspace/... files", f.Name, sectionSpec)
+		}
+	}
+	for rel := range s.Files {
+		for dir := path.Dir(rel); dir != "."; dir = path.Dir(dir) {
+			if _, clash := s.Files[dir]; clash {
+				p.addf(lines[rel]-1, "workspace/%s needs a directory workspace/%s, which the scenario gives as a file", rel, dir)
+			}
 		}
 	}
 	if spec == nil && s.Line == 0 {
@@ -179,7 +188,29 @@ func (p *parser) parse(data []byte) *Scenario {
 		return s
 	}
 	p.spec(s, spec)
+	if data, ok := s.Files[config.FileName]; ok {
+		p.workspaceConfig(s, data, lines[config.FileName])
+	}
 	return s
+}
+
+// workspaceConfig checks the workspace's own retrace.yaml as a run will
+// layer it: over the scenario's config, restrict-only, so that a file
+// that asks for more is refused before anything runs.
+func (p *parser) workspaceConfig(s *Scenario, data []byte, line int) {
+	f, err := config.ParseFile(padded(data, line), p.file)
+	if err != nil {
+		if inner := errors.Unwrap(err); inner != nil {
+			err = inner
+		}
+		p.yamlProblems(err, line, "workspace/"+config.FileName+": ")
+		return
+	}
+	if _, refused := config.Restrict(baseConfig(s), f); len(refused) > 0 {
+		for _, r := range refused {
+			p.addf(r.Line, "workspace/%s may only restrict the scenario's config: %s: %s (%s); move it into config:", config.FileName, r.Field, r.Value, r.Why)
+		}
+	}
 }
 
 // padded returns data preceded by blank lines, so that a YAML parser's

@@ -61,6 +61,10 @@ func TestParseReportsEveryProblemWithItsFileAndLine(t *testing.T) {
 		{"a bad regular expression and a bad name are refused",
 			strings.Replace(strings.Replace(minimal, "name: minimal", "name: has space", 1), "  outcome: {reason: end_turn}", "  files:\n    - {path: README.md, matches: \"(\"}", 1),
 			[]string{`s.txtar:2: name "has space"`, `s.txtar:9: expect.files[0].matches "("`}},
+		{"a workspace file where another needs a directory is refused",
+			minimal + "-- workspace/README.md/inside.txt --\nx\n", []string{"s.txtar:11: workspace/README.md/inside.txt needs a directory workspace/README.md"}},
+		{"a workspace retrace.yaml that widens the scenario's config is refused at its line",
+			minimal + "-- workspace/retrace.yaml --\n# widen\npermissions:\n  mode: bypass\n", []string{"s.txtar:14: workspace/retrace.yaml may only restrict the scenario's config: permissions.mode: bypass"}},
 		{"a live model is refused until eval supports it",
 			strings.Replace(minimal, "model:\n  turns:\n    - content: [{text: Done.}]", "model: live", 1), []string{`s.txtar:4: model: "live" is not supported`}},
 	}

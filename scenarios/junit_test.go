@@ -10,8 +10,10 @@ import (
 	"testing"
 )
 
-// junitResults runs a passing, a failing and a flaky scenario, and one
-// retrace cannot run, so that the report holds every kind of testcase.
+// junitResults runs a passing, a failing and a flaky scenario, and adds
+// one retrace could not run (made by hand: a suite that parses cannot
+// produce it short of a broken disk), so that the report holds every
+// kind of testcase.
 func junitResults(t *testing.T) *Results {
 	t.Helper()
 	var suite []*Scenario
@@ -19,7 +21,6 @@ func junitResults(t *testing.T) *Results {
 		{"pass.txtar", minimal},
 		{"fail.txtar", strings.Replace(strings.Replace(minimal, "name: minimal", "name: failing", 1), "reason: end_turn", "reason: max_turns", 1)},
 		{"flaky.txtar", flakyScenario},
-		{"error.txtar", strings.Replace(minimal, "name: minimal", "name: broken_config", 1)},
 	} {
 		s, err := Parse([]byte(src.data), src.name)
 		if err != nil {
@@ -27,9 +28,10 @@ func junitResults(t *testing.T) *Results {
 		}
 		suite = append(suite, s)
 	}
-	// A workspace file that cannot be written makes a run retrace's error.
-	suite[3].Files["README.md/inside"] = []byte("x")
 	res := runSuite(t, suite, Options{Repeat: 3})
+	broken := ScenarioResult{Name: "broken_config", File: "error.txtar", Runs: []RunResult{{Repeat: 1, Error: "workspace: no space left on device"}}}
+	broken.decide()
+	res.Scenarios = append(res.Scenarios, broken)
 	for _, v := range []Verdict{VerdictPass, VerdictFail, VerdictFlaky, VerdictError} {
 		if res.Count(v) != 1 {
 			t.Fatalf("want one scenario of each verdict:\n%s", table(res))

@@ -239,11 +239,7 @@ func writeWorkspace(dir string, files map[string][]byte) error {
 // workspace's own retrace.yaml over it, restrict-only. The home directory
 // is one of the run's own, so that no user's file is read.
 func sessionConfig(s *Scenario, ws, home string) (config.Config, string, error) {
-	base := config.Overlay(config.Config{}, s.Config)
-	if base.Limits.MaxTurns == 0 {
-		base.Limits.MaxTurns = DefaultMaxTurns
-	}
-	res, err := config.Resolve(config.Sources{Workspace: filepath.Join(ws, config.FileName), Defaults: base})
+	res, err := config.Resolve(config.Sources{Workspace: filepath.Join(ws, config.FileName), Defaults: baseConfig(s)})
 	if err != nil {
 		return config.Config{}, "", err
 	}
@@ -253,6 +249,16 @@ func sessionConfig(s *Scenario, ws, home string) (config.Config, string, error) 
 	}
 	cfg.Permissions.Home = home
 	return cfg, s.File + " (config) + " + res.Name(), nil
+}
+
+// baseConfig is the trusted configuration of s's sessions: the
+// defaults with the scenario's config over them.
+func baseConfig(s *Scenario) config.Config {
+	base := config.Overlay(config.Config{}, s.Config)
+	if base.Limits.MaxTurns == 0 {
+		base.Limits.MaxTurns = DefaultMaxTurns
+	}
+	return base
 }
 
 // recording is a run's events, each with its line in the trajectory file.
