@@ -293,7 +293,7 @@ func TestFilterKeepsTheScenariosNamedOrTagged(t *testing.T) {
 	if got := names(Filter(suite, regexpMust(`^repeated`), nil)); got != "repeated_read,repeated_read_guard_off" {
 		t.Errorf("--run ^repeated kept %s", got)
 	}
-	if got := names(Filter(suite, nil, []string{"demo", "clean"})); got != "clean,demo" {
+	if got := names(Filter(suite, nil, []string{"demo", "clean"})); got != "clean,clean_exploration,demo" {
 		t.Errorf("--tag demo,clean kept %s", got)
 	}
 	if got := names(Filter(suite, regexpMust(`demo`), []string{"clean"})); got != "" {
