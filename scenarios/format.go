@@ -114,6 +114,8 @@ func Parse(data []byte, name string) (*Scenario, error) {
 	p := &parser{file: name}
 	s := p.parse(data)
 	if len(p.problems) > 0 {
+		// In the order of the file, as a reader fixes them.
+		slices.SortStableFunc(p.problems, func(a, b Problem) int { return a.Line - b.Line })
 		return nil, &ProblemsError{Problems: p.problems}
 	}
 	return s, nil
@@ -285,6 +287,18 @@ func (p *parser) spec(s *Scenario, data []byte) {
 		if i+1 < len(fields) {
 			end = fields[i+1].key.Line
 		}
+		cut := func() []byte {
+			if m.Style&yaml.FlowStyle == 0 && (end == 0 || end > f.val.Line) {
+				return subdoc(doc, f.val, end)
+			}
+			// In a flow mapping the value shares its lines with other
+			// keys: encode it alone, starting at its line.
+			out, err := yaml.Marshal(f.val)
+			if err != nil {
+				return nil
+			}
+			return padded(out, f.val.Line)
+		}
 		switch f.name {
 		case "name":
 			s.Name = p.str(f.val, "name")
@@ -312,7 +326,7 @@ func (p *parser) spec(s *Scenario, data []byte) {
 		case "limits":
 			p.limits(s, f.val)
 		case "config":
-			cfg, err := config.Parse(subdoc(doc, f.val, end), p.file)
+			cfg, err := config.Parse(cut(), p.file)
 			if err != nil {
 				// config.Parse wraps the YAML error, which has the lines.
 				if inner := errors.Unwrap(err); inner != nil {
@@ -335,7 +349,7 @@ func (p *parser) spec(s *Scenario, data []byte) {
 				p.at(f.val, "model: %q is not supported; give a script of turns (live models are not supported by eval yet)", f.val.Value)
 				break
 			}
-			s.Script = subdoc(doc, f.val, end)
+			s.Script = cut()
 			if _, err := mockllm.ParseScript(s.Script, p.file); err != nil {
 				var se *mockllm.ScriptError
 				if errors.As(err, &se) {

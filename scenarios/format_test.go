@@ -65,6 +65,8 @@ func TestParseReportsEveryProblemWithItsFileAndLine(t *testing.T) {
 			minimal + "-- workspace/README.md/inside.txt --\nx\n", []string{"s.txtar:11: workspace/README.md/inside.txt needs a directory workspace/README.md"}},
 		{"a workspace retrace.yaml that widens the scenario's config is refused at its line",
 			minimal + "-- workspace/retrace.yaml --\n# widen\npermissions:\n  mode: bypass\n", []string{"s.txtar:14: workspace/retrace.yaml may only restrict the scenario's config: permissions.mode: bypass"}},
+		{"a flow mapping on one line is read whole, and its problems reported",
+			"-- scenario.yaml --\n{name: flow, prompt: Hi., model: {turns: []}, repeat: 0}\n", []string{"s.txtar:2: model: `turns` must be a list", "s.txtar:2: repeat must be at least 1"}},
 		{"a live model is refused until eval supports it",
 			strings.Replace(minimal, "model:\n  turns:\n    - content: [{text: Done.}]", "model: live", 1), []string{`s.txtar:4: model: "live" is not supported`}},
 	}
@@ -85,6 +87,20 @@ func TestParseReportsEveryProblemWithItsFileAndLine(t *testing.T) {
 				t.Errorf("%d problems, want at least %d:\n%s", len(pe.Problems), len(c.want), msg)
 			}
 		})
+	}
+}
+
+func TestAFlowMappingScenarioParses(t *testing.T) {
+	s, err := Parse([]byte("-- scenario.yaml --\n{name: flow, prompt: Hi., model: {turns: [{content: [{text: Done.}]}]}, repeat: 2, config: {limits: {max_turns: 3}}}\n"), "flow.txtar")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Name != "flow" || s.Repeat != 2 || s.Config.Limits.MaxTurns != 3 {
+		t.Fatalf("parsed %+v", s)
+	}
+	res := runSuite(t, []*Scenario{s}, Options{})
+	if res.Worst() != VerdictPass {
+		t.Fatalf("the flow scenario fails:\n%s", table(res))
 	}
 }
 
