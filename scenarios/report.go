@@ -33,8 +33,12 @@ func (r *Results) byVerdict() []ScenarioResult {
 
 // Summary is the one-line count of the verdicts.
 func (r *Results) Summary() string {
-	return fmt.Sprintf("%d scenarios: %d passed, %d failed, %d flaky, %d errors in %.1fs",
-		len(r.Scenarios), r.Count(VerdictPass), r.Count(VerdictFail), r.Count(VerdictFlaky), r.Count(VerdictError), r.DurationMs/1000)
+	noun := "scenarios"
+	if len(r.Scenarios) == 1 {
+		noun = "scenario"
+	}
+	return fmt.Sprintf("%d %s: %d passed, %d failed, %d flaky, %d errors in %.1fs",
+		len(r.Scenarios), noun, r.Count(VerdictPass), r.Count(VerdictFail), r.Count(VerdictFlaky), r.Count(VerdictError), r.DurationMs/1000)
 }
 
 // WriteTable writes the human summary: failures first, each failed run
