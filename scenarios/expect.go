@@ -141,19 +141,6 @@ type DetectorExpect struct {
 	NoOthers bool
 }
 
-// Used returns the detector ids the expectation names.
-func (d *DetectorExpect) Used() []string {
-	if d == nil {
-		return nil
-	}
-	var ids []string
-	for id := range d.Fire {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	return append(ids, d.NotFire...)
-}
-
 func (p *parser) place(n *yaml.Node, path string) Place {
 	return Place{File: p.file, Line: n.Line, Path: path}
 }
