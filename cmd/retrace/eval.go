@@ -1,0 +1,287 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/retrace-dev/retrace/scenarios"
+)
+
+type evalOptions struct {
+	parallel int
+	run      string
+	tags     []string
+	shard    string
+	repeat   int
+	junit    string
+	out      string
+	format   *formatFlag
+}
+
+func newEvalCmd(sys *IO) *cobra.Command {
+	opts := &evalOptions{}
+	cmd := &cobra.Command{
+		Use:   "eval [SUITE...]",
+		Short: "Run a suite of scenarios through the real runtime and check what happened",
+		Long: `Eval runs regression scenarios: each scenario (a .txtar file, or a directory
+of them; no argument runs the built-in suite) plays a task with a scripted
+model through the real runtime — loop, defenses, permission chain, tools —
+in a fresh temporary workspace, records the session, runs the detectors on
+the recording and checks every expectation: the outcome, the files after
+the run, the events (tools called, permission decisions, failures,
+defenses, reminders, counts) and the detectors that must or must not fire.
+The format is described in the scenarios package's documentation.
+
+A bad suite is refused before anything runs, with every problem of every
+scenario as file:line: what is wrong.
+
+The summary is always printed, failures first, each with the expectation,
+what happened and the trajectory line that shows it. --repeat N runs each
+scenario N times: a scenario that passes some runs and fails others is
+flaky, never a pass. --shard i/n runs the i-th of n deterministic parts of
+the suite, so a CI matrix can split it; 'retrace eval merge' joins the
+shards' results (--out DIR/results.json) into what one run would report.
+
+Exit codes: 0 every scenario passed, 3 a scenario failed, 4 inconclusive
+(a scenario was flaky), 2 a bad suite or bad flags, 1 retrace could not run
+a scenario.`,
+		Example: `  retrace eval
+  retrace eval ./evals --junit report.xml --out eval-out
+  retrace eval ./evals --shard 2/3 --out shard-2
+  retrace eval merge shard-1 shard-2 shard-3 --junit report.xml
+  retrace eval ./evals --run '^denial' --repeat 5`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return runEval(ctx, sys, opts, args)
+		},
+	}
+	f := cmd.Flags()
+	f.IntVarP(&opts.parallel, "parallel", "j", 0, "scenario runs at once (default: the number of cores)")
+	f.StringVar(&opts.run, "run", "", "run only the scenarios whose name matches this regular expression")
+	f.StringSliceVar(&opts.tags, "tag", nil, "run only the scenarios with one of these tags (repeatable)")
+	f.StringVar(&opts.shard, "shard", "", "run only shard i of n of the suite, as i/n (e.g. 2/3)")
+	f.IntVar(&opts.repeat, "repeat", 0, "run each scenario this many times (default: the scenario's repeat, else 1)")
+	f.StringVar(&opts.junit, "junit", "", "write a JUnit XML report to this file")
+	f.StringVar(&opts.out, "out", "", "keep the results (results.json) and every recorded run (runs/) in this directory")
+	opts.format = addFormatFlag(cmd, "table", "markdown", "json")
+	cmd.AddCommand(newEvalMergeCmd(sys))
+	return cmd
+}
+
+func runEval(ctx context.Context, sys *IO, opts *evalOptions, args []string) error {
+	if err := opts.format.check(); err != nil {
+		return err
+	}
+	if opts.parallel < 0 || opts.repeat < 0 {
+		return usage(errors.New("-j and --repeat take a positive number"))
+	}
+	var runRe *regexp.Regexp
+	if opts.run != "" {
+		re, err := regexp.Compile(opts.run)
+		if err != nil {
+			return usage(fmt.Errorf("--run: %w", err))
+		}
+		runRe = re
+	}
+	var suite []*scenarios.Scenario
+	var err error
+	if len(args) == 0 {
+		suite, err = scenarios.Builtin()
+	} else {
+		suite, err = scenarios.Load(args...)
+	}
+	if err != nil {
+		return suiteError(sys, err)
+	}
+	selected := scenarios.Filter(suite, runRe, opts.tags)
+	shard := ""
+	if opts.shard != "" {
+		i, n, err := parseShard(opts.shard)
+		if err != nil {
+			return usage(err)
+		}
+		if selected, err = scenarios.Shard(selected, i, n); err != nil {
+			return usage(err)
+		}
+		shard = opts.shard
+	}
+	if len(selected) == 0 && shard == "" {
+		return usage(fmt.Errorf("no scenario of the %s matches --run and --tag", plural(len(suite), "scenario")))
+	}
+	if opts.out != "" {
+		if err := os.MkdirAll(opts.out, 0o755); err != nil {
+			return err
+		}
+	}
+	res, err := scenarios.Run(ctx, selected, scenarios.Options{
+		Parallel: opts.parallel, Repeat: opts.repeat, Out: opts.out,
+		HarnessVersion: "retrace " + currentVersion().Version, Clock: sys.Now,
+	})
+	if err != nil {
+		return err
+	}
+	res.Shard = shard
+	if opts.out != "" {
+		if err := writeResults(filepath.Join(opts.out, resultsFile), res); err != nil {
+			return err
+		}
+	}
+	return reportEval(sys, res, opts.format.value, opts.junit, opts.out == "")
+}
+
+// resultsFile is the name of the results under --out.
+const resultsFile = "results.json"
+
+// suiteError prints every problem of a bad suite, one a line, and exits 2.
+func suiteError(sys *IO, err error) error {
+	var pe *scenarios.ProblemsError
+	if !errors.As(err, &pe) {
+		return err
+	}
+	for _, p := range pe.Problems {
+		fmt.Fprintln(sys.Err, p.Error())
+	}
+	fmt.Fprintf(sys.Err, "retrace: the suite has %s; nothing ran\n", plural(len(pe.Problems), "problem"))
+	return &exitError{code: ExitInvalid, err: errReported}
+}
+
+func parseShard(s string) (int, int, error) {
+	a, b, ok := strings.Cut(s, "/")
+	i, err1 := strconv.Atoi(a)
+	n, err2 := strconv.Atoi(b)
+	if !ok || err1 != nil || err2 != nil || n < 1 || i < 1 || i > n {
+		return 0, 0, fmt.Errorf("--shard %q: want i/n with 1 <= i <= n, e.g. 2/3", s)
+	}
+	return i, n, nil
+}
+
+func writeResults(path string, res *scenarios.Results) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := res.WriteJSON(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// reportEval prints the summary in format, writes the JUnit file, and
+// maps the worst verdict to the exit code.
+func reportEval(sys *IO, res *scenarios.Results, format, junit string, gone bool) error {
+	var err error
+	switch format {
+	case "json":
+		err = res.WriteJSON(sys.Out)
+	case "markdown":
+		err = res.WriteMarkdown(sys.Out)
+	default:
+		err = res.WriteTable(sys.Out)
+	}
+	if err != nil {
+		return err
+	}
+	if gone && res.Worst() != scenarios.VerdictPass && format != "json" {
+		fmt.Fprintln(sys.Err, "The recordings named above were in a temporary directory; add --out DIR to keep them.")
+	}
+	if junit != "" {
+		f, err := os.Create(junit)
+		if err != nil {
+			return err
+		}
+		if err := res.WriteJUnit(f, "retrace eval"); err != nil {
+			f.Close()
+			return err
+		}
+		if err := f.Close(); err != nil {
+			return err
+		}
+	}
+	switch res.Worst() {
+	case scenarios.VerdictError:
+		return &exitError{code: ExitHarness, err: errReported}
+	case scenarios.VerdictFail:
+		return &exitError{code: ExitGate, err: errReported}
+	case scenarios.VerdictFlaky:
+		return &exitError{code: ExitInconclusive, err: errReported}
+	}
+	return nil
+}
+
+type evalMergeOptions struct {
+	junit  string
+	out    string
+	format *formatFlag
+}
+
+func newEvalMergeCmd(sys *IO) *cobra.Command {
+	opts := &evalMergeOptions{}
+	cmd := &cobra.Command{
+		Use:   "merge RESULTS...",
+		Short: "Join the results of eval shards into one run's results",
+		Long: `Merge reads the results of several 'retrace eval --shard i/n --out DIR' runs
+(each DIR, or its results.json) and reports them as one run of the whole
+suite: the same summary, JUnit file and exit code. A scenario in two of
+them is an error: the shards overlap.`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return usage(errors.New("give the results to merge: the --out directories of the shards, or their results.json"))
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runEvalMerge(sys, opts, args)
+		},
+	}
+	cmd.Flags().StringVar(&opts.junit, "junit", "", "write a JUnit XML report to this file")
+	cmd.Flags().StringVar(&opts.out, "out", "", "write the merged results.json to this directory")
+	opts.format = addFormatFlag(cmd, "table", "markdown", "json")
+	return cmd
+}
+
+func runEvalMerge(sys *IO, opts *evalMergeOptions, args []string) error {
+	if err := opts.format.check(); err != nil {
+		return err
+	}
+	var parts []*scenarios.Results
+	for _, a := range args {
+		p := a
+		if info, err := os.Stat(a); err == nil && info.IsDir() {
+			p = filepath.Join(a, resultsFile)
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return invalid(err)
+		}
+		r, err := scenarios.ReadResults(data, p)
+		if err != nil {
+			return invalid(err)
+		}
+		parts = append(parts, r)
+	}
+	res, err := scenarios.Merge(parts...)
+	if err != nil {
+		return invalid(err)
+	}
+	if opts.out != "" {
+		if err := os.MkdirAll(opts.out, 0o755); err != nil {
+			return err
+		}
+		if err := writeResults(filepath.Join(opts.out, resultsFile), res); err != nil {
+			return err
+		}
+	}
+	return reportEval(sys, res, opts.format.value, opts.junit, false)
+}

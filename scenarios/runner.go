@@ -1,0 +1,399 @@
+package scenarios
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/retrace-dev/retrace/agent/config"
+	"github.com/retrace-dev/retrace/detectors"
+	"github.com/retrace-dev/retrace/harness"
+	"github.com/retrace-dev/retrace/metrics"
+	"github.com/retrace-dev/retrace/mockllm"
+	"github.com/retrace-dev/retrace/recorder"
+	"github.com/retrace-dev/retrace/trajectory"
+)
+
+// SystemPrompt is the base system prompt of a scenario's agent; it is
+// retrace run's, so that a scenario sees what a run sees.
+const SystemPrompt = "You are a careful software engineering agent working in the user's workspace. Use the tools to inspect before you change, and say what you did."
+
+// Options are the knobs of Run.
+type Options struct {
+	// Parallel is how many runs go at once; 0 means one per core.
+	Parallel int
+	// Repeat, when above 0, replaces every scenario's own repeat count.
+	Repeat int
+	// Out, when set, is where the recordings are kept: Out/runs, each
+	// with a workspace snapshot so that retrace replay can play it. ""
+	// records into a temporary directory removed at the end.
+	Out string
+	// HarnessVersion is recorded in each session_start.
+	HarnessVersion string
+	// Clock times the runs; nil means time.Now.
+	Clock func() time.Time
+}
+
+// clock returns the clock of the runs.
+func (o Options) clock() func() time.Time {
+	if o.Clock == nil {
+		return time.Now
+	}
+	return o.Clock
+}
+
+// Run runs every scenario of suite, each Repeat times, in a fresh
+// temporary workspace through the real runtime with its scripted model,
+// records each run, runs the detectors over the recordings, checks every
+// expectation and returns the results, sorted by file and name. An error
+// is retrace's own (a directory that cannot be made); a run that cannot
+// be run is a result with the error verdict.
+func Run(ctx context.Context, suite []*Scenario, opts Options) (*Results, error) {
+	clock := opts.clock()
+	start := clock()
+	root, err := os.MkdirTemp("", "retrace-eval-")
+	if err != nil {
+		return nil, fmt.Errorf("eval: %w", err)
+	}
+	defer os.RemoveAll(root)
+	runs := filepath.Join(root, "runs")
+	if opts.Out != "" {
+		runs = filepath.Join(opts.Out, "runs")
+	}
+	if err := os.MkdirAll(runs, 0o755); err != nil {
+		return nil, fmt.Errorf("eval: %w", err)
+	}
+	home := filepath.Join(root, "home")
+	if err := os.MkdirAll(home, 0o755); err != nil {
+		return nil, fmt.Errorf("eval: %w", err)
+	}
+	suite = sorted(suite)
+	type job struct {
+		s             *Scenario
+		index, repeat int
+		res           *RunResult
+	}
+	results := &Results{Version: ResultsVersion, Scenarios: make([]ScenarioResult, len(suite))}
+	var jobs []job
+	for i, s := range suite {
+		n := s.Repeat
+		if opts.Repeat > 0 {
+			n = opts.Repeat
+		}
+		sr := &results.Scenarios[i]
+		*sr = ScenarioResult{Name: s.Name, File: s.File, Description: s.Description, Tags: s.Tags, Runs: make([]RunResult, n)}
+		for r := range n {
+			jobs = append(jobs, job{s: s, index: i, repeat: r + 1, res: &sr.Runs[r]})
+		}
+	}
+	workers := opts.Parallel
+	if workers <= 0 {
+		workers = runtime.NumCPU()
+	}
+	next := make(chan job)
+	var wg sync.WaitGroup
+	r := &runner{root: root, runs: runs, home: home, opts: opts}
+	for range min(workers, max(len(jobs), 1)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range next {
+				*j.res = r.run(ctx, j.s, j.index, j.repeat)
+			}
+		}()
+	}
+	for _, j := range jobs {
+		if ctx.Err() != nil {
+			break
+		}
+		next <- j
+	}
+	close(next)
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := r.detect(ctx, suite, results); err != nil {
+		return nil, err
+	}
+	for i := range results.Scenarios {
+		results.Scenarios[i].decide()
+	}
+	results.DurationMs = trajectory.Millis(clock().Sub(start))
+	return results, nil
+}
+
+// runner holds what the runs of one Run share.
+type runner struct {
+	root, runs, home string
+	opts             Options
+}
+
+// run plays one repeat of s.
+func (r *runner) run(ctx context.Context, s *Scenario, index, repeat int) (res RunResult) {
+	res.Repeat = repeat
+	clock := r.opts.clock()
+	start := clock()
+	defer func() { res.DurationMs = trajectory.Millis(clock().Sub(start)) }()
+	// The workspaces of a scenario's repeats lie side by side, named by
+	// the repeat, until Run ends.
+	ws := filepath.Join(r.root, "ws", fmt.Sprintf("%d-%s", index, s.Name), strconv.Itoa(repeat))
+	if err := writeWorkspace(ws, s.Files); err != nil {
+		res.Error = err.Error()
+		return res
+	}
+	cfg, name, err := sessionConfig(s, ws, r.home)
+	if err != nil {
+		res.Error = err.Error()
+		return res
+	}
+	script, err := mockllm.ParseScript(s.Script, s.File)
+	if err != nil {
+		res.Error = err.Error()
+		return res
+	}
+	spec := harness.Spec{
+		Workspace: ws, Config: cfg, ConfigName: name, Provider: script,
+		System: SystemPrompt, Prompt: s.Prompt, Runs: r.runs, Clock: r.opts.Clock,
+		HarnessVersion: cmp.Or(r.opts.HarnessVersion, "retrace eval"),
+		Tags:           map[string]string{"eval_scenario": s.Name, "eval_repeat": strconv.Itoa(repeat)},
+	}
+	if r.opts.Out != "" {
+		spec.Snapshot = &recorder.SnapshotOptions{}
+	}
+	timeout := cmp.Or(s.Timeout, DefaultTimeout)
+	rctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	sess, err := harness.Build(rctx, spec)
+	if err != nil {
+		res.Error = err.Error()
+		return res
+	}
+	res.Trajectory, res.Session = sess.Recorder.Path(), sess.Recorder.SessionID()
+	out, err := sess.Run(rctx)
+	if _, cerr := sess.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		res.Error = err.Error()
+		return res
+	}
+	res.Reason, res.Turns, res.ExitCode = out.Reason, out.Turns, ExitCodeOf(out.Reason)
+	if out.Err != nil {
+		res.EndError = out.Err.Error()
+	}
+	rec, err := readRecording(res.Trajectory)
+	if err != nil {
+		res.Error = err.Error()
+		return res
+	}
+	res.Failures = append(res.Failures, checkOutcome(s.Expect.Outcome, rec, res)...)
+	res.Failures = append(res.Failures, checkFiles(s, ws, rec)...)
+	for _, e := range s.Expect.Events {
+		res.Failures = append(res.Failures, checkEvent(e, rec)...)
+	}
+	return res
+}
+
+// ExitCodeOf is the exit code retrace run gives a session that ended
+// for reason: 0 finished, 1 an error, 4 stopped before finishing.
+func ExitCodeOf(reason trajectory.EndReason) int {
+	switch reason {
+	case trajectory.EndTurn, trajectory.EndStopSequence:
+		return 0
+	case trajectory.EndError:
+		return 1
+	}
+	return 4
+}
+
+// writeWorkspace makes dir and writes the scenario's files into it.
+func writeWorkspace(dir string, files map[string][]byte) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("workspace: %w", err)
+	}
+	for rel, data := range files {
+		p := filepath.Join(dir, filepath.FromSlash(rel))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return fmt.Errorf("workspace: %w", err)
+		}
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			return fmt.Errorf("workspace: %w", err)
+		}
+	}
+	return nil
+}
+
+// sessionConfig layers the session's configuration as retrace run does:
+// the defaults, the scenario's config as the trusted file, and the
+// workspace's own retrace.yaml over it, restrict-only. The home directory
+// is one of the run's own, so that no user's file is read.
+func sessionConfig(s *Scenario, ws, home string) (config.Config, string, error) {
+	res, err := config.Resolve(config.Sources{Workspace: filepath.Join(ws, config.FileName), Defaults: baseConfig(s)})
+	if err != nil {
+		return config.Config{}, "", err
+	}
+	cfg := res.Config
+	if s.MaxTurns > 0 {
+		cfg.Limits.MaxTurns = s.MaxTurns
+	}
+	cfg.Permissions.Home = home
+	return cfg, s.File + " (config) + " + res.Name(), nil
+}
+
+// baseConfig is the trusted configuration of s's sessions: the
+// defaults with the scenario's config over them.
+func baseConfig(s *Scenario) config.Config {
+	base := config.Overlay(config.Config{}, s.Config)
+	if base.Limits.MaxTurns == 0 {
+		base.Limits.MaxTurns = DefaultMaxTurns
+	}
+	return base
+}
+
+// recording is a run's events, each with its line in the trajectory file.
+type recording struct {
+	file   string
+	events []located
+	end    *located
+}
+
+type located struct {
+	trajectory.Event
+	line int
+}
+
+// at names an event's place in the recording, as file:line.
+func (r *recording) at(l located) string { return fmt.Sprintf("%s:%d", r.file, l.line) }
+
+func readRecording(path string) (*recording, error) {
+	rd, err := trajectory.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer rd.Close()
+	rec := &recording{file: path}
+	for {
+		ev, err := rd.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("the recording %s does not read back: %w", path, err)
+		}
+		rec.events = append(rec.events, located{Event: ev, line: rd.Line()})
+		if ev.Type() == trajectory.TypeSessionEnd {
+			rec.end = &rec.events[len(rec.events)-1]
+		}
+	}
+	return rec, nil
+}
+
+// detect runs the detectors over every recording at once, when some
+// scenario expects something of them, and checks those expectations. The
+// detectors that judge a corpus are left out: a suite is not one.
+func (r *runner) detect(ctx context.Context, suite []*Scenario, results *Results) error {
+	var files []string
+	need := false
+	for i, s := range suite {
+		need = need || s.Expect.Detectors != nil
+		for _, run := range results.Scenarios[i].Runs {
+			if run.Trajectory != "" && run.Error == "" {
+				files = append(files, run.Trajectory)
+			}
+		}
+	}
+	if !need || len(files) == 0 {
+		return nil
+	}
+	var ds []detectors.Detector
+	for _, d := range detectors.Catalog() {
+		if !d.Info().Corpus {
+			ds = append(ds, d)
+		}
+	}
+	db, err := metrics.Open(ctx, metrics.Options{})
+	if err != nil {
+		return fmt.Errorf("eval: %w", err)
+	}
+	defer db.Close()
+	if _, err := db.Load(ctx, files...); err != nil {
+		return fmt.Errorf("eval: load the recordings: %w", err)
+	}
+	rep, err := detectors.Run(ctx, db, ds, detectors.Options{})
+	if err != nil {
+		return fmt.Errorf("eval: detectors: %w", err)
+	}
+	bySession := map[string][]detectors.Finding{}
+	for _, f := range rep.Findings {
+		bySession[f.Session] = append(bySession[f.Session], f)
+	}
+	for i, s := range suite {
+		for k := range results.Scenarios[i].Runs {
+			run := &results.Scenarios[i].Runs[k]
+			if run.Session == "" || run.Error != "" {
+				continue
+			}
+			fs := bySession[run.Session]
+			for _, f := range fs {
+				if run.Findings == nil {
+					run.Findings = map[string]int{}
+				}
+				run.Findings[f.Detector]++
+			}
+			run.Failures = append(run.Failures, checkDetectors(s.Expect.Detectors, fs)...)
+		}
+	}
+	return nil
+}
+
+// sorted returns the suite in file and name order, the order of results.
+func sorted(suite []*Scenario) []*Scenario {
+	out := slices.Clone(suite)
+	slices.SortStableFunc(out, func(a, b *Scenario) int {
+		return cmp.Or(cmp.Compare(a.File, b.File), cmp.Compare(a.Name, b.Name))
+	})
+	return out
+}
+
+// Filter keeps the scenarios whose name run matches (nil: all) and that
+// carry one of tags (none: all).
+func Filter(suite []*Scenario, run *regexp.Regexp, tags []string) []*Scenario {
+	var out []*Scenario
+	for _, s := range suite {
+		if run != nil && !run.MatchString(s.Name) {
+			continue
+		}
+		if len(tags) > 0 && !slices.ContainsFunc(s.Tags, func(t string) bool { return slices.Contains(tags, t) }) {
+			continue
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// Shard returns shard i of n (from 1) of suite: in file and name order,
+// every n-th scenario from the i-th, so that the n shards partition the
+// suite exactly and each machine of a CI matrix computes the same split.
+func Shard(suite []*Scenario, i, n int) ([]*Scenario, error) {
+	if n < 1 || i < 1 || i > n {
+		return nil, fmt.Errorf("%w: shard %d/%d: want i/n with 1 <= i <= n", ErrInvalid, i, n)
+	}
+	var out []*Scenario
+	for k, s := range sorted(suite) {
+		if k%n == i-1 {
+			out = append(out, s)
+		}
+	}
+	return out, nil
+}
