@@ -85,8 +85,11 @@ var catalog = []Detector{
 	}},
 	&sqlDetector{file: "latency_flattened.sql", info: Info{
 		ID: "latency_flattened", Severity: SeverityWarning, Title: "a parallel batch whose calls all report the same duration",
-		About: "Two or more calls of one batch report exactly the same duration_ms (to the microsecond): " +
-			"the durations are a batch total divided among the calls, which hides the slow one.",
+		About: "Two or more calls of one batch report exactly the same duration_ms (to the microsecond), of " +
+			"min_duration_ms or more: the durations are a batch total divided among the calls, which hides " +
+			"the slow one. Quicker calls are left out: two sub-millisecond reads can agree on their own.",
+		Thresholds: []Threshold{{Name: "min_duration_ms", Default: 1,
+			Doc: "milliseconds a batch's equal durations must reach to count; below it, measured calls meet by chance"}},
 		Seed:     "§14.7",
 		NextStep: "Record each call's own run time in tool_end, measured where the call runs; aggregate only at the top (seed §14.7).",
 	}},

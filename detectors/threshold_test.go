@@ -58,6 +58,8 @@ func TestSettingsChangeWhatTheDetectorsFind(t *testing.T) {
 		{"Five identical reads with min_repeats 6 are not.", "repeated_readonly", Settings{"repeated_readonly": {"min_repeats": 6}}, 0},
 		{"Five empty-input replies with max_in_a_row 5 are within the cap.", "empty_input_retry", Settings{"empty_input_retry": {"max_in_a_row": 5}}, 0},
 		{"An error code carrying a path is unbounded at the default length.", "unbounded_label", nil, 1},
+		{"Three calls reporting 12.032 ms each are flattened at the default min_duration_ms of 1.", "latency_flattened", nil, 1},
+		{"The same three calls are not with min_duration_ms 20.", "latency_flattened", Settings{"latency_flattened": {"min_duration_ms": 20}}, 0},
 		{"Three triggers at three denials are counted decisions at min_triggers 3.", "decision_counted_as_trigger", nil, 1},
 		{"Three triggers at three denials are not judged with min_triggers 4.", "decision_counted_as_trigger", Settings{"decision_counted_as_trigger": {"min_triggers": 4}}, 0},
 		{"A 50-point gap between bash's rates is a denominator shift at max_gap 0.2.", "denominator_shift", nil, 1},

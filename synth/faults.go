@@ -446,6 +446,11 @@ func plantFlatLatency(p *planting) bool {
 		}
 		slices.Sort(js)
 		first := p.evs[js[0]].Payload.(*trajectory.ToolEnd)
+		// Below the detector's min_duration_ms (1) equal durations are
+		// no evidence: plant where the first call took longer.
+		if first.DurationMs < 1 {
+			continue
+		}
 		for _, j := range js[1:] {
 			p.evs[j].Payload.(*trajectory.ToolEnd).DurationMs = first.DurationMs
 		}

@@ -1,7 +1,9 @@
 -- latency_flattened: a batch of two or more calls whose tool_end events
--- all report the same duration_ms, above 0 (a batch total divided among
--- the calls, seed §14.7). Calls that never ran (denied, blocked) report 0
--- and are left out. The flat batches are found first, so the evidence is
+-- all report the same duration_ms, of min_duration_ms or more (a batch
+-- total divided among the calls, seed §14.7). Calls that never ran
+-- (denied, blocked) report 0 and are left out; calls quicker than
+-- min_duration_ms (two reads of a cached file) can meet to the
+-- microsecond on their own. The flat batches are found first, so the evidence is
 -- built for them alone.
 WITH calls AS (
     SELECT c.session, c.turn, c.batch, c.tool_use_id, c.tool, e.duration_ms,
@@ -13,7 +15,7 @@ WITH calls AS (
     SELECT session, turn, batch
     FROM calls
     GROUP BY session, turn, batch
-    HAVING count(*) >= 2 AND min(duration_ms) = max(duration_ms)
+    HAVING count(*) >= 2 AND min(duration_ms) = max(duration_ms) AND min(duration_ms) >= ${min_duration_ms}
 ), batches AS (
     SELECT session, turn, batch, count(*) AS calls, min(duration_ms) AS ms,
            string_agg(tool, ', ' ORDER BY seq) AS tools,
