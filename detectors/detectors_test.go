@@ -68,6 +68,10 @@ func TestEveryDetectorFiresOnItsFixtureAndNoneOnTheCleanOne(t *testing.T) {
 		{"An error code that carries the missing file's path is an unbounded label.", "unbounded_label", SeverityWarning, "toolu_missing", []int{24}},
 		{"Three empty-input replies with the empty-input retry enabled and no trigger are a dead defense.", "dead_defense", SeverityWarning, "", []int{4, 7, 10}},
 		{"Five reads of the same file with the same text and the guard off are a repeated read-only call, found at all five.", "repeated_readonly", SeverityWarning, "toolu_r1", []int{5, 12, 19, 26, 33}},
+		{"A grep that found nothing, answered with an empty tool_result the next request carried, is an unexplained empty output.", "empty_output_unexplained", SeverityError, "toolu_grep", []int{9, 7, 8, 10}},
+		{"A truncated grep whose result is the bare head of its output is an unannounced truncation.", "truncation_unannounced", SeverityWarning, "toolu_big", []int{9, 8}},
+		{"A read a hook redirected, whose result lost the executor's notice, is a silent input change.", "hook_changed_input_silently", SeverityWarning, "toolu_hooked", []int{6, 10}},
+		{"Thirteen requests whose context grows quadratically with no compaction are a context runaway.", "context_runaway", SeverityWarning, "", []int{88, 4, 46}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rep := detect(t, Catalog(), filepath.Join("testdata", "fire", tc.id+".jsonl"))
