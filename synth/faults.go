@@ -23,6 +23,7 @@ var Faults = []string{
 	"lost_call", "unpaired_tool_use", "truncated_tool_use_executed", "stop_reason_as_done",
 	"end_turn_with_tool_use", "hallucinated_tool", "empty_input_retry", "latency_flattened",
 	"denial_loop", "unbounded_label",
+	"empty_output_unexplained", "truncation_unannounced", "hook_changed_input_silently", "context_runaway",
 }
 
 // ErrFaultNotPlanted is wrapped by Write's error when a requested fault
@@ -104,6 +105,10 @@ var planters = map[string]planter{
 	"latency_flattened":           plantFlatLatency,
 	"denial_loop":                 findDenialLoops,
 	"unbounded_label":             plantUnboundedLabel,
+	"empty_output_unexplained":    plantEmptyOutput,
+	"truncation_unannounced":      plantUnannouncedTruncation,
+	"hook_changed_input_silently": plantSilentInputChange,
+	"context_runaway":             plantContextRunaway,
 }
 
 // plant decodes a generated session, plants fault in it and encodes it
@@ -389,6 +394,10 @@ func plantEmptyInput(p *planting) bool {
 			for c := range r.Content {
 				if r.Content[c].Type == trajectory.BlockToolUse {
 					r.Content[c].Input = json.RawMessage(`{}`)
+					// tool_call records the input as the model sent it.
+					if j := p.toolEvent(i, trajectory.TypeToolCall, r.Content[c].ID); j >= 0 {
+						p.evs[j].Payload.(*trajectory.ToolCall).Input = json.RawMessage(`{}`)
+					}
 					break
 				}
 			}

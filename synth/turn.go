@@ -265,13 +265,12 @@ func (g *session) execute(calls []*call, abort bool) bool {
 		if c.spec != nil {
 			display = c.spec.display
 		}
-		text := c.out.text
 		if c.inputChanged && c.out.ran {
 			// As the executor does: the model is told that the result is
 			// for an input a hook rewrote (seed §5.6).
-			text = hookChangedNote + text
+			c.out.text = hookChangedNote + c.out.text
 		}
-		g.emit(g.turn, &trajectory.ToolResult{ToolRef: c.ref(), Text: text, IsError: c.out.kind != "", Display: display})
+		g.emit(g.turn, &trajectory.ToolResult{ToolRef: c.ref(), Text: c.out.text, IsError: c.out.kind != "", Display: display})
 	}
 	return aborted
 }
