@@ -159,7 +159,7 @@ var catalog = []Detector{
 	}},
 	&goDetector{check: emptyOutputUnexplained, reads: []trajectory.EventType{trajectory.TypeModelRequest, trajectory.TypeToolCall, trajectory.TypeToolSuccess, trajectory.TypeToolFailure, trajectory.TypeToolEnd, trajectory.TypeToolResult}, info: Info{
 		ID: "empty_output_unexplained", Severity: SeverityError, Title: "a successful call answered with an empty tool_result",
-		About: "A call succeeded (tool_success) and its tool_result text is empty, with no \"(no output)\"-style " +
+		About: "A call succeeded (tool_success) and its tool_result text is empty or only blanks and newlines, with no \"(no output)\"-style " +
 			"explanation: the model cannot tell a search that found nothing from a tool that broke or an output " +
 			"that was lost, and retries, changes its approach or concludes the wrong thing. An error when the " +
 			"next model_request carries the empty block (the model certainly saw nothing); a warning when no " +

@@ -100,7 +100,10 @@ func emptyOutputUnexplained(d *goDetector, s *Session, _ Params) []Finding {
 			continue
 		}
 		produced := "no output"
-		if t.hasEnd {
+		switch {
+		case r.Text != "":
+			produced = fmt.Sprintf("output of blanks and newlines only (%d bytes), passed on as it was", len(r.Text))
+		case t.hasEnd:
 			if n := t.end.Payload.(*trajectory.ToolEnd).OutputBytes; n > 0 {
 				// The tool printed something and the model got none of it:
 				// the output was lost on the way, not merely unexplained.
@@ -123,7 +126,7 @@ func emptyOutputUnexplained(d *goDetector, s *Session, _ Params) []Finding {
 			sev, seen = SeverityError, fmt.Sprintf("the request of turn %d sent the model an empty tool_result", req.Turn)
 			ev = append(ev, req)
 		}
-		f := d.finding(s, fmt.Sprintf("%s (%s) succeeded with %s, and its tool_result text is empty with no \"(no output)\"-style explanation; %s",
+		f := d.finding(s, fmt.Sprintf("%s (%s) succeeded with %s, and its tool_result text is empty or blank, with no \"(no output)\"-style explanation; %s",
 			t.id(), t.tool(), produced, seen), ev...)
 		f.Severity, f.ToolUseID = sev, t.id()
 		out = append(out, f)
