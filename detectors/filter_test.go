@@ -67,7 +67,7 @@ func TestTheTypeFilterKeepsLinesAndTheEventsItDoesNotSkip(t *testing.T) {
 		t.Fatal(err)
 	}
 	skip := skipTypes(Catalog())
-	if !skip["tool_end"] || skip["model_request"] {
+	if !skip["workspace_snapshot"] || skip["model_request"] {
 		t.Fatalf("skip set %v", skip)
 	}
 	lines := strings.SplitAfter(string(basic), "\n")
@@ -75,7 +75,7 @@ func TestTheTypeFilterKeepsLinesAndTheEventsItDoesNotSkip(t *testing.T) {
 	for _, tc := range []struct{ name, data string }{
 		{"A recorded session.", string(basic)},
 		{"A line longer than the filter's buffer.", lines[0] + long + strings.Join(lines[1:], "")},
-		{"A skipped type named inside a nested object first.", `{"v":1,"payload":{"type":"tool_end"},"type":"model_request"}` + "\n" + string(basic)},
+		{"A skipped type named inside a nested object first.", `{"v":1,"payload":{"type":"workspace_snapshot"},"type":"model_request"}` + "\n" + string(basic)},
 		{"A last line without a newline.", strings.TrimSuffix(string(basic), "\n")},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
