@@ -4,6 +4,7 @@ import (
 	"context"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -127,4 +128,21 @@ func TestTheTrendAndTheInputComparison(t *testing.T) {
 	if sameJSON([]byte(`{"file_path":"README.md"}`), []byte(`{"file_path":"OTHER.md"}`)) {
 		t.Error("a rewritten path is reported unchanged")
 	}
+}
+
+// containsNumber reads text a tool or an imported trajectory wrote: it
+// never panics, and a number standing between blanks is always found.
+func FuzzContainsNumber(f *testing.F) {
+	f.Add("showing 30000 of 89808 characters", int64(89808))
+	f.Add("89,808,000", int64(89808))
+	f.Add("", int64(0))
+	f.Fuzz(func(t *testing.T, text string, n int64) {
+		containsNumber(text, n)
+		if n < 0 {
+			return
+		}
+		if s := text + " " + strconv.FormatInt(n, 10) + " " + text; !containsNumber(s, n) {
+			t.Errorf("containsNumber(%q, %d) = false", s, n)
+		}
+	})
 }

@@ -53,7 +53,7 @@ func containsNumber(text string, n int64) bool {
 	plain := strconv.FormatInt(n, 10)
 	forms := []string{plain}
 	if len(plain) > 3 {
-		for _, sep := range []string{",", "_", " "} {
+		for _, sep := range []string{",", "_"} {
 			forms = append(forms, group(plain, sep))
 		}
 	}
@@ -91,5 +91,5 @@ func isDigit(c byte) bool { return c >= '0' && c <= '9' }
 // continuesGroup reports whether rest starts with a separator and three
 // digits: "48,894" found in "48,8945,000" is not that number.
 func continuesGroup(rest string) bool {
-	return len(rest) >= 4 && strings.ContainsRune(",_ ", rune(rest[0])) && isDigit(rest[1]) && isDigit(rest[2]) && isDigit(rest[3])
+	return len(rest) >= 4 && (rest[0] == ',' || rest[0] == '_') && isDigit(rest[1]) && isDigit(rest[2]) && isDigit(rest[3])
 }
