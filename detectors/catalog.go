@@ -196,7 +196,7 @@ var catalog = []Detector{
 		ID: "context_runaway", Severity: SeverityWarning, Title: "the context grows faster than linear or nears the window without a compaction",
 		About: "The context a request carries (its response's usage: input_tokens plus cache reads and writes) " +
 			"either reached window_share of the model's window (window_tokens: the contract does not carry the " +
-			"window) with no compaction event before it in the session, or, over min_turns or more requests " +
+			"window) with no compaction event right before it (once per session), or, over min_turns or more requests " +
 			"without a compaction, grew faster than linear: the second half of the stretch added growth_factor " +
 			"times what the first half added, the per-turn growth rose steadily (Kendall's tau of the " +
 			"increments at least min_trend), and the context reached min_tokens. An agent's context grows about " +
@@ -206,7 +206,7 @@ var catalog = []Detector{
 			"of the history, not a request, so it is not taken as the window.",
 		Thresholds: []Threshold{
 			{Name: "window_tokens", Default: 200000, Count: true, Doc: "tokens in the model's context window"},
-			{Name: "window_share", Default: 0.8, Doc: "share of the window, from 0 to 1, a request may fill with no compaction before it"},
+			{Name: "window_share", Default: 0.8, Doc: "share of the window, from 0 to 1, a request may reach with no compaction right before it"},
 			{Name: "min_turns", Default: 10, Count: true, Doc: "requests without a compaction between them that a growth judgement needs"},
 			{Name: "growth_factor", Default: 2, Doc: "how many times the first half's growth the second half must add to be faster than linear (linear 1, quadratic from zero 3)"},
 			{Name: "min_trend", Default: 0.6, Doc: "Kendall's tau, from -1 to 1, of the per-turn increments with their order: how steadily the growth must rise"},

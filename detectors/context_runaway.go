@@ -15,7 +15,8 @@ func contextTokens(u trajectory.Usage) int64 {
 
 // contextRunaway finds two ways a session's context runs away (seed §4.4
 // "上下文压力", §9, §2.2): a request that fills window_share of the model's
-// window with no compaction before it in the session, and a stretch of
+// window without a compaction right before it (the harness should have
+// compacted earlier; once per session), and a stretch of
 // min_turns or more requests without a compaction whose growth speeds up,
 // the second half adding growth_factor times what the first half added
 // with the per-turn increments rising steadily (Kendall's tau at least
@@ -34,7 +35,10 @@ func contextRunaway(d *goDetector, s *Session, p Params) []Finding {
 	minTurns, factor := p.Int("min_turns"), p.Float("growth_factor")
 	minTrend, minTokens := p.Float("min_trend"), p.Float("min_tokens")
 	var out []Finding
-	compacted, warned := false, false
+	// lastCompaction is the turn of the latest compaction (0 for none);
+	// justCompacted is set between a compaction and the next response,
+	// whose request is the compaction's result: the harness did act.
+	lastCompaction, justCompacted, warned := 0, false, false
 	var run []Located
 	check := func() {
 		if f, ok := speedingUp(d, s, run, minTurns, factor, minTrend, minTokens); ok {
@@ -45,16 +49,21 @@ func contextRunaway(d *goDetector, s *Session, p Params) []Finding {
 	for _, e := range s.Events {
 		switch r := e.Payload.(type) {
 		case *trajectory.Compaction:
-			compacted = true
+			lastCompaction, justCompacted = e.Turn, true
 			check()
 		case *trajectory.ModelResponse:
 			run = append(run, e)
 			n := contextTokens(r.Usage)
-			if !compacted && !warned && window > 0 && float64(n) >= share*window {
+			if !justCompacted && !warned && window > 0 && float64(n) >= share*window {
 				warned = true
-				out = append(out, d.finding(s, fmt.Sprintf("the request of turn %d carried %d context tokens, %.0f%% of the %.0f-token window (window_tokens; window_share %.2f), and the session had not compacted its context before it",
-					e.Turn, n, 100*float64(n)/window, window, share), e))
+				since := "the session had not compacted its context before it"
+				if lastCompaction > 0 {
+					since = fmt.Sprintf("the session had not compacted its context since turn %d", lastCompaction)
+				}
+				out = append(out, d.finding(s, fmt.Sprintf("the request of turn %d carried %d context tokens, %.0f%% of the %.0f-token window (window_tokens; window_share %.2f), and %s",
+					e.Turn, n, 100*float64(n)/window, window, share, since), e))
 			}
+			justCompacted = false
 		}
 	}
 	check()

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/retrace-dev/retrace/trajectory"
 )
 
 // headlessCorpus are the trajectories of headless_prompt_denials' corpus
@@ -145,4 +147,48 @@ func FuzzContainsNumber(f *testing.F) {
 			t.Errorf("containsNumber(%q, %d) = false", s, n)
 		}
 	})
+}
+
+// A request near the window is judged against the last compaction: one
+// right before it means the harness acted; one long before it, or none,
+// means the context climbed back unchecked.
+func TestContextNearTheWindowIsJudgedAgainstTheLastCompaction(t *testing.T) {
+	resp := func(tokens int64) trajectory.Payload {
+		return &trajectory.ModelResponse{StopReason: trajectory.StopToolUse, Usage: trajectory.Usage{InputTokens: tokens / 2, CacheReadTokens: tokens - tokens/2}}
+	}
+	compaction := &trajectory.Compaction{Strategy: trajectory.CompactDrop, TokensBefore: 150000, TokensAfter: 60000}
+	for _, tc := range []struct {
+		name string
+		evs  []trajectory.Payload
+		want string
+	}{
+		{"A session that never compacted, at 85% of the window, is found.", []trajectory.Payload{resp(100000), resp(170000)}, "had not compacted its context before it"},
+		{"A request right after a compaction is the harness acting, not a runaway.", []trajectory.Payload{resp(100000), compaction, resp(170000)}, ""},
+		{"A context that climbed back after an earlier compaction is found, naming it.", []trajectory.Payload{resp(100000), compaction, resp(120000), resp(170000)}, "since turn 2"},
+		{"A context under the share of the window is not found.", []trajectory.Payload{resp(100000), resp(150000)}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := &Session{ID: "s", File: "s.jsonl"}
+			turn := 1
+			for i, p := range tc.evs {
+				s.Events = append(s.Events, Located{Event: trajectory.Event{V: 1, Session: "s", Seq: int64(i + 1), Turn: turn, Payload: p}, Line: i + 1})
+				if p.EventType() == trajectory.TypeModelResponse {
+					turn++
+				}
+			}
+			var d Detector
+			for _, c := range Catalog() {
+				if c.Info().ID == "context_runaway" {
+					d = c
+				}
+			}
+			fs := d.Session(s, Settings{}.params(d))
+			switch {
+			case tc.want == "" && len(fs) != 0:
+				t.Errorf("findings %+v, want none", fs)
+			case tc.want != "" && (len(fs) != 1 || !strings.Contains(fs[0].Message, tc.want)):
+				t.Errorf("findings %+v, want one saying %q", fs, tc.want)
+			}
+		})
+	}
 }
