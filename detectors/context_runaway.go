@@ -13,17 +13,18 @@ func contextTokens(u trajectory.Usage) int64 {
 	return u.InputTokens + u.CacheReadTokens + u.CacheCreationTokens
 }
 
-// contextRunaway finds two ways a session's context runs away (seed §4.4
-// "上下文压力", §9, §2.2): a request that fills window_share of the model's
-// window without a compaction right before it (the harness should have
-// compacted earlier; once per session), and a stretch of
-// min_turns or more requests without a compaction whose growth speeds up,
-// the second half adding growth_factor times what the first half added
-// with the per-turn increments rising steadily (Kendall's tau at least
-// min_trend), up to min_tokens or more. Linear growth, each turn adding
-// about what its output and results hold, is what an agent's context
-// does; faster growth means something is re-sent and piles up (reminders
-// that are not deduplicated, a result that repeats the history).
+// contextRunaway finds two ways a session's context runs away (seed
+// §4.4 context pressure, §9, §2.2): a request that fills window_share of
+// the model's window without a compaction right before it (the harness
+// should have compacted earlier; once per session), and a stretch of
+// min_turns or more requests without a compaction whose growth speeds
+// up, the second half adding growth_factor times what the first half
+// added with the per-turn increments rising steadily (Kendall's tau at
+// least min_trend), up to min_tokens or more. Linear growth, each turn
+// adding about what its output and results hold, is what an agent's
+// context does; faster growth means something is re-sent and piles up
+// (reminders that are not deduplicated, a result that repeats the
+// history).
 //
 // The contract does not carry the model's context window, so it is the
 // window_tokens threshold. session_start's limits.context_tokens is not
