@@ -73,6 +73,10 @@ func TestEveryDetectorFiresOnItsFixtureAndNoneOnTheCleanOne(t *testing.T) {
 		{"A spilled output read back three times with bash, each read spilled to the same blob, is a closed spill loop at error.", "spill_read_loop", SeverityError, "toolu_seq", []int{8, 12, 19, 26}},
 		{"A deferred read_many next to the resident read, listed in the system prompt without a label, is a prefix collapse risk.", "prefix_collapse_risk", SeverityWarning, "", []int{1, 3}},
 		{"The same grep -c returning 2 four turns in a row with the defense off is a low-yield spin, found at the four calls.", "low_yield_spin", SeverityWarning, "toolu_c1", []int{5, 12, 19, 28}},
+		{"A grep that found nothing, answered with an empty tool_result the next request carried, is an unexplained empty output.", "empty_output_unexplained", SeverityError, "toolu_grep", []int{9, 7, 8, 10}},
+		{"A truncated grep whose result is the bare head of its output is an unannounced truncation.", "truncation_unannounced", SeverityWarning, "toolu_big", []int{9, 8}},
+		{"A read a hook redirected, whose result lost the executor's notice, is a silent input change.", "hook_changed_input_silently", SeverityWarning, "toolu_hooked", []int{6, 10}},
+		{"Thirteen requests whose context grows quadratically with no compaction are a context runaway.", "context_runaway", SeverityWarning, "", []int{88, 4, 46}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rep := detect(t, Catalog(), filepath.Join("testdata", "fire", tc.id+".jsonl"))

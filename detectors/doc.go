@@ -54,6 +54,20 @@
 //   - unbounded_label (warning): an error code, hook name or reminder kind
 //     that carries data, or a tool with more than 16 distinct error codes
 //     (§14.5).
+//   - headless_prompt_denials (warning, corpus): one tool's calls refused
+//     in headless sessions as needing a person, in 3+ sessions and for a
+//     quarter or more of its headless calls: a policy gap (§8.5, §8.7).
+//   - empty_output_unexplained (error; warning when no request carries
+//     it): a successful call answered with an empty tool_result (§9.1).
+//   - truncation_unannounced (warning): a truncated output whose
+//     tool_result states neither the full size nor where the rest is
+//     (§9.2, §9.3).
+//   - hook_changed_input_silently (warning): a call that ran with an input
+//     a hook (or anything) changed, and a tool_result that does not say
+//     so (§5.6).
+//   - context_runaway (warning): the context nears the model's window
+//     without a compaction, or grows faster than linear in turns (§4.4,
+//     §9).
 //
 // The museum (§13).
 //

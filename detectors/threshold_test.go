@@ -68,6 +68,13 @@ func TestSettingsChangeWhatTheDetectorsFind(t *testing.T) {
 		{"read and read_many share 4 characters, neighbours at min_prefix 4.", "prefix_collapse_risk", nil, 1},
 		{"Four spin turns are a spin at min_turns 3.", "low_yield_spin", nil, 1},
 		{"Four spin turns are not one at min_turns 5.", "low_yield_spin", Settings{"low_yield_spin": {"min_turns": 5}}, 0},
+		{"Context growth 2.5 times faster in the second half is a runaway at the default growth_factor of 2.", "context_runaway", nil, 1},
+		{"The same growth with growth_factor 3 is not.", "context_runaway", Settings{"context_runaway": {"growth_factor": 3}}, 0},
+		{"Thirteen requests with min_turns 14 are too few to judge.", "context_runaway", Settings{"context_runaway": {"min_turns": 14}}, 0},
+		{"A context that reaches 107400 tokens with min_tokens 120000 does not matter yet.", "context_runaway", Settings{"context_runaway": {"min_tokens": 120000}}, 0},
+		{"A steady rise with min_trend above 1 is never steady enough.", "context_runaway", Settings{"context_runaway": {"min_trend": 1.01}}, 0},
+		{"107400 tokens in a 120000-token window, over its 0.8 share with no compaction, add a window finding.", "context_runaway", Settings{"context_runaway": {"window_tokens": 120000}}, 2},
+		{"The same window with window_share 0.95 is not approached.", "context_runaway", Settings{"context_runaway": {"window_tokens": 120000, "window_share": 0.95}}, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ds, err := Select([]string{tc.id}, nil)

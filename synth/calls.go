@@ -2,6 +2,7 @@ package synth
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"time"
 
@@ -270,7 +271,9 @@ func (g *session) runTool(c *call) {
 	}
 	if c.spec.limit > 0 && o.bytes > c.spec.limit {
 		o.truncated = true
-		o.text += "\n[output truncated: showing the first and last part; the full output was saved]"
+		// As the executor does: the size and where the rest is (seed §9.3).
+		o.text += fmt.Sprintf("\n\n[Output truncated: showing the first and last part of %d characters. The full output was saved to .retrace/runs/%s.blobs/%s; use the read tool with offset and limit to see the part you need.]",
+			o.bytes, g.id, strings.TrimPrefix(g.spillRef(c), "sha256:"))
 	}
 	if o.kind == "" && c.kind == kindSearch && !g.mcpLoaded {
 		// Loading changes the tool list, and with it the cached prefix.

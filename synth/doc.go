@@ -130,4 +130,30 @@
 // one script) tests it instead. A clean synth corpus gives it info
 // findings, which the detectors' tests allow: synth mixes permission
 // modes and denies calls, as real corpora do.
+//   - empty_output_unexplained: the first successful call's tool_result
+//     is emptied, in the event and in the request that sends it (at the
+//     tool_result, error).
+//   - truncation_unannounced: the first truncated output loses the notice
+//     after it (size and spill path); a session without one gets its first
+//     successful grep, glob or bash call recorded as truncated with a
+//     spill and its result left bare (at the tool_result).
+//   - hook_changed_input_silently: the first call a hook rewrote loses the
+//     executor's notice (at the hook_run); a session without one gets its
+//     first successful call's tool_call input moved under /tmp/sandbox,
+//     unlike the model's tool_use input (at the tool_call).
+//   - context_runaway: the first stretch of 10 or more responses without
+//     a compaction grows quadratically to 70 000 context tokens, every
+//     usage part scaled alike and session_end's usage updated (at the
+//     stretch's last response; not in sessions that ended on a budget).
+//
+// headless_prompt_denials is not planted: it judges a corpus (a tool's
+// refusals for want of a person over three or more headless sessions and
+// a quarter of its calls), which one changed session cannot make; its
+// corpus fixture in detectors/testdata tests it. A clean corpus stays
+// under its thresholds: synth's headless sessions refuse a few percent
+// of a tool's calls, as a mostly complete policy does.
+//
+// Like the executor, synth tells the model about a truncated output (its
+// size and the spill's path) and about an input a hook rewrote (a notice
+// before the result); the plants above remove exactly that.
 package synth

@@ -24,6 +24,7 @@ var Faults = []string{
 	"end_turn_with_tool_use", "hallucinated_tool", "empty_input_retry", "latency_flattened",
 	"denial_loop", "unbounded_label",
 	"decision_counted_as_trigger", "spill_read_loop", "prefix_collapse_risk", "low_yield_spin",
+	"empty_output_unexplained", "truncation_unannounced", "hook_changed_input_silently", "context_runaway",
 }
 
 // ErrFaultNotPlanted is wrapped by Write's error when a requested fault
@@ -109,6 +110,10 @@ var planters = map[string]planter{
 	"spill_read_loop":             plantSpillReadLoop,
 	"prefix_collapse_risk":        plantPrefixCollapseRisk,
 	"low_yield_spin":              plantLowYieldSpin,
+	"empty_output_unexplained":    plantEmptyOutput,
+	"truncation_unannounced":      plantUnannouncedTruncation,
+	"hook_changed_input_silently": plantSilentInputChange,
+	"context_runaway":             plantContextRunaway,
 }
 
 // plant decodes a generated session, plants fault in it and encodes it
@@ -394,6 +399,10 @@ func plantEmptyInput(p *planting) bool {
 			for c := range r.Content {
 				if r.Content[c].Type == trajectory.BlockToolUse {
 					r.Content[c].Input = json.RawMessage(`{}`)
+					// tool_call records the input as the model sent it.
+					if j := p.toolEvent(i, trajectory.TypeToolCall, r.Content[c].ID); j >= 0 {
+						p.evs[j].Payload.(*trajectory.ToolCall).Input = json.RawMessage(`{}`)
+					}
 					break
 				}
 			}

@@ -102,6 +102,8 @@ type call struct {
 	rule string
 	// What the permission chain looks at besides the tool.
 	secret, outside, protected, inRuleScope bool
+	// inputChanged is set when a PreToolUse hook rewrote the input.
+	inputChanged bool
 
 	// Set by the pipeline: when the call finished, and how.
 	done time.Time

@@ -511,6 +511,8 @@ func BenchmarkGenerate(b *testing.B) {
 // their clean selves and the others are the same bytes, whatever the
 // workers.
 func TestFaultsChangeOnlyThePlantedSessions(t *testing.T) {
+	// 160 sessions give each fault about six tries: denial_loop, which
+	// must find a session that looped, needs them.
 	clean, _ := writeCorpus(t, synth.Options{Sessions: 160, Seed: 5})
 	one, rep := writeCorpus(t, synth.Options{Sessions: 160, Seed: 5, Faults: synth.Faults, Workers: 1})
 	four, _ := writeCorpus(t, synth.Options{Sessions: 160, Seed: 5, Faults: synth.Faults, Workers: 4})

@@ -272,6 +272,11 @@ func (g *session) execute(calls []*call, abort bool) bool {
 		if c.spec != nil {
 			display = c.spec.display
 		}
+		if c.inputChanged && c.out.ran {
+			// As the executor does: the model is told that the result is
+			// for an input a hook rewrote (seed §5.6).
+			c.out.text = hookChangedNote + c.out.text
+		}
 		g.emit(g.turn, &trajectory.ToolResult{ToolRef: c.ref(), Text: c.out.text, IsError: c.out.kind != "", Display: display})
 	}
 	return aborted
@@ -314,6 +319,7 @@ func (g *session) pre(c *call) {
 			hookAllow = true
 		}
 		g.emit(g.turn, &trajectory.HookRun{ToolRef: c.ref(), Phase: trajectory.HookPre, Hook: h.name, Outcome: o, InputChanged: changed, DurationMs: trajectory.Millis(d)})
+		c.inputChanged = c.inputChanged || changed
 		g.advance(d)
 		hooksTime += d
 		if o == trajectory.HookBlock {
@@ -459,12 +465,21 @@ func (g *session) finish(c *call) {
 	}
 	end := &trajectory.ToolEnd{ToolRef: c.ref(), DurationMs: trajectory.Millis(o.dur), OutputBytes: o.bytes, Truncated: o.truncated}
 	if o.truncated {
-		end.Spill = trajectory.BlobRef([]byte("spill:" + g.id + ":" + c.id))
+		end.Spill = g.spillRef(c)
 	}
 	if o.ran && (c.kind == kindEdit || c.kind == kindWrite) {
 		end.Snapshot = trajectory.BlobRef([]byte("snapshot:" + g.id + ":" + c.id))
 	}
 	g.emit(g.turn, end)
+}
+
+// hookChangedNote is the executor's notice before the result of a call
+// whose input a PreToolUse hook changed.
+const hookChangedNote = "Note: a PreToolUse hook changed the input of this call before it ran. The result below is for the changed input, not exactly the one you sent.\n\n"
+
+// spillRef is the blob reference of a truncated call's full output.
+func (g *session) spillRef(c *call) string {
+	return trajectory.BlobRef([]byte("spill:" + g.id + ":" + c.id))
 }
 
 // resultTokens is what a call's result adds to the context.

@@ -484,6 +484,25 @@ func TestEmptyOutputIsSaidExplicitly(t *testing.T) {
 	}
 }
 
+// A command that prints only blanks and newlines succeeded with nothing
+// to say, and the model is told so in words (seed §9.1).
+func TestBlankOutputIsSaidExplicitly(t *testing.T) {
+	for _, tc := range []struct{ name, command string }{
+		{"An echo that prints a newline is said to have no output.", `echo`},
+		{"Spaces and a newline are said to be no output.", `printf '  \n'`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, harnessOpts{})
+			in, _ := json.Marshal(map[string]string{"command": tc.command})
+			res := h.turnWith(context.Background(), use("toolu_1", "bash", string(in)))
+			h.events()
+			if res[0].IsError || !strings.Contains(res[0].Content, "no output") {
+				t.Fatalf("result %+v, want the explicit no-output text", res[0])
+			}
+		})
+	}
+}
+
 func TestHooksBlockAndRewriteWithANoticeThatRevealsNoValues(t *testing.T) {
 	dir := t.TempDir()
 	block := filepath.Join(dir, "block.sh")

@@ -2,6 +2,7 @@ package executor
 
 import (
 	"fmt"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -13,7 +14,8 @@ const defaultEmptyOutput = "(the tool succeeded with no output)"
 // noticeReserve keeps room in the limit for the truncation notice.
 const noticeReserve = 200
 
-// shape runs stage 8 on a call's output: explicit text for empty output,
+// shape runs stage 8 on a call's output: explicit text for empty (or
+// blank) output,
 // and over the tool's limit head 70 % and tail 30 % with the omitted count,
 // the full output spilled to the blob store and the way to read it back
 // (seed §9.2, §9.3). An output over the limit is redacted whole before it
@@ -21,7 +23,9 @@ const noticeReserve = 200
 // would reach the trajectory and the model's context.
 func (c *call) shape(o *outcome) {
 	o.bytes = len(o.text)
-	if o.text == "" && o.kind == "" {
+	// Output of blanks and newlines alone tells the model no more than
+	// none (an echo, a command that prints a newline).
+	if strings.TrimSpace(o.text) == "" && o.kind == "" {
 		o.text = c.spec.EmptyOutput
 		if o.text == "" {
 			o.text = defaultEmptyOutput
