@@ -271,9 +271,7 @@ func (g *session) runTool(c *call) {
 	}
 	if c.spec.limit > 0 && o.bytes > c.spec.limit {
 		o.truncated = true
-		// As the executor does: the size and where the rest is (seed §9.3).
-		o.text += fmt.Sprintf("\n\n[Output truncated: showing the first and last part of %d characters. The full output was saved to .retrace/runs/%s.blobs/%s; use the read tool with offset and limit to see the part you need.]",
-			o.bytes, g.id, strings.TrimPrefix(g.spillRef(c), "sha256:"))
+		o.text += truncationNotice(o.bytes, g.id, g.spillRef(c))
 	}
 	if o.kind == "" && c.kind == kindSearch && !g.mcpLoaded {
 		// Loading changes the tool list, and with it the cached prefix.
@@ -290,4 +288,11 @@ func weights(fs []failure) []weighted[failure] {
 		out[i] = weighted[failure]{f.w, f}
 	}
 	return out
+}
+
+// truncationNotice is what a truncated result ends with, as the executor
+// writes it: the full size and where the rest is (seed §9.3).
+func truncationNotice(size int64, session, spill string) string {
+	return fmt.Sprintf("\n\n[Output truncated: showing the first and last part of %d characters. The full output was saved to .retrace/runs/%s.blobs/%s; use the read tool with offset and limit to see the part you need.]",
+		size, session, strings.TrimPrefix(spill, "sha256:"))
 }

@@ -124,7 +124,7 @@ func plantSpillReadLoop(p *planting) bool {
 			if made {
 				end.Truncated, end.OutputBytes = true, 45000+end.OutputBytes
 				end.Spill = trajectory.BlobRef([]byte("spill:" + e.Session + ":" + end.ToolUseID))
-				p.setResultText(end.ToolUseID, p.resultText(end.ToolUseID)+"\n[output truncated: showing the first and last part; the full output was saved]")
+				p.setResultText(end.ToolUseID, p.resultText(end.ToolUseID)+truncationNotice(end.OutputBytes, e.Session, end.Spill))
 			}
 			c := p.evs[j].Payload.(*trajectory.ToolCall)
 			input, _ := json.Marshal(map[string]string{"command": "cat .retrace/runs/" + e.Session + ".blobs/" + strings.TrimPrefix(end.Spill, "sha256:")})

@@ -55,21 +55,38 @@ func (p *planting) successfulResults() []int {
 }
 
 // plantEmptyOutput empties the tool_result of the first call that
-// succeeded, in the event and in the request that sends it. The finding
+// succeeded and no hook rewrote, in the event and in the request that
+// sends it. The finding
 // is at the tool_result.
 func plantEmptyOutput(p *planting) bool {
-	rs := p.successfulResults()
-	if len(rs) == 0 {
-		return false
+	// A call a hook rewrote is left alone: emptying its result would
+	// also take away the executor's notice of the change, a second fault.
+	// So is a truncated output: emptying it would take away the
+	// truncation notice.
+	rewritten := map[string]bool{}
+	for _, e := range p.evs {
+		switch pl := e.Payload.(type) {
+		case *trajectory.HookRun:
+			rewritten[pl.ToolUseID] = rewritten[pl.ToolUseID] || pl.InputChanged
+		case *trajectory.ToolEnd:
+			rewritten[pl.ToolUseID] = rewritten[pl.ToolUseID] || pl.Truncated
+		}
 	}
-	at := rs[0]
-	p.setResult(at, func(string) string { return "" })
-	p.marks = []mark{{at, trajectory.ToolUseIDOf(p.evs[at].Payload)}}
-	return true
+	for _, at := range p.successfulResults() {
+		id := trajectory.ToolUseIDOf(p.evs[at].Payload)
+		if rewritten[id] {
+			continue
+		}
+		p.setResult(at, func(string) string { return "" })
+		p.marks = []mark{{at, id}}
+		return true
+	}
+	return false
 }
 
-// truncationNotice starts the notice synth puts after a truncated output.
-const truncationNotice = "\n\n[Output truncated"
+// noticeStart starts the notice synth puts after a truncated output
+// (truncationNotice).
+const noticeStart = "\n\n[Output truncated"
 
 // plantUnannouncedTruncation cuts the notice off the first truncated
 // output, leaving the model the bare text; a session without a truncated
@@ -80,10 +97,10 @@ func plantUnannouncedTruncation(p *planting) bool {
 	for _, at := range p.successfulResults() {
 		r := p.evs[at].Payload.(*trajectory.ToolResult)
 		end := p.toolEvent(0, trajectory.TypeToolEnd, r.ToolUseID)
-		if end < 0 || !p.evs[end].Payload.(*trajectory.ToolEnd).Truncated || !strings.Contains(r.Text, truncationNotice) {
+		if end < 0 || !p.evs[end].Payload.(*trajectory.ToolEnd).Truncated || !strings.Contains(r.Text, noticeStart) {
 			continue
 		}
-		p.setResult(at, func(t string) string { return strings.Split(t, truncationNotice)[0] })
+		p.setResult(at, func(t string) string { return strings.Split(t, noticeStart)[0] })
 		p.marks = []mark{{at, r.ToolUseID}}
 		return true
 	}
