@@ -1,0 +1,91 @@
+package detectors
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/retrace-dev/retrace/trajectory"
+)
+
+// pendingAsMissing finds a tool the model was told does not exist while
+// its MCP server was still connecting (seed §12.4, §13.12: "absent" has
+// two meanings). The contract records no server status; what it does
+// record is enough: the tool is not in session_start's catalog (its
+// server had not listed it when the session started), a call to it was
+// answered not_found with an error_code other than "pending" (the
+// runtime's code for "not here yet"), and later in the session the tool
+// is there after all: a model_request offers it or a call to it
+// succeeds. The tool_result's text saying "connecting" or "not available
+// yet" also counts as the honest answer, for trajectories whose harness
+// uses other codes.
+//
+// A deferred tool of the catalog answered not_loaded is the deferred-tool
+// path, not this one; a name that never shows up later is a made-up tool
+// (hallucinated_tool).
+func pendingAsMissing(d *goDetector, s *Session, _ Params) []Finding {
+	known := map[string]bool{}
+	var out []Finding
+	for i, e := range s.Events {
+		switch pl := e.Payload.(type) {
+		case *trajectory.SessionStart:
+			for _, t := range pl.Tools {
+				known[t.Name] = true
+			}
+		case *trajectory.ToolFailure:
+			if pl.FailureKind != trajectory.FailureNotFound || pl.ErrorCode == "pending" || known[pl.Tool] {
+				continue
+			}
+			ev := []Located{e}
+			told := "not_found"
+			if pl.ErrorCode != "" {
+				told += " (" + pl.ErrorCode + ")"
+			}
+			if r, ok := toolResultOf(s, i+1, pl.ToolUseID); ok {
+				text := strings.ToLower(r.Payload.(*trajectory.ToolResult).Text)
+				if strings.Contains(text, "connecting") || strings.Contains(text, "not available yet") {
+					continue
+				}
+				ev = append(ev, r)
+			}
+			later, how, ok := availableLater(s, i+1, pl.Tool)
+			if !ok {
+				continue
+			}
+			ev = append(ev, later)
+			f := d.finding(s, fmt.Sprintf("%s was answered %s at turn %d, but it is not in the session's starting catalog and %s at turn %d: its source (an MCP server) was still connecting, and the model was told the tool does not exist",
+				pl.Tool, told, e.Turn, how, later.Turn), ev...)
+			f.ToolUseID = pl.ToolUseID
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// toolResultOf returns the tool_result of call id from index from on.
+func toolResultOf(s *Session, from int, id string) (Located, bool) {
+	for _, e := range s.Events[from:] {
+		if r, ok := e.Payload.(*trajectory.ToolResult); ok && r.ToolUseID == id {
+			return e, true
+		}
+	}
+	return Located{}, false
+}
+
+// availableLater returns the first event from index from on that shows
+// tool available: a model_request offering it, or its call succeeding.
+func availableLater(s *Session, from int, tool string) (Located, string, bool) {
+	for _, e := range s.Events[from:] {
+		switch pl := e.Payload.(type) {
+		case *trajectory.ModelRequest:
+			if slices.Contains(pl.ToolNames, tool) {
+				return e, "a request offered it", true
+			}
+		case *trajectory.ToolSuccess:
+			if pl.Tool == tool {
+				return e, "a call to it succeeded", true
+			}
+		}
+	}
+	return Located{}, "", false
+}

@@ -1,0 +1,143 @@
+package detectors
+
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/retrace-dev/retrace/trajectory"
+)
+
+// staleRechecksDefault is the default of min_rechecks.
+const staleRechecksDefault = 2
+
+// statusLine is one line of git status --short or --porcelain: two status
+// letters, a space, the path.
+var statusLine = regexp.MustCompile(`^([ MTADRCU?!]{2}) (\S.*)$`)
+
+// shortStatus matches a bash command that is a git status in the short
+// or porcelain format, whose output statusLine reads.
+var shortStatus = regexp.MustCompile(`^\s*git\s+status\b.*(\s-s\b|\s--short\b|\s--porcelain\b)`)
+
+// staleSnapshot finds the fact-source conflict of seed §13.9: the system
+// prompt carries a git status frozen when the session started, a git
+// status the model ran later returned something else, and the model ran
+// the same git status min_rechecks more times and got the same answer
+// each time: it kept checking a live state that contradicts the frozen
+// one instead of trusting either.
+//
+// The snapshot is the first block of git status lines (two status
+// letters, a space, a path) after a line that names git status, in
+// session_start's system_prompt or else the first request's system; a
+// header followed by no such lines is a clean snapshot. Only git status
+// -s/--short/--porcelain results are compared, as sets of lines. The
+// workspace_snapshot event is a blob reference the detectors do not read,
+// and a file listing in the prompt is not compared: neither is judged.
+func staleSnapshot(d *goDetector, s *Session, p Params) []Finding {
+	limit := p.Int("min_rechecks")
+	var snap []string
+	var at Located
+	have := false
+	for _, e := range s.Events {
+		switch pl := e.Payload.(type) {
+		case *trajectory.SessionStart:
+			if pl.SystemPrompt != "" {
+				snap, have = gitStatusIn(pl.SystemPrompt)
+				at = e
+			}
+		case *trajectory.ModelRequest:
+			if at.Seq == 0 && pl.System != "" {
+				snap, have = gitStatusIn(pl.System)
+				at = e
+			}
+		}
+		if at.Seq != 0 {
+			break
+		}
+	}
+	if !have {
+		return nil
+	}
+	var first *callResult
+	var rechecks []Located
+	for _, c := range callsWithResults(s) {
+		if c.call.Tool != "bash" || !c.found || !c.ok {
+			continue
+		}
+		var in struct {
+			Command string `json:"command"`
+		}
+		if json.Unmarshal(c.call.Input, &in) != nil || !shortStatus.MatchString(in.Command) {
+			continue
+		}
+		live := statusLines(c.text)
+		switch {
+		case first == nil && !slices.Equal(live, snap):
+			first = &c
+		case first != nil && slices.Equal(live, statusLines(first.text)):
+			rechecks = append(rechecks, c.at)
+		}
+	}
+	if first == nil || len(rechecks) < limit {
+		return nil
+	}
+	f := d.finding(s, fmt.Sprintf("the system prompt's frozen git status lists %s; git status at turn %d returned %s, and the model ran it %d more times with the same answer (min_rechecks %d): it cannot tell which of the two sources is live",
+		describeStatus(snap), first.at.Turn, describeStatus(statusLines(first.text)), len(rechecks), limit),
+		append([]Located{first.at, at}, rechecks...)...)
+	f.ToolUseID = first.call.ToolUseID
+	return []Finding{f}
+}
+
+// gitStatusIn returns the git status lines of the first block after a
+// line naming git status in prompt, sorted, and whether there is one.
+func gitStatusIn(prompt string) ([]string, bool) {
+	lines := strings.Split(prompt, "\n")
+	for i, l := range lines {
+		low := strings.ToLower(l)
+		if !strings.Contains(low, "git status") && !strings.Contains(low, "gitstatus") {
+			continue
+		}
+		var out []string
+		for _, l := range lines[i+1:] {
+			if statusLine.MatchString(strings.TrimRight(l, "\r")) {
+				out = append(out, strings.TrimRight(l, "\r"))
+			} else if len(out) > 0 || strings.TrimSpace(l) != "" && !strings.HasPrefix(strings.TrimSpace(l), "#") {
+				break
+			}
+		}
+		slices.Sort(out)
+		return out, true
+	}
+	return nil, false
+}
+
+// statusLines returns the git status lines of a result, sorted; branch
+// headers (##) and anything else are left out.
+func statusLines(text string) []string {
+	var out []string
+	for _, l := range strings.Split(text, "\n") {
+		l = strings.TrimRight(l, "\r")
+		if statusLine.MatchString(l) && !strings.HasPrefix(l, "##") {
+			out = append(out, l)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// describeStatus renders a set of status lines for a message.
+func describeStatus(lines []string) string {
+	if len(lines) == 0 {
+		return "a clean tree"
+	}
+	var paths []string
+	for _, l := range lines {
+		paths = append(paths, statusLine.FindStringSubmatch(l)[2])
+	}
+	if len(paths) > 3 {
+		paths = append(paths[:3], "…")
+	}
+	return fmt.Sprintf("%d changed paths (%s)", len(lines), strings.Join(paths, ", "))
+}
