@@ -68,6 +68,11 @@ func TestEveryDetectorFiresOnItsFixtureAndNoneOnTheCleanOne(t *testing.T) {
 		{"An error code that carries the missing file's path is an unbounded label.", "unbounded_label", SeverityWarning, "toolu_missing", []int{24}},
 		{"Three empty-input replies with the empty-input retry enabled and no trigger are a dead defense.", "dead_defense", SeverityWarning, "", []int{4, 7, 10}},
 		{"Five reads of the same file with the same text and the guard off are a repeated read-only call, found at all five.", "repeated_readonly", SeverityWarning, "toolu_r1", []int{5, 12, 19, 26, 33}},
+		{"A frozen git status listing two changed paths, contradicted by a clean git status run three times, is a stale snapshot.", "stale_snapshot", SeverityWarning, "toolu_g1", []int{5, 1, 12, 19}},
+		{"A repeated-readonly reminder sent without its harness tag is a phantom user message.", "phantom_user_message", SeverityWarning, "", []int{25, 26}},
+		{"A catalog that defines read twice, with two definition hashes, is definition drift at error.", "definition_drift", SeverityError, "", []int{1}},
+		{"A tool answered unknown_tool and offered two turns later was pending, not missing.", "pending_as_missing", SeverityWarning, "toolu_early", []int{6, 8, 16}},
+		{"A system prompt changed from the third request on breaks the cache, found at that request and the one before.", "cache_breaker", SeverityWarning, "", []int{17, 10}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rep := detect(t, Catalog(), filepath.Join("testdata", "fire", tc.id+".jsonl"))

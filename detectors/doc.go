@@ -68,6 +68,27 @@
 //   - repeated_readonly (warning): one tool with the same input returned
 //     the same result 5 times in a row, no other call between, and no
 //     repeated_readonly defense acted on any of them (§13.9).
+//   - stale_snapshot (warning): the system prompt's frozen git status
+//     disagrees with a git status the model ran, and it ran it again
+//     min_rechecks (2) times with the same answer (§13.9, §10.6).
+//   - phantom_user_message (warning): a user-role reminder without a
+//     harness label, one injected again while still in the context, or
+//     more than max_per_kind (3) of one kind in a session (§13.10).
+//   - definition_drift (error within a session, warning across a corpus):
+//     one tool with two definitions in one catalog, or in sessions of one
+//     harness version, with how much the shorter description lost
+//     (§13.11).
+//   - pending_as_missing (warning): a tool not in the starting catalog,
+//     answered not_found as unknown, that a later request offered: its MCP
+//     server was still connecting (§13.12, §12.4).
+//
+// Also in the tool layer.
+//
+//   - cache_breaker (warning; info for unexplained cache-read drops): the
+//     system prompt, the tools' order, set or bytes, or a message already
+//     sent changed between two requests of a session; tools appended at
+//     the end (a deferred tool loaded) and compactions are not breakers
+//     (§3.5).
 //
 // Thresholds are constants for now; per-detector thresholds in
 // retrace.yaml (detectors:) are planned.

@@ -58,6 +58,8 @@ func TestSettingsChangeWhatTheDetectorsFind(t *testing.T) {
 		{"Five identical reads with min_repeats 6 are not.", "repeated_readonly", Settings{"repeated_readonly": {"min_repeats": 6}}, 0},
 		{"Five empty-input replies with max_in_a_row 5 are within the cap.", "empty_input_retry", Settings{"empty_input_retry": {"max_in_a_row": 5}}, 0},
 		{"An error code carrying a path is unbounded at the default length.", "unbounded_label", nil, 1},
+		{"Two rechecks of a git status that contradicts the snapshot are not enough with min_rechecks 3.", "stale_snapshot", Settings{"stale_snapshot": {"min_rechecks": 3}}, 0},
+		{"With max_per_kind 0 the one unlabelled reminder is also over the cap.", "phantom_user_message", Settings{"phantom_user_message": {"max_per_kind": 0}}, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ds, err := Select([]string{tc.id}, nil)

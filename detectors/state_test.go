@@ -1,0 +1,203 @@
+package detectors
+
+import (
+	"context"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/retrace-dev/retrace/trajectory"
+)
+
+// Two sessions of one harness version whose read definitions differ are
+// one corpus-level definition_drift warning, citing both sessions, with
+// the shrunk description's session first.
+func TestDefinitionDriftAcrossTheCorpusCitesTheSessionsOfEachDefinition(t *testing.T) {
+	ds, err := Select([]string{"definition_drift"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shrunk := filepath.Join("testdata", "corpus", "definition_drift_shrunk.jsonl")
+	rep, err := Run(context.Background(), loaded(t, filepath.Join("testdata", "clean", "definition_drift.jsonl"), shrunk), ds, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Findings) != 1 {
+		t.Fatalf("%d findings, want 1: %+v", len(rep.Findings), rep.Findings)
+	}
+	f := rep.Findings[0]
+	if f.Severity != SeverityWarning || len(f.Sessions) != 2 || len(f.Evidence) != 2 || f.Evidence[0].File != shrunk || f.Evidence[0].Line != 1 {
+		t.Errorf("finding %+v: want a warning citing 2 sessions, first at %s:1", f, shrunk)
+	}
+	if !strings.Contains(f.Message, "97.1%") {
+		t.Errorf("message %q does not say how much of the description was lost", f.Message)
+	}
+}
+
+// A cache-read share that falls at turn 3 with nothing to explain it is
+// an info finding; the thresholds decide what counts as warm and how long
+// the cache lives.
+func TestCacheBreakerThresholdsDecideWhatACacheDropIs(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		settings Settings
+		want     int
+	}{
+		{"A drop from 96% to 0% of cache reads at turn 3 is found at the defaults.", nil, 1},
+		{"With min_cache_read_share 0.99 the cache was never warm, so nothing dropped.", Settings{"cache_breaker": {"min_cache_read_share": 0.99}}, 0},
+		{"With cache_ttl_seconds 0 every request finds the cache expired, which explains the miss.", Settings{"cache_breaker": {"cache_ttl_seconds": 0}}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ds, err := Select([]string{"cache_breaker"}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rep, err := Run(context.Background(), loaded(t, filepath.Join("testdata", "corpus", "cache_drop.jsonl")), ds, Options{Settings: tc.settings})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(rep.Findings) != tc.want {
+				t.Fatalf("%d findings, want %d: %+v", len(rep.Findings), tc.want, rep.Findings)
+			}
+			if tc.want == 1 && (rep.Findings[0].Severity != SeverityInfo || !slices.Equal(lines(rep.Findings[0]), []int{18})) {
+				t.Errorf("finding %+v, want info at line 18", rep.Findings[0])
+			}
+		})
+	}
+}
+
+func TestToolsChangeSaysWhatChangedAndLetsAppendedToolsThrough(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		old, cur []string
+		want     string
+	}{
+		{"A deferred tool appended at the end is the runtime's design.", []string{"read", "bash"}, []string{"read", "bash", "mcp__x__y"}, ""},
+		{"The same names in the same order mean the bytes changed.", []string{"read", "bash"}, []string{"read", "bash"}, "definitions' bytes changed"},
+		{"The same names in another order are a reorder, naming the first position.", []string{"read", "bash", "ls"}, []string{"read", "ls", "bash"}, "position 2: bash, then ls"},
+		{"A tool removed is named.", []string{"read", "bash"}, []string{"read"}, "removed bash"},
+		{"A tool inserted before the end is named.", []string{"read", "bash"}, []string{"ls", "read", "bash"}, "added ls not at the end"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := toolsChange(tc.old, tc.cur)
+			if tc.want == "" && got != "" || !strings.Contains(got, tc.want) {
+				t.Errorf("got %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestLabelledFindsAHarnessTagAroundTheText(t *testing.T) {
+	for _, tc := range []struct {
+		name, block string
+		want        bool
+	}{
+		{"The runtime's harness-reminder tag labels the text.", "<harness-reminder>Stop.</harness-reminder>", true},
+		{"A system-reminder tag with attributes labels it.", `Done. <system-reminder kind="x">Stop.</system-reminder>`, true},
+		{"Bare text is not labelled.", "Stop.", false},
+		{"A tag that says nothing about the harness does not label it.", "<b>Stop.</b>", false},
+		{"An opening tag without its closing tag does not label it.", "<harness-reminder>Stop.", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := labelled(tc.block, "Stop."); got != tc.want {
+				t.Errorf("got %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestGitStatusInReadsTheSnapshotBlockAfterItsHeader(t *testing.T) {
+	for _, tc := range []struct {
+		name, prompt string
+		want         []string
+		have         bool
+	}{
+		{"Lines after a git status header are the snapshot, sorted.", "Intro.\n\ngitStatus:\n?? b.txt\n M a.go\n\nMore.", []string{" M a.go", "?? b.txt"}, true},
+		{"A header followed by prose is a clean snapshot.", "git status at start:\n(clean)\n", nil, true},
+		{"A prompt without a header has no snapshot.", "You are an agent.\n M a.go", nil, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, have := gitStatusIn(tc.prompt)
+			if have != tc.have || !slices.Equal(got, tc.want) {
+				t.Errorf("got %q, %v; want %q, %v", got, have, tc.want, tc.have)
+			}
+		})
+	}
+}
+
+// session builds a session of the given payloads, one a line, turn 1.
+func session(ps ...trajectory.Payload) *Session {
+	s := &Session{ID: "s", File: "f.jsonl"}
+	for i, p := range ps {
+		s.Events = append(s.Events, Located{Event: trajectory.Event{Session: "s", Seq: int64(i + 1), Turn: 1, Payload: p}, Line: i + 1})
+	}
+	return s
+}
+
+func TestPhantomUserMessageFindsRemindersNotDeduplicatedOrNotCapped(t *testing.T) {
+	rem := func(kind, key string) *trajectory.Reminder {
+		return &trajectory.Reminder{Kind: kind, DedupKey: key, Role: trajectory.RoleUser, Text: "Continue."}
+	}
+	summarized := &trajectory.Compaction{Strategy: trajectory.CompactSummarize, MessagesBefore: 9, MessagesAfter: 2}
+	for _, tc := range []struct {
+		name  string
+		s     *Session
+		lines [][]int
+	}{
+		{"The same dedup_key injected twice is found at the second, then the first.", session(rem("continue", "k1"), rem("continue", "k1")), [][]int{{2, 1}}},
+		{"A summarising compaction between takes the first out of the context.", session(rem("continue", "k1"), summarized, rem("continue", "k1")), nil},
+		{"Without a dedup_key the same text counts as the same reminder.", session(rem("continue", ""), rem("continue", "")), [][]int{{2, 1}}},
+		{"Four reminders of one kind exceed the cap of three, found at the fourth.", session(rem("continue", "k1"), rem("continue", "k2"), rem("continue", "k3"), rem("continue", "k4")), [][]int{{4}}},
+		{"Three reminders of one kind with distinct keys are within the cap.", session(rem("continue", "k1"), rem("continue", "k2"), rem("continue", "k3")), nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := catalogDetector(t, "phantom_user_message")
+			got := d.Session(tc.s, Settings(nil).params(d))
+			var ls [][]int
+			for _, f := range got {
+				ls = append(ls, lines(f))
+			}
+			if !slices.EqualFunc(ls, tc.lines, slices.Equal[[]int]) {
+				t.Errorf("findings at %v, want %v: %+v", ls, tc.lines, got)
+			}
+		})
+	}
+}
+
+func TestPendingAsMissingLeavesHonestAnswersAndMadeUpToolsAlone(t *testing.T) {
+	start := &trajectory.SessionStart{Tools: []trajectory.ToolInfo{{Name: "read"}, {Name: "mcp__gh__issues", Deferred: true}}}
+	fail := func(tool, code string) *trajectory.ToolFailure {
+		return &trajectory.ToolFailure{ToolRef: trajectory.ToolRef{ToolUseID: "t1", Tool: tool}, FailureKind: trajectory.FailureNotFound, ErrorCode: code}
+	}
+	offer := func(names ...string) *trajectory.ModelRequest { return &trajectory.ModelRequest{ToolNames: names} }
+	for _, tc := range []struct {
+		name string
+		s    *Session
+		want int
+	}{
+		{"A late tool answered unknown_tool and offered later is found.", session(start, fail("mcp__notes__echo", "unknown_tool"), offer("read", "mcp__notes__echo")), 1},
+		{"A late tool answered pending is the honest answer.", session(start, fail("mcp__notes__echo", "pending"), offer("read", "mcp__notes__echo")), 0},
+		{"A result text saying the server is connecting is the honest answer too.", session(start, fail("mcp__notes__echo", ""),
+			&trajectory.ToolResult{ToolRef: trajectory.ToolRef{ToolUseID: "t1", Tool: "mcp__notes__echo"}, Text: "MCP servers notes are still connecting."}, offer("mcp__notes__echo")), 0},
+		{"A deferred tool of the starting catalog answered not_loaded is the deferred path.", session(start, fail("mcp__gh__issues", "not_loaded"), offer("read", "mcp__gh__issues")), 0},
+		{"A made-up tool that never shows up is not pending.", session(start, fail("read_file", "unknown_tool"), offer("read")), 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := catalogDetector(t, "pending_as_missing")
+			if got := d.Session(tc.s, Settings(nil).params(d)); len(got) != tc.want {
+				t.Errorf("%d findings, want %d: %+v", len(got), tc.want, got)
+			}
+		})
+	}
+}
+
+// catalogDetector returns the catalog's detector id.
+func catalogDetector(t *testing.T, id string) Detector {
+	t.Helper()
+	ds, err := Select([]string{id}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ds[0]
+}
