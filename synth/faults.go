@@ -23,6 +23,7 @@ var Faults = []string{
 	"lost_call", "unpaired_tool_use", "truncated_tool_use_executed", "stop_reason_as_done",
 	"end_turn_with_tool_use", "hallucinated_tool", "empty_input_retry", "latency_flattened",
 	"denial_loop", "unbounded_label",
+	"phantom_user_message", "definition_drift", "cache_breaker",
 }
 
 // ErrFaultNotPlanted is wrapped by Write's error when a requested fault
@@ -104,6 +105,9 @@ var planters = map[string]planter{
 	"latency_flattened":           plantFlatLatency,
 	"denial_loop":                 findDenialLoops,
 	"unbounded_label":             plantUnboundedLabel,
+	"phantom_user_message":        plantPhantomUserMessage,
+	"definition_drift":            plantDefinitionDrift,
+	"cache_breaker":               plantCacheBreaker,
 }
 
 // plant decodes a generated session, plants fault in it and encodes it
