@@ -19,6 +19,10 @@ const (
 	// longer than this after the previous response finds the cache
 	// expired, which is no breaker.
 	cacheTTLSeconds = 300
+	// cacheMinDrops is how many unexplained drops a session needs before
+	// they are reported: one is most often the provider evicting the
+	// cache, a pattern needs more.
+	cacheMinDrops = 2
 )
 
 // cacheBreaker finds a byte-stable part of the request prefix that changed
@@ -34,11 +38,12 @@ const (
 // MCP server that connected late; the runtime appends them so the earlier
 // definitions stay as they were), and messages rewritten by a compaction.
 //
-// It also reports, at info, the responses whose cache-read share of input
-// tokens fell below min_cache_read_share after it had reached it, with no
-// change above, no compaction and no gap over cache_ttl_seconds to explain
-// it: a change the contract does not hash, or the provider evicting the
-// cache. Worth knowing, not a certain defect.
+// It also reports, at info, a session with min_unexplained_drops or more
+// responses whose cache-read share of input tokens fell below
+// min_cache_read_share after it had reached it, with no change above, no
+// compaction and no gap over cache_ttl_seconds to explain it: a change
+// the contract does not hash, or the provider evicting the cache. Worth
+// knowing, not a certain defect.
 func cacheBreaker(d *goDetector, s *Session, p Params) []Finding {
 	minShare, ttl := p.Float("min_cache_read_share"), time.Duration(p.Float("cache_ttl_seconds")*float64(time.Second))
 	var out []Finding
@@ -98,13 +103,13 @@ func cacheBreaker(d *goDetector, s *Session, p Params) []Finding {
 			explained, lastResp = false, e.TS
 		}
 	}
-	if len(drops) > 0 {
+	if len(drops) > 0 && len(drops) >= p.Int("min_unexplained_drops") {
 		turns := make([]string, len(drops))
 		for i, e := range drops {
 			turns[i] = fmt.Sprint(e.Turn)
 		}
-		f := d.finding(s, fmt.Sprintf("the cache-read share of input tokens fell below min_cache_read_share %g in %d responses (turns %s) after it reached it at turn %d, with no prefix change, no compaction and no gap over cache_ttl_seconds %g to explain it: something the contract does not hash changed, or the provider evicted the cache",
-			minShare, len(drops), strings.Join(turns, ", "), warmAt.Turn, p.Float("cache_ttl_seconds")), drops...)
+		f := d.finding(s, fmt.Sprintf("the cache-read share of input tokens fell below min_cache_read_share %g in %d responses (turns %s; min_unexplained_drops %d) after it reached it at turn %d, with no prefix change, no compaction and no gap over cache_ttl_seconds %g to explain it: something the contract does not hash changed, or the provider evicted the cache",
+			minShare, len(drops), strings.Join(turns, ", "), p.Int("min_unexplained_drops"), warmAt.Turn, p.Float("cache_ttl_seconds")), drops...)
 		f.Severity = SeverityInfo
 		out = append(out, f)
 	}

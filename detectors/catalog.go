@@ -193,11 +193,13 @@ var catalog = []Detector{
 			"or bytes (tool_names, tools_hash), or a message already sent changed (message_hashes) with no compaction " +
 			"between: every request after it pays for the whole prefix again. Tools appended at the end (a deferred " +
 			"tool loaded by tool_search, a late MCP server's tools) are the runtime's design and not reported. At " +
-			"info: responses whose cache-read share of input tokens fell below min_cache_read_share after reaching it, " +
-			"with no prefix change, no compaction and no gap over cache_ttl_seconds to explain it.",
+			"info: min_unexplained_drops or more responses whose cache-read share of input tokens fell below " +
+			"min_cache_read_share after reaching it, with no prefix change, no compaction and no gap over cache_ttl_seconds " +
+			"to explain it.",
 		Thresholds: []Threshold{
 			{Name: "min_cache_read_share", Default: cacheWarmShare, Doc: "cache-read tokens over all input tokens (input, cache read, cache creation) of a response at which the cache counts as warm"},
 			{Name: "cache_ttl_seconds", Default: cacheTTLSeconds, Doc: "seconds from a response to the next request after which the provider's cache has expired"},
+			{Name: "min_unexplained_drops", Default: cacheMinDrops, Count: true, Doc: "unexplained cache-read drops in a session before they are reported; one alone is most often the provider evicting the cache"},
 		},
 		Seed:     "§3.5, §10.6",
 		NextStep: "Keep the system prompt and the tool list byte-stable for the session (sorted MCP tools, appended loads, runtime state only in the messages) and never rewrite sent messages outside a compaction (seed §3.5, §10.6).",

@@ -84,7 +84,7 @@
 //
 // Also in the tool layer.
 //
-//   - cache_breaker (warning; info for unexplained cache-read drops): the
+//   - cache_breaker (warning; info for 2+ unexplained cache-read drops): the
 //     system prompt, the tools' order, set or bytes, or a message already
 //     sent changed between two requests of a session; tools appended at
 //     the end (a deferred tool loaded) and compactions are not breakers

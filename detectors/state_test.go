@@ -35,16 +35,17 @@ func TestDefinitionDriftAcrossTheCorpusCitesTheSessionsOfEachDefinition(t *testi
 	}
 }
 
-// A cache-read share that falls at turn 3 with nothing to explain it is
-// an info finding; the thresholds decide what counts as warm and how long
-// the cache lives.
+// A cache-read share that falls at turns 3 and 4 with nothing to explain
+// it is an info finding; the thresholds decide what counts as warm, how
+// long the cache lives and how many drops make a pattern.
 func TestCacheBreakerThresholdsDecideWhatACacheDropIs(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		settings Settings
 		want     int
 	}{
-		{"A drop from 96% to 0% of cache reads at turn 3 is found at the defaults.", nil, 1},
+		{"Two drops from 96% to 0% of cache reads, at turns 3 and 4, are found at the defaults.", nil, 1},
+		{"With min_unexplained_drops 3 two drops are the provider evicting the cache.", Settings{"cache_breaker": {"min_unexplained_drops": 3}}, 0},
 		{"With min_cache_read_share 0.99 the cache was never warm, so nothing dropped.", Settings{"cache_breaker": {"min_cache_read_share": 0.99}}, 0},
 		{"With cache_ttl_seconds 0 every request finds the cache expired, which explains the miss.", Settings{"cache_breaker": {"cache_ttl_seconds": 0}}, 0},
 	} {
@@ -60,8 +61,8 @@ func TestCacheBreakerThresholdsDecideWhatACacheDropIs(t *testing.T) {
 			if len(rep.Findings) != tc.want {
 				t.Fatalf("%d findings, want %d: %+v", len(rep.Findings), tc.want, rep.Findings)
 			}
-			if tc.want == 1 && (rep.Findings[0].Severity != SeverityInfo || !slices.Equal(lines(rep.Findings[0]), []int{18})) {
-				t.Errorf("finding %+v, want info at line 18", rep.Findings[0])
+			if tc.want == 1 && (rep.Findings[0].Severity != SeverityInfo || !slices.Equal(lines(rep.Findings[0]), []int{18, 25})) {
+				t.Errorf("finding %+v, want info at lines 18 and 25", rep.Findings[0])
 			}
 		})
 	}
