@@ -10,15 +10,17 @@ import (
 
 // pendingAsMissing finds a tool the model was told does not exist while
 // its MCP server was still connecting (seed §12.4, §13.12: "absent" has
-// two meanings). The contract records no server status; what it does
-// record is enough: the tool is not in session_start's catalog (its
-// server had not listed it when the session started), a call to it was
-// answered not_found with an error_code other than "pending" (the
-// runtime's code for "not here yet"), and later in the session the tool
-// is there after all: a model_request offers it or a call to it
-// succeeds. The tool_result's text saying "connecting" or "not available
-// yet" also counts as the honest answer, for trajectories whose harness
-// uses other codes.
+// two meanings). The tool is not in session_start's catalog (its server
+// had not listed it when the session started), a call to it was answered
+// not_found with an error_code other than "pending" (the runtime's code
+// for "not here yet"), and either the request before the call names its
+// server in pending_sources (observed: the server was connecting), or,
+// for trajectories without pending_sources, the tool is there later in
+// the session after all: a model_request offers it or a call to it
+// succeeds (inferred: its server connected late). The tool_result's text
+// saying "connecting" or "not available yet" also counts as the honest
+// answer, for harnesses that use other codes. A tool's server is the
+// part of an mcp__<server>__<tool> name before the second "__".
 //
 // A deferred tool of the catalog answered not_loaded is the deferred-tool
 // path, not this one; a name that never shows up later is a made-up tool
@@ -26,8 +28,11 @@ import (
 func pendingAsMissing(d *goDetector, s *Session, _ Params) []Finding {
 	known := map[string]bool{}
 	var out []Finding
+	var req Located
 	for i, e := range s.Events {
 		switch pl := e.Payload.(type) {
+		case *trajectory.ModelRequest:
+			req = e
 		case *trajectory.SessionStart:
 			for _, t := range pl.Tools {
 				known[t.Name] = true
@@ -48,13 +53,21 @@ func pendingAsMissing(d *goDetector, s *Session, _ Params) []Finding {
 				}
 				ev = append(ev, r)
 			}
-			later, how, ok := availableLater(s, i+1, pl.Tool)
-			if !ok {
-				continue
+			var msg string
+			if server, ok := pendingServer(req, pl.Tool); ok {
+				ev = append(ev, req)
+				msg = fmt.Sprintf("%s was answered %s at turn %d while its MCP server %s was still connecting (the request of turn %d lists it in pending_sources): the model was told the tool does not exist",
+					pl.Tool, told, e.Turn, server, req.Turn)
+			} else {
+				later, how, ok := availableLater(s, i+1, pl.Tool)
+				if !ok {
+					continue
+				}
+				ev = append(ev, later)
+				msg = fmt.Sprintf("%s was answered %s at turn %d, but it is not in the session's starting catalog and %s at turn %d: its source (an MCP server) was still connecting, and the model was told the tool does not exist",
+					pl.Tool, told, e.Turn, how, later.Turn)
 			}
-			ev = append(ev, later)
-			f := d.finding(s, fmt.Sprintf("%s was answered %s at turn %d, but it is not in the session's starting catalog and %s at turn %d: its source (an MCP server) was still connecting, and the model was told the tool does not exist",
-				pl.Tool, told, e.Turn, how, later.Turn), ev...)
+			f := d.finding(s, msg, ev...)
 			f.ToolUseID = pl.ToolUseID
 			out = append(out, f)
 		}
@@ -88,4 +101,39 @@ func availableLater(s *Session, from int, tool string) (Located, string, bool) {
 		}
 	}
 	return Located{}, "", false
+}
+
+// pendingServer returns the server of an mcp__<server>__<tool> name when
+// req names it among its pending_sources (compared as the runtime
+// normalises server names: bytes outside [a-zA-Z0-9_-] as '_', runs of
+// '_' as one, '_' trimmed).
+func pendingServer(req Located, tool string) (string, bool) {
+	r, ok := req.Payload.(*trajectory.ModelRequest)
+	rest, isMCP := strings.CutPrefix(tool, "mcp__")
+	if !ok || !isMCP {
+		return "", false
+	}
+	server, _, _ := strings.Cut(rest, "__")
+	for _, p := range r.PendingSources {
+		if normalizeServer(p) == server {
+			return p, true
+		}
+	}
+	return "", false
+}
+
+// normalizeServer is the runtime's normalisation of an MCP server's name
+// in its tools' names.
+func normalizeServer(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			b[i] = '_'
+		}
+	}
+	n := string(b)
+	for strings.Contains(n, "__") {
+		n = strings.ReplaceAll(n, "__", "_")
+	}
+	return strings.Trim(n, "_")
 }

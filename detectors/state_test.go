@@ -183,6 +183,10 @@ func TestPendingAsMissingLeavesHonestAnswersAndMadeUpToolsAlone(t *testing.T) {
 			&trajectory.ToolResult{ToolRef: trajectory.ToolRef{ToolUseID: "t1", Tool: "mcp__notes__echo"}, Text: "MCP servers notes are still connecting."}, offer("mcp__notes__echo")), 0},
 		{"A deferred tool of the starting catalog answered not_loaded is the deferred path.", session(start, fail("mcp__gh__issues", "not_loaded"), offer("read", "mcp__gh__issues")), 0},
 		{"A made-up tool that never shows up is not pending.", session(start, fail("read_file", "unknown_tool"), offer("read")), 0},
+		{"A tool of a server the request lists as pending, answered unknown_tool, is found even if it never shows up.",
+			session(start, &trajectory.ModelRequest{ToolNames: []string{"read"}, PendingSources: []string{"my notes"}}, fail("mcp__my_notes__echo", "unknown_tool")), 1},
+		{"A pending server that is not the tool's does not make its unknown answer wrong.",
+			session(start, &trajectory.ModelRequest{ToolNames: []string{"read"}, PendingSources: []string{"github"}}, fail("mcp__notes__echo", "unknown_tool")), 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d := catalogDetector(t, "pending_as_missing")
