@@ -167,7 +167,9 @@ var catalog = []Detector{
 	}},
 	&sqlDetector{file: "definition_drift.sql", info: Info{
 		ID: "definition_drift", Severity: SeverityWarning, Title: "one tool with two definitions",
-		About: "Within a session, the catalog names one tool twice with different definition_hash values (error). Across " +
+		About: "Within a session, the catalog names one tool twice with different definition_hash values (error), or a " +
+			"tool_search result line that is a definition gives a catalog tool another description than session_start's " +
+			"recorded definition (warning: the path that loads a deferred tool built it differently). Across " +
 			"the corpus, sessions of the same harness_version sent one tool with different definitions (warning, " +
 			"corpus-level, citing the sessions of each): two paths build the definition and one changed it, often by " +
 			"dropping most of the description (F11). Where definitions are recorded the message gives the description " +

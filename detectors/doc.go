@@ -75,9 +75,10 @@
 //     harness label, one injected again while still in the context, or
 //     more than max_per_kind (3) of one kind in a session (§13.10).
 //   - definition_drift (error within a session, warning across a corpus):
-//     one tool with two definitions in one catalog, or in sessions of one
-//     harness version, with how much the shorter description lost
-//     (§13.11).
+//     one tool with two definitions in one catalog, a tool_search result
+//     that describes a catalog tool otherwise (warning), or sessions of
+//     one harness version that disagree, with how much the shorter
+//     description lost (§13.11).
 //   - pending_as_missing (warning): a tool not in the starting catalog,
 //     answered not_found as unknown, that a later request offered: its MCP
 //     server was still connecting (§13.12, §12.4).

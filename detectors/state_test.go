@@ -35,6 +35,27 @@ func TestDefinitionDriftAcrossTheCorpusCitesTheSessionsOfEachDefinition(t *testi
 	}
 }
 
+// A tool_search result whose definition of a deferred tool lost most of
+// the catalog's description is definition drift within the session,
+// found at the result.
+func TestDefinitionDriftFindsAToolSearchDefinitionThatDiffersFromTheCatalog(t *testing.T) {
+	ds, err := Select([]string{"definition_drift"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Run(context.Background(), loaded(t, filepath.Join("testdata", "corpus", "definition_drift_search.jsonl")), ds, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Findings) != 1 {
+		t.Fatalf("%d findings, want 1: %+v", len(rep.Findings), rep.Findings)
+	}
+	f := rep.Findings[0]
+	if f.Severity != SeverityWarning || f.ToolUseID != "toolu_search" || !slices.Equal(lines(f), []int{9, 1}) || !strings.Contains(f.Message, "81.8%") {
+		t.Errorf("finding %+v: want a warning about toolu_search at lines 9 and 1 saying 81.8%% was lost", f)
+	}
+}
+
 // A cache-read share that falls at turns 3 and 4 with nothing to explain
 // it is an info finding; the thresholds decide what counts as warm, how
 // long the cache lives and how many drops make a pattern.

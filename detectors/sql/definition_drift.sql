@@ -1,7 +1,11 @@
 -- definition_drift: one tool with two definitions (seed §13.11, F11).
 -- Within a session: session_start's catalog names one tool twice with
 -- different definition_hash values (error: the model is given two
--- definitions of one name). Across the corpus: sessions of the same
+-- definitions of one name); or a tool_search result line that is a
+-- definition (a JSON object with a name and a description) gives a
+-- catalog tool another description than session_start's recorded
+-- definition (warning: the path that loads a deferred tool built it
+-- differently from the catalog's). Across the corpus: sessions of the same
 -- harness_version sent the same tool with different definitions
 -- (warning, corpus-level: one of two paths that build a definition
 -- changed it, and the sessions that got each are cited). Where the
@@ -13,9 +17,28 @@
 WITH tools AS (
     SELECT s.session, s.file, s.line, s.seq, s.ts, s.harness_version,
            t.name, t.definition_hash AS hash,
+           json_extract_string(t.definition, '$.description') AS description,
            length(json_extract_string(t.definition, '$.description')) AS desc_bytes
     FROM raw_session_start s,
          unnest(from_json(s.tools, '[{"name":"VARCHAR","definition_hash":"VARCHAR","definition":"JSON"}]')) AS u(t)
+), result_lines AS (
+    -- Only lines that are JSON objects are parsed: CASE keeps the JSON
+    -- functions away from the prose lines around them.
+    SELECT r.session, r.turn, r.tool_use_id, r.file, r.line, r.seq,
+           CASE WHEN starts_with(d.def, '{') AND json_valid(d.def) THEN d.def END AS def
+    FROM raw_tool_result r, unnest(string_split(r.text, chr(10))) AS d(def)
+    WHERE r.tool = 'tool_search'
+), searched AS (
+    SELECT session, turn, tool_use_id, file, line, seq,
+           json_extract_string(def, '$.name') AS name,
+           json_extract_string(def, '$.description') AS description
+    FROM result_lines
+    WHERE def IS NOT NULL AND json_extract_string(def, '$.description') IS NOT NULL
+), loaded AS (
+    SELECT q.*, t.file AS start_file, t.line AS start_line, t.seq AS start_seq,
+           length(t.description) AS catalog_bytes, length(q.description) AS loaded_bytes
+    FROM searched q JOIN tools t USING (session, name)
+    WHERE t.description IS NOT NULL AND t.description <> q.description
 ), dup AS (
     SELECT session, name, min(file) AS file, min(line) AS line, min(seq) AS seq,
            count(DISTINCT hash) AS hashes, string_agg(DISTINCT hash, ', ') AS list
@@ -52,6 +75,17 @@ SELECT session, 0 AS turn, NULL AS tool_use_id,
        to_json([{'file': file, 'line': line, 'seq': seq, 'type': 'session_start'}]) AS evidence,
        'error' AS severity, NULL AS sessions
 FROM dup
+UNION ALL
+SELECT session, turn, tool_use_id,
+       format('tool_search gave {} a description of {} bytes at turn {}, the catalog''s definition has {} bytes{}: two paths built this tool''s definition',
+              name, loaded_bytes, turn, catalog_bytes,
+              CASE WHEN loaded_bytes < catalog_bytes
+                   THEN format(' (the loaded one lost {}%)', round(100.0 * (catalog_bytes - loaded_bytes) / catalog_bytes, 1))
+                   ELSE '' END) AS message,
+       to_json([{'file': file, 'line': line, 'seq': seq, 'type': 'tool_result'},
+                {'file': start_file, 'line': start_line, 'seq': start_seq, 'type': 'session_start'}]) AS evidence,
+       'warning' AS severity, NULL AS sessions
+FROM loaded
 UNION ALL
 SELECT session, 0 AS turn, NULL AS tool_use_id,
        format('{} has {} definitions among the {} sessions of harness {}: {}{}',
