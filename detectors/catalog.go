@@ -140,13 +140,14 @@ var catalog = []Detector{
 		Seed:     "§13.9, §13.7",
 		NextStep: "Enable the repeated-readonly guard, and put live state (git status, the file's content) in a reminder on the user side, marked as current, instead of leaving the model to arbitrate against the frozen system-prompt snapshot (seed §13.9, §10.6).",
 	}},
-	&goDetector{check: staleSnapshot, reads: []trajectory.EventType{trajectory.TypeSessionStart, trajectory.TypeModelRequest, trajectory.TypeToolCall, trajectory.TypeToolSuccess, trajectory.TypeToolResult}, info: Info{
+	&goDetector{check: staleSnapshot, reads: []trajectory.EventType{trajectory.TypeSessionStart, trajectory.TypeModelRequest, trajectory.TypeToolCall, trajectory.TypeToolSuccess, trajectory.TypeToolFailure, trajectory.TypeToolResult}, info: Info{
 		ID: "stale_snapshot", Severity: SeverityWarning, Title: "the system prompt's frozen git status contradicts the live one, and the model keeps checking",
 		About: "The system prompt (session_start.system_prompt, else the first request's system) carries a git status " +
 			"frozen at the start (git status lines after a line naming git status); a git status -s/--short/--porcelain " +
 			"the model ran returned other lines, and it ran the same command min_rechecks more times with the same " +
-			"answer: two sources of truth disagree and the model cannot tell which is live (F9). Only git status is " +
-			"compared: the workspace_snapshot event is a blob reference, and file listings in the prompt are not judged.",
+			"answer: two sources of truth disagree and the model cannot tell which is live (F9). At info: a call on a file " +
+			"the snapshot lists that failed with ENOENT (the model acted on the frozen snapshot). Only git status is " +
+			"compared: the workspace_snapshot event is a blob reference, and other file listings in the prompt are not judged.",
 		Thresholds: []Threshold{{Name: "min_rechecks", Default: staleRechecksDefault, Count: true,
 			Doc: "git status runs after the first one that contradicted the snapshot, each with the same answer"}},
 		Seed:     "§13.9, §10.6, §3.5",

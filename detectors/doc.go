@@ -70,7 +70,8 @@
 //     repeated_readonly defense acted on any of them (§13.9).
 //   - stale_snapshot (warning): the system prompt's frozen git status
 //     disagrees with a git status the model ran, and it ran it again
-//     min_rechecks (2) times with the same answer (§13.9, §10.6).
+//     min_rechecks (2) times with the same answer; info for a call on a
+//     file the snapshot lists that failed with ENOENT (§13.9, §10.6).
 //   - phantom_user_message (warning): a user-role reminder without a
 //     harness label, one injected again while still in the context, or
 //     more than max_per_kind (3) of one kind in a session (§13.10).

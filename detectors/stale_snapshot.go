@@ -32,9 +32,11 @@ var shortStatus = regexp.MustCompile(`^\s*git\s+status\b.*(\s-s\b|\s--short\b|\s
 // letters, a space, a path) after a line that names git status, in
 // session_start's system_prompt or else the first request's system; a
 // header followed by no such lines is a clean snapshot. Only git status
-// -s/--short/--porcelain results are compared, as sets of lines. The
-// workspace_snapshot event is a blob reference the detectors do not read,
-// and a file listing in the prompt is not compared: neither is judged.
+// -s/--short/--porcelain results are compared, as sets of lines. A call
+// on a file the snapshot lists that fails with ENOENT is reported at info
+// (missingSnapshotFiles). The workspace_snapshot event is a blob
+// reference the detectors do not read, and a file listing in the prompt
+// other than git status is not compared: neither is judged.
 func staleSnapshot(d *goDetector, s *Session, p Params) []Finding {
 	limit := p.Int("min_rechecks")
 	var snap []string
@@ -80,14 +82,88 @@ func staleSnapshot(d *goDetector, s *Session, p Params) []Finding {
 			rechecks = append(rechecks, c.at)
 		}
 	}
+	out := missingSnapshotFiles(d, s, snap, at)
 	if first == nil || len(rechecks) < limit {
-		return nil
+		return out
 	}
 	f := d.finding(s, fmt.Sprintf("the system prompt's frozen git status lists %s; git status at turn %d returned %s, and the model ran it %d more times with the same answer (min_rechecks %d): it cannot tell which of the two sources is live",
 		describeStatus(snap), first.at.Turn, describeStatus(statusLines(first.text)), len(rechecks), limit),
 		append([]Located{first.at, at}, rechecks...)...)
 	f.ToolUseID = first.call.ToolUseID
+	return append([]Finding{f}, out...)
+}
+
+// missingSnapshotFiles reports, at info, calls on a path the frozen git
+// status lists as present (any status but a deletion) that failed with
+// ENOENT: the snapshot sent the model to a file that is gone. The tools
+// told it the truth, so this is worth knowing rather than a defect.
+func missingSnapshotFiles(d *goDetector, s *Session, snap []string, at Located) []Finding {
+	listed := map[string]bool{}
+	for _, l := range snap {
+		m := statusLine.FindStringSubmatch(l)
+		if strings.Contains(m[1], "D") {
+			continue
+		}
+		path := m[2]
+		if _, to, ok := strings.Cut(path, " -> "); ok {
+			path = to
+		}
+		listed[path] = true
+	}
+	var ev []Located
+	var names []string
+	calls := map[string]Located{}
+	for _, e := range s.Events {
+		switch pl := e.Payload.(type) {
+		case *trajectory.ToolCall:
+			if path := inputPath(pl.Input); path != "" && listedPath(listed, path) {
+				calls[pl.ToolUseID] = e
+			}
+		case *trajectory.ToolFailure:
+			if c, ok := calls[pl.ToolUseID]; ok && pl.ErrorCode == "ENOENT" {
+				ev = append(ev, c, e)
+				names = append(names, fmt.Sprintf("%s %s (turn %d)", pl.Tool, inputPath(c.Payload.(*trajectory.ToolCall).Input), e.Turn))
+			}
+		}
+	}
+	if len(ev) == 0 {
+		return nil
+	}
+	f := d.finding(s, fmt.Sprintf("the system prompt's frozen git status lists files that are gone: %s failed with ENOENT; the model acted on the frozen snapshot",
+		strings.Join(names, ", ")), append(ev, at)...)
+	f.ToolUseID = trajectory.ToolUseIDOf(ev[0].Payload)
+	f.Severity = SeverityInfo
 	return []Finding{f}
+}
+
+// inputPath returns the file_path or path of a tool input, or "".
+func inputPath(input json.RawMessage) string {
+	var in struct {
+		FilePath string `json:"file_path"`
+		Path     string `json:"path"`
+	}
+	if json.Unmarshal(input, &in) != nil {
+		return ""
+	}
+	if in.FilePath != "" {
+		return in.FilePath
+	}
+	return in.Path
+}
+
+// listedPath reports whether path, relative or absolute, is one of the
+// snapshot's workspace-relative paths.
+func listedPath(listed map[string]bool, path string) bool {
+	path = strings.TrimPrefix(path, "./")
+	if listed[path] {
+		return true
+	}
+	for p := range listed {
+		if strings.HasSuffix(path, "/"+p) {
+			return true
+		}
+	}
+	return false
 }
 
 // gitStatusIn returns the git status lines of the first block after a

@@ -227,3 +227,39 @@ func catalogDetector(t *testing.T, id string) Detector {
 	}
 	return ds[0]
 }
+
+// A read of a file the frozen git status lists, failing with ENOENT, is
+// an info finding at the call; a file the snapshot lists as deleted, or
+// one it does not list, is not.
+func TestStaleSnapshotReportsACallOnAListedFileThatIsGone(t *testing.T) {
+	start := &trajectory.SessionStart{SystemPrompt: "Agent.\n\ngit status at start:\n?? notes.txt\n D old.go\n"}
+	read := func(id, path string) *trajectory.ToolCall {
+		return &trajectory.ToolCall{ToolRef: trajectory.ToolRef{ToolUseID: id, Tool: "read"}, Input: []byte(`{"file_path":"` + path + `"}`)}
+	}
+	enoent := func(id string) *trajectory.ToolFailure {
+		return &trajectory.ToolFailure{ToolRef: trajectory.ToolRef{ToolUseID: id, Tool: "read"}, FailureKind: trajectory.FailureToolError, ErrorCode: "ENOENT"}
+	}
+	for _, tc := range []struct {
+		name  string
+		s     *Session
+		lines []int
+	}{
+		{"A listed file read by its absolute path and gone is found at the call, the failure and the snapshot.", session(start, read("t1", "/ws/notes.txt"), enoent("t1")), []int{2, 3, 1}},
+		{"A file the snapshot lists as deleted is expected to be gone.", session(start, read("t1", "old.go"), enoent("t1")), nil},
+		{"A file the snapshot does not list says nothing about it.", session(start, read("t1", "other.txt"), enoent("t1")), nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := catalogDetector(t, "stale_snapshot")
+			got := d.Session(tc.s, Settings(nil).params(d))
+			if tc.lines == nil {
+				if len(got) != 0 {
+					t.Errorf("findings %+v, want none", got)
+				}
+				return
+			}
+			if len(got) != 1 || got[0].Severity != SeverityInfo || got[0].ToolUseID != "t1" || !slices.Equal(lines(got[0]), tc.lines) {
+				t.Errorf("findings %+v, want one info about t1 at lines %v", got, tc.lines)
+			}
+		})
+	}
+}
