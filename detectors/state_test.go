@@ -263,3 +263,24 @@ func TestStaleSnapshotReportsACallOnAListedFileThatIsGone(t *testing.T) {
 		})
 	}
 }
+
+// The parsers of prompt and result text never panic, and what they return
+// holds: snapshot lines are git status lines, and a block that holds the
+// text is judged without a panic whatever tags surround it.
+func FuzzStateParsers(f *testing.F) {
+	f.Add("Agent.\ngit status:\n M a.go\n?? b\n", "<harness-reminder>x</harness-reminder>", "x")
+	f.Add("gitStatus\n\n R  a -> b\n", "<system-reminder a='1'>x", "x")
+	f.Add("", "<<>></>x<", "<")
+	f.Fuzz(func(t *testing.T, prompt, block, text string) {
+		lines, _ := gitStatusIn(prompt)
+		for _, l := range append(lines, statusLines(prompt)...) {
+			if !statusLine.MatchString(l) {
+				t.Fatalf("%q is not a git status line", l)
+			}
+		}
+		_ = describeStatus(lines)
+		if text != "" && strings.Contains(block, text) {
+			_ = labelled(block, text)
+		}
+	})
+}
