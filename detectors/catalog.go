@@ -183,7 +183,7 @@ var catalog = []Detector{
 	&goDetector{check: pendingAsMissing, reads: []trajectory.EventType{trajectory.TypeSessionStart, trajectory.TypeModelRequest, trajectory.TypeToolFailure, trajectory.TypeToolSuccess, trajectory.TypeToolResult}, info: Info{
 		ID: "pending_as_missing", Severity: SeverityWarning, Title: "a tool of a server still connecting was reported as missing",
 		About: "A call to a tool that is not in session_start's catalog was answered not_found with an error_code other " +
-			"than pending (and a result text that does not say its server is connecting), while the request before it " +
+			"than pending or not_loaded (and a result text that does not say its server is connecting or that it is not loaded), while the request before it " +
 			"lists the tool's MCP server in pending_sources, or, for trajectories without pending_sources, the tool was " +
 			"there later in the session (a request offered it or a call to it succeeded). The server was still " +
 			"connecting and the model was told the tool does not exist, so it stops looking for it (F12).",

@@ -17,9 +17,11 @@ import (
 // server in pending_sources (observed: the server was connecting), or,
 // for trajectories without pending_sources, the tool is there later in
 // the session after all: a model_request offers it or a call to it
-// succeeds (inferred: its server connected late). The tool_result's text
-// saying "connecting" or "not available yet" also counts as the honest
-// answer, for harnesses that use other codes. A tool's server is the
+// succeeds (inferred: its server connected late). An answer that the
+// tool exists is honest: the error_code not_loaded (a late server's tool
+// is registered as deferred, so a call before tool_search loads it gets
+// that), or a tool_result text saying "connecting", "not available yet"
+// or "not loaded", for harnesses that use other codes. A tool's server is the
 // part of an mcp__<server>__<tool> name before the second "__".
 //
 // A deferred tool of the catalog answered not_loaded is the deferred-tool
@@ -38,7 +40,7 @@ func pendingAsMissing(d *goDetector, s *Session, _ Params) []Finding {
 				known[t.Name] = true
 			}
 		case *trajectory.ToolFailure:
-			if pl.FailureKind != trajectory.FailureNotFound || pl.ErrorCode == "pending" || known[pl.Tool] {
+			if pl.FailureKind != trajectory.FailureNotFound || pl.ErrorCode == "pending" || pl.ErrorCode == "not_loaded" || known[pl.Tool] {
 				continue
 			}
 			ev := []Located{e}
@@ -48,7 +50,7 @@ func pendingAsMissing(d *goDetector, s *Session, _ Params) []Finding {
 			}
 			if r, ok := toolResultOf(s, i+1, pl.ToolUseID); ok {
 				text := strings.ToLower(r.Payload.(*trajectory.ToolResult).Text)
-				if strings.Contains(text, "connecting") || strings.Contains(text, "not available yet") {
+				if strings.Contains(text, "connecting") || strings.Contains(text, "not available yet") || strings.Contains(text, "not loaded") {
 					continue
 				}
 				ev = append(ev, r)

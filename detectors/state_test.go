@@ -203,6 +203,7 @@ func TestPendingAsMissingLeavesHonestAnswersAndMadeUpToolsAlone(t *testing.T) {
 		{"A result text saying the server is connecting is the honest answer too.", session(start, fail("mcp__notes__echo", ""),
 			&trajectory.ToolResult{ToolRef: trajectory.ToolRef{ToolUseID: "t1", Tool: "mcp__notes__echo"}, Text: "MCP servers notes are still connecting."}, offer("mcp__notes__echo")), 0},
 		{"A deferred tool of the starting catalog answered not_loaded is the deferred path.", session(start, fail("mcp__gh__issues", "not_loaded"), offer("read", "mcp__gh__issues")), 0},
+		{"A late server's tool answered not_loaded was told it exists.", session(start, fail("mcp__notes__echo", "not_loaded"), offer("read", "mcp__notes__echo")), 0},
 		{"A made-up tool that never shows up is not pending.", session(start, fail("read_file", "unknown_tool"), offer("read")), 0},
 		{"A tool of a server the request lists as pending, answered unknown_tool, is found even if it never shows up.",
 			session(start, &trajectory.ModelRequest{ToolNames: []string{"read"}, PendingSources: []string{"my notes"}}, fail("mcp__my_notes__echo", "unknown_tool")), 1},
