@@ -17,6 +17,17 @@ const staleRechecksDefault = 2
 // letters, a space, the path.
 var statusLine = regexp.MustCompile(`^([ MTADRCU?!]{2}) (\S.*)$`)
 
+// trimmedStatusLine is a status line as a prompt may render it, its
+// leading blank trimmed: one or two letters and a path without blanks.
+var trimmedStatusLine = regexp.MustCompile(`^([MTADRCU?!]{1,2}) (\S+)$`)
+
+// snapshotWindow is how many lines after the header the snapshot's status
+// lines (or its clean marker) may start within.
+const snapshotWindow = 40
+
+// cleanMarkers say a snapshot's tree is clean.
+var cleanMarkers = []string{"(clean)", "working tree clean", "nothing to commit"}
+
 // shortStatus matches a bash command that is a git status in the short
 // or porcelain format, whose output statusLine reads.
 var shortStatus = regexp.MustCompile(`^\s*git\s+status\b.*(\s-s\b|\s--short\b|\s--porcelain\b)`)
@@ -28,10 +39,10 @@ var shortStatus = regexp.MustCompile(`^\s*git\s+status\b.*(\s-s\b|\s--short\b|\s
 // each time: it kept checking a live state that contradicts the frozen
 // one instead of trusting either.
 //
-// The snapshot is the first block of git status lines (two status
-// letters, a space, a path) after a line that names git status, in
-// session_start's system_prompt or else the first request's system; a
-// header followed by no such lines is a clean snapshot. Only git status
+// The snapshot is the first block of git status lines (status letters, a
+// space, a path; see gitStatusIn) after a line that names git status, in
+// session_start's system_prompt or else the first request's system, or a
+// clean marker such as "(clean)" there. Only git status
 // -s/--short/--porcelain results are compared, as sets of lines. A call
 // on a file the snapshot lists that fails with ENOENT is reported at info
 // (missingSnapshotFiles). The workspace_snapshot event is a blob
@@ -99,12 +110,11 @@ func staleSnapshot(d *goDetector, s *Session, p Params) []Finding {
 // told it the truth, so this is worth knowing rather than a defect.
 func missingSnapshotFiles(d *goDetector, s *Session, snap []string, at Located) []Finding {
 	listed := map[string]bool{}
-	for _, l := range snap {
-		m := statusLine.FindStringSubmatch(l)
-		if strings.Contains(m[1], "D") {
+	for _, e := range snap {
+		code, path, _ := strings.Cut(e, " ")
+		if strings.Contains(code, "D") {
 			continue
 		}
-		path := m[2]
 		if _, to, ok := strings.Cut(path, " -> "); ok {
 			path = to
 		}
@@ -166,8 +176,11 @@ func listedPath(listed map[string]bool, path string) bool {
 	return false
 }
 
-// gitStatusIn returns the git status lines of the first block after a
-// line naming git status in prompt, sorted, and whether there is one.
+// gitStatusIn returns the status entries of the first block of status
+// lines within snapshotWindow lines after a line naming git status in
+// prompt, sorted, and whether there is a snapshot: a block, or a clean
+// marker before any block. A header with neither is no snapshot (not
+// observable), never a clean one.
 func gitStatusIn(prompt string) ([]string, bool) {
 	lines := strings.Split(prompt, "\n")
 	for i, l := range lines {
@@ -176,44 +189,66 @@ func gitStatusIn(prompt string) ([]string, bool) {
 			continue
 		}
 		var out []string
-		for _, l := range lines[i+1:] {
-			if statusLine.MatchString(strings.TrimRight(l, "\r")) {
-				out = append(out, strings.TrimRight(l, "\r"))
-			} else if len(out) > 0 || strings.TrimSpace(l) != "" && !strings.HasPrefix(strings.TrimSpace(l), "#") {
+		for _, l := range lines[i+1 : min(len(lines), i+1+snapshotWindow)] {
+			l = strings.TrimRight(l, "\r")
+			if e, ok := statusEntry(l); ok {
+				out = append(out, e)
+				continue
+			}
+			if len(out) > 0 {
 				break
+			}
+			low := strings.ToLower(l)
+			if slices.ContainsFunc(cleanMarkers, func(m string) bool { return strings.Contains(low, m) }) {
+				return nil, true
 			}
 		}
 		slices.Sort(out)
-		return out, true
+		return out, len(out) > 0
 	}
 	return nil, false
 }
 
-// statusLines returns the git status lines of a result, sorted; branch
-// headers (##) and anything else are left out.
+// statusEntry reads one status line, in the porcelain form or trimmed,
+// as its status letters (blanks dropped), a space and its path, so that
+// " M a.go" and "M a.go" are the same entry.
+func statusEntry(l string) (string, bool) {
+	m := statusLine.FindStringSubmatch(l)
+	if m == nil {
+		m = trimmedStatusLine.FindStringSubmatch(l)
+	}
+	// Two blanks are no status: git lists only changed paths.
+	if m == nil || strings.HasPrefix(l, "##") || strings.TrimSpace(m[1]) == "" || strings.TrimSpace(m[2]) == "" {
+		return "", false
+	}
+	return strings.TrimSpace(m[1]) + " " + strings.TrimSpace(m[2]), true
+}
+
+// statusLines returns the status entries of a git status result, sorted;
+// branch headers (##) and anything else are left out.
 func statusLines(text string) []string {
 	var out []string
 	for _, l := range strings.Split(text, "\n") {
-		l = strings.TrimRight(l, "\r")
-		if statusLine.MatchString(l) && !strings.HasPrefix(l, "##") {
-			out = append(out, l)
+		if e, ok := statusEntry(strings.TrimRight(l, "\r")); ok {
+			out = append(out, e)
 		}
 	}
 	slices.Sort(out)
 	return out
 }
 
-// describeStatus renders a set of status lines for a message.
-func describeStatus(lines []string) string {
-	if len(lines) == 0 {
+// describeStatus renders a set of status entries for a message.
+func describeStatus(entries []string) string {
+	if len(entries) == 0 {
 		return "a clean tree"
 	}
 	var paths []string
-	for _, l := range lines {
-		paths = append(paths, statusLine.FindStringSubmatch(l)[2])
+	for _, e := range entries {
+		_, path, _ := strings.Cut(e, " ")
+		paths = append(paths, path)
 	}
 	if len(paths) > 3 {
 		paths = append(paths[:3], "…")
 	}
-	return fmt.Sprintf("%d changed paths (%s)", len(lines), strings.Join(paths, ", "))
+	return fmt.Sprintf("%d changed paths (%s)", len(entries), strings.Join(paths, ", "))
 }

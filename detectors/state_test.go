@@ -135,8 +135,10 @@ func TestGitStatusInReadsTheSnapshotBlockAfterItsHeader(t *testing.T) {
 		want         []string
 		have         bool
 	}{
-		{"Lines after a git status header are the snapshot, sorted.", "Intro.\n\ngitStatus:\n?? b.txt\n M a.go\n\nMore.", []string{" M a.go", "?? b.txt"}, true},
-		{"A header followed by prose is a clean snapshot.", "git status at start:\n(clean)\n", nil, true},
+		{"Lines after a git status header are the snapshot, sorted, the blanks of their letters dropped.", "Intro.\n\ngitStatus:\n?? b.txt\n M a.go\n\nMore.", []string{"?? b.txt", "M a.go"}, true},
+		{"A snapshot after other lines, as Claude Code renders it, is found.", "gitStatus: a snapshot in time.\nCurrent branch: main\n\nStatus:\nM src/app.go\nD old.go\n\nRecent commits:\nabc123 Fix", []string{"D old.go", "M src/app.go"}, true},
+		{"A clean marker is a clean snapshot.", "git status at start:\nStatus:\n(clean)\n", nil, true},
+		{"A header with neither status lines nor a clean marker is no snapshot.", "gitStatus: see below.\nCurrent branch: main\n", nil, false},
 		{"A prompt without a header has no snapshot.", "You are an agent.\n M a.go", nil, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -266,8 +268,9 @@ func TestStaleSnapshotReportsACallOnAListedFileThatIsGone(t *testing.T) {
 }
 
 // The parsers of prompt and result text never panic, and what they return
-// holds: snapshot lines are git status lines, and a block that holds the
-// text is judged without a panic whatever tags surround it.
+// holds: snapshot entries are status letters, a space and a path, and a
+// block that holds the text is judged without a panic whatever tags
+// surround it.
 func FuzzStateParsers(f *testing.F) {
 	f.Add("Agent.\ngit status:\n M a.go\n?? b\n", "<harness-reminder>x</harness-reminder>", "x")
 	f.Add("gitStatus\n\n R  a -> b\n", "<system-reminder a='1'>x", "x")
@@ -275,8 +278,9 @@ func FuzzStateParsers(f *testing.F) {
 	f.Fuzz(func(t *testing.T, prompt, block, text string) {
 		lines, _ := gitStatusIn(prompt)
 		for _, l := range append(lines, statusLines(prompt)...) {
-			if !statusLine.MatchString(l) {
-				t.Fatalf("%q is not a git status line", l)
+			code, path, ok := strings.Cut(l, " ")
+			if !ok || code == "" || strings.Trim(code, "MTADRCU?!") != "" || strings.TrimSpace(path) == "" {
+				t.Fatalf("%q is not a status entry (letters, a space, a path)", l)
 			}
 		}
 		_ = describeStatus(lines)
