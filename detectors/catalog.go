@@ -186,7 +186,8 @@ var catalog = []Detector{
 			"than pending or not_loaded (and a result text that does not say its server is connecting or that it is not loaded), while the request before it " +
 			"lists the tool's MCP server in pending_sources, or, for trajectories without pending_sources, the tool was " +
 			"there later in the session (a request offered it or a call to it succeeded). The server was still " +
-			"connecting and the model was told the tool does not exist, so it stops looking for it (F12).",
+			"connecting and the model was told the tool does not exist, so it stops looking for it (F12). An error when " +
+			"pending_sources shows the server connecting, a warning when the late arrival is what shows it.",
 		Seed:     "§13.12, §12.4",
 		NextStep: "Answer a call to a tool of a server still connecting with a pending failure that names the server and says to retry, not with \"does not exist\" (seed §12.4, §13.12).",
 	}},

@@ -80,9 +80,10 @@
 //     that describes a catalog tool otherwise (warning), or sessions of
 //     one harness version that disagree, with how much the shorter
 //     description lost (§13.11).
-//   - pending_as_missing (warning): a tool not in the starting catalog,
-//     answered not_found as unknown, that a later request offered: its MCP
-//     server was still connecting (§13.12, §12.4).
+//   - pending_as_missing (warning; error when the request's
+//     pending_sources names the server): a tool not in the starting
+//     catalog, answered not_found as unknown, while its MCP server was
+//     still connecting, or that a later request offered (§13.12, §12.4).
 //
 // Also in the tool layer.
 //

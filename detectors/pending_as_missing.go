@@ -17,11 +17,12 @@ import (
 // server in pending_sources (observed: the server was connecting), or,
 // for trajectories without pending_sources, the tool is there later in
 // the session after all: a model_request offers it or a call to it
-// succeeds (inferred: its server connected late). An answer that the
-// tool exists is honest: the error_code not_loaded (a late server's tool
-// is registered as deferred, so a call before tool_search loads it gets
-// that), or a tool_result text saying "connecting", "not available yet"
-// or "not loaded", for harnesses that use other codes. A tool's server is the
+// succeeds (inferred: its server connected late). The observed case is
+// an error, the inferred one a warning. An answer that the tool exists is
+// honest: the error_code not_loaded (a late server's tool is registered
+// as deferred, so a call before tool_search loads it gets that), or a
+// tool_result text saying "connecting", "not available yet" or "not
+// loaded", for harnesses that use other codes. A tool's server is the
 // part of an mcp__<server>__<tool> name before the second "__".
 //
 // A deferred tool of the catalog answered not_loaded is the deferred-tool
@@ -55,9 +56,9 @@ func pendingAsMissing(d *goDetector, s *Session, _ Params) []Finding {
 				}
 				ev = append(ev, r)
 			}
-			var msg string
+			msg, severity := "", d.info.Severity
 			if server, ok := pendingServer(req, pl.Tool); ok {
-				ev = append(ev, req)
+				ev, severity = append(ev, req), SeverityError
 				msg = fmt.Sprintf("%s was answered %s at turn %d while its MCP server %s was still connecting (the request of turn %d lists it in pending_sources): the model was told the tool does not exist",
 					pl.Tool, told, e.Turn, server, req.Turn)
 			} else {
@@ -70,6 +71,7 @@ func pendingAsMissing(d *goDetector, s *Session, _ Params) []Finding {
 					pl.Tool, told, e.Turn, how, later.Turn)
 			}
 			f := d.finding(s, msg, ev...)
+			f.Severity = severity
 			f.ToolUseID = pl.ToolUseID
 			out = append(out, f)
 		}

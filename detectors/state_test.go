@@ -214,8 +214,15 @@ func TestPendingAsMissingLeavesHonestAnswersAndMadeUpToolsAlone(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d := catalogDetector(t, "pending_as_missing")
-			if got := d.Session(tc.s, Settings(nil).params(d)); len(got) != tc.want {
-				t.Errorf("%d findings, want %d: %+v", len(got), tc.want, got)
+			got := d.Session(tc.s, Settings(nil).params(d))
+			if len(got) != tc.want {
+				t.Fatalf("%d findings, want %d: %+v", len(got), tc.want, got)
+			}
+			for _, f := range got {
+				observed := tc.s.Events[1].Type() == trajectory.TypeModelRequest
+				if want := map[bool]Severity{true: SeverityError, false: SeverityWarning}[observed]; f.Severity != want {
+					t.Errorf("severity %s, want %s (observed pending: %v)", f.Severity, want, observed)
+				}
 			}
 		})
 	}
