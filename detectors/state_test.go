@@ -296,3 +296,38 @@ func FuzzStateParsers(f *testing.F) {
 		}
 	})
 }
+
+func TestCacheBreakerTellsBreakersFromTheRuntimesOwnChanges(t *testing.T) {
+	req := func(system, tools string, names []string, msgs ...string) *trajectory.ModelRequest {
+		return &trajectory.ModelRequest{SystemHash: system, ToolsHash: tools, ToolNames: names, MessageHashes: msgs}
+	}
+	base := []string{"read", "bash"}
+	drop := &trajectory.Compaction{Strategy: trajectory.CompactDrop}
+	for _, tc := range []struct {
+		name  string
+		s     *Session
+		lines [][]int
+	}{
+		{"Requests that only append messages break nothing.", session(req("s1", "t1", base, "m1"), req("s1", "t1", base, "m1", "m2")), nil},
+		{"A changed system prompt is found at the request and the one before.", session(req("s1", "t1", base, "m1"), req("s2", "t1", base, "m1", "m2")), [][]int{{2, 1}}},
+		{"A deferred tool appended at the end is the runtime's design.", session(req("s1", "t1", base, "m1"), req("s1", "t2", append(base, "mcp__x__y"), "m1", "m2")), nil},
+		{"Tools sent in another order are found.", session(req("s1", "t1", base, "m1"), req("s1", "t2", []string{"bash", "read"}, "m1", "m2")), [][]int{{2, 1}}},
+		{"A message already sent that changed with no compaction is found.", session(req("s1", "t1", base, "m1", "m2"), req("s1", "t1", base, "m1", "m2x", "m3")), [][]int{{2, 1}}},
+		{"A compaction between rewrites messages legitimately.", session(req("s1", "t1", base, "m1", "m2"), drop, req("s1", "t1", base, "m1", "m2x", "m3")), nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := catalogDetector(t, "cache_breaker")
+			got := d.Session(tc.s, Settings(nil).params(d))
+			var ls [][]int
+			for _, f := range got {
+				ls = append(ls, lines(f))
+				if f.Severity != SeverityWarning {
+					t.Errorf("severity %s, want warning", f.Severity)
+				}
+			}
+			if !slices.EqualFunc(ls, tc.lines, slices.Equal[[]int]) {
+				t.Errorf("findings at %v, want %v: %+v", ls, tc.lines, got)
+			}
+		})
+	}
+}
