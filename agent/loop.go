@@ -291,7 +291,13 @@ func (s *session) ask(ctx context.Context) (llm.Response, error) {
 	if b, err := json.Marshal(req); err == nil {
 		size = len(b)
 	}
-	s.emit(llm.RequestEvent(req, s.prev, size, s.cfg.Stream))
+	ev := llm.RequestEvent(req, s.prev, size, s.cfg.Stream)
+	if s.reg != nil {
+		// Record which MCP servers are still connecting, so that a
+		// detector can tell "not here yet" from "does not exist" (§13.12).
+		ev.PendingSources = s.reg.Pending()
+	}
+	s.emit(ev)
 	s.prev = &req
 	started, attempts := s.clock(), s.cfg.Retries.count()
 	var resp llm.Response

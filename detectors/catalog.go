@@ -290,6 +290,74 @@ var catalog = []Detector{
 		Seed:     "§4.4, §9, §2.2, §13.10",
 		NextStep: "Find what every turn re-sends (reminders not deduplicated or capped, results that repeat earlier ones, whole files read again) and stop it; compact before the window, at a share of it, not when a request fails (seed §4.4, §9, §13.10).",
 	}},
+	&goDetector{check: staleSnapshot, reads: []trajectory.EventType{trajectory.TypeSessionStart, trajectory.TypeModelRequest, trajectory.TypeToolCall, trajectory.TypeToolSuccess, trajectory.TypeToolFailure, trajectory.TypeToolResult}, info: Info{
+		ID: "stale_snapshot", Severity: SeverityWarning, Title: "the system prompt's frozen git status contradicts the live one, and the model keeps checking",
+		About: "The system prompt (session_start.system_prompt, else the first request's system) carries a git status " +
+			"frozen at the start (git status lines after a line naming git status); a git status -s/--short/--porcelain " +
+			"the model ran returned other lines, and it ran the same command min_rechecks more times with the same " +
+			"answer: two sources of truth disagree and the model cannot tell which is live (F9). At info: a call on a file " +
+			"the snapshot lists that failed with ENOENT (the model acted on the frozen snapshot). Only git status is " +
+			"compared: the workspace_snapshot event is a blob reference, and other file listings in the prompt are not judged.",
+		Thresholds: []Threshold{{Name: "min_rechecks", Default: staleRechecksDefault, Count: true,
+			Doc: "git status runs after the first one that contradicted the snapshot, each with the same answer"}},
+		Seed:     "§13.9, §10.6, §3.5",
+		NextStep: "Keep the snapshot frozen (it is the cached prefix) but send the live git status in a reminder on the user side, marked as current, whenever it changes (seed §13.9, §10.6).",
+	}},
+	&goDetector{check: phantomUserMessage, reads: []trajectory.EventType{trajectory.TypeReminder, trajectory.TypeModelRequest, trajectory.TypeCompaction}, info: Info{
+		ID: "phantom_user_message", Severity: SeverityWarning, Title: "harness text the model may take for the user's",
+		About: "A reminder with the user role reached the model without a harness label around it (a tag such as " +
+			"<harness-reminder> or <system-reminder>), or was injected again while the first is still in the context " +
+			"(the same dedup_key, or the same text when it has none; only a compaction that removed or summarised " +
+			"messages clears it), or more than max_per_kind reminders of one kind were injected in one session. The " +
+			"model reads each as the user speaking, and comes to replay requests the user never made (F10). A " +
+			"reminder whose text the next request does not carry is not judged for its label.",
+		Thresholds: []Threshold{{Name: "max_per_kind", Default: reminderCapDefault, Count: true,
+			Doc: "reminders of one kind in a session; the runtime's own cap is 3"}},
+		Seed:     "§13.10",
+		NextStep: "Deduplicate reminders by key, cap each kind per session, and wrap each one in a harness tag the system prompt explains (seed §13.10).",
+	}},
+	&sqlDetector{file: "definition_drift.sql", info: Info{
+		ID: "definition_drift", Severity: SeverityWarning, Title: "one tool with two definitions",
+		About: "Within a session, the catalog names one tool twice with different definition_hash values (error), or a " +
+			"tool_search result line that is a definition gives a catalog tool another description than session_start's " +
+			"recorded definition (warning: the path that loads a deferred tool built it differently). Across " +
+			"the corpus, sessions of the same harness_version sent one tool with different definitions (warning, " +
+			"corpus-level, citing the sessions of each): two paths build the definition and one changed it, often by " +
+			"dropping most of the description (F11). Where definitions are recorded the message gives the description " +
+			"sizes and the share the shorter one lost. Different harness versions are not compared; a development " +
+			"build reports one version for every commit, so a corpus mixing builds can show a drift that is a release.",
+		Seed:     "§13.11, §3.2",
+		NextStep: "Build every tool definition through one function from one source, and compare the definitions the paths produce in CI (seed §13.11, §9.5).",
+		Corpus:   true,
+	}},
+	&goDetector{check: pendingAsMissing, reads: []trajectory.EventType{trajectory.TypeSessionStart, trajectory.TypeModelRequest, trajectory.TypeToolFailure, trajectory.TypeToolSuccess, trajectory.TypeToolResult}, info: Info{
+		ID: "pending_as_missing", Severity: SeverityWarning, Title: "a tool of a server still connecting was reported as missing",
+		About: "A call to a tool that is not in session_start's catalog was answered not_found with an error_code other " +
+			"than pending or not_loaded (and a result text that does not say its server is connecting or that it is not loaded), while the request before it " +
+			"lists the tool's MCP server in pending_sources, or, for trajectories without pending_sources, the tool was " +
+			"there later in the session (a request offered it or a call to it succeeded). The server was still " +
+			"connecting and the model was told the tool does not exist, so it stops looking for it (F12). An error when " +
+			"pending_sources shows the server connecting, a warning when the late arrival is what shows it.",
+		Seed:     "§13.12, §12.4",
+		NextStep: "Answer a call to a tool of a server still connecting with a pending failure that names the server and says to retry, not with \"does not exist\" (seed §12.4, §13.12).",
+	}},
+	&goDetector{check: cacheBreaker, reads: []trajectory.EventType{trajectory.TypeModelRequest, trajectory.TypeModelResponse, trajectory.TypeCompaction}, info: Info{
+		ID: "cache_breaker", Severity: SeverityWarning, Title: "a byte-stable part of the request prefix changed within a session",
+		About: "Between two requests of a session the system prompt changed (system_hash), the tools changed order, set " +
+			"or bytes (tool_names, tools_hash), or a message already sent changed (message_hashes) with no compaction " +
+			"between: every request after it pays for the whole prefix again. Tools appended at the end (a deferred " +
+			"tool loaded by tool_search, a late MCP server's tools) are the runtime's design and not reported. At " +
+			"info: min_unexplained_drops or more responses whose cache-read share of input tokens fell below " +
+			"min_cache_read_share after reaching it, with no prefix change, no compaction and no gap over cache_ttl_seconds " +
+			"to explain it.",
+		Thresholds: []Threshold{
+			{Name: "min_cache_read_share", Default: cacheWarmShare, Doc: "cache-read tokens over all input tokens (input, cache read, cache creation) of a response at which the cache counts as warm"},
+			{Name: "cache_ttl_seconds", Default: cacheTTLSeconds, Doc: "seconds from a response to the next request after which the provider's cache has expired"},
+			{Name: "min_unexplained_drops", Default: cacheMinDrops, Count: true, Doc: "unexplained cache-read drops in a session before they are reported; one alone is most often the provider evicting the cache"},
+		},
+		Seed:     "§3.5, §10.6",
+		NextStep: "Keep the system prompt and the tool list byte-stable for the session (sorted MCP tools, appended loads, runtime state only in the messages) and never rewrite sent messages outside a compaction (seed §3.5, §10.6).",
+	}},
 }
 
 // endLike reports whether r is a stop reason that means the model finished.

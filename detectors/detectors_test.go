@@ -77,6 +77,11 @@ func TestEveryDetectorFiresOnItsFixtureAndNoneOnTheCleanOne(t *testing.T) {
 		{"A truncated grep whose result is the bare head of its output is an unannounced truncation.", "truncation_unannounced", SeverityWarning, "toolu_big", []int{9, 8}},
 		{"A read a hook redirected, whose result lost the executor's notice, is a silent input change.", "hook_changed_input_silently", SeverityWarning, "toolu_hooked", []int{6, 10}},
 		{"Thirteen requests whose context grows quadratically with no compaction are a context runaway.", "context_runaway", SeverityWarning, "", []int{88, 4, 46}},
+		{"A frozen git status listing two changed paths, contradicted by a clean git status run three times, is a stale snapshot.", "stale_snapshot", SeverityWarning, "toolu_g1", []int{5, 1, 12, 19}},
+		{"A repeated-readonly reminder sent without its harness tag is a phantom user message.", "phantom_user_message", SeverityWarning, "", []int{25, 26}},
+		{"A catalog that defines read twice, with two definition hashes, is definition drift at error.", "definition_drift", SeverityError, "", []int{1}},
+		{"A tool answered unknown_tool and offered two turns later was pending, not missing.", "pending_as_missing", SeverityWarning, "toolu_early", []int{6, 8, 16}},
+		{"A system prompt changed from the third request on breaks the cache, found at that request and the one before.", "cache_breaker", SeverityWarning, "", []int{17, 10}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rep := detect(t, Catalog(), filepath.Join("testdata", "fire", tc.id+".jsonl"))

@@ -98,6 +98,30 @@
 //   - low_yield_spin (warning): the same calls returning the same single
 //     number min_turns turns in a row, nothing written or said, and the
 //     defense did not act (§13.8).
+//   - stale_snapshot (warning): the system prompt's frozen git status
+//     disagrees with a git status the model ran, and it ran it again
+//     min_rechecks (2) times with the same answer; info for a call on a
+//     file the snapshot lists that failed with ENOENT (§13.9, §10.6).
+//   - phantom_user_message (warning): a user-role reminder without a
+//     harness label, one injected again while still in the context, or
+//     more than max_per_kind (3) of one kind in a session (§13.10).
+//   - definition_drift (error within a session, warning across a corpus):
+//     one tool with two definitions in one catalog, a tool_search result
+//     that describes a catalog tool otherwise (warning), or sessions of
+//     one harness version that disagree, with how much the shorter
+//     description lost (§13.11).
+//   - pending_as_missing (warning; error when the request's
+//     pending_sources names the server): a tool not in the starting
+//     catalog, answered not_found as unknown, while its MCP server was
+//     still connecting, or that a later request offered (§13.12, §12.4).
+//
+// Also in the tool layer.
+//
+//   - cache_breaker (warning; info for 2+ unexplained cache-read drops): the
+//     system prompt, the tools' order, set or bytes, or a message already
+//     sent changed between two requests of a session; tools appended at
+//     the end (a deferred tool loaded) and compactions are not breakers
+//     (§3.5).
 //
 // # Thresholds
 //

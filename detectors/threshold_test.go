@@ -75,6 +75,8 @@ func TestSettingsChangeWhatTheDetectorsFind(t *testing.T) {
 		{"A steady rise with min_trend above 1 is never steady enough.", "context_runaway", Settings{"context_runaway": {"min_trend": 1.01}}, 0},
 		{"107400 tokens in a 120000-token window, over its 0.8 share with no compaction, add a window finding.", "context_runaway", Settings{"context_runaway": {"window_tokens": 120000}}, 2},
 		{"The same window with window_share 0.95 is not approached.", "context_runaway", Settings{"context_runaway": {"window_tokens": 120000, "window_share": 0.95}}, 1},
+		{"Two rechecks of a git status that contradicts the snapshot are not enough with min_rechecks 3.", "stale_snapshot", Settings{"stale_snapshot": {"min_rechecks": 3}}, 0},
+		{"With max_per_kind 0 the one unlabelled reminder is also over the cap.", "phantom_user_message", Settings{"phantom_user_message": {"max_per_kind": 0}}, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ds, err := Select([]string{tc.id}, nil)

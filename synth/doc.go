@@ -156,4 +156,20 @@
 // Like the executor, synth tells the model about a truncated output (its
 // size and the spill's path) and about an input a hook rewrote (a notice
 // before the result); the plants above remove exactly that.
+//   - phantom_user_message: a "continue" reminder is injected before the
+//     request of turn 2 and its text added to that request's last user
+//     message with no harness tag (the message's hash recomputed; at the
+//     reminder).
+//   - definition_drift: session_start's catalog gets a second definition
+//     (another definition_hash) of its first tool (at session_start,
+//     error). The corpus-level part, sessions of one harness version
+//     disagreeing, is tested with a corpus fixture instead: a plant would
+//     have to change every later session.
+//   - cache_breaker: the system prompt changes from the second request on
+//     (system_hash; the new text in that request's system; at that
+//     request).
+//   - stale_snapshot and pending_as_missing are not planted: synth's system
+//     prompt holds no git status and its bash results are canned, and its
+//     MCP server is connected from the start (its tools are deferred tools
+//     of the catalog), so no session has a place for either.
 package synth

@@ -25,6 +25,7 @@ var Faults = []string{
 	"denial_loop", "unbounded_label",
 	"decision_counted_as_trigger", "spill_read_loop", "prefix_collapse_risk", "low_yield_spin",
 	"empty_output_unexplained", "truncation_unannounced", "hook_changed_input_silently", "context_runaway",
+	"phantom_user_message", "definition_drift", "cache_breaker",
 }
 
 // ErrFaultNotPlanted is wrapped by Write's error when a requested fault
@@ -114,6 +115,9 @@ var planters = map[string]planter{
 	"truncation_unannounced":      plantUnannouncedTruncation,
 	"hook_changed_input_silently": plantSilentInputChange,
 	"context_runaway":             plantContextRunaway,
+	"phantom_user_message":        plantPhantomUserMessage,
+	"definition_drift":            plantDefinitionDrift,
+	"cache_breaker":               plantCacheBreaker,
 }
 
 // plant decodes a generated session, plants fault in it and encodes it

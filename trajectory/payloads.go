@@ -254,6 +254,11 @@ type ModelRequest struct {
 	NewMessages []Message `json:"new_messages"`
 	MaxTokens   int       `json:"max_tokens,omitempty"`
 	Stream      bool      `json:"stream,omitempty"`
+	// PendingSources names the tool sources (MCP servers) still connecting
+	// when the request was built: their tools are "not here yet", which is
+	// not "they do not exist" (seed §12.4, §13.12). Optional; absent when
+	// none is pending or the harness does not say.
+	PendingSources []string `json:"pending_sources,omitempty"`
 }
 
 // EventType implements Payload.
@@ -286,6 +291,9 @@ func (p *ModelRequest) validate(c *checks) {
 		c.nestedAt("new_messages", i, p.NewMessages[i].validate)
 	}
 	c.nonNegative("max_tokens", float64(p.MaxTokens))
+	for i, n := range p.PendingSources {
+		c.nonEmpty(indexed("pending_sources", i), n)
+	}
 }
 
 // Usage counts tokens. InputTokens excludes the cache reads and writes.

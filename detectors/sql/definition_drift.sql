@@ -1,0 +1,98 @@
+-- definition_drift: one tool with two definitions (seed §13.11, F11).
+-- Within a session: session_start's catalog names one tool twice with
+-- different definition_hash values (error: the model is given two
+-- definitions of one name); or a tool_search result line that is a
+-- definition (a JSON object with a name and a description) gives a
+-- catalog tool another description than session_start's recorded
+-- definition (warning: the path that loads a deferred tool built it
+-- differently from the catalog's). Across the corpus: sessions of the same
+-- harness_version sent the same tool with different definitions
+-- (warning, corpus-level: one of two paths that build a definition
+-- changed it, and the sessions that got each are cited). Where the
+-- definitions were recorded, the message gives the description sizes
+-- and how much the shorter one lost. A session holding a name twice is
+-- reported on its own and does not count for the corpus part; sessions
+-- of different harness versions are not compared (a release may change a
+-- definition on purpose).
+WITH tools AS (
+    SELECT s.session, s.file, s.line, s.seq, s.ts, s.harness_version,
+           t.name, t.definition_hash AS hash,
+           json_extract_string(t.definition, '$.description') AS description,
+           length(json_extract_string(t.definition, '$.description')) AS desc_bytes
+    FROM raw_session_start s,
+         unnest(from_json(s.tools, '[{"name":"VARCHAR","definition_hash":"VARCHAR","definition":"JSON"}]')) AS u(t)
+), result_lines AS (
+    -- Only lines that are JSON objects are parsed: CASE keeps the JSON
+    -- functions away from the prose lines around them.
+    SELECT r.session, r.turn, r.tool_use_id, r.file, r.line, r.seq,
+           CASE WHEN starts_with(d.def, '{') AND json_valid(d.def) THEN d.def END AS def
+    FROM raw_tool_result r, unnest(string_split(r.text, chr(10))) AS d(def)
+    WHERE r.tool = 'tool_search'
+), searched AS (
+    SELECT session, turn, tool_use_id, file, line, seq,
+           json_extract_string(def, '$.name') AS name,
+           json_extract_string(def, '$.description') AS description
+    FROM result_lines
+    WHERE def IS NOT NULL AND json_extract_string(def, '$.description') IS NOT NULL
+), loaded AS (
+    SELECT q.*, t.file AS start_file, t.line AS start_line, t.seq AS start_seq,
+           length(t.description) AS catalog_bytes, length(q.description) AS loaded_bytes
+    FROM searched q JOIN tools t USING (session, name)
+    WHERE t.description IS NOT NULL AND t.description <> q.description
+), dup AS (
+    SELECT session, name, min(file) AS file, min(line) AS line, min(seq) AS seq,
+           count(DISTINCT hash) AS hashes, string_agg(DISTINCT hash, ', ') AS list
+    FROM tools
+    GROUP BY session, name
+    HAVING count(DISTINCT hash) >= 2
+), single AS (
+    SELECT t.* FROM tools t ANTI JOIN dup d USING (session, name)
+), per_hash AS (
+    SELECT harness_version, name, hash, count(*) AS n, min(ts) AS first_ts,
+           arg_min(session, ts) AS first_session, arg_min(file, ts) AS file,
+           arg_min(line, ts) AS line, arg_min(seq, ts) AS seq, max(desc_bytes) AS desc_bytes,
+           list(session ORDER BY ts) AS sessions
+    FROM single
+    GROUP BY harness_version, name, hash
+), drift AS (
+    -- The definition fewer sessions hold comes first (then the later
+    -- one): it is the odd one a person should open.
+    SELECT harness_version, name, count(*) AS defs, sum(n) AS total,
+           min(desc_bytes) AS shortest, max(desc_bytes) AS longest,
+           string_agg(format('{} in {} session(s){}', hash, n,
+                             CASE WHEN desc_bytes IS NULL THEN '' ELSE format(' (description {} bytes)', desc_bytes) END),
+                      '; ' ORDER BY n, first_ts DESC) AS summary,
+           arg_min(first_session, (n, -epoch(first_ts))) AS session,
+           to_json(list({'file': file, 'line': line, 'seq': seq, 'type': 'session_start'} ORDER BY n, first_ts DESC)) AS evidence,
+           to_json(flatten(list(sessions ORDER BY n, first_ts DESC))) AS sessions
+    FROM per_hash
+    GROUP BY harness_version, name
+    HAVING count(*) >= 2
+)
+SELECT session, 0 AS turn, NULL AS tool_use_id,
+       format('the session''s catalog defines {} {} times with different definition_hash values ({}): the model is given two definitions of one name',
+              name, hashes, list) AS message,
+       to_json([{'file': file, 'line': line, 'seq': seq, 'type': 'session_start'}]) AS evidence,
+       'error' AS severity, NULL AS sessions
+FROM dup
+UNION ALL
+SELECT session, turn, tool_use_id,
+       format('tool_search gave {} a description of {} bytes at turn {}, the catalog''s definition has {} bytes{}: two paths built this tool''s definition',
+              name, loaded_bytes, turn, catalog_bytes,
+              CASE WHEN loaded_bytes < catalog_bytes
+                   THEN format(' (the loaded one lost {}%)', round(100.0 * (catalog_bytes - loaded_bytes) / catalog_bytes, 1))
+                   ELSE '' END) AS message,
+       to_json([{'file': file, 'line': line, 'seq': seq, 'type': 'tool_result'},
+                {'file': start_file, 'line': start_line, 'seq': start_seq, 'type': 'session_start'}]) AS evidence,
+       'warning' AS severity, NULL AS sessions
+FROM loaded
+UNION ALL
+SELECT session, 0 AS turn, NULL AS tool_use_id,
+       format('{} has {} definitions among the {} sessions of harness {}: {}{}',
+              name, defs, total, harness_version, summary,
+              CASE WHEN shortest IS NOT NULL AND longest > 0 AND shortest < longest
+                   THEN format('; the shorter description lost {}% of the longer one''s bytes', round(100.0 * (longest - shortest) / longest, 1))
+                   ELSE '' END) AS message,
+       evidence, 'warning' AS severity, sessions
+FROM drift
+ORDER BY 1, 4;
