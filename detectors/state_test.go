@@ -150,7 +150,6 @@ func TestGitStatusInReadsTheSnapshotBlockAfterItsHeader(t *testing.T) {
 	}
 }
 
-
 func TestPhantomUserMessageFindsRemindersNotDeduplicatedOrNotCapped(t *testing.T) {
 	rem := func(kind, key string) *trajectory.Reminder {
 		return &trajectory.Reminder{Kind: kind, DedupKey: key, Role: trajectory.RoleUser, Text: "Continue."}

@@ -346,14 +346,17 @@ func plantEndTurnWithToolUse(p *planting) bool {
 }
 
 // plantHallucinated takes a succeeded call's tool out of the tool_names of
-// the request its reply answers, where the reply calls that tool once: the
-// model called a tool it was not offered, and it ran. The finding is at
-// the reply, at error.
+// every request, where a reply calls that tool once: the model called a
+// tool it was not offered, and it ran. The findings are at every reply
+// that calls it, at error for the chosen call (it ran and succeeded).
 func plantHallucinated(p *planting) bool {
-	req := -1
+	req, first := -1, -1
 	for i, e := range p.evs {
 		switch pl := e.Payload.(type) {
 		case *trajectory.ModelRequest:
+			if req < 0 {
+				first = i
+			}
 			req = i
 		case *trajectory.ModelResponse:
 			if req < 0 {
@@ -370,8 +373,23 @@ func plantHallucinated(p *planting) bool {
 				if _, ok := p.succeeded(i, b.ID); n != 1 || !ok || !slices.Contains(offered.ToolNames, b.Name) {
 					continue
 				}
-				offered.ToolNames = slices.DeleteFunc(slices.Clone(offered.ToolNames), func(s string) bool { return s == b.Name })
-				p.marks = []mark{{i, b.ID}}
+				// The tool is left out of every request, not this one
+				// alone: a tool list that changes from request to request
+				// would be a cache breaker too. Every call of it is then
+				// a call to a tool not offered.
+				name := b.Name
+				for k, e := range p.evs {
+					switch pl := e.Payload.(type) {
+					case *trajectory.ModelRequest:
+						pl.ToolNames = slices.DeleteFunc(slices.Clone(pl.ToolNames), func(s string) bool { return s == name })
+					case *trajectory.ModelResponse:
+						for _, u := range pl.ToolUses() {
+							if u.Name == name && k > first {
+								p.marks = append(p.marks, mark{k, u.ID})
+							}
+						}
+					}
+				}
 				return true
 			}
 		}

@@ -160,6 +160,11 @@ func (p *planting) laterBash(from int, id string) int {
 		if _, ok := p.succeeded(j, c.ToolUseID); !ok {
 			continue
 		}
+		// A call a hook rewrote keeps its own result, which starts with
+		// the executor's notice of the change.
+		if h := p.toolEvent(j, trajectory.TypeHookRun, c.ToolUseID); h >= 0 && p.evs[h].Payload.(*trajectory.HookRun).InputChanged {
+			continue
+		}
 		if k := p.toolEvent(j, trajectory.TypeToolEnd, c.ToolUseID); k >= 0 && !p.evs[k].Payload.(*trajectory.ToolEnd).Truncated {
 			return j
 		}
