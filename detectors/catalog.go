@@ -205,9 +205,10 @@ var catalog = []Detector{
 	}},
 	&goDetector{check: lowYieldSpin, reads: []trajectory.EventType{trajectory.TypeSessionStart, trajectory.TypeModelResponse, trajectory.TypeToolCall, trajectory.TypeToolEnd, trajectory.TypeToolResult, trajectory.TypeDefenseTrigger}, info: Info{
 		ID: "low_yield_spin", Severity: SeverityWarning, Title: "the same command returning the same number, turn after turn",
-		About: "min_turns or more turns in a row ran the same calls, byte for byte, and each got back the same single number " +
-			"(a grep -c, a wc -l, an error count), with no file written (no call carried a snapshot) and no text for the " +
-			"user, and the low_yield_spin defense did not act on any of those turns or was not enabled: a loop driven by " +
+		About: "min_turns or more turns in a row ran the same calls, byte for byte, and each got back a single number " +
+			"(a grep -c, a wc -l, an error count), the same as the turn before at least once (a count that changes now and " +
+			"then is one spin, as the seed's 139 ×22, 136 ×7, 113 ×9), with no file written (no call carried a snapshot) and " +
+			"no text for the user, and the low_yield_spin defense did not act on any of those turns or was not enabled: a loop driven by " +
 			"low-information observations, where the model gets nothing to act on and can only think again. The four " +
 			"conditions are the runtime defense's, recomputed from the events; the liveness table uses the same recomputation.",
 		Thresholds: []Threshold{{Name: "min_turns", Default: lowYieldSpinMin, Count: true,

@@ -24,8 +24,11 @@ type yieldTurn struct {
 	calls []Located
 	// sig and out are the calls' signatures and trimmed result texts.
 	sig, out string
+	// quiet is set when the turn wrote nothing, said nothing and got only
+	// single numbers back: conditions 1, 2 and the shape of 4.
+	quiet bool
 	// held is set when the turn met the four conditions of seed §13.8
-	// against the turn before it.
+	// against the turn before it: quiet, and the same calls and numbers.
 	held bool
 }
 
@@ -85,7 +88,8 @@ func lowYieldTurns(s *Session) []yieldTurn {
 			}
 		}
 		t.sig, t.out = strings.Join(sigs, "\x00"), strings.Join(outs, "\x00")
-		t.held = !wrote && !text[turn] && allScalar && prevSig != "" && t.sig == prevSig && t.out == prevOut
+		t.quiet = !wrote && !text[turn] && allScalar
+		t.held = t.quiet && prevSig != "" && t.sig == prevSig && t.out == prevOut
 		prevSig, prevOut = t.sig, t.out
 		out = append(out, t)
 	}
@@ -107,10 +111,11 @@ func lowYieldHeld(s *Session, _ map[string]trajectory.ToolInfo) (int, []Located)
 }
 
 // lowYieldSpin finds spins: min_turns or more turns in a row with the same
-// calls and the same single-number results, nothing written and nothing
-// said, on none of whose turns the low_yield_spin defense acted (seed
-// §13.8). A spin is the turns the condition held on and the turn they
-// repeat.
+// calls and single-number results, nothing written and nothing said, that
+// met the condition at least once (the same number as the turn before),
+// on none of whose turns the low_yield_spin defense acted (seed §13.8). A
+// spin starts at the turn the first repeat repeats, and goes on through
+// turns whose number changed, as long as the calls stay the same.
 func lowYieldSpin(d *goDetector, s *Session, p Params) []Finding {
 	limit := p.Int("min_turns")
 	enabled := false
@@ -147,23 +152,40 @@ func lowYieldSpin(d *goDetector, s *Session, p Params) []Finding {
 		if enabled {
 			why = "the low_yield_spin defense is enabled and did not act on any of them"
 		}
-		f := d.finding(s, fmt.Sprintf("%s: the same %d call(s) ran in %d turns in a row (turns %d to %d) and returned the same single number %q each time, with no file written and no text for the user (min_turns %d); %s",
-			first.Tool, len(spin[0].calls), len(spin), spin[0].turn, spin[len(spin)-1].turn, strings.ReplaceAll(spin[0].out, "\x00", ", "), limit, why), ev...)
+		f := d.finding(s, fmt.Sprintf("%s: the same %d call(s) ran in %d turns in a row (turns %d to %d) and returned a single number each time (%s), with no file written and no text for the user (min_turns %d); %s",
+			first.Tool, len(spin[0].calls), len(spin), spin[0].turn, spin[len(spin)-1].turn, runLengths(spin), limit, why), ev...)
 		f.ToolUseID = first.ToolUseID
 		out = append(out, f)
 	}
 	var spin []yieldTurn
 	for i, t := range turns {
-		if !t.held {
+		switch {
+		case t.held && len(spin) == 0:
+			spin = append(spin, turns[i-1], t)
+		case t.held, len(spin) > 0 && t.quiet && t.sig == spin[len(spin)-1].sig:
+			// A new number from the same command goes on with the spin,
+			// as the seed's 139 ×22, 136 ×7, 113 ×9 did.
+			spin = append(spin, t)
+		default:
 			flush(spin)
 			spin = nil
-			continue
 		}
-		if len(spin) == 0 {
-			spin = append(spin, turns[i-1])
-		}
-		spin = append(spin, t)
 	}
 	flush(spin)
 	return out
+}
+
+// runLengths renders the turns' outputs as runs: "2 ×4", or
+// "139 ×22, 136 ×7" when the number changed.
+func runLengths(spin []yieldTurn) string {
+	var parts []string
+	for i := 0; i < len(spin); {
+		j := i
+		for j < len(spin) && spin[j].out == spin[i].out {
+			j++
+		}
+		parts = append(parts, fmt.Sprintf("%s ×%d", strings.ReplaceAll(spin[i].out, "\x00", " "), j-i))
+		i = j
+	}
+	return strings.Join(parts, ", ")
 }

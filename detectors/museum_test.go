@@ -3,6 +3,7 @@ package detectors
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -225,5 +226,43 @@ func TestSpillReadLoopLeavesReRunsWithNewOutputsAlone(t *testing.T) {
 	}
 	if got := check(t, "spill_read_loop", session("s", events...), nil); len(got) != 0 {
 		t.Fatalf("findings %+v, want none", got)
+	}
+}
+
+// The seed's spin: one count run again and again, its number changing
+// now and then; one finding for the whole run, with the numbers as runs.
+// A count that changes every turn never repeats and is no spin.
+func TestLowYieldSpinFollowsACountThroughItsChanges(t *testing.T) {
+	turns := func(outs ...string) *Session {
+		events := []trajectory.Payload{start()}
+		for i, out := range outs {
+			id := fmt.Sprintf("c%d", i+1)
+			events = append(events, &trajectory.ModelRequest{},
+				&trajectory.ModelResponse{Content: []trajectory.ContentBlock{{Type: trajectory.BlockToolUse, ID: id, Name: "bash", Input: json.RawMessage(`{"command":"tsc | grep -c error"}`)}}},
+				bashCall(id, "tsc | grep -c error"), &trajectory.ToolResult{ToolRef: trajectory.ToolRef{ToolUseID: id, Tool: "bash"}, Text: out + "\n"})
+		}
+		return session("s", events...)
+	}
+	for _, tc := range []struct {
+		name string
+		s    *Session
+		want string
+	}{
+		{"139 twice, then 136 three times, is one spin of five turns.", turns("139", "139", "136", "136", "136"), "139 ×2, 136 ×3"},
+		{"A count that changes every turn is progress, not a spin.", turns("139", "136", "113", "90"), ""},
+		{"A count repeated once is below min_turns 3.", turns("7", "7"), ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := check(t, "low_yield_spin", tc.s, nil)
+			if tc.want == "" {
+				if len(got) != 0 {
+					t.Fatalf("findings %+v, want none", got)
+				}
+				return
+			}
+			if len(got) != 1 || !strings.Contains(got[0].Message, tc.want) || got[0].ToolUseID != "c1" {
+				t.Fatalf("findings %+v, want one from c1 saying %q", got, tc.want)
+			}
+		})
 	}
 }
