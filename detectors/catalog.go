@@ -22,8 +22,9 @@ const (
 )
 
 // catalog is every detector, in the order --list shows them: protocol and
-// integrity first, then the tool layer and observability.
+// integrity first, then the museum, then the tool layer and observability.
 var catalog = []Detector{
+	// Protocol and integrity.
 	&sqlDetector{file: "lost_call.sql", info: Info{
 		ID: "lost_call", Severity: SeverityError, Title: "tool call without an outcome or end",
 		About: "A tool_call has no tool_success or tool_failure, or no tool_end: the call vanished between " +
@@ -83,40 +84,7 @@ var catalog = []Detector{
 		Seed:     "§4.5 F1, §13.5",
 		NextStep: "Cap the empty-input retries (MAX_EMPTY_PARAM_RETRIES) and end the session as stuck when the cap is reached (seed §4.5 F1, §13.5).",
 	}},
-	&sqlDetector{file: "latency_flattened.sql", info: Info{
-		ID: "latency_flattened", Severity: SeverityWarning, Title: "a parallel batch whose calls all report the same duration",
-		About: "Two or more calls of one batch report exactly the same duration_ms (to the microsecond), of " +
-			"min_duration_ms or more: the durations are a batch total divided among the calls, which hides " +
-			"the slow one. Quicker calls are left out: two sub-millisecond reads can agree on their own.",
-		Thresholds: []Threshold{{Name: "min_duration_ms", Default: 1,
-			Doc: "milliseconds a batch's equal durations must reach to count; below it, measured calls meet by chance"}},
-		Seed:     "§14.7",
-		NextStep: "Record each call's own run time in tool_end, measured where the call runs; aggregate only at the top (seed §14.7).",
-	}},
-	&sqlDetector{file: "denial_loop.sql", info: Info{
-		ID: "denial_loop", Severity: SeverityWarning, Title: "the same call denied again and again without the fuse acting",
-		About: "The same tool with the same input was denied min_denials or more times in a session and no " +
-			"denial_fuse defense_trigger followed the first denial: the model keeps asking, the " +
-			"harness keeps refusing, and nothing breaks the loop.",
-		Thresholds: []Threshold{{Name: "min_denials", Default: denialLoopMin, Count: true,
-			Doc: "denials of the same call (tool and input) in one session that make a loop"}},
-		Seed:     "§8.7, §13.1",
-		NextStep: "Enable the denial fuse (it turns repeated denials into a confirmation or a stop) and check that it fires in a session like this one (seed §8.7).",
-	}},
-	&sqlDetector{file: "unbounded_label.sql", info: Info{
-		ID: "unbounded_label", Severity: SeverityWarning, Title: "a label that carries data",
-		About: "An error_code (of tool_failure or session_end), a hook name or a reminder kind looks like it " +
-			"carries a path, an id, a number or a message (a run of 6+ digits, 8+ hex digits, 3+ " +
-			"dotted segments or more than max_length characters), or one tool gives more than " +
-			"max_codes_per_tool distinct error codes over the corpus: labels must be a closed set, or " +
-			"the metric backend's cardinality explodes.",
-		Thresholds: []Threshold{
-			{Name: "max_length", Default: 32, Count: true, Doc: "characters a label may have"},
-			{Name: "max_codes_per_tool", Default: 16, Count: true, Doc: "distinct error codes one tool may give over the corpus"},
-		},
-		Seed:     "§14.5, §8.7",
-		NextStep: "Give error codes from a closed set at the call site (ENOENT, exit:2, timeout); keep paths, commands and messages in the tool_result text, never in a label (seed §14.5).",
-	}},
+	// The museum (seed §13).
 	&deadDefense{info: Info{
 		ID: "dead_defense", Severity: SeverityWarning, Title: "an enabled defense whose condition occurred and that never acted",
 		About: "Over the corpus, a defense that session_start lists as enabled has no defense_trigger at all, " +
@@ -130,18 +98,6 @@ var catalog = []Detector{
 		Seed:     "§13.1, §14.4",
 		NextStep: "Open a cited session at the evidence lines and follow the defense's check for that event: a check that never runs on this path, a precondition that returns false for it, or a trigger recorded under another name (seed §13.1, §14.4).",
 		Corpus:   true,
-	}},
-	&goDetector{check: repeatedReadOnly, reads: []trajectory.EventType{trajectory.TypeToolCall, trajectory.TypeToolSuccess, trajectory.TypeToolResult, trajectory.TypeDefenseTrigger}, info: Info{
-		ID: "repeated_readonly", Severity: SeverityWarning, Title: "the same call returned the same result again and again",
-		About: "One tool with the same input returned the same tool_result text min_repeats times in a row, no " +
-			"other call between and no repeated_readonly defense acting on any of them: the model keeps " +
-			"re-reading a fact it already has, typically because a frozen snapshot (the system prompt's) " +
-			"and the live state disagree and it cannot tell which is current. bash counts too: the " +
-			"repetition is the symptom. Re-reads spread over a task, with other calls between, are ordinary and do not count.",
-		Thresholds: []Threshold{{Name: "min_repeats", Default: repeatedCallMin, Count: true,
-			Doc: "identical calls in a row with the same result; past the guard's threshold (3) and its two reminders, since re-reading a file two or three times is ordinary"}},
-		Seed:     "§13.9, §13.7",
-		NextStep: "Enable the repeated-readonly guard, and put live state (git status, the file's content) in a reminder on the user side, marked as current, instead of leaving the model to arbitrate against the frozen system-prompt snapshot (seed §13.9, §10.6).",
 	}},
 	&goDetector{check: decisionCountedAsTrigger, reads: decisionReads, info: Info{
 		ID: "decision_counted_as_trigger", Severity: SeverityWarning, Title: "a defense counter that moves with every check",
@@ -216,80 +172,17 @@ var catalog = []Detector{
 		Seed:     "§13.8, §13.1",
 		NextStep: "Enable the low-yield spin defense, and steer the model to commands whose output says what to do next (save the output to a file, then count and list the lines to act on) instead of a bare count (seed §13.8).",
 	}},
-	&sqlDetector{file: "headless_prompt_denials.sql", info: Info{
-		ID: "headless_prompt_denials", Severity: SeverityWarning, Title: "headless sessions keep refusing calls that needed a person",
-		About: "Over the headless sessions of the corpus (session_start mode headless), one tool's calls were refused " +
-			"as needing a confirmation nobody could give (permission_deny with source non_interactive) in " +
-			"min_sessions or more sessions, and for min_share or more of that tool's calls in headless sessions. " +
-			"In a headless run a prompt can only end as a denial, so a prompt that recurs is a policy gap: the " +
-			"configuration delegates to a person who is not there, and every such call costs a turn and fails " +
-			"the task. One session refusing a few calls is not a gap (the thresholds keep it out); the finding " +
-			"cites every session that counts, the chain steps that asked and the most refused input.",
-		Thresholds: []Threshold{
-			{Name: "min_sessions", Default: 3, Count: true, Doc: "headless sessions in which the tool had a call refused for want of a person"},
-			{Name: "min_share", Default: 0.25, Doc: "share of the tool's calls in headless sessions that were refused for want of a person, from 0 to 1"},
-		},
-		Seed:     "§8.5, §8.7, §8.8, §14.4",
-		NextStep: "Decide these calls in the policy instead of by prompt: an allow rule for the commands the task needs (Bash(npm test:*)), a deny rule for what it must not do, or a narrower tool; and tell the model the stable rules up front (seed §8.5, §8.8).",
-		Corpus:   true,
-	}},
-	&goDetector{check: emptyOutputUnexplained, reads: []trajectory.EventType{trajectory.TypeModelRequest, trajectory.TypeToolCall, trajectory.TypeToolSuccess, trajectory.TypeToolFailure, trajectory.TypeToolEnd, trajectory.TypeToolResult}, info: Info{
-		ID: "empty_output_unexplained", Severity: SeverityError, Title: "a successful call answered with an empty tool_result",
-		About: "A call succeeded (tool_success) and its tool_result text is empty or only blanks and newlines, with no \"(no output)\"-style " +
-			"explanation: the model cannot tell a search that found nothing from a tool that broke or an output " +
-			"that was lost, and retries, changes its approach or concludes the wrong thing. An error when the " +
-			"next model_request carries the empty block (the model certainly saw nothing); a warning when no " +
-			"later request carries it. When tool_end says the tool produced output, the finding says so: the " +
-			"output was lost on the way, not merely unexplained.",
-		Seed:     "§9.1",
-		NextStep: "Replace an empty success with text that says both that the call succeeded and that the result is empty, per tool (\"(no matches)\", \"(command succeeded with no output)\"), in the one place results are shaped (seed §9.1).",
-	}},
-	&goDetector{check: truncationUnannounced, reads: []trajectory.EventType{trajectory.TypeToolCall, trajectory.TypeToolSuccess, trajectory.TypeToolFailure, trajectory.TypeToolEnd, trajectory.TypeToolResult}, info: Info{
-		ID: "truncation_unannounced", Severity: SeverityWarning, Title: "a truncated output the model was not told about",
-		About: "A call's tool_end says its output was truncated, and the tool_result names neither where the full " +
-			"output is (the spill blob's digest, which its path holds) nor the full output's size (tool_end's " +
-			"output_bytes as a number): the model does not know how much it missed or how to get it back, and " +
-			"treats a part as the whole. A warning, since whether the text tells the model is read from the " +
-			"text; a runtime whose notice gives the size in characters of a non-ASCII output, with no spill, is " +
-			"misjudged. Truncation a tool does itself (read's line window) is not recorded in tool_end and is " +
-			"not observable here.",
-		Seed:     "§9.2, §9.3",
-		NextStep: "Cut over the limit as head 70 % and tail 30 %, say how many characters were left out, save the full output and tell the model the path and the tool to read it with (seed §9.2, §9.3).",
-	}},
-	&goDetector{check: hookChangedInputSilently, reads: []trajectory.EventType{trajectory.TypeModelResponse, trajectory.TypeToolCall, trajectory.TypeHookRun, trajectory.TypeToolSuccess, trajectory.TypeToolFailure, trajectory.TypeToolResult}, info: Info{
-		ID: "hook_changed_input_silently", Severity: SeverityWarning, Title: "a call ran with a rewritten input and the model was not told",
-		About: "A call ran (a success, or a tool_error, exception or timeout) with an input other than the one the " +
-			"model sent: a PreToolUse hook_run of the call says input_changed, or the tool_call's input differs, " +
-			"as decoded JSON, from the model's tool_use input with no hook_run saying so. Its tool_result does " +
-			"not mention a hook, so the model reads the result as the answer to its own input and builds on a " +
-			"false picture (the model asked for /etc/passwd and was given /tmp/fake_passwd). A warning: \"told\" " +
-			"is read from the text (a notice names the hook that rewrote the input). Calls denied or blocked " +
-			"after the rewrite are not judged.",
-		Seed:     "§5.6",
-		NextStep: "When a hook really changed the input (deep equality of the decoded JSON, not bytes), put a notice before the tool_result saying that a hook changed the input and the result is for the changed one; record input_changed on the hook_run (seed §5.6).",
-	}},
-	&goDetector{check: contextRunaway, reads: []trajectory.EventType{trajectory.TypeModelResponse, trajectory.TypeCompaction}, info: Info{
-		ID: "context_runaway", Severity: SeverityWarning, Title: "the context grows faster than linear or nears the window without a compaction",
-		About: "The context a request carries (its response's usage: input_tokens plus cache reads and writes) " +
-			"either reached window_share of the model's window (window_tokens: the contract does not carry the " +
-			"window) with no compaction event right before it (once per session), or, over min_turns or more requests " +
-			"without a compaction, grew faster than linear: the second half of the stretch added growth_factor " +
-			"times what the first half added, the per-turn growth rose steadily (Kendall's tau of the " +
-			"increments at least min_trend), and the context reached min_tokens. An agent's context grows about " +
-			"linearly, each turn adding its output and results; faster growth means something is re-sent and " +
-			"piles up, and either way the session is heading for a failed request or a compaction that drops " +
-			"what the model still needs. session_start's limits.context_tokens bounds the runtime's estimate " +
-			"of the history, not a request, so it is not taken as the window.",
-		Thresholds: []Threshold{
-			{Name: "window_tokens", Default: 200000, Count: true, Doc: "tokens in the model's context window"},
-			{Name: "window_share", Default: 0.8, Doc: "share of the window, from 0 to 1, a request may reach with no compaction right before it"},
-			{Name: "min_turns", Default: 10, Count: true, Doc: "requests without a compaction between them that a growth judgement needs"},
-			{Name: "growth_factor", Default: 2, Doc: "how many times the first half's growth the second half must add to be faster than linear (linear 1, quadratic from zero 3)"},
-			{Name: "min_trend", Default: 0.6, Doc: "Kendall's tau, from -1 to 1, of the per-turn increments with their order: how steadily the growth must rise"},
-			{Name: "min_tokens", Default: 50000, Count: true, Doc: "context tokens the stretch must reach for its growth to matter"},
-		},
-		Seed:     "§4.4, §9, §2.2, §13.10",
-		NextStep: "Find what every turn re-sends (reminders not deduplicated or capped, results that repeat earlier ones, whole files read again) and stop it; compact before the window, at a share of it, not when a request fails (seed §4.4, §9, §13.10).",
+	&goDetector{check: repeatedReadOnly, reads: []trajectory.EventType{trajectory.TypeToolCall, trajectory.TypeToolSuccess, trajectory.TypeToolResult, trajectory.TypeDefenseTrigger}, info: Info{
+		ID: "repeated_readonly", Severity: SeverityWarning, Title: "the same call returned the same result again and again",
+		About: "One tool with the same input returned the same tool_result text min_repeats times in a row, no " +
+			"other call between and no repeated_readonly defense acting on any of them: the model keeps " +
+			"re-reading a fact it already has, typically because a frozen snapshot (the system prompt's) " +
+			"and the live state disagree and it cannot tell which is current. bash counts too: the " +
+			"repetition is the symptom. Re-reads spread over a task, with other calls between, are ordinary and do not count.",
+		Thresholds: []Threshold{{Name: "min_repeats", Default: repeatedCallMin, Count: true,
+			Doc: "identical calls in a row with the same result; past the guard's threshold (3) and its two reminders, since re-reading a file two or three times is ordinary"}},
+		Seed:     "§13.9, §13.7",
+		NextStep: "Enable the repeated-readonly guard, and put live state (git status, the file's content) in a reminder on the user side, marked as current, instead of leaving the model to arbitrate against the frozen system-prompt snapshot (seed §13.9, §10.6).",
 	}},
 	&goDetector{check: staleSnapshot, reads: []trajectory.EventType{trajectory.TypeSessionStart, trajectory.TypeModelRequest, trajectory.TypeToolCall, trajectory.TypeToolSuccess, trajectory.TypeToolFailure, trajectory.TypeToolResult}, info: Info{
 		ID: "stale_snapshot", Severity: SeverityWarning, Title: "the system prompt's frozen git status contradicts the live one, and the model keeps checking",
@@ -342,6 +235,93 @@ var catalog = []Detector{
 		Seed:     "§13.12, §12.4",
 		NextStep: "Answer a call to a tool of a server still connecting with a pending failure that names the server and says to retry, not with \"does not exist\" (seed §12.4, §13.12).",
 	}},
+	// The tool layer and observability (seed §9, §14).
+	&sqlDetector{file: "latency_flattened.sql", info: Info{
+		ID: "latency_flattened", Severity: SeverityWarning, Title: "a parallel batch whose calls all report the same duration",
+		About: "Two or more calls of one batch report exactly the same duration_ms (to the microsecond), of " +
+			"min_duration_ms or more: the durations are a batch total divided among the calls, which hides " +
+			"the slow one. Quicker calls are left out: two sub-millisecond reads can agree on their own.",
+		Thresholds: []Threshold{{Name: "min_duration_ms", Default: 1,
+			Doc: "milliseconds a batch's equal durations must reach to count; below it, measured calls meet by chance"}},
+		Seed:     "§14.7",
+		NextStep: "Record each call's own run time in tool_end, measured where the call runs; aggregate only at the top (seed §14.7).",
+	}},
+	&sqlDetector{file: "unbounded_label.sql", info: Info{
+		ID: "unbounded_label", Severity: SeverityWarning, Title: "a label that carries data",
+		About: "An error_code (of tool_failure or session_end), a hook name or a reminder kind looks like it " +
+			"carries a path, an id, a number or a message (a run of 6+ digits, 8+ hex digits, 3+ " +
+			"dotted segments or more than max_length characters), or one tool gives more than " +
+			"max_codes_per_tool distinct error codes over the corpus: labels must be a closed set, or " +
+			"the metric backend's cardinality explodes.",
+		Thresholds: []Threshold{
+			{Name: "max_length", Default: 32, Count: true, Doc: "characters a label may have"},
+			{Name: "max_codes_per_tool", Default: 16, Count: true, Doc: "distinct error codes one tool may give over the corpus"},
+		},
+		Seed:     "§14.5, §8.7",
+		NextStep: "Give error codes from a closed set at the call site (ENOENT, exit:2, timeout); keep paths, commands and messages in the tool_result text, never in a label (seed §14.5).",
+	}},
+	&sqlDetector{file: "denial_loop.sql", info: Info{
+		ID: "denial_loop", Severity: SeverityWarning, Title: "the same call denied again and again without the fuse acting",
+		About: "The same tool with the same input was denied min_denials or more times in a session and no " +
+			"denial_fuse defense_trigger followed the first denial: the model keeps asking, the " +
+			"harness keeps refusing, and nothing breaks the loop.",
+		Thresholds: []Threshold{{Name: "min_denials", Default: denialLoopMin, Count: true,
+			Doc: "denials of the same call (tool and input) in one session that make a loop"}},
+		Seed:     "§8.7, §13.1",
+		NextStep: "Enable the denial fuse (it turns repeated denials into a confirmation or a stop) and check that it fires in a session like this one (seed §8.7).",
+	}},
+	&sqlDetector{file: "headless_prompt_denials.sql", info: Info{
+		ID: "headless_prompt_denials", Severity: SeverityWarning, Title: "headless sessions keep refusing calls that needed a person",
+		About: "Over the headless sessions of the corpus (session_start mode headless), one tool's calls were refused " +
+			"as needing a confirmation nobody could give (permission_deny with source non_interactive) in " +
+			"min_sessions or more sessions, and for min_share or more of that tool's calls in headless sessions. " +
+			"In a headless run a prompt can only end as a denial, so a prompt that recurs is a policy gap: the " +
+			"configuration delegates to a person who is not there, and every such call costs a turn and fails " +
+			"the task. One session refusing a few calls is not a gap (the thresholds keep it out); the finding " +
+			"cites every session that counts, the chain steps that asked and the most refused input.",
+		Thresholds: []Threshold{
+			{Name: "min_sessions", Default: 3, Count: true, Doc: "headless sessions in which the tool had a call refused for want of a person"},
+			{Name: "min_share", Default: 0.25, Doc: "share of the tool's calls in headless sessions that were refused for want of a person, from 0 to 1"},
+		},
+		Seed:     "§8.5, §8.7, §8.8, §14.4",
+		NextStep: "Decide these calls in the policy instead of by prompt: an allow rule for the commands the task needs (Bash(npm test:*)), a deny rule for what it must not do, or a narrower tool; and tell the model the stable rules up front (seed §8.5, §8.8).",
+		Corpus:   true,
+	}},
+	&goDetector{check: emptyOutputUnexplained, reads: []trajectory.EventType{trajectory.TypeModelRequest, trajectory.TypeToolCall, trajectory.TypeToolSuccess, trajectory.TypeToolFailure, trajectory.TypeToolEnd, trajectory.TypeToolResult}, info: Info{
+		ID: "empty_output_unexplained", Severity: SeverityError, Title: "a successful call answered with an empty tool_result",
+		About: "A call succeeded (tool_success) and its tool_result text is empty or only blanks and newlines, with no \"(no output)\"-style " +
+			"explanation: the model cannot tell a search that found nothing from a tool that broke or an output " +
+			"that was lost, and retries, changes its approach or concludes the wrong thing. An error when the " +
+			"next model_request carries the empty block (the model certainly saw nothing); a warning when no " +
+			"later request carries it. When tool_end says the tool produced output, the finding says so: the " +
+			"output was lost on the way, not merely unexplained.",
+		Seed:     "§9.1",
+		NextStep: "Replace an empty success with text that says both that the call succeeded and that the result is empty, per tool (\"(no matches)\", \"(command succeeded with no output)\"), in the one place results are shaped (seed §9.1).",
+	}},
+	&goDetector{check: truncationUnannounced, reads: []trajectory.EventType{trajectory.TypeToolCall, trajectory.TypeToolSuccess, trajectory.TypeToolFailure, trajectory.TypeToolEnd, trajectory.TypeToolResult}, info: Info{
+		ID: "truncation_unannounced", Severity: SeverityWarning, Title: "a truncated output the model was not told about",
+		About: "A call's tool_end says its output was truncated, and the tool_result names neither where the full " +
+			"output is (the spill blob's digest, which its path holds) nor the full output's size (tool_end's " +
+			"output_bytes as a number): the model does not know how much it missed or how to get it back, and " +
+			"treats a part as the whole. A warning, since whether the text tells the model is read from the " +
+			"text; a runtime whose notice gives the size in characters of a non-ASCII output, with no spill, is " +
+			"misjudged. Truncation a tool does itself (read's line window) is not recorded in tool_end and is " +
+			"not observable here.",
+		Seed:     "§9.2, §9.3",
+		NextStep: "Cut over the limit as head 70 % and tail 30 %, say how many characters were left out, save the full output and tell the model the path and the tool to read it with (seed §9.2, §9.3).",
+	}},
+	&goDetector{check: hookChangedInputSilently, reads: []trajectory.EventType{trajectory.TypeModelResponse, trajectory.TypeToolCall, trajectory.TypeHookRun, trajectory.TypeToolSuccess, trajectory.TypeToolFailure, trajectory.TypeToolResult}, info: Info{
+		ID: "hook_changed_input_silently", Severity: SeverityWarning, Title: "a call ran with a rewritten input and the model was not told",
+		About: "A call ran (a success, or a tool_error, exception or timeout) with an input other than the one the " +
+			"model sent: a PreToolUse hook_run of the call says input_changed, or the tool_call's input differs, " +
+			"as decoded JSON, from the model's tool_use input with no hook_run saying so. Its tool_result does " +
+			"not mention a hook, so the model reads the result as the answer to its own input and builds on a " +
+			"false picture (the model asked for /etc/passwd and was given /tmp/fake_passwd). A warning: \"told\" " +
+			"is read from the text (a notice names the hook that rewrote the input). Calls denied or blocked " +
+			"after the rewrite are not judged.",
+		Seed:     "§5.6",
+		NextStep: "When a hook really changed the input (deep equality of the decoded JSON, not bytes), put a notice before the tool_result saying that a hook changed the input and the result is for the changed one; record input_changed on the hook_run (seed §5.6).",
+	}},
 	&goDetector{check: cacheBreaker, reads: []trajectory.EventType{trajectory.TypeModelRequest, trajectory.TypeModelResponse, trajectory.TypeCompaction}, info: Info{
 		ID: "cache_breaker", Severity: SeverityWarning, Title: "a byte-stable part of the request prefix changed within a session",
 		About: "Between two requests of a session the system prompt changed (system_hash), the tools changed order, set " +
@@ -358,6 +338,29 @@ var catalog = []Detector{
 		},
 		Seed:     "§3.5, §10.6",
 		NextStep: "Keep the system prompt and the tool list byte-stable for the session (sorted MCP tools, appended loads, runtime state only in the messages) and never rewrite sent messages outside a compaction (seed §3.5, §10.6).",
+	}},
+	&goDetector{check: contextRunaway, reads: []trajectory.EventType{trajectory.TypeModelResponse, trajectory.TypeCompaction}, info: Info{
+		ID: "context_runaway", Severity: SeverityWarning, Title: "the context grows faster than linear or nears the window without a compaction",
+		About: "The context a request carries (its response's usage: input_tokens plus cache reads and writes) " +
+			"either reached window_share of the model's window (window_tokens: the contract does not carry the " +
+			"window) with no compaction event right before it (once per session), or, over min_turns or more requests " +
+			"without a compaction, grew faster than linear: the second half of the stretch added growth_factor " +
+			"times what the first half added, the per-turn growth rose steadily (Kendall's tau of the " +
+			"increments at least min_trend), and the context reached min_tokens. An agent's context grows about " +
+			"linearly, each turn adding its output and results; faster growth means something is re-sent and " +
+			"piles up, and either way the session is heading for a failed request or a compaction that drops " +
+			"what the model still needs. session_start's limits.context_tokens bounds the runtime's estimate " +
+			"of the history, not a request, so it is not taken as the window.",
+		Thresholds: []Threshold{
+			{Name: "window_tokens", Default: 200000, Count: true, Doc: "tokens in the model's context window"},
+			{Name: "window_share", Default: 0.8, Doc: "share of the window, from 0 to 1, a request may reach with no compaction right before it"},
+			{Name: "min_turns", Default: 10, Count: true, Doc: "requests without a compaction between them that a growth judgement needs"},
+			{Name: "growth_factor", Default: 2, Doc: "how many times the first half's growth the second half must add to be faster than linear (linear 1, quadratic from zero 3)"},
+			{Name: "min_trend", Default: 0.6, Doc: "Kendall's tau, from -1 to 1, of the per-turn increments with their order: how steadily the growth must rise"},
+			{Name: "min_tokens", Default: 50000, Count: true, Doc: "context tokens the stretch must reach for its growth to matter"},
+		},
+		Seed:     "§4.4, §9, §2.2, §13.10",
+		NextStep: "Find what every turn re-sends (reminders not deduplicated or capped, results that repeat earlier ones, whole files read again) and stop it; compact before the window, at a share of it, not when a request fails (seed §4.4, §9, §13.10).",
 	}},
 }
 

@@ -44,31 +44,6 @@
 //   - empty_input_retry (error): more than 3 replies in a row with an empty
 //     tool_use input, a retry without MAX_EMPTY_PARAM_RETRIES (§4.5 F1).
 //
-// Tool layer and observability.
-//
-//   - latency_flattened (warning): the calls of a batch all report the same
-//     duration (§14.7).
-//   - denial_loop (warning): the same call denied 3+ times without the
-//     denial fuse acting (§8.7). 3 is the runtime's default fuse_threshold;
-//     a session configured higher is not told apart yet.
-//   - unbounded_label (warning): an error code, hook name or reminder kind
-//     that carries data, or a tool with more than 16 distinct error codes
-//     (§14.5).
-//   - headless_prompt_denials (warning, corpus): one tool's calls refused
-//     in headless sessions as needing a person, in 3+ sessions and for a
-//     quarter or more of its headless calls: a policy gap (§8.5, §8.7).
-//   - empty_output_unexplained (error; warning when no request carries
-//     it): a successful call answered with an empty tool_result (§9.1).
-//   - truncation_unannounced (warning): a truncated output whose
-//     tool_result states neither the full size nor where the rest is
-//     (§9.2, §9.3).
-//   - hook_changed_input_silently (warning): a call that ran with an input
-//     a hook (or anything) changed, and a tool_result that does not say
-//     so (§5.6).
-//   - context_runaway (warning): the context nears the model's window
-//     without a compaction, or grows faster than linear in turns (§4.4,
-//     §9).
-//
 // The museum (§13).
 //
 //   - dead_defense (warning, corpus): an enabled defense with no
@@ -79,9 +54,6 @@
 //     condition held, and the verdict live, never_needed (a-type: the
 //     condition never occurred), dead, or not_observable (the contract
 //     does not carry the condition: reminder_cap).
-//   - repeated_readonly (warning): one tool with the same input returned
-//     the same result 5 times in a row, no other call between, and no
-//     repeated_readonly defense acted on any of them (§13.9).
 //   - decision_counted_as_trigger (warning): a defense with as many
 //     defense_triggers in a session as times its check ran, and more than
 //     its recomputed condition held: a counter of decisions (§13.3).
@@ -98,6 +70,9 @@
 //   - low_yield_spin (warning): the same calls returning the same single
 //     number min_turns turns in a row, nothing written or said, and the
 //     defense did not act (§13.8).
+//   - repeated_readonly (warning): one tool with the same input returned
+//     the same result 5 times in a row, no other call between, and no
+//     repeated_readonly defense acted on any of them (§13.9).
 //   - stale_snapshot (warning): the system prompt's frozen git status
 //     disagrees with a git status the model ran, and it ran it again
 //     min_rechecks (2) times with the same answer; info for a call on a
@@ -115,13 +90,35 @@
 //     catalog, answered not_found as unknown, while its MCP server was
 //     still connecting, or that a later request offered (§13.12, §12.4).
 //
-// Also in the tool layer.
+// Tool layer and observability (§9, §14).
 //
+//   - latency_flattened (warning): the calls of a batch all report the same
+//     duration, of min_duration_ms (1) or more (§14.7).
+//   - unbounded_label (warning): an error code, hook name or reminder kind
+//     that carries data, or a tool with more than 16 distinct error codes
+//     (§14.5).
+//   - denial_loop (warning): the same call denied min_denials (3) times without the
+//     denial fuse acting (§8.7). 3 is the runtime's default fuse_threshold;
+//     a session configured higher is not told apart yet.
+//   - headless_prompt_denials (warning, corpus): one tool's calls refused
+//     in headless sessions as needing a person, in 3+ sessions and for a
+//     quarter or more of its headless calls: a policy gap (§8.5, §8.7).
+//   - empty_output_unexplained (error; warning when no request carries
+//     it): a successful call answered with an empty tool_result (§9.1).
+//   - truncation_unannounced (warning): a truncated output whose
+//     tool_result states neither the full size nor where the rest is
+//     (§9.2, §9.3).
+//   - hook_changed_input_silently (warning): a call that ran with an input
+//     a hook (or anything) changed, and a tool_result that does not say
+//     so (§5.6).
 //   - cache_breaker (warning; info for 2+ unexplained cache-read drops): the
 //     system prompt, the tools' order, set or bytes, or a message already
 //     sent changed between two requests of a session; tools appended at
 //     the end (a deferred tool loaded) and compactions are not breakers
 //     (§3.5).
+//   - context_runaway (warning): the context nears the model's window
+//     without a compaction, or grows faster than linear in turns (§4.4,
+//     §9).
 //
 // # Thresholds
 //

@@ -113,7 +113,7 @@ func TestEveryPlantedFaultIsFoundAtItsLineAndNothingElseIsWrong(t *testing.T) {
 // (a tool_use that never ran) break the invariants validate checks, which
 // is the fault itself; every planted file decodes.
 func TestPlantedSessionsAreValidWhereTheModeAllows(t *testing.T) {
-	dir, truth := plantedCorpus(t, 200, synth.Faults)
+	dir, truth := plantedCorpus(t, 400, synth.Faults)
 	breaks := map[string]bool{"lost_call": true, "end_turn_with_tool_use": true}
 	seen := map[string]bool{}
 	for _, f := range truth {

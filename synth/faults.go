@@ -21,11 +21,11 @@ const FaultsFile = "faults.ndjson"
 // detector that finds each, in the detectors catalog's order.
 var Faults = []string{
 	"lost_call", "unpaired_tool_use", "truncated_tool_use_executed", "stop_reason_as_done",
-	"end_turn_with_tool_use", "hallucinated_tool", "empty_input_retry", "latency_flattened",
-	"denial_loop", "unbounded_label",
+	"end_turn_with_tool_use", "hallucinated_tool", "empty_input_retry",
 	"decision_counted_as_trigger", "spill_read_loop", "prefix_collapse_risk", "low_yield_spin",
-	"empty_output_unexplained", "truncation_unannounced", "hook_changed_input_silently", "context_runaway",
-	"phantom_user_message", "definition_drift", "cache_breaker",
+	"phantom_user_message", "definition_drift",
+	"latency_flattened", "unbounded_label", "denial_loop", "empty_output_unexplained",
+	"truncation_unannounced", "hook_changed_input_silently", "cache_breaker", "context_runaway",
 }
 
 // ErrFaultNotPlanted is wrapped by Write's error when a requested fault

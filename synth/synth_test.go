@@ -511,11 +511,13 @@ func BenchmarkGenerate(b *testing.B) {
 // their clean selves and the others are the same bytes, whatever the
 // workers.
 func TestFaultsChangeOnlyThePlantedSessions(t *testing.T) {
-	// 160 sessions give each fault about six tries: denial_loop, which
-	// must find a session that looped, needs them.
-	clean, _ := writeCorpus(t, synth.Options{Sessions: 160, Seed: 5})
-	one, rep := writeCorpus(t, synth.Options{Sessions: 160, Seed: 5, Faults: synth.Faults, Workers: 1})
-	four, _ := writeCorpus(t, synth.Options{Sessions: 160, Seed: 5, Faults: synth.Faults, Workers: 4})
+	// 320 sessions give each of the 21 faults about seven tries:
+	// denial_loop, which must find a session that looped, and
+	// context_runaway, which needs a long one, need them.
+	const n = 320
+	clean, _ := writeCorpus(t, synth.Options{Sessions: n, Seed: 5})
+	one, rep := writeCorpus(t, synth.Options{Sessions: n, Seed: 5, Faults: synth.Faults, Workers: 1})
+	four, _ := writeCorpus(t, synth.Options{Sessions: n, Seed: 5, Faults: synth.Faults, Workers: 4})
 	fc, f1, f4 := readDir(t, clean), readDir(t, one), readDir(t, four)
 	planted := map[string]bool{}
 	for _, f := range rep.Faults {
@@ -524,8 +526,8 @@ func TestFaultsChangeOnlyThePlantedSessions(t *testing.T) {
 			t.Errorf("fault %+v: want line = seq >= 1 in the session's own file", f)
 		}
 	}
-	if len(planted) == 0 || len(planted) > 80 {
-		t.Fatalf("%d sessions planted, want 1 to 80 (every second one at most)", len(planted))
+	if len(planted) == 0 || len(planted) > n/2 {
+		t.Fatalf("%d sessions planted, want 1 to %d (every second one at most)", len(planted), n/2)
 	}
 	delete(f1, synth.FaultsFile)
 	for name, data := range f1 {
