@@ -62,10 +62,11 @@ corpus; --force writes anyway, replacing files of the same name (the same
 flags give the same names) and keeping the others.
 
 --faults plants failure modes for 'retrace detect' to find: "all", or a
-comma list of detector ids (lost_call, unpaired_tool_use,
-truncated_tool_use_executed, stop_reason_as_done, end_turn_with_tool_use,
-hallucinated_tool, empty_input_retry, latency_flattened, denial_loop,
-unbounded_label). Every second session carries one, going round the list,
+comma list of these detector ids:
+
+` + wrapList(synth.Faults, 76, "  ") + `
+
+Every second session carries one, going round the list,
 and DIR/faults.ndjson gets the ground truth, one JSON object a line:
 detector, session, file (relative to DIR), line and seq of the event the
 detector's finding names first, and the tool_use_id. Every other finding
@@ -201,4 +202,26 @@ func parseStart(s string) (time.Time, error) {
 		return time.Time{}, fmt.Errorf("--start %q is neither a date (2026-11-23) nor an RFC 3339 time (2026-11-23T08:00:00Z)", s)
 	}
 	return t.UTC(), nil
+}
+
+// wrapList joins items with commas into lines of at most width
+// characters, each starting with indent, for a help text.
+func wrapList(items []string, width int, indent string) string {
+	var b strings.Builder
+	line := indent
+	for i, it := range items {
+		if i < len(items)-1 {
+			it += ","
+		}
+		if len(line) > len(indent) && len(line)+1+len(it) > width {
+			b.WriteString(line + "\n")
+			line = indent
+		}
+		if len(line) > len(indent) {
+			line += " "
+		}
+		line += it
+	}
+	b.WriteString(line)
+	return b.String()
 }

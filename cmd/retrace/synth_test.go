@@ -181,3 +181,11 @@ func TestSynthRejectsAnUnknownFaultWithExitTwo(t *testing.T) {
 		t.Fatalf("wrote %v for a refused command", files)
 	}
 }
+
+func TestWrapListKeepsLinesWithinTheWidth(t *testing.T) {
+	got := wrapList([]string{"lost_call", "unpaired_tool_use", "denial_loop", "x"}, 24, "  ")
+	want := "  lost_call,\n  unpaired_tool_use,\n  denial_loop, x"
+	if got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}
