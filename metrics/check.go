@@ -172,9 +172,10 @@ func (db *DB) checkAll(ctx context.Context, files []string, tmp string, obs Obse
 // checkParts checks parts on every core, staging into chunk files named
 // after name, and returns the chunks and the results of the parts. When
 // obs is not nil the parts' events are handed to it in order as soon as
-// every part before them is checked, and at most window parts wait for
-// that at a time, so a load that feeds an Observer holds the events of a
-// few parts, never those of the whole input.
+// every part before them is checked, and the parts between being given to
+// a worker and being handed over hold windowBytes of input at most (or
+// one part), so a load that feeds an Observer holds the events of a few
+// parts, never those of the whole input.
 func (db *DB) checkParts(ctx context.Context, files []string, parts []part, total int64, tmp, name string, obs Observer) ([]chunk, []partResult, error) {
 	var (
 		mu       sync.Mutex
@@ -184,15 +185,17 @@ func (db *DB) checkParts(ctx context.Context, files []string, parts []part, tota
 		stageErr error
 	)
 	workers := min(runtime.GOMAXPROCS(0), max(len(parts), 1))
-	// A part is given to a worker only once it has a place in window, and
-	// leaves it when the feed has handed it over. Parts are given out in
-	// order, so the first part not handed over is always being checked or
-	// checked, and the feed never waits for a part that waits for a place.
-	var window chan struct{}
+	// A part is given to a worker only once it has a place in the window,
+	// and leaves it when the feed has handed it over. Parts are given out
+	// in order, so the first part not handed over is always being checked
+	// or checked, and the feed never waits for a part that waits for a
+	// place.
+	var win *window
 	checked := make(chan int, len(parts))
 	fed := make(chan struct{})
 	if obs != nil {
-		window = make(chan struct{}, 2*workers)
+		win = newWindow(ctx)
+		defer win.stop()
 		go func() {
 			defer close(fed)
 			f := &feed{obs: obs, files: files, parts: parts, last: map[string]int64{}}
@@ -202,7 +205,7 @@ func (db *DB) checkParts(ctx context.Context, files []string, parts []part, tota
 				ready[i] = true
 				for ; first < len(parts) && ready[first]; first++ {
 					f.deliver(first, &results[first])
-					<-window
+					win.release(parts[first].len)
 				}
 			}
 		}()
@@ -232,16 +235,8 @@ func (db *DB) checkParts(ctx context.Context, files []string, parts []part, tota
 			mu.Unlock()
 		}()
 	}
-dispatch:
 	for i := range parts {
-		if window != nil {
-			select {
-			case window <- struct{}{}:
-			case <-ctx.Done():
-				break dispatch
-			}
-		}
-		if ctx.Err() != nil {
+		if win != nil && !win.acquire(parts[i].len) || ctx.Err() != nil {
 			break
 		}
 		next <- i

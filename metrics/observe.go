@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"context"
+	"sync"
 
 	"github.com/retrace-dev/retrace/trajectory"
 )
@@ -82,4 +83,59 @@ func (f *feed) deliver(i int, res *partResult) {
 	if i+1 == len(f.parts) || f.parts[i+1].file != p.file {
 		f.obs.EndFile(name)
 	}
+}
+
+// windowBytes bounds the input bytes of the parts a load that feeds an
+// Observer has checked or is checking and not yet handed over; a part
+// larger than that is let in alone. A few times the size of a part, it
+// lets the workers run ahead of a feed that waits for a slow part, while
+// the events held stay within a small multiple of it.
+var windowBytes int64 = 32 << 20
+
+// window counts the parts between being given to a worker and being
+// handed to the Observer.
+type window struct {
+	ctx  context.Context
+	mu   sync.Mutex
+	cond *sync.Cond
+	held int64 // input bytes of the parts in the window
+	n    int   // parts in the window
+	stop func() bool
+}
+
+func newWindow(ctx context.Context) *window {
+	w := &window{ctx: ctx}
+	w.cond = sync.NewCond(&w.mu)
+	// A canceled load must not wait for a place.
+	w.stop = context.AfterFunc(ctx, func() {
+		w.mu.Lock()
+		w.cond.Broadcast()
+		w.mu.Unlock()
+	})
+	return w
+}
+
+// acquire waits for a place for a part of size bytes (0 for a stream) and
+// reports whether it got one; it does not when the load is canceled.
+func (w *window) acquire(size int64) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for w.n > 0 && w.held+size > windowBytes && w.ctx.Err() == nil {
+		w.cond.Wait()
+	}
+	if w.ctx.Err() != nil {
+		return false
+	}
+	w.held += size
+	w.n++
+	return true
+}
+
+// release frees the place of a part of size bytes.
+func (w *window) release(size int64) {
+	w.mu.Lock()
+	w.held -= size
+	w.n--
+	w.mu.Unlock()
+	w.cond.Broadcast()
 }
