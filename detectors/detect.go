@@ -41,7 +41,11 @@ func Detect(ctx context.Context, db *metrics.DB, paths []string, ds []Detector, 
 		}
 		return rep, lrep, pl.finish(ctx, db, &rep, nil)
 	}
-	p := startPass(pl)
+	var skip map[string]bool
+	if filterTypes {
+		skip = skipTypes(ds)
+	}
+	p := startPass(pl, skip)
 	lrep, err := db.LoadObserved(ctx, p, paths...)
 	shares := p.wait()
 	if err != nil {
@@ -68,7 +72,7 @@ func Detect(ctx context.Context, db *metrics.DB, paths []string, ds []Detector, 
 // it loaded in the same pass, as Detect does for dead_defense; files
 // loaded before, and Parquet inputs, are not in the table.
 func LoadLiveness(ctx context.Context, db *metrics.DB, paths []string) (Liveness, metrics.LoadReport, error) {
-	p := startPass(plan{dead: &deadDefense{}})
+	p := startPass(plan{dead: &deadDefense{}}, skipTypes([]Detector{&deadDefense{}}))
 	lrep, err := db.LoadObserved(ctx, p, paths...)
 	shares := p.wait()
 	if err != nil {
@@ -89,6 +93,9 @@ func LoadLiveness(ctx context.Context, db *metrics.DB, paths []string) (Liveness
 // the liveness table sorts its evidence.
 type pass struct {
 	pl plan
+	// skip are the event types no detector of the plan reads: they are
+	// not kept, as Run does not decode them.
+	skip map[string]bool
 	// open are the sessions of the file being handed over that have not
 	// ended, and order their ids in the order they began.
 	open  map[string]*Session
@@ -110,9 +117,9 @@ type share struct {
 // fall behind, the load waits for them instead of piling sessions up.
 const passQueue = 256
 
-func startPass(pl plan) *pass {
+func startPass(pl plan, skip map[string]bool) *pass {
 	workers := runtime.GOMAXPROCS(0)
-	p := &pass{pl: pl, open: map[string]*Session{}, seen: map[string]bool{},
+	p := &pass{pl: pl, skip: skip, open: map[string]*Session{}, seen: map[string]bool{},
 		jobs: make(chan *Session, passQueue), shares: make([]share, workers)}
 	for w := range workers {
 		p.wg.Add(1)
@@ -130,6 +137,9 @@ func startPass(pl plan) *pass {
 // Events implements metrics.Observer.
 func (p *pass) Events(file string, evs []metrics.Located) {
 	for _, e := range evs {
+		if p.skip[string(e.Type())] {
+			continue
+		}
 		s := p.open[e.Session]
 		if s == nil {
 			s = &Session{ID: e.Session, File: file}
