@@ -2,7 +2,6 @@ package detectors
 
 import (
 	"context"
-	"fmt"
 	"runtime"
 	"sync"
 
@@ -18,14 +17,16 @@ import (
 // once the load is done. A load that fails returns its error and no
 // finding, as nothing of it is loaded.
 //
-// Report.Unread lists what only the SQL detectors saw: Parquet inputs, and
-// files loaded into a kept database before. Options.Progress is not
-// called: the Go detectors keep pace with the load's check, which
+// What db holds that the load did not hand over (Parquet inputs, what a
+// kept database held before) is read again from its trajectory files, as
+// Run does, and Report.Unread lists what cannot be. Options.Progress is
+// not called: the Go detectors keep pace with the load's check, which
 // metrics.Options.Progress follows.
 //
 // Memory stays bounded: a session's events are held until its
 // session_end (or the end of its file) and handed to the detectors then,
-// and the load holds the events of a few parts of its input at most.
+// and the load holds the events of a few parts of its input at most (see
+// metrics.Observer).
 func Detect(ctx context.Context, db *metrics.DB, paths []string, ds []Detector, opts Options) (Report, metrics.LoadReport, error) {
 	rep := Report{Findings: []Finding{}}
 	pl, err := newPlan(ds, opts)
@@ -41,48 +42,60 @@ func Detect(ctx context.Context, db *metrics.DB, paths []string, ds []Detector, 
 		}
 		return rep, lrep, pl.finish(ctx, db, &rep, nil)
 	}
+	lrep, rr, err := pl.loadAndRead(ctx, db, paths)
+	if err != nil {
+		return rep, lrep, err
+	}
+	rep.Findings, rep.Unread = append(rep.Findings, rr.findings...), rr.unread
+	return rep, lrep, pl.finish(ctx, db, &rep, rr.live)
+}
+
+// LoadLiveness loads paths into db and builds the liveness table of what
+// db then holds, in the load's pass as Detect does for dead_defense.
+func LoadLiveness(ctx context.Context, db *metrics.DB, paths []string) (Liveness, metrics.LoadReport, error) {
+	dead := &deadDefense{}
+	lrep, rr, err := plan{ds: []Detector{dead}, params: []Params{{}}, dead: dead}.loadAndRead(ctx, db, paths)
+	if err != nil {
+		return Liveness{}, lrep, err
+	}
+	return tabulate(rr.live), lrep, nil
+}
+
+// loadAndRead loads paths into db while the plan's Go detectors (and
+// liveness rows) run over the events the load keeps, then reads again, as
+// Run does, the files db holds events of that the load did not hand over:
+// Parquet inputs whose trajectory files are still there, and what a kept
+// database held before.
+func (pl plan) loadAndRead(ctx context.Context, db *metrics.DB, paths []string) (metrics.LoadReport, readResult, error) {
 	var skip map[string]bool
 	if filterTypes {
-		skip = skipTypes(ds)
+		skip = skipTypes(pl.ds)
 	}
 	p := startPass(pl, skip)
 	lrep, err := db.LoadObserved(ctx, p, paths...)
 	shares := p.wait()
 	if err != nil {
-		return rep, lrep, err
+		return lrep, readResult{}, err
 	}
-	live := make([]fileLiveness, len(shares))
-	for i, sh := range shares {
-		rep.Findings = append(rep.Findings, sh.findings...)
-		live[i] = sh.live
-	}
-	files, err := db.Query(ctx, "SELECT DISTINCT file FROM raw_events WHERE file IS NOT NULL ORDER BY file")
+	files, err := loadedFiles(ctx, db)
 	if err != nil {
-		return rep, lrep, fmt.Errorf("detect: %w", err)
+		return lrep, readResult{}, err
 	}
-	for _, r := range files.Rows {
-		if f := text(r[0]); !p.seen[f] {
-			rep.Unread = append(rep.Unread, f)
+	unseen := files[:0]
+	for _, f := range files {
+		if !p.seen[f] {
+			unseen = append(unseen, f)
 		}
 	}
-	return rep, lrep, pl.finish(ctx, db, &rep, live)
-}
-
-// LoadLiveness loads paths into db and builds the liveness table of what
-// it loaded in the same pass, as Detect does for dead_defense; files
-// loaded before, and Parquet inputs, are not in the table.
-func LoadLiveness(ctx context.Context, db *metrics.DB, paths []string) (Liveness, metrics.LoadReport, error) {
-	p := startPass(plan{dead: &deadDefense{}}, skipTypes([]Detector{&deadDefense{}}))
-	lrep, err := db.LoadObserved(ctx, p, paths...)
-	shares := p.wait()
+	rr, err := pl.readFiles(ctx, unseen, nil)
 	if err != nil {
-		return Liveness{}, lrep, err
+		return lrep, readResult{}, err
 	}
-	live := make([]fileLiveness, len(shares))
-	for i, sh := range shares {
-		live[i] = sh.live
+	for _, sh := range shares {
+		rr.findings = append(rr.findings, sh.findings...)
+		rr.live = append(rr.live, sh.live)
 	}
-	return tabulate(live), lrep, nil
+	return lrep, rr, nil
 }
 
 // pass is the metrics.Observer of Detect: it gathers each file's events

@@ -146,3 +146,41 @@ func TestLoadLivenessIsComputeLiveness(t *testing.T) {
 		t.Fatalf("in the load's pass\n%+v\nread again\n%+v", got, want)
 	}
 }
+
+// A Parquet export is loaded without its lines being checked, so the load
+// hands nothing of it over: Detect reads its trajectory files again as
+// Run does, and lists them as unread once they are gone.
+func TestDetectReadsTheFilesOfAParquetExportAgain(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	file := filepath.Join(dir, "unpaired.jsonl")
+	b, err := os.ReadFile("testdata/fire/unpaired_tool_use.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(file, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	export := filepath.Join(t.TempDir(), "export")
+	if _, err := loaded(t, file).ExportParquet(ctx, export, false); err != nil {
+		t.Fatal(err)
+	}
+	want := detect(t, Catalog(), file)
+	got, _, err := detectOnce(t, metrics.Options{}, Catalog(), export)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Counts()["unpaired_tool_use"] == 0 || !reflect.DeepEqual(got, want) {
+		t.Fatalf("from Parquet %+v\nfrom the file %+v", got, want)
+	}
+	if err := os.Remove(file); err != nil {
+		t.Fatal(err)
+	}
+	got, _, err = detectOnce(t, metrics.Options{}, Catalog(), export)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got.Unread, []string{file}) || got.Counts()["unpaired_tool_use"] > 0 {
+		t.Fatalf("with the file gone: unread %v, counts %v; want the file unread and no Go finding", got.Unread, got.Counts())
+	}
+}

@@ -28,9 +28,9 @@ type Report struct {
 	Events   int `json:"events"`
 	// Unread lists the trajectory files only the SQL detectors saw. Run's
 	// Go detectors read the files again, and stdin, a pipe, or the source
-	// of a Parquet export that is no longer there cannot be; Detect's see
-	// every file it loads, and miss only Parquet inputs and what a kept
-	// database held before.
+	// of a Parquet export that is no longer there cannot be. Detect hands
+	// them every event it loads from trajectory files, and reads the rest
+	// again as Run does: only a gone source of Parquet is unread.
 	Unread []string `json:"unread,omitempty"`
 }
 
@@ -79,28 +79,63 @@ func Run(ctx context.Context, db *metrics.DB, ds []Detector, opts Options) (Repo
 		return rep, err
 	}
 	rep.Detectors = pl.infos()
-	files, err := db.Query(ctx, "SELECT DISTINCT file FROM raw_events WHERE file IS NOT NULL ORDER BY file")
-	if err != nil {
-		return rep, fmt.Errorf("detect: %w", err)
+	// With only SQL detectors selected no file needs reading.
+	var files []string
+	if pl.readsEvents() {
+		if files, err = loadedFiles(ctx, db); err != nil {
+			return rep, err
+		}
 	}
+	rr, err := pl.readFiles(ctx, files, opts.Progress)
+	if err != nil {
+		return rep, err
+	}
+	rep.Findings, rep.Unread = append(rep.Findings, rr.findings...), rr.unread
+	if err := pl.finish(ctx, db, &rep, rr.live); err != nil {
+		return rep, err
+	}
+	return rep, nil
+}
+
+// loadedFiles returns the trajectory files db holds events of, sorted.
+func loadedFiles(ctx context.Context, db *metrics.DB) ([]string, error) {
+	t, err := db.Query(ctx, "SELECT DISTINCT file FROM raw_events WHERE file IS NOT NULL ORDER BY file")
+	if err != nil {
+		return nil, fmt.Errorf("detect: %w", err)
+	}
+	files := make([]string, 0, len(t.Rows))
+	for _, r := range t.Rows {
+		files = append(files, text(r[0]))
+	}
+	return files, nil
+}
+
+// readResult is what the Go detectors found reading files again.
+type readResult struct {
+	findings []Finding
+	// live are the liveness rows of each worker, for dead_defense.
+	live []fileLiveness
+	// unread are the files that could not be read: not regular files, or
+	// no longer there.
+	unread []string
+}
+
+// readFiles reads each file again and runs the plan's Go detectors over
+// its sessions, on every core, each file by one worker: sessions do not
+// span files, and a Go detector is a pure function of a session.
+// progress, when set, is called as each file is done.
+func (pl plan) readFiles(ctx context.Context, files []string, progress func(done, total int)) (readResult, error) {
 	var skip map[string]bool
 	if filterTypes {
-		skip = skipTypes(ds)
+		skip = skipTypes(pl.ds)
 	}
-	if !pl.readsEvents() {
-		// Only SQL detectors were selected: no file needs reading.
-		files.Rows = nil
-	}
-	// The files are read on every core, each by one worker: sessions do
-	// not span files, and a Go detector is a pure function of a session.
 	type result struct {
 		findings []Finding
 		unread   bool
 		err      error
 	}
-	results := make([]result, len(files.Rows))
-	workers := min(runtime.GOMAXPROCS(0), max(len(files.Rows), 1))
-	// live holds each worker's share of the liveness table dead needs.
+	results := make([]result, len(files))
+	workers := min(runtime.GOMAXPROCS(0), max(len(files), 1))
 	live := make([]fileLiveness, workers)
 	next := make(chan int)
 	var wg sync.WaitGroup
@@ -113,7 +148,7 @@ func Run(ctx context.Context, db *metrics.DB, ds []Detector, opts Options) (Repo
 		go func() {
 			defer wg.Done()
 			for i := range next {
-				file, res := text(files.Rows[i][0]), &results[i]
+				file, res := files[i], &results[i]
 				if info, err := os.Stat(file); file == trajectory.StdinName || err != nil || !info.Mode().IsRegular() {
 					res.unread = true
 				} else {
@@ -121,16 +156,16 @@ func Run(ctx context.Context, db *metrics.DB, ds []Detector, opts Options) (Repo
 						res.findings = pl.session(s, res.findings, &live[w])
 					})
 				}
-				if opts.Progress != nil {
+				if progress != nil {
 					mu.Lock()
 					done++
-					opts.Progress(done, len(files.Rows))
+					progress(done, len(files))
 					mu.Unlock()
 				}
 			}
 		}()
 	}
-	for i := range files.Rows {
+	for i := range files {
 		if ctx.Err() != nil {
 			break
 		}
@@ -139,21 +174,19 @@ func Run(ctx context.Context, db *metrics.DB, ds []Detector, opts Options) (Repo
 	close(next)
 	wg.Wait()
 	if err := ctx.Err(); err != nil {
-		return rep, err
+		return readResult{}, err
 	}
+	rr := readResult{live: live}
 	for i, res := range results {
 		if res.err != nil {
-			return rep, res.err
+			return readResult{}, res.err
 		}
 		if res.unread {
-			rep.Unread = append(rep.Unread, text(files.Rows[i][0]))
+			rr.unread = append(rr.unread, files[i])
 		}
-		rep.Findings = append(rep.Findings, res.findings...)
+		rr.findings = append(rr.findings, res.findings...)
 	}
-	if err := pl.finish(ctx, db, &rep, live); err != nil {
-		return rep, err
-	}
-	return rep, nil
+	return rr, nil
 }
 
 // plan is a run's detectors with their thresholds.

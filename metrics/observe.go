@@ -26,7 +26,9 @@ type Located struct {
 // observed is not loaded and is to be thrown away.
 //
 // While an Observer call runs, the load holds the events of a few parts
-// of the input at most: a slow Observer slows the load down rather than
+// of the input at most (about windowBytes of input; a stream, stdin or a
+// named pipe, whose size is not known beforehand, is held whole until it
+// is read through): a slow Observer slows the load down rather than
 // letting the events pile up.
 type Observer interface {
 	// Events hands over the next kept events of one file (as the file

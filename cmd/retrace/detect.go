@@ -163,7 +163,7 @@ func runDetect(ctx context.Context, sys *IO, opts *detectOptions) error {
 		return runDefenses(sys, lv, opts.format.value, threshold)
 	}
 	for _, f := range rep.Unread {
-		fmt.Fprintf(sys.Err, "%s: warning: read by the SQL detectors only (loaded from Parquet); the detectors over the event stream did not see it\n", f)
+		fmt.Fprintf(sys.Err, "%s: warning: read by the SQL detectors only (its events came from Parquet, and the file is no longer there); the detectors over the event stream did not see it\n", f)
 	}
 	if err := writeDetectReport(sys.Out, opts.format.value, rep, opts.limit); err != nil {
 		return err
