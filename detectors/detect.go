@@ -19,9 +19,9 @@ import (
 //
 // What db holds that the load did not hand over (Parquet inputs, what a
 // kept database held before) is read again from its trajectory files, as
-// Run does, and Report.Unread lists what cannot be. Options.Progress is
-// not called: the Go detectors keep pace with the load's check, which
-// metrics.Options.Progress follows.
+// Run does, and Report.Unread lists what cannot be. Options.Progress
+// follows those files only: the Go detectors keep pace with the load's
+// check, which metrics.Options.Progress follows.
 //
 // Memory stays bounded: a session's events are held until its
 // session_end (or the end of its file) and handed to the detectors then,
@@ -87,7 +87,7 @@ func (pl plan) loadAndRead(ctx context.Context, db *metrics.DB, paths []string) 
 			unseen = append(unseen, f)
 		}
 	}
-	rr, err := pl.readFiles(ctx, unseen, nil)
+	rr, err := pl.readFiles(ctx, unseen)
 	if err != nil {
 		return lrep, readResult{}, err
 	}

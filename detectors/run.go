@@ -59,8 +59,9 @@ type Options struct {
 	// Settings set thresholds; the rest keep their defaults. Run checks
 	// them against ds first.
 	Settings Settings
-	// Progress, when set, is called as Run's Go detectors finish each
-	// trajectory file: done files of total. Detect does not call it.
+	// Progress, when set, is called as the Go detectors finish each
+	// trajectory file they read again: done files of total. Run reads
+	// every file again; Detect only those its load did not hand over.
 	Progress func(done, total int)
 }
 
@@ -86,7 +87,7 @@ func Run(ctx context.Context, db *metrics.DB, ds []Detector, opts Options) (Repo
 			return rep, err
 		}
 	}
-	rr, err := pl.readFiles(ctx, files, opts.Progress)
+	rr, err := pl.readFiles(ctx, files)
 	if err != nil {
 		return rep, err
 	}
@@ -122,9 +123,9 @@ type readResult struct {
 
 // readFiles reads each file again and runs the plan's Go detectors over
 // its sessions, on every core, each file by one worker: sessions do not
-// span files, and a Go detector is a pure function of a session.
-// progress, when set, is called as each file is done.
-func (pl plan) readFiles(ctx context.Context, files []string, progress func(done, total int)) (readResult, error) {
+// span files, and a Go detector is a pure function of a session. The
+// plan's progress, when set, is called as each file is done.
+func (pl plan) readFiles(ctx context.Context, files []string) (readResult, error) {
 	var skip map[string]bool
 	if filterTypes {
 		skip = skipTypes(pl.ds)
@@ -156,10 +157,10 @@ func (pl plan) readFiles(ctx context.Context, files []string, progress func(done
 						res.findings = pl.session(s, res.findings, &live[w])
 					})
 				}
-				if progress != nil {
+				if pl.progress != nil {
 					mu.Lock()
 					done++
-					progress(done, len(files))
+					pl.progress(done, len(files))
 					mu.Unlock()
 				}
 			}
@@ -196,6 +197,8 @@ type plan struct {
 	// dead, when selected, is fed from the pass over the sessions rather
 	// than reading every file a second time.
 	dead *deadDefense
+	// progress is Options.Progress, for the files read again.
+	progress func(done, total int)
 }
 
 // newPlan checks opts' settings against ds and sets each detector's
@@ -204,7 +207,7 @@ func newPlan(ds []Detector, opts Options) (plan, error) {
 	if err := opts.Settings.Check(ds, nil); err != nil {
 		return plan{}, err
 	}
-	pl := plan{ds: ds, params: make([]Params, len(ds))}
+	pl := plan{ds: ds, params: make([]Params, len(ds)), progress: opts.Progress}
 	for i, d := range ds {
 		pl.params[i] = opts.Settings.params(d)
 		if dd, ok := d.(*deadDefense); ok {

@@ -72,7 +72,9 @@ refused (exit 2, file:line):
 
 Progress: on a terminal, a bar on stderr follows the load; the detectors
 over the event stream run as it checks the files, on the events it
-decodes, so each file is read once (stdin and named pipes included).
+decodes, so each file is read once (stdin and named pipes included). The
+trajectories of a Parquet export are read again after the load, with a
+bar of their own.
 
 --defenses prints the defense liveness table instead of findings: for
 every defense a session_start enabled, the sessions that enabled it, its
@@ -145,14 +147,19 @@ func runDetect(ctx context.Context, sys *IO, opts *detectOptions) error {
 	}
 	// The detectors run in the load's pass, on the events its check
 	// decodes, so every file is read once; the load's bar follows both.
+	// The count bar follows the files read again after the load: the
+	// trajectories of a Parquet export. They read a file in milliseconds:
+	// only many files need a bar.
+	bar := newCountBar(sys.Err, "detectors, files read", 200)
 	var rep detectors.Report
 	var lv detectors.Liveness
 	db, err := openAndLoadWith(ctx, sys, "", opts.lenient, opts.paths, func(db *metrics.DB, paths []string) (lrep metrics.LoadReport, err error) {
 		if opts.defenses {
 			lv, lrep, err = detectors.LoadLiveness(ctx, db, paths)
 		} else {
-			rep, lrep, err = detectors.Detect(ctx, db, paths, ds, detectors.Options{Settings: settings})
+			rep, lrep, err = detectors.Detect(ctx, db, paths, ds, detectors.Options{Settings: settings, Progress: bar.update})
 		}
+		bar.finish()
 		return lrep, err
 	})
 	if err != nil {
