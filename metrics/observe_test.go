@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/retrace-dev/retrace/trajectory"
 )
@@ -192,4 +193,81 @@ func FuzzObservedIsWhatLoads(f *testing.F) {
 			}
 		}
 	})
+}
+
+// canceler is an Observer that cancels the load on its first call and
+// then takes its time, as a caller giving up halfway would.
+type canceler struct {
+	cancel context.CancelFunc
+	calls  int
+}
+
+func (c *canceler) Events(string, []Located) {
+	c.calls++
+	c.cancel()
+}
+func (c *canceler) EndFile(string) {}
+
+// A load canceled while it feeds an Observer stops, with the context's
+// error, and loads nothing: no worker waits forever for a place in the
+// window or for the feed.
+func TestACanceledObservedLoadStops(t *testing.T) {
+	lines := basicLines(t)
+	dir := t.TempDir()
+	for i := range 50 {
+		writeLines(t, dir, fmt.Sprintf("s%02d.jsonl", i), withSession(lines, fmt.Sprintf("20261130-090000.000-%08x", i))...)
+	}
+	old := windowBytes
+	windowBytes = 1 // one part at a time
+	defer func() { windowBytes = old }()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	db := open(t, Options{})
+	obs := &canceler{cancel: cancel}
+	_, err := db.LoadObserved(ctx, obs, dir)
+	if !errors.Is(err, context.Canceled) || obs.calls == 0 || obs.calls == 50 {
+		t.Fatalf("err = %v after %d Events calls; want context.Canceled after the first few of 50", err, obs.calls)
+	}
+	if got := rows(t, db, "SELECT count(*) FROM raw_events"); got[0] != "0" {
+		t.Fatalf("%s events loaded by a canceled load", got[0])
+	}
+}
+
+func TestTheWindowLetsInOnePartOverItsSizeAndWaitsForTheRest(t *testing.T) {
+	old := windowBytes
+	windowBytes = 100
+	defer func() { windowBytes = old }()
+	w := newWindow(context.Background())
+	defer w.stop()
+	for _, size := range []int64{60, 40} {
+		if !w.acquire(size) {
+			t.Fatalf("acquire(%d) refused", size)
+		}
+	}
+	got := make(chan bool)
+	go func() { got <- w.acquire(500) }()
+	select {
+	case <-got:
+		t.Fatal("a part over the window's size got in while it was full")
+	case <-time.After(50 * time.Millisecond):
+	}
+	w.release(60)
+	select {
+	case <-got:
+		t.Fatal("a part of 500 bytes got in next to 40")
+	case <-time.After(50 * time.Millisecond):
+	}
+	w.release(40)
+	if !<-got {
+		t.Fatal("a part over the window's size was refused once the window emptied")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cw := newWindow(ctx)
+	defer cw.stop()
+	cw.acquire(100)
+	go func() { got <- cw.acquire(1) }()
+	cancel()
+	if <-got {
+		t.Fatal("a canceled load got a place")
+	}
 }
