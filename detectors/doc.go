@@ -7,10 +7,12 @@
 // embedded sql/*.sql file, for set logic: joins, counts, groups across a
 // corpus) or Go over one session's event stream (for sequential logic:
 // pairing, runs, what came after what). Both implement the one Detector
-// interface; Catalog is the registry, Select picks detectors by id, and Run
-// runs them over what a metrics load put into a database: the SQL
-// detectors over the views, the Go detectors over each session read again
-// from the same files, skipping what a lenient load skipped. Every
+// interface; Catalog is the registry, Select picks detectors by id, and
+// Detect loads trajectories into a metrics database and runs them in one
+// pass: the Go detectors over each session's events as the load's check
+// decodes them (metrics.DB.LoadObserved), exactly the events the load
+// keeps, the SQL detectors over the views once it is done. Run runs them
+// over a database loaded before, reading the files again. Every
 // detector returns Findings: the detector id, a severity, the session, the
 // turn and tool_use_id, the evidence (file, line, seq and type of each
 // event that proves it), a message with the numbers seen and the
@@ -19,9 +21,9 @@
 //
 // Detectors use only what the trajectory contract carries, so they work on
 // any valid trajectory: recorded by retrace run, by mock serve --record,
-// or imported. Stdin, pipes, and Parquet exports whose trajectory files
-// are gone are seen by the SQL detectors only (Report.Unread lists them):
-// the Go detectors read the files again, and a stream cannot be read twice.
+// or imported. Parquet exports are seen by the SQL detectors only
+// (Report.Unread lists them), and so, with Run, are stdin and pipes, which
+// cannot be read twice.
 //
 // The catalog (retrace detect --list prints the same):
 //

@@ -26,9 +26,11 @@ type Report struct {
 	// Sessions and Events count what was loaded.
 	Sessions int `json:"sessions"`
 	Events   int `json:"events"`
-	// Unread lists the trajectory files only the SQL detectors saw: the Go
-	// detectors read the files again, and stdin, a pipe, or the source of
-	// a Parquet export that is no longer there cannot be.
+	// Unread lists the trajectory files only the SQL detectors saw. Run's
+	// Go detectors read the files again, and stdin, a pipe, or the source
+	// of a Parquet export that is no longer there cannot be. Detect hands
+	// them every event it loads from trajectory files, and reads the rest
+	// again as Run does: only a gone source of Parquet is unread.
 	Unread []string `json:"unread,omitempty"`
 }
 
@@ -58,7 +60,8 @@ type Options struct {
 	// them against ds first.
 	Settings Settings
 	// Progress, when set, is called as the Go detectors finish each
-	// trajectory file: done files of total.
+	// trajectory file they read again: done files of total. Run reads
+	// every file again; Detect only those its load did not hand over.
 	Progress func(done, total int)
 }
 
@@ -68,50 +71,72 @@ type Options struct {
 // the files a lenient load left out are left out here too; the lines it
 // skipped are skipped and the events it dropped dropped, so both kinds of
 // detector see the same events. A file that is no longer there, or is not
-// a regular file (stdin, a pipe), is listed in Report.Unread.
+// a regular file (stdin, a pipe), is listed in Report.Unread. Detect,
+// which loads and detects in one pass, decodes every file once instead.
 func Run(ctx context.Context, db *metrics.DB, ds []Detector, opts Options) (Report, error) {
 	rep := Report{Findings: []Finding{}}
-	if err := opts.Settings.Check(ds, nil); err != nil {
+	pl, err := newPlan(ds, opts)
+	if err != nil {
 		return rep, err
 	}
-	params := make([]Params, len(ds))
-	for i, d := range ds {
-		rep.Detectors = append(rep.Detectors, d.Info())
-		params[i] = opts.Settings.params(d)
-	}
-	// dead, when selected, is fed from the pass over the sessions below
-	// rather than reading every file a second time.
-	var dead *deadDefense
-	for i, d := range ds {
-		if dd, ok := d.(*deadDefense); ok {
-			dead = dd
-			continue
-		}
-		fs, err := d.Corpus(ctx, db, params[i])
-		if err != nil {
+	rep.Detectors = pl.infos()
+	// With only SQL detectors selected no file needs reading.
+	var files []string
+	if pl.readsEvents() {
+		if files, err = loadedFiles(ctx, db); err != nil {
 			return rep, err
 		}
-		rep.Findings = append(rep.Findings, fs...)
 	}
-	files, err := db.Query(ctx, "SELECT DISTINCT file FROM raw_events WHERE file IS NOT NULL ORDER BY file")
+	rr, err := pl.readFiles(ctx, files)
 	if err != nil {
-		return rep, fmt.Errorf("detect: %w", err)
+		return rep, err
 	}
-	skip := skipTypes(ds)
-	if len(skip) == len(trajectory.EventTypes()) {
-		// Only SQL detectors were selected: no file needs reading.
-		files.Rows = nil
+	rep.Findings, rep.Unread = append(rep.Findings, rr.findings...), rr.unread
+	if err := pl.finish(ctx, db, &rep, rr.live); err != nil {
+		return rep, err
 	}
-	// The files are read on every core, each by one worker: sessions do
-	// not span files, and a Go detector is a pure function of a session.
+	return rep, nil
+}
+
+// loadedFiles returns the trajectory files db holds events of, sorted.
+func loadedFiles(ctx context.Context, db *metrics.DB) ([]string, error) {
+	t, err := db.Query(ctx, "SELECT DISTINCT file FROM raw_events WHERE file IS NOT NULL ORDER BY file")
+	if err != nil {
+		return nil, fmt.Errorf("detect: %w", err)
+	}
+	files := make([]string, 0, len(t.Rows))
+	for _, r := range t.Rows {
+		files = append(files, text(r[0]))
+	}
+	return files, nil
+}
+
+// readResult is what the Go detectors found reading files again.
+type readResult struct {
+	findings []Finding
+	// live are the liveness rows of each worker, for dead_defense.
+	live []fileLiveness
+	// unread are the files that could not be read: not regular files, or
+	// no longer there.
+	unread []string
+}
+
+// readFiles reads each file again and runs the plan's Go detectors over
+// its sessions, on every core, each file by one worker: sessions do not
+// span files, and a Go detector is a pure function of a session. The
+// plan's progress, when set, is called as each file is done.
+func (pl plan) readFiles(ctx context.Context, files []string) (readResult, error) {
+	var skip map[string]bool
+	if filterTypes {
+		skip = skipTypes(pl.ds)
+	}
 	type result struct {
 		findings []Finding
 		unread   bool
 		err      error
 	}
-	results := make([]result, len(files.Rows))
-	workers := min(runtime.GOMAXPROCS(0), max(len(files.Rows), 1))
-	// live holds each worker's share of the liveness table dead needs.
+	results := make([]result, len(files))
+	workers := min(runtime.GOMAXPROCS(0), max(len(files), 1))
 	live := make([]fileLiveness, workers)
 	next := make(chan int)
 	var wg sync.WaitGroup
@@ -124,29 +149,24 @@ func Run(ctx context.Context, db *metrics.DB, ds []Detector, opts Options) (Repo
 		go func() {
 			defer wg.Done()
 			for i := range next {
-				file, res := text(files.Rows[i][0]), &results[i]
+				file, res := files[i], &results[i]
 				if info, err := os.Stat(file); file == trajectory.StdinName || err != nil || !info.Mode().IsRegular() {
 					res.unread = true
 				} else {
 					res.err = readSessions(file, skip, func(s *Session) {
-						for k, d := range ds {
-							res.findings = append(res.findings, d.Session(s, params[k])...)
-						}
-						if dead != nil {
-							live[w].add(s)
-						}
+						res.findings = pl.session(s, res.findings, &live[w])
 					})
 				}
-				if opts.Progress != nil {
+				if pl.progress != nil {
 					mu.Lock()
 					done++
-					opts.Progress(done, len(files.Rows))
+					pl.progress(done, len(files))
 					mu.Unlock()
 				}
 			}
 		}()
 	}
-	for i := range files.Rows {
+	for i := range files {
 		if ctx.Err() != nil {
 			break
 		}
@@ -155,11 +175,92 @@ func Run(ctx context.Context, db *metrics.DB, ds []Detector, opts Options) (Repo
 	close(next)
 	wg.Wait()
 	if err := ctx.Err(); err != nil {
-		return rep, err
+		return readResult{}, err
 	}
-	var count metrics.Table
-	if count, err = db.Query(ctx, "SELECT count(DISTINCT session), count(*) FROM raw_events"); err != nil {
-		return rep, fmt.Errorf("detect: %w", err)
+	rr := readResult{live: live}
+	for i, res := range results {
+		if res.err != nil {
+			return readResult{}, res.err
+		}
+		if res.unread {
+			rr.unread = append(rr.unread, files[i])
+		}
+		rr.findings = append(rr.findings, res.findings...)
+	}
+	return rr, nil
+}
+
+// plan is a run's detectors with their thresholds.
+type plan struct {
+	ds     []Detector
+	params []Params
+	// dead, when selected, is fed from the pass over the sessions rather
+	// than reading every file a second time.
+	dead *deadDefense
+	// progress is Options.Progress, for the files read again.
+	progress func(done, total int)
+}
+
+// newPlan checks opts' settings against ds and sets each detector's
+// thresholds.
+func newPlan(ds []Detector, opts Options) (plan, error) {
+	if err := opts.Settings.Check(ds, nil); err != nil {
+		return plan{}, err
+	}
+	pl := plan{ds: ds, params: make([]Params, len(ds)), progress: opts.Progress}
+	for i, d := range ds {
+		pl.params[i] = opts.Settings.params(d)
+		if dd, ok := d.(*deadDefense); ok {
+			pl.dead = dd
+		}
+	}
+	return pl, nil
+}
+
+// infos documents the plan's detectors.
+func (pl plan) infos() []Info {
+	out := make([]Info, 0, len(pl.ds))
+	for _, d := range pl.ds {
+		out = append(out, d.Info())
+	}
+	return out
+}
+
+// readsEvents reports whether a detector of the plan looks at the event
+// stream: a Go detector, or dead_defense's liveness table.
+func (pl plan) readsEvents() bool {
+	return len(skipTypes(pl.ds)) < len(trajectory.EventTypes())
+}
+
+// session runs the Go detectors over s, appending their findings to out,
+// and folds s into live when dead_defense runs.
+func (pl plan) session(s *Session, out []Finding, live *fileLiveness) []Finding {
+	for k, d := range pl.ds {
+		out = append(out, d.Session(s, pl.params[k])...)
+	}
+	if pl.dead != nil {
+		live.add(s)
+	}
+	return out
+}
+
+// finish runs the SQL detectors, counts what db holds, adds
+// dead_defense's findings from the liveness rows the pass gathered, and
+// sorts the findings worst first.
+func (pl plan) finish(ctx context.Context, db *metrics.DB, rep *Report, live []fileLiveness) error {
+	for i, d := range pl.ds {
+		if _, ok := d.(*deadDefense); ok {
+			continue
+		}
+		fs, err := d.Corpus(ctx, db, pl.params[i])
+		if err != nil {
+			return err
+		}
+		rep.Findings = append(rep.Findings, fs...)
+	}
+	count, err := db.Query(ctx, "SELECT count(DISTINCT session), count(*) FROM raw_events")
+	if err != nil {
+		return fmt.Errorf("detect: %w", err)
 	}
 	if n, ok := count.Rows[0][0].(int64); ok {
 		rep.Sessions = int(n)
@@ -167,17 +268,8 @@ func Run(ctx context.Context, db *metrics.DB, ds []Detector, opts Options) (Repo
 	if n, ok := count.Rows[0][1].(int64); ok {
 		rep.Events = int(n)
 	}
-	for i, res := range results {
-		if res.err != nil {
-			return rep, res.err
-		}
-		if res.unread {
-			rep.Unread = append(rep.Unread, text(files.Rows[i][0]))
-		}
-		rep.Findings = append(rep.Findings, res.findings...)
-	}
-	if dead != nil {
-		rep.Findings = append(rep.Findings, dead.findings(tabulate(live))...)
+	if pl.dead != nil {
+		rep.Findings = append(rep.Findings, pl.dead.findings(tabulate(live))...)
 	}
 	order := map[string]int{}
 	for i, d := range catalog {
@@ -191,7 +283,7 @@ func Run(ctx context.Context, db *metrics.DB, ds []Detector, opts Options) (Repo
 			cmp.Compare(a.Line(), b.Line()),
 			cmp.Compare(a.Session, b.Session))
 	})
-	return rep, nil
+	return nil
 }
 
 // readSessions reads file and calls fn with each session's events: when
@@ -243,8 +335,11 @@ func readSessions(file string, skip map[string]bool, fn func(*Session)) error {
 		}
 	}
 	for _, id := range order {
+		// A session that began again after its session_end is in order
+		// twice: it is handed over once.
 		if s := open[id]; s != nil {
 			fn(s)
+			delete(open, id)
 		}
 	}
 	return nil

@@ -54,6 +54,9 @@ type partResult struct {
 	// line of its first event and its highest seq, for merge to check
 	// across parts.
 	seqs sessionSeqs
+	// events are the events the part kept, when an Observer is to see
+	// them; the feed hands them over and clears them.
+	events []Located
 }
 
 // seqRange is what a part saw of one session's seqs.
@@ -109,10 +112,11 @@ func (s *sessionSeqs) add(r seqRange) int {
 // checkAll checks files on every core and stages the lines to load into
 // chunk files under tmp, reporting progress in bytes. It returns the
 // reports, the chunks, and in strict mode the first problem of every bad
-// file.
-func (db *DB) checkAll(ctx context.Context, files []string, tmp string) ([]FileReport, []chunk, []error, error) {
+// file. obs, when not nil, sees the events the load keeps as the parts are
+// checked.
+func (db *DB) checkAll(ctx context.Context, files []string, tmp string, obs Observer) ([]FileReport, []chunk, []error, error) {
 	parts, total := split(files)
-	chunks, results, err := db.checkParts(ctx, files, parts, total, tmp, "w")
+	chunks, results, err := db.checkParts(ctx, files, parts, total, tmp, "w", obs)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -126,6 +130,7 @@ func (db *DB) checkAll(ctx context.Context, files []string, tmp string) ([]FileR
 	// is checked again whole, knowing the seqs before it, and its lines of
 	// the first pass are not loaded. This is rare: it takes a big file with
 	// a repeated line where a part begins, or a copy of a session's file.
+	// The Observer has seen what this check keeps already (see feed).
 	again := make([]part, len(redo))
 	names := make([]string, len(redo))
 	var streams []error
@@ -150,7 +155,7 @@ func (db *DB) checkAll(ctx context.Context, files []string, tmp string) ([]FileR
 	for i := range chunks {
 		chunks[i].exclude = exclude
 	}
-	more, results, err := db.checkParts(ctx, files, again, 0, tmp, "again")
+	more, results, err := db.checkParts(ctx, files, again, 0, tmp, "again", nil)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -165,8 +170,13 @@ func (db *DB) checkAll(ctx context.Context, files []string, tmp string) ([]FileR
 }
 
 // checkParts checks parts on every core, staging into chunk files named
-// after name, and returns the chunks and the results of the parts.
-func (db *DB) checkParts(ctx context.Context, files []string, parts []part, total int64, tmp, name string) ([]chunk, []partResult, error) {
+// after name, and returns the chunks and the results of the parts. When
+// obs is not nil the parts' events are handed to it in order as soon as
+// every part before them is checked, and the parts between being given to
+// a worker and being handed over hold windowBytes of input at most (or
+// one part), so a load that feeds an Observer holds the events of a few
+// parts, never those of the whole input.
+func (db *DB) checkParts(ctx context.Context, files []string, parts []part, total int64, tmp, name string, obs Observer) ([]chunk, []partResult, error) {
 	var (
 		mu       sync.Mutex
 		done     int64
@@ -174,20 +184,49 @@ func (db *DB) checkParts(ctx context.Context, files []string, parts []part, tota
 		chunks   []chunk
 		stageErr error
 	)
+	workers := min(runtime.GOMAXPROCS(0), max(len(parts), 1))
+	// A part is given to a worker only once it has a place in the window,
+	// and leaves it when the feed has handed it over. Parts are given out
+	// in order, so the first part not handed over is always being checked
+	// or checked, and the feed never waits for a part that waits for a
+	// place.
+	var win *window
+	checked := make(chan int, len(parts))
+	fed := make(chan struct{})
+	if obs != nil {
+		win = newWindow(ctx)
+		defer win.stop()
+		go func() {
+			defer close(fed)
+			f := &feed{obs: obs, files: files, parts: parts, last: map[string]int64{}}
+			ready := make([]bool, len(parts))
+			first := 0
+			for i := range checked {
+				ready[i] = true
+				for ; first < len(parts) && ready[first]; first++ {
+					f.deliver(first, &results[first])
+					win.release(parts[first].len)
+				}
+			}
+		}()
+	} else {
+		close(fed)
+	}
 	next := make(chan int)
 	var wg sync.WaitGroup
-	for w := range min(runtime.GOMAXPROCS(0), max(len(parts), 1)) {
+	for w := range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			st := &stage{dir: tmp, name: fmt.Sprintf("%s%d", name, w)}
 			for i := range next {
-				res := db.checkPart(files[parts[i].file], parts[i], st)
+				res := db.checkPart(files[parts[i].file], parts[i], st, obs != nil)
 				mu.Lock()
 				results[i] = res
 				done += parts[i].len
 				db.progress("check", done, total)
 				mu.Unlock()
+				checked <- i
 			}
 			err := st.close()
 			mu.Lock()
@@ -197,13 +236,15 @@ func (db *DB) checkParts(ctx context.Context, files []string, parts []part, tota
 		}()
 	}
 	for i := range parts {
-		if ctx.Err() != nil {
+		if win != nil && !win.acquire(parts[i].len) || ctx.Err() != nil {
 			break
 		}
 		next <- i
 	}
 	close(next)
 	wg.Wait()
+	close(checked)
+	<-fed
 	if err := ctx.Err(); err != nil {
 		return nil, nil, fmt.Errorf("load: %w", err)
 	}
@@ -315,8 +356,9 @@ func countLines(r io.Reader, buf []byte) (int, error) {
 // greater than every seq before it in the part, without a torn last line
 // or, when lenient, the bad lines and repeated seqs. In strict mode the
 // error is the part's first bad line; a file that cannot be opened is a
-// *trajectory.FileError.
-func (db *DB) checkPart(file string, p part, st *stage) (res partResult) {
+// *trajectory.FileError. With keep, the part's result holds the events it
+// kept, for an Observer.
+func (db *DB) checkPart(file string, p part, st *stage, keep bool) (res partResult) {
 	display := trajectory.Name(file)
 	res.report.File = display
 	in, err := trajectory.OpenInput(file, db.opts.Stdin)
@@ -403,6 +445,9 @@ func (db *DB) checkPart(file string, p part, st *stage) (res partResult) {
 		if err := st.write(ev.Payload.EventType(), dec.Raw(), name, p.lines+dec.Line()); err != nil {
 			res.err = fmt.Errorf("load: %w", err)
 			return res
+		}
+		if keep {
+			res.events = append(res.events, Located{Event: ev, Line: p.lines + dec.Line()})
 		}
 		res.report.Events++
 	}

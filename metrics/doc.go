@@ -13,6 +13,9 @@
 // type's columns; the view raw_events puts them together with every
 // column. Narrow tables matter: read_json's cost grows with the columns it
 // looks for and DuckDB inserts into a narrow table several times faster.
+// LoadObserved also hands the decoded events the load keeps to an
+// Observer, in order, so that a caller needing the events themselves (the
+// detectors) does not decode every file a second time.
 // A malformed line, a seq that repeats or goes back within its session, a
 // file that cannot be read and a file without events refuse the load with
 // an error naming every bad file (file:line for a line); with

@@ -147,6 +147,11 @@ const insertBatch = 64 << 20
 // that cannot be read or hold no event left out, and all of it counted per
 // file.
 func (db *DB) Load(ctx context.Context, paths ...string) (LoadReport, error) {
+	return db.load(ctx, nil, paths)
+}
+
+// load is Load, feeding obs when it is not nil.
+func (db *DB) load(ctx context.Context, obs Observer, paths []string) (LoadReport, error) {
 	var rep LoadReport
 	src, err := sources(paths)
 	if err != nil {
@@ -160,7 +165,7 @@ func (db *DB) Load(ctx context.Context, paths ...string) (LoadReport, error) {
 		return rep, fmt.Errorf("load: %w", err)
 	}
 	defer os.RemoveAll(tmp)
-	reports, chunks, bad, err := db.checkAll(ctx, files, tmp)
+	reports, chunks, bad, err := db.checkAll(ctx, files, tmp, obs)
 	if err != nil {
 		return rep, err
 	}

@@ -70,8 +70,11 @@ refused (exit 2, file:line):
     denial_loop:
       min_denials: 5
 
-Progress: on a terminal, a bar on stderr follows the load, then the
-detectors, file by file.
+Progress: on a terminal, a bar on stderr follows the load; the detectors
+over the event stream run as it checks the files, on the events it
+decodes, so each file is read once (stdin and named pipes included). The
+trajectories of a Parquet export are read again after the load, with a
+bar of their own.
 
 --defenses prints the defense liveness table instead of findings: for
 every defense a session_start enabled, the sessions that enabled it, its
@@ -142,23 +145,32 @@ func runDetect(ctx context.Context, sys *IO, opts *detectOptions) error {
 	if opts.defenses && opts.format.value != "table" && opts.format.value != "markdown" && opts.format.value != "json" {
 		return usage(fmt.Errorf("--defenses --format %s: the liveness table prints as table, markdown or json", opts.format.value))
 	}
-	db, err := openAndLoad(ctx, sys, "", opts.lenient, opts.paths)
+	// The detectors run in the load's pass, on the events its check
+	// decodes, so every file is read once; the load's bar follows both.
+	// The count bar follows the files read again after the load: the
+	// trajectories of a Parquet export. They read a file in milliseconds:
+	// only many files need a bar.
+	bar := newCountBar(sys.Err, "detectors, files read", 200)
+	var rep detectors.Report
+	var lv detectors.Liveness
+	db, err := openAndLoadWith(ctx, sys, "", opts.lenient, opts.paths, func(db *metrics.DB, paths []string) (lrep metrics.LoadReport, err error) {
+		if opts.defenses {
+			lv, lrep, err = detectors.LoadLiveness(ctx, db, paths)
+		} else {
+			rep, lrep, err = detectors.Detect(ctx, db, paths, ds, detectors.Options{Settings: settings, Progress: bar.update})
+		}
+		bar.finish()
+		return lrep, err
+	})
 	if err != nil {
 		return err
 	}
 	defer db.Close()
 	if opts.defenses {
-		return runDefenses(ctx, sys, db, opts.format.value, threshold)
-	}
-	// The detectors read a file in milliseconds: only large corpora need a bar.
-	bar := newCountBar(sys.Err, "detectors, files read", 200)
-	rep, err := detectors.Run(ctx, db, ds, detectors.Options{Settings: settings, Progress: bar.update})
-	bar.finish()
-	if err != nil {
-		return err
+		return runDefenses(sys, lv, opts.format.value, threshold)
 	}
 	for _, f := range rep.Unread {
-		fmt.Fprintf(sys.Err, "%s: warning: read by the SQL detectors only (not a regular file, or no longer there); the detectors over the event stream did not see it\n", f)
+		fmt.Fprintf(sys.Err, "%s: warning: read by the SQL detectors only (its events came from Parquet, and the file is no longer there); the detectors over the event stream did not see it\n", f)
 	}
 	if err := writeDetectReport(sys.Out, opts.format.value, rep, opts.limit); err != nil {
 		return err
@@ -203,14 +215,10 @@ func detectSettings(path string) (detectors.Settings, error) {
 	return s, nil
 }
 
-// runDefenses prints the liveness table of what db holds and fails the
-// gate, as the dead_defense detector (a warning) would, when a defense is
-// dead and --fail-on is warning or info.
-func runDefenses(ctx context.Context, sys *IO, db *metrics.DB, format string, threshold int) error {
-	lv, err := detectors.ComputeLiveness(ctx, db)
-	if err != nil {
-		return err
-	}
+// runDefenses prints the liveness table lv and fails the gate, as the
+// dead_defense detector (a warning) would, when a defense is dead and
+// --fail-on is warning or info.
+func runDefenses(sys *IO, lv detectors.Liveness, format string, threshold int) error {
 	if err := writeLiveness(sys.Out, format, lv); err != nil {
 		return err
 	}

@@ -19,6 +19,18 @@ import (
 // openAndLoad opens the metrics database and loads paths into it (the runs
 // directory when there are none and no kept database is named).
 func openAndLoad(ctx context.Context, sys *IO, dbPath string, lenient bool, paths []string) (*metrics.DB, error) {
+	return openAndLoadWith(ctx, sys, dbPath, lenient, paths, nil)
+}
+
+// loadFunc loads paths into db; openAndLoadWith takes one to load with a
+// call that does more in the same pass, such as detectors.Detect.
+type loadFunc func(db *metrics.DB, paths []string) (metrics.LoadReport, error)
+
+// openAndLoadWith is openAndLoad, loading with load when it is not nil.
+func openAndLoadWith(ctx context.Context, sys *IO, dbPath string, lenient bool, paths []string, load loadFunc) (*metrics.DB, error) {
+	if load == nil {
+		load = func(db *metrics.DB, paths []string) (metrics.LoadReport, error) { return db.Load(ctx, paths...) }
+	}
 	if len(paths) == 0 && dbPath == "" {
 		paths = []string{runsDir(sys)}
 	}
@@ -30,7 +42,7 @@ func openAndLoad(ctx context.Context, sys *IO, dbPath string, lenient bool, path
 	if len(paths) == 0 {
 		return db, nil
 	}
-	rep, err := db.Load(ctx, paths...)
+	rep, err := load(db, paths)
 	bar.finish()
 	for _, w := range rep.NotRegular {
 		fmt.Fprintln(sys.Err, w)

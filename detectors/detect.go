@@ -1,0 +1,188 @@
+package detectors
+
+import (
+	"context"
+	"runtime"
+	"sync"
+
+	"github.com/retrace-dev/retrace/metrics"
+	"github.com/retrace-dev/retrace/trajectory"
+)
+
+// Detect loads paths into db (as metrics.DB.Load does, with db's
+// strictness) and runs ds over what it loaded, in one pass: the Go
+// detectors see each session's events as the load's check decodes them,
+// so every file is read and decoded once, and standard input and named
+// pipes are seen by every detector. The SQL detectors run over the views
+// once the load is done. A load that fails returns its error and no
+// finding, as nothing of it is loaded.
+//
+// What db holds that the load did not hand over (Parquet inputs, what a
+// kept database held before) is read again from its trajectory files, as
+// Run does, and Report.Unread lists what cannot be. Options.Progress
+// follows those files only: the Go detectors keep pace with the load's
+// check, which metrics.Options.Progress follows.
+//
+// Memory stays bounded: a session's events are held until its
+// session_end (or the end of its file) and handed to the detectors then,
+// and the load holds the events of a few parts of its input at most (see
+// metrics.Observer).
+func Detect(ctx context.Context, db *metrics.DB, paths []string, ds []Detector, opts Options) (Report, metrics.LoadReport, error) {
+	rep := Report{Findings: []Finding{}}
+	pl, err := newPlan(ds, opts)
+	if err != nil {
+		return rep, metrics.LoadReport{}, err
+	}
+	rep.Detectors = pl.infos()
+	if !pl.readsEvents() {
+		// Only SQL detectors: nothing needs the events.
+		lrep, err := db.Load(ctx, paths...)
+		if err != nil {
+			return rep, lrep, err
+		}
+		return rep, lrep, pl.finish(ctx, db, &rep, nil)
+	}
+	lrep, rr, err := pl.loadAndRead(ctx, db, paths)
+	if err != nil {
+		return rep, lrep, err
+	}
+	rep.Findings, rep.Unread = append(rep.Findings, rr.findings...), rr.unread
+	return rep, lrep, pl.finish(ctx, db, &rep, rr.live)
+}
+
+// LoadLiveness loads paths into db and builds the liveness table of what
+// db then holds, in the load's pass as Detect does for dead_defense.
+func LoadLiveness(ctx context.Context, db *metrics.DB, paths []string) (Liveness, metrics.LoadReport, error) {
+	dead := &deadDefense{}
+	lrep, rr, err := plan{ds: []Detector{dead}, params: []Params{{}}, dead: dead}.loadAndRead(ctx, db, paths)
+	if err != nil {
+		return Liveness{}, lrep, err
+	}
+	return tabulate(rr.live), lrep, nil
+}
+
+// loadAndRead loads paths into db while the plan's Go detectors (and
+// liveness rows) run over the events the load keeps, then reads again, as
+// Run does, the files db holds events of that the load did not hand over:
+// Parquet inputs whose trajectory files are still there, and what a kept
+// database held before.
+func (pl plan) loadAndRead(ctx context.Context, db *metrics.DB, paths []string) (metrics.LoadReport, readResult, error) {
+	var skip map[string]bool
+	if filterTypes {
+		skip = skipTypes(pl.ds)
+	}
+	p := startPass(pl, skip)
+	lrep, err := db.LoadObserved(ctx, p, paths...)
+	shares := p.wait()
+	if err != nil {
+		return lrep, readResult{}, err
+	}
+	files, err := loadedFiles(ctx, db)
+	if err != nil {
+		return lrep, readResult{}, err
+	}
+	unseen := files[:0]
+	for _, f := range files {
+		if !p.seen[f] {
+			unseen = append(unseen, f)
+		}
+	}
+	rr, err := pl.readFiles(ctx, unseen)
+	if err != nil {
+		return lrep, readResult{}, err
+	}
+	for _, sh := range shares {
+		rr.findings = append(rr.findings, sh.findings...)
+		rr.live = append(rr.live, sh.live)
+	}
+	return lrep, rr, nil
+}
+
+// pass is the metrics.Observer of Detect: it gathers each file's events
+// into sessions and hands every finished session to a pool of workers
+// that run the plan's Go detectors over it. Sessions do not span files,
+// and a Go detector is a pure function of a session, so the sessions can
+// be judged in any order on any core; findings are sorted afterwards and
+// the liveness table sorts its evidence.
+type pass struct {
+	pl plan
+	// skip are the event types no detector of the plan reads: they are
+	// not kept, as Run does not decode them.
+	skip map[string]bool
+	// open are the sessions of the file being handed over that have not
+	// ended, and order their ids in the order they began.
+	open  map[string]*Session
+	order []string
+	// seen are the files observed.
+	seen   map[string]bool
+	jobs   chan *Session
+	wg     sync.WaitGroup
+	shares []share
+}
+
+// share is what one worker of a pass found.
+type share struct {
+	findings []Finding
+	live     fileLiveness
+}
+
+// passQueue bounds the sessions waiting for a worker: when the detectors
+// fall behind, the load waits for them instead of piling sessions up.
+const passQueue = 256
+
+func startPass(pl plan, skip map[string]bool) *pass {
+	workers := runtime.GOMAXPROCS(0)
+	p := &pass{pl: pl, skip: skip, open: map[string]*Session{}, seen: map[string]bool{},
+		jobs: make(chan *Session, passQueue), shares: make([]share, workers)}
+	for w := range workers {
+		p.wg.Add(1)
+		go func() {
+			defer p.wg.Done()
+			sh := &p.shares[w]
+			for s := range p.jobs {
+				sh.findings = pl.session(s, sh.findings, &sh.live)
+			}
+		}()
+	}
+	return p
+}
+
+// Events implements metrics.Observer.
+func (p *pass) Events(file string, evs []metrics.Located) {
+	for _, e := range evs {
+		if p.skip[string(e.Type())] {
+			continue
+		}
+		s := p.open[e.Session]
+		if s == nil {
+			s = &Session{ID: e.Session, File: file}
+			p.open[e.Session] = s
+			p.order = append(p.order, e.Session)
+		}
+		s.Events = append(s.Events, Located(e))
+		if e.Type() == trajectory.TypeSessionEnd {
+			p.jobs <- s
+			delete(p.open, e.Session)
+		}
+	}
+}
+
+// EndFile implements metrics.Observer: the sessions of file that did not
+// end are judged as they are, as Run does.
+func (p *pass) EndFile(file string) {
+	for _, id := range p.order {
+		if s := p.open[id]; s != nil {
+			p.jobs <- s
+			delete(p.open, id)
+		}
+	}
+	p.order = p.order[:0]
+	p.seen[file] = true
+}
+
+// wait lets the workers finish and returns what they found.
+func (p *pass) wait() []share {
+	close(p.jobs)
+	p.wg.Wait()
+	return p.shares
+}
