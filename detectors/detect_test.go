@@ -31,7 +31,7 @@ func detectOnce(t testing.TB, opts metrics.Options, ds []Detector, paths ...stri
 // it: on every fixture, on the liveness fixtures, and on a synth corpus
 // with every fault planted.
 func TestDetectInOnePassFindsWhatRunFinds(t *testing.T) {
-	planted, _ := plantedCorpus(t, 60, synth.Faults)
+	planted, _ := plantedCorpus(t, 240, synth.Faults)
 	for _, tc := range []struct {
 		name  string
 		paths []string

@@ -4,8 +4,11 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/retrace-dev/retrace/detectors"
 )
 
 const detectFixtures = "../../detectors/testdata"
@@ -132,7 +135,13 @@ func TestDetectFormatsCarryTheFindingAndItsLine(t *testing.T) {
 		if len(rep.Counts) != len(rep.Detectors) || rep.Counts["denial_loop"] != 1 || rep.Counts["lost_call"] != 0 {
 			t.Errorf("counts %v", rep.Counts)
 		}
-		f := rep.Findings[0]
+		// The fixture's defense is also dead (its trigger was planted
+		// away), which dead_defense reports next to the loop.
+		i := slices.IndexFunc(rep.Findings, func(f detectors.Finding) bool { return f.Detector == "denial_loop" })
+		if i < 0 {
+			t.Fatalf("no denial_loop finding: %+v", rep.Findings)
+		}
+		f := rep.Findings[i]
 		if f.Detector != "denial_loop" || len(f.Evidence) != 3 || f.Evidence[2].Line != 23 || f.Evidence[2].Seq != 23 || f.NextStep == "" {
 			t.Errorf("finding %+v", f)
 		}
