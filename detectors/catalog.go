@@ -624,8 +624,14 @@ func emptyInput(b trajectory.ContentBlock) bool {
 	if b.PartialInput != "" {
 		return false
 	}
+	// An object with a key holds a quote; most inputs are told apart
+	// without decoding them.
+	in := bytes.TrimSpace(b.Input)
+	if len(in) < 2 || in[0] != '{' || bytes.IndexByte(in, '"') >= 0 {
+		return false
+	}
 	var m map[string]json.RawMessage
-	return json.Unmarshal(bytes.TrimSpace(b.Input), &m) == nil && len(m) == 0
+	return json.Unmarshal(in, &m) == nil && len(m) == 0
 }
 
 func emptyInputRetry(d *goDetector, s *Session, p Params) []Finding {

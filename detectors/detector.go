@@ -44,6 +44,8 @@ type Session struct {
 	// Events are the session's events in seq order, of the types the
 	// running Go detectors read (the others are not decoded).
 	Events []Located
+	// memo keeps what the detectors derive from the events more than once.
+	memo memo
 }
 
 // Located is an event and the line of the file it was read from.

@@ -435,13 +435,8 @@ func callsWithResults(s *Session) []callResult {
 }
 
 // signature is a call's identity: its tool and its compacted input.
-func signature(tool string, input json.RawMessage) string {
-	var m any
-	if json.Unmarshal(input, &m) != nil {
-		return tool + "\x00" + string(input)
-	}
-	b, _ := json.Marshal(m)
-	return tool + "\x00" + string(b)
+func (s *Session) signature(tool string, input json.RawMessage) string {
+	return tool + "\x00" + s.canonical(input)
 }
 
 func repeatedReadOnlyHeld(s *Session, tools map[string]trajectory.ToolInfo) (int, []Located) {
@@ -456,7 +451,7 @@ func repeatedReadOnlyHeld(s *Session, tools map[string]trajectory.ToolInfo) (int
 			continue
 		}
 		checked++
-		sig := signature(c.call.Tool, c.call.Input)
+		sig := s.signature(c.call.Tool, c.call.Input)
 		st := seen[sig]
 		if st.n > 0 && st.text == c.text {
 			st.n++
@@ -478,7 +473,7 @@ func loopShapeHeld(s *Session, _ map[string]trajectory.ToolInfo) (int, []Located
 	streak := 0
 	for _, c := range callsWithResults(s) {
 		checked++
-		k, sig := inputKeySet(c.call.Input), signature(c.call.Tool, c.call.Input)
+		k, sig := s.keySet(c.call.Input), s.signature(c.call.Tool, c.call.Input)
 		switch {
 		case c.call.Tool == tool && k == keys && sig != last:
 			streak++
@@ -495,20 +490,6 @@ func loopShapeHeld(s *Session, _ map[string]trajectory.ToolInfo) (int, []Located
 	return checked, held
 }
 
-// inputKeySet returns the sorted top-level keys of a tool input.
-func inputKeySet(raw json.RawMessage) string {
-	var m map[string]json.RawMessage
-	if json.Unmarshal(raw, &m) != nil {
-		return ""
-	}
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return fmt.Sprint(keys)
-}
-
 func denialFuseHeld(s *Session, _ map[string]trajectory.ToolInfo) (int, []Located) {
 	checked, held := 0, []Located(nil)
 	input := map[string]string{}
@@ -516,7 +497,7 @@ func denialFuseHeld(s *Session, _ map[string]trajectory.ToolInfo) (int, []Locate
 	for _, e := range s.Events {
 		switch p := e.Payload.(type) {
 		case *trajectory.ToolCall:
-			input[p.ToolUseID] = signature(p.Tool, p.Input)
+			input[p.ToolUseID] = s.signature(p.Tool, p.Input)
 		case *trajectory.PermissionDeny:
 			checked++
 			sig, ok := input[p.ToolUseID]

@@ -73,7 +73,7 @@ func lowYieldTurns(s *Session) []yieldTurn {
 		wrote, allScalar := false, true
 		for i, c := range calls {
 			call := c.Payload.(*trajectory.ToolCall)
-			sigs[i] = signature(call.Tool, call.Input)
+			sigs[i] = s.signature(call.Tool, call.Input)
 			r := results[call.ToolUseID]
 			if r == nil {
 				// A call without a result observed nothing the check

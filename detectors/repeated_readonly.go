@@ -40,7 +40,7 @@ func repeatedReadOnly(d *goDetector, s *Session, p Params) []Finding {
 		if !c.found || !c.ok {
 			continue
 		}
-		next := signature(c.call.Tool, c.call.Input)
+		next := s.signature(c.call.Tool, c.call.Input)
 		if next == sig && r.text == c.text {
 			r.calls = append(r.calls, c.at)
 		} else {

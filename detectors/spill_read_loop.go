@@ -59,7 +59,7 @@ func spillReadLoop(d *goDetector, s *Session, p Params) []Finding {
 		switch p := e.Payload.(type) {
 		case *trajectory.ToolCall:
 			calls[p.ToolUseID] = e
-			sig := signature(p.Tool, p.Input)
+			sig := s.signature(p.Tool, p.Input)
 			for _, sp := range spills {
 				if sig == sp.sig {
 					reruns[p.ToolUseID] = sp
@@ -101,7 +101,7 @@ func spillReadLoop(d *goDetector, s *Session, p Params) []Finding {
 				continue
 			}
 			c := at.Payload.(*trajectory.ToolCall)
-			sp := &spill{ref: p.Spill, origin: e, call: c, sig: signature(c.Tool, c.Input), sigs: map[string]bool{}}
+			sp := &spill{ref: p.Spill, origin: e, call: c, sig: s.signature(c.Tool, c.Input), sigs: map[string]bool{}}
 			sp.sigs[sp.sig] = true
 			spills = append(spills, sp)
 			byRef[p.Spill] = sp
