@@ -88,7 +88,7 @@ func (p *planting) triggerAfter(at []int, d trajectory.DefenseName, a trajectory
 	for k := len(at) - 1; k >= 0; k-- {
 		i := at[k]
 		ev := p.evs[i]
-		ref := ev.Payload.(interface{ Ref() trajectory.ToolRef }).Ref()
+		ref := trajectory.ToolRefOf(ev.Payload)
 		ev.Payload = &trajectory.DefenseTrigger{Defense: d, Action: a, ToolUseID: ref.ToolUseID, Count: k + 1,
 			Evidence: map[string]string{"tool": ref.Tool}}
 		p.evs = slices.Insert(p.evs, i+1, ev)
@@ -300,24 +300,7 @@ func (p *planting) spinDefended(turn int) bool {
 
 // setTool renames the tool of an event about one call.
 func setTool(pl trajectory.Payload, tool string) {
-	switch v := pl.(type) {
-	case *trajectory.ToolCall:
-		v.Tool = tool
-	case *trajectory.HookRun:
-		v.Tool = tool
-	case *trajectory.PermissionAllow:
-		v.Tool = tool
-	case *trajectory.PermissionPrompt:
-		v.Tool = tool
-	case *trajectory.PermissionDeny:
-		v.Tool = tool
-	case *trajectory.ToolSuccess:
-		v.Tool = tool
-	case *trajectory.ToolFailure:
-		v.Tool = tool
-	case *trajectory.ToolEnd:
-		v.Tool = tool
-	case *trajectory.ToolResult:
-		v.Tool = tool
+	if r := trajectory.ToolRefOf(pl); r != nil {
+		r.Tool = tool
 	}
 }

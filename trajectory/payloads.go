@@ -381,15 +381,27 @@ type ToolRef struct {
 }
 
 // Ref returns the call the event is about. Every payload that embeds
-// ToolRef has it, so code that groups events by call asks ToolUseIDOf
-// instead of switching over the payload types.
+// ToolRef has it, so code that groups events by call asks ToolUseIDOf or
+// ToolRefOf instead of switching over the payload types.
 func (r *ToolRef) Ref() ToolRef { return *r }
+
+// refPtr gives ToolRefOf the embedded ToolRef itself.
+func (r *ToolRef) refPtr() *ToolRef { return r }
+
+// ToolRefOf returns the ToolRef a payload about one tool call embeds, to
+// read or change, or nil for any other payload.
+func ToolRefOf(p Payload) *ToolRef {
+	if r, ok := p.(interface{ refPtr() *ToolRef }); ok {
+		return r.refPtr()
+	}
+	return nil
+}
 
 // ToolUseIDOf returns the tool_use id of a payload about one tool call (a
 // payload that embeds ToolRef), or "" for any other payload.
 func ToolUseIDOf(p Payload) string {
-	if r, ok := p.(interface{ Ref() ToolRef }); ok {
-		return r.Ref().ToolUseID
+	if r := ToolRefOf(p); r != nil {
+		return r.ToolUseID
 	}
 	return ""
 }
