@@ -358,16 +358,23 @@ func writeDetectReport(w io.Writer, format string, rep detectors.Report, limit i
 	}
 	// table and markdown: counts per detector first, then the worst
 	// findings (Findings are sorted worst first), then the next steps.
+	// A detector's findings can be of several severities (a hallucinated
+	// tool answered not_found is info, one that ran is an error), so the
+	// counts are per severity, not under the detector's default.
 	counts, sessions := rep.Counts(), map[string]map[string]bool{}
+	bySeverity := map[string]map[detectors.Severity]int64{}
 	for _, f := range rep.Findings {
 		if sessions[f.Detector] == nil {
 			sessions[f.Detector] = map[string]bool{}
+			bySeverity[f.Detector] = map[detectors.Severity]int64{}
 		}
 		sessions[f.Detector][f.Session] = true
+		bySeverity[f.Detector][f.Severity]++
 	}
-	sum := metrics.Table{Columns: []string{"detector", "severity", "findings", "sessions"}}
+	sum := metrics.Table{Columns: []string{"detector", "errors", "warnings", "info", "sessions"}}
 	for _, in := range rep.Detectors {
-		sum.Rows = append(sum.Rows, []any{in.ID, string(in.Severity), int64(counts[in.ID]), int64(len(sessions[in.ID]))})
+		n := bySeverity[in.ID]
+		sum.Rows = append(sum.Rows, []any{in.ID, n[detectors.SeverityError], n[detectors.SeverityWarning], n[detectors.SeverityInfo], int64(len(sessions[in.ID]))})
 	}
 	heading := func(s string) {
 		if format == "markdown" {
@@ -376,7 +383,12 @@ func writeDetectReport(w io.Writer, format string, rep detectors.Report, limit i
 			fmt.Fprintf(w, "== %s ==\n", s)
 		}
 	}
-	heading(fmt.Sprintf("detectors: %s in %s, %s", plural(len(rep.Findings), "finding"), plural(rep.Sessions, "session"), plural(rep.Events, "event")))
+	var total [4]int
+	for _, f := range rep.Findings {
+		total[f.Severity.Rank()]++
+	}
+	heading(fmt.Sprintf("detectors: %s in %s, %s (%s, %s, %d info)", plural(len(rep.Findings), "finding"), plural(rep.Sessions, "session"), plural(rep.Events, "event"),
+		plural(total[detectors.SeverityError.Rank()], "error"), plural(total[detectors.SeverityWarning.Rank()], "warning"), total[detectors.SeverityInfo.Rank()]))
 	if err := writeTable(w, format, sum); err != nil {
 		return err
 	}

@@ -110,7 +110,7 @@ func TestDetectFormatsCarryTheFindingAndItsLine(t *testing.T) {
 		{"The table has the counts, then the finding at file:line, then the next step.", "table",
 			[]string{"denial_loop", p + ":7 (+15,23)", "next steps", "seed §8.7"}},
 		{"Markdown has the same as tables.", "markdown",
-			[]string{"## detectors", "| denial_loop | warning | 1 | 1 |", p + ":7 (+15,23)"}},
+			[]string{"## detectors", "| denial_loop | 0 | 1 | 0 | 1 |", p + ":7 (+15,23)"}},
 		{"GitHub annotations name the file and line.", "github",
 			[]string{"::warning file=" + filepath.ToSlash(p) + ",line=7,title=denial_loop%3A "}},
 	} {
