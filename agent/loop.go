@@ -109,6 +109,11 @@ func newSession(cfg Config) (*session, error) {
 			exCfg.SessionID = r.SessionID()
 		}
 	}
+	// The fuse lives in the permission checker; a session without the
+	// denial_fuse defense turns it off there.
+	if exCfg.Permission != nil && !slices.Contains(cfg.Defenses, trajectory.DefenseDenialFuse) {
+		exCfg.Permission.DisableFuse()
+	}
 	ex, err := executor.New(exCfg)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -83,6 +84,11 @@ func TestScriptedSessions(t *testing.T) {
 		{name: "Three denials of the same command in a headless session trip the executor's denial fuse.",
 			script: "denial_fuse", verify: true, cfg: headlessDefault, reason: trajectory.EndTurn, turns: 4,
 			defenses: map[trajectory.DefenseName]string{trajectory.DefenseDenialFuse: "needs_confirmation"}},
+		{name: "The same three denials with the denial_fuse defense off trip nothing: the fuse is off in the checker too.",
+			script: "denial_fuse", verify: true, cfg: func(c *Config) {
+				headlessDefault(c)
+				c.Defenses = slices.DeleteFunc(DefaultDefenses(), func(d trajectory.DefenseName) bool { return d == trajectory.DefenseDenialFuse })
+			}, reason: trajectory.EndTurn, turns: 4},
 		{name: "The token budget ends the session before the next request.",
 			script: "max_turns", cfg: func(c *Config) { c.Limits.TokenBudget = 1 }, reason: trajectory.EndTokenBudget, turns: 1},
 		{name: "The cost budget, at the configured prices, ends the session before the next request.",

@@ -35,6 +35,18 @@ type Checker struct {
 	memory           map[string]bool
 	denials          map[string]int
 	readDirs         []string // resolved; reads below them need no confirmation
+	fuseOff          bool     // the denial_fuse defense is not enabled
+}
+
+// DisableFuse turns the denial fuse off for the session this checker
+// serves, as a configuration without the denial_fuse defense asks: denials
+// are still counted, but a repeated call is neither turned into a
+// confirmation nor reported as tripping the fuse. Every call is still
+// checked and denied as before; only the fuse's escalation is gone.
+func (c *Checker) DisableFuse() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.fuseOff = true
 }
 
 // AllowReads lets calls read below dir without confirmation although it
@@ -711,12 +723,16 @@ func (c *Checker) Denied(req Request) (tripped bool) {
 	defer c.mu.Unlock()
 	k := key(req)
 	c.denials[k]++
-	return c.denials[k] == c.threshold
+	return !c.fuseOff && c.denials[k] == c.threshold
 }
 
-// Fused reports whether this exact call's fuse has tripped.
+// Fused reports whether this exact call's fuse has tripped; never when
+// the fuse is off.
 func (c *Checker) Fused(req Request) bool {
-	return c.denialCount(req) >= c.threshold
+	c.mu.Lock()
+	off := c.fuseOff
+	c.mu.Unlock()
+	return !off && c.denialCount(req) >= c.threshold
 }
 
 func (c *Checker) denialCount(req Request) int {

@@ -298,6 +298,27 @@ func TestFuseTripsOnceAtTheThresholdAndThenAsks(t *testing.T) {
 	}
 }
 
+// With the denial_fuse defense off the fuse never trips: every denial
+// is counted, no call is escalated, and each check ends where the chain
+// ends (the must-fire twin is TestFuseTripsOnceAtTheThresholdAndThenAsks).
+func TestADisabledFuseNeverTripsOrEscalates(t *testing.T) {
+	f := newFixture(t)
+	c := f.checker(t, Config{FuseThreshold: 3})
+	c.DisableFuse()
+	op := edit("main.go")
+	for i := 1; i <= 5; i++ {
+		if d := c.Check(op); d.Step != trajectory.StepDefault || d.Source == trajectory.SourceFuse {
+			t.Fatalf("check %d: step %s, source %s; want the default step, never the fuse", i, d.Step, d.Source)
+		}
+		if c.Denied(op) {
+			t.Fatalf("the fuse tripped at denial %d although it is off", i)
+		}
+	}
+	if c.Fused(op) {
+		t.Error("Fused is true with the fuse off")
+	}
+}
+
 func TestFuseNeverTurnsAHardDenyIntoAQuestion(t *testing.T) {
 	f := newFixture(t)
 	c := f.checker(t, Config{FuseThreshold: 2, Deny: []string{"Bash(git push:*)"}})
