@@ -34,9 +34,11 @@ import (
 //
 // or several, for the detectors that judge a corpus, each in a section
 // recordings/NAME.jsonl. The runner does not run the runtime for an
-// exhibit: it checks the event expectations over the recording and runs
-// every detector of the catalog, those that judge a corpus included, over
-// the exhibit's recordings alone. An exhibit has no prompt, model, config,
+// exhibit: it checks the event expectations over the recording, and the
+// detector expectations over the findings about the exhibit's own
+// sessions; when they name a detector that judges a corpus, or say no
+// other may fire, the whole catalog runs over the exhibit's recordings
+// alone (see ownPass). An exhibit has no prompt, model, config,
 // limits, repeat, workspace files, outcome or file expectations (nothing
 // ran, so nothing can be said of them); the event expectations of an
 // exhibit of several recordings would mix sessions, so it takes detector
@@ -51,6 +53,8 @@ type Recording struct {
 	Line int
 	// Data is the JSONL text.
 	Data []byte
+	// sessions are the session ids the recording holds.
+	sessions []string
 }
 
 // The sections that hold an exhibit's recordings.
@@ -78,18 +82,19 @@ func (p *parser) recordingSection(s *Scenario, name string, line int, data []byt
 	default:
 		return false
 	}
-	s.Recordings = append(s.Recordings, Recording{Name: name, Line: line, Data: data})
-	p.checkRecording(name, line, data)
+	s.Recordings = append(s.Recordings, Recording{Name: name, Line: line, Data: data, sessions: p.checkRecording(name, line, data)})
 	return true
 }
 
 // checkRecording decodes a recording so that a broken one is refused
-// before anything runs, at its line in the archive.
-func (p *parser) checkRecording(name string, line int, data []byte) {
+// before anything runs, at its line in the archive, and returns the
+// sessions it holds.
+func (p *parser) checkRecording(name string, line int, data []byte) []string {
 	dec := trajectory.NewDecoder(bytes.NewReader(data), name)
 	events := 0
+	var sessions []string
 	for {
-		_, err := dec.Next()
+		ev, err := dec.Next()
 		if errors.Is(err, io.EOF) {
 			break
 		}
@@ -100,13 +105,17 @@ func (p *parser) checkRecording(name string, line int, data []byte) {
 			} else {
 				p.addf(line-1, "%s: %v", name, err)
 			}
-			return
+			return nil
 		}
 		events++
+		if !slices.Contains(sessions, ev.Session) {
+			sessions = append(sessions, ev.Session)
+		}
 	}
 	if events == 0 {
 		p.addf(line-1, "%s holds no events: paste a recorded trajectory (retrace run writes one per session)", name)
 	}
+	return sessions
 }
 
 // checkExhibit refuses what an exhibit cannot have: the fields that drive
@@ -148,7 +157,8 @@ func (p *parser) checkExhibit(s *Scenario, has map[string]int) {
 
 // exhibit checks one exhibit: it writes the recordings where a run's
 // recording would go, checks the event expectations over the one
-// recording, and runs every detector over the exhibit's recordings.
+// recording, and, when ownPass says so, runs every detector over the
+// exhibit's recordings; detectExhibits judges the others.
 func (r *runner) exhibit(ctx context.Context, s *Scenario, index int) (res RunResult) {
 	res.Repeat = 1
 	clock := r.opts.clock()
@@ -185,10 +195,11 @@ func (r *runner) exhibit(ctx context.Context, s *Scenario, index int) (res RunRe
 	for _, e := range s.Expect.Events {
 		res.Failures = append(res.Failures, checkEvent(e, first)...)
 	}
-	if s.Expect.Detectors == nil {
+	if s.Expect.Detectors == nil || !ownPass(s) {
+		// detectExhibits judges it, with the others.
 		return res
 	}
-	fs, err := detectAll(ctx, files)
+	fs, err := detect(ctx, files, detectors.Catalog())
 	if err != nil {
 		res.Error = err.Error()
 		return res
@@ -203,9 +214,115 @@ func (r *runner) exhibit(ctx context.Context, s *Scenario, index int) (res RunRe
 	return res
 }
 
-// detectAll runs the whole catalog, the detectors that judge a corpus
-// included, over files alone.
-func detectAll(ctx context.Context, files []string) ([]detectors.Finding, error) {
+// ownPass reports whether an exhibit's detector expectations need a pass
+// of the whole catalog over its recordings alone: when they name a
+// detector that judges a corpus, or say no other detector may fire.
+// The others share one pass of the detectors that judge one session
+// (detectExhibits): a DuckDB per exhibit costs more than the detectors.
+func ownPass(s *Scenario) bool {
+	d := s.Expect.Detectors
+	if d == nil {
+		return false
+	}
+	if d.NoOthers {
+		return true
+	}
+	ids := slices.Collect(maps.Keys(d.Fire))
+	for _, id := range append(ids, d.NotFire...) {
+		if ds, err := detectors.Select([]string{id}, nil); err == nil && ds[0].Info().Corpus {
+			return true
+		}
+	}
+	return false
+}
+
+// detectExhibits runs the detectors that judge one session, once, over
+// the recordings of every exhibit that ownPass leaves to it, and checks
+// each exhibit's detector expectations over the findings about its own
+// sessions. An exhibit whose session another exhibit also holds (one
+// load refuses that) gets a pass of its own.
+func (r *runner) detectExhibits(ctx context.Context, suite []*Scenario, results *Results) error {
+	owner := map[string]int{}
+	var files []string
+	var shared, alone []int
+	for i, s := range suite {
+		runs := results.Scenarios[i].Runs
+		if !s.Exhibit() || s.Expect.Detectors == nil || ownPass(s) || len(runs) == 0 || runs[0].Error != "" {
+			continue
+		}
+		clash := false
+		for _, rec := range s.Recordings {
+			for _, id := range rec.sessions {
+				_, taken := owner[id]
+				clash = clash || taken
+			}
+		}
+		if clash {
+			alone = append(alone, i)
+			continue
+		}
+		for _, rec := range s.Recordings {
+			for _, id := range rec.sessions {
+				owner[id] = i
+			}
+		}
+		shared = append(shared, i)
+		files = append(files, exhibitFiles(runs[0].Trajectory, s)...)
+	}
+	var ds []detectors.Detector
+	for _, d := range detectors.Catalog() {
+		if !d.Info().Corpus {
+			ds = append(ds, d)
+		}
+	}
+	found := map[int][]detectors.Finding{}
+	if len(files) > 0 {
+		fs, err := detect(ctx, files, ds)
+		if err != nil {
+			return err
+		}
+		for _, f := range fs {
+			if i, ok := owner[f.Session]; ok {
+				found[i] = append(found[i], f)
+			}
+		}
+	}
+	for _, i := range alone {
+		fs, err := detect(ctx, exhibitFiles(results.Scenarios[i].Runs[0].Trajectory, suite[i]), ds)
+		if err != nil {
+			return err
+		}
+		found[i] = fs
+	}
+	for _, i := range append(shared, alone...) {
+		run := &results.Scenarios[i].Runs[0]
+		for _, f := range found[i] {
+			if run.Findings == nil {
+				run.Findings = map[string]int{}
+			}
+			run.Findings[f.Detector]++
+		}
+		run.Failures = append(run.Failures, checkDetectors(suite[i].Expect.Detectors, found[i])...)
+	}
+	return nil
+}
+
+// exhibitFiles returns the files an exhibit's recordings were written
+// to, from the first (the run's Trajectory).
+func exhibitFiles(first string, s *Scenario) []string {
+	dir := filepath.Dir(first)
+	if s.Recordings[0].Name != sectionRecording {
+		dir = filepath.Dir(dir)
+	}
+	var out []string
+	for _, rec := range s.Recordings {
+		out = append(out, filepath.Join(dir, filepath.FromSlash(rec.Name)))
+	}
+	return out
+}
+
+// detect runs ds over files alone.
+func detect(ctx context.Context, files []string, ds []detectors.Detector) ([]detectors.Finding, error) {
 	db, err := metrics.Open(ctx, metrics.Options{})
 	if err != nil {
 		return nil, fmt.Errorf("exhibit: %w", err)
@@ -214,7 +331,7 @@ func detectAll(ctx context.Context, files []string) ([]detectors.Finding, error)
 	if _, err := db.Load(ctx, files...); err != nil {
 		return nil, fmt.Errorf("exhibit: load the recordings: %w", err)
 	}
-	rep, err := detectors.Run(ctx, db, detectors.Catalog(), detectors.Options{})
+	rep, err := detectors.Run(ctx, db, ds, detectors.Options{})
 	if err != nil {
 		return nil, fmt.Errorf("exhibit: detectors: %w", err)
 	}

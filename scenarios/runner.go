@@ -130,6 +130,9 @@ func Run(ctx context.Context, suite []*Scenario, opts Options) (*Results, error)
 	if err := r.detect(ctx, suite, results); err != nil {
 		return nil, err
 	}
+	if err := r.detectExhibits(ctx, suite, results); err != nil {
+		return nil, err
+	}
 	for i := range results.Scenarios {
 		results.Scenarios[i].decide()
 	}
