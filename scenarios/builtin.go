@@ -2,6 +2,7 @@ package scenarios
 
 import (
 	"embed"
+	"fmt"
 	"io/fs"
 	"path"
 )
@@ -33,3 +34,18 @@ func Builtin() ([]*Scenario, error) {
 	}
 	return parseAll(sources)
 }
+
+// BuiltinScenario returns the built-in scenario of file NAME.txtar (the
+// demo that retrace run plays with no argument, say), parsed alone.
+func BuiltinScenario(name string) (*Scenario, error) {
+	file := name + ".txtar"
+	data, err := suiteFS.ReadFile(path.Join("suite", file))
+	if err != nil {
+		return nil, fmt.Errorf("%w: no built-in scenario %q", ErrInvalid, name)
+	}
+	return Parse(data, path.Join(BuiltinDir, file))
+}
+
+// WriteWorkspace writes the scenario's workspace files into dir, making
+// it and the directories the files need.
+func (s *Scenario) WriteWorkspace(dir string) error { return writeWorkspace(dir, s.Files) }
