@@ -199,7 +199,17 @@ func (r *runner) exhibit(ctx context.Context, s *Scenario, index int) (res RunRe
 		// detectExhibits judges it, with the others.
 		return res
 	}
-	fs, err := detect(ctx, files, detectors.Catalog())
+	// Only the detectors the expectations name, unless no other may fire:
+	// each costs queries over the whole corpus.
+	ds := detectors.Catalog()
+	if d := s.Expect.Detectors; !d.NoOthers {
+		ds, err = detectors.Select(append(slices.Sorted(maps.Keys(d.Fire)), d.NotFire...), nil)
+		if err != nil {
+			res.Error = err.Error()
+			return res
+		}
+	}
+	fs, err := detect(ctx, files, ds)
 	if err != nil {
 		res.Error = err.Error()
 		return res
