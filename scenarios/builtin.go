@@ -8,8 +8,14 @@ import (
 )
 
 // suiteFS holds the built-in suite: the failure museum, each scenario
-// proving that a defense, a permission step or a detector acts (or, in a
-// clean scenario, does not).
+// named for what it proves. defense_X_fires and defense_X_quiet show a
+// defense acting and staying quiet where its condition nearly holds,
+// detector_X_fires and detector_X_quiet the same of a detector (as an
+// exhibit of a recording when the runtime cannot produce the fault),
+// permission_*, tool_error_*, shaping_*, parallel_* and deferred_* the
+// permission chain, the executor's stages and the result shaping. A test
+// (coverage_test.go) fails when a defense or detector has no scenario of
+// either kind.
 //
 //go:embed suite/*.txtar
 var suiteFS embed.FS

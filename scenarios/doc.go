@@ -61,7 +61,7 @@
 // exit code (expect.outcome.exit_code) is retrace run's: 0 finished, 4
 // stopped before finishing, 1 an error. The detectors that judge one
 // session run over every recording of a Run at once; those that judge a
-// corpus (dead_defense) are not scenario expectations.
+// corpus (dead_defense) are not a run's expectations, only an exhibit's.
 //
 // An exhibit of the failure museum carries recorded trajectories
 // (-- recording.jsonl --, or several -- recordings/NAME.jsonl -- for the
