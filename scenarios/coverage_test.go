@@ -6,10 +6,12 @@ import (
 	goparser "go/parser"
 	"go/token"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/retrace-dev/retrace/agent"
 	"github.com/retrace-dev/retrace/detectors"
 	"github.com/retrace-dev/retrace/trajectory"
 )
@@ -67,6 +69,7 @@ type proof struct{ fires, quiet []string }
 // that must see each defense trigger or not, and each detector fire or
 // not. Only explicit expectations count: no_others and a count of zero
 // defense_trigger events prove nothing about one detector or defense.
+// A quiet defense counts only where the scenario's config leaves it on.
 func proofs(t *testing.T) (map[trajectory.DefenseName]*proof, map[string]*proof) {
 	t.Helper()
 	suite, err := Builtin()
@@ -82,8 +85,13 @@ func proofs(t *testing.T) (map[trajectory.DefenseName]*proof, map[string]*proof)
 		return m[k]
 	}
 	for _, s := range suite {
+		// A defense proven quiet must have been on: one the scenario's
+		// config turns off stays quiet whatever happens. An exhibit's
+		// recording may be edited by hand, so it proves nothing of the
+		// runtime's defenses.
+		enabled := s.Config.Defenses.Apply(agent.DefaultDefenses())
 		for _, e := range s.Expect.Events {
-			if e.Kind != KindDefense && e.Kind != KindNoDefense {
+			if s.Exhibit() || e.Kind != KindDefense && e.Kind != KindNoDefense {
 				continue
 			}
 			d := trajectory.DefenseName(e.Value)
@@ -93,7 +101,7 @@ func proofs(t *testing.T) (map[trajectory.DefenseName]*proof, map[string]*proof)
 			switch {
 			case e.Kind == KindDefense && e.Count.Min != nil && *e.Count.Min >= 1:
 				defs[d].fires = append(defs[d].fires, s.Name)
-			case e.Kind == KindNoDefense:
+			case e.Kind == KindNoDefense && slices.Contains(enabled, d):
 				defs[d].quiet = append(defs[d].quiet, s.Name)
 			}
 		}

@@ -296,10 +296,10 @@ func TestFilterKeepsTheScenariosNamedOrTagged(t *testing.T) {
 		}
 		return strings.Join(out, ",")
 	}
-	if got := names(Filter(suite, regexpMust(`^defense_loop_detection_`), nil)); got != "defense_loop_detection_fires,defense_loop_detection_quiet,defense_loop_detection_varied_quiet" {
+	if got := names(Filter(suite, regexpMust(`^defense_loop_detection_`), nil)); got != "defense_loop_detection_fires,defense_loop_detection_off_by_default,defense_loop_detection_quiet" {
 		t.Errorf("--run ^defense_loop_detection_ kept %s", got)
 	}
-	if got := names(Filter(suite, nil, []string{"demo", "clean"})); got != "clean,defense_loop_detection_quiet,demo" {
+	if got := names(Filter(suite, nil, []string{"demo", "clean"})); got != "clean,defense_loop_detection_off_by_default,demo" {
 		t.Errorf("--tag demo,clean kept %s", got)
 	}
 	if got := names(Filter(suite, regexpMust(`demo`), []string{"clean"})); got != "" {
