@@ -120,8 +120,8 @@ func (p *parser) checkRecording(name string, line int, data []byte) []string {
 
 // checkExhibit refuses what an exhibit cannot have: the fields that drive
 // a run, workspace files, expectations of a run's outcome and files, a
-// recording.jsonl beside recordings/, and event expectations over several
-// recordings. has says which scenario.yaml keys were given, at their
+// recording.jsonl beside recordings/, a session in two recordings, and
+// event expectations over several recordings. has says which scenario.yaml keys were given, at their
 // nodes' lines.
 func (p *parser) checkExhibit(s *Scenario, has map[string]int) {
 	if !s.Exhibit() {
@@ -144,6 +144,15 @@ func (p *parser) checkExhibit(s *Scenario, has map[string]int) {
 	single := slices.ContainsFunc(s.Recordings, func(r Recording) bool { return r.Name == sectionRecording })
 	if single && len(s.Recordings) > 1 {
 		p.addf(s.Recordings[0].Line-1, "give one recording.jsonl or several recordings/NAME.jsonl, not both")
+	}
+	holder := map[string]string{}
+	for _, rec := range s.Recordings {
+		for _, id := range rec.sessions {
+			if prev, dup := holder[id]; dup {
+				p.addf(rec.Line-1, "%s holds session %s, as %s does; a corpus holds each session once", rec.Name, id, prev)
+			}
+			holder[id] = rec.Name
+		}
 	}
 	if len(s.Recordings) > 1 {
 		for _, e := range s.Expect.Events {
@@ -289,23 +298,37 @@ func (r *runner) detectExhibits(ctx context.Context, suite []*Scenario, results 
 	if len(files) > 0 {
 		fs, err := detect(ctx, files, ds)
 		if err != nil {
-			return err
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			// One exhibit's recording the load refuses must not take
+			// the others with it: judge each alone, and the bad one
+			// gets its error.
+			alone, shared = append(shared, alone...), nil
 		}
 		for _, f := range fs {
-			if i, ok := owner[f.Session]; ok {
+			if i, ok := owner[f.Session]; ok && err == nil {
 				found[i] = append(found[i], f)
 			}
 		}
 	}
 	for _, i := range alone {
-		fs, err := detect(ctx, exhibitFiles(results.Scenarios[i].Runs[0].Trajectory, suite[i]), ds)
+		run := &results.Scenarios[i].Runs[0]
+		fs, err := detect(ctx, exhibitFiles(run.Trajectory, suite[i]), ds)
 		if err != nil {
-			return err
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			run.Error = err.Error()
+			continue
 		}
 		found[i] = fs
 	}
 	for _, i := range append(shared, alone...) {
 		run := &results.Scenarios[i].Runs[0]
+		if run.Error != "" {
+			continue
+		}
 		for _, f := range found[i] {
 			if run.Findings == nil {
 				run.Findings = map[string]int{}

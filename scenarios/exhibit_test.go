@@ -34,6 +34,8 @@ func TestAnExhibitRefusesWhatOnlyARunHas(t *testing.T) {
 			"workspace/a.txt: an exhibit has no workspace"},
 		{"an exhibit that expects nothing is refused", "name: nothing\n", "",
 			"an exhibit expects nothing"},
+		{"a session in two recordings is refused", "expect: {detectors: {fire: {dead_defense: 1}}}\n", "-- recordings/b.jsonl --\n" + rec,
+			"recordings/b.jsonl holds session "},
 		{"event expectations over several recordings are refused", "expect:\n  events: [{event: tool_call}]\n", "-- recordings/b.jsonl --\n" + rec,
 			"exhibit.txtar:4: expect.events[0]: the event expectations of an exhibit need one recording"},
 	}
@@ -115,6 +117,27 @@ func TestAnExhibitFailsWhenItsRecordingDoesNotShowWhatItExpects(t *testing.T) {
 		}
 		if !named {
 			t.Errorf("%s: no failure names its detector: %+v", s.Name, s.Runs[0].Failures)
+		}
+	}
+}
+
+// TestTwoExhibitsOfOneSessionAreJudgedApart runs two exhibits that carry
+// the same recording: one load refuses a session twice, so the second is
+// judged in a pass of its own, and both pass.
+func TestTwoExhibitsOfOneSessionAreJudgedApart(t *testing.T) {
+	src := builtinSource(t, "detector_lost_call_fires.txtar")
+	var suite []*Scenario
+	for _, name := range []string{"first_copy", "second_copy"} {
+		s, err := Parse([]byte(strings.Replace(src, "name: detector_lost_call_fires", "name: "+name, 1)), name+".txtar")
+		if err != nil {
+			t.Fatal(err)
+		}
+		suite = append(suite, s)
+	}
+	res := runSuite(t, suite, Options{Parallel: 1})
+	for _, s := range res.Scenarios {
+		if s.Verdict != VerdictPass || s.Runs[0].Findings["lost_call"] == 0 {
+			t.Errorf("%s: verdict %s, findings %v, want a pass with lost_call found:\n%s", s.Name, s.Verdict, s.Runs[0].Findings, table(res))
 		}
 	}
 }
