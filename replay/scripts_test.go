@@ -1,12 +1,15 @@
 package replay
 
 import (
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"testing/fstest"
 
+	"github.com/retrace-dev/retrace/scenarios"
 	"github.com/retrace-dev/retrace/trajectory"
 )
 
@@ -25,6 +28,8 @@ var suiteFiles = map[string]string{"README.md": "retrace is a flight recorder fo
 type scripted struct {
 	name   string
 	script string
+	// data is the script's text when it is not read from script.
+	data []byte
 	// workspace is copied into the session's workspace; nil means suiteFiles.
 	workspace fs.FS
 	prompt    string
@@ -44,12 +49,17 @@ func suiteSessions(t *testing.T) []scripted {
 			out = append(out, scripted{name: filepath.Base(filepath.Dir(filepath.Dir(p))) + "/" + filepath.Base(p), script: p})
 		}
 	}
-	demo, err := fs.Sub(os.DirFS("../cmd/retrace/demo"), "_workspace")
+	// retrace run's demo is a built-in scenario; its trusted config is
+	// the workspace's retrace.yaml here, which recordSession trusts.
+	demo, err := scenarios.BuiltinScenario("demo")
 	if err != nil {
 		t.Fatal(err)
 	}
-	out = append(out, scripted{name: "the demo", script: "../cmd/retrace/demo/script.yaml", workspace: demo,
-		prompt: "The tests say Add is wrong. Find the bug, fix it, and clean up the old build output."})
+	ws := fstest.MapFS{"retrace.yaml": {Data: fmt.Appendf(nil, "permissions:\n  mode: %s\n", demo.Config.Permissions.Mode)}}
+	for name, data := range demo.Files {
+		ws[name] = &fstest.MapFile{Data: data}
+	}
+	out = append(out, scripted{name: "the demo", script: demo.File, data: demo.Script, workspace: ws, prompt: demo.Prompt})
 	if len(out) < 25 {
 		t.Fatalf("found only %d scripted sessions", len(out))
 	}
@@ -75,9 +85,12 @@ func TestEveryScriptedSessionReplaysIdentically(t *testing.T) {
 			} else {
 				writeFiles(t, ws, suiteFiles)
 			}
-			data, err := os.ReadFile(sc.script)
-			if err != nil {
-				t.Fatal(err)
+			data := sc.data
+			if data == nil {
+				var err error
+				if data, err = os.ReadFile(sc.script); err != nil {
+					t.Fatal(err)
+				}
 			}
 			recording := recordSession(t, recordOpts{script: data, name: sc.script, ws: ws, prompt: sc.prompt})
 			// These are the suite's own recordings, so they are trusted: their

@@ -154,6 +154,9 @@ func (e EventExpect) describe() string {
 	if e.Source != "" {
 		fmt.Fprintf(&b, " by %s", e.Source)
 	}
+	if e.Step != "" {
+		fmt.Fprintf(&b, " at step %s", e.Step)
+	}
 	if e.Action != "" {
 		fmt.Fprintf(&b, " with action %s", e.Action)
 	}
@@ -223,7 +226,7 @@ func (e EventExpect) matches(ev trajectory.Event) bool {
 }
 
 func (e EventExpect) decision(d trajectory.PermissionDecision) bool {
-	return (e.Source == "" || string(d.Source) == e.Source) && (e.Tool == "" || d.Tool == e.Tool)
+	return (e.Source == "" || string(d.Source) == e.Source) && (e.Step == "" || string(d.Step) == e.Step) && (e.Tool == "" || d.Tool == e.Tool)
 }
 
 // toolOf returns the tool an event is about, or "".

@@ -34,6 +34,7 @@
 //	    - {tool_called: read, input: {file_path: calc.go}}
 //	    - {tool_not_called: write}
 //	    - {permission: deny, source: non_interactive, tool: bash}
+//	    - {permission: deny, step: deny_rule, tool: bash}   # the chain step that decided
 //	    - {failure: permission_denied, tool: bash}
 //	    - {defense: denial_fuse}                # or defense_not_triggered, with action
 //	    - {reminder: KIND}
@@ -60,7 +61,13 @@
 // exit code (expect.outcome.exit_code) is retrace run's: 0 finished, 4
 // stopped before finishing, 1 an error. The detectors that judge one
 // session run over every recording of a Run at once; those that judge a
-// corpus (dead_defense) are not scenario expectations.
+// corpus (dead_defense) are not a run's expectations, only an exhibit's.
+//
+// An exhibit of the failure museum carries recorded trajectories
+// (-- recording.jsonl --, or several -- recordings/NAME.jsonl -- for the
+// detectors that judge a corpus) instead of a model script and a
+// workspace; the runner checks its event and detector expectations over
+// the recordings without running the runtime (see Recording).
 //
 // Parse is strict: an unknown key, a value of the wrong kind, an unknown
 // event type, failure kind, permission source, defense or detector id is

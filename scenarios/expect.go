@@ -106,7 +106,7 @@ var eventKinds = []EventKind{KindToolCalled, KindToolNotCalled, KindPermission, 
 var qualifiers = map[EventKind][]string{
 	KindToolCalled:    {"input", "input_matches"},
 	KindToolNotCalled: {"input", "input_matches"},
-	KindPermission:    {"source", "tool"},
+	KindPermission:    {"source", "step", "tool"},
 	KindFailure:       {"tool"},
 	KindDefense:       {"action"},
 	KindNoDefense:     {"action"},
@@ -121,8 +121,8 @@ type EventExpect struct {
 	// Value is the kind's value: a tool name, a decision (allow, prompt,
 	// deny), a failure kind, a defense, a reminder kind or an event type.
 	Value string
-	// Tool, Source and Action narrow the match.
-	Tool, Source, Action string
+	// Tool, Source, Step and Action narrow the match.
+	Tool, Source, Step, Action string
 	// Input holds keys the tool input must have with these JSON values;
 	// InputMatches regular expressions the string values must match.
 	Input        map[string]json.RawMessage
@@ -312,6 +312,11 @@ func (p *parser) event(n *yaml.Node, where string) EventExpect {
 			if !trajectory.PermissionSource(e.Source).Valid() {
 				p.at(f.val, "%s %q is not a permission source; use rule, mode, read_only, hook, safety, session_memory, user, non_interactive or fuse", key, e.Source)
 			}
+		case "step":
+			e.Step = p.str(f.val, key)
+			if !trajectory.ChainStep(e.Step).Valid() {
+				p.at(f.val, "%s %q is not a permission chain step; use hook, session_memory, deny_rule, dangerous_command, disallowed_tool, path_validation, ask_rule, tool_check, protected_path, bypass_mode, allow_rule, plan_mode, read_only, accept_edits, default or fuse", key, e.Step)
+			}
 		case "action":
 			e.Action = p.str(f.val, key)
 			if !trajectory.DefenseAction(e.Action).Valid() {
@@ -460,7 +465,7 @@ func (p *parser) detector(n *yaml.Node, id string) {
 		p.at(n, "expect.detectors: %v", err)
 		return
 	}
-	if ds[0].Info().Corpus {
-		p.at(n, "expect.detectors: %s judges a corpus of sessions, not one scenario's run", id)
+	if ds[0].Info().Corpus && !p.exhibit {
+		p.at(n, "expect.detectors: %s judges a corpus of sessions, not one scenario's run (an exhibit of recordings/*.jsonl can expect it)", id)
 	}
 }

@@ -92,6 +92,9 @@ type Scenario struct {
 	Files map[string][]byte
 	// Expect holds the expectations.
 	Expect Expect
+	// Recordings, when set, make the scenario an exhibit (see Exhibit):
+	// recorded trajectories checked without running the runtime.
+	Recordings []Recording
 }
 
 // DefaultMaxTurns is the turn limit of a scenario that sets none.
@@ -125,6 +128,9 @@ func Parse(data []byte, name string) (*Scenario, error) {
 type parser struct {
 	file     string
 	problems []Problem
+	// exhibit says the scenario carries recordings, so that its
+	// expectations may name the detectors that judge a corpus.
+	exhibit bool
 }
 
 func (p *parser) addf(line int, format string, args ...any) {
@@ -174,8 +180,9 @@ func (p *parser) parse(data []byte) *Scenario {
 				continue
 			}
 			s.Files[rel], lines[rel] = f.Data, line
+		case p.recordingSection(s, f.Name, line, f.Data):
 		default:
-			p.addf(line-1, "unknown section %q: a scenario holds %s and workspace/... files", f.Name, sectionSpec)
+			p.addf(line-1, "unknown section %q: a scenario holds %s and workspace/... files (an exhibit %s or %sNAME%s)", f.Name, sectionSpec, sectionRecording, recordingsPrefix, recordingsSuffix)
 		}
 	}
 	for rel := range s.Files {
@@ -189,6 +196,7 @@ func (p *parser) parse(data []byte) *Scenario {
 		p.addf(1, "no %s section: start one with a line `-- %s --`", sectionSpec, sectionSpec)
 		return s
 	}
+	p.exhibit = s.Exhibit()
 	p.spec(s, spec)
 	if data, ok := s.Files[config.FileName]; ok {
 		p.workspaceConfig(s, data, lines[config.FileName])
@@ -279,6 +287,10 @@ func (p *parser) spec(s *Scenario, data []byte) {
 	}
 	m := root.Content[0]
 	fields := p.fields(m, "scenario.yaml", specKeys...)
+	has := map[string]int{}
+	for _, f := range fields {
+		has[f.name] = f.key.Line
+	}
 	s.Name = strings.TrimSuffix(filepath.Base(s.File), ".txtar")
 	var hasPrompt, hasModel bool
 	for i, f := range fields {
@@ -361,6 +373,10 @@ func (p *parser) spec(s *Scenario, data []byte) {
 		case "expect":
 			s.Expect = p.expect(f.val, s)
 		}
+	}
+	if s.Exhibit() {
+		p.checkExhibit(s, has)
+		return
 	}
 	if !hasPrompt {
 		p.at(m, "no prompt: give the user's task, e.g. `prompt: Fix the failing test.`")

@@ -90,6 +90,10 @@ func Run(ctx context.Context, suite []*Scenario, opts Options) (*Results, error)
 		if opts.Repeat > 0 {
 			n = opts.Repeat
 		}
+		if s.Exhibit() {
+			// A recording does not change between runs.
+			n = 1
+		}
 		sr := &results.Scenarios[i]
 		*sr = ScenarioResult{Name: s.Name, File: s.File, Description: s.Description, Tags: s.Tags, Runs: make([]RunResult, n)}
 		for r := range n {
@@ -126,6 +130,9 @@ func Run(ctx context.Context, suite []*Scenario, opts Options) (*Results, error)
 	if err := r.detect(ctx, suite, results); err != nil {
 		return nil, err
 	}
+	if err := r.detectExhibits(ctx, suite, results); err != nil {
+		return nil, err
+	}
 	for i := range results.Scenarios {
 		results.Scenarios[i].decide()
 	}
@@ -141,6 +148,9 @@ type runner struct {
 
 // run plays one repeat of s.
 func (r *runner) run(ctx context.Context, s *Scenario, index, repeat int) (res RunResult) {
+	if s.Exhibit() {
+		return r.exhibit(ctx, s, index)
+	}
 	res.Repeat = repeat
 	clock := r.opts.clock()
 	start := clock()
@@ -306,6 +316,10 @@ func (r *runner) detect(ctx context.Context, suite []*Scenario, results *Results
 	var files []string
 	need := false
 	for i, s := range suite {
+		if s.Exhibit() {
+			// An exhibit's recordings are judged alone (see exhibit).
+			continue
+		}
 		need = need || s.Expect.Detectors != nil
 		for _, run := range results.Scenarios[i].Runs {
 			if run.Trajectory != "" && run.Error == "" {
@@ -339,6 +353,9 @@ func (r *runner) detect(ctx context.Context, suite []*Scenario, results *Results
 		bySession[f.Session] = append(bySession[f.Session], f)
 	}
 	for i, s := range suite {
+		if s.Exhibit() {
+			continue
+		}
 		for k := range results.Scenarios[i].Runs {
 			run := &results.Scenarios[i].Runs[k]
 			if run.Session == "" || run.Error != "" {

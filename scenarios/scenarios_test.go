@@ -46,9 +46,15 @@ func TestTheBuiltinSuitePasses(t *testing.T) {
 	if res.Worst() != VerdictPass || res.Count(VerdictPass) != len(suite) {
 		t.Fatalf("the built-in suite does not pass:\n%s", table(res))
 	}
+	exhibits := map[string]bool{}
+	for _, s := range suite {
+		exhibits[s.Name] = s.Exhibit()
+	}
 	for _, s := range res.Scenarios {
 		for _, run := range s.Runs {
-			if run.Trajectory == "" || run.Turns == 0 {
+			// An exhibit's recording may have lost its session_end, and
+			// with it the count of turns.
+			if run.Trajectory == "" || run.Turns == 0 && !exhibits[s.Name] {
 				t.Errorf("%s: run %d has no recording or no turns: %+v", s.Name, run.Repeat, run)
 			}
 		}
@@ -84,21 +90,21 @@ func TestBreakingOneExpectationOfEachKindFailsNamingIt(t *testing.T) {
 			"{tool_not_called: write}", "{tool_not_called: edit}", "expect.events[3]: tool edit called: never"},
 		{"a permission decision by another source fails", "demo.txtar",
 			"{permission: deny, source: non_interactive, tool: bash, count: 1}", "{permission: deny, source: rule, tool: bash, count: 1}", "expect.events[4]: permission deny for tool bash by rule"},
-		{"a failure count that did not happen fails", "denial_fuse.txtar",
+		{"a failure count that did not happen fails", "defense_denial_fuse_fires.txtar",
 			"{failure: permission_denied, tool: bash, count: 3}", "{failure: permission_denied, tool: bash, count: 2}", "expect.events[2]: tool failure permission_denied for tool bash: count exactly 2"},
-		{"a defense that did not trigger fails", "denial_fuse.txtar",
+		{"a defense that did not trigger fails", "defense_denial_fuse_fires.txtar",
 			"{defense: denial_fuse}", "{defense: loop_detection}", "expect.events[1]: defense loop_detection triggered"},
-		{"a defense that triggered is not untriggered", "denial_fuse.txtar",
+		{"a defense that triggered is not untriggered", "defense_denial_fuse_fires.txtar",
 			"{defense: denial_fuse}", "{defense_not_triggered: denial_fuse}", "expect.events[1]: defense denial_fuse triggered: never"},
-		{"a reminder count that did not happen fails", "repeated_read.txtar",
+		{"a reminder count that did not happen fails", "defense_repeated_readonly_fires.txtar",
 			"{reminder: repeated_readonly, count: 1}", "{reminder: repeated_readonly, count: 2}", "reminder repeated_readonly injected: count exactly 2"},
 		{"an event count that did not happen fails", "clean.txtar",
 			"{event: tool_call, count: 4}", "{event: tool_call, max: 3}", "expect.events[0]: event tool_call: count at most 3"},
 		{"a detector that must fire and does not fails", "clean.txtar",
 			"no_others: true", "fire: {hallucinated_tool: 1}", "expect.detectors: detector hallucinated_tool fires at least 1"},
-		{"a detector that must not fire and does fails", "repeated_read_guard_off.txtar",
+		{"a detector that must not fire and does fails", "detector_repeated_readonly_fires.txtar",
 			"fire: {repeated_readonly: 1}", "not_fire: [repeated_readonly]", "expect.detectors: detector repeated_readonly does not fire"},
-		{"a detector outside fire fails no_others", "hallucinated_tool.txtar",
+		{"a detector outside fire fails no_others", "detector_hallucinated_tool_fires.txtar",
 			"fire: {hallucinated_tool: 1}", "fire: {}", "expect.detectors: no detector fires but those under fire"},
 	}
 	var suite []*Scenario
@@ -290,10 +296,10 @@ func TestFilterKeepsTheScenariosNamedOrTagged(t *testing.T) {
 		}
 		return strings.Join(out, ",")
 	}
-	if got := names(Filter(suite, regexpMust(`^repeated`), nil)); got != "repeated_read,repeated_read_guard_off" {
-		t.Errorf("--run ^repeated kept %s", got)
+	if got := names(Filter(suite, regexpMust(`^defense_loop_detection_`), nil)); got != "defense_loop_detection_fires,defense_loop_detection_off_by_default,defense_loop_detection_quiet" {
+		t.Errorf("--run ^defense_loop_detection_ kept %s", got)
 	}
-	if got := names(Filter(suite, nil, []string{"demo", "clean"})); got != "clean,clean_exploration,demo" {
+	if got := names(Filter(suite, nil, []string{"demo", "clean"})); got != "clean,defense_loop_detection_off_by_default,demo" {
 		t.Errorf("--tag demo,clean kept %s", got)
 	}
 	if got := names(Filter(suite, regexpMust(`demo`), []string{"clean"})); got != "" {

@@ -3,11 +3,9 @@ package main
 import (
 	"bufio"
 	"context"
-	"embed"
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -28,13 +26,12 @@ import (
 	"github.com/retrace-dev/retrace/harness"
 	"github.com/retrace-dev/retrace/mockllm"
 	"github.com/retrace-dev/retrace/recorder"
+	"github.com/retrace-dev/retrace/scenarios"
 	"github.com/retrace-dev/retrace/trajectory"
 )
 
-//go:embed demo/script.yaml all:demo/_workspace
-var demoFS embed.FS
-
-const demoPrompt = "The tests say Add is wrong. Find the bug, fix it, and clean up the old build output."
+// demoScenario is the built-in scenario that run plays with no argument.
+const demoScenario = "demo"
 
 type runOptions struct {
 	prompt    string
@@ -136,33 +133,35 @@ failed, 2 bad flags, config or script.`,
 }
 
 func runRun(ctx context.Context, sys *IO, opts *runOptions) error {
-	demo := opts.script == "" && opts.provider == "" && opts.prompt == ""
-	if demo {
+	var demo *scenarios.Scenario
+	if opts.script == "" && opts.provider == "" && opts.prompt == "" {
+		var err error
+		if demo, err = scenarios.BuiltinScenario(demoScenario); err != nil {
+			return err
+		}
 		dir, err := os.MkdirTemp("", "retrace-demo-")
 		if err != nil {
 			return err
 		}
 		defer os.RemoveAll(dir)
-		if err := copyDemo(dir); err != nil {
+		if err := demo.WriteWorkspace(dir); err != nil {
 			return err
 		}
-		opts.workspace, opts.prompt, opts.headless = dir, demoPrompt, true
-		// The demo's policy ships in the binary: it is the trusted config,
-		// and the user's own file does not change the demo.
-		opts.config = filepath.Join(dir, config.FileName)
-		fmt.Fprintf(sys.Err, "retrace demo: a scripted model fixes a bug in a temporary workspace (%s)\n\n", dir)
+		opts.workspace, opts.prompt, opts.headless = dir, demo.Prompt, true
+		fmt.Fprintf(sys.Err, "retrace demo: a scripted model fixes a bug in a temporary workspace (%s)\n", dir)
+		fmt.Fprintf(sys.Err, "  (the scenario %s; retrace eval --run '^%s$' checks what it must do)\n\n", demo.File, demo.Name)
 	}
 	if opts.prompt == "" {
 		return usage(errors.New("give the task as an argument, e.g. retrace run --script turns.yaml \"Fix the failing test\""))
 	}
-	if (opts.script == "") == (opts.provider == "") && !demo {
+	if (opts.script == "") == (opts.provider == "") && demo == nil {
 		return usage(errors.New("give exactly one model: --script FILE or --provider anthropic|openai|openai-chat"))
 	}
 	workspace := opts.workspace
 	if workspace == "" {
 		workspace = "."
 	}
-	cfg, cfgName, err := loadRunConfig(sys, opts, workspace)
+	cfg, cfgName, err := loadRunConfig(sys, opts, workspace, demo)
 	if err != nil {
 		return err
 	}
@@ -240,14 +239,18 @@ const defaultMaxTurns = 50
 // loadRunConfig layers the session's configuration: --config, else the
 // user's own file, as the trusted base, and the workspace's retrace.yaml
 // over it, restrict-only unless --trust-workspace (see config.Resolve).
-func loadRunConfig(sys *IO, opts *runOptions, workspace string) (config.Config, string, error) {
+// The demo's policy ships in the binary, in its scenario: it is the
+// trusted base, and the user's own file does not change the demo.
+func loadRunConfig(sys *IO, opts *runOptions, workspace string, demo *scenarios.Scenario) (config.Config, string, error) {
 	src := config.Sources{
 		Explicit:       opts.config,
 		Workspace:      filepath.Join(workspace, config.FileName),
 		TrustWorkspace: opts.trustWorkspace,
 		Defaults:       config.Config{Limits: agent.Limits{MaxTurns: defaultMaxTurns}},
 	}
-	if dir := userConfigDir(sys.Getenv); dir != "" {
+	if demo != nil {
+		src.Defaults = config.Overlay(src.Defaults, demo.Config)
+	} else if dir := userConfigDir(sys.Getenv); dir != "" {
 		src.User = config.UserFile(dir)
 	}
 	res, err := config.Resolve(src)
@@ -283,16 +286,12 @@ func userConfigDir(getenv func(string) string) string {
 	return ""
 }
 
-// runProvider builds the model: the demo's embedded script, a script
+// runProvider builds the model: the demo scenario's script, a script
 // file, or a real provider configured from the environment.
-func runProvider(sys *IO, opts *runOptions, demo bool) (llm.Provider, error) {
+func runProvider(sys *IO, opts *runOptions, demo *scenarios.Scenario) (llm.Provider, error) {
 	switch {
-	case demo:
-		data, err := demoFS.ReadFile("demo/script.yaml")
-		if err != nil {
-			return nil, err
-		}
-		return mockllm.ParseScript(data, "demo/script.yaml")
+	case demo != nil:
+		return mockllm.ParseScript(demo.Script, demo.File)
 	case opts.script != "":
 		s, err := mockllm.LoadScript(opts.script)
 		if err != nil {
@@ -320,24 +319,6 @@ func runProvider(sys *IO, opts *runOptions, demo bool) (llm.Provider, error) {
 		return llm.NewOpenAIChat(o)
 	}
 	return nil, usage(fmt.Errorf("--provider %q is not supported; use anthropic, openai or openai-chat", opts.provider))
-}
-
-func copyDemo(dir string) error {
-	root := "demo/_workspace"
-	return fs.WalkDir(demoFS, root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		target := filepath.Join(dir, strings.TrimPrefix(p, root))
-		if d.IsDir() {
-			return os.MkdirAll(target, 0o755)
-		}
-		data, err := demoFS.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(target, data, 0o644)
-	})
 }
 
 // terminalPrompter asks on the terminal whether a call may run. Parallel

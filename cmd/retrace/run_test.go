@@ -13,6 +13,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/retrace-dev/retrace/recorder"
+	"github.com/retrace-dev/retrace/scenarios"
 	"github.com/retrace-dev/retrace/trajectory"
 )
 
@@ -54,10 +55,14 @@ func TestRunWithNoArgumentsPlaysTheDemoAndRecordsAValidTrajectory(t *testing.T) 
 	if err := recorder.RestoreWorkspace(recorder.OpenBlobs(recorder.BlobsDir(files[0])), snap.Manifest, dst); err != nil {
 		t.Fatal(err)
 	}
+	demo, err := scenarios.BuiltinScenario(demoScenario)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, name := range []string{"README.md", "calc.go"} {
-		want, err := demoFS.ReadFile("demo/_workspace/" + name)
-		if err != nil {
-			t.Fatal(err)
+		want, ok := demo.Files[name]
+		if !ok {
+			t.Fatalf("the demo scenario has no workspace/%s", name)
 		}
 		if got, err := os.ReadFile(filepath.Join(dst, name)); err != nil || string(got) != string(want) {
 			t.Errorf("restored %s = %q (%v), want the original %q", name, got, err, want)
