@@ -126,6 +126,9 @@ func Run(ctx context.Context, suite []*Scenario, opts Options) (*Results, error)
 	if err := r.detect(ctx, suite, results); err != nil {
 		return nil, err
 	}
+	if err := r.thresholds(ctx, suite, results); err != nil {
+		return nil, err
+	}
 	for i := range results.Scenarios {
 		results.Scenarios[i].decide()
 	}

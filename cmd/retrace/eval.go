@@ -214,7 +214,7 @@ func reportEval(sys *IO, res *scenarios.Results, format, junit string, gone bool
 		return &exitError{code: ExitHarness, err: errReported}
 	case scenarios.VerdictFail:
 		return &exitError{code: ExitGate, err: errReported}
-	case scenarios.VerdictFlaky:
+	case scenarios.VerdictFlaky, scenarios.VerdictInconclusive:
 		return &exitError{code: ExitInconclusive, err: errReported}
 	}
 	return nil
