@@ -101,8 +101,10 @@ type Threshold struct {
 	// Limit is the number compared with, in the aggregate's unit:
 	// milliseconds for a duration, a fraction for a rate.
 	Limit float64
-	// Unit is the unit as written ("" when none).
-	Unit string
+	// Number is the number as written, in Unit; Unit is the unit as
+	// written ("" when none).
+	Number float64
+	Unit   string
 }
 
 // ThresholdFilter is one key=value of an aggregate.
@@ -133,21 +135,8 @@ func (t *Threshold) String() string {
 	for _, f := range t.Filters {
 		fmt.Fprintf(&b, ", %s=%s", f.Key, f.Value)
 	}
-	fmt.Fprintf(&b, ") %s %s%s", t.Op, strconv.FormatFloat(t.written(), 'f', -1, 64), t.Unit)
+	fmt.Fprintf(&b, ") %s %s%s", t.Op, strconv.FormatFloat(t.Number, 'f', -1, 64), t.Unit)
 	return b.String()
-}
-
-// written is the limit in the unit it was written in.
-func (t *Threshold) written() float64 {
-	switch t.Unit {
-	case "s":
-		return t.Limit / 1000
-	case "m":
-		return t.Limit / 60000
-	case "%":
-		return t.Limit * 100
-	}
-	return t.Limit
 }
 
 // holds compares a value with the limit.
@@ -222,7 +211,7 @@ type exprParser struct {
 	errs ExprErrors
 	// cols remembers where the parts of the threshold were written.
 	funcCol, subjectCol, unitCol, numCol int
-	filterCols                   []int
+	filterCols                           []int
 }
 
 func (p *exprParser) errorf(col int, format string, args ...any) {
@@ -362,7 +351,7 @@ func (p *exprParser) threshold() *Threshold {
 		p.errorf(num.col, "number %q is out of range", num.text)
 		return t
 	}
-	t.Limit, p.numCol = v, num.col
+	t.Limit, t.Number, p.numCol = v, v, num.col
 	// A unit follows its number directly.
 	end := num.col - 1 + len(num.text)
 	if (p.tok.kind == "name" || p.tok.kind == "%") && p.tok.col-1 == end {
@@ -454,5 +443,8 @@ func (p *exprParser) check(t *Threshold) {
 		}
 	case t.Unit != "":
 		p.errorf(p.unitCol, "%s(%s) is a plain number; drop the unit %q", t.Func, t.Subject, t.Unit)
+	}
+	if math.IsInf(t.Limit, 0) {
+		p.errorf(p.numCol, "number %s%s is out of range", strconv.FormatFloat(t.Number, 'f', -1, 64), t.Unit)
 	}
 }
