@@ -124,6 +124,9 @@ type Results struct {
 	Shard      string           `json:"shard,omitempty"`
 	Scenarios  []ScenarioResult `json:"scenarios"`
 	DurationMs float64          `json:"duration_ms"`
+	// Baseline is the comparison with a baseline run's results, when
+	// one was given (baseline.go).
+	Baseline *Comparison `json:"baseline,omitempty"`
 }
 
 // Count returns the number of scenarios with verdict v.

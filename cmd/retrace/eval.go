@@ -25,6 +25,8 @@ type evalOptions struct {
 	repeat   int
 	junit    string
 	out      string
+	baseline string
+	update   bool
 	format   *formatFlag
 }
 
@@ -74,6 +76,7 @@ a scenario.`,
 	f.IntVar(&opts.repeat, "repeat", 0, "run each scenario this many times (default: the scenario's repeat, else 1)")
 	f.StringVar(&opts.junit, "junit", "", "write a JUnit XML report to this file")
 	f.StringVar(&opts.out, "out", "", "keep the results (results.json) and every recorded run (runs/) in this directory")
+	f.StringVar(&opts.baseline, "baseline", "", "compare with a saved run's results (an --out DIR or its results.json): a scenario that passed there and fails now is a regression")
 	opts.format = addFormatFlag(cmd, "table", "markdown", "json")
 	cmd.AddCommand(newEvalMergeCmd(sys))
 	return cmd
@@ -104,6 +107,14 @@ func runEval(ctx context.Context, sys *IO, opts *evalOptions, args []string) err
 	if err != nil {
 		return suiteError(sys, err)
 	}
+	// The baseline is read before anything runs, so that a wrong path
+	// costs no run.
+	var base *scenarios.Results
+	if opts.baseline != "" {
+		if base, err = readResultsArg(opts.baseline); err != nil {
+			return invalid(fmt.Errorf("--baseline: %w", err))
+		}
+	}
 	selected := scenarios.Filter(suite, runRe, opts.tags)
 	shard := ""
 	if opts.shard != "" {
@@ -132,6 +143,9 @@ func runEval(ctx context.Context, sys *IO, opts *evalOptions, args []string) err
 		return err
 	}
 	res.Shard = shard
+	if base != nil {
+		res.Baseline = scenarios.Compare(base, res, opts.baseline)
+	}
 	if opts.out != "" {
 		if err := writeResults(filepath.Join(opts.out, resultsFile), res); err != nil {
 			return err
@@ -142,6 +156,20 @@ func runEval(ctx context.Context, sys *IO, opts *evalOptions, args []string) err
 
 // resultsFile is the name of the results under --out.
 const resultsFile = "results.json"
+
+// readResultsArg reads results from a results.json, or from the --out
+// directory that holds one.
+func readResultsArg(a string) (*scenarios.Results, error) {
+	p := a
+	if info, err := os.Stat(a); err == nil && info.IsDir() {
+		p = filepath.Join(a, resultsFile)
+	}
+	data, err := os.ReadFile(p)
+	if err != nil {
+		return nil, err
+	}
+	return scenarios.ReadResults(data, p)
+}
 
 // suiteError prints every problem of a bad suite, one a line, and exits 2.
 func suiteError(sys *IO, err error) error {
@@ -193,6 +221,17 @@ func reportEval(sys *IO, res *scenarios.Results, format, junit string, gone bool
 	if err != nil {
 		return err
 	}
+	if res.Baseline != nil {
+		switch format {
+		case "markdown":
+			err = res.Baseline.WriteMarkdown(sys.Out)
+		case "table":
+			err = res.Baseline.WriteTable(sys.Out)
+		}
+		if err != nil {
+			return err
+		}
+	}
 	if gone && res.Worst() != scenarios.VerdictPass && format != "json" {
 		fmt.Fprintln(sys.Err, "The recordings named above were in a temporary directory; add --out DIR to keep them.")
 	}
@@ -209,11 +248,19 @@ func reportEval(sys *IO, res *scenarios.Results, format, junit string, gone bool
 			return err
 		}
 	}
+	regressed := res.Baseline != nil && res.Baseline.Count(scenarios.ChangeRegressed) > 0
 	switch res.Worst() {
 	case scenarios.VerdictError:
 		return &exitError{code: ExitHarness, err: errReported}
 	case scenarios.VerdictFail:
 		return &exitError{code: ExitGate, err: errReported}
+	}
+	// A regression gates even when what regressed is only flaky or
+	// inconclusive now.
+	if regressed {
+		return &exitError{code: ExitGate, err: errReported}
+	}
+	switch res.Worst() {
 	case scenarios.VerdictFlaky, scenarios.VerdictInconclusive:
 		return &exitError{code: ExitInconclusive, err: errReported}
 	}
@@ -221,9 +268,10 @@ func reportEval(sys *IO, res *scenarios.Results, format, junit string, gone bool
 }
 
 type evalMergeOptions struct {
-	junit  string
-	out    string
-	format *formatFlag
+	junit    string
+	out      string
+	baseline string
+	format   *formatFlag
 }
 
 func newEvalMergeCmd(sys *IO) *cobra.Command {
@@ -247,6 +295,7 @@ them is an error: the shards overlap.`,
 	}
 	cmd.Flags().StringVar(&opts.junit, "junit", "", "write a JUnit XML report to this file")
 	cmd.Flags().StringVar(&opts.out, "out", "", "write the merged results.json to this directory")
+	cmd.Flags().StringVar(&opts.baseline, "baseline", "", "compare the merged results with a saved run's results, as eval --baseline does")
 	opts.format = addFormatFlag(cmd, "table", "markdown", "json")
 	return cmd
 }
@@ -257,15 +306,7 @@ func runEvalMerge(sys *IO, opts *evalMergeOptions, args []string) error {
 	}
 	var parts []*scenarios.Results
 	for _, a := range args {
-		p := a
-		if info, err := os.Stat(a); err == nil && info.IsDir() {
-			p = filepath.Join(a, resultsFile)
-		}
-		data, err := os.ReadFile(p)
-		if err != nil {
-			return invalid(err)
-		}
-		r, err := scenarios.ReadResults(data, p)
+		r, err := readResultsArg(a)
 		if err != nil {
 			return invalid(err)
 		}
@@ -274,6 +315,13 @@ func runEvalMerge(sys *IO, opts *evalMergeOptions, args []string) error {
 	res, err := scenarios.Merge(parts...)
 	if err != nil {
 		return invalid(err)
+	}
+	if opts.baseline != "" {
+		base, err := readResultsArg(opts.baseline)
+		if err != nil {
+			return invalid(fmt.Errorf("--baseline: %w", err))
+		}
+		res.Baseline = scenarios.Compare(base, res, opts.baseline)
 	}
 	if opts.out != "" {
 		if err := os.MkdirAll(opts.out, 0o755); err != nil {
