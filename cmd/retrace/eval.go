@@ -8,6 +8,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -76,6 +77,7 @@ a scenario.`,
 	f.IntVar(&opts.repeat, "repeat", 0, "run each scenario this many times (default: the scenario's repeat, else 1)")
 	f.StringVar(&opts.junit, "junit", "", "write a JUnit XML report to this file")
 	f.StringVar(&opts.out, "out", "", "keep the results (results.json) and every recorded run (runs/) in this directory")
+	f.BoolVar(&opts.update, "update", false, "rewrite the expectations of the golden scenarios (tag: golden) from what their runs did, for review in a diff")
 	f.StringVar(&opts.baseline, "baseline", "", "compare with a saved run's results (an --out DIR or its results.json): a scenario that passed there and fails now is a regression")
 	opts.format = addFormatFlag(cmd, "table", "markdown", "json")
 	cmd.AddCommand(newEvalMergeCmd(sys))
@@ -130,15 +132,29 @@ func runEval(ctx context.Context, sys *IO, opts *evalOptions, args []string) err
 	if len(selected) == 0 && shard == "" {
 		return usage(fmt.Errorf("no scenario of the %s matches --run and --tag", plural(len(suite), "scenario")))
 	}
+	var golden *scenarios.Golden
+	if opts.update {
+		if len(args) == 0 {
+			return usage(errors.New("--update rewrites scenario files: name the suite (the built-in one is not a file to rewrite)"))
+		}
+		if !slices.ContainsFunc(selected, func(s *scenarios.Scenario) bool { return slices.Contains(s.Tags, scenarios.GoldenTag) }) {
+			return usage(fmt.Errorf("--update: none of the selected scenarios is golden; tag the ones to rewrite with %q", scenarios.GoldenTag))
+		}
+		golden = scenarios.NewGolden()
+	}
 	if opts.out != "" {
 		if err := os.MkdirAll(opts.out, 0o755); err != nil {
 			return err
 		}
 	}
-	res, err := scenarios.Run(ctx, selected, scenarios.Options{
+	ro := scenarios.Options{
 		Parallel: opts.parallel, Repeat: opts.repeat, Out: opts.out,
 		HarnessVersion: "retrace " + currentVersion().Version, Clock: sys.Now,
-	})
+	}
+	if golden != nil {
+		ro.AfterRun = golden.AfterRun
+	}
+	res, err := scenarios.Run(ctx, selected, ro)
 	if err != nil {
 		return err
 	}
@@ -151,7 +167,50 @@ func runEval(ctx context.Context, sys *IO, opts *evalOptions, args []string) err
 			return err
 		}
 	}
-	return reportEval(sys, res, opts.format.value, opts.junit, opts.out == "")
+	err = reportEval(sys, res, opts.format.value, opts.junit, opts.out == "")
+	if golden == nil {
+		return err
+	}
+	var ee *exitError
+	if err != nil && !errors.As(err, &ee) {
+		return err
+	}
+	return updateGolden(sys, golden, selected, res)
+}
+
+// updateGolden rewrites the golden scenarios' expectations and says what
+// it did, one line each. The exit is the run's, leaving out the scenarios
+// now rewritten (their old expectations no longer stand); a refusal
+// keeps its scenario's verdict, and an update that failed exits 1.
+func updateGolden(sys *IO, golden *scenarios.Golden, suite []*scenarios.Scenario, res *scenarios.Results) error {
+	settled := map[string]bool{}
+	failed := false
+	for _, u := range golden.Update(suite, res) {
+		switch {
+		case u.Refused != "":
+			fmt.Fprintf(sys.Err, "not updated %s (%s): %s\n", u.Name, u.File, u.Refused)
+			failed = true
+		case u.Updated:
+			fmt.Fprintf(sys.Err, "updated %s (%s): %s; review it with a diff\n", u.Name, u.File, u.What)
+			settled[u.Name] = true
+		default:
+			fmt.Fprintf(sys.Err, "unchanged %s (%s): its expectations already say what happened\n", u.Name, u.File)
+			settled[u.Name] = true
+		}
+	}
+	rest := &scenarios.Results{Version: res.Version}
+	for _, s := range res.Scenarios {
+		if !settled[s.Name] {
+			rest.Scenarios = append(rest.Scenarios, s)
+		}
+	}
+	if err := evalExit(rest); err != nil {
+		return err
+	}
+	if failed {
+		return &exitError{code: ExitHarness, err: errReported}
+	}
+	return nil
 }
 
 // resultsFile is the name of the results under --out.
@@ -248,6 +307,12 @@ func reportEval(sys *IO, res *scenarios.Results, format, junit string, gone bool
 			return err
 		}
 	}
+	return evalExit(res)
+}
+
+// evalExit maps the worst verdict, and a regression since the baseline,
+// to the exit code.
+func evalExit(res *scenarios.Results) error {
 	regressed := res.Baseline != nil && res.Baseline.Count(scenarios.ChangeRegressed) > 0
 	switch res.Worst() {
 	case scenarios.VerdictError:
