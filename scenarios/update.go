@@ -231,7 +231,7 @@ func rewrite(s *Scenario, o *observed) (bool, string, error) {
 	if err := enc.Close(); err != nil {
 		return false, "", err
 	}
-	what := fmt.Sprintf("outcome, %d tool counts, %d files", len(tools), len(files))
+	what := fmt.Sprintf("outcome, %s, %s", count(len(tools), "tool count"), count(len(files), "file"))
 	if bytes.Equal(buf.Bytes(), ar.Files[idx].Data) {
 		return false, what, nil
 	}
@@ -341,4 +341,12 @@ func fileEntry(p string, content []byte) *yaml.Node {
 		v.Style = yaml.LiteralStyle
 	}
 	return &yaml.Node{Kind: yaml.MappingNode, Content: []*yaml.Node{key("path"), path, key("equals"), v}}
+}
+
+// count says n things: "1 file", "2 files".
+func count(n int, thing string) string {
+	if n == 1 {
+		return "1 " + thing
+	}
+	return fmt.Sprintf("%d %ss", n, thing)
 }
