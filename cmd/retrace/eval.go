@@ -45,6 +45,22 @@ the run, the events (tools called, permission decisions, failures,
 defenses, reminders, counts) and the detectors that must or must not fire.
 The format is described in the scenarios package's documentation.
 
+expect.metrics holds thresholds over all of a scenario's runs, checked
+after they ran, with the numbers retrace metrics reports:
+
+  p95(bash) < 2s                     a tool's calls' own durations (ms, s, m)
+  rate(failure, tool=bash) <= 0.1    of the bash calls (the denominator), failed
+  count(tool_call, tool=read) >= 2   events of a type, over all runs
+  mean(turns) <= 6                   per run; also min, max, p50, p90, p99
+  {threshold: "mean(turns) <= 6", min_runs: 5}
+
+Functions: p50 p90 p95 p99 mean min max over a tool name, duration,
+model_duration, context_tokens, output_tokens, turns or tool_calls; rate
+of failure, success, lost, truncated, spilled, denied or prompted among
+the tool calls; count of an event type. A threshold with too few runs or
+samples to decide (min_runs, a rate without calls, a p95 over fewer than
+20 samples) is inconclusive, never a pass.
+
 A bad suite is refused before anything runs, with every problem of every
 scenario as file:line: what is wrong.
 
@@ -55,14 +71,29 @@ flaky, never a pass. --shard i/n runs the i-th of n deterministic parts of
 the suite, so a CI matrix can split it; 'retrace eval merge' joins the
 shards' results (--out DIR/results.json) into what one run would report.
 
-Exit codes: 0 every scenario passed, 3 a scenario failed, 4 inconclusive
-(a scenario was flaky), 2 a bad suite or bad flags, 1 retrace could not run
-a scenario.`,
+--baseline RESULTS compares with a saved run (its --out DIR or
+results.json), matching scenarios by name: a scenario that passed there
+and does not now is a regression, listed first, and exits 3; fixed,
+changed, new and removed scenarios are listed too.
+
+--update rewrites the expectations of the golden scenarios (tag: golden)
+from what their runs did: the outcome, a count per tool called, and the
+files the run created, changed or deleted; comments and the rest of the
+file stay, for review in a diff. A scenario that errored or whose runs
+did different things is refused. The exit leaves the rewritten scenarios
+out.
+
+Exit codes: 0 every scenario passed, 3 a scenario or threshold failed or
+a scenario regressed since --baseline, 4 inconclusive (a scenario was
+flaky, or a threshold had too few runs to decide), 2 a bad suite or bad
+flags, 1 retrace could not run a scenario.`,
 		Example: `  retrace eval
   retrace eval ./evals --junit report.xml --out eval-out
   retrace eval ./evals --shard 2/3 --out shard-2
   retrace eval merge shard-1 shard-2 shard-3 --junit report.xml
-  retrace eval ./evals --run '^denial' --repeat 5`,
+  retrace eval ./evals --run '^denial' --repeat 5
+  retrace eval ./evals --baseline last-run --out this-run
+  retrace eval ./evals --tag golden --update && git diff ./evals`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
