@@ -36,6 +36,9 @@ type ThresholdResult struct {
 	// Got says the value with what it was computed over, or why the
 	// threshold could not be decided.
 	Got string `json:"got"`
+	// At is the trajectory line that shows a failed threshold (file:line):
+	// the first call or event counted, or the slowest call's tool_end.
+	At string `json:"at,omitempty"`
 }
 
 // metrics reads expect.metrics: a list of thresholds, each a string or a
@@ -368,6 +371,55 @@ func evalThreshold(ctx context.Context, db *metrics.DB, m MetricExpect, sessions
 	tr.Verdict = VerdictFail
 	if t.holds(v) {
 		tr.Verdict = VerdictPass
+		return tr, nil
 	}
-	return tr, nil
+	at, err := thresholdAt(ctx, db, t, sessions)
+	tr.At = at
+	return tr, err
+}
+
+// thresholdAt finds the trajectory line that shows a failed threshold:
+// the first call a rate counts (its tool_failure for a failure rate; for
+// a rate too low, the first call it does not count), the first event a
+// count counts, or the tool_end of the slowest call; "" for the
+// aggregates of runs and model responses.
+func thresholdAt(ctx context.Context, db *metrics.DB, t *Threshold, sessions []string) (string, error) {
+	where := inSessions("session", sessions)
+	if v := t.filter("tool"); v != "" {
+		where += " AND tool = " + sqlString(v)
+	}
+	var q string
+	switch {
+	case t.Func == FuncRate:
+		typ, cond := "tool_call", rateCond(t)
+		switch {
+		case t.Op == ">" || t.Op == ">=":
+			// Too low a rate shows in a call it did not count.
+			cond = "NOT coalesce(" + cond + ", false)"
+		case t.Subject == "failure":
+			typ = "tool_failure"
+		}
+		q = fmt.Sprintf(`SELECT e.file, e.line FROM events e JOIN (SELECT session, tool_use_id FROM tool_calls WHERE %s AND %s) c
+ON e.session = c.session AND e.tool_use_id = c.tool_use_id WHERE e.type = %s ORDER BY e.session, e.seq LIMIT 1`, where, cond, sqlString(typ))
+	case t.Func == FuncCount:
+		conds := inSessions("session", sessions)
+		for _, f := range t.Filters {
+			conds += fmt.Sprintf(" AND %s = %s", f.Key, sqlString(f.Value))
+		}
+		q = fmt.Sprintf("SELECT file, line FROM events WHERE %s AND type = %s ORDER BY session, seq LIMIT 1", conds, sqlString(t.Subject))
+	case t.Subject == SubjectDuration:
+		q = fmt.Sprintf(`SELECT e.file, e.line FROM events e JOIN (SELECT session, tool_use_id, duration_ms FROM tool_calls WHERE %s AND duration_ms IS NOT NULL) c
+ON e.session = c.session AND e.tool_use_id = c.tool_use_id WHERE e.type = 'tool_end' ORDER BY c.duration_ms DESC, e.session, e.seq LIMIT 1`, where)
+	default:
+		return "", nil
+	}
+	tab, err := db.Query(ctx, q)
+	if err != nil || len(tab.Rows) == 0 {
+		return "", err
+	}
+	line, ok := number(tab.Rows[0][1])
+	if !ok {
+		return fmt.Sprint(tab.Rows[0][0]), nil
+	}
+	return fmt.Sprintf("%v:%d", tab.Rows[0][0], int(line)), nil
 }

@@ -3,7 +3,9 @@ package scenarios
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -165,6 +167,39 @@ func TestAVerdictWeighsTheRunsAndTheThresholds(t *testing.T) {
 			s.decide()
 			if s.Verdict != c.want {
 				t.Errorf("verdict %s, want %s", s.Verdict, c.want)
+			}
+		})
+	}
+}
+
+func TestAFailedThresholdPointsAtTheTrajectoryLineThatShowsIt(t *testing.T) {
+	cases := []struct {
+		name, threshold, event string
+	}{
+		{"a failure rate too high points at a failure", "rate(failure, tool=bash) <= 0.1", `"type":"tool_failure"`},
+		{"a success rate too low points at a call that did not succeed", "rate(success) > 0.9", `"tool":"bash"`},
+		{"a count points at the first event counted", "count(tool_call, tool=read) > 3", `"type":"tool_call"`},
+		{"a duration points at the slowest call's end", "max(bash) < 0.001ms", `"type":"tool_end"`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			res := runSuite(t, []*Scenario{metricScenario(t, 1, c.threshold)}, Options{Out: t.TempDir()})
+			tr := res.Scenarios[0].Thresholds[0]
+			if tr.Verdict != VerdictFail {
+				t.Fatalf("the threshold did not fail: %+v", tr)
+			}
+			file, no, ok := strings.Cut(tr.At, ".jsonl:")
+			if !ok {
+				t.Fatalf("At = %q, want FILE.jsonl:LINE", tr.At)
+			}
+			data, err := os.ReadFile(file + ".jsonl")
+			if err != nil {
+				t.Fatal(err)
+			}
+			n, _ := strconv.Atoi(no)
+			lines := strings.Split(string(data), "\n")
+			if n < 1 || n > len(lines) || !strings.Contains(lines[n-1], c.event) {
+				t.Errorf("line %d does not hold %s: %q", n, c.event, lines[max(min(n, len(lines))-1, 0)])
 			}
 		})
 	}

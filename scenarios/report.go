@@ -79,6 +79,9 @@ func (r *Results) WriteTable(w io.Writer) error {
 		for _, t := range s.Thresholds {
 			if t.Verdict != VerdictPass {
 				fmt.Fprintf(&b, "      expected: %s\n      got:      %s\n", t.Expect, t.Got)
+				if t.At != "" {
+					fmt.Fprintf(&b, "      at:       %s\n", t.At)
+				}
 			}
 		}
 	}
@@ -115,7 +118,11 @@ func (r *Results) WriteMarkdown(w io.Writer) error {
 		}
 		for _, t := range s.Thresholds {
 			if t.Verdict != VerdictPass {
-				fmt.Fprintf(&b, "- threshold: expected %s; got %s\n", md(t.Expect), md(t.Got))
+				fmt.Fprintf(&b, "- threshold: expected %s; got %s", md(t.Expect), md(t.Got))
+				if t.At != "" {
+					fmt.Fprintf(&b, " (`%s`)", t.At)
+				}
+				b.WriteString("\n")
 			}
 		}
 	}
@@ -204,6 +211,9 @@ func (r *Results) WriteJUnit(w io.Writer, suiteName string) error {
 			for _, t := range s.Thresholds {
 				if t.Verdict != VerdictPass {
 					fmt.Fprintf(&b, "threshold: expected %s\n  got %s\n", t.Expect, t.Got)
+					if t.At != "" {
+						fmt.Fprintf(&b, "  at %s\n", t.At)
+					}
 					first = cmp.Or(first, "expected "+t.Expect+"; got "+t.Got)
 				}
 			}
