@@ -204,3 +204,23 @@ func TestAFailedThresholdPointsAtTheTrajectoryLineThatShowsIt(t *testing.T) {
 		})
 	}
 }
+
+// TestEveryCountFilterIsAColumnOfTheEventsView checks that each key
+// count() accepts is a column the query can filter on, so that no
+// threshold the parser accepts fails in DuckDB.
+func TestEveryCountFilterIsAColumnOfTheEventsView(t *testing.T) {
+	var ths []string
+	for _, k := range countKeys {
+		v := "x"
+		if k == "failure_kind" {
+			v = "timeout"
+		}
+		ths = append(ths, "count(tool_call, "+k+"="+v+") == 0")
+	}
+	res := runSuite(t, []*Scenario{metricScenario(t, 1, ths...)}, Options{})
+	for i, tr := range res.Scenarios[0].Thresholds {
+		if tr.Verdict != VerdictPass {
+			t.Errorf("%s: %s %s", countKeys[i], tr.Verdict, tr.Got)
+		}
+	}
+}

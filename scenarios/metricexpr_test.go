@@ -173,3 +173,33 @@ func TestACanonicalThresholdKeepsTheNumberAsWritten(t *testing.T) {
 		t.Errorf("a limit that overflows in milliseconds: %v", err)
 	}
 }
+
+// FuzzParseMetrics feeds Parse scenarios whose expect.metrics is mutated:
+// it must never panic, and every problem must name the file and a line,
+// with a column only beside a line.
+func FuzzParseMetrics(f *testing.F) {
+	head := "-- scenario.yaml --\nprompt: Say done.\nmodel: {turns: [{content: [{text: Done.}]}]}\nexpect:\n  metrics:\n"
+	for _, m := range []string{
+		"    - p95(bash) < 2s\n    - \"rate(failure, tool=bash) <= 0.1\"\n",
+		"    - {threshold: \"mean(turns) <= 6\", min_runs: 5}\n",
+		"    - |\n      count(tool_call) > 1\n",
+		"    - 'p50(read) < 1ms'\n    - [1]\n    - *a\n",
+	} {
+		f.Add(head + m)
+	}
+	f.Fuzz(func(t *testing.T, src string) {
+		_, err := Parse([]byte(src), "m.txtar")
+		var pe *ProblemsError
+		if err != nil && !errors.As(err, &pe) {
+			t.Fatalf("error %v is not a list of problems", err)
+		}
+		if pe == nil {
+			return
+		}
+		for _, p := range pe.Problems {
+			if p.File != "m.txtar" || p.Line < 0 || p.Col < 0 || (p.Col > 0 && p.Line == 0) {
+				t.Fatalf("problem %+v", p)
+			}
+		}
+	})
+}
