@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -222,5 +223,44 @@ func TestEveryCountFilterIsAColumnOfTheEventsView(t *testing.T) {
 		if tr.Verdict != VerdictPass {
 			t.Errorf("%s: %s %s", countKeys[i], tr.Verdict, tr.Got)
 		}
+	}
+}
+
+// TestAJUnitReportWithThresholdsValidates writes the JUnit report of a
+// scenario whose threshold fails and one whose threshold is inconclusive,
+// and validates it against the Surefire schema: both are failures, of
+// types expectation and inconclusive, naming the threshold.
+func TestAJUnitReportWithThresholdsValidates(t *testing.T) {
+	failing := metricScenario(t, 1, "rate(failure, tool=bash) <= 0.1")
+	undecided := metricScenario(t, 1, "p95(bash) < 1m")
+	undecided.Name, undecided.File = "undecided", "undecided.txtar"
+	res := runSuite(t, []*Scenario{failing, undecided}, Options{})
+	var b strings.Builder
+	if err := res.WriteJUnit(&b, "retrace eval"); err != nil {
+		t.Fatal(err)
+	}
+	report := b.String()
+	for _, w := range []string{
+		`<failure message="expected metric.txtar:14: expect.metrics[0]: rate(failure, tool=bash) &lt;= 0.1; got 1: 1 of 1 bash calls (the denominator) failed, over 1 run" type="expectation">`,
+		`<failure message="expected metric.txtar:14: expect.metrics[0]: p95(bash) &lt; 1m; got inconclusive: p95 needs at least 20 samples`,
+		`type="inconclusive"`,
+	} {
+		if !strings.Contains(report, w) {
+			t.Errorf("the report does not hold %q:\n%s", w, report)
+		}
+	}
+	xmllint, err := exec.LookPath("xmllint")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("xmllint (libxml2-utils) is not installed; .ci/run should have installed it")
+		}
+		t.Skip("xmllint (libxml2-utils) is not installed; the report's content is checked above")
+	}
+	file := filepath.Join(t.TempDir(), "report.xml")
+	if err := os.WriteFile(file, []byte(report), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(xmllint, "--noout", "--schema", filepath.Join("testdata", "surefire-test-report.xsd"), file).CombinedOutput(); err != nil {
+		t.Fatalf("the report does not validate: %v\n%s\n%s", err, out, report)
 	}
 }
