@@ -83,7 +83,7 @@ type ScenarioResult struct {
 	Thresholds []ThresholdResult `json:"thresholds,omitempty"`
 }
 
-// decide sets Passed and Verdict from the runs.
+// decide sets Passed and Verdict from the runs and the thresholds.
 func (s *ScenarioResult) decide() {
 	s.Passed = 0
 	errs := 0
