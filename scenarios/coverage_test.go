@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"go/ast"
 	goparser "go/parser"
-	"go/token"
+	gotoken "go/token"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -22,7 +22,7 @@ import (
 // the case this test exists for.
 func defenseNames(t *testing.T) []trajectory.DefenseName {
 	t.Helper()
-	fset := token.NewFileSet()
+	fset := gotoken.NewFileSet()
 	f, err := goparser.ParseFile(fset, filepath.Join("..", "trajectory", "enums.go"), nil, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -30,7 +30,7 @@ func defenseNames(t *testing.T) []trajectory.DefenseName {
 	var out []trajectory.DefenseName
 	for _, decl := range f.Decls {
 		gd, ok := decl.(*ast.GenDecl)
-		if !ok || gd.Tok != token.CONST {
+		if !ok || gd.Tok != gotoken.CONST {
 			continue
 		}
 		for _, spec := range gd.Specs {

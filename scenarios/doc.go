@@ -43,6 +43,10 @@
 //	    fire: {denial_loop: 1}                  # detector id: the fewest findings
 //	    not_fire: [hallucinated_tool]
 //	    no_others: true                         # no detector but those under fire
+//	  metrics:                                  # thresholds over all the runs (below)
+//	    - p95(bash) < 2s
+//	    - rate(failure, tool=bash) <= 0.1
+//	    - {threshold: "mean(turns) <= 6", min_runs: 5}
 //	-- workspace/calc.go --
 //	package calc
 //
@@ -69,6 +73,53 @@
 // workspace; the runner checks its event and detector expectations over
 // the recordings without running the runtime (see Recording).
 //
+// # Metric thresholds
+//
+// expect.metrics holds thresholds over all of a scenario's runs, checked
+// once after they ran (as k6 does), over the recordings loaded into the
+// metrics package's DuckDB views, so that a number is the one retrace
+// metrics reports. The grammar:
+//
+//	threshold  = aggregate comparison number [unit]
+//	aggregate  = function "(" subject { "," key "=" value } ")"
+//	function   = p50 | p90 | p95 | p99 | mean | min | max | rate | count
+//	comparison = < | <= | > | >= | == | !=
+//	unit       = ms | s | m (a duration, required) | % (a rate, optional)
+//
+// pN, mean, min and max aggregate one of: a tool's name (p95(bash) is
+// p95(duration, tool=bash)); duration, each tool call's own run time
+// from its tool_end (never a batch's average), optionally tool=T;
+// model_duration, context_tokens and output_tokens, per model response;
+// turns, per run; tool_calls, a run's tool calls, optionally tool=T. pN
+// interpolates as the latency metric does (quantile_cont, rounded to
+// the microsecond).
+//
+// rate(S) is the share of the tool calls (optionally tool=T: the
+// denominator) that S: failure (optionally failure_kind=K), success,
+// lost, truncated, spilled, denied, prompted; a fraction or a
+// percentage. A failed rate's message names its denominator: "1: 2 of 2
+// bash calls (the denominator) failed, over 2 runs".
+//
+// count(E) counts the events of type E over all the runs (not per run:
+// mean(tool_calls, tool=read) is per run), optionally filtered by tool,
+// failure_kind, defense, action, kind, source, reason or stop_reason.
+//
+// A threshold over too few runs or samples to decide is inconclusive,
+// never a pass: fewer runs that recorded a session than its min_runs
+// (default 1), a rate without calls in its denominator, no samples, or a
+// pN over fewer than 1/(1-N) samples (p95: 20; below that it is only the
+// largest sample). A bad threshold is refused with the suite, as
+// file:line:col: what is wrong, each problem of it listed.
+//
+// # Golden scenarios
+//
+// A scenario tagged golden may have its expectations rewritten from what
+// its runs did (Golden, and retrace eval --update): the outcome, a count
+// per tool called, and a files entry per file the run created, changed
+// (equals) or deleted (exists: false); the other expectations and the
+// comments stay. A scenario that errored, whose runs did different
+// things, or that is built in is refused.
+//
 // Parse is strict: an unknown key, a value of the wrong kind, an unknown
 // event type, failure kind, permission source, defense or detector id is
 // refused, and every problem of every scenario is reported as
@@ -76,9 +127,12 @@
 //
 // # Results
 //
-// Each scenario gets a verdict over its runs: pass (every run passed),
-// fail (none did), flaky (some did: never a pass) or error (retrace could
-// not run it). Results are JSON (Results), so that shards of one suite
-// run on several machines can be merged (Merge) into what one run would
-// have reported.
+// Each scenario gets a verdict over its runs and thresholds: pass (every
+// run and threshold passed), fail (no run passed, or a threshold failed),
+// flaky (some runs did: never a pass), inconclusive (every run passed but
+// a threshold could not be decided: never a pass) or error (retrace
+// could not run it). Results are JSON (Results), so that shards of one
+// suite run on several machines can be merged (Merge) into what one run
+// would have reported, and compared with a baseline run's (Compare): a
+// scenario that passed there and does not now is a regression.
 package scenarios

@@ -20,6 +20,8 @@ type Expect struct {
 	Files     []FileExpect
 	Events    []EventExpect
 	Detectors *DetectorExpect
+	// Metrics are thresholds over all of the scenario's runs (metricexpr.go).
+	Metrics []MetricExpect
 }
 
 // Place says where an expectation is written: its file, line and path in
@@ -147,7 +149,7 @@ func (p *parser) place(n *yaml.Node, path string) Place {
 
 func (p *parser) expect(n *yaml.Node, s *Scenario) Expect {
 	var e Expect
-	for _, f := range p.fields(n, "expect", "outcome", "files", "events", "detectors") {
+	for _, f := range p.fields(n, "expect", "outcome", "files", "events", "detectors", "metrics") {
 		switch f.name {
 		case "outcome":
 			e.Outcome = p.outcome(f.val)
@@ -169,6 +171,8 @@ func (p *parser) expect(n *yaml.Node, s *Scenario) Expect {
 			}
 		case "detectors":
 			e.Detectors = p.detectors(f.val)
+		case "metrics":
+			e.Metrics = p.metrics(f.val)
 		}
 	}
 	return e

@@ -27,15 +27,21 @@ import (
 var ErrInvalid = errors.New("invalid scenario")
 
 // Problem is one thing wrong in a scenario file, located at a line of the
-// archive (from 1; 0 when no line applies).
+// archive (from 1; 0 when no line applies) and, when known, a column.
 type Problem struct {
 	File string
 	Line int
-	Msg  string
+	// Col is the column (from 1) in a metric threshold; 0 when none applies.
+	Col int
+	Msg string
 }
 
-// Error formats the problem as file:line: what is wrong.
+// Error formats the problem as file:line: what is wrong, or
+// file:line:col: what is wrong.
 func (p Problem) Error() string {
+	if p.Line > 0 && p.Col > 0 {
+		return fmt.Sprintf("%s:%d:%d: %s", p.File, p.Line, p.Col, p.Msg)
+	}
 	if p.Line > 0 {
 		return fmt.Sprintf("%s:%d: %s", p.File, p.Line, p.Msg)
 	}

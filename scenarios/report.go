@@ -10,7 +10,7 @@ import (
 	"strings"
 )
 
-// order puts failures first: error, fail, flaky, then pass.
+// order puts failures first: error, fail, flaky, inconclusive, then pass.
 func order(v Verdict) int {
 	switch v {
 	case VerdictError:
@@ -19,8 +19,10 @@ func order(v Verdict) int {
 		return 1
 	case VerdictFlaky:
 		return 2
+	case VerdictInconclusive:
+		return 3
 	}
-	return 3
+	return 4
 }
 
 // byVerdict returns the scenarios failures first, keeping file and name
@@ -37,8 +39,12 @@ func (r *Results) Summary() string {
 	if len(r.Scenarios) == 1 {
 		noun = "scenario"
 	}
-	return fmt.Sprintf("%d %s: %d passed, %d failed, %d flaky, %d errors in %.1fs",
-		len(r.Scenarios), noun, r.Count(VerdictPass), r.Count(VerdictFail), r.Count(VerdictFlaky), r.Count(VerdictError), r.DurationMs/1000)
+	inconclusive := ""
+	if n := r.Count(VerdictInconclusive); n > 0 {
+		inconclusive = fmt.Sprintf(", %d inconclusive", n)
+	}
+	return fmt.Sprintf("%d %s: %d passed, %d failed, %d flaky%s, %d errors in %.1fs",
+		len(r.Scenarios), noun, r.Count(VerdictPass), r.Count(VerdictFail), r.Count(VerdictFlaky), inconclusive, r.Count(VerdictError), r.DurationMs/1000)
 }
 
 // WriteTable writes the human summary: failures first, each failed run
@@ -70,6 +76,14 @@ func (r *Results) WriteTable(w io.Writer) error {
 				}
 			}
 		}
+		for _, t := range s.Thresholds {
+			if t.Verdict != VerdictPass {
+				fmt.Fprintf(&b, "      expected: %s\n      got:      %s\n", t.Expect, t.Got)
+				if t.At != "" {
+					fmt.Fprintf(&b, "      at:       %s\n", t.At)
+				}
+			}
+		}
 	}
 	b.WriteString(r.Summary() + "\n")
 	_, err := io.WriteString(w, b.String())
@@ -98,6 +112,15 @@ func (r *Results) WriteMarkdown(w io.Writer) error {
 				fmt.Fprintf(&b, "- run %d: expected %s; got %s", run.Repeat, md(f.Expect), md(f.Got))
 				if f.At != "" {
 					fmt.Fprintf(&b, " (`%s`)", f.At)
+				}
+				b.WriteString("\n")
+			}
+		}
+		for _, t := range s.Thresholds {
+			if t.Verdict != VerdictPass {
+				fmt.Fprintf(&b, "- threshold: expected %s; got %s", md(t.Expect), md(t.Got))
+				if t.At != "" {
+					fmt.Fprintf(&b, " (`%s`)", t.At)
 				}
 				b.WriteString("\n")
 			}
@@ -185,6 +208,15 @@ func (r *Results) WriteJUnit(w io.Writer, suiteName string) error {
 					first = cmp.Or(first, "expected "+f.Expect+"; got "+f.Got)
 				}
 			}
+			for _, t := range s.Thresholds {
+				if t.Verdict != VerdictPass {
+					fmt.Fprintf(&b, "threshold: expected %s\n  got %s\n", t.Expect, t.Got)
+					if t.At != "" {
+						fmt.Fprintf(&b, "  at %s\n", t.At)
+					}
+					first = cmp.Or(first, "expected "+t.Expect+"; got "+t.Got)
+				}
+			}
 			return first, b.String()
 		}
 		switch s.Verdict {
@@ -199,6 +231,12 @@ func (r *Results) WriteJUnit(w io.Writer, suiteName string) error {
 		case VerdictFlaky:
 			_, txt := detail()
 			jc.Failures = []junitProblem{{Message: fmt.Sprintf("flaky: %d of %d runs passed", s.Passed, len(s.Runs)), Type: "flaky", Text: txt}}
+			js.Failures++
+		case VerdictInconclusive:
+			// Not a pass: too few runs to decide is reported, like flaky,
+			// as a failure of its own type.
+			msg, txt := detail()
+			jc.Failures = []junitProblem{{Message: msg, Type: "inconclusive", Text: txt}}
 			js.Failures++
 		}
 		js.Cases = append(js.Cases, jc)

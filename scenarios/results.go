@@ -27,6 +27,9 @@ const (
 	VerdictFlaky Verdict = "flaky"
 	// VerdictError: retrace could not run the scenario.
 	VerdictError Verdict = "error"
+	// VerdictInconclusive: every run passed, but a metric threshold had
+	// too few runs or samples to decide; never a pass.
+	VerdictInconclusive Verdict = "inconclusive"
 )
 
 // Failure is one expectation a run did not meet.
@@ -75,9 +78,12 @@ type ScenarioResult struct {
 	// Passed == len(Runs).
 	Passed int         `json:"passed"`
 	Runs   []RunResult `json:"runs"`
+	// Thresholds are the scenario's metric thresholds, checked over all
+	// of its runs.
+	Thresholds []ThresholdResult `json:"thresholds,omitempty"`
 }
 
-// decide sets Passed and Verdict from the runs.
+// decide sets Passed and Verdict from the runs and the thresholds.
 func (s *ScenarioResult) decide() {
 	s.Passed = 0
 	errs := 0
@@ -91,15 +97,23 @@ func (s *ScenarioResult) decide() {
 			errs++
 		}
 	}
+	failed, undecided := false, false
+	for _, t := range s.Thresholds {
+		failed = failed || t.Verdict == VerdictFail
+		undecided = undecided || t.Verdict == VerdictInconclusive
+	}
 	switch {
 	case errs > 0:
 		s.Verdict = VerdictError
-	case s.Passed == len(s.Runs):
-		s.Verdict = VerdictPass
-	case s.Passed == 0:
+	case failed || s.Passed == 0:
+		// A threshold that fails is decided, whatever the runs did.
 		s.Verdict = VerdictFail
-	default:
+	case s.Passed < len(s.Runs):
 		s.Verdict = VerdictFlaky
+	case undecided:
+		s.Verdict = VerdictInconclusive
+	default:
+		s.Verdict = VerdictPass
 	}
 }
 
@@ -110,6 +124,9 @@ type Results struct {
 	Shard      string           `json:"shard,omitempty"`
 	Scenarios  []ScenarioResult `json:"scenarios"`
 	DurationMs float64          `json:"duration_ms"`
+	// Baseline is the comparison with a baseline run's results, when
+	// one was given (baseline.go).
+	Baseline *Comparison `json:"baseline,omitempty"`
 }
 
 // Count returns the number of scenarios with verdict v.
@@ -124,9 +141,9 @@ func (r *Results) Count(v Verdict) int {
 }
 
 // Worst returns the verdict that decides the exit: error, then fail,
-// then flaky, then pass (also for no scenarios).
+// then flaky, then inconclusive, then pass (also for no scenarios).
 func (r *Results) Worst() Verdict {
-	for _, v := range []Verdict{VerdictError, VerdictFail, VerdictFlaky} {
+	for _, v := range []Verdict{VerdictError, VerdictFail, VerdictFlaky, VerdictInconclusive} {
 		if r.Count(v) > 0 {
 			return v
 		}
@@ -151,7 +168,7 @@ func ReadResults(data []byte, name string) (*Results, error) {
 		return nil, fmt.Errorf("%w: %s: version %d, this retrace reads version %d", ErrResults, name, r.Version, ResultsVersion)
 	}
 	for _, s := range r.Scenarios {
-		if !slices.Contains([]Verdict{VerdictPass, VerdictFail, VerdictFlaky, VerdictError}, s.Verdict) {
+		if !slices.Contains([]Verdict{VerdictPass, VerdictFail, VerdictFlaky, VerdictError, VerdictInconclusive}, s.Verdict) {
 			return nil, fmt.Errorf("%w: %s: scenario %s has verdict %q", ErrResults, name, s.Name, s.Verdict)
 		}
 	}

@@ -42,6 +42,10 @@ type Options struct {
 	HarnessVersion string
 	// Clock times the runs; nil means time.Now.
 	Clock func() time.Time
+	// AfterRun, when set, is called after each run that recorded a
+	// session and was checked, while its workspace still exists (from
+	// several goroutines at once): --update reads what the run did.
+	AfterRun func(s *Scenario, repeat int, workspace string, res RunResult)
 }
 
 // clock returns the clock of the runs.
@@ -133,6 +137,9 @@ func Run(ctx context.Context, suite []*Scenario, opts Options) (*Results, error)
 	if err := r.detectExhibits(ctx, suite, results); err != nil {
 		return nil, err
 	}
+	if err := r.thresholds(ctx, suite, results); err != nil {
+		return nil, err
+	}
 	for i := range results.Scenarios {
 		results.Scenarios[i].decide()
 	}
@@ -211,6 +218,9 @@ func (r *runner) run(ctx context.Context, s *Scenario, index, repeat int) (res R
 	res.Failures = append(res.Failures, checkFiles(s, ws, rec)...)
 	for _, e := range s.Expect.Events {
 		res.Failures = append(res.Failures, checkEvent(e, rec)...)
+	}
+	if r.opts.AfterRun != nil {
+		r.opts.AfterRun(s, repeat, ws, res)
 	}
 	return res
 }

@@ -8,6 +8,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -25,6 +26,8 @@ type evalOptions struct {
 	repeat   int
 	junit    string
 	out      string
+	baseline string
+	update   bool
 	format   *formatFlag
 }
 
@@ -42,6 +45,22 @@ the run, the events (tools called, permission decisions, failures,
 defenses, reminders, counts) and the detectors that must or must not fire.
 The format is described in the scenarios package's documentation.
 
+expect.metrics holds thresholds over all of a scenario's runs, checked
+after they ran, with the numbers retrace metrics reports:
+
+  p95(bash) < 2s                     a tool's calls' own durations (ms, s, m)
+  rate(failure, tool=bash) <= 0.1    of the bash calls (the denominator), failed
+  count(tool_call, tool=read) >= 2   events of a type, over all runs
+  mean(turns) <= 6                   per run; also min, max, p50, p90, p99
+  {threshold: "mean(turns) <= 6", min_runs: 5}
+
+Functions: p50 p90 p95 p99 mean min max over a tool name, duration,
+model_duration, context_tokens, output_tokens, turns or tool_calls; rate
+of failure, success, lost, truncated, spilled, denied or prompted among
+the tool calls; count of an event type. A threshold with too few runs or
+samples to decide (min_runs, a rate without calls, a p95 over fewer than
+20 samples) is inconclusive, never a pass.
+
 A bad suite is refused before anything runs, with every problem of every
 scenario as file:line: what is wrong.
 
@@ -52,14 +71,29 @@ flaky, never a pass. --shard i/n runs the i-th of n deterministic parts of
 the suite, so a CI matrix can split it; 'retrace eval merge' joins the
 shards' results (--out DIR/results.json) into what one run would report.
 
-Exit codes: 0 every scenario passed, 3 a scenario failed, 4 inconclusive
-(a scenario was flaky), 2 a bad suite or bad flags, 1 retrace could not run
-a scenario.`,
+--baseline RESULTS compares with a saved run (its --out DIR or
+results.json), matching scenarios by name: a scenario that passed there
+and does not now is a regression, listed first, and exits 3; fixed,
+changed, new and removed scenarios are listed too.
+
+--update rewrites the expectations of the golden scenarios (tag: golden)
+from what their runs did: the outcome, a count per tool called, and the
+files the run created, changed or deleted; comments and the rest of the
+file stay, for review in a diff. A scenario that errored or whose runs
+did different things is refused. The exit leaves the rewritten scenarios
+out.
+
+Exit codes: 0 every scenario passed, 3 a scenario or threshold failed or
+a scenario regressed since --baseline, 4 inconclusive (a scenario was
+flaky, or a threshold had too few runs to decide), 2 a bad suite or bad
+flags, 1 retrace could not run a scenario.`,
 		Example: `  retrace eval
   retrace eval ./evals --junit report.xml --out eval-out
   retrace eval ./evals --shard 2/3 --out shard-2
   retrace eval merge shard-1 shard-2 shard-3 --junit report.xml
-  retrace eval ./evals --run '^denial' --repeat 5`,
+  retrace eval ./evals --run '^denial' --repeat 5
+  retrace eval ./evals --baseline last-run --out this-run
+  retrace eval ./evals --tag golden --update && git diff ./evals`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
@@ -74,6 +108,8 @@ a scenario.`,
 	f.IntVar(&opts.repeat, "repeat", 0, "run each scenario this many times (default: the scenario's repeat, else 1)")
 	f.StringVar(&opts.junit, "junit", "", "write a JUnit XML report to this file")
 	f.StringVar(&opts.out, "out", "", "keep the results (results.json) and every recorded run (runs/) in this directory")
+	f.BoolVar(&opts.update, "update", false, "rewrite the expectations of the golden scenarios (tag: golden) from what their runs did, for review in a diff")
+	f.StringVar(&opts.baseline, "baseline", "", "compare with a saved run's results (an --out DIR or its results.json): a scenario that passed there and fails now is a regression")
 	opts.format = addFormatFlag(cmd, "table", "markdown", "json")
 	cmd.AddCommand(newEvalMergeCmd(sys))
 	return cmd
@@ -104,6 +140,14 @@ func runEval(ctx context.Context, sys *IO, opts *evalOptions, args []string) err
 	if err != nil {
 		return suiteError(sys, err)
 	}
+	// The baseline is read before anything runs, so that a wrong path
+	// costs no run.
+	var base *scenarios.Results
+	if opts.baseline != "" {
+		if base, err = readResultsArg(opts.baseline); err != nil {
+			return invalid(fmt.Errorf("--baseline: %w", err))
+		}
+	}
 	selected := scenarios.Filter(suite, runRe, opts.tags)
 	shard := ""
 	if opts.shard != "" {
@@ -119,29 +163,103 @@ func runEval(ctx context.Context, sys *IO, opts *evalOptions, args []string) err
 	if len(selected) == 0 && shard == "" {
 		return usage(fmt.Errorf("no scenario of the %s matches --run and --tag", plural(len(suite), "scenario")))
 	}
+	var golden *scenarios.Golden
+	if opts.update {
+		if len(args) == 0 {
+			return usage(errors.New("--update rewrites scenario files: name the suite (the built-in one is not a file to rewrite)"))
+		}
+		if !slices.ContainsFunc(selected, func(s *scenarios.Scenario) bool { return slices.Contains(s.Tags, scenarios.GoldenTag) }) {
+			return usage(fmt.Errorf("--update: none of the selected scenarios is golden; tag the ones to rewrite with %q", scenarios.GoldenTag))
+		}
+		golden = scenarios.NewGolden()
+	}
 	if opts.out != "" {
 		if err := os.MkdirAll(opts.out, 0o755); err != nil {
 			return err
 		}
 	}
-	res, err := scenarios.Run(ctx, selected, scenarios.Options{
+	ro := scenarios.Options{
 		Parallel: opts.parallel, Repeat: opts.repeat, Out: opts.out,
 		HarnessVersion: "retrace " + currentVersion().Version, Clock: sys.Now,
-	})
+	}
+	if golden != nil {
+		ro.AfterRun = golden.AfterRun
+	}
+	res, err := scenarios.Run(ctx, selected, ro)
 	if err != nil {
 		return err
 	}
 	res.Shard = shard
+	if base != nil {
+		res.Baseline = scenarios.Compare(base, res, opts.baseline)
+	}
 	if opts.out != "" {
 		if err := writeResults(filepath.Join(opts.out, resultsFile), res); err != nil {
 			return err
 		}
 	}
-	return reportEval(sys, res, opts.format.value, opts.junit, opts.out == "")
+	err = reportEval(sys, res, opts.format.value, opts.junit, opts.out == "")
+	if golden == nil {
+		return err
+	}
+	var ee *exitError
+	if err != nil && !errors.As(err, &ee) {
+		return err
+	}
+	return updateGolden(sys, golden, selected, res)
+}
+
+// updateGolden rewrites the golden scenarios' expectations and says what
+// it did, one line each. The exit is the run's, leaving out the scenarios
+// now rewritten (their old expectations no longer stand); a refusal
+// keeps its scenario's verdict, and an update that failed exits 1.
+func updateGolden(sys *IO, golden *scenarios.Golden, suite []*scenarios.Scenario, res *scenarios.Results) error {
+	settled := map[string]bool{}
+	failed := false
+	for _, u := range golden.Update(suite, res) {
+		switch {
+		case u.Refused != "":
+			fmt.Fprintf(sys.Err, "not updated %s (%s): %s\n", u.Name, u.File, u.Refused)
+			failed = true
+		case u.Updated:
+			fmt.Fprintf(sys.Err, "updated %s (%s): %s; review it with a diff\n", u.Name, u.File, u.What)
+			settled[u.Name] = true
+		default:
+			fmt.Fprintf(sys.Err, "unchanged %s (%s): its expectations already say what happened\n", u.Name, u.File)
+			settled[u.Name] = true
+		}
+	}
+	rest := &scenarios.Results{Version: res.Version}
+	for _, s := range res.Scenarios {
+		if !settled[s.Name] {
+			rest.Scenarios = append(rest.Scenarios, s)
+		}
+	}
+	if err := evalExit(rest); err != nil {
+		return err
+	}
+	if failed {
+		return &exitError{code: ExitHarness, err: errReported}
+	}
+	return nil
 }
 
 // resultsFile is the name of the results under --out.
 const resultsFile = "results.json"
+
+// readResultsArg reads results from a results.json, or from the --out
+// directory that holds one.
+func readResultsArg(a string) (*scenarios.Results, error) {
+	p := a
+	if info, err := os.Stat(a); err == nil && info.IsDir() {
+		p = filepath.Join(a, resultsFile)
+	}
+	data, err := os.ReadFile(p)
+	if err != nil {
+		return nil, err
+	}
+	return scenarios.ReadResults(data, p)
+}
 
 // suiteError prints every problem of a bad suite, one a line, and exits 2.
 func suiteError(sys *IO, err error) error {
@@ -193,6 +311,17 @@ func reportEval(sys *IO, res *scenarios.Results, format, junit string, gone bool
 	if err != nil {
 		return err
 	}
+	if res.Baseline != nil {
+		switch format {
+		case "markdown":
+			err = res.Baseline.WriteMarkdown(sys.Out)
+		case "table":
+			err = res.Baseline.WriteTable(sys.Out)
+		}
+		if err != nil {
+			return err
+		}
+	}
 	if gone && res.Worst() != scenarios.VerdictPass && format != "json" {
 		fmt.Fprintln(sys.Err, "The recordings named above were in a temporary directory; add --out DIR to keep them.")
 	}
@@ -209,21 +338,36 @@ func reportEval(sys *IO, res *scenarios.Results, format, junit string, gone bool
 			return err
 		}
 	}
+	return evalExit(res)
+}
+
+// evalExit maps the worst verdict, and a regression since the baseline,
+// to the exit code.
+func evalExit(res *scenarios.Results) error {
+	regressed := res.Baseline != nil && res.Baseline.Count(scenarios.ChangeRegressed) > 0
 	switch res.Worst() {
 	case scenarios.VerdictError:
 		return &exitError{code: ExitHarness, err: errReported}
 	case scenarios.VerdictFail:
 		return &exitError{code: ExitGate, err: errReported}
-	case scenarios.VerdictFlaky:
+	}
+	// A regression gates even when what regressed is only flaky or
+	// inconclusive now.
+	if regressed {
+		return &exitError{code: ExitGate, err: errReported}
+	}
+	switch res.Worst() {
+	case scenarios.VerdictFlaky, scenarios.VerdictInconclusive:
 		return &exitError{code: ExitInconclusive, err: errReported}
 	}
 	return nil
 }
 
 type evalMergeOptions struct {
-	junit  string
-	out    string
-	format *formatFlag
+	junit    string
+	out      string
+	baseline string
+	format   *formatFlag
 }
 
 func newEvalMergeCmd(sys *IO) *cobra.Command {
@@ -247,6 +391,7 @@ them is an error: the shards overlap.`,
 	}
 	cmd.Flags().StringVar(&opts.junit, "junit", "", "write a JUnit XML report to this file")
 	cmd.Flags().StringVar(&opts.out, "out", "", "write the merged results.json to this directory")
+	cmd.Flags().StringVar(&opts.baseline, "baseline", "", "compare the merged results with a saved run's results, as eval --baseline does")
 	opts.format = addFormatFlag(cmd, "table", "markdown", "json")
 	return cmd
 }
@@ -257,15 +402,7 @@ func runEvalMerge(sys *IO, opts *evalMergeOptions, args []string) error {
 	}
 	var parts []*scenarios.Results
 	for _, a := range args {
-		p := a
-		if info, err := os.Stat(a); err == nil && info.IsDir() {
-			p = filepath.Join(a, resultsFile)
-		}
-		data, err := os.ReadFile(p)
-		if err != nil {
-			return invalid(err)
-		}
-		r, err := scenarios.ReadResults(data, p)
+		r, err := readResultsArg(a)
 		if err != nil {
 			return invalid(err)
 		}
@@ -274,6 +411,13 @@ func runEvalMerge(sys *IO, opts *evalMergeOptions, args []string) error {
 	res, err := scenarios.Merge(parts...)
 	if err != nil {
 		return invalid(err)
+	}
+	if opts.baseline != "" {
+		base, err := readResultsArg(opts.baseline)
+		if err != nil {
+			return invalid(fmt.Errorf("--baseline: %w", err))
+		}
+		res.Baseline = scenarios.Compare(base, res, opts.baseline)
 	}
 	if opts.out != "" {
 		if err := os.MkdirAll(opts.out, 0o755); err != nil {

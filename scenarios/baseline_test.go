@@ -1,0 +1,72 @@
+package scenarios
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+func results(verdicts map[string]Verdict) *Results {
+	r := &Results{Version: ResultsVersion}
+	for _, name := range []string{"a", "b", "c", "d", "e", "f", "g"} {
+		if v, ok := verdicts[name]; ok {
+			r.Scenarios = append(r.Scenarios, ScenarioResult{Name: name, File: "suite/" + name + ".txtar", Verdict: v})
+		}
+	}
+	return r
+}
+
+func TestCompareSortsWhatBecameOfEachScenarioSinceTheBaseline(t *testing.T) {
+	base := results(map[string]Verdict{"a": VerdictPass, "b": VerdictFail, "c": VerdictPass, "d": VerdictPass, "e": VerdictFail, "f": VerdictPass})
+	cur := results(map[string]Verdict{"a": VerdictPass, "b": VerdictPass, "c": VerdictFail, "d": VerdictFlaky, "e": VerdictError, "g": VerdictPass})
+	c := Compare(base, cur, "base.json")
+	var got []string
+	for _, ch := range c.Changes {
+		got = append(got, string(ch.Change)+" "+ch.Name+" "+ch.verdicts())
+	}
+	want := []string{
+		"regressed c pass -> fail",
+		"regressed d pass -> flaky",
+		"fixed b fail -> pass",
+		"changed e fail -> error",
+		"new g now pass",
+		"removed f was pass",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("changes:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if c.Unchanged != 1 || c.Count(ChangeRegressed) != 2 {
+		t.Errorf("unchanged %d, regressed %d; want 1 and 2", c.Unchanged, c.Count(ChangeRegressed))
+	}
+	var b bytes.Buffer
+	if err := c.WriteTable(&b); err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{
+		"\nREGRESSED c  pass -> fail  (suite/c.txtar)\n",
+		"Since the baseline base.json: 2 regressed, 1 fixed, 1 changed, 1 new, 1 removed, 1 unchanged\n",
+	} {
+		if !strings.Contains(b.String(), w) {
+			t.Errorf("the table does not say %q:\n%s", w, b.String())
+		}
+	}
+	if !strings.HasPrefix(b.String(), "\nREGRESSED") {
+		t.Errorf("the regressions are not first:\n%s", b.String())
+	}
+}
+
+func TestAComparisonSurvivesTheResultsJSON(t *testing.T) {
+	cur := results(map[string]Verdict{"a": VerdictFail})
+	cur.Baseline = Compare(results(map[string]Verdict{"a": VerdictPass}), cur, "base.json")
+	var b bytes.Buffer
+	if err := cur.WriteJSON(&b); err != nil {
+		t.Fatal(err)
+	}
+	back, err := ReadResults(b.Bytes(), "r.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if back.Baseline == nil || back.Baseline.Count(ChangeRegressed) != 1 {
+		t.Errorf("the comparison did not read back: %+v", back.Baseline)
+	}
+}

@@ -1,0 +1,425 @@
+package scenarios
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/retrace-dev/retrace/metrics"
+)
+
+// MetricExpect is one threshold of expect.metrics, checked once over all
+// of a scenario's runs after they ran.
+type MetricExpect struct {
+	Place
+	// Source is the threshold as written.
+	Source    string
+	Threshold *Threshold
+	// MinRuns is the fewest runs that recorded a session the threshold
+	// decides on; with fewer it is inconclusive.
+	MinRuns int
+}
+
+// ThresholdResult is one metric threshold over a scenario's runs.
+type ThresholdResult struct {
+	// Expect says the threshold and where it is written (file:line: path: threshold).
+	Expect string `json:"expect"`
+	// Verdict is pass, fail or inconclusive.
+	Verdict Verdict `json:"verdict"`
+	// Value is the aggregate, in milliseconds for a duration; absent when
+	// there was nothing to aggregate.
+	Value *float64 `json:"value,omitempty"`
+	// Got says the value with what it was computed over, or why the
+	// threshold could not be decided.
+	Got string `json:"got"`
+	// At is the trajectory line that shows a failed threshold (file:line):
+	// the first call or event counted, or the slowest call's tool_end.
+	At string `json:"at,omitempty"`
+}
+
+// metrics reads expect.metrics: a list of thresholds, each a string or a
+// mapping {threshold: STRING, min_runs: N}.
+func (p *parser) metrics(n *yaml.Node) []MetricExpect {
+	if n.Kind != yaml.SequenceNode {
+		p.at(n, `expect.metrics must be a list of thresholds, e.g. ["p95(bash) < 2s", "rate(failure, tool=bash) <= 0.1"]`)
+		return nil
+	}
+	var out []MetricExpect
+	for i, c := range n.Content {
+		where := fmt.Sprintf("expect.metrics[%d]", i)
+		m := MetricExpect{Place: p.place(c, where), MinRuns: 1}
+		src := c
+		if c.Kind == yaml.MappingNode {
+			src = nil
+			for _, f := range p.fields(c, where, "threshold", "min_runs") {
+				switch f.name {
+				case "threshold":
+					src = f.val
+				case "min_runs":
+					if m.MinRuns = p.integer(f.val, where+".min_runs"); m.MinRuns < 1 {
+						p.at(f.val, "%s.min_runs must be at least 1", where)
+					}
+				}
+			}
+			if src == nil {
+				p.at(c, "%s: no threshold: give {threshold: \"mean(turns) <= 6\", min_runs: 5}", where)
+				continue
+			}
+		}
+		if src.Kind != yaml.ScalarNode || src.Tag != "!!str" {
+			p.at(src, "%s must be a threshold such as \"p95(bash) < 2s\" (a string), or {threshold: ..., min_runs: N}", where)
+			continue
+		}
+		m.Source = src.Value
+		t, err := ParseThreshold(src.Value)
+		if es, ok := err.(ExprErrors); ok {
+			for _, e := range es {
+				p.problems = append(p.problems, Problem{File: p.file, Line: src.Line, Col: scalarCol(src, e.Col), Msg: fmt.Sprintf("%s: %q: %s", where, src.Value, e.Msg)})
+			}
+			continue
+		}
+		m.Threshold = t
+		out = append(out, m)
+	}
+	return out
+}
+
+// scalarCol is the column in the file of column col of a scalar's value:
+// past the opening quote of a quoted one. A value over several lines, or
+// with escapes, is located at its start.
+func scalarCol(n *yaml.Node, col int) int {
+	switch n.Style {
+	case yaml.DoubleQuotedStyle, yaml.SingleQuotedStyle:
+		return n.Column + col
+	case yaml.LiteralStyle, yaml.FoldedStyle:
+		return n.Column
+	}
+	return n.Column + col - 1
+}
+
+// thresholds loads the recordings of the scenarios that have metric
+// thresholds into DuckDB and checks each threshold over its scenario's
+// runs, with the metrics package's views, so that the numbers are the
+// ones retrace metrics reports.
+func (r *runner) thresholds(ctx context.Context, suite []*Scenario, results *Results) error {
+	var files []string
+	for i, s := range suite {
+		if len(s.Expect.Metrics) == 0 {
+			continue
+		}
+		for _, run := range results.Scenarios[i].Runs {
+			if run.Trajectory != "" && run.Error == "" {
+				files = append(files, run.Trajectory)
+			}
+		}
+	}
+	if len(files) == 0 {
+		// No run recorded anything: every threshold is inconclusive.
+		for i, s := range suite {
+			for _, m := range s.Expect.Metrics {
+				results.Scenarios[i].Thresholds = append(results.Scenarios[i].Thresholds, ThresholdResult{
+					Expect: m.Place.String() + ": " + m.Source, Verdict: VerdictInconclusive,
+					Got: "inconclusive: no run recorded a session",
+				})
+			}
+		}
+		return nil
+	}
+	db, err := metrics.Open(ctx, metrics.Options{})
+	if err != nil {
+		return fmt.Errorf("eval: %w", err)
+	}
+	defer db.Close()
+	if _, err := db.Load(ctx, files...); err != nil {
+		return fmt.Errorf("eval: load the recordings: %w", err)
+	}
+	for i, s := range suite {
+		var sessions []string
+		for _, run := range results.Scenarios[i].Runs {
+			if run.Session != "" && run.Error == "" {
+				sessions = append(sessions, run.Session)
+			}
+		}
+		for _, m := range s.Expect.Metrics {
+			tr, err := evalThreshold(ctx, db, m, sessions)
+			if err != nil {
+				return fmt.Errorf("eval: %s: %w", m.Place, err)
+			}
+			results.Scenarios[i].Thresholds = append(results.Scenarios[i].Thresholds, tr)
+		}
+	}
+	return nil
+}
+
+// sqlString quotes s as an SQL string literal.
+func sqlString(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
+
+// inSessions is the SQL condition that keeps the rows of sessions.
+func inSessions(col string, sessions []string) string {
+	q := make([]string, len(sessions))
+	for i, s := range sessions {
+		q[i] = sqlString(s)
+	}
+	return col + " IN (" + strings.Join(q, ", ") + ")"
+}
+
+// aggSQL is the SQL aggregate of f over col; a percentile is the latency
+// metric's: quantile_cont rounded to the microsecond.
+func aggSQL(f Func, col string) string {
+	if q := f.quantile(); q > 0 {
+		return fmt.Sprintf("round(quantile_cont(%s, %g), 3)", col, q)
+	}
+	switch f {
+	case FuncMean:
+		return "avg(" + col + ")"
+	case FuncMin:
+		return "min(" + col + ")"
+	}
+	return "max(" + col + ")"
+}
+
+// rateCond is the SQL condition over tool_calls that rate(subject) counts.
+func rateCond(t *Threshold) string {
+	switch t.Subject {
+	case "failure":
+		c := "outcome = 'failure'"
+		if k := t.filter("failure_kind"); k != "" {
+			c += " AND failure_kind = " + sqlString(k)
+		}
+		return c
+	case "success":
+		return "outcome = 'success'"
+	case "lost":
+		return "outcome = 'lost'"
+	case "truncated":
+		return "coalesce(truncated, false)"
+	case "spilled":
+		return "coalesce(spilled, false)"
+	case "denied":
+		return "permission = 'deny'"
+	}
+	return "permission_prompted"
+}
+
+// rateVerb says what the calls rate(subject) counts did.
+var rateVerb = map[string]string{
+	"failure": "failed", "success": "succeeded", "lost": "were lost (neither tool_success nor tool_failure)",
+	"truncated": "had their output truncated", "spilled": "spilled their output to a blob",
+	"denied": "were denied permission", "prompted": "needed a permission prompt",
+}
+
+// calls names the tool calls a threshold is over: "bash calls".
+func calls(t *Threshold) string {
+	if tool := t.filter("tool"); tool != "" {
+		return tool + " calls"
+	}
+	return "tool calls"
+}
+
+// samples names what an aggregate is computed over, for messages.
+func samples(t *Threshold) string {
+	switch t.Subject {
+	case SubjectDuration:
+		return strings.TrimSuffix(calls(t), "s") + " durations"
+	case SubjectModelDuration:
+		return "model response durations"
+	case SubjectContextTokens:
+		return "model responses' context tokens"
+	case SubjectOutputTokens:
+		return "model responses' output tokens"
+	case SubjectTurns:
+		return "turns"
+	}
+	return "counts of " + calls(t)
+}
+
+// perRun reports whether the threshold aggregates one number per run.
+func perRun(t *Threshold) bool { return t.Subject == SubjectTurns || t.Subject == SubjectToolCalls }
+
+func runsOf(n int) string {
+	if n == 1 {
+		return "1 run"
+	}
+	return fmt.Sprintf("%d runs", n)
+}
+
+// formatValue writes a value in the threshold's unit.
+func formatValue(t *Threshold, v float64) string {
+	switch {
+	case t.isDuration() && v >= 1000:
+		return strconv.FormatFloat(v/1000, 'f', -1, 64) + "s"
+	case t.isDuration():
+		return strconv.FormatFloat(v, 'f', -1, 64) + "ms"
+	case t.Func == FuncRate || t.Func == FuncMean:
+		return strconv.FormatFloat(math.Round(v*1e4)/1e4, 'f', -1, 64)
+	}
+	return strconv.FormatFloat(v, 'f', -1, 64)
+}
+
+// number reads a DuckDB value as a float64; NULL is not ok.
+func number(v any) (float64, bool) {
+	switch x := v.(type) {
+	case nil:
+		return 0, false
+	case float64:
+		return x, true
+	case int64:
+		return float64(x), true
+	case int32:
+		return float64(x), true
+	}
+	f, err := strconv.ParseFloat(fmt.Sprint(v), 64)
+	return f, err == nil
+}
+
+// evalThreshold checks m over the runs that recorded sessions.
+func evalThreshold(ctx context.Context, db *metrics.DB, m MetricExpect, sessions []string) (ThresholdResult, error) {
+	t := m.Threshold
+	tr := ThresholdResult{Expect: m.Place.String() + ": " + m.Source, Verdict: VerdictInconclusive}
+	runs := runsOf(len(sessions))
+	if len(sessions) < m.MinRuns {
+		tr.Got = fmt.Sprintf("inconclusive: min_runs is %d and %s recorded a session; run it more (--repeat or repeat:)", m.MinRuns, runs)
+		return tr, nil
+	}
+	if len(sessions) == 0 {
+		tr.Got = "inconclusive: no run recorded a session"
+		return tr, nil
+	}
+	var q string
+	tool := ""
+	if v := t.filter("tool"); v != "" {
+		tool = " AND tool = " + sqlString(v)
+	}
+	switch {
+	case t.Func == FuncRate:
+		q = fmt.Sprintf("SELECT count(*), count(*) FILTER (WHERE %s) FROM tool_calls WHERE %s%s", rateCond(t), inSessions("session", sessions), tool)
+	case t.Func == FuncCount:
+		var conds []string
+		for _, f := range t.Filters {
+			conds = append(conds, fmt.Sprintf(" AND %s = %s", f.Key, sqlString(f.Value)))
+		}
+		q = fmt.Sprintf("SELECT count(*) FROM events WHERE %s AND type = %s%s", inSessions("session", sessions), sqlString(t.Subject), strings.Join(conds, ""))
+	case t.Subject == SubjectDuration:
+		q = fmt.Sprintf("SELECT count(duration_ms), %s FROM tool_calls WHERE %s AND duration_ms IS NOT NULL%s", aggSQL(t.Func, "duration_ms"), inSessions("session", sessions), tool)
+	case t.Subject == SubjectModelDuration || t.Subject == SubjectContextTokens || t.Subject == SubjectOutputTokens:
+		col := t.Subject
+		if col == SubjectModelDuration {
+			col = "duration_ms"
+		}
+		q = fmt.Sprintf("SELECT count(%s), %s FROM model_turns WHERE %s", col, aggSQL(t.Func, col), inSessions("session", sessions))
+	case t.Subject == SubjectTurns:
+		q = fmt.Sprintf("SELECT count(turns), %s FROM sessions WHERE %s", aggSQL(t.Func, "turns"), inSessions("session", sessions))
+	default: // tool_calls per run
+		join := ""
+		if v := t.filter("tool"); v != "" {
+			join = " AND c.tool = " + sqlString(v)
+		}
+		q = fmt.Sprintf("SELECT count(n), %s FROM (SELECT s.session, count(c.tool_use_id) AS n FROM sessions s LEFT JOIN tool_calls c ON c.session = s.session%s WHERE %s GROUP BY s.session)",
+			aggSQL(t.Func, "n"), join, inSessions("s.session", sessions))
+	}
+	tab, err := db.Query(ctx, q)
+	if err != nil {
+		return tr, err
+	}
+	if len(tab.Rows) != 1 {
+		return tr, fmt.Errorf("threshold query returned %d rows", len(tab.Rows))
+	}
+	row := tab.Rows[0]
+	var v float64
+	switch t.Func {
+	case FuncCount:
+		v, _ = number(row[0])
+		filters := ""
+		for _, f := range t.Filters {
+			filters += fmt.Sprintf(" with %s=%s", f.Key, f.Value)
+		}
+		tr.Got = fmt.Sprintf("%s %s events%s over %s", formatValue(t, v), t.Subject, filters, runs)
+	case FuncRate:
+		den, _ := number(row[0])
+		num, _ := number(row[1])
+		if den == 0 {
+			tr.Got = fmt.Sprintf("inconclusive: no %s over %s, so the rate has no denominator", calls(t), runs)
+			return tr, nil
+		}
+		v = num / den
+		what := ""
+		if k := t.filter("failure_kind"); k != "" {
+			what = " with " + k
+		}
+		tr.Got = fmt.Sprintf("%s: %g of %g %s (the denominator) %s%s, over %s", formatValue(t, v), num, den, calls(t), rateVerb[t.Subject], what, runs)
+	default:
+		n, _ := number(row[0])
+		if int(n) < t.Func.minSamples() {
+			tr.Got = fmt.Sprintf("inconclusive: %s needs at least %d samples, and %s gave %g (%s); run it more (--repeat or repeat:)", t.Func, t.Func.minSamples(), runs, n, samples(t))
+			return tr, nil
+		}
+		var ok bool
+		if v, ok = number(row[1]); !ok {
+			tr.Got = fmt.Sprintf("inconclusive: no %s over %s", samples(t), runs)
+			return tr, nil
+		}
+		tr.Got = fmt.Sprintf("%s of %g %s over %s is %s", t.Func, n, samples(t), runs, formatValue(t, v))
+		if perRun(t) {
+			tr.Got = fmt.Sprintf("%s of the %s of %s is %s", t.Func, samples(t), runs, formatValue(t, v))
+		}
+	}
+	tr.Value = &v
+	tr.Verdict = VerdictFail
+	if t.holds(v) {
+		tr.Verdict = VerdictPass
+		return tr, nil
+	}
+	at, err := thresholdAt(ctx, db, t, sessions)
+	tr.At = at
+	return tr, err
+}
+
+// thresholdAt finds the trajectory line that shows a failed threshold:
+// the first call a rate counts (its tool_failure for a failure rate; for
+// a rate too low, the first call it does not count), the first event a
+// count counts, or the tool_end of the slowest call; "" for the
+// aggregates of runs and model responses.
+func thresholdAt(ctx context.Context, db *metrics.DB, t *Threshold, sessions []string) (string, error) {
+	where := inSessions("session", sessions)
+	if v := t.filter("tool"); v != "" {
+		where += " AND tool = " + sqlString(v)
+	}
+	var q string
+	switch {
+	case t.Func == FuncRate:
+		typ, cond := "tool_call", rateCond(t)
+		switch {
+		case t.Op == ">" || t.Op == ">=":
+			// Too low a rate shows in a call it did not count.
+			cond = "NOT coalesce(" + cond + ", false)"
+		case t.Subject == "failure":
+			typ = "tool_failure"
+		}
+		q = fmt.Sprintf(`SELECT e.file, e.line FROM events e JOIN (SELECT session, tool_use_id FROM tool_calls WHERE %s AND %s) c
+ON e.session = c.session AND e.tool_use_id = c.tool_use_id WHERE e.type = %s ORDER BY e.session, e.seq LIMIT 1`, where, cond, sqlString(typ))
+	case t.Func == FuncCount:
+		conds := inSessions("session", sessions)
+		for _, f := range t.Filters {
+			conds += fmt.Sprintf(" AND %s = %s", f.Key, sqlString(f.Value))
+		}
+		q = fmt.Sprintf("SELECT file, line FROM events WHERE %s AND type = %s ORDER BY session, seq LIMIT 1", conds, sqlString(t.Subject))
+	case t.Subject == SubjectDuration:
+		q = fmt.Sprintf(`SELECT e.file, e.line FROM events e JOIN (SELECT session, tool_use_id, duration_ms FROM tool_calls WHERE %s AND duration_ms IS NOT NULL) c
+ON e.session = c.session AND e.tool_use_id = c.tool_use_id WHERE e.type = 'tool_end' ORDER BY c.duration_ms DESC, e.session, e.seq LIMIT 1`, where)
+	default:
+		return "", nil
+	}
+	tab, err := db.Query(ctx, q)
+	if err != nil || len(tab.Rows) == 0 {
+		return "", err
+	}
+	line, ok := number(tab.Rows[0][1])
+	if !ok {
+		return fmt.Sprint(tab.Rows[0][0]), nil
+	}
+	return fmt.Sprintf("%v:%d", tab.Rows[0][0], int(line)), nil
+}
