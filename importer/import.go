@@ -72,14 +72,15 @@ type Options struct {
 // SessionReport says what became of one imported session.
 type SessionReport struct {
 	// Source is the transcript file the session was read from.
-	Source string
+	Source string `json:"source"`
 	// ID and Path are the trajectory's session id and file.
-	ID, Path string
-	Outcome  Outcome
+	ID      string  `json:"id"`
+	Path    string  `json:"path"`
+	Outcome Outcome `json:"outcome"`
 	// ToolCalls counts the session's tool calls.
-	ToolCalls int
+	ToolCalls int `json:"tool_calls"`
 	// Parent is the session id of the session that started this subagent.
-	Parent string
+	Parent string `json:"parent,omitempty"`
 }
 
 // Report is what Import did.
