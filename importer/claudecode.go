@@ -2,7 +2,6 @@ package importer
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -189,6 +188,12 @@ func (fr *fileReader) claudeFile(path string, sidechain bool) (*session, error) 
 		return nil, err
 	}
 	st.flush()
+	if st.s.sourceID == "" && fr.records > 0 {
+		return nil, fmt.Errorf("%s: %w: no record names its session (sessionId)", path, ErrNotTranscript)
+	}
+	if st.s.start.IsZero() && fr.records > 0 {
+		return nil, fmt.Errorf("%s: %w: no record has a timestamp, so the session cannot be placed in time", path, ErrNotTranscript)
+	}
 	return st.s, nil
 }
 
@@ -410,6 +415,15 @@ func (st *ccState) assistant(r *ccRecord, ts time.Time) error {
 	if err := json.Unmarshal(m.Content, &blocks); err != nil {
 		return fmt.Errorf("assistant record: message.content is not a list of blocks")
 	}
+	for _, b := range blocks {
+		switch {
+		case b.Type != "tool_use":
+		case b.ID == "" || !trajectory.IsToolName(b.Name):
+			return fmt.Errorf("assistant record: a tool_use block needs an id and a tool name (got id %q, name %q)", clip(b.ID), clip(b.Name))
+		case st.calls[b.ID] != nil:
+			return fmt.Errorf("assistant record: tool_use id %q repeats an earlier call; the record is skipped", clip(b.ID))
+		}
+	}
 	if st.cur == nil || m.ID == "" || m.ID != st.curMsg {
 		st.flush()
 		t := &turn{reqTime: ts, respTime: ts}
@@ -434,9 +448,6 @@ func (st *ccState) assistant(r *ccRecord, ts time.Time) error {
 		case "thinking":
 			t.content = append(t.content, trajectory.ContentBlock{Type: trajectory.BlockThinking, Text: b.Thinking})
 		case "tool_use":
-			if b.ID == "" || b.Name == "" {
-				return errors.New("assistant record: a tool_use block has no id or name")
-			}
 			input := b.Input
 			if len(input) == 0 || input[0] != '{' {
 				input = json.RawMessage(`{}`)
@@ -444,9 +455,7 @@ func (st *ccState) assistant(r *ccRecord, ts time.Time) error {
 			t.content = append(t.content, trajectory.ContentBlock{Type: trajectory.BlockToolUse, ID: b.ID, Name: b.Name, Input: input})
 			c := &call{id: b.ID, name: b.Name, input: input, index: len(t.calls)}
 			t.calls = append(t.calls, c)
-			if st.calls[b.ID] == nil {
-				st.calls[b.ID] = c
-			}
+			st.calls[b.ID] = c
 		}
 	}
 	t.respTime = ts

@@ -137,6 +137,12 @@ func parseCodex(fr *fileReader) ([]*session, error) {
 	}
 	st.close()
 	st.finish()
+	if st.s.sourceID == "" && fr.records > 0 {
+		return nil, fmt.Errorf("%s: %w: no session_meta line names the session", fr.path, ErrNotTranscript)
+	}
+	if st.s.start.IsZero() && fr.records > 0 {
+		return nil, fmt.Errorf("%s: %w: no line has a timestamp, so the session cannot be placed in time", fr.path, ErrNotTranscript)
+	}
 	return []*session{st.s}, nil
 }
 
@@ -283,14 +289,15 @@ func (st *cxState) item(fr *fileReader, p *cxPayload, ts time.Time) error {
 		if !trajectory.IsToolName(name) {
 			return fmt.Errorf("response_item %s: tool name %q is not a tool name", p.Type, clip(name))
 		}
+		if st.calls[p.CallID] != nil {
+			return fmt.Errorf("response_item %s: call_id %q repeats an earlier call; the line is skipped", p.Type, clip(p.CallID))
+		}
 		t := st.open(ts)
 		t.respTime = ts
 		t.content = append(t.content, trajectory.ContentBlock{Type: trajectory.BlockToolUse, ID: p.CallID, Name: name, Input: input})
 		c := &call{id: p.CallID, name: name, input: input, index: len(t.calls)}
 		t.calls = append(t.calls, c)
-		if st.calls[p.CallID] == nil {
-			st.calls[p.CallID] = c
-		}
+		st.calls[p.CallID] = c
 	case "function_call_output", "custom_tool_call_output", "local_shell_call_output":
 		if p.CallID == "" {
 			return fmt.Errorf("response_item %s has no call_id", p.Type)

@@ -274,7 +274,8 @@ func (s *session) emit(sink trajectory.Sink, at func(time.Time)) {
 // tool_call and its outcome are inferred from the tool_use block and its
 // result; the permission decision and the tool_result are what the
 // transcript states. A call whose result the transcript lacks (the session
-// was cut off) ends as aborted, with no tool_result, since none was sent.
+// was cut off) ends as aborted, with an empty error tool_result marked
+// inferred.
 func (s *session) emitCall(sink trajectory.Sink, turn int, c *call, at func(time.Time)) bool {
 	ref := func(o trajectory.Observed) trajectory.ToolRef {
 		return trajectory.ToolRef{ToolUseID: c.id, Tool: c.name, Observed: o}
@@ -286,8 +287,11 @@ func (s *session) emitCall(sink trajectory.Sink, turn int, c *call, at func(time
 	sink.Emit(turn, &trajectory.ToolCall{ToolRef: ref(trajectory.ObservedInferred), Input: input, Index: c.index})
 	r := c.result
 	if r == nil {
+		// The contract wants every tool_use answered; the inferred empty
+		// error result says that none was sent, not what one said.
 		sink.Emit(turn, &trajectory.ToolFailure{ToolRef: ref(trajectory.ObservedInferred), FailureKind: trajectory.FailureAborted})
 		sink.Emit(turn, &trajectory.ToolEnd{ToolRef: ref(trajectory.ObservedInferred), DurationUnknown: true})
+		sink.Emit(turn, &trajectory.ToolResult{ToolRef: ref(trajectory.ObservedInferred), IsError: true, Display: trajectory.DisplayHidden})
 		return true
 	}
 	at(r.ts)
