@@ -2,6 +2,7 @@ package importer
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -248,7 +249,7 @@ func (fr *fileReader) scan(path string, r io.Reader, fn func(line int, b []byte)
 	for sc.Scan() {
 		n++
 		b := sc.Bytes()
-		if len(strings.TrimSpace(string(b))) == 0 {
+		if len(bytes.TrimSpace(b)) == 0 {
 			continue
 		}
 		if err := fn(n, b); err != nil {
