@@ -177,7 +177,7 @@ func (fr *fileReader) claudeFile(path string, sidechain bool) (*session, error) 
 			return nil
 		}
 		fr.records++
-		if r.IsSidechain != sidechain {
+		if r.IsSidechain != sidechain && (r.Type == "user" || r.Type == "assistant") {
 			// Earlier versions kept subagents in the session file; this
 			// importer reads them only from their own files.
 			return nil

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -321,6 +322,7 @@ var exitHeader = regexp.MustCompile(`(?m)^Process exited with code (-?\d+)$`)
 // finish joins what Codex's events say about each command to its call:
 // the exit code and the command's own duration.
 func (st *cxState) finish() {
+	ran := map[string]bool{}
 	for id, c := range st.calls {
 		r := c.result
 		if r == nil {
@@ -346,6 +348,23 @@ func (st *cxState) finish() {
 			r.failureKind = trajectory.FailureToolError
 			r.errorCode = "exit:" + strconv.Itoa(*code)
 		}
+		if code != nil || !r.isError {
+			ran[c.name] = true
+		}
+	}
+	// A rollout does not log the tool catalog. The tools it shows running
+	// (a call that succeeded or exited with a code) were certainly
+	// offered, so they stand for the catalog: a lower bound, without
+	// definitions, rather than an empty list that would make every call
+	// look like a call to a tool that does not exist.
+	names := make([]string, 0, len(ran))
+	for n := range ran {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	st.s.tools = []trajectory.ToolInfo{}
+	for _, n := range names {
+		st.s.tools = append(st.s.tools, trajectory.ToolInfo{Name: n, DefinitionHash: trajectory.Hash(nil), Source: trajectory.ToolBuiltin, Display: trajectory.DisplayFull})
 	}
 }
 

@@ -92,7 +92,8 @@
 //	session_start.mode             headless when session_meta.originator is codex_exec, else interactive
 //	session_start.permission_mode  bypass when turn_context has approval_policy never and sandbox danger-full-access, else default
 //	session_start.system_prompt    session_meta.base_instructions.text and the developer messages before the first response
-//	session_start.tools            empty: rollouts do not log the tool catalog
+//	session_start.tools            not logged: the tools the rollout shows running (a call that succeeded or exited with a
+//	                               code), a lower bound of the catalog, with definition_hash the Hash of nothing
 //	session_start.workspace        session_meta.cwd
 //	session_start.tags             source=import, client, client_version, source_session (session_meta.id)
 //	model_request (one per response)  ts: the last input item before the response; new_messages: the user and later
@@ -115,7 +116,9 @@
 // Known and skipped on purpose: world_state, compacted, and the event_msg
 // types other than those above.
 //
-// What a Codex rollout cannot tell us: the tool catalog; stop reasons;
+// What a Codex rollout cannot tell us: the tool catalog (so a call to a
+// tool Codex does not have is not recognised as one: its error output is
+// a tool_error); stop reasons;
 // when each request was sent, so model durations (task_complete's
 // duration and time to first token cover a whole task); permission
 // decisions in exec mode (approval requests appear only interactively and

@@ -220,6 +220,9 @@ func TestClaudeCodeImportMapsPermissionsFailuresSubagentsAndTheSession(t *testin
 		t.Errorf("first response usage %+v, want the transcript's 21297 in / 17 out", u)
 	}
 	subStart := readEvents(t, sub.Path)[0].Payload.(*trajectory.SessionStart)
+	if len(subStart.Tools) == 0 {
+		t.Error("the subagent's session_start has no tools; its api-request-shape names them")
+	}
 	if subStart.Tags["parent_session"] != main.ID || subStart.Tags["parent_tool_use_id"] != "toolu_agent_1" || sub.Parent != main.ID {
 		t.Errorf("subagent tags %v, want parent_session %s and parent_tool_use_id toolu_agent_1", subStart.Tags, main.ID)
 	}
@@ -232,6 +235,10 @@ func TestCodexImportTakesExitCodesAndDurationsFromCodexsOwnEvents(t *testing.T) 
 	start := evs[0].Payload.(*trajectory.SessionStart)
 	if start.HarnessVersion != "codex 0.171.0" || start.Model != "gpt-5-codex" || start.Mode != trajectory.ModeHeadless {
 		t.Errorf("session_start %q %q %s, want codex 0.171.0, gpt-5-codex, headless", start.HarnessVersion, start.Model, start.Mode)
+	}
+	req := eventsOf(evs, trajectory.TypeModelRequest, "")[0].Payload.(*trajectory.ModelRequest)
+	if len(req.ToolNames) != 1 || req.ToolNames[0] != "exec_command" {
+		t.Errorf("tool_names %v, want the one tool the rollout shows running", req.ToolNames)
 	}
 	cases := []struct {
 		id        string
