@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -389,5 +390,69 @@ func TestADirectoryIsWalkedForTranscriptsAndAskingForASubagentImportsItsParent(t
 	rep = importAll(t, Codex, t.TempDir(), "testdata/codex")
 	if rep.Files != 1 || len(rep.Sessions) != 1 {
 		t.Errorf("the Codex directory gave %d files and %d sessions, want 1", rep.Files, len(rep.Sessions))
+	}
+}
+
+func TestATranscriptThatGrewIsUpdatedUnderTheSameSessionID(t *testing.T) {
+	full, err := os.ReadFile(cxFixture)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitAfter(string(full), "\n")
+	path := filepath.Join(t.TempDir(), filepath.Base(cxFixture))
+	if err := os.WriteFile(path, []byte(strings.Join(lines[:len(lines)/2], "")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	runs := t.TempDir()
+	first := importAll(t, Codex, runs, path)
+	if err := os.WriteFile(path, full, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	second := importAll(t, Codex, runs, path)
+	if first.Sessions[0].ID != second.Sessions[0].ID || second.Sessions[0].Outcome != Updated {
+		t.Errorf("the grown transcript: %s %s then %s %s, want the same id, updated", first.Sessions[0].ID, first.Sessions[0].Outcome, second.Sessions[0].ID, second.Sessions[0].Outcome)
+	}
+	if second.Sessions[0].ToolCalls <= first.Sessions[0].ToolCalls {
+		t.Errorf("tool calls %d then %d, want more after the transcript grew", first.Sessions[0].ToolCalls, second.Sessions[0].ToolCalls)
+	}
+	if fr, err := trajectory.ValidateFile(second.Sessions[0].Path); err != nil || len(fr.Problems) > 0 {
+		t.Errorf("the updated file does not validate: %v %v", err, fr.Problems)
+	}
+}
+
+func TestADirectoryOfManyTranscriptsIsImportedOneFileAtATimeWithProgress(t *testing.T) {
+	dir := t.TempDir()
+	const n = 300
+	for i := range n {
+		day := filepath.Join(dir, "2026", "12", fmt.Sprintf("%02d", i%28+1))
+		if err := os.MkdirAll(day, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		body := fmt.Sprintf(`{"timestamp":"2026-12-01T00:00:%02d.%03dZ","type":"session_meta","payload":{"id":"s-%d","cli_version":"0.171.0","cwd":"/w"}}
+{"timestamp":"2026-12-01T00:01:00Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"go"}]}}
+{"timestamp":"2026-12-01T00:01:01Z","type":"response_item","payload":{"type":"function_call","name":"exec_command","arguments":"{\"cmd\":\"ls\"}","call_id":"c1"}}
+{"timestamp":"2026-12-01T00:01:02Z","type":"response_item","payload":{"type":"function_call_output","call_id":"c1","output":"Process exited with code 0\nOutput:\na\n"}}
+{"timestamp":"2026-12-01T00:01:03Z","type":"response_item","payload":{"type":"message","role":"assistant","content":[{"type":"output_text","text":"done"}]}}
+`, i%60, i, i)
+		if err := os.WriteFile(filepath.Join(day, fmt.Sprintf("rollout-%04d.jsonl", i)), []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var calls, last int
+	runs := t.TempDir()
+	rep, err := Import(context.Background(), Options{Format: Codex, Paths: []string{dir}, RunsDir: runs,
+		Progress: func(done, total int) { calls, last = calls+1, done }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Files != n || len(rep.Sessions) != n || len(rep.Problems) != 0 {
+		t.Fatalf("%d files, %d sessions, problems %v; want %d and %d and none", rep.Files, len(rep.Sessions), rep.Problems, n, n)
+	}
+	if calls != n || last != n {
+		t.Errorf("progress called %d times, last with %d, want %d", calls, last, n)
+	}
+	files, _ := filepath.Glob(filepath.Join(runs, "*.jsonl"))
+	if len(files) != n {
+		t.Errorf("%d trajectory files for %d sessions", len(files), n)
 	}
 }
