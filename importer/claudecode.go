@@ -149,6 +149,8 @@ type ccState struct {
 	s        *session
 	cur      *turn
 	curMsg   string // message id of cur's response
+	last     *turn  // the latest response, open or not
+	lastMsg  string
 	pending  []trajectory.ContentBlock
 	calls    map[string]*call
 	requests map[string]ccRequest
@@ -424,7 +426,15 @@ func (st *ccState) assistant(r *ccRecord, ts time.Time) error {
 			return fmt.Errorf("assistant record: tool_use id %q repeats an earlier call; the record is skipped", clip(b.ID))
 		}
 	}
-	if st.cur == nil || m.ID == "" || m.ID != st.curMsg {
+	switch {
+	case st.cur != nil && m.ID != "" && m.ID == st.curMsg:
+	case st.cur == nil && m.ID != "" && m.ID == st.lastMsg:
+		// Claude Code runs a tool while the response still streams, so a
+		// tool_result record may come between two blocks of one message:
+		// the block belongs to the response it came from, and the results
+		// wait for the next request.
+		st.cur, st.curMsg = st.last, st.lastMsg
+	default:
 		st.flush()
 		t := &turn{reqTime: ts, respTime: ts}
 		if req, ok := st.requests[r.RequestRef]; ok && !req.ts.IsZero() {
@@ -435,6 +445,7 @@ func (st *ccState) assistant(r *ccRecord, ts time.Time) error {
 			st.pending = nil
 		}
 		st.cur, st.curMsg = t, m.ID
+		st.last, st.lastMsg = t, m.ID
 		s.turns = append(s.turns, t)
 	}
 	t := st.cur
@@ -480,7 +491,6 @@ func (st *ccState) flush() {
 	if t.reqTime.Before(t.respTime) {
 		t.durationMs = trajectory.Millis(t.respTime.Sub(t.reqTime))
 	}
-	st.s.completed = t.stop == trajectory.StopEndTurn
 }
 
 func ccPermMode(m string) trajectory.PermissionMode {

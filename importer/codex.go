@@ -215,7 +215,6 @@ func (st *cxState) event(p *cxPayload, ts time.Time) error {
 		}
 	case "task_complete":
 		st.close()
-		st.s.completed = true
 	}
 	return nil
 }

@@ -456,3 +456,29 @@ func TestADirectoryOfManyTranscriptsIsImportedOneFileAtATimeWithProgress(t *test
 		t.Errorf("%d trajectory files for %d sessions", len(files), n)
 	}
 }
+
+func TestAToolResultBetweenTwoBlocksOfOneClaudeCodeMessageKeepsOneResponse(t *testing.T) {
+	const transcript = `{"type":"user","sessionId":"s","timestamp":"2026-12-01T00:00:00Z","message":{"role":"user","content":"go"}}
+{"type":"assistant","sessionId":"s","timestamp":"2026-12-01T00:00:01Z","message":{"id":"m1","role":"assistant","model":"claude-sonnet-4-5","content":[{"type":"tool_use","id":"t1","name":"Read","input":{"file_path":"a"}}],"stop_reason":"tool_use"}}
+{"type":"user","sessionId":"s","timestamp":"2026-12-01T00:00:02Z","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"a"}]}}
+{"type":"assistant","sessionId":"s","timestamp":"2026-12-01T00:00:03Z","message":{"id":"m1","role":"assistant","model":"claude-sonnet-4-5","content":[{"type":"tool_use","id":"t2","name":"Read","input":{"file_path":"b"}}],"stop_reason":"tool_use"}}
+{"type":"user","sessionId":"s","timestamp":"2026-12-01T00:00:04Z","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t2","content":"b"}]}}
+{"type":"assistant","sessionId":"s","timestamp":"2026-12-01T00:00:05Z","message":{"id":"m2","role":"assistant","model":"claude-sonnet-4-5","content":[{"type":"text","text":"done"}],"stop_reason":"end_turn"}}
+`
+	path := filepath.Join(t.TempDir(), "s.jsonl")
+	if err := os.WriteFile(path, []byte(transcript), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rep := importAll(t, ClaudeCode, t.TempDir(), path)
+	evs := readEvents(t, rep.Sessions[0].Path)
+	resp := eventsOf(evs, trajectory.TypeModelResponse, "")
+	if len(resp) != 2 || len(resp[0].Payload.(*trajectory.ModelResponse).ToolUses()) != 2 {
+		t.Fatalf("got %d responses, want 2, the first with both tool_uses", len(resp))
+	}
+	if fr, err := trajectory.ValidateFile(rep.Sessions[0].Path); err != nil || len(fr.Problems) > 0 {
+		t.Errorf("does not validate: %v %v", err, fr.Problems)
+	}
+	if end := evs[len(evs)-1].Payload.(*trajectory.SessionEnd); end.Reason != trajectory.EndTurn || end.ToolCalls != 2 {
+		t.Errorf("session_end %+v, want end_turn with 2 calls", end)
+	}
+}

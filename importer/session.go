@@ -36,9 +36,6 @@ type session struct {
 	parentToolUseID string
 	agentType       string
 	turns           []*turn
-	// completed is true when the transcript shows the session ending
-	// normally after its last response (a final answer, a task_complete).
-	completed bool
 }
 
 // turn is one model call: the messages sent since the previous one, and
@@ -255,8 +252,6 @@ func (s *session) emit(sink trajectory.Sink, at func(time.Time)) {
 	reason := trajectory.EndAborted
 	switch {
 	case last == nil:
-	case s.completed && last.stop == trajectory.StopEndTurn:
-		reason = trajectory.EndTurn
 	case last.stop == trajectory.StopMaxTokens:
 		reason = trajectory.EndMaxTokens
 	case last.stop == trajectory.StopRefusal:
