@@ -30,8 +30,15 @@ type ccRecord struct {
 	ToolDenialKind     string          `json:"toolDenialKind"`
 	RequestRef         string          `json:"requestRef"`
 	IsAPIErrorMessage  bool            `json:"isApiErrorMessage"`
-	ID                 string          `json:"id"`
-	Params             *struct {
+	Subtype            string          `json:"subtype"`
+	Error              *struct {
+		Status int `json:"status"`
+	} `json:"error"`
+	RetryInMs    float64 `json:"retryInMs"`
+	RetryAttempt int     `json:"retryAttempt"`
+	MaxRetries   int     `json:"maxRetries"`
+	ID           string  `json:"id"`
+	Params       *struct {
 		Model     string `json:"model"`
 		MaxTokens int    `json:"max_tokens"`
 	} `json:"params"`
@@ -154,6 +161,7 @@ type ccState struct {
 	pending  []trajectory.ContentBlock
 	calls    map[string]*call
 	requests map[string]ccRequest
+	errors   []modelError // failed attempts waiting for the response they preceded
 }
 
 type ccRequest struct {
@@ -279,6 +287,16 @@ func (st *ccState) record(r *ccRecord) error {
 				}
 				s.tools = append(s.tools, trajectory.ToolInfo{Name: t.Name, DefinitionHash: trajectory.Hash(raw), Source: src, Display: trajectory.DisplayFull})
 			}
+		}
+	case "system":
+		if r.Subtype == "api_error" {
+			// A failed attempt of the next response's call.
+			e := modelError{ts: ts, attempt: r.RetryAttempt, retryAfterMs: r.RetryInMs, willRetry: r.RetryAttempt < r.MaxRetries || r.RetryInMs > 0}
+			if r.Error != nil {
+				e.status = r.Error.Status
+			}
+			e.kind = errorKind(e.status)
+			st.errors = append(st.errors, e)
 		}
 	case "user":
 		return st.user(r, ts)
@@ -444,6 +462,7 @@ func (st *ccState) assistant(r *ccRecord, ts time.Time) error {
 			t.newMessages = []trajectory.Message{{Role: trajectory.RoleUser, Content: st.pending}}
 			st.pending = nil
 		}
+		t.errors, st.errors = st.errors, nil
 		st.cur, st.curMsg = t, m.ID
 		st.last, st.lastMsg = t, m.ID
 		s.turns = append(s.turns, t)

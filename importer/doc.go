@@ -54,6 +54,9 @@
 //	model_response.stop_reason     message.stop_reason, normalised by whitelist (raw kept)
 //	model_response.usage           message.usage: input_tokens, output_tokens, cache_read_input_tokens, cache_creation_input_tokens
 //	model_response.duration_ms     last block record's timestamp − its api-request's timestamp (0 without an api-request)
+//	model_error                    each system record of subtype api_error before a response: error.status → error_kind
+//	                               (429 rate_limited, 529 overloaded, 5xx server_error, 401/403 auth, none connection, else
+//	                               bad_request), retryAttempt → attempt, retryInMs → retry_after_ms; duration_ms 0 (not logged)
 //	tool_call (inferred)           each tool_use block: id, name, input, index among the response's tool_uses
 //	permission_allow/deny (transcript)  permissionDecision of the tool_result's record: decision accept → allow, reject → deny;
 //	                               reasonType rule → rule/allow_rule or deny_rule, subcommandResults → rule/tool_check,
@@ -77,9 +80,10 @@
 // hooks and the wait for parallel siblings); hook runs (no record); the
 // exact request bytes and the system-reminder attachments' place in each
 // request (the messages are rebuilt from the user records, so
-// message_hashes are of that rebuild, not of the bytes sent); failed model
-// calls and their retries (a synthetic assistant message at most, which is
-// skipped: no model_error); time to first token; subagents of versions
+// message_hashes are of that rebuild, not of the bytes sent); how long a
+// failed attempt took, and a call that failed for good (its synthetic
+// assistant message is skipped, and api_error records after the last
+// response are dropped); time to first token; subagents of versions
 // that wrote them into the session file (isSidechain records there are
 // skipped).
 //

@@ -482,3 +482,27 @@ func TestAToolResultBetweenTwoBlocksOfOneClaudeCodeMessageKeepsOneResponse(t *te
 		t.Errorf("session_end %+v, want end_turn with 2 calls", end)
 	}
 }
+
+func TestAClaudeCodeRetryAfterA529IsAModelErrorBeforeTheResponse(t *testing.T) {
+	rep := importAll(t, ClaudeCode, t.TempDir(), "testdata/claudecode-retry")
+	if len(rep.Sessions) != 1 {
+		t.Fatalf("got %d sessions, want 1", len(rep.Sessions))
+	}
+	path := rep.Sessions[0].Path
+	if fr, err := trajectory.ValidateFile(path); err != nil || len(fr.Problems) > 0 {
+		t.Fatalf("does not validate: %v %v", err, fr.Problems)
+	}
+	evs := readEvents(t, path)
+	var types []trajectory.EventType
+	for _, ev := range evs {
+		types = append(types, ev.Type())
+	}
+	want := []trajectory.EventType{trajectory.TypeSessionStart, trajectory.TypeModelRequest, trajectory.TypeModelError, trajectory.TypeModelResponse, trajectory.TypeSessionEnd}
+	if fmt.Sprint(types) != fmt.Sprint(want) {
+		t.Fatalf("events %v, want %v", types, want)
+	}
+	e := evs[2].Payload.(*trajectory.ModelError)
+	if e.ErrorKind != trajectory.ModelOverloaded || e.StatusCode != 529 || e.Attempt != 1 || !e.WillRetry || e.RetryAfterMs <= 0 {
+		t.Errorf("model_error %+v, want overloaded 529, attempt 1, will retry after the logged delay", e)
+	}
+}

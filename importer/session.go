@@ -51,6 +51,19 @@ type turn struct {
 	respTime    time.Time
 	durationMs  float64
 	calls       []*call
+	// errors are the failed attempts of this call the transcript logs,
+	// before the attempt that answered.
+	errors []modelError
+}
+
+// modelError is one failed model call attempt.
+type modelError struct {
+	ts           time.Time
+	kind         trajectory.ModelErrorKind
+	status       int
+	attempt      int
+	willRetry    bool
+	retryAfterMs float64
 }
 
 // call is one tool_use of a response and what the transcript says became of it.
@@ -228,6 +241,11 @@ func (s *session) emit(sink trajectory.Sink, at func(time.Time)) {
 			req.NewMessages = []trajectory.Message{}
 		}
 		sink.Emit(n, req)
+		for _, e := range t.errors {
+			at(e.ts)
+			sink.Emit(n, &trajectory.ModelError{ErrorKind: e.kind, StatusCode: e.status, Attempt: max(e.attempt, 1),
+				WillRetry: e.willRetry, RetryAfterMs: e.retryAfterMs})
+		}
 		at(t.respTime)
 		content := t.content
 		if content == nil {
@@ -336,4 +354,22 @@ func normaliseStop(raw string) trajectory.StopReason {
 		return trajectory.StopReason(raw)
 	}
 	return trajectory.StopUnknown
+}
+
+// errorKind classifies a failed model call by its HTTP status, as the
+// runtime's clients do; no status means the connection failed.
+func errorKind(status int) trajectory.ModelErrorKind {
+	switch {
+	case status == 0:
+		return trajectory.ModelConnection
+	case status == 429:
+		return trajectory.ModelRateLimited
+	case status == 529:
+		return trajectory.ModelOverloaded
+	case status == 401 || status == 403:
+		return trajectory.ModelAuth
+	case status >= 500:
+		return trajectory.ModelServerError
+	}
+	return trajectory.ModelBadRequest
 }
