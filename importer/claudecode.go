@@ -183,7 +183,7 @@ func (fr *fileReader) claudeFile(path string, sidechain bool) (*session, error) 
 			return fmt.Errorf("not a JSON object: %v", err)
 		}
 		if !ccKnown[r.Type] {
-			fr.unknown[typeLabel(r.Type)]++
+			fr.countUnknown(r.Type)
 			return nil
 		}
 		fr.records++
@@ -207,12 +207,15 @@ func (fr *fileReader) claudeFile(path string, sidechain bool) (*session, error) 
 	return st.s, nil
 }
 
+// typeLabel names a record type for the count of unknown ones: the type
+// itself when it is a label, so nothing odd from a file reaches the
+// terminal.
 func typeLabel(t string) string {
-	if t == "" {
+	switch {
+	case t == "":
 		return "(none)"
-	}
-	if len(t) > 40 {
-		return t[:40]
+	case !trajectory.IsLabel(t):
+		return "(not a label)"
 	}
 	return t
 }

@@ -119,7 +119,7 @@ func parseCodex(fr *fileReader) ([]*session, error) {
 			return fmt.Errorf("not a JSON object: %v", err)
 		}
 		if !cxKnown[l.Type] {
-			fr.unknown[typeLabel(l.Type)]++
+			fr.countUnknown(l.Type)
 			return nil
 		}
 		fr.records++
@@ -309,7 +309,7 @@ func (st *cxState) item(fr *fileReader, p *cxPayload, ts time.Time) error {
 			c.result = &result{text: out, ts: ts}
 		}
 	default:
-		fr.unknown["response_item:"+typeLabel(p.Type)]++
+		fr.countUnknown("response_item:" + p.Type)
 	}
 	return nil
 }

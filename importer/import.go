@@ -213,7 +213,9 @@ type fileReader struct {
 	strict   bool
 	unknown  map[string]int
 	problems []error
-	records  int // lines of the format, known or not
+	records  int // lines of a known record type of the format
+	// malformedLines counts the malformed lines of the file.
+	malformedLines int
 }
 
 // run opens the file and gives it to parse.
@@ -222,8 +224,8 @@ func (fr *fileReader) run(parse func(*fileReader) ([]*session, error)) ([]*sessi
 	if err != nil {
 		return nil, err
 	}
-	if fr.strict && len(fr.problems) > 0 {
-		return nil, fmt.Errorf("%s: refused with --strict: %d malformed lines (the first: %v); import without --strict to skip them", fr.path, len(fr.problems), fr.problems[0])
+	if fr.strict && fr.malformedLines > 0 {
+		return nil, fmt.Errorf("%s: refused with --strict: %d malformed lines (the first: %v); import without --strict to skip them", fr.path, fr.malformedLines, fr.problems[0])
 	}
 	if fr.records == 0 {
 		return nil, fmt.Errorf("%s: %w: no line is a record of this format (is it the right --format, or a transcript at all?)", fr.path, ErrNotTranscript)
@@ -262,6 +264,31 @@ func (fr *fileReader) scan(path string, r io.Reader, fn func(line int, b []byte)
 	return nil
 }
 
+// maxUnknownTypes bounds the distinct unknown record types counted by
+// name; the rest are counted together, so a stream of odd files cannot
+// grow the report without end.
+const maxUnknownTypes = 100
+
+// countUnknown counts one record of a type the importer does not know.
+func (fr *fileReader) countUnknown(t string) {
+	name := typeLabel(t)
+	if _, ok := fr.unknown[name]; !ok && len(fr.unknown) >= maxUnknownTypes {
+		name = "(other)"
+	}
+	fr.unknown[name]++
+}
+
+// maxLineErrors bounds the malformed lines reported one by one per file;
+// the rest are counted in one more problem, so memory stays bounded.
+const maxLineErrors = 100
+
 func (fr *fileReader) malformed(path string, line int, detail string) {
-	fr.problems = append(fr.problems, &LineError{File: path, Line: line, Err: ErrMalformedLine, Detail: detail})
+	fr.malformedLines++
+	switch {
+	case fr.malformedLines <= maxLineErrors:
+		fr.problems = append(fr.problems, &LineError{File: path, Line: line, Err: ErrMalformedLine, Detail: detail})
+	case fr.malformedLines == maxLineErrors+1:
+		fr.problems = append(fr.problems, &LineError{File: path, Line: line, Err: ErrMalformedLine,
+			Detail: fmt.Sprintf("and more malformed lines from here on, not listed one by one (only the first %d are)", maxLineErrors)})
+	}
 }
