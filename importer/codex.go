@@ -314,6 +314,13 @@ func (st *cxState) item(fr *fileReader, p *cxPayload, ts time.Time) error {
 	return nil
 }
 
+// cxExecTools are Codex's tools that run a command and report its exit.
+var cxExecTools = map[string]bool{"exec_command": true, "shell": true, "shell_command": true, "local_shell": true}
+
+// runningHeader is the line exec_command puts at the head of the output of
+// a command that is still running (continued with write_stdin).
+var runningHeader = regexp.MustCompile(`(?m)^Process running with session ID \d+`)
+
 // exitHeader is the "Process exited with code N" line Codex's exec tools
 // put at the head of their output for the model.
 var exitHeader = regexp.MustCompile(`(?m)^Process exited with code (-?\d+)$`)
@@ -342,18 +349,29 @@ func (st *cxState) finish() {
 				}
 			}
 		}
-		if code != nil && *code != 0 {
+		_, ranEvent := st.execs[id]
+		switch {
+		case code != nil && *code != 0:
 			r.isError = true
 			r.failureKind = trajectory.FailureToolError
 			r.errorCode = "exit:" + strconv.Itoa(*code)
+		case code == nil && !ranEvent && cxExecTools[c.name] && !runningHeader.MatchString(r.text):
+			// No exit code, no completion event, no running process: the
+			// command never ran (Codex refused it, e.g. an escalation its
+			// approval policy forbids). The rollout gives no structured
+			// reason, so this is a tool_error, never a success.
+			r.isError = true
+			r.failureKind = trajectory.FailureToolError
+			r.errorCode = "not_run"
 		}
-		if code != nil || !r.isError {
+		if code != nil || !r.isError || cxExecTools[c.name] {
 			ran[c.name] = true
 		}
 	}
 	// A rollout does not log the tool catalog. The tools it shows running
 	// (a call that succeeded or exited with a code) were certainly
-	// offered, so they stand for the catalog: a lower bound, without
+	// offered, and so were Codex's own command tools when called, so they
+	// stand for the catalog: a lower bound, without
 	// definitions, rather than an empty list that would make every call
 	// look like a call to a tool that does not exist.
 	names := make([]string, 0, len(ran))

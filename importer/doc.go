@@ -112,7 +112,9 @@
 //	tool_call (inferred)           each call item: call_id, name, input (arguments when a JSON object, else {"arguments": text};
 //	                               a custom tool's input as {"input": text})
 //	tool_success/tool_failure (inferred)  the exit code of event_msg item_completed CommandExecution (or exec_command_end),
-//	                               else of the output's "Process exited with code N" header: non-zero → tool_error, error_code exit:N
+//	                               else of the output's "Process exited with code N" header: non-zero → tool_error, error_code exit:N;
+//	                               a command tool's call with no exit code, no completion event and no running process never
+//	                               ran (Codex refused it, e.g. an escalation under approval policy never) → tool_error, not_run
 //	tool_end                       duration_ms: the CommandExecution's own duration (observed: transcript); otherwise duration_unknown
 //	tool_result (transcript)       function_call_output.output (text, or an object's output/content)
 //	session_end                    end_turn after task_complete and a final answer; totals summed from the events
@@ -127,6 +129,7 @@
 // duration and time to first token cover a whole task); permission
 // decisions in exec mode (approval requests appear only interactively and
 // are not mapped; a command the sandbox refused shows only as its failing
-// exit code); the duration of a call that logged no completion event;
+// exit code, one Codex refused to run only as not_run, with no structured
+// reason, so neither is a permission_deny); the duration of a call that logged no completion event;
 // subagents, which this importer does not link.
 package importer

@@ -506,3 +506,21 @@ func TestAClaudeCodeRetryAfterA529IsAModelErrorBeforeTheResponse(t *testing.T) {
 		t.Errorf("model_error %+v, want overloaded 529, attempt 1, will retry after the logged delay", e)
 	}
 }
+
+func TestACommandCodexRefusedToRunIsAFailureNotASuccess(t *testing.T) {
+	rep := importAll(t, Codex, t.TempDir(), "testdata/codex-refused")
+	if len(rep.Sessions) != 1 || rep.Sessions[0].ToolCalls != 1 {
+		t.Fatalf("sessions %+v, want one with the refused call", rep.Sessions)
+	}
+	evs := readEvents(t, rep.Sessions[0].Path)
+	fail := eventsOf(evs, trajectory.TypeToolFailure, "call_rm_1")
+	if len(fail) != 1 || fail[0].Payload.(*trajectory.ToolFailure).ErrorCode != "not_run" {
+		t.Errorf("the escalation Codex refused: %v, want one tool_failure not_run", fail)
+	}
+	if s := eventsOf(evs, trajectory.TypeToolSuccess, "call_rm_1"); len(s) != 0 {
+		t.Errorf("the refused command is recorded as a success: %v", s)
+	}
+	if fr, err := trajectory.ValidateFile(rep.Sessions[0].Path); err != nil || len(fr.Problems) > 0 {
+		t.Errorf("does not validate: %v %v", err, fr.Problems)
+	}
+}
