@@ -34,6 +34,13 @@
 //	compaction         the loop relieved context pressure
 //	session_end        end reason, turns, token and call totals, recorder errors
 //
+// Events about a tool call that retrace did not run itself (an imported
+// transcript) say where they come from in the optional observed field:
+// transcript when the client's own transcript states the event, inferred
+// when it was derived from what the transcript shows. A tool_end whose
+// source tells no run time for the call has duration_unknown, and its
+// duration_ms of 0 is then no measurement.
+//
 // # Invariants
 //
 // Checker verifies what the runtime guarantees: seq strictly increasing from

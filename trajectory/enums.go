@@ -406,3 +406,21 @@ var compactionStrategies = closedSet[CompactionStrategy]{CompactDrop, CompactSum
 
 // Valid reports whether s is a known compaction strategy.
 func (s CompactionStrategy) Valid() bool { return compactionStrategies.has(s) }
+
+// Observed says where an event about a tool call comes from when retrace
+// did not run the call itself (ToolRef.Observed).
+type Observed string
+
+// The origins of observed events.
+const (
+	// ObservedTranscript: the client's own transcript states the event.
+	ObservedTranscript Observed = "transcript"
+	// ObservedInferred: an importer derived the event from what the
+	// transcript shows; the client wrote no such record.
+	ObservedInferred Observed = "inferred"
+)
+
+var observedOrigins = closedSet[Observed]{ObservedTranscript, ObservedInferred}
+
+// Valid reports whether o is a known origin.
+func (o Observed) Valid() bool { return observedOrigins.has(o) }

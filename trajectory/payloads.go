@@ -378,6 +378,13 @@ func (p *ModelError) validate(c *checks) {
 type ToolRef struct {
 	ToolUseID string `json:"tool_use_id"`
 	Tool      string `json:"tool"`
+	// Observed says where the event comes from when retrace did not run
+	// the call itself: absent for retrace's own runtime, which saw every
+	// event happen; ObservedTranscript when a third-party client's own
+	// transcript states it; ObservedInferred when an importer derived it
+	// from what the transcript shows (a tool_call from a tool_use block,
+	// an outcome from is_error). Optional.
+	Observed Observed `json:"observed,omitempty"`
 }
 
 // Ref returns the call the event is about. Every payload that embeds
@@ -409,6 +416,9 @@ func ToolUseIDOf(p Payload) string {
 func (r *ToolRef) validate(c *checks) {
 	c.nonEmpty("tool_use_id", r.ToolUseID)
 	c.nonEmpty("tool", r.Tool)
+	if r.Observed != "" {
+		checkEnum(c, "observed", r.Observed, observedOrigins)
+	}
 }
 
 // ToolCall records that the executor took up a tool_use block. Every path
@@ -539,9 +549,14 @@ func (p *ToolFailure) validate(c *checks) {
 type ToolEnd struct {
 	ToolRef
 	// DurationMs is the tool's own run time, never a batch average (seed §14.7).
-	DurationMs  float64 `json:"duration_ms"`
-	OutputBytes int64   `json:"output_bytes"`
-	Truncated   bool    `json:"truncated,omitempty"`
+	DurationMs float64 `json:"duration_ms"`
+	// DurationUnknown is true when the source of an imported call does not
+	// tell its own run time; DurationMs is then 0 and is no measurement,
+	// since splitting a batch's wall time would invent one (seed §14.7).
+	// Optional.
+	DurationUnknown bool  `json:"duration_unknown,omitempty"`
+	OutputBytes     int64 `json:"output_bytes"`
+	Truncated       bool  `json:"truncated,omitempty"`
 	// Spill is the BlobRef of the full output when it was truncated.
 	Spill string `json:"spill,omitempty"`
 	// Snapshot is the BlobRef of the manifest of the files the call was

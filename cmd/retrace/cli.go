@@ -128,6 +128,7 @@ Exit codes: 0 ok, 1 retrace itself failed, 2 bad usage or invalid input,
 	root.AddCommand(newVersionCmd(sys), newValidateCmd(sys), newRunCmd(sys), newReplayCmd(sys), newMockCmd(sys), newQueryCmd(sys), newMetricsCmd(sys), newSynthCmd(sys), newDetectCmd(sys))
 	root.AddCommand(newEvalCmd(sys))
 	root.AddCommand(newExportCmd(sys))
+	root.AddCommand(newImportCmd(sys))
 	return root
 }
 

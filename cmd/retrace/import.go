@@ -1,0 +1,184 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/retrace-dev/retrace/importer"
+	"github.com/spf13/cobra"
+)
+
+type importOptions struct {
+	format importer.Format
+	paths  []string
+	runs   string
+	strict bool
+	output *formatFlag
+}
+
+func newImportCmd(sys *IO) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "import (claude-code | codex) [PATH...]",
+		Short: "Import Claude Code or Codex session transcripts as trajectories",
+		Long: `Import reads the transcripts a third-party agent writes about its own sessions
+and writes each session as a trajectory into the runs directory, so that
+validate, metrics, detect and report work on it like on one of retrace's own.
+
+  retrace import claude-code [PATH...]   default: ~/.claude/projects ($CLAUDE_CONFIG_DIR/projects)
+  retrace import codex [PATH...]         default: ~/.codex/sessions ($CODEX_HOME/sessions)
+
+PATH is a transcript file or a directory walked for them. A Claude Code
+subagent becomes its own session, linked to its parent by the tags
+parent_session and parent_tool_use_id. Events the transcript states carry
+observed: transcript, events derived from it observed: inferred; a tool
+call's duration is taken only from the client's own measurement and is
+otherwise marked duration_unknown, never made up. The importer package's
+documentation lists the mapping field by field and what each format cannot
+tell.
+
+Importing is idempotent: a session's id comes from the transcript, so
+importing it again reports it unchanged (or updated, when the transcript
+grew) and never makes a duplicate.
+
+A malformed line is reported as file:line and skipped, and the rest of the
+file is imported; --strict refuses such a file instead. Record types the
+importer does not know are counted and reported, never fatal.
+
+Exit codes: 0 every file was imported (malformed lines are warnings), 2 a
+file could not be imported (not a transcript, refused with --strict, not
+readable) or bad usage, 1 retrace itself failed.`,
+		Example: `  retrace import claude-code
+  retrace import codex ~/.codex/sessions/2026/12 --runs ./runs
+  retrace import claude-code ~/.claude/projects/-home-me-repo/4f1c.jsonl --strict`,
+	}
+	for _, f := range []importer.Format{importer.ClaudeCode, importer.Codex} {
+		cmd.AddCommand(newImportFormatCmd(sys, f))
+	}
+	cmd.RunE = func(_ *cobra.Command, args []string) error {
+		if len(args) > 0 {
+			return usage(fmt.Errorf("unknown transcript format %q: use claude-code or codex", args[0]))
+		}
+		return usage(errors.New("name the transcript format: retrace import claude-code or retrace import codex"))
+	}
+	return cmd
+}
+
+func newImportFormatCmd(sys *IO, format importer.Format) *cobra.Command {
+	opts := &importOptions{format: format}
+	cmd := &cobra.Command{
+		Use:   string(format) + " [PATH...]",
+		Short: "Import " + string(format) + " transcripts (default: " + defaultTranscriptDir(sys, format) + ")",
+		Args:  cobra.ArbitraryArgs,
+	}
+	cmd.Flags().StringVar(&opts.runs, "runs", "", "directory to write the trajectories into (default $RETRACE_DIR or .retrace/runs)")
+	cmd.Flags().BoolVar(&opts.strict, "strict", false, "refuse a transcript with a malformed line instead of importing the rest of it")
+	opts.output = addFormatFlag(cmd, "text", "json")
+	cmd.RunE = func(c *cobra.Command, args []string) error {
+		opts.paths = args
+		if len(args) == 0 {
+			opts.paths = []string{defaultTranscriptDir(sys, format)}
+		}
+		if opts.runs == "" {
+			opts.runs = runsDir(sys)
+		}
+		return runImport(sys, c, opts)
+	}
+	return cmd
+}
+
+// defaultTranscriptDir is where each client keeps its transcripts.
+func defaultTranscriptDir(sys *IO, format importer.Format) string {
+	home := sys.Getenv("HOME")
+	switch format {
+	case importer.ClaudeCode:
+		if d := sys.Getenv("CLAUDE_CONFIG_DIR"); d != "" {
+			return filepath.Join(d, "projects")
+		}
+		return filepath.Join(home, ".claude", "projects")
+	default:
+		if d := sys.Getenv("CODEX_HOME"); d != "" {
+			return filepath.Join(d, "sessions")
+		}
+		return filepath.Join(home, ".codex", "sessions")
+	}
+}
+
+// importJSON is the --format json document.
+type importJSON struct {
+	Files    int                      `json:"files"`
+	Sessions []importer.SessionReport `json:"sessions"`
+	Unknown  map[string]int           `json:"unknown_record_types"`
+	Problems []string                 `json:"problems"`
+}
+
+func runImport(sys *IO, cmd *cobra.Command, opts *importOptions) error {
+	if err := opts.output.check(); err != nil {
+		return err
+	}
+	bar := newCountBar(sys.Err, "importing transcripts", 50)
+	rep, err := importer.Import(cmd.Context(), importer.Options{
+		Format: opts.format, Paths: opts.paths, RunsDir: opts.runs, Strict: opts.strict, Progress: bar.update,
+	})
+	bar.finish()
+	if err != nil {
+		if rep.Files == 0 {
+			return invalid(err)
+		}
+		return err
+	}
+	fileProblems := 0
+	var problems []string
+	for _, p := range rep.Problems {
+		var le *importer.LineError
+		if !errors.As(p, &le) {
+			fileProblems++
+		}
+		problems = append(problems, p.Error())
+	}
+	if opts.output.value == "json" {
+		doc := importJSON{Files: rep.Files, Sessions: rep.Sessions, Unknown: rep.Unknown, Problems: problems}
+		if doc.Sessions == nil {
+			doc.Sessions = []importer.SessionReport{}
+		}
+		if doc.Problems == nil {
+			doc.Problems = []string{}
+		}
+		b, _ := json.MarshalIndent(doc, "", "  ")
+		fmt.Fprintf(sys.Out, "%s\n", b)
+	} else {
+		printImport(sys, rep, problems)
+	}
+	if fileProblems > 0 {
+		return &exitError{code: ExitInvalid, err: errReported}
+	}
+	return nil
+}
+
+func printImport(sys *IO, rep importer.Report, problems []string) {
+	counts := map[importer.Outcome]int{}
+	for _, s := range rep.Sessions {
+		counts[s.Outcome]++
+		line := fmt.Sprintf("%-9s %s  %s  %s", s.Outcome, s.ID, plural(s.ToolCalls, "tool call"), s.Source)
+		if s.Parent != "" {
+			line += "  (subagent of " + s.Parent + ")"
+		}
+		fmt.Fprintln(sys.Out, line)
+	}
+	fmt.Fprintf(sys.Out, "%s from %s: %d imported, %d updated, %d unchanged\n", plural(len(rep.Sessions), "session"),
+		plural(rep.Files, "file"), counts[importer.Imported], counts[importer.Updated], counts[importer.Unchanged])
+	if len(rep.Unknown) > 0 {
+		var kinds []string
+		for k, n := range rep.Unknown {
+			kinds = append(kinds, fmt.Sprintf("%s (%d)", k, n))
+		}
+		sort.Strings(kinds)
+		fmt.Fprintf(sys.Out, "skipped record types this importer does not know: %s\n", strings.Join(kinds, ", "))
+	}
+	for _, p := range problems {
+		fmt.Fprintf(sys.Err, "%s\n", p)
+	}
+}
