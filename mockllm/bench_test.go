@@ -50,7 +50,7 @@ func FuzzDecodeRequests(f *testing.F) {
 	dialects := []dialect{anthropicDialect{}, chatDialect{}, responsesDialect{}}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		for _, d := range dialects {
-			req, _, _, e := d.decode(body)
+			req, _, _, e := d.decode(body, nil)
 			if e == nil && req == nil {
 				t.Fatalf("%T: no request and no error", d)
 			}

@@ -44,7 +44,10 @@ const (
 	EndpointChatCompletions = "openai.chat_completions"
 	EndpointResponses       = "openai.responses"
 	EndpointModels          = "models"
-	EndpointUnknown         = "unknown"
+	// EndpointHello is Claude Code's reachability check (HEAD /api/hello),
+	// answered 200 with no body so that it goes on as against the API.
+	EndpointHello   = "anthropic.hello"
+	EndpointUnknown = "unknown"
 )
 
 // Options tune a Server. The zero value is ready to use. The hooks (the
@@ -318,6 +321,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		lg.Endpoint = EndpointModels
 		x.dialect = modelsDialectFor(r)
 		x.handleModels(strings.TrimPrefix(strings.TrimPrefix(path, "/v1/models"), "/"))
+	case path == "/api/hello" && (r.Method == http.MethodHead || r.Method == http.MethodGet):
+		lg.Endpoint = EndpointHello
+		lg.Status = http.StatusOK
+		w.Header().Set("Content-Length", "0")
+		w.WriteHeader(http.StatusOK)
 	default:
 		lg.Endpoint = EndpointUnknown
 		x.dialect = modelsDialectFor(r)
@@ -358,8 +366,9 @@ const (
 // reply and an error.
 type dialect interface {
 	// decode parses and validates a body into the neutral request; the
-	// error is an *apiError with the real API's message.
-	decode(body []byte) (req *llm.Request, stream bool, opts wireOptions, err *apiError)
+	// error is an *apiError with the real API's message. The header
+	// carries what widens the protocol (Anthropic's anthropic-beta).
+	decode(body []byte, h http.Header) (req *llm.Request, stream bool, opts wireOptions, err *apiError)
 	writeJSON(x *exchange, rep *Reply)
 	writeSSE(x *exchange, rep *Reply, opts wireOptions)
 	writeError(x *exchange, e *apiError)
@@ -465,7 +474,7 @@ func (x *exchange) handleModelCall() {
 	if !ok {
 		return
 	}
-	req, stream, wopts, apiErr := x.dialect.decode(body)
+	req, stream, wopts, apiErr := x.dialect.decode(body, x.r.Header)
 	x.lg.Request, x.lg.Stream = req, stream
 	if apiErr != nil {
 		x.failAPI(apiErr)
@@ -587,7 +596,7 @@ func (x *exchange) handleCountTokens() {
 	if !ok {
 		return
 	}
-	req, _, _, apiErr := anthropicDialect{}.decodeCount(body)
+	req, _, _, apiErr := anthropicDialect{}.decodeCount(body, x.r.Header)
 	x.lg.Request = req
 	if apiErr != nil {
 		x.failAPI(apiErr)
