@@ -123,6 +123,24 @@ type Logged struct {
 	Error string
 	// Response is the reply sent, when Status is 200 on a model endpoint.
 	Response *llm.Response
+	// Accepted is set once OnAccept has been called: the source chose the
+	// reply (a response or an injected status). A model call answered with
+	// an error status and not Accepted was refused before the source
+	// answered (invalid, out of turns, a failed expectation).
+	Accepted bool
+	// Complete is set once OnAnswer has been called: the whole 200 reply
+	// was about to be sent. A 200 model call that is not Complete sent a
+	// broken reply (malformed_sse) or lost its client on the way.
+	Complete bool
+	// FirstByte is when the reply's first bytes were written (zero before).
+	FirstByte time.Time
+	// End is when the reply was complete (OnAnswer), when an injected
+	// error status was about to be sent (OnAccept) or, for any other
+	// request, when the handler finished.
+	End time.Time
+	// ClientGone is set when the client hung up before the handler
+	// finished, so it did not get the whole reply.
+	ClientGone bool
 }
 
 // Stats counts what a Server has served.
@@ -331,6 +349,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		x.dialect = modelsDialectFor(r)
 		x.fail(http.StatusNotFound, errNotFound, fmt.Sprintf("%s %s is not an endpoint of this mock; it serves POST /v1/messages, /v1/messages/count_tokens, /v1/chat/completions, /v1/responses and GET /v1/models", r.Method, r.URL.Path), "")
 	}
+	if lg.End.IsZero() {
+		lg.End = s.opts.Now()
+	}
+	lg.ClientGone = r.Context().Err() != nil
 	s.requests.Add(1)
 	switch {
 	case lg.Status >= 400:
@@ -409,6 +431,10 @@ type exchange struct {
 
 // accept calls OnAccept: the source has chosen the reply.
 func (x *exchange) accept() {
+	x.lg.Accepted = true
+	if x.lg.Status != http.StatusOK {
+		x.lg.End = x.s.opts.Now()
+	}
 	if f := x.s.opts.OnAccept; f != nil {
 		f(*x.lg)
 	}
@@ -421,6 +447,7 @@ func (x *exchange) answer() {
 		return
 	}
 	x.answered = true
+	x.lg.Complete, x.lg.End = true, x.s.opts.Now()
 	if f := x.s.opts.OnAnswer; f != nil {
 		f(*x.lg)
 	}
@@ -587,6 +614,7 @@ func (x *exchange) writeJSONBody(v any, malformed bool) {
 		x.answer()
 	}
 	x.w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+	x.lg.FirstByte = x.s.opts.Now()
 	x.w.WriteHeader(http.StatusOK)
 	_, _ = x.w.Write(b)
 }
@@ -730,6 +758,7 @@ func (s *sse) last(name string, v any) {
 func (s *sse) send(flush bool) {
 	if !s.started {
 		s.started = true
+		s.x.lg.FirstByte = s.x.s.opts.Now()
 		s.x.w.WriteHeader(http.StatusOK)
 	}
 	if s.buf.Len() > 0 {

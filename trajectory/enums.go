@@ -406,3 +406,22 @@ var compactionStrategies = closedSet[CompactionStrategy]{CompactDrop, CompactSum
 
 // Valid reports whether s is a known compaction strategy.
 func (s CompactionStrategy) Valid() bool { return compactionStrategies.has(s) }
+
+// Observation says how an event came to be known when the harness that
+// recorded it did not run the thing the event is about. Absent means the
+// harness saw it happen (retrace's own runtime ran the call).
+type Observation string
+
+// The observations.
+const (
+	// ObservedWire: derived from the model traffic of a third-party agent
+	// (`retrace mock serve --record`). A call is known from its tool_use and
+	// the tool_result the agent sent back: the call, its outcome (from
+	// is_error) and its output are on the wire; its own run time is not.
+	ObservedWire Observation = "wire"
+)
+
+var observations = closedSet[Observation]{ObservedWire}
+
+// Valid reports whether o is a known observation.
+func (o Observation) Valid() bool { return observations.has(o) }

@@ -100,6 +100,12 @@ type SessionStart struct {
 	ReplayOf string `json:"replay_of,omitempty"`
 	// Tags are user-given key/value labels (scenario, git revision, ...).
 	Tags map[string]string `json:"tags,omitempty"`
+	// ParentSession is the session that started this one as a subagent,
+	// and ParentToolUseID the parent's tool_use that did (an Agent or Task
+	// call); both absent for a top-level session, ParentToolUseID also
+	// when the parent is known but not its call.
+	ParentSession   string `json:"parent_session,omitempty"`
+	ParentToolUseID string `json:"parent_tool_use_id,omitempty"`
 }
 
 // EventType implements Payload.
@@ -141,6 +147,9 @@ func (p *SessionStart) validate(c *checks) {
 	c.blobRef("workspace_snapshot", p.WorkspaceSnapshot)
 	for k := range p.Tags {
 		c.label("tags key", k)
+	}
+	if p.ParentToolUseID != "" && p.ParentSession == "" {
+		c.fail("parent_tool_use_id", ErrMalformed, "names a call of no session; give parent_session too")
 	}
 }
 
@@ -259,6 +268,12 @@ type ModelRequest struct {
 	// not "they do not exist" (seed §12.4, §13.12). Optional; absent when
 	// none is pending or the harness does not say.
 	PendingSources []string `json:"pending_sources,omitempty"`
+	// BatchMs is the wall time from the end of the previous reply to this
+	// request, when the harness did not run the tools itself (a recording
+	// of a third-party agent): the agent ran the previous reply's tool
+	// calls, and did its own work, in that time. It is the batch's time as
+	// it is, never split among the calls (seed §14.7). Optional.
+	BatchMs float64 `json:"batch_ms,omitempty"`
 }
 
 // EventType implements Payload.
@@ -291,6 +306,7 @@ func (p *ModelRequest) validate(c *checks) {
 		c.nestedAt("new_messages", i, p.NewMessages[i].validate)
 	}
 	c.nonNegative("max_tokens", float64(p.MaxTokens))
+	c.nonNegative("batch_ms", p.BatchMs)
 	for i, n := range p.PendingSources {
 		c.nonEmpty(indexed("pending_sources", i), n)
 	}
@@ -360,6 +376,10 @@ type ModelError struct {
 	WillRetry    bool    `json:"will_retry,omitempty"`
 	RetryAfterMs float64 `json:"retry_after_ms,omitempty"`
 	DurationMs   float64 `json:"duration_ms"`
+	// Undelivered is set when the client was gone before the failure
+	// reached it (it hung up during a stall, or before the error reply):
+	// the attempt failed, but the client never saw why. Optional.
+	Undelivered bool `json:"undelivered,omitempty"`
 }
 
 // EventType implements Payload.
@@ -410,6 +430,11 @@ type ToolCall struct {
 	// Batch is the index of the partition batch the call ran in.
 	Batch           int  `json:"batch"`
 	ConcurrencySafe bool `json:"concurrency_safe,omitempty"`
+	// Observed says how the call is known when the harness did not run it
+	// (ObservedWire: from its tool_use and tool_result on the wire; Batch
+	// is then 0 and the call's outcome and tool_end are derived likewise).
+	// Absent: the harness ran it.
+	Observed Observation `json:"observed,omitempty"`
 }
 
 // EventType implements Payload.
@@ -422,6 +447,14 @@ func (p *ToolCall) validate(c *checks) {
 	}
 	c.nonNegative("index", float64(p.Index))
 	c.nonNegative("batch", float64(p.Batch))
+	checkObserved(c, p.Observed)
+}
+
+// checkObserved checks an optional observation.
+func checkObserved(c *checks, o Observation) {
+	if o != "" {
+		checkEnum(c, "observed", o, observations)
+	}
 }
 
 // MaxHookStderr is the most bytes of a hook's standard error a hook_run
@@ -535,6 +568,12 @@ type ToolEnd struct {
 	// Snapshot is the BlobRef of the manifest of the files the call was
 	// about to change, saved before it ran (seed §5.4).
 	Snapshot string `json:"snapshot,omitempty"`
+	// Observed is set when the call was not run by the harness
+	// (ObservedWire): DurationMs is then 0 because the call's own run time
+	// was not measured — never a share of its batch's time, which the next
+	// model_request carries as batch_ms — and OutputBytes is the size of
+	// the tool_result the agent sent. Optional.
+	Observed Observation `json:"observed,omitempty"`
 }
 
 // EventType implements Payload.
@@ -546,6 +585,7 @@ func (p *ToolEnd) validate(c *checks) {
 	c.nonNegative("output_bytes", float64(p.OutputBytes))
 	c.blobRef("spill", p.Spill)
 	c.blobRef("snapshot", p.Snapshot)
+	checkObserved(c, p.Observed)
 }
 
 // ToolResult records the tool_result block the model receives for a call.

@@ -38,6 +38,7 @@ var closedSetValues = map[reflect.Type][]string{
 	reflect.TypeFor[BlockType]():          blockTypes.strings(),
 	reflect.TypeFor[ModelErrorKind]():     modelErrorKinds.strings(),
 	reflect.TypeFor[CompactionStrategy](): compactionStrategies.strings(),
+	reflect.TypeFor[Observation]():        observations.strings(),
 }
 
 // generateSchema builds the JSON Schema of trajectory v1 from the Go types:
