@@ -125,6 +125,16 @@ func TestClaudeCodeRequestsStayStrict(t *testing.T) {
 		out, _ := json.Marshal(m)
 		return out
 	}
+	imageInSystem := func(body json.RawMessage) json.RawMessage {
+		var m map[string]any
+		if err := json.Unmarshal(body, &m); err != nil {
+			t.Fatal(err)
+		}
+		msgs := m["messages"].([]any)
+		msgs[1].(map[string]any)["content"] = []any{map[string]any{"type": "image", "source": map[string]any{"type": "url", "url": "https://example.com/a.png"}}}
+		out, _ := json.Marshal(m)
+		return out
+	}
 	cases := []struct {
 		name    string
 		body    json.RawMessage
@@ -133,6 +143,8 @@ func TestClaudeCodeRequestsStayStrict(t *testing.T) {
 	}{
 		{"A role system message without the beta that allows it is refused like the API refuses it.",
 			first.Body, "claude-code-20250219,interleaved-thinking-2025-05-14", "messages.1.role: Input should be 'user' or 'assistant'"},
+		{"A role system message holds only text, with the betas as without.",
+			imageInSystem(first.Body), first.Headers["anthropic-beta"], "messages.1.content.0.type: a system message holds only text blocks"},
 		{"A tool_use whose tool_result is missing is refused even with the betas.",
 			dropLastResult(results.Body), results.Headers["anthropic-beta"], "`tool_use` ids were found without `tool_result` blocks"},
 	}
