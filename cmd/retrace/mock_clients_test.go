@@ -25,6 +25,10 @@ type realClient struct {
 	command string
 	// wantCalls are the funnel's calls per tool.
 	wantCalls map[string]int
+	// ownCalls counts, per tool, the calls in the client's own JSON-lines
+	// output, for the funnel to be checked against what the client says
+	// it ran as well as against the script.
+	ownCalls func(line map[string]any, counts map[string]int)
 }
 
 var realClients = []realClient{
@@ -44,6 +48,16 @@ turns:
 		command: `ANTHROPIC_BASE_URL=$MOCK ANTHROPIC_API_KEY=sk-ant-offline-test claude -p "Read README.md, then run ls" ` +
 			`--output-format stream-json --verbose --allowedTools "Read,Bash(ls:*),Bash(ls)"`,
 		wantCalls: map[string]int{"Read": 1, "Bash": 1},
+		ownCalls: func(line map[string]any, counts map[string]int) {
+			// {"type":"assistant","message":{"content":[{"type":"tool_use","name":...}]}}
+			msg, _ := line["message"].(map[string]any)
+			blocks, _ := msg["content"].([]any)
+			for _, b := range blocks {
+				if b, _ := b.(map[string]any); line["type"] == "assistant" && b["type"] == "tool_use" {
+					counts[fmt.Sprint(b["name"])]++
+				}
+			}
+		},
 	},
 	{
 		name: "Codex", bin: "codex",
@@ -62,6 +76,12 @@ turns:
 			`-c model_provider=mock -c 'model_providers.mock={name="mock",base_url="'$MOCK'/v1",env_key="OPENAI_API_KEY",wire_api="responses"}' ` +
 			`--json "Read README.md, then run ls" </dev/null`,
 		wantCalls: map[string]int{"exec_command": 2},
+		ownCalls: func(line map[string]any, counts map[string]int) {
+			// {"type":"item.completed","item":{"type":"command_execution",...}}
+			if item, _ := line["item"].(map[string]any); line["type"] == "item.completed" && item["type"] == "command_execution" {
+				counts["exec_command"]++
+			}
+		},
 	},
 }
 
@@ -183,5 +203,19 @@ exit $rc
 	}
 	if fmt.Sprint(got) != fmt.Sprint(c.wantCalls) {
 		t.Fatalf("the funnel of %s's recording has successful calls %v, want %v", c.name, got, c.wantCalls)
+	}
+	clientOut, err := os.ReadFile(filepath.Join(dir, "client.out"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	own := map[string]int{}
+	for _, line := range strings.Split(string(clientOut), "\n") {
+		var v map[string]any
+		if json.Unmarshal([]byte(line), &v) == nil {
+			c.ownCalls(v, own)
+		}
+	}
+	if fmt.Sprint(own) != fmt.Sprint(got) {
+		t.Fatalf("%s's own output shows the calls %v, the recording's funnel %v", c.name, own, got)
 	}
 }
