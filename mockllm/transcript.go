@@ -322,11 +322,14 @@ func (t *Transcript) link(s *tsession, req *llm.Request, start *trajectory.Sessi
 
 // deniedByClient are the words with which the clients answer a call they
 // refused to run, so that the refusal is a permission_denied failure
-// rather than a tool error. They are the clients' own fixed texts, not an
-// error message of the tool.
+// rather than a tool error. They are the clients' own fixed texts, seen
+// in their real tool_results, never an error message of the tool.
 var deniedByClient = []string{
-	"Claude requested permissions to use ",                // Claude Code, a call the permission rules did not allow
-	"The user doesn't want to proceed with this tool use", // Claude Code, a call the user rejected
+	// Claude Code 2.1.328, a Bash call its permission rules did not allow
+	// in -p mode: "touch in '...' needs approval. The path is inside the
+	// working directories for this session ('...'), and Claude Code asks
+	// before a shell command creates, changes or removes files there."
+	"needs approval. ",
 }
 
 // results emits the calls the agent answers in req, in the order of
@@ -367,7 +370,7 @@ func (s *tsession) call(use pendingUse, res trajectory.ContentBlock) {
 		s.failures++
 		kind := trajectory.FailureToolError
 		for _, d := range deniedByClient {
-			if strings.Contains(res.Content, d) {
+			if strings.Contains(res.Content, d) && strings.Contains(res.Content, "Claude Code asks before") {
 				kind = trajectory.FailurePermissionDenied
 			}
 		}

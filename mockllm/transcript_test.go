@@ -3,6 +3,7 @@ package mockllm_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -440,5 +441,32 @@ func TestASubagentsConversationIsItsOwnSessionLinkedToTheCallThatStartedIt(t *te
 	}
 	if starts[1].ParentSession != sessions[0].rec.SessionID() || starts[1].ParentToolUseID != "toolu_main_1" {
 		t.Errorf("subagent session_start links %q/%q, want %q/toolu_main_1", starts[1].ParentSession, starts[1].ParentToolUseID, sessions[0].rec.SessionID())
+	}
+}
+
+func TestARecordingTellsAClientsRefusalFromAToolError(t *testing.T) {
+	const denied = `touch in '/work/project/made-by-test' needs approval. The path is inside the working directories for this session ('/work/project'), and Claude Code asks before a shell command creates, changes or removes files there.`
+	cases := []struct {
+		name string
+		text string
+		want trajectory.FailureKind
+	}{
+		{"Claude Code's refusal of a call its rules did not allow is permission_denied.", denied, trajectory.FailurePermissionDenied},
+		{"A tool's own error is tool_error, whatever it says about approval.", "error: needs approval. from the server", trajectory.FailureToolError},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, url, finish := wireRecording(t, "turns:\n  - content:\n      - tool_use: {id: toolu_d, name: Bash, input: {command: touch made-by-test}}\n  - content: [{text: Done.}]\n")
+			use := `{"role":"assistant","content":[{"type":"tool_use","id":"toolu_d","name":"Bash","input":{"command":"touch made-by-test"}}]}`
+			result, _ := json.Marshal(map[string]any{"role": "user", "content": []any{map[string]any{"type": "tool_result", "tool_use_id": "toolu_d", "content": tc.text, "is_error": true}}})
+			post(t, url, messagesBody(false, userHi))
+			if st := post(t, url, messagesBody(false, userHi, use, string(result))); st != 200 {
+				t.Fatalf("status %d", st)
+			}
+			f := eventsOf[*trajectory.ToolFailure](finish())
+			if len(f) != 1 || f[0].FailureKind != tc.want {
+				t.Fatalf("tool_failures %+v, want one %s", f, tc.want)
+			}
+		})
 	}
 }
