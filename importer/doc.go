@@ -45,7 +45,8 @@
 //	session_start.tools            shape.tools of the first api-request-shape: name, Hash of the definition as logged, mcp__ names as mcp
 //	session_start.workspace        cwd
 //	session_start.tags             source=import, client, client_version, source_session (sessionId; <sessionId>/<agentId> for a subagent),
-//	                               parent_session and parent_tool_use_id (a subagent's <agent>.meta.json toolUseId), agent_type
+//	                               agent_type
+//	session_start.parent_session   a subagent's parent session, and parent_tool_use_id its <agent>.meta.json toolUseId
 //	model_request (one per response)  ts: the api-request whose id is the response's requestRef; new_messages: the user
 //	                               records since the previous response (text prompts and tool_result blocks) as one user message;
 //	                               max_tokens: params.max_tokens; system/tools hashes from session_start

@@ -224,8 +224,8 @@ func TestClaudeCodeImportMapsPermissionsFailuresSubagentsAndTheSession(t *testin
 	if len(subStart.Tools) == 0 {
 		t.Error("the subagent's session_start has no tools; its api-request-shape names them")
 	}
-	if subStart.Tags["parent_session"] != main.ID || subStart.Tags["parent_tool_use_id"] != "toolu_agent_1" || sub.Parent != main.ID {
-		t.Errorf("subagent tags %v, want parent_session %s and parent_tool_use_id toolu_agent_1", subStart.Tags, main.ID)
+	if subStart.ParentSession != main.ID || subStart.ParentToolUseID != "toolu_agent_1" || sub.Parent != main.ID {
+		t.Errorf("subagent linked to %q, call %q; want parent_session %s and parent_tool_use_id toolu_agent_1", subStart.ParentSession, subStart.ParentToolUseID, main.ID)
 	}
 }
 

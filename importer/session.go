@@ -180,10 +180,12 @@ func (s *session) emit(sink trajectory.Sink, at func(time.Time)) {
 		"client_version": s.clientVersion,
 		"source_session": s.sourceID,
 	}
+	// A subagent is linked to its parent in session_start's own fields,
+	// as mock serve --record links one.
+	var parentSession, parentCall string
 	if s.parentSource != "" {
 		parent := session{client: s.client, sourceID: s.parentSource, start: s.parentStart}
-		tags["parent_session"] = parent.sessionID()
-		tags["parent_tool_use_id"] = s.parentToolUseID
+		parentSession, parentCall = parent.sessionID(), s.parentToolUseID
 	}
 	if s.agentType != "" {
 		tags["agent_type"] = s.agentType
@@ -214,6 +216,7 @@ func (s *session) emit(sink trajectory.Sink, at func(time.Time)) {
 		Mode: s.mode, PermissionMode: s.permMode, ConfigHash: trajectory.Hash(cfg),
 		SystemPromptHash: systemHash, SystemPrompt: s.system, Tools: tools,
 		Defenses: []trajectory.DefenseName{}, Workspace: s.cwd, Tags: tags,
+		ParentSession: parentSession, ParentToolUseID: parentCall,
 	})
 	var (
 		hashes   []string

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/retrace-dev/retrace/agent/llm"
@@ -103,26 +105,52 @@ func textOrBlocks(raw json.RawMessage, field string) (text string, blocks []aBlo
 	return "", blocks, false, nil
 }
 
-func (d anthropicDialect) decode(body []byte) (*llm.Request, bool, wireOptions, *apiError) {
+func (d anthropicDialect) decode(body []byte, h http.Header) (*llm.Request, bool, wireOptions, *apiError) {
 	var ar aRequest
 	if err := json.Unmarshal(body, &ar); err != nil {
 		return nil, false, wireOptions{}, jsonError(err)
 	}
-	req, e := d.neutral(&ar, true)
+	req, e := d.neutral(&ar, true, systemMessagesAllowed(h))
 	return req, ar.Stream, wireOptions{}, e
 }
 
 // decodeCount decodes a count_tokens body, which has no max_tokens.
-func (d anthropicDialect) decodeCount(body []byte) (*llm.Request, bool, wireOptions, *apiError) {
+func (d anthropicDialect) decodeCount(body []byte, h http.Header) (*llm.Request, bool, wireOptions, *apiError) {
 	var ar aRequest
 	if err := json.Unmarshal(body, &ar); err != nil {
 		return nil, false, wireOptions{}, jsonError(err)
 	}
-	req, e := d.neutral(&ar, false)
+	req, e := d.neutral(&ar, false, systemMessagesAllowed(h))
 	return req, false, wireOptions{}, e
 }
 
-func (anthropicDialect) neutral(ar *aRequest, needMaxTokens bool) (*llm.Request, *apiError) {
+// systemBetas are the anthropic-beta values under which a request may
+// carry role "system" messages among its messages. Claude Code sends both
+// with such messages, and sends neither (and no such message) when it
+// retries a rejected request in its downgraded form, so either one allows
+// them; without them the role is rejected as the API rejects it.
+var systemBetas = []string{"per-turn-control-2026-07-01", "mid-conversation-tool-changes-2026-07-01"}
+
+// systemMessagesAllowed reports whether the request's anthropic-beta
+// header enables role "system" messages.
+func systemMessagesAllowed(h http.Header) bool {
+	for _, v := range h.Values("Anthropic-Beta") {
+		for _, b := range strings.Split(v, ",") {
+			if slices.Contains(systemBetas, strings.TrimSpace(b)) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// neutral validates ar and turns it into the neutral request. With
+// systemMsgs, role "system" messages are accepted: their text joins the
+// request's system prompt (the neutral form has no system role, as the
+// OpenAI dialects fold system and developer messages the same way) and
+// they take no place in the message list, so the tool_use/tool_result
+// pairing is checked on the user and assistant messages around them.
+func (anthropicDialect) neutral(ar *aRequest, needMaxTokens, systemMsgs bool) (*llm.Request, *apiError) {
 	req := &llm.Request{Temperature: ar.Temperature}
 	if ar.Model == nil || *ar.Model == "" {
 		return req, invalidf("model", "model: Field required")
@@ -151,7 +179,6 @@ func (anthropicDialect) neutral(ar *aRequest, needMaxTokens bool) (*llm.Request,
 		}
 		sb.WriteString(b.Text)
 	}
-	req.System = sb.String()
 	for i, t := range ar.Tools {
 		if t.Name == "" {
 			return req, invalidf("tools", "tools.%d.name: Field required", i)
@@ -165,6 +192,17 @@ func (anthropicDialect) neutral(ar *aRequest, needMaxTokens bool) (*llm.Request,
 		return req, invalidf("messages", "messages: at least one message is required")
 	}
 	for i, m := range ar.Messages {
+		if m.Role == "system" && systemMsgs {
+			text, e := systemMessageText(m.Content, i)
+			if e != nil {
+				return req, e
+			}
+			if sb.Len() > 0 {
+				sb.WriteString("\n\n")
+			}
+			sb.WriteString(text)
+			continue
+		}
 		if m.Role != "user" && m.Role != "assistant" {
 			return req, invalidf("messages", "messages.%d.role: Input should be 'user' or 'assistant'", i)
 		}
@@ -221,7 +259,35 @@ func (anthropicDialect) neutral(ar *aRequest, needMaxTokens bool) (*llm.Request,
 		}
 		req.Messages = append(req.Messages, msg)
 	}
+	req.System = sb.String()
+	if len(req.Messages) == 0 {
+		return req, invalidf("messages", "messages: at least one user or assistant message is required")
+	}
 	return req, checkToolPairing(req.Messages)
+}
+
+// systemMessageText is the text of role "system" message i: a string or
+// text blocks, as the top-level system field takes.
+func systemMessageText(raw json.RawMessage, i int) (string, *apiError) {
+	field := fmt.Sprintf("messages.%d.content", i)
+	text, blocks, isText, e := textOrBlocks(raw, field)
+	if e != nil {
+		return "", e
+	}
+	if isText {
+		return text, nil
+	}
+	if blocks == nil {
+		return "", invalidf("messages", "%s: Field required", field)
+	}
+	parts := make([]string, 0, len(blocks))
+	for j, b := range blocks {
+		if b.Type != "text" {
+			return "", invalidf("messages", "%s.%d.type: a system message holds only text blocks", field, j)
+		}
+		parts = append(parts, b.Text)
+	}
+	return strings.Join(parts, "\n\n"), nil
 }
 
 // checkToolPairing enforces the API's hard rules on parallel calls (seed

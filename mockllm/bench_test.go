@@ -47,10 +47,13 @@ func FuzzDecodeRequests(f *testing.F) {
 	f.Add([]byte(`{"model":"m","messages":[{"role":"user","content":"hi"},{"role":"assistant","tool_calls":[{"id":"c","type":"function","function":{"name":"r","arguments":"{}"}}]},{"role":"tool","tool_call_id":"c","content":"x"}]}`))
 	f.Add([]byte(`{"model":"m","input":[{"role":"user","content":"hi"},{"type":"function_call","call_id":"c","name":"r","arguments":"{"},{"type":"function_call_output","call_id":"c","output":"x"}]}`))
 	f.Add([]byte(`{"model":"m","system":[{"type":"text","text":"s"}],"input":"x","max_tokens":1,"messages":[{"role":"user","content":[]}]}`))
+	f.Add([]byte(`{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"hi"},{"role":"system","content":[{"type":"text","text":"env"}]},{"role":"system","content":"more"}]}`))
 	dialects := []dialect{anthropicDialect{}, chatDialect{}, responsesDialect{}}
+	// With the betas Claude Code sends, role "system" messages decode too.
+	betas := http.Header{"Anthropic-Beta": {"claude-code-20250219," + systemBetas[0]}}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		for _, d := range dialects {
-			req, _, _, e := d.decode(body)
+			req, _, _, e := d.decode(body, betas)
 			if e == nil && req == nil {
 				t.Fatalf("%T: no request and no error", d)
 			}

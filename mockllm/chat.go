@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"strings"
 
 	"github.com/retrace-dev/retrace/agent/llm"
@@ -92,7 +93,7 @@ func partsText(raw json.RawMessage, field string) (string, *apiError) {
 	return b.String(), nil
 }
 
-func (chatDialect) decode(body []byte) (*llm.Request, bool, wireOptions, *apiError) {
+func (chatDialect) decode(body []byte, _ http.Header) (*llm.Request, bool, wireOptions, *apiError) {
 	var cr cRequest
 	if err := json.Unmarshal(body, &cr); err != nil {
 		e := jsonError(err)

@@ -18,9 +18,35 @@
 // Options has a hook for each moment of a model call: OnAccept when the
 // request is decoded and its reply chosen, OnAnswer just before the last
 // bytes of a complete reply are sent, OnRequest after the answer (for
-// logging). A Transcript fed from OnAccept and OnAnswer writes a
-// trajectory event by event, so a killed server leaves every reply a
-// client received on disk.
+// logging). A Transcript fed from all three writes a trajectory event by
+// event, so a killed server leaves every reply a client received on disk.
+//
+// # Real clients
+//
+// The requests of Claude Code and Codex are accepted as the real APIs
+// accept them (testdata/wire holds captured bodies of both). A role
+// "system" message among the Anthropic messages, which Claude Code sends
+// under the per-turn-control and mid-conversation-tool-changes betas, is
+// accepted when the anthropic-beta header names one of them (and refused
+// with the API's error otherwise); its text joins the system prompt, as
+// the OpenAI dialects fold system and developer messages, and the
+// tool_use/tool_result pairing is checked on the messages around it.
+// Claude Code's reachability check, HEAD /api/hello, gets 200.
+//
+// # Recording
+//
+// A Transcript records what is on the wire, and says so: a tool_use
+// answered by a tool_result in the next request becomes tool_call,
+// tool_success or tool_failure, tool_end and tool_result, marked observed
+// "wire"; the call's own run time is not on the wire, so tool_end's
+// duration_ms is 0 and the next model_request carries the batch's wall
+// time as batch_ms (seed §14.7). Model responses carry the measured
+// duration_ms and ttft_ms. Every failed attempt is a model_error: an
+// injected status, a request refused before the source answered (with
+// the tool results it carried), a malformed reply (invalid_response), one
+// the client hung up on (aborted, undelivered). NewTranscriptSessions
+// gives each conversation its own session, a subagent's linked to the
+// parent session and the tool_use whose input holds its prompt.
 //
 // Connections have a read-header, a read (whole request) and an idle
 // timeout (Options.ReadHeaderTimeout, ReadTimeout, IdleTimeout); a client

@@ -156,7 +156,13 @@ func NewReplayWith(events []trajectory.Event, opts ReplayOptions) (*Replay, erro
 	for _, ev := range events {
 		switch p := ev.Payload.(type) {
 		case *trajectory.SessionStart:
-			r.model = p.Model
+			// The sessions of one recording (a main agent's and its
+			// subagents') may be given together: each rebuilds its
+			// requests from its own first one.
+			if r.model == "replay" {
+				r.model = p.Model
+			}
+			prev, pending = rebuilt{}, nil
 		case *trajectory.ModelRequest:
 			t, next, key := r.rebuildRequest(p, prev)
 			prev = next

@@ -3,6 +3,7 @@ package mockllm
 import (
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"strings"
 
 	"github.com/retrace-dev/retrace/agent/llm"
@@ -42,7 +43,7 @@ type rTool struct {
 
 func (responsesDialect) requestIDHeader() string { return "X-Request-Id" }
 
-func (responsesDialect) decode(body []byte) (*llm.Request, bool, wireOptions, *apiError) {
+func (responsesDialect) decode(body []byte, _ http.Header) (*llm.Request, bool, wireOptions, *apiError) {
 	var rr rRequest
 	if err := json.Unmarshal(body, &rr); err != nil {
 		return nil, false, wireOptions{}, jsonError(err)

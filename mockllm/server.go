@@ -44,7 +44,10 @@ const (
 	EndpointChatCompletions = "openai.chat_completions"
 	EndpointResponses       = "openai.responses"
 	EndpointModels          = "models"
-	EndpointUnknown         = "unknown"
+	// EndpointHello is Claude Code's reachability check (HEAD /api/hello),
+	// answered 200 with no body so that it goes on as against the API.
+	EndpointHello   = "anthropic.hello"
+	EndpointUnknown = "unknown"
 )
 
 // Options tune a Server. The zero value is ready to use. The hooks (the
@@ -120,6 +123,24 @@ type Logged struct {
 	Error string
 	// Response is the reply sent, when Status is 200 on a model endpoint.
 	Response *llm.Response
+	// Accepted is set once OnAccept has been called: the source chose the
+	// reply (a response or an injected status). A model call answered with
+	// an error status and not Accepted was refused before the source
+	// answered (invalid, out of turns, a failed expectation).
+	Accepted bool
+	// Complete is set once OnAnswer has been called: the whole 200 reply
+	// was about to be sent. A 200 model call that is not Complete sent a
+	// broken reply (malformed_sse) or lost its client on the way.
+	Complete bool
+	// FirstByte is when the reply's first bytes were written (zero before).
+	FirstByte time.Time
+	// End is when the reply was complete (OnAnswer), when an injected
+	// error status was about to be sent (OnAccept) or, for any other
+	// request, when the handler finished.
+	End time.Time
+	// ClientGone is set when the client hung up before the handler
+	// finished, so it did not get the whole reply.
+	ClientGone bool
 }
 
 // Stats counts what a Server has served.
@@ -318,11 +339,20 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		lg.Endpoint = EndpointModels
 		x.dialect = modelsDialectFor(r)
 		x.handleModels(strings.TrimPrefix(strings.TrimPrefix(path, "/v1/models"), "/"))
+	case path == "/api/hello" && (r.Method == http.MethodHead || r.Method == http.MethodGet):
+		lg.Endpoint = EndpointHello
+		lg.Status = http.StatusOK
+		w.Header().Set("Content-Length", "0")
+		w.WriteHeader(http.StatusOK)
 	default:
 		lg.Endpoint = EndpointUnknown
 		x.dialect = modelsDialectFor(r)
 		x.fail(http.StatusNotFound, errNotFound, fmt.Sprintf("%s %s is not an endpoint of this mock; it serves POST /v1/messages, /v1/messages/count_tokens, /v1/chat/completions, /v1/responses and GET /v1/models", r.Method, r.URL.Path), "")
 	}
+	if lg.End.IsZero() {
+		lg.End = s.opts.Now()
+	}
+	lg.ClientGone = r.Context().Err() != nil
 	s.requests.Add(1)
 	switch {
 	case lg.Status >= 400:
@@ -358,8 +388,9 @@ const (
 // reply and an error.
 type dialect interface {
 	// decode parses and validates a body into the neutral request; the
-	// error is an *apiError with the real API's message.
-	decode(body []byte) (req *llm.Request, stream bool, opts wireOptions, err *apiError)
+	// error is an *apiError with the real API's message. The header
+	// carries what widens the protocol (Anthropic's anthropic-beta).
+	decode(body []byte, h http.Header) (req *llm.Request, stream bool, opts wireOptions, err *apiError)
 	writeJSON(x *exchange, rep *Reply)
 	writeSSE(x *exchange, rep *Reply, opts wireOptions)
 	writeError(x *exchange, e *apiError)
@@ -400,6 +431,10 @@ type exchange struct {
 
 // accept calls OnAccept: the source has chosen the reply.
 func (x *exchange) accept() {
+	x.lg.Accepted = true
+	if x.lg.Status != http.StatusOK {
+		x.lg.End = x.s.opts.Now()
+	}
 	if f := x.s.opts.OnAccept; f != nil {
 		f(*x.lg)
 	}
@@ -412,6 +447,7 @@ func (x *exchange) answer() {
 		return
 	}
 	x.answered = true
+	x.lg.Complete, x.lg.End = true, x.s.opts.Now()
 	if f := x.s.opts.OnAnswer; f != nil {
 		f(*x.lg)
 	}
@@ -465,7 +501,7 @@ func (x *exchange) handleModelCall() {
 	if !ok {
 		return
 	}
-	req, stream, wopts, apiErr := x.dialect.decode(body)
+	req, stream, wopts, apiErr := x.dialect.decode(body, x.r.Header)
 	x.lg.Request, x.lg.Stream = req, stream
 	if apiErr != nil {
 		x.failAPI(apiErr)
@@ -578,6 +614,7 @@ func (x *exchange) writeJSONBody(v any, malformed bool) {
 		x.answer()
 	}
 	x.w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+	x.lg.FirstByte = x.s.opts.Now()
 	x.w.WriteHeader(http.StatusOK)
 	_, _ = x.w.Write(b)
 }
@@ -587,7 +624,7 @@ func (x *exchange) handleCountTokens() {
 	if !ok {
 		return
 	}
-	req, _, _, apiErr := anthropicDialect{}.decodeCount(body)
+	req, _, _, apiErr := anthropicDialect{}.decodeCount(body, x.r.Header)
 	x.lg.Request = req
 	if apiErr != nil {
 		x.failAPI(apiErr)
@@ -721,6 +758,7 @@ func (s *sse) last(name string, v any) {
 func (s *sse) send(flush bool) {
 	if !s.started {
 		s.started = true
+		s.x.lg.FirstByte = s.x.s.opts.Now()
 		s.x.w.WriteHeader(http.StatusOK)
 	}
 	if s.buf.Len() > 0 {

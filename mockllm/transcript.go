@@ -2,100 +2,246 @@ package mockllm
 
 import (
 	"encoding/json"
+	"net/http"
 	"slices"
+	"strings"
 	"sync"
+	"time"
 
 	"github.com/retrace-dev/retrace/agent/llm"
 	"github.com/retrace-dev/retrace/trajectory"
 )
 
 // Transcript turns the model calls an agent makes through the Server into
-// a trajectory, so an external agent's session is recorded even though its
-// tools run out of sight: each accepted call becomes a model_request (the
-// tool_result blocks it carries for the previous reply become tool_result
-// events before it), each injected error status a model_error, and each
-// complete reply a model_response. Feed it from Options.OnAccept and
-// Options.OnAnswer: every event is emitted when it happens and, when the
-// sink has a Flush method (a *recorder.Recorder does), flushed at once, so
-// a killed server leaves on disk every reply a client received. A client
-// that sends the same request again before getting a reply is retrying:
-// it adds an attempt, not a model_request. It is safe for concurrent use.
+// trajectories, so an external agent's session is recorded even though
+// its tools run out of sight. Feed it from Options.OnAccept,
+// Options.OnAnswer and Options.OnRequest (Accept, Answer, Done).
+//
+// Each accepted call becomes a model_request and each complete reply a
+// model_response with its measured duration_ms (and ttft_ms when
+// streamed). The tool calls are known from the wire: a tool_use of a reply
+// answered by a tool_result in the next request becomes, before that
+// request, a tool_call, its outcome (tool_success, or tool_failure of kind
+// tool_error when is_error is set, permission_denied when the result is
+// the client's own refusal), a tool_end and the tool_result, all marked
+// observed "wire". The call's own run time is not on the wire: tool_end's
+// duration_ms is 0, and the next model_request carries the batch's wall
+// time as batch_ms, never split among the calls (seed §14.7). A tool_use
+// that never got a result has no tool_call.
+//
+// Every failed attempt is a model_error: an injected status, a request
+// the server refused (invalid, out of turns, a failed expectation; its
+// model_request and the tool results it carried are recorded first), a
+// reply that broke (malformed_sse: invalid_response) and one the client
+// hung up on (aborted, undelivered). A client that sends the same request
+// again before getting a reply is retrying: it adds an attempt, not a
+// model_request.
+//
+// Every event is emitted when it happens and, when the sink has a Flush
+// method (a *recorder.Recorder does), flushed at once, so a killed server
+// leaves on disk every reply a client received. It is safe for
+// concurrent use.
 type Transcript struct {
-	mu       sync.Mutex
-	sink     trajectory.Sink
-	started  bool
-	turn     int
-	prev     *llm.Request
-	prevEv   *trajectory.ModelRequest
-	awaiting bool // a model_request waits for its response
-	attempt  int
-	pending  map[string]string // tool_use id → tool name, awaiting a result
-	last     trajectory.StopReason
-	usage    trajectory.Usage
+	mu sync.Mutex
+	// open returns the sink of a conversation's session; nil: one sink
+	// for every conversation.
+	open     func(conversation string) trajectory.Sink
+	one      trajectory.Sink
+	sessions map[string]*tsession
+	order    []*tsession
 }
 
-// NewTranscript returns a Transcript that emits into sink.
+// tsession is the recording of one conversation.
+type tsession struct {
+	sink         trajectory.Sink
+	conversation string
+	started      bool
+	turn         int
+	prev         *llm.Request
+	prevEv       *trajectory.ModelRequest
+	awaiting     bool // a model_request waits for its response
+	attempt      int
+	pending      map[string]pendingUse // tool_use id → the block, awaiting a result
+	replyEnd     time.Time             // when the last reply ended
+	last         trajectory.StopReason
+	usage        trajectory.Usage
+	calls        int
+	failures     int
+}
+
+// pendingUse is a tool_use of a reply, waiting for its tool_result.
+type pendingUse struct {
+	block trajectory.ContentBlock
+	index int
+}
+
+// NewTranscript returns a Transcript that records every conversation into
+// sink, as one session.
 func NewTranscript(sink trajectory.Sink) *Transcript {
-	return &Transcript{sink: sink, pending: map[string]string{}}
+	return &Transcript{one: sink, sessions: map[string]*tsession{}}
+}
+
+// NewTranscriptSessions returns a Transcript that records each
+// conversation (Logged.Conversation, set when the source routes) as its
+// own session, in the sink open returns for it. A conversation whose
+// first user message holds the text of a pending tool_use's input (the
+// prompt of an Agent or Task call) is a subagent: its session_start
+// names the parent's session, when the parent's sink has a SessionID
+// method, and the parent's tool_use id.
+func NewTranscriptSessions(open func(conversation string) trajectory.Sink) *Transcript {
+	return &Transcript{open: open, sessions: map[string]*tsession{}}
+}
+
+// session returns the recording of l's conversation, creating it.
+func (t *Transcript) session(l Logged) *tsession {
+	key := ""
+	if t.open != nil {
+		key = l.Conversation
+	}
+	if s := t.sessions[key]; s != nil {
+		return s
+	}
+	s := &tsession{conversation: l.Conversation, pending: map[string]pendingUse{}, sink: t.one}
+	if t.open != nil {
+		s.sink = t.open(key)
+	}
+	t.sessions[key] = s
+	t.order = append(t.order, s)
+	return s
+}
+
+// isModelCall reports whether l is a call to one of the model endpoints.
+func isModelCall(l Logged) bool {
+	switch l.Endpoint {
+	case EndpointMessages, EndpointChatCompletions, EndpointResponses:
+		return true
+	}
+	return false
 }
 
 // Accept records a model call the server accepted (Options.OnAccept):
 // its request and, when the reply is an injected error status, the failed
-// attempt. Requests that are not model calls or that were rejected before
-// the source answered are not part of the conversation and are skipped.
+// attempt. Whether a 200 reply reached the client whole is recorded by
+// Answer and Done.
 func (t *Transcript) Accept(l Logged) {
-	if l.Request == nil || (l.Status != 200 && l.Status < 400) || (l.Status == 200 && l.Response == nil) {
+	if l.Request == nil || (l.Status != http.StatusOK && l.Status < 400) || (l.Status == http.StatusOK && l.Response == nil) {
 		return
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.request(l)
-	if l.Status != 200 {
-		t.sink.Emit(t.turn, &trajectory.ModelError{ErrorKind: kindForStatus(l.Status), StatusCode: l.Status, Attempt: t.attempt})
+	s := t.session(l)
+	t.request(s, l)
+	if l.Status != http.StatusOK {
+		s.sink.Emit(s.turn, &trajectory.ModelError{ErrorKind: kindForStatus(l.Status), StatusCode: l.Status, Attempt: s.attempt,
+			DurationMs: msBetween(l.Time, l.End)})
 	}
-	t.flush()
+	s.flush()
 }
 
-// Answer records a complete reply (Options.OnAnswer).
+// Answer records a complete reply (Options.OnAnswer), with its measured
+// duration and time to first byte.
 func (t *Transcript) Answer(l Logged) {
-	if l.Status != 200 || l.Request == nil || l.Response == nil {
+	if l.Status != http.StatusOK || l.Request == nil || l.Response == nil {
 		return
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if !t.awaiting {
-		t.request(l) // fed without Accept: the request comes first all the same
+	s := t.session(l)
+	if !s.awaiting {
+		t.request(s, l) // fed without Accept: the request comes first all the same
 	}
-	t.awaiting = false
-	t.sink.Emit(t.turn, llm.ResponseEvent(*l.Response))
-	t.last = l.Response.StopReason
+	s.awaiting = false
+	ev := llm.ResponseEvent(*l.Response)
+	ev.DurationMs = msBetween(l.Time, l.End)
+	if l.Stream {
+		// A short stream is gathered and its first bytes leave with the
+		// rest, after this call: its time to first byte is its duration.
+		ev.TTFTMs = ev.DurationMs
+		if !l.FirstByte.IsZero() {
+			ev.TTFTMs = msBetween(l.Time, l.FirstByte)
+		}
+	}
+	s.sink.Emit(s.turn, ev)
+	s.replyEnd = l.End
+	s.last = l.Response.StopReason
 	u := l.Response.Usage
-	t.usage.InputTokens += u.InputTokens
-	t.usage.OutputTokens += u.OutputTokens
-	t.usage.CacheReadTokens += u.CacheReadTokens
-	t.usage.CacheCreationTokens += u.CacheCreationTokens
-	for _, b := range l.Response.ToolUses() {
-		t.pending[b.ID] = b.Name
+	s.usage.InputTokens += u.InputTokens
+	s.usage.OutputTokens += u.OutputTokens
+	s.usage.CacheReadTokens += u.CacheReadTokens
+	s.usage.CacheCreationTokens += u.CacheCreationTokens
+	for i, b := range l.Response.ToolUses() {
+		s.pending[b.ID] = pendingUse{block: b, index: i}
 	}
-	t.flush()
+	s.flush()
+}
+
+// Done records how a model call ended (Options.OnRequest): an attempt
+// the server refused before the source answered, and a 200 reply that
+// broke off, become a model_error (Accept records the injected statuses).
+// Other requests are skipped.
+func (t *Transcript) Done(l Logged) {
+	if !isModelCall(l) || (l.Status >= 400 && l.Accepted) {
+		return
+	}
+	me := &trajectory.ModelError{StatusCode: l.Status, DurationMs: msBetween(l.Time, l.End), Undelivered: l.ClientGone}
+	switch {
+	case l.Status >= 400:
+		me.ErrorKind = kindForStatus(l.Status)
+	case l.Status == http.StatusOK && l.Response != nil && !l.Complete:
+		// The reply broke off: a malformed frame was sent, or the client
+		// hung up before the end (during a stall) and never received it.
+		me.ErrorKind = trajectory.ModelInvalidResponse
+		if l.ClientGone {
+			me.ErrorKind = trajectory.ModelAborted
+		}
+	default:
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s := t.session(l)
+	switch {
+	case l.Request != nil && !l.Accepted:
+		// Refused before the source answered: the client sent it all the
+		// same, with the tool results it carried.
+		t.request(s, l)
+	case l.Request == nil && !s.started:
+		return // nothing to open a session with: the body did not decode
+	}
+	me.Attempt = max(s.attempt, 1)
+	if l.Request == nil {
+		me.Attempt = 1 // a body that did not decode retries nothing
+	}
+	s.sink.Emit(s.turn, me)
+	s.flush()
+}
+
+// msBetween is the time from a to b in milliseconds, 0 when unknown.
+func msBetween(a, b time.Time) float64 {
+	if a.IsZero() || b.IsZero() || b.Before(a) {
+		return 0
+	}
+	return float64(b.Sub(a).Microseconds()) / 1000
 }
 
 // request emits the model_request of l, unless l retries the request
 // that waits for its response.
-func (t *Transcript) request(l Logged) {
+func (t *Transcript) request(s *tsession, l Logged) {
 	req := l.Request
-	if !t.started {
-		t.start(req)
+	if !s.started {
+		t.start(s, req)
 	}
-	ev := llm.RequestEvent(*req, t.prev, l.BodyBytes, l.Stream)
-	if t.awaiting && sameRequest(ev, t.prevEv) {
-		t.attempt++
+	ev := llm.RequestEvent(*req, s.prev, l.BodyBytes, l.Stream)
+	if s.awaiting && sameRequest(ev, s.prevEv) {
+		s.attempt++
 		return
 	}
-	t.results(req)
-	t.turn++
-	t.sink.Emit(t.turn, ev)
-	t.prev, t.prevEv, t.awaiting, t.attempt = req, ev, true, 1
+	if s.results(req) > 0 && !s.replyEnd.IsZero() {
+		ev.BatchMs = msBetween(s.replyEnd, l.Time)
+	}
+	s.turn++
+	s.sink.Emit(s.turn, ev)
+	s.prev, s.prevEv, s.awaiting, s.attempt = req, ev, true, 1
 }
 
 // sameRequest reports whether two requests ask the same: same system
@@ -105,56 +251,158 @@ func sameRequest(a, b *trajectory.ModelRequest) bool {
 }
 
 // flush writes what was emitted to the sink's file, when it has one.
-func (t *Transcript) flush() {
-	if f, ok := t.sink.(interface{ Flush() error }); ok {
+func (s *tsession) flush() {
+	if f, ok := s.sink.(interface{ Flush() error }); ok {
 		_ = f.Flush() // a failure is counted by the sink and reported when it closes
 	}
 }
 
-func (t *Transcript) start(req *llm.Request) {
-	t.started = true
+func (t *Transcript) start(s *tsession, req *llm.Request) {
+	s.started = true
 	tools := make([]trajectory.ToolInfo, 0, len(req.Tools))
 	for _, d := range req.Tools {
 		def, _ := json.Marshal(d) // a ToolDef always marshals
 		tools = append(tools, trajectory.ToolInfo{Name: d.Name, DefinitionHash: trajectory.Hash(def),
 			Source: trajectory.ToolBuiltin, Display: trajectory.DisplayFull})
 	}
-	t.sink.Emit(0, &trajectory.SessionStart{
+	tags := map[string]string{"source": "mock_serve"}
+	if s.conversation != "" {
+		tags["conversation"] = s.conversation
+	}
+	start := &trajectory.SessionStart{
 		HarnessVersion: "retrace mock serve", Provider: "mock", Model: req.Model, Mode: trajectory.ModeHeadless,
 		PermissionMode: trajectory.PermDefault, ConfigHash: trajectory.Hash(nil),
 		SystemPromptHash: trajectory.Hash([]byte(req.System)), Tools: tools, Defenses: []trajectory.DefenseName{},
-		Tags: map[string]string{"source": "mock_serve"},
-	})
+		Tags: tags,
+	}
+	if t.open != nil {
+		t.link(s, req, start)
+	}
+	s.sink.Emit(0, start)
 }
 
-// results emits the tool results the agent sends back for the pending
-// tool_use blocks of the previous reply.
-func (t *Transcript) results(req *llm.Request) {
-	if len(req.Messages) == 0 {
+// minPromptMatch is the shortest tool input text that links a subagent
+// to the call that started it, so that a short value ("ls", a file name)
+// never links two unrelated conversations.
+const minPromptMatch = 16
+
+// link finds the call that started s: a pending tool_use of another
+// session whose input holds a text the first user message of req
+// contains.
+func (t *Transcript) link(s *tsession, req *llm.Request, start *trajectory.SessionStart) {
+	first := firstUserText(req)
+	if first == "" {
 		return
 	}
-	for _, b := range req.Messages[len(req.Messages)-1].Content {
-		name, ok := t.pending[b.ToolUseID]
-		if b.Type != trajectory.BlockToolResult || !ok {
+	for _, p := range t.order {
+		if p == s || !p.started {
 			continue
 		}
-		delete(t.pending, b.ToolUseID)
-		t.sink.Emit(t.turn, &trajectory.ToolResult{ToolRef: trajectory.ToolRef{ToolUseID: b.ToolUseID, Tool: name},
-			Text: b.Content, IsError: b.IsError, Display: trajectory.DisplayFull})
+		ids := make([]string, 0, len(p.pending))
+		for id := range p.pending {
+			ids = append(ids, id)
+		}
+		slices.SortFunc(ids, func(a, b string) int { return p.pending[a].index - p.pending[b].index })
+		for _, id := range ids {
+			var in map[string]any
+			if json.Unmarshal(p.pending[id].block.Input, &in) != nil {
+				continue
+			}
+			for _, v := range in {
+				if text, ok := v.(string); ok && len(text) >= minPromptMatch && strings.Contains(first, text) {
+					if sid, ok := p.sink.(interface{ SessionID() string }); ok && sid.SessionID() != "" {
+						start.ParentSession, start.ParentToolUseID = sid.SessionID(), id
+					}
+					return
+				}
+			}
+		}
 	}
 }
 
-// Close ends the session when the conversation ended cleanly: the last
+// deniedByClient are the words with which the clients answer a call they
+// refused to run, so that the refusal is a permission_denied failure
+// rather than a tool error. They are the clients' own fixed texts, seen
+// in their real tool_results, never an error message of the tool.
+var deniedByClient = []string{
+	// Claude Code 2.1.328, a Bash call its permission rules did not allow
+	// in -p mode: "touch in '...' needs approval. The path is inside the
+	// working directories for this session ('...'), and Claude Code asks
+	// before a shell command creates, changes or removes files there."
+	"needs approval. ",
+}
+
+// results emits the calls the agent answers in req, in the order of
+// their tool_result blocks, and returns how many: the tool_results of the
+// user messages after the last assistant message that answer a pending
+// tool_use of the previous reply.
+func (s *tsession) results(req *llm.Request) int {
+	from := len(req.Messages)
+	for from > 0 && req.Messages[from-1].Role == trajectory.RoleUser {
+		from--
+	}
+	n := 0
+	for _, m := range req.Messages[from:] {
+		for _, b := range m.Content {
+			use, ok := s.pending[b.ToolUseID]
+			if b.Type != trajectory.BlockToolResult || !ok {
+				continue
+			}
+			delete(s.pending, b.ToolUseID)
+			n++
+			s.call(use, b)
+		}
+	}
+	return n
+}
+
+// call emits one call observed on the wire: tool_call, outcome, tool_end
+// and tool_result.
+func (s *tsession) call(use pendingUse, res trajectory.ContentBlock) {
+	ref := trajectory.ToolRef{ToolUseID: use.block.ID, Tool: use.block.Name, Observed: trajectory.ObservedWire}
+	input := use.block.Input
+	if len(input) == 0 {
+		input = json.RawMessage(`{}`) // a tool_use cut by max_tokens: its input never parsed
+	}
+	s.calls++
+	s.sink.Emit(s.turn, &trajectory.ToolCall{ToolRef: ref, Input: input, Index: use.index})
+	if res.IsError {
+		s.failures++
+		kind := trajectory.FailureToolError
+		for _, d := range deniedByClient {
+			if strings.Contains(res.Content, d) && strings.Contains(res.Content, "Claude Code asks before") {
+				kind = trajectory.FailurePermissionDenied
+			}
+		}
+		s.sink.Emit(s.turn, &trajectory.ToolFailure{ToolRef: ref, FailureKind: kind})
+	} else {
+		s.sink.Emit(s.turn, &trajectory.ToolSuccess{ToolRef: ref})
+	}
+	// The call's own run time is not on the wire: the batch's wall time
+	// goes on the next request as batch_ms, never split among its calls.
+	s.sink.Emit(s.turn, &trajectory.ToolEnd{ToolRef: ref, DurationUnknown: true, OutputBytes: int64(len(res.Content))})
+	s.sink.Emit(s.turn, &trajectory.ToolResult{ToolRef: ref, Text: res.Content, IsError: res.IsError, Display: trajectory.DisplayFull})
+}
+
+// Close ends each session whose conversation ended cleanly: the last
 // reply finished its turn and no tool_use waits for a result. Otherwise
-// the agent stopped mid-turn, and the trajectory honestly has no
-// session_end. It reports whether a session_end was written.
+// the agent stopped mid-turn, and that trajectory honestly has no
+// session_end. It reports whether every session got a session_end.
 func (t *Transcript) Close() bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if !t.started || t.awaiting || len(t.pending) > 0 || t.last != trajectory.StopEndTurn {
-		return false
+	all := true
+	for _, s := range t.order {
+		if !s.started {
+			continue
+		}
+		if s.awaiting || len(s.pending) > 0 || s.last != trajectory.StopEndTurn {
+			all = false
+			continue
+		}
+		s.sink.Emit(s.turn, &trajectory.SessionEnd{Reason: trajectory.EndTurn, Turns: s.turn, Usage: s.usage,
+			ToolCalls: s.calls, ToolFailures: s.failures})
+		s.flush()
 	}
-	t.sink.Emit(t.turn, &trajectory.SessionEnd{Reason: trajectory.EndTurn, Turns: t.turn, Usage: t.usage})
-	t.flush()
-	return true
+	return all
 }

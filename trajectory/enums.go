@@ -408,11 +408,17 @@ var compactionStrategies = closedSet[CompactionStrategy]{CompactDrop, CompactSum
 func (s CompactionStrategy) Valid() bool { return compactionStrategies.has(s) }
 
 // Observed says where an event about a tool call comes from when retrace
-// did not run the call itself (ToolRef.Observed).
+// did not run the call itself (ToolRef.Observed). Absent means retrace's
+// own runtime ran the call and saw every event happen.
 type Observed string
 
 // The origins of observed events.
 const (
+	// ObservedWire: derived from the model traffic of a third-party agent
+	// (retrace mock serve --record). A call is known from its tool_use and
+	// the tool_result the agent sent back: the call, its outcome (from
+	// is_error) and its output are on the wire; its own run time is not.
+	ObservedWire Observed = "wire"
 	// ObservedTranscript: the client's own transcript states the event.
 	ObservedTranscript Observed = "transcript"
 	// ObservedInferred: an importer derived the event from what the
@@ -420,7 +426,7 @@ const (
 	ObservedInferred Observed = "inferred"
 )
 
-var observedOrigins = closedSet[Observed]{ObservedTranscript, ObservedInferred}
+var observedOrigins = closedSet[Observed]{ObservedWire, ObservedTranscript, ObservedInferred}
 
 // Valid reports whether o is a known origin.
 func (o Observed) Valid() bool { return observedOrigins.has(o) }

@@ -100,6 +100,12 @@ type SessionStart struct {
 	ReplayOf string `json:"replay_of,omitempty"`
 	// Tags are user-given key/value labels (scenario, git revision, ...).
 	Tags map[string]string `json:"tags,omitempty"`
+	// ParentSession is the session that started this one as a subagent,
+	// and ParentToolUseID the parent's tool_use that did (an Agent or Task
+	// call); both absent for a top-level session, ParentToolUseID also
+	// when the parent is known but not its call.
+	ParentSession   string `json:"parent_session,omitempty"`
+	ParentToolUseID string `json:"parent_tool_use_id,omitempty"`
 }
 
 // EventType implements Payload.
@@ -141,6 +147,9 @@ func (p *SessionStart) validate(c *checks) {
 	c.blobRef("workspace_snapshot", p.WorkspaceSnapshot)
 	for k := range p.Tags {
 		c.label("tags key", k)
+	}
+	if p.ParentToolUseID != "" && p.ParentSession == "" {
+		c.fail("parent_tool_use_id", ErrMalformed, "names a call of no session; give parent_session too")
 	}
 }
 
@@ -259,6 +268,12 @@ type ModelRequest struct {
 	// not "they do not exist" (seed §12.4, §13.12). Optional; absent when
 	// none is pending or the harness does not say.
 	PendingSources []string `json:"pending_sources,omitempty"`
+	// BatchMs is the wall time from the end of the previous reply to this
+	// request, when the harness did not run the tools itself (a recording
+	// of a third-party agent): the agent ran the previous reply's tool
+	// calls, and did its own work, in that time. It is the batch's time as
+	// it is, never split among the calls (seed §14.7). Optional.
+	BatchMs float64 `json:"batch_ms,omitempty"`
 }
 
 // EventType implements Payload.
@@ -291,6 +306,7 @@ func (p *ModelRequest) validate(c *checks) {
 		c.nestedAt("new_messages", i, p.NewMessages[i].validate)
 	}
 	c.nonNegative("max_tokens", float64(p.MaxTokens))
+	c.nonNegative("batch_ms", p.BatchMs)
 	for i, n := range p.PendingSources {
 		c.nonEmpty(indexed("pending_sources", i), n)
 	}
@@ -360,6 +376,10 @@ type ModelError struct {
 	WillRetry    bool    `json:"will_retry,omitempty"`
 	RetryAfterMs float64 `json:"retry_after_ms,omitempty"`
 	DurationMs   float64 `json:"duration_ms"`
+	// Undelivered is set when the client was gone before the failure
+	// reached it (it hung up during a stall, or before the error reply):
+	// the attempt failed, but the client never saw why. Optional.
+	Undelivered bool `json:"undelivered,omitempty"`
 }
 
 // EventType implements Payload.
@@ -380,10 +400,11 @@ type ToolRef struct {
 	Tool      string `json:"tool"`
 	// Observed says where the event comes from when retrace did not run
 	// the call itself: absent for retrace's own runtime, which saw every
-	// event happen; ObservedTranscript when a third-party client's own
-	// transcript states it; ObservedInferred when an importer derived it
-	// from what the transcript shows (a tool_call from a tool_use block,
-	// an outcome from is_error). Optional.
+	// event happen; ObservedWire when mock serve --record derived it from
+	// the tool_use and tool_result on the wire; ObservedTranscript when a
+	// third-party client's own transcript states it; ObservedInferred when
+	// an importer derived it from what the transcript shows (a tool_call
+	// from a tool_use block, an outcome from is_error). Optional.
 	Observed Observed `json:"observed,omitempty"`
 }
 

@@ -32,7 +32,7 @@ validate, metrics, detect and report work on it like on one of retrace's own.
   retrace import codex [PATH...]         default: ~/.codex/sessions ($CODEX_HOME/sessions)
 
 PATH is a transcript file or a directory walked for them. A Claude Code
-subagent becomes its own session, linked to its parent by the tags
+subagent becomes its own session, linked to its parent by session_start's
 parent_session and parent_tool_use_id. Events the transcript states carry
 observed: transcript, events derived from it observed: inferred; a tool
 call's duration is taken only from the client's own measurement and is

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -20,7 +21,9 @@ import (
 
 type mockServeOptions struct {
 	script string
-	replay string
+	// replay are the --from files: the sessions of one recording (the
+	// main agent's and each subagent's).
+	replay []string
 	record string
 	addr   string
 	// mode and route are the --mode and --route names, parsed in runMockServe.
@@ -107,8 +110,20 @@ The first line on stdout is the server's URL. Point the SDKs at it:
 
 Each request is logged on stderr, one line each. With --record DIR the
 conversation is also written as a trajectory in DIR: the model requests
-and responses, and the tool results the agent sends back, so a session of
-any agent can be validated, queried and replayed like one of retrace's own.
+and responses (with their measured duration and time to first byte), and
+the tool calls, so a session of any agent can be validated, queried and
+measured like one of retrace's own. A call is known from the wire: a
+tool_use answered by a tool_result in the next request gives tool_call,
+tool_success or tool_failure (tool_error when is_error is set;
+permission_denied when the result is the client's own refusal),
+tool_end and tool_result, marked observed "wire". Its own run time is not
+on the wire: tool_end's duration_ms is 0 and the next model_request
+carries the batch's wall time as batch_ms, never split among the calls.
+Every failed attempt is a model_error: an injected status, a request the
+server refused, a malformed reply (invalid_response) and one the client
+hung up on (aborted, undelivered). Each conversation (see --route and
+conversations:) is its own session in its own file; a subagent's
+session_start names the parent session and the tool_use that started it.
 Each event is written to the file when it happens: a request when it is
 accepted, a reply just before its last bytes are sent, so even if the
 server is killed the file holds every reply a client received. The file
@@ -149,12 +164,12 @@ as file:line: what is wrong), 1 the server could not start, 3 with
 		},
 	}
 	serve.Flags().StringVar(&opts.script, "script", "", "YAML script of turns to answer with")
-	serve.Flags().StringVar(&opts.replay, "from", "", "recorded trajectory: answer with its model responses (see --mode), and log where each request differs from the recorded one")
+	serve.Flags().StringArrayVar(&opts.replay, "from", nil, "recorded trajectory: answer with its model responses (see --mode), and log where each request differs from the recorded one; repeat it to serve the sessions of one recording together (a main agent's and its subagents')")
 	serve.Flags().StringVar(&opts.mode, "mode", "ordered", "with --from, which recorded response answers a request: ordered (the next one) or match (the one whose recorded request asked the same, after normalisation)")
 	serve.Flags().StringVar(&opts.route, "route", "none", "group requests into conversations, each with its own turns: none, header (the X-Retrace-Conversation header; --script only) or prompt (system prompt and first user message)")
 	serve.Flags().BoolVar(&opts.strict, "strict", false, "exit 3 at shutdown when a request missed an expectation or a recorded answer, or turns were left unused")
 	serve.Flags().StringVar(&opts.addr, "addr", "127.0.0.1:0", "address to listen on (port 0 picks a free port)")
-	serve.Flags().StringVar(&opts.record, "record", "", "record the agent's conversation as a trajectory in this directory (model requests and responses, and the tool results the agent sends back)")
+	serve.Flags().StringVar(&opts.record, "record", "", "record each conversation as a trajectory in this directory: model calls and their failed attempts, and the tool calls seen on the wire")
 	serve.Flags().DurationVar(&opts.readHeaderTimeout, "read-header-timeout", mockllm.DefaultReadHeaderTimeout, "cut a client that has not sent a request's headers this long after connecting or starting the request")
 	serve.Flags().DurationVar(&opts.readTimeout, "read-timeout", mockllm.DefaultReadTimeout, "cut a client that has not sent a whole request, headers and body, in this time (replies are not limited)")
 	serve.Flags().DurationVar(&opts.idleTimeout, "idle-timeout", mockllm.DefaultIdleTimeout, "close a keep-alive connection that waits this long for its next request")
@@ -164,7 +179,7 @@ as file:line: what is wrong), 1 the server could not start, 3 with
 
 // runMockServe serves until ctx is done.
 func runMockServe(ctx context.Context, sys *IO, opts *mockServeOptions) error {
-	if (opts.script == "") == (opts.replay == "") {
+	if (opts.script == "") == (len(opts.replay) == 0) {
 		return usage(errors.New("give exactly one of --script FILE or --from RUN.jsonl"))
 	}
 	mode, err := mockllm.ParseMode(cmpOrStr(opts.mode, "ordered"))
@@ -194,39 +209,41 @@ func runMockServe(ctx context.Context, sys *IO, opts *mockServeOptions) error {
 		}
 		src, verify = s, s.Verify
 	} else {
-		events, err := trajectory.ReadFile(opts.replay)
-		if err != nil {
-			return invalid(err)
+		var events []trajectory.Event
+		for _, path := range opts.replay {
+			evs, err := trajectory.ReadFile(path)
+			if err != nil {
+				return invalid(err)
+			}
+			events = append(events, evs...)
 		}
 		r, err := mockllm.NewReplayWith(events, mockllm.ReplayOptions{Mode: mode, Route: route})
 		switch {
 		case errors.Is(err, mockllm.ErrMispaired):
-			return invalid(fmt.Errorf("--from %s: %w", opts.replay, err))
+			return invalid(fmt.Errorf("--from %s: %w", strings.Join(opts.replay, " "), err))
 		case err != nil:
-			return usage(fmt.Errorf("--from %s: %w", opts.replay, err))
+			return usage(fmt.Errorf("--from %s: %w", strings.Join(opts.replay, " "), err))
 		}
 		src, verify = r, r.Verify
 		if mode == mockllm.ModeOrdered && route == mockllm.RouteNone {
 			checker = mockllm.NewRequestChecker(events)
 		}
 	}
-	var rec *lazyRecorder
+	var recs *recordings
 	var transcript *mockllm.Transcript
-	if opts.record != "" {
-		r, err := newLazyRecorder(opts.record, recorder.Options{Clock: sys.Now})
-		if err != nil {
-			return err
-		}
-		rec, transcript = r, mockllm.NewTranscript(r)
-	}
 	var logMu sync.Mutex
 	logf := func(format string, args ...any) {
 		logMu.Lock()
 		defer logMu.Unlock()
 		fmt.Fprintf(sys.Err, format, args...)
 	}
-	if rec != nil {
-		rec.onErr = func(err error) { logf("retrace: --record: %v; the conversation is not recorded\n", err) }
+	if opts.record != "" {
+		if _, err := newLazyRecorder(opts.record, recorder.Options{Clock: sys.Now}); err != nil {
+			return err
+		}
+		recs = &recordings{dir: opts.record, opts: recorder.Options{Clock: sys.Now},
+			onErr: func(err error) { logf("retrace: --record: %v; the conversation is not recorded\n", err) }}
+		transcript = mockllm.NewTranscriptSessions(recs.open)
 	}
 	sopts := mockllm.Options{Now: sys.Now, KeepRequests: -1,
 		ReadHeaderTimeout: opts.readHeaderTimeout, ReadTimeout: opts.readTimeout, IdleTimeout: opts.idleTimeout,
@@ -234,6 +251,9 @@ func runMockServe(ctx context.Context, sys *IO, opts *mockServeOptions) error {
 			logMu.Lock()
 			defer logMu.Unlock()
 			fmt.Fprintln(sys.Err, mockLogLine(l))
+			if transcript != nil {
+				transcript.Done(l)
+			}
 			if checker != nil && l.Request != nil && l.Status == 200 {
 				if n, diff := checker.Check(l.Request); diff != "" {
 					fmt.Fprintf(sys.Err, "  request %d differs from the recording: %s\n", n, diff)
@@ -266,8 +286,8 @@ func runMockServe(ctx context.Context, sys *IO, opts *mockServeOptions) error {
 		fmt.Fprintf(sys.Err, "; %s cut by a timeout", plural(int(st.Cut), "connection"))
 	}
 	fmt.Fprintln(sys.Err, ")")
-	if rec != nil {
-		if err := closeRecording(sys, rec, transcript); err != nil {
+	if recs != nil {
+		if err := closeRecording(sys, recs, transcript); err != nil {
 			return err
 		}
 	}
@@ -290,21 +310,64 @@ func cmpOrStr(a, b string) string {
 	return b
 }
 
-// closeRecording ends the recorded session and says where it is.
-func closeRecording(sys *IO, rec *lazyRecorder, transcript *mockllm.Transcript) error {
-	if !rec.started() {
-		fmt.Fprintf(sys.Err, "trajectory: none written, no model call was answered (--record %s)\n", rec.dir)
+// closeRecording ends the recorded sessions and says where they are.
+func closeRecording(sys *IO, recs *recordings, transcript *mockllm.Transcript) error {
+	list := recs.all()
+	started := 0
+	for _, rec := range list {
+		if rec.started() {
+			started++
+		}
+	}
+	if started == 0 {
+		fmt.Fprintf(sys.Err, "trajectory: none written, no model call was answered (--record %s)\n", recs.dir)
 		return nil
 	}
 	if !transcript.Close() {
-		fmt.Fprintln(sys.Err, "note: the agent stopped in the middle of a turn; the trajectory has no session_end")
+		fmt.Fprintln(sys.Err, "note: the agent stopped in the middle of a turn; a trajectory has no session_end")
 	}
-	st, err := rec.Close()
-	if err != nil {
-		return fmt.Errorf("record in %s: %w", rec.dir, err)
+	var errs []error
+	for _, rec := range list {
+		if !rec.started() {
+			continue
+		}
+		st, err := rec.Close()
+		if err != nil {
+			errs = append(errs, fmt.Errorf("record in %s: %w", rec.dir, err))
+			continue
+		}
+		fmt.Fprintf(sys.Err, "trajectory: %s (%s)\n", rec.Path(), st)
 	}
-	fmt.Fprintf(sys.Err, "trajectory: %s (%s)\n", rec.Path(), st)
-	return nil
+	return errors.Join(errs...)
+}
+
+// recordings are the trajectory files of a --record server: one per
+// conversation (the main agent, each subagent), each created with its
+// first event. It is safe for concurrent use.
+type recordings struct {
+	dir   string
+	opts  recorder.Options
+	onErr func(error)
+
+	mu   sync.Mutex
+	list []*lazyRecorder
+}
+
+// open returns the sink of a new conversation's session (the
+// mockllm.NewTranscriptSessions callback).
+func (r *recordings) open(string) trajectory.Sink {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	rec := &lazyRecorder{dir: r.dir, opts: r.opts, onErr: r.onErr}
+	r.list = append(r.list, rec)
+	return rec
+}
+
+// all returns the recorders opened so far.
+func (r *recordings) all() []*lazyRecorder {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.list)
 }
 
 // lazyRecorder is a trajectory.Sink that creates its recorder.Recorder
@@ -364,6 +427,17 @@ func (l *lazyRecorder) Flush() error {
 		return err
 	}
 	return rec.Flush()
+}
+
+// SessionID returns the session id of the file, "" before the first
+// event; a subagent's session_start links to it.
+func (l *lazyRecorder) SessionID() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.rec == nil {
+		return ""
+	}
+	return l.rec.SessionID()
 }
 
 // started reports whether a file was created or its creation failed.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
+	"github.com/retrace-dev/retrace/trajectory"
 )
 
 const subagentScript = "../../mockllm/testdata/subagent_conversations.yaml"
@@ -170,13 +171,26 @@ func TestMockServeRecordsInterleavedConversationsAndReplaysThemConcurrently(t *t
 		t.Fatalf("recording server exited %d, want 0 (every turn used): %s", code, rec.stderr.String())
 	}
 	files, _ := filepath.Glob(filepath.Join(runs, "*.jsonl"))
-	if len(files) != 1 {
-		t.Fatalf("recorded %v, want one trajectory", files)
+	if len(files) != 2 {
+		t.Fatalf("recorded %v, want a trajectory for the main agent and one for its subagent", files)
+	}
+	linked := 0
+	for _, f := range files {
+		events, err := trajectory.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if start := events[0].Payload.(*trajectory.SessionStart); start.ParentToolUseID == "toolu_main_1" && start.ParentSession != "" {
+			linked++
+		}
+	}
+	if linked != 1 {
+		t.Fatalf("%d of the recorded sessions name the Task call toolu_main_1 as their parent, want the subagent's", linked)
 	}
 
 	for _, mode := range [][]string{{"--mode", "match"}, {"--mode", "ordered", "--route", "prompt"}} {
 		t.Run(strings.Join(mode, " "), func(t *testing.T) {
-			replayConcurrently(t, append([]string{"--from", files[0], "--strict"}, mode...))
+			replayConcurrently(t, append([]string{"--from", files[0], "--from", files[1], "--strict"}, mode...))
 		})
 	}
 }
