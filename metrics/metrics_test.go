@@ -453,3 +453,27 @@ func writeCorpus(b testing.TB, dir string, sessions int) int {
 	}
 	return int(rep.Events)
 }
+
+// A call whose tool_end says duration_unknown (an imported or wire-seen
+// call: the source did not measure it) has no duration in tool_calls, so
+// latency leaves it out instead of counting a 0 ms call.
+func TestAnUnmeasuredDurationIsNoZeroMillisecondCall(t *testing.T) {
+	src, err := os.ReadFile(filepath.Join(validDir, "parallel_batch.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The first read's tool_end becomes an unmeasured one.
+	old := `"duration_ms":1.2,`
+	if !strings.Contains(string(src), old) {
+		t.Fatalf("the fixture has no %s", old)
+	}
+	file := filepath.Join(t.TempDir(), "unmeasured.jsonl")
+	if err := os.WriteFile(file, []byte(strings.Replace(string(src), old, `"duration_ms":0,"duration_unknown":true,`, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	db := open(t, Options{}, file)
+	got := rows(t, db, "select count(*), count(duration_ms), min(duration_ms) from tool_calls where tool = 'read'")
+	if got[0] != "3|2|0.4" {
+		t.Errorf("read calls|with duration|min = %s, want 3|2|0.4", got[0])
+	}
+}

@@ -32,7 +32,10 @@ WITH calls AS (
     FROM raw_events WHERE type IN ('tool_success', 'tool_failure')
     GROUP BY session, tool_use_id
 ), fin AS (
-    SELECT session, tool_use_id, any_value(duration_ms) AS duration_ms,
+    -- A duration the source did not measure (duration_unknown: an
+    -- imported or wire-seen call) is NULL, never a 0 ms call.
+    SELECT session, tool_use_id,
+           any_value(duration_ms) FILTER (WHERE NOT coalesce(duration_unknown, false)) AS duration_ms,
            any_value(output_bytes) AS output_bytes,
            bool_or(coalesce(truncated, false)) AS truncated,
            bool_or(spill IS NOT NULL) AS spilled
