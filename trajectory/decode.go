@@ -54,7 +54,7 @@ type Decoder struct {
 
 // NewDecoder returns a decoder reading r; name is used in errors (a path).
 func NewDecoder(r io.Reader, name string) *Decoder {
-	return &Decoder{r: bufio.NewReaderSize(r, 64<<10), name: name, maxLine: DefaultMaxLineBytes}
+	return &Decoder{r: bufio.NewReaderSize(r, 16<<10), name: name, maxLine: DefaultMaxLineBytes}
 }
 
 // SetMaxLineBytes changes the longest line the decoder accepts.
@@ -162,6 +162,12 @@ type lineParser struct {
 	members []member
 	feed    feedReader
 	dec     *json.Decoder
+	fast    fastState
+	// lastSession is the session id of the last line decoded.
+	lastSession string
+	// reference makes every payload go through encoding/json, the
+	// decoder the fast path replaced; tests use it as the oracle.
+	reference bool
 }
 
 // unmarshal decodes one JSON value strictly (unknown fields are errors at
@@ -249,7 +255,7 @@ func (p *lineParser) decode(line []byte) (Event, error) {
 			return ev, &FieldError{Field: name, Err: ErrMissingField, Detail: "part of every event's envelope"}
 		}
 	}
-	if ev.Session, err = jsonString("session", env[1]); err != nil {
+	if ev.Session, err = p.session(env[1]); err != nil {
 		return ev, err
 	}
 	if ev.Seq, err = strconv.ParseInt(string(env[2]), 10, 64); err != nil {
@@ -279,25 +285,19 @@ func (p *lineParser) decode(line []byte) (Event, error) {
 	// still decoded and returned with the first error.
 	var fieldErr error
 	fields := payloadFieldsOf(payload.EventType())
-	p.scratch = append(p.scratch[:0], '{')
 	for _, m := range members {
-		if isEnvelopeKey(m.key) {
-			continue
+		if !fields.allowed[string(m.key)] && !isEnvelopeKey(m.key) {
+			fieldErr = &FieldError{Field: string(m.key), Err: ErrMalformed, Detail: fmt.Sprintf("not a field of %s events", typ)}
+			break
 		}
-		if !fields.allowed[string(m.key)] {
-			if fieldErr == nil {
-				fieldErr = &FieldError{Field: string(m.key), Err: ErrMalformed, Detail: fmt.Sprintf("not a field of %s events", typ)}
-			}
-			continue
-		}
-		if len(p.scratch) > 1 {
-			p.scratch = append(p.scratch, ',')
-		}
-		p.scratch = append(p.scratch, line[m.start:m.end]...)
 	}
-	p.scratch = append(p.scratch, '}')
-	if err := p.unmarshal(p.scratch, payload); err != nil {
-		return ev, payloadError(err)
+	// The fast decoder takes the plain lines; whatever it gives up on,
+	// encoding/json decodes, accepting or rejecting it as it always has.
+	if p.reference || !decodeFast(&p.fast, members, payload) {
+		payload = newPayload(payload.EventType())
+		if err := p.unmarshalMembers(line, members, fields, payload); err != nil {
+			return ev, payloadError(err)
+		}
 	}
 	ev.Payload = payload
 	if fieldErr == nil {
@@ -314,6 +314,25 @@ func (p *lineParser) decode(line []byte) (Event, error) {
 	return ev, fieldErr
 }
 
+// unmarshalMembers decodes the payload members of a line with
+// encoding/json: the reference path, for what the fast decoder gives up on.
+// The members that are not fields of the payload are left out; the caller
+// reports them.
+func (p *lineParser) unmarshalMembers(line []byte, members []member, fields payloadFields, payload Payload) error {
+	p.scratch = append(p.scratch[:0], '{')
+	for _, m := range members {
+		if isEnvelopeKey(m.key) || !fields.allowed[string(m.key)] {
+			continue
+		}
+		if len(p.scratch) > 1 {
+			p.scratch = append(p.scratch, ',')
+		}
+		p.scratch = append(p.scratch, line[m.start:m.end]...)
+	}
+	p.scratch = append(p.scratch, '}')
+	return p.unmarshal(p.scratch, payload)
+}
+
 // duplicateKey returns a key that appears twice, or "". Events have a
 // couple of dozen keys, where comparing pairs is fastest; a hostile line
 // with many keys must not make that quadratic.
@@ -321,7 +340,7 @@ func duplicateKey(members []member) string {
 	if len(members) <= 32 {
 		for i, m := range members {
 			for _, o := range members[i+1:] {
-				if bytes.Equal(o.key, m.key) {
+				if len(o.key) == len(m.key) && string(o.key) == string(m.key) {
 					return string(m.key)
 				}
 			}
@@ -345,6 +364,20 @@ func hasMember(members []member, key string) bool {
 		}
 	}
 	return false
+}
+
+// session decodes the session id, returning the string of the line before
+// when it is the same: a file holds one session, and its id is then
+// allocated once.
+func (p *lineParser) session(raw []byte) (string, error) {
+	if p.lastSession != "" && len(raw) == len(p.lastSession)+2 && raw[0] == '"' && string(raw[1:len(raw)-1]) == p.lastSession {
+		return p.lastSession, nil
+	}
+	s, err := jsonString("session", raw)
+	if err == nil {
+		p.lastSession = s
+	}
+	return s, err
 }
 
 // jsonString decodes a JSON string value of the envelope.
