@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/bits"
 	"reflect"
 	"strconv"
 	"strings"
@@ -284,34 +285,82 @@ func (p *lineParser) decode(line []byte) (Event, error) {
 	// From here on a problem is in one field: the rest of the event is
 	// still decoded and returned with the first error.
 	var fieldErr error
-	fields := payloadFieldsOf(payload.EventType())
-	for _, m := range members {
-		if !fields.allowed[string(m.key)] && !isEnvelopeKey(m.key) {
-			fieldErr = &FieldError{Field: string(m.key), Err: ErrMalformed, Detail: fmt.Sprintf("not a field of %s events", typ)}
-			break
-		}
-	}
-	// The fast decoder takes the plain lines; whatever it gives up on,
-	// encoding/json decodes, accepting or rejecting it as it always has.
-	if p.reference || !decodeFast(&p.fast, members, payload) {
-		payload = newPayload(payload.EventType())
-		if err := p.unmarshalMembers(line, members, fields, payload); err != nil {
-			return ev, payloadError(err)
-		}
-	}
-	ev.Payload = payload
-	if fieldErr == nil {
-		for _, req := range fields.required {
-			if !hasMember(members, req) {
-				fieldErr = &FieldError{Field: req, Err: ErrMissingField, Detail: fmt.Sprintf("required in %s events", typ)}
-				break
-			}
-		}
+	if ev.Payload, fieldErr = p.decodePayload(line, members, payload); ev.Payload == nil {
+		return ev, fieldErr
 	}
 	if fieldErr == nil {
 		fieldErr = ev.Validate()
 	}
 	return ev, fieldErr
+}
+
+// decodePayload decodes the payload members of a line into payload. It
+// returns the payload with the first problem of a field that is unknown or
+// missing, or a nil payload and the error when the members do not decode.
+//
+// The fast decoder takes the plain lines; whatever it gives up on,
+// encoding/json decodes, accepting or rejecting it as it always has.
+func (p *lineParser) decodePayload(line []byte, members []member, payload Payload) (Payload, error) {
+	typ := payload.EventType()
+	unknown := func(key []byte) error {
+		return &FieldError{Field: string(key), Err: ErrMalformed, Detail: fmt.Sprintf("not a field of %s events", typ)}
+	}
+	missing := func(field string) error {
+		return &FieldError{Field: field, Err: ErrMissingField, Detail: fmt.Sprintf("required in %s events", typ)}
+	}
+	if sd := fastDecoderOf(typ); sd != nil && !p.reference {
+		var fieldErr error
+		var seen uint64
+		ok := true
+		v := reflect.ValueOf(payload).Elem()
+		for _, m := range members {
+			if isEnvelopeKey(m.key) {
+				continue
+			}
+			k, known := sd.byName[string(m.key)]
+			if !known {
+				if fieldErr == nil {
+					fieldErr = unknown(m.key)
+				}
+				continue
+			}
+			seen |= 1 << k
+			if ok {
+				f := &sd.fields[k]
+				end, good := f.dec(&p.fast, m.val, 0, fieldOf(v, f.index))
+				ok = good && end == len(m.val)
+			}
+		}
+		if !ok {
+			payload = newPayload(typ)
+			if err := p.unmarshalMembers(line, members, payloadFieldsOf(typ), payload); err != nil {
+				return nil, payloadError(err)
+			}
+		}
+		if absent := sd.required &^ seen; fieldErr == nil && absent != 0 {
+			fieldErr = missing(sd.fields[bits.TrailingZeros64(absent)].name)
+		}
+		return payload, fieldErr
+	}
+	var fieldErr error
+	fields := payloadFieldsOf(typ)
+	for _, m := range members {
+		if !isEnvelopeKey(m.key) && !fields.allowed[string(m.key)] {
+			fieldErr = unknown(m.key)
+			break
+		}
+	}
+	if err := p.unmarshalMembers(line, members, fields, payload); err != nil {
+		return nil, payloadError(err)
+	}
+	if fieldErr == nil {
+		for _, req := range fields.required {
+			if !hasMember(members, req) {
+				return payload, missing(req)
+			}
+		}
+	}
+	return payload, fieldErr
 }
 
 // unmarshalMembers decodes the payload members of a line with

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"reflect"
 	"strconv"
+	"strings"
 	"sync"
 	"unicode/utf8"
 )
@@ -76,6 +77,9 @@ type valueDecoder func(st *fastState, b []byte, i int, v reflect.Value) (int, bo
 type structDecoder struct {
 	fields []structField
 	byName map[string]int
+	// required has bit k set when fields[k] is required (no omitempty),
+	// as collectFields decides.
+	required uint64
 }
 
 type structField struct {
@@ -103,30 +107,6 @@ func fastDecoderOf(t EventType) *structDecoder {
 		}
 	})
 	return fastPlans[t]
-}
-
-// decodeFast decodes the payload members of a line into payload and
-// reports whether it could; on false payload holds a partial decode and is
-// to be thrown away. Members that are not fields of the payload are left
-// alone, as the reference path leaves them out of what it decodes.
-func decodeFast(st *fastState, members []member, payload Payload) bool {
-	sd := fastDecoderOf(payload.EventType())
-	if sd == nil {
-		return false
-	}
-	v := reflect.ValueOf(payload).Elem()
-	for _, m := range members {
-		k, ok := sd.byName[string(m.key)]
-		if !ok {
-			continue
-		}
-		f := &sd.fields[k]
-		end, ok := f.dec(st, m.val, 0, fieldOf(v, f.index))
-		if !ok || end != len(m.val) {
-			return false
-		}
-	}
-	return true
 }
 
 // fieldOf returns the field of v at index; embedded structs are values,
@@ -259,6 +239,9 @@ func (c *compiler) addFields(sd *structDecoder, t reflect.Type, index []int) boo
 		dec, ok := c.decoderOf(f.Type)
 		if !ok {
 			return false
+		}
+		if !strings.Contains(opts, "omitempty") && len(sd.fields) < 64 {
+			sd.required |= 1 << len(sd.fields)
 		}
 		sd.byName[name] = len(sd.fields)
 		sd.fields = append(sd.fields, structField{name: name, index: at, dec: dec})
