@@ -40,33 +40,39 @@ import (
 // fastState is what the decoders of one Decoder share: a table of the
 // short strings seen lately, so that the strings a file repeats (tool
 // names, closed-set values, tool_use ids, message hashes, which every
-// model_request repeats) are allocated once, not once per event.
+// model_request repeats) are allocated once, not once per event, and the
+// scratch a list of strings is gathered in.
 type fastState struct {
-	strings map[string]string
+	strings *[internSlots]string
+	list    []string
 }
 
-// maxInterned bounds the strings a fastState keeps; past it the table
-// starts over, so memory stays constant on any input.
+// The intern table is direct-mapped: a string takes the slot its hash
+// names, replacing what was there, so memory stays constant on any input
+// and a look-up is a hash and one comparison.
 const (
-	maxInterned    = 1 << 12
+	internSlots    = 1 << 10
 	maxInternedLen = 64
 )
 
 // intern returns b as a string, the same string for the same bytes while
-// they are in the table.
+// they hold their slot.
 func (st *fastState) intern(b []byte) string {
 	if len(b) > maxInternedLen {
 		return string(b)
 	}
-	if s, ok := st.strings[string(b)]; ok {
-		return s
+	h := uint32(2166136261)
+	for _, c := range b {
+		h = (h ^ uint32(c)) * 16777619
 	}
-	if st.strings == nil || len(st.strings) >= maxInterned {
-		st.strings = make(map[string]string, 256)
+	if st.strings == nil {
+		st.strings = new([internSlots]string)
 	}
-	s := string(b)
-	st.strings[s] = s
-	return s
+	slot := &st.strings[h%internSlots]
+	if *slot != string(b) {
+		*slot = string(b)
+	}
+	return *slot
 }
 
 // valueDecoder decodes the JSON value starting at b[i] into v, which is
@@ -158,6 +164,9 @@ func (c *compiler) decoderOf(t reflect.Type) (valueDecoder, bool) {
 	case reflect.Slice:
 		if t.Elem().Kind() == reflect.Uint8 {
 			return nil, false // base64 in encoding/json
+		}
+		if t == reflect.TypeFor[[]string]() {
+			return decodeStrings, true
 		}
 		elem, ok := c.decoderOf(t.Elem())
 		if !ok {
@@ -674,7 +683,7 @@ func sliceDecoder(t reflect.Type, elem valueDecoder) valueDecoder {
 		}
 		for n := 0; ; n++ {
 			if n >= v.Cap() {
-				v.Grow(max(4, n))
+				v.Grow(max(1, n))
 			}
 			v.SetLen(n + 1)
 			var ok bool
@@ -689,6 +698,41 @@ func sliceDecoder(t reflect.Type, elem valueDecoder) valueDecoder {
 			}
 		}
 	}
+}
+
+// decodeStrings decodes a list of strings, the most common list (tool
+// names, message hashes), gathering it in scratch so that it is allocated
+// once at its size.
+func decodeStrings(st *fastState, b []byte, i int, v reflect.Value) (int, bool) {
+	if end, ok := isNull(b, i); ok {
+		return end, true
+	}
+	if i >= len(b) || b[i] != '[' {
+		return 0, false
+	}
+	list := st.list[:0]
+	i = skipSpace(b, i+1)
+	if i < len(b) && b[i] == ']' {
+		v.Set(reflect.ValueOf([]string{}))
+		return i + 1, true
+	}
+	for {
+		s, end, ok := st.readString(b, i)
+		if !ok {
+			return 0, false
+		}
+		list = append(list, s)
+		if i, ok = nextMember(b, end, ']'); !ok {
+			return 0, false
+		}
+		if b[i-1] == ']' {
+			break
+		}
+	}
+	st.list = list
+	v.Set(reflect.ValueOf(append([]string(nil), list...)))
+	clear(list)
+	return i, true
 }
 
 func mapDecoder(t reflect.Type, elem valueDecoder) valueDecoder {
