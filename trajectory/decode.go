@@ -11,6 +11,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 )
@@ -55,8 +56,22 @@ type Decoder struct {
 
 // NewDecoder returns a decoder reading r; name is used in errors (a path).
 func NewDecoder(r io.Reader, name string) *Decoder {
-	return &Decoder{r: bufio.NewReaderSize(r, 16<<10), name: name, maxLine: DefaultMaxLineBytes}
+	d := &Decoder{r: bufio.NewReaderSize(r, 16<<10), name: name, maxLine: DefaultMaxLineBytes}
+	d.parser.reference = referenceDecoding.Load()
+	return d
 }
+
+// referenceDecoding is set by SetReferenceDecoding.
+var referenceDecoding atomic.Bool
+
+// SetReferenceDecoding makes the Decoders created afterwards decode every
+// payload with encoding/json, as retrace did before its fast decoder, or,
+// with false, with the fast decoder again (the default). Both accept the
+// same lines and give the same events and errors; the reference is slower
+// by about three times. It exists so that benchmarks in other packages can
+// measure the old decoder as their baseline, and so that a suspected
+// decoding difference can be checked against the reference.
+func SetReferenceDecoding(on bool) { referenceDecoding.Store(on) }
 
 // SetMaxLineBytes changes the longest line the decoder accepts.
 func (d *Decoder) SetMaxLineBytes(n int) { d.maxLine = n }
