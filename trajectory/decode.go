@@ -179,6 +179,7 @@ type lineParser struct {
 	feed    feedReader
 	dec     *json.Decoder
 	fast    fastState
+	early   earlyDecode
 	// lastSession is the session id of the last line decoded.
 	lastSession string
 	// reference makes every payload go through encoding/json, the
@@ -223,6 +224,9 @@ type member struct {
 	key        []byte // raw, unescaped only when it held an escape
 	start, end int
 	val        []byte
+	// decoded is set when scanObject decoded the value into the payload
+	// of earlyDecode already.
+	decoded bool
 }
 
 var envelopeKeys = []string{"v", "session", "seq", "ts", "turn", "type"}
@@ -238,7 +242,11 @@ func isEnvelopeKey(k []byte) bool {
 // decode decodes one line. On error the event is returned too when its
 // payload could be decoded (see Decoder.Next).
 func (p *lineParser) decode(line []byte) (Event, error) {
-	members, ok := scanObject(line, p.members[:0])
+	p.early = earlyDecode{fast: &p.fast}
+	if p.reference {
+		p.early.off = true
+	}
+	members, ok := scanObject(line, p.members[:0], &p.early)
 	p.members = members
 	if !ok {
 		return Event{}, syntaxError(line)
@@ -292,15 +300,14 @@ func (p *lineParser) decode(line []byte) (Event, error) {
 	if err != nil {
 		return ev, err
 	}
-	payload := newPayload(EventType(typ))
-	if payload == nil {
+	if !EventType(typ).Valid() {
 		return ev, &FieldError{Field: "type", Err: ErrUnknownValue,
 			Detail: fmt.Sprintf("got %q, want one of %s", truncate([]byte(typ), 40), strings.Join(eventTypes.strings(), ", "))}
 	}
 	// From here on a problem is in one field: the rest of the event is
 	// still decoded and returned with the first error.
 	var fieldErr error
-	if ev.Payload, fieldErr = p.decodePayload(line, members, payload); ev.Payload == nil {
+	if ev.Payload, fieldErr = p.decodePayload(line, members, EventType(typ)); ev.Payload == nil {
 		return ev, fieldErr
 	}
 	if fieldErr == nil {
@@ -309,14 +316,13 @@ func (p *lineParser) decode(line []byte) (Event, error) {
 	return ev, fieldErr
 }
 
-// decodePayload decodes the payload members of a line into payload. It
+// decodePayload decodes the payload members of a line of type typ. It
 // returns the payload with the first problem of a field that is unknown or
 // missing, or a nil payload and the error when the members do not decode.
 //
 // The fast decoder takes the plain lines; whatever it gives up on,
 // encoding/json decodes, accepting or rejecting it as it always has.
-func (p *lineParser) decodePayload(line []byte, members []member, payload Payload) (Payload, error) {
-	typ := payload.EventType()
+func (p *lineParser) decodePayload(line []byte, members []member, typ EventType) (Payload, error) {
 	unknown := func(key []byte) error {
 		return &FieldError{Field: string(key), Err: ErrMalformed, Detail: fmt.Sprintf("not a field of %s events", typ)}
 	}
@@ -327,6 +333,17 @@ func (p *lineParser) decodePayload(line []byte, members []member, payload Payloa
 		var fieldErr error
 		var seen uint64
 		ok := true
+		// The members after the type member were decoded during the scan,
+		// into the early payload, unless a decode failed there.
+		var payload Payload
+		if e := &p.early; e.payload != nil && e.payload.EventType() == typ && !e.failed {
+			payload = e.payload
+		} else {
+			payload = newPayload(typ)
+			for i := range members {
+				members[i].decoded = false
+			}
+		}
 		v := reflect.ValueOf(payload).Elem()
 		for _, m := range members {
 			if isEnvelopeKey(m.key) {
@@ -340,7 +357,7 @@ func (p *lineParser) decodePayload(line []byte, members []member, payload Payloa
 				continue
 			}
 			seen |= 1 << k
-			if ok {
+			if ok && !m.decoded {
 				f := &sd.fields[k]
 				end, good := f.dec(&p.fast, m.val, 0, fieldOf(v, f.index))
 				ok = good && end == len(m.val)
@@ -358,6 +375,7 @@ func (p *lineParser) decodePayload(line []byte, members []member, payload Payloa
 		return payload, fieldErr
 	}
 	var fieldErr error
+	payload := newPayload(typ)
 	fields := payloadFieldsOf(typ)
 	for _, m := range members {
 		if !isEnvelopeKey(m.key) && !fields.allowed[string(m.key)] {

@@ -115,6 +115,66 @@ func fastDecoderOf(t EventType) *structDecoder {
 	return fastPlans[t]
 }
 
+// earlyDecode decodes payload fields while scanObject finds them. Lines
+// written by retrace give the envelope first, so once the type member is
+// met the payload's fields that follow are decoded in the scan's one pass;
+// fields before it are decoded after the scan, from their members.
+type earlyDecode struct {
+	fast *fastState
+	// off turns early decoding off (the reference path).
+	off     bool
+	payload Payload
+	sd      *structDecoder
+	v       reflect.Value
+	// failed is set when a value did not decode: the payload is then
+	// thrown away and decoded again whole.
+	failed bool
+}
+
+// value is called by scanObject for the value of key at b[i]. It returns
+// the offset past the value and true when it decoded it. Its end is the one
+// skipValue finds for the same value, so the outline does not change: for a
+// string, an object or an array that decodes both end where the value ends;
+// a number or literal that decodes ends where skipValue ends only if a
+// delimiter follows, which is checked.
+func (e *earlyDecode) value(key, b []byte, i int) (int, bool) {
+	switch {
+	case e.off || e.failed:
+		return 0, false
+	case e.payload == nil:
+		if string(key) == "type" {
+			if s, _, ok := e.fast.readString(b, i); ok {
+				if p := newPayload(EventType(s)); p != nil {
+					if sd := fastDecoderOf(p.EventType()); sd != nil {
+						e.payload, e.sd, e.v = p, sd, reflect.ValueOf(p).Elem()
+					}
+				}
+			}
+		}
+		return 0, false
+	case isEnvelopeKey(key):
+		return 0, false
+	}
+	k, ok := e.sd.byName[string(key)]
+	if !ok {
+		return 0, false
+	}
+	f := &e.sd.fields[k]
+	end, ok := f.dec(e.fast, b, i, fieldOf(e.v, f.index))
+	if ok && b[i] != '"' && b[i] != '{' && b[i] != '[' && end < len(b) {
+		switch b[end] {
+		case ',', '}', ']', ' ', '\t', '\r', '\n':
+		default:
+			ok = false
+		}
+	}
+	if !ok {
+		e.failed = true
+		return 0, false
+	}
+	return end, true
+}
+
 // fieldOf returns the field of v at index; embedded structs are values,
 // never pointers (compile refuses those).
 func fieldOf(v reflect.Value, index []int) reflect.Value {

@@ -18,12 +18,12 @@ type payloadCandidate struct {
 var payloadCandidates = []payloadCandidate{
 	{"fast", func(p *lineParser, line []byte, members []member, typ EventType) error {
 		p.reference = false
-		_, err := p.decodePayload(line, members, newPayload(typ))
+		_, err := p.decodePayload(line, members, typ)
 		return err
 	}},
 	{"encoding_json", func(p *lineParser, line []byte, members []member, typ EventType) error {
 		p.reference = true
-		_, err := p.decodePayload(line, members, newPayload(typ))
+		_, err := p.decodePayload(line, members, typ)
 		return err
 	}},
 }
@@ -40,7 +40,7 @@ func BenchmarkPayloadDecoders(b *testing.B) {
 	}
 	var items []item
 	for _, line := range bytes.Split(bytes.TrimSuffix(data, []byte("\n")), []byte("\n")) {
-		members, ok := scanObject(line, nil)
+		members, ok := scanObject(line, nil, nil)
 		if !ok {
 			b.Fatalf("sample line does not scan: %s", line)
 		}
