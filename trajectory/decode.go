@@ -349,7 +349,7 @@ func (p *lineParser) decodePayload(line []byte, members []member, typ EventType)
 			if isEnvelopeKey(m.key) {
 				continue
 			}
-			k, known := sd.byName[string(m.key)]
+			k, known := sd.lookup(m.key)
 			if !known {
 				if fieldErr == nil {
 					fieldErr = unknown(m.key)

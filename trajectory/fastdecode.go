@@ -83,6 +83,10 @@ type valueDecoder func(st *fastState, b []byte, i int, v reflect.Value) (int, bo
 type structDecoder struct {
 	fields []structField
 	byName map[string]int
+	// byLen lists, for each name length, the fields with a name of that
+	// length: a look-up compares a key with one or two names, cheaper than
+	// hashing it.
+	byLen [][]int
 	// required has bit k set when fields[k] is required (no omitempty),
 	// as collectFields decides.
 	required uint64
@@ -155,7 +159,7 @@ func (e *earlyDecode) value(key, b []byte, i int) (int, bool) {
 	case isEnvelopeKey(key):
 		return 0, false
 	}
-	k, ok := e.sd.byName[string(key)]
+	k, ok := e.sd.lookup(key)
 	if !ok {
 		return 0, false
 	}
@@ -312,6 +316,10 @@ func (c *compiler) addFields(sd *structDecoder, t reflect.Type, index []int) boo
 		if !strings.Contains(opts, "omitempty") && len(sd.fields) < 64 {
 			sd.required |= 1 << len(sd.fields)
 		}
+		for len(sd.byLen) <= len(name) {
+			sd.byLen = append(sd.byLen, nil)
+		}
+		sd.byLen[len(name)] = append(sd.byLen[len(name)], len(sd.fields))
 		sd.byName[name] = len(sd.fields)
 		sd.fields = append(sd.fields, structField{name: name, index: at, dec: dec})
 	}
@@ -325,6 +333,19 @@ func cutComma(s string) (before, after string, found bool) {
 		}
 	}
 	return s, "", false
+}
+
+// lookup returns the index of the field named key, or false.
+func (sd *structDecoder) lookup(key []byte) (int, bool) {
+	if len(key) >= len(sd.byLen) {
+		return 0, false
+	}
+	for _, k := range sd.byLen[len(key)] {
+		if sd.fields[k].name == string(key) {
+			return k, true
+		}
+	}
+	return 0, false
 }
 
 // decode decodes an object into the struct v. Every key must be exactly a
@@ -346,7 +367,7 @@ func (sd *structDecoder) decode(st *fastState, b []byte, i int, v reflect.Value)
 		if !ok {
 			return 0, false
 		}
-		k, ok := sd.byName[string(key)]
+		k, ok := sd.lookup(key)
 		if !ok || seen&(1<<k) != 0 {
 			return 0, false
 		}
