@@ -11,6 +11,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
@@ -56,9 +57,31 @@ type Decoder struct {
 
 // NewDecoder returns a decoder reading r; name is used in errors (a path).
 func NewDecoder(r io.Reader, name string) *Decoder {
-	d := &Decoder{r: bufio.NewReaderSize(r, 16<<10), name: name, maxLine: DefaultMaxLineBytes}
+	br, _ := readers.Get().(*bufio.Reader)
+	if br == nil {
+		br = bufio.NewReaderSize(r, 16<<10)
+	} else {
+		br.Reset(r)
+	}
+	d := &Decoder{r: br, name: name, maxLine: DefaultMaxLineBytes}
 	d.parser.reference = referenceDecoding.Load()
 	return d
+}
+
+// readers keeps the read buffers of the Decoders that reached their end:
+// a corpus of many small files would otherwise allocate a buffer per file,
+// more than the events of a file take.
+var readers sync.Pool
+
+// finish marks the input as read to its end and gives the buffers back.
+func (d *Decoder) finish() {
+	d.done = true
+	if d.r != nil {
+		d.r.Reset(nil)
+		readers.Put(d.r)
+		d.r = nil
+	}
+	d.parser.fast.release()
 }
 
 // referenceDecoding is set by SetReferenceDecoding.
@@ -101,11 +124,11 @@ func (d *Decoder) Next() (Event, error) {
 		line, complete, err := d.readLine()
 		if err != nil {
 			if errors.Is(err, io.EOF) {
-				d.done = true
+				d.finish()
 				return Event{}, io.EOF
 			}
 			if errors.Is(err, ErrBinary) {
-				d.done = true
+				d.finish()
 			}
 			return Event{}, &LineError{File: d.name, Line: d.line, Err: err}
 		}
@@ -119,7 +142,7 @@ func (d *Decoder) Next() (Event, error) {
 		ev, err := d.parser.decode(line)
 		if err != nil {
 			if !complete && ev.Payload == nil {
-				d.done = true
+				d.finish()
 				d.warnings = append(d.warnings, Warning{File: d.name, Line: d.line,
 					Msg: fmt.Sprintf("last line is torn (no newline, %d bytes that do not decode: %v); a crash in the middle of a write leaves this, and the events before it are intact", len(line), err)})
 				return Event{}, io.EOF

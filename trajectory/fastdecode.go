@@ -55,6 +55,19 @@ const (
 	maxInternedLen = 64
 )
 
+// tables keeps the intern tables of the Decoders that reached their end.
+// A table handed on still holds strings of the file before, which are
+// only strings: a look-up compares contents.
+var tables sync.Pool
+
+// release gives the intern table back, for the next Decoder.
+func (st *fastState) release() {
+	if st.strings != nil {
+		tables.Put(st.strings)
+		st.strings = nil
+	}
+}
+
 // intern returns b as a string, the same string for the same bytes while
 // they hold their slot.
 func (st *fastState) intern(b []byte) string {
@@ -66,7 +79,10 @@ func (st *fastState) intern(b []byte) string {
 		h = (h ^ uint32(c)) * 16777619
 	}
 	if st.strings == nil {
-		st.strings = new([internSlots]string)
+		st.strings, _ = tables.Get().(*[internSlots]string)
+		if st.strings == nil {
+			st.strings = new([internSlots]string)
+		}
 	}
 	slot := &st.strings[h%internSlots]
 	if *slot != string(b) {
