@@ -13,13 +13,13 @@ import (
 )
 
 // BenchmarkValidateMillion validates a synth corpus of about a million
-// events (8,600 files) as retrace validate does: on every core with the
+// events (10,000 files) as retrace validate does: on every core with the
 // fast decoder, and, as the baselines, on one core with the fast decoder
 // and on one core with the encoding/json decoder (validate before it went
 // parallel and fast).
 func BenchmarkValidateMillion(b *testing.B) {
 	dir := b.TempDir()
-	rep, err := synth.Write(context.Background(), dir, synth.Options{Sessions: 8600, Seed: 1})
+	rep, err := synth.Write(context.Background(), dir, synth.Options{Sessions: 10000, Seed: 1})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -40,14 +40,15 @@ func BenchmarkValidateMillion(b *testing.B) {
 		b.Run(bc.name, func(b *testing.B) {
 			trajectory.SetReferenceDecoding(bc.reference)
 			defer trajectory.SetReferenceDecoding(false)
-			workers := bc.workers
-			if workers == 0 {
-				workers = len(in.Files)
+			workers := runtime.GOMAXPROCS(0)
+			if bc.workers > 0 {
+				workers = bc.workers
+				defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(bc.workers))
 			}
 			cpu := cpuTime()
 			events := 0
 			for b.Loop() {
-				reports, errs := validateFiles(sys, in.Files, min(workers, runtime.GOMAXPROCS(0)))
+				reports, errs := validateFiles(sys, in.Files, workers)
 				for i, r := range reports {
 					if errs[i] != nil || len(r.Problems) > 0 {
 						b.Fatal(errs[i], r.Problems)
