@@ -15,12 +15,14 @@ import (
 // Decoding a line's payload with encoding/json costs most of a strict
 // decode: the stdlib scans every value twice (once to find its end, once to
 // decode it) and walks its field tables by reflection at every step. The
-// fast decoder decodes the members scanObject already found straight into
-// the payload, in one pass, with decoders compiled once per Go type from the
-// same struct tags encoding/json reads. Nothing in it is written per
-// payload: a field added to a payload type (with a json tag, of a kind
-// below) is decoded with no edit here, and a field of any other kind makes
-// its payload type go the encoding/json way.
+// fast decoder decodes the payload fields straight into the payload while
+// scanObject finds them (earlyDecode; fields before the type member right
+// after the scan), in one pass, with decoders compiled once per Go type
+// from the same struct tags encoding/json reads. Nothing in it is written
+// per payload and nothing is generated: a field added to a payload type
+// (with a json tag, of a kind below) is decoded with no edit here, and a
+// field of any other kind makes its payload type go the encoding/json way,
+// which TestEveryPayloadHasAFastDecoder reports.
 //
 // It decodes only the plain case and gives up (returns false) on anything
 // else: a syntax error, a value of the wrong JSON type, a number out of
