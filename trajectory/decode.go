@@ -7,9 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/bits"
 	"reflect"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 )
@@ -54,8 +57,44 @@ type Decoder struct {
 
 // NewDecoder returns a decoder reading r; name is used in errors (a path).
 func NewDecoder(r io.Reader, name string) *Decoder {
-	return &Decoder{r: bufio.NewReaderSize(r, 64<<10), name: name, maxLine: DefaultMaxLineBytes}
+	br, _ := readers.Get().(*bufio.Reader)
+	if br == nil {
+		br = bufio.NewReaderSize(r, 16<<10)
+	} else {
+		br.Reset(r)
+	}
+	d := &Decoder{r: br, name: name, maxLine: DefaultMaxLineBytes}
+	d.parser.reference = referenceDecoding.Load()
+	return d
 }
+
+// readers keeps the read buffers of the Decoders that reached their end:
+// a corpus of many small files would otherwise allocate a buffer per file,
+// more than the events of a file take.
+var readers sync.Pool
+
+// finish marks the input as read to its end and gives the buffers back.
+func (d *Decoder) finish() {
+	d.done = true
+	if d.r != nil {
+		d.r.Reset(nil)
+		readers.Put(d.r)
+		d.r = nil
+	}
+	d.parser.fast.release()
+}
+
+// referenceDecoding is set by SetReferenceDecoding.
+var referenceDecoding atomic.Bool
+
+// SetReferenceDecoding makes the Decoders created afterwards decode every
+// payload with encoding/json, as retrace did before its fast decoder, or,
+// with false, with the fast decoder again (the default). Both accept the
+// same lines and give the same events and errors; the reference is slower
+// by about three times. It exists so that benchmarks in other packages can
+// measure the old decoder as their baseline, and so that a suspected
+// decoding difference can be checked against the reference.
+func SetReferenceDecoding(on bool) { referenceDecoding.Store(on) }
 
 // SetMaxLineBytes changes the longest line the decoder accepts.
 func (d *Decoder) SetMaxLineBytes(n int) { d.maxLine = n }
@@ -85,11 +124,11 @@ func (d *Decoder) Next() (Event, error) {
 		line, complete, err := d.readLine()
 		if err != nil {
 			if errors.Is(err, io.EOF) {
-				d.done = true
+				d.finish()
 				return Event{}, io.EOF
 			}
 			if errors.Is(err, ErrBinary) {
-				d.done = true
+				d.finish()
 			}
 			return Event{}, &LineError{File: d.name, Line: d.line, Err: err}
 		}
@@ -103,7 +142,7 @@ func (d *Decoder) Next() (Event, error) {
 		ev, err := d.parser.decode(line)
 		if err != nil {
 			if !complete && ev.Payload == nil {
-				d.done = true
+				d.finish()
 				d.warnings = append(d.warnings, Warning{File: d.name, Line: d.line,
 					Msg: fmt.Sprintf("last line is torn (no newline, %d bytes that do not decode: %v); a crash in the middle of a write leaves this, and the events before it are intact", len(line), err)})
 				return Event{}, io.EOF
@@ -162,6 +201,13 @@ type lineParser struct {
 	members []member
 	feed    feedReader
 	dec     *json.Decoder
+	fast    fastState
+	early   earlyDecode
+	// lastSession is the session id of the last line decoded.
+	lastSession string
+	// reference makes every payload go through encoding/json, the
+	// decoder the fast path replaced; tests use it as the oracle.
+	reference bool
 }
 
 // unmarshal decodes one JSON value strictly (unknown fields are errors at
@@ -201,6 +247,9 @@ type member struct {
 	key        []byte // raw, unescaped only when it held an escape
 	start, end int
 	val        []byte
+	// decoded is set when scanObject decoded the value into the payload
+	// of earlyDecode already.
+	decoded bool
 }
 
 var envelopeKeys = []string{"v", "session", "seq", "ts", "turn", "type"}
@@ -216,7 +265,11 @@ func isEnvelopeKey(k []byte) bool {
 // decode decodes one line. On error the event is returned too when its
 // payload could be decoded (see Decoder.Next).
 func (p *lineParser) decode(line []byte) (Event, error) {
-	members, ok := scanObject(line, p.members[:0])
+	p.early = earlyDecode{fast: &p.fast}
+	if p.reference {
+		p.early.off = true
+	}
+	members, ok := scanObject(line, p.members[:0], &p.early)
 	p.members = members
 	if !ok {
 		return Event{}, syntaxError(line)
@@ -249,7 +302,7 @@ func (p *lineParser) decode(line []byte) (Event, error) {
 			return ev, &FieldError{Field: name, Err: ErrMissingField, Detail: "part of every event's envelope"}
 		}
 	}
-	if ev.Session, err = jsonString("session", env[1]); err != nil {
+	if ev.Session, err = p.session(env[1]); err != nil {
 		return ev, err
 	}
 	if ev.Seq, err = strconv.ParseInt(string(env[2]), 10, 64); err != nil {
@@ -270,24 +323,110 @@ func (p *lineParser) decode(line []byte) (Event, error) {
 	if err != nil {
 		return ev, err
 	}
-	payload := newPayload(EventType(typ))
-	if payload == nil {
+	if !EventType(typ).Valid() {
 		return ev, &FieldError{Field: "type", Err: ErrUnknownValue,
 			Detail: fmt.Sprintf("got %q, want one of %s", truncate([]byte(typ), 40), strings.Join(eventTypes.strings(), ", "))}
 	}
 	// From here on a problem is in one field: the rest of the event is
 	// still decoded and returned with the first error.
 	var fieldErr error
-	fields := payloadFieldsOf(payload.EventType())
+	if ev.Payload, fieldErr = p.decodePayload(line, members, EventType(typ)); ev.Payload == nil {
+		return ev, fieldErr
+	}
+	if fieldErr == nil {
+		fieldErr = ev.Validate()
+	}
+	return ev, fieldErr
+}
+
+// decodePayload decodes the payload members of a line of type typ. It
+// returns the payload with the first problem of a field that is unknown or
+// missing, or a nil payload and the error when the members do not decode.
+//
+// The fast decoder takes the plain lines; whatever it gives up on,
+// encoding/json decodes, accepting or rejecting it as it always has.
+func (p *lineParser) decodePayload(line []byte, members []member, typ EventType) (Payload, error) {
+	unknown := func(key []byte) error {
+		return &FieldError{Field: string(key), Err: ErrMalformed, Detail: fmt.Sprintf("not a field of %s events", typ)}
+	}
+	missing := func(field string) error {
+		return &FieldError{Field: field, Err: ErrMissingField, Detail: fmt.Sprintf("required in %s events", typ)}
+	}
+	if sd := fastDecoderOf(typ); sd != nil && !p.reference {
+		var fieldErr error
+		var seen uint64
+		ok := true
+		// The members after the type member were decoded during the scan,
+		// into the early payload, unless a decode failed there.
+		var payload Payload
+		if e := &p.early; e.payload != nil && e.payload.EventType() == typ && !e.failed {
+			payload = e.payload
+		} else {
+			payload = newPayload(typ)
+			for i := range members {
+				members[i].decoded = false
+			}
+		}
+		v := reflect.ValueOf(payload).Elem()
+		for _, m := range members {
+			if isEnvelopeKey(m.key) {
+				continue
+			}
+			k, known := sd.lookup(m.key)
+			if !known {
+				if fieldErr == nil {
+					fieldErr = unknown(m.key)
+				}
+				continue
+			}
+			seen |= 1 << k
+			if ok && !m.decoded {
+				f := &sd.fields[k]
+				end, good := f.dec(&p.fast, m.val, 0, fieldOf(v, f.index))
+				ok = good && end == len(m.val)
+			}
+		}
+		if !ok {
+			payload = newPayload(typ)
+			if err := p.unmarshalMembers(line, members, payloadFieldsOf(typ), payload); err != nil {
+				return nil, payloadError(err)
+			}
+		}
+		if absent := sd.required &^ seen; fieldErr == nil && absent != 0 {
+			fieldErr = missing(sd.fields[bits.TrailingZeros64(absent)].name)
+		}
+		return payload, fieldErr
+	}
+	var fieldErr error
+	payload := newPayload(typ)
+	fields := payloadFieldsOf(typ)
+	for _, m := range members {
+		if !isEnvelopeKey(m.key) && !fields.allowed[string(m.key)] {
+			fieldErr = unknown(m.key)
+			break
+		}
+	}
+	if err := p.unmarshalMembers(line, members, fields, payload); err != nil {
+		return nil, payloadError(err)
+	}
+	if fieldErr == nil {
+		for _, req := range fields.required {
+			if !hasMember(members, req) {
+				return payload, missing(req)
+			}
+		}
+	}
+	return payload, fieldErr
+}
+
+// unmarshalMembers decodes the payload members of a line with
+// encoding/json: the reference path, for what the fast decoder gives up on.
+// The members that are not fields of the payload are left out; the caller
+// reports them.
+func (p *lineParser) unmarshalMembers(line []byte, members []member, fields payloadFields, payload Payload) error {
 	p.scratch = append(p.scratch[:0], '{')
 	for _, m := range members {
-		if isEnvelopeKey(m.key) {
-			continue
-		}
-		if !fields.allowed[string(m.key)] {
-			if fieldErr == nil {
-				fieldErr = &FieldError{Field: string(m.key), Err: ErrMalformed, Detail: fmt.Sprintf("not a field of %s events", typ)}
-			}
+		if isEnvelopeKey(m.key) || !fields.allowed[string(m.key)] {
 			continue
 		}
 		if len(p.scratch) > 1 {
@@ -296,22 +435,7 @@ func (p *lineParser) decode(line []byte) (Event, error) {
 		p.scratch = append(p.scratch, line[m.start:m.end]...)
 	}
 	p.scratch = append(p.scratch, '}')
-	if err := p.unmarshal(p.scratch, payload); err != nil {
-		return ev, payloadError(err)
-	}
-	ev.Payload = payload
-	if fieldErr == nil {
-		for _, req := range fields.required {
-			if !hasMember(members, req) {
-				fieldErr = &FieldError{Field: req, Err: ErrMissingField, Detail: fmt.Sprintf("required in %s events", typ)}
-				break
-			}
-		}
-	}
-	if fieldErr == nil {
-		fieldErr = ev.Validate()
-	}
-	return ev, fieldErr
+	return p.unmarshal(p.scratch, payload)
 }
 
 // duplicateKey returns a key that appears twice, or "". Events have a
@@ -321,7 +445,7 @@ func duplicateKey(members []member) string {
 	if len(members) <= 32 {
 		for i, m := range members {
 			for _, o := range members[i+1:] {
-				if bytes.Equal(o.key, m.key) {
+				if len(o.key) == len(m.key) && string(o.key) == string(m.key) {
 					return string(m.key)
 				}
 			}
@@ -345,6 +469,20 @@ func hasMember(members []member, key string) bool {
 		}
 	}
 	return false
+}
+
+// session decodes the session id, returning the string of the line before
+// when it is the same: a file holds one session, and its id is then
+// allocated once.
+func (p *lineParser) session(raw []byte) (string, error) {
+	if p.lastSession != "" && len(raw) == len(p.lastSession)+2 && raw[0] == '"' && string(raw[1:len(raw)-1]) == p.lastSession {
+		return p.lastSession, nil
+	}
+	s, err := jsonString("session", raw)
+	if err == nil {
+		p.lastSession = s
+	}
+	return s, err
 }
 
 // jsonString decodes a JSON string value of the envelope.

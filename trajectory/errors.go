@@ -126,16 +126,15 @@ func checkEnum[T ~string](c *checks, field string, v T, set closedSet[T]) {
 
 // nested runs the checks of a sub-object and, on failure, prefixes the
 // failing field with the sub-object's name. The name is only built on
-// failure, so validating a valid event allocates nothing.
+// failure, and the sub-object's checks record into c itself (which holds
+// no error yet), so validating a valid event allocates nothing.
 func (c *checks) nested(prefix string, f func(*checks)) {
 	if c.err != nil {
 		return
 	}
-	sub := &checks{}
-	f(sub)
-	if fe, ok := sub.err.(*FieldError); ok {
+	f(c)
+	if fe, ok := c.err.(*FieldError); ok {
 		fe.Field = prefix + fe.Field
-		c.err = fe
 	}
 }
 
@@ -143,11 +142,9 @@ func (c *checks) nestedAt(list string, i int, f func(*checks)) {
 	if c.err != nil {
 		return
 	}
-	sub := &checks{}
-	f(sub)
-	if fe, ok := sub.err.(*FieldError); ok {
+	f(c)
+	if fe, ok := c.err.(*FieldError); ok {
 		fe.Field = indexed(list, i) + "." + fe.Field
-		c.err = fe
 	}
 }
 

@@ -1,13 +1,21 @@
 package trajectory
 
-import "encoding/json"
+import (
+	"bytes"
+	"encoding/json"
+)
 
 // scanObject splits a JSON object into its top-level members without
 // decoding their values; that is enough to find the event type before the
 // payload is decoded, at a fraction of a full decode's cost. It checks only
 // the object's outline: values are checked when they are decoded. ok is
 // false when b is not a single object.
-func scanObject(b []byte, out []member) ([]member, bool) {
+//
+// With a non-nil early, the values of payload fields that come after the
+// type member are decoded as they are met (see early.value), so that the
+// bytes of most lines are read once, not once to scan and once to decode.
+// The outline found is the same either way.
+func scanObject(b []byte, out []member, early *earlyDecode) ([]member, bool) {
 	i := skipSpace(b, 0)
 	if i >= len(b) || b[i] != '{' {
 		return out, false
@@ -39,10 +47,16 @@ func scanObject(b []byte, out []member) ([]member, bool) {
 		}
 		i = skipSpace(b, i+1)
 		vs := i
-		if i, ok = skipValue(b, i); !ok {
-			return out, false
+		decoded := false
+		if early != nil {
+			i, decoded = early.value(key, b, vs)
 		}
-		out = append(out, member{key: key, start: start, end: i, val: b[vs:i]})
+		if !decoded {
+			if i, ok = skipValue(b, vs); !ok {
+				return out, false
+			}
+		}
+		out = append(out, member{key: key, start: start, end: i, val: b[vs:i], decoded: decoded})
 		i = skipSpace(b, i)
 		if i >= len(b) {
 			return out, false
@@ -67,6 +81,10 @@ func skipSpace(b []byte, i int) int {
 
 // skipString returns the offset just past the string starting at b[i] == '"'.
 func skipString(b []byte, i int) (end int, escaped, ok bool) {
+	// Most strings hold no escape: find the closing quote at memory speed.
+	if q := bytes.IndexByte(b[i+1:], '"'); q >= 0 && bytes.IndexByte(b[i+1:i+1+q], '\\') < 0 {
+		return i + q + 2, false, true
+	}
 	for i++; i < len(b); i++ {
 		switch b[i] {
 		case '\\':

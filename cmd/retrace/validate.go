@@ -4,8 +4,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/retrace-dev/retrace/metrics"
 	"github.com/retrace-dev/retrace/trajectory"
@@ -111,13 +114,9 @@ func runValidate(sys *IO, opts *validateOptions) error {
 	for _, p := range in.Problems {
 		reports = append(reports, fileProblem(p))
 	}
-	for _, f := range in.Files {
-		var rep trajectory.FileReport
-		if f == trajectory.Stdin {
-			rep, err = trajectory.ValidateStream(sys.In, trajectory.StdinName)
-		} else {
-			rep, err = trajectory.ValidateFile(f)
-		}
+	files, errs := validateFiles(sys, in.Files, runtime.GOMAXPROCS(0))
+	for i, f := range in.Files {
+		rep, err := files[i], errs[i]
 		var fe *trajectory.FileError
 		switch {
 		case errors.As(err, &fe):
@@ -166,6 +165,36 @@ func runValidate(sys *IO, opts *validateOptions) error {
 		return invalid(errReported)
 	}
 	return nil
+}
+
+// validateFiles validates files on workers goroutines, each taking the
+// next file, and returns the report and error of each file at its index.
+// Decoding is what validation spends its time on, and files are
+// independent, so every core has a file to decode. A file is checked by
+// one worker from its first line to its last: its invariants (seq, calls
+// and their outcomes) run through the whole file.
+func validateFiles(sys *IO, files []string, workers int) ([]trajectory.FileReport, []error) {
+	reports := make([]trajectory.FileReport, len(files))
+	errs := make([]error, len(files))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(workers, len(files)) {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= len(files) {
+					return
+				}
+				if files[i] == trajectory.Stdin {
+					reports[i], errs[i] = trajectory.ValidateStream(sys.In, trajectory.StdinName)
+				} else {
+					reports[i], errs[i] = trajectory.ValidateFile(files[i])
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return reports, errs
 }
 
 // fileProblem is the report of a file that could not be validated at all.
