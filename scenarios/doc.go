@@ -67,6 +67,18 @@
 // session run over every recording of a Run at once; those that judge a
 // corpus (dead_defense) are not a run's expectations, only an exhibit's.
 //
+// # Live models
+//
+// With Options.Provider set (retrace eval --provider), every run talks to
+// a real model instead of its scenario's script: the scripted turns are
+// unused, and the outcome, file, event, detector and metric expectations
+// are checked as for a scripted run (none of them is about the script, so
+// none is skipped); Options.Model is the model recorded in each
+// session_start. `model: live` in scenario.yaml gives no script: such a
+// scenario runs only against a real model, and retrace eval without
+// --provider skips it with a note. Run without a Provider gives its runs
+// the error verdict.
+//
 // An exhibit of the failure museum carries recorded trajectories
 // (-- recording.jsonl --, or several -- recordings/NAME.jsonl -- for the
 // detectors that judge a corpus) instead of a model script and a

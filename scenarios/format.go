@@ -87,6 +87,10 @@ type Scenario struct {
 	// with blank lines so that its lines are the archive's; each run
 	// parses it again, so that runs never share a script's state.
 	Script []byte
+	// Live is true for `model: live`: the scenario has no script and runs
+	// only against a real model (Options.Provider); without one it is
+	// skipped.
+	Live bool
 	// MaxTurns bounds the session's model turns (0: the config's, else
 	// DefaultMaxTurns); Timeout the wall time of one run.
 	MaxTurns int
@@ -363,8 +367,12 @@ func (p *parser) spec(s *Scenario, data []byte) {
 				p.at(f.val, "model is empty: give a script of turns, e.g. `model: {turns: [{content: [{text: Done.}]}]}`")
 				break
 			}
+			if f.val.Kind == yaml.ScalarNode && f.val.Value == "live" {
+				s.Live = true
+				break
+			}
 			if f.val.Kind == yaml.ScalarNode {
-				p.at(f.val, "model: %q is not supported; give a script of turns (live models are not supported by eval yet)", f.val.Value)
+				p.at(f.val, "model: %q is not supported; give a script of turns, or `model: live` for a scenario that runs only with retrace eval --provider", f.val.Value)
 				break
 			}
 			s.Script = cut()

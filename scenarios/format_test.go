@@ -67,8 +67,8 @@ func TestParseReportsEveryProblemWithItsFileAndLine(t *testing.T) {
 			minimal + "-- workspace/retrace.yaml --\n# widen\npermissions:\n  mode: bypass\n", []string{"s.txtar:14: workspace/retrace.yaml may only restrict the scenario's config: permissions.mode: bypass"}},
 		{"a flow mapping on one line is read whole, and its problems reported",
 			"-- scenario.yaml --\n{name: flow, prompt: Hi., model: {turns: []}, repeat: 0}\n", []string{"s.txtar:2: model: `turns` must be a list", "s.txtar:2: repeat must be at least 1"}},
-		{"a live model is refused until eval supports it",
-			strings.Replace(minimal, "model:\n  turns:\n    - content: [{text: Done.}]", "model: live", 1), []string{`s.txtar:4: model: "live" is not supported`}},
+		{"a model named by a word other than live is refused, pointing at live",
+			strings.Replace(minimal, "model:\n  turns:\n    - content: [{text: Done.}]", "model: gpt-4", 1), []string{`s.txtar:4: model: "gpt-4" is not supported; give a script of turns, or ` + "`model: live`"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -101,6 +101,20 @@ func TestAFlowMappingScenarioParses(t *testing.T) {
 	res := runSuite(t, []*Scenario{s}, Options{})
 	if res.Worst() != VerdictPass {
 		t.Fatalf("the flow scenario fails:\n%s", table(res))
+	}
+}
+
+func TestALiveScenarioParsesAndErrsWhenRunWithoutAProvider(t *testing.T) {
+	s, err := Parse([]byte(strings.Replace(minimal, "model:\n  turns:\n    - content: [{text: Done.}]", "model: live", 1)), "live.txtar")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !s.Live || s.Script != nil {
+		t.Fatalf("parsed Live=%v Script=%q, want a live scenario without a script", s.Live, s.Script)
+	}
+	res := runSuite(t, []*Scenario{s}, Options{})
+	if res.Worst() != VerdictError || !strings.Contains(res.Scenarios[0].Runs[0].Error, "model: live") {
+		t.Fatalf("a live scenario run without a provider: want the error verdict naming model: live, got:\n%s", table(res))
 	}
 }
 

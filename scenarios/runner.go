@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/retrace-dev/retrace/agent/config"
+	"github.com/retrace-dev/retrace/agent/llm"
 	"github.com/retrace-dev/retrace/detectors"
 	"github.com/retrace-dev/retrace/harness"
 	"github.com/retrace-dev/retrace/metrics"
@@ -46,6 +47,14 @@ type Options struct {
 	// session and was checked, while its workspace still exists (from
 	// several goroutines at once): --update reads what the run did.
 	AfterRun func(s *Scenario, repeat int, workspace string, res RunResult)
+	// Provider, when set, makes the model of each run (a new one a run,
+	// so that runs share no state): the scenarios then run against it
+	// and their scripts are unused; Model names the model it is asked
+	// for, recorded in each session_start. Without it, a `model: live`
+	// scenario cannot run: its runs have the error verdict (retrace eval
+	// leaves such scenarios out before it calls Run).
+	Provider func() (llm.Provider, error)
+	Model    string
 }
 
 // clock returns the clock of the runs.
@@ -174,13 +183,13 @@ func (r *runner) run(ctx context.Context, s *Scenario, index, repeat int) (res R
 		res.Error = err.Error()
 		return res
 	}
-	script, err := mockllm.ParseScript(s.Script, s.File)
+	provider, err := r.provider(s)
 	if err != nil {
 		res.Error = err.Error()
 		return res
 	}
 	spec := harness.Spec{
-		Workspace: ws, Config: cfg, ConfigName: name, Provider: script,
+		Workspace: ws, Config: cfg, ConfigName: name, Provider: provider, Model: r.opts.Model,
 		System: SystemPrompt, Prompt: s.Prompt, Runs: r.runs, Clock: r.opts.Clock,
 		HarnessVersion: cmp.Or(r.opts.HarnessVersion, "retrace eval"),
 		Tags:           map[string]string{"eval_scenario": s.Name, "eval_repeat": strconv.Itoa(repeat)},
@@ -223,6 +232,18 @@ func (r *runner) run(ctx context.Context, s *Scenario, index, repeat int) (res R
 		r.opts.AfterRun(s, repeat, ws, res)
 	}
 	return res
+}
+
+// provider is the model of one run of s: a real one when Options.Provider
+// is set, else the scenario's script, parsed again for each run.
+func (r *runner) provider(s *Scenario) (llm.Provider, error) {
+	if r.opts.Provider != nil {
+		return r.opts.Provider()
+	}
+	if s.Live {
+		return nil, fmt.Errorf("%s: scenario %s has model: live and runs only against a real model (retrace eval --provider)", s.File, s.Name)
+	}
+	return mockllm.ParseScript(s.Script, s.File)
 }
 
 // ExitCodeOf is the exit code retrace run gives a session that ended

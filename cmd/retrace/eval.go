@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/retrace-dev/retrace/agent/llm"
 	"github.com/retrace-dev/retrace/scenarios"
 )
 
@@ -28,6 +29,9 @@ type evalOptions struct {
 	out      string
 	baseline string
 	update   bool
+	provider string
+	model    string
+	baseURL  string
 	format   *formatFlag
 }
 
@@ -61,6 +65,14 @@ the tool calls; count of an event type. A threshold with too few runs or
 samples to decide (min_runs, a rate without calls, a p95 over fewer than
 20 samples) is inconclusive, never a pass.
 
+--provider anthropic|openai|openai-chat --model M [--base-url URL] runs
+the same scenarios against a real model, its key and endpoint read from
+the environment as retrace run --provider reads them (ANTHROPIC_API_KEY,
+OPENAI_API_KEY, ...): the scripted turns are unused, and the outcome,
+file, event, detector and metric expectations are checked as usual. A
+scenario with model: live has no script and runs only with --provider;
+without it, it is skipped with a note, not failed.
+
 A bad suite is refused before anything runs, with every problem of every
 scenario as file:line: what is wrong.
 
@@ -93,6 +105,7 @@ flags, 1 retrace could not run a scenario.`,
   retrace eval merge shard-1 shard-2 shard-3 --junit report.xml
   retrace eval ./evals --run '^denial' --repeat 5
   retrace eval ./evals --baseline last-run --out this-run
+  retrace eval ./evals --provider anthropic --model claude-sonnet-4-5 --out live-run
   retrace eval ./evals --tag golden --update && git diff ./evals`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
@@ -109,6 +122,9 @@ flags, 1 retrace could not run a scenario.`,
 	f.StringVar(&opts.junit, "junit", "", "write a JUnit XML report to this file")
 	f.StringVar(&opts.out, "out", "", "keep the results (results.json) and every recorded run (runs/) in this directory")
 	f.BoolVar(&opts.update, "update", false, "rewrite the expectations of the golden scenarios (tag: golden) from what their runs did, for review in a diff")
+	f.StringVar(&opts.provider, "provider", "", "run the scenarios against a real model instead of their scripts: anthropic, openai (Responses API) or openai-chat")
+	f.StringVar(&opts.model, "model", "", "model name for --provider")
+	f.StringVar(&opts.baseURL, "base-url", "", "API endpoint for --provider (default from ANTHROPIC_BASE_URL / OPENAI_BASE_URL)")
 	f.StringVar(&opts.baseline, "baseline", "", "compare with a saved run's results (an --out DIR or its results.json): a scenario that passed there and fails now is a regression")
 	opts.format = addFormatFlag(cmd, "table", "markdown", "json")
 	cmd.AddCommand(newEvalMergeCmd(sys))
@@ -173,14 +189,30 @@ func runEval(ctx context.Context, sys *IO, opts *evalOptions, args []string) err
 		}
 		golden = scenarios.NewGolden()
 	}
-	if opts.out != "" {
-		if err := os.MkdirAll(opts.out, 0o755); err != nil {
-			return err
-		}
+	if opts.provider == "" && (opts.model != "" || opts.baseURL != "") {
+		return usage(errors.New("--model and --base-url name the real model of --provider; give --provider anthropic|openai|openai-chat too"))
 	}
 	ro := scenarios.Options{
 		Parallel: opts.parallel, Repeat: opts.repeat, Out: opts.out,
 		HarnessVersion: "retrace " + currentVersion().Version, Clock: sys.Now,
+	}
+	if opts.provider != "" {
+		// One is built now so that a bad provider or a missing --model
+		// is refused before anything runs; each run gets its own.
+		if _, err := liveProvider(sys.Getenv, opts.provider, opts.model, opts.baseURL); err != nil {
+			return err
+		}
+		ro.Provider = func() (llm.Provider, error) {
+			return liveProvider(sys.Getenv, opts.provider, opts.model, opts.baseURL)
+		}
+		ro.Model = opts.model
+	} else {
+		selected = skipLive(sys, selected)
+	}
+	if opts.out != "" {
+		if err := os.MkdirAll(opts.out, 0o755); err != nil {
+			return err
+		}
 	}
 	if golden != nil {
 		ro.AfterRun = golden.AfterRun
@@ -207,6 +239,20 @@ func runEval(ctx context.Context, sys *IO, opts *evalOptions, args []string) err
 		return err
 	}
 	return updateGolden(sys, golden, selected, res)
+}
+
+// skipLive leaves out the `model: live` scenarios, which have no script
+// to play without --provider, saying so for each: a skip, not a failure.
+func skipLive(sys *IO, suite []*scenarios.Scenario) []*scenarios.Scenario {
+	var out []*scenarios.Scenario
+	for _, s := range suite {
+		if s.Live {
+			fmt.Fprintf(sys.Err, "skipped %s (%s): it has model: live and runs only with --provider\n", s.Name, s.File)
+			continue
+		}
+		out = append(out, s)
+	}
+	return out
 }
 
 // updateGolden rewrites the golden scenarios' expectations and says what

@@ -299,15 +299,24 @@ func runProvider(sys *IO, opts *runOptions, demo *scenarios.Scenario) (llm.Provi
 		}
 		return s, nil
 	}
-	o := llm.OptionsFromEnv(opts.provider, sys.Getenv)
-	o.Model = opts.model
-	if opts.baseURL != "" {
-		o.BaseURL = opts.baseURL
+	return liveProvider(sys.Getenv, opts.provider, opts.model, opts.baseURL)
+}
+
+// liveProvider builds a real provider, name, for model, its key and
+// endpoint read through getenv as llm.OptionsFromEnv reads them; a
+// non-empty baseURL replaces the endpoint. retrace run --provider and
+// retrace eval --provider share it, so that both talk to a model the same
+// way. The key stays in the provider: nothing here prints or writes it.
+func liveProvider(getenv func(string) string, name, model, baseURL string) (llm.Provider, error) {
+	o := llm.OptionsFromEnv(name, getenv)
+	o.Model = model
+	if baseURL != "" {
+		o.BaseURL = baseURL
 	}
 	if o.Model == "" {
 		return nil, usage(errors.New("--provider needs --model"))
 	}
-	switch opts.provider {
+	switch name {
 	case "anthropic":
 		o.ToolSchema = dialect.Anthropic
 		return llm.NewAnthropic(o)
@@ -318,7 +327,7 @@ func runProvider(sys *IO, opts *runOptions, demo *scenarios.Scenario) (llm.Provi
 		o.ToolSchema = dialect.OpenAI
 		return llm.NewOpenAIChat(o)
 	}
-	return nil, usage(fmt.Errorf("--provider %q is not supported; use anthropic, openai or openai-chat", opts.provider))
+	return nil, usage(fmt.Errorf("--provider %q is not supported; use anthropic, openai or openai-chat", name))
 }
 
 // terminalPrompter asks on the terminal whether a call may run. Parallel
