@@ -101,23 +101,22 @@ func scalarCol(n *yaml.Node, col int) int {
 	return n.Column + col - 1
 }
 
-// thresholds loads the recordings of the scenarios that have metric
-// thresholds into DuckDB and checks each threshold over its scenario's
-// runs, with the metrics package's views, so that the numbers are the
+// thresholds checks each metric threshold over its scenario's runs in
+// the suite's one database of recordings (runner.recordings), with the metrics package's views, so that the numbers are the
 // ones retrace metrics reports.
 func (r *runner) thresholds(ctx context.Context, suite []*Scenario, results *Results) error {
-	var files []string
-	for i, s := range suite {
-		if len(s.Expect.Metrics) == 0 {
-			continue
-		}
-		for _, run := range results.Scenarios[i].Runs {
-			if run.Trajectory != "" && run.Error == "" {
-				files = append(files, run.Trajectory)
-			}
-		}
+	need := false
+	for _, s := range suite {
+		need = need || len(s.Expect.Metrics) > 0
 	}
-	if len(files) == 0 {
+	if !need {
+		return nil
+	}
+	db, err := r.recordings(ctx, suite, results)
+	if err != nil {
+		return err
+	}
+	if db == nil {
 		// No run recorded anything: every threshold is inconclusive.
 		for i, s := range suite {
 			for _, m := range s.Expect.Metrics {
@@ -128,14 +127,6 @@ func (r *runner) thresholds(ctx context.Context, suite []*Scenario, results *Res
 			}
 		}
 		return nil
-	}
-	db, err := metrics.Open(ctx, metrics.Options{})
-	if err != nil {
-		return fmt.Errorf("eval: %w", err)
-	}
-	defer db.Close()
-	if _, err := db.Load(ctx, files...); err != nil {
-		return fmt.Errorf("eval: load the recordings: %w", err)
 	}
 	for i, s := range suite {
 		var sessions []string

@@ -120,6 +120,11 @@ func Run(ctx context.Context, suite []*Scenario, opts Options) (*Results, error)
 	next := make(chan job)
 	var wg sync.WaitGroup
 	r := &runner{root: root, runs: runs, home: home, opts: opts}
+	defer func() {
+		if r.db != nil {
+			r.db.Close()
+		}
+	}()
 	for range min(workers, max(len(jobs), 1)) {
 		wg.Add(1)
 		go func() {
@@ -160,6 +165,45 @@ func Run(ctx context.Context, suite []*Scenario, opts Options) (*Results, error)
 type runner struct {
 	root, runs, home string
 	opts             Options
+	// db holds the recorded runs once recordings loaded them, for the
+	// detectors and the thresholds alike; nil until then.
+	db *metrics.DB
+}
+
+// recordings returns one database holding the recordings of every run
+// that detectors or thresholds judge (the exhibits' are judged alone),
+// loaded on first use, so that a suite pays for one load; nil when no
+// run recorded anything. Run closes it.
+func (r *runner) recordings(ctx context.Context, suite []*Scenario, results *Results) (*metrics.DB, error) {
+	if r.db != nil {
+		return r.db, nil
+	}
+	var files []string
+	seen := map[string]bool{}
+	for i, s := range suite {
+		if s.Exhibit() && len(s.Expect.Metrics) == 0 {
+			continue
+		}
+		for _, run := range results.Scenarios[i].Runs {
+			if run.Trajectory != "" && run.Error == "" && !seen[run.Trajectory] {
+				seen[run.Trajectory] = true
+				files = append(files, run.Trajectory)
+			}
+		}
+	}
+	if len(files) == 0 {
+		return nil, nil
+	}
+	db, err := metrics.Open(ctx, metrics.Options{})
+	if err != nil {
+		return nil, fmt.Errorf("eval: %w", err)
+	}
+	if _, err := db.Load(ctx, files...); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("eval: load the recordings: %w", err)
+	}
+	r.db = db
+	return db, nil
 }
 
 // run plays one repeat of s.
@@ -344,36 +388,23 @@ func readRecording(path string) (*recording, error) {
 // scenario expects something of them, and checks those expectations. The
 // detectors that judge a corpus are left out: a suite is not one.
 func (r *runner) detect(ctx context.Context, suite []*Scenario, results *Results) error {
-	var files []string
 	need := false
-	for i, s := range suite {
-		if s.Exhibit() {
-			// An exhibit's recordings are judged alone (see exhibit).
-			continue
-		}
-		need = need || s.Expect.Detectors != nil
-		for _, run := range results.Scenarios[i].Runs {
-			if run.Trajectory != "" && run.Error == "" {
-				files = append(files, run.Trajectory)
-			}
-		}
+	for _, s := range suite {
+		// An exhibit's recordings are judged alone (see exhibit).
+		need = need || !s.Exhibit() && s.Expect.Detectors != nil
 	}
-	if !need || len(files) == 0 {
+	if !need {
 		return nil
+	}
+	db, err := r.recordings(ctx, suite, results)
+	if err != nil || db == nil {
+		return err
 	}
 	var ds []detectors.Detector
 	for _, d := range detectors.Catalog() {
 		if !d.Info().Corpus {
 			ds = append(ds, d)
 		}
-	}
-	db, err := metrics.Open(ctx, metrics.Options{})
-	if err != nil {
-		return fmt.Errorf("eval: %w", err)
-	}
-	defer db.Close()
-	if _, err := db.Load(ctx, files...); err != nil {
-		return fmt.Errorf("eval: load the recordings: %w", err)
 	}
 	rep, err := detectors.Run(ctx, db, ds, detectors.Options{})
 	if err != nil {
