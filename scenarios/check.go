@@ -231,8 +231,8 @@ func (e EventExpect) decision(d trajectory.PermissionDecision) bool {
 
 // toolOf returns the tool an event is about, or "".
 func toolOf(p trajectory.Payload) string {
-	if r, ok := p.(interface{ Ref() trajectory.ToolRef }); ok {
-		return r.Ref().Tool
+	if r := trajectory.ToolRefOf(p); r != nil {
+		return r.Tool
 	}
 	return ""
 }
