@@ -20,6 +20,7 @@
 //	prompt: Fix the bug in calc.go.
 //	repeat: 1                       # runs of the scenario (--repeat overrides)
 //	limits: {max_turns: 10, timeout: 30s}
+//	person: approve                 # answers every permission question (approve or deny); default: nobody, headless
 //	config:                         # the session's trusted retrace.yaml (see retrace run --help)
 //	  permissions: {mode: accept_edits}
 //	model:                          # a script in the mock LLM's format (retrace mock serve --help)
@@ -61,7 +62,9 @@
 // retrace.yaml, when the scenario gives one, is layered over the
 // scenario's config restrict-only, as retrace run does. A suite is trusted
 // like a --config file: its config's hooks and MCP servers run. The
-// session is headless (a call that needs a person is refused) and its
+// session is headless (a call that needs a person is refused) unless the
+// scenario gives a person, who answers every question the same way (an
+// approved call is then remembered for the session), and its
 // exit code (expect.outcome.exit_code) is retrace run's: 0 finished, 4
 // stopped before finishing, 1 an error. The detectors that judge one
 // session run over every recording of a Run at once; those that judge a

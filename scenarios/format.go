@@ -68,6 +68,14 @@ func (e *ProblemsError) Error() string {
 // Unwrap returns ErrInvalid.
 func (e *ProblemsError) Unwrap() error { return ErrInvalid }
 
+// The answers of a scripted person (Scenario.Person).
+const (
+	// PersonApprove answers every permission question yes.
+	PersonApprove = "approve"
+	// PersonDeny answers every permission question no.
+	PersonDeny = "deny"
+)
+
 // Scenario is one parsed scenario.
 type Scenario struct {
 	// File is the archive's name as given (a path, or builtin/NAME.txtar).
@@ -91,6 +99,11 @@ type Scenario struct {
 	// only against a real model (Options.Provider); without one it is
 	// skipped.
 	Live bool
+	// Person is who answers the permission chain's questions: "" for
+	// nobody (the session is headless, every ask is a denial), PersonApprove
+	// or PersonDeny for a person who answers every question so (the
+	// session is interactive, and an approved call is remembered).
+	Person string
 	// MaxTurns bounds the session's model turns (0: the config's, else
 	// DefaultMaxTurns); Timeout the wall time of one run.
 	MaxTurns int
@@ -282,7 +295,7 @@ func (p *parser) yamlProblems(err error, fallback int, prefix string) {
 	}
 }
 
-var specKeys = []string{"name", "description", "tags", "prompt", "repeat", "limits", "config", "model", "expect"}
+var specKeys = []string{"name", "description", "tags", "prompt", "repeat", "limits", "config", "model", "person", "expect"}
 
 func (p *parser) spec(s *Scenario, data []byte) {
 	doc := padded(data, s.Line)
@@ -383,6 +396,11 @@ func (p *parser) spec(s *Scenario, data []byte) {
 				} else {
 					p.at(f.val, "model: %v", err)
 				}
+			}
+		case "person":
+			s.Person = p.str(f.val, "person")
+			if s.Person != PersonApprove && s.Person != PersonDeny {
+				p.at(f.val, "person %q: want %s (every question answered yes) or %s (every one no); leave it out for a headless session", s.Person, PersonApprove, PersonDeny)
 			}
 		case "expect":
 			s.Expect = p.expect(f.val, s)

@@ -67,6 +67,8 @@ func TestParseReportsEveryProblemWithItsFileAndLine(t *testing.T) {
 			minimal + "-- workspace/retrace.yaml --\n# widen\npermissions:\n  mode: bypass\n", []string{"s.txtar:14: workspace/retrace.yaml may only restrict the scenario's config: permissions.mode: bypass"}},
 		{"a flow mapping on one line is read whole, and its problems reported",
 			"-- scenario.yaml --\n{name: flow, prompt: Hi., model: {turns: []}, repeat: 0}\n", []string{"s.txtar:2: model: `turns` must be a list", "s.txtar:2: repeat must be at least 1"}},
+		{"a person who is neither approve nor deny is refused",
+			strings.Replace(minimal, "prompt: Say done.", "prompt: Say done.\nperson: maybe", 1), []string{`s.txtar:4: person "maybe": want approve`}},
 		{"a model named by a word other than live is refused, pointing at live",
 			strings.Replace(minimal, "model:\n  turns:\n    - content: [{text: Done.}]", "model: gpt-4", 1), []string{`s.txtar:4: model: "gpt-4" is not supported; give a script of turns, or ` + "`model: live`"}},
 	}

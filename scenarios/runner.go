@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/retrace-dev/retrace/agent/config"
+	"github.com/retrace-dev/retrace/agent/executor"
 	"github.com/retrace-dev/retrace/agent/llm"
 	"github.com/retrace-dev/retrace/detectors"
 	"github.com/retrace-dev/retrace/harness"
@@ -237,6 +238,9 @@ func (r *runner) run(ctx context.Context, s *Scenario, index, repeat int) (res R
 		System: SystemPrompt, Prompt: s.Prompt, Runs: r.runs, Clock: r.opts.Clock,
 		HarnessVersion: cmp.Or(r.opts.HarnessVersion, "retrace eval"),
 		Tags:           map[string]string{"eval_scenario": s.Name, "eval_repeat": strconv.Itoa(repeat)},
+	}
+	if s.Person != "" {
+		spec.Prompter = person(s.Person == PersonApprove)
 	}
 	if r.opts.Out != "" {
 		spec.Snapshot = &recorder.SnapshotOptions{}
@@ -476,3 +480,10 @@ func Shard(suite []*Scenario, i, n int) ([]*Scenario, error) {
 	}
 	return out, nil
 }
+
+// person is a scripted person who answers every permission question the
+// same way (Scenario.Person): the session is then interactive.
+type person bool
+
+// Confirm answers yes for an approving person, no otherwise.
+func (p person) Confirm(context.Context, executor.Prompt) (bool, error) { return bool(p), nil }
