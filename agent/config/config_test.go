@@ -55,24 +55,36 @@ func TestConfigErrorsNameTheKeyOrTheRule(t *testing.T) {
 	}
 }
 
-// The README's example must stay a valid configuration.
-func TestTheREADMEExampleIsAValidConfiguration(t *testing.T) {
+// Every retrace.yaml example of the README (a block fenced as
+// "```yaml retrace.yaml") must stay a valid configuration.
+func TestTheREADMEExamplesAreValidConfigurations(t *testing.T) {
 	readme, err := os.ReadFile("../../README.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, rest, ok := strings.Cut(string(readme), "```yaml\n")
-	example, _, ok2 := strings.Cut(rest, "```")
-	if !ok || !ok2 {
-		t.Fatal("README.md has no yaml example")
+	const fence = "```yaml retrace.yaml\n"
+	rest, n := string(readme), 0
+	for {
+		_, after, ok := strings.Cut(rest, fence)
+		if !ok {
+			break
+		}
+		example, next, ok := strings.Cut(after, "```")
+		if !ok {
+			t.Fatal("README.md has an unclosed retrace.yaml example")
+		}
+		rest, n = next, n+1
+		cfg, err := Parse([]byte(example), "README.md")
+		if err != nil {
+			t.Fatalf("example %d: %v", n, err)
+		}
+		ws := t.TempDir()
+		os.MkdirAll(filepath.Join(ws, "hooks"), 0o755)
+		if _, _, err := cfg.Check("README.md", ws); err != nil {
+			t.Fatalf("example %d: %v", n, err)
+		}
 	}
-	cfg, err := Parse([]byte(example), "README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ws := t.TempDir()
-	os.MkdirAll(filepath.Join(ws, "hooks"), 0o755)
-	if _, _, err := cfg.Check("README.md", ws); err != nil {
-		t.Fatal(err)
+	if n < 2 {
+		t.Fatalf("README.md has %d retrace.yaml examples, want the runtime's and the detectors' thresholds", n)
 	}
 }
