@@ -41,7 +41,7 @@ WITH tools AS (
     WHERE t.description IS NOT NULL AND t.description <> q.description
 ), dup AS (
     SELECT session, name, min(file) AS file, min(line) AS line, min(seq) AS seq,
-           count(DISTINCT hash) AS hashes, string_agg(DISTINCT hash, ', ') AS list
+           count(DISTINCT hash) AS hashes, string_agg(DISTINCT hash, ', ' ORDER BY hash) AS list
     FROM tools
     GROUP BY session, name
     HAVING count(DISTINCT hash) >= 2
@@ -61,10 +61,10 @@ WITH tools AS (
            min(desc_bytes) AS shortest, max(desc_bytes) AS longest,
            string_agg(format('{} in {} session(s){}', hash, n,
                              CASE WHEN desc_bytes IS NULL THEN '' ELSE format(' (description {} bytes)', desc_bytes) END),
-                      '; ' ORDER BY n, first_ts DESC) AS summary,
-           arg_min(first_session, (n, -epoch(first_ts))) AS session,
-           to_json(list({'file': file, 'line': line, 'seq': seq, 'type': 'session_start'} ORDER BY n, first_ts DESC)) AS evidence,
-           to_json(flatten(list(sessions ORDER BY n, first_ts DESC))) AS sessions
+                      '; ' ORDER BY n, first_ts DESC, hash) AS summary,
+           arg_min(first_session, (n, -epoch(first_ts), hash)) AS session,
+           to_json(list({'file': file, 'line': line, 'seq': seq, 'type': 'session_start'} ORDER BY n, first_ts DESC, hash)) AS evidence,
+           to_json(flatten(list(sessions ORDER BY n, first_ts DESC, hash))) AS sessions
     FROM per_hash
     GROUP BY harness_version, name
     HAVING count(*) >= 2
