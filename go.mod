@@ -23,6 +23,7 @@ require (
 	golang.org/x/term v0.48.0
 	golang.org/x/text v0.42.0
 	golang.org/x/tools v0.49.0
+	gonum.org/v1/gonum v0.17.0
 	mvdan.cc/sh/v3 v3.14.1
 )
 
@@ -86,6 +87,5 @@ require (
 	golang.org/x/telemetry v0.0.0-20260811182544-a038080d80e5 // indirect
 	golang.org/x/time v0.15.0 // indirect
 	golang.org/x/xerrors v0.0.0-20240903120638-7835f813f4da // indirect
-	gonum.org/v1/gonum v0.17.0 // indirect
 	gopkg.in/warnings.v0 v0.1.2 // indirect
 )
