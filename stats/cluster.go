@@ -209,15 +209,22 @@ func newClusteredSample(x [][]float64) clusteredSample {
 // reused weights w and returns Quantile's q-quantile of the pooled values
 // of the drawn clusters (NaN when they hold no values). It walks the sorted
 // values from the nearer end of the wanted rank, adding each value's
-// cluster weight, so it touches at most half of them.
+// cluster weight, so it touches at most about half of them.
 func (s clusteredSample) resampleQuantile(q float64, w []int, r *resampler) float64 {
 	clear(w)
 	c := len(s.sizes)
-	total := 0
 	for range c {
-		k := r.rng.IntN(c)
-		w[k]++
-		total += s.sizes[k]
+		w[r.rng.IntN(c)]++
+	}
+	return s.quantileWeighted(q, w)
+}
+
+// quantileWeighted is Quantile's q-quantile of the pooled values with
+// cluster c's values counted w[c] times (NaN when that pools none).
+func (s clusteredSample) quantileWeighted(q float64, w []int) float64 {
+	total := 0
+	for c, k := range w {
+		total += k * s.sizes[c]
 	}
 	if total == 0 {
 		return math.NaN()

@@ -51,11 +51,9 @@ func newRand(seed uint64) *rand.Rand {
 // replacement, independently, and takes the difference of their
 // quantiles (Quantile's definition); the interval is the (1 − level)/2 and
 // (1 + level)/2 quantiles of those differences. The values are sorted once;
-// a resample then needs only the ranks of the one or two order statistics
-// the quantile interpolates between, which are drawn exactly by splitting
-// the sorted index range with binomial draws (a multinomial resample
-// restricted to the branch that holds those ranks), so a resample costs
-// O(log n) instead of O(n).
+// a resample then needs only the one or two order statistics the quantile
+// interpolates between, and those are drawn exactly from their joint
+// distribution (see resampler), so a resample costs O(1) instead of O(n).
 //
 // The resamples treat values as independent. When values come in clusters
 // (the calls of one session), use BootstrapQuantileDiffClustered.
@@ -95,21 +93,19 @@ func percentileInterval(d []float64, level float64) Interval {
 	}
 }
 
-// smallDraw is the count at or below which the resampler draws a range's
-// indices directly and sorts them instead of splitting it further: a few
-// uniform draws are cheaper than a binomial one.
-const smallDraw = 16
-
 // resampler draws the order statistics of bootstrap resamples of a sorted
-// sample.
+// sample without drawing the resample.
+//
+// A resample of n values from sorted s is s[⌊n·U_i⌋] for n independent
+// uniforms U_i, and since ⌊n·u⌋ is monotone its j-th smallest value is
+// s[⌊n·U_(j)⌋], with U_(j) the j-th smallest uniform. U_(j) is Beta(j,
+// n−j+1), and given U_(j) = u the next one is the least of n−j uniforms on
+// (u, 1). So the one or two order statistics a quantile interpolates
+// between cost a Beta draw and a uniform, exactly the distribution the
+// textbook bootstrap (draw n values, sort, pick) samples, in O(1) instead
+// of O(n log n).
 type resampler struct {
 	rng *rand.Rand
-	buf [smallDraw]int
-	// ranks are the 0-based order statistics wanted (ranks[1] = ranks[0]+1
-	// when the quantile interpolates), idx the sorted-sample indices found.
-	ranks [2]int
-	idx   [2]int
-	want  int
 }
 
 // quantile returns Quantile's q-quantile of one resample of sorted s (of
@@ -117,60 +113,22 @@ type resampler struct {
 func (r *resampler) quantile(s []float64, q float64) float64 {
 	n := len(s)
 	h := float64(n-1) * q
-	k := int(h)
+	k := int(h) // 0-based rank of the lower order statistic
 	frac := h - float64(k)
-	r.ranks = [2]int{k, k + 1}
-	r.want = 2
+	// U_(k+1) in 1-based ranks.
+	u := distuv.Beta{Alpha: float64(k + 1), Beta: float64(n - k), Src: r.rng}.Rand()
+	lo := s[index(u, n)]
 	if frac == 0 || k+1 >= n {
-		r.want = 1
-	}
-	r.find(0, n, n, 0)
-	lo := s[r.idx[0]]
-	if r.want == 1 {
 		return lo
 	}
-	return lo + frac*(s[r.idx[1]]-lo)
+	// The least of the n−k−1 uniforms above u: u + (1−u)·(1 − V^(1/(n−k−1))).
+	v := r.rng.Float64()
+	next := u + (1-u)*(-math.Expm1(math.Log1p(-v)/float64(n-k-1)))
+	hi := s[index(next, n)]
+	return lo + frac*(hi-lo)
 }
 
-// find locates the wanted ranks among `count` draws that landed uniformly
-// in the index range [lo, hi), `before` draws having landed below lo.
-func (r *resampler) find(lo, hi, count, before int) {
-	if count == 0 || !r.wants(before, before+count) {
-		return
-	}
-	if hi-lo == 1 {
-		for i := 0; i < r.want; i++ {
-			if rk := r.ranks[i]; rk >= before && rk < before+count {
-				r.idx[i] = lo
-			}
-		}
-		return
-	}
-	if count <= smallDraw {
-		b := r.buf[:count]
-		for i := range b {
-			b[i] = lo + r.rng.IntN(hi-lo)
-		}
-		slices.Sort(b)
-		for i := 0; i < r.want; i++ {
-			if rk := r.ranks[i]; rk >= before && rk < before+count {
-				r.idx[i] = b[rk-before]
-			}
-		}
-		return
-	}
-	mid := lo + (hi-lo)/2
-	left := int(distuv.Binomial{N: float64(count), P: float64(mid-lo) / float64(hi-lo), Src: r.rng}.Rand())
-	r.find(lo, mid, left, before)
-	r.find(mid, hi, count-left, before+left)
-}
-
-// wants reports whether any wanted rank lies in [from, to).
-func (r *resampler) wants(from, to int) bool {
-	for i := 0; i < r.want; i++ {
-		if rk := r.ranks[i]; rk >= from && rk < to {
-			return true
-		}
-	}
-	return false
+// index maps a uniform in [0, 1] to its index in a sample of n values.
+func index(u float64, n int) int {
+	return min(n-1, max(0, int(u*float64(n))))
 }
