@@ -94,6 +94,9 @@ func ParseShift(s string) (Shift, error) {
 		if err != nil {
 			return Shift{}, fmt.Errorf("%w: shift %q: the points %q are not a number; give a fraction such as 0.05 for +5 points", ErrInvalidOptions, s, num)
 		}
+		if !(v > 0 && v <= 1) {
+			return Shift{}, fmt.Errorf("%w: shift %q: the points must be above 0 and at most 1 (0.05 is +5 points)", ErrInvalidOptions, s)
+		}
 		sh.FailurePoints = v
 	case strings.HasPrefix(rest, "p95"):
 		num, ok := strings.CutPrefix(rest, "p95*")
