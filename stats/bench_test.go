@@ -84,3 +84,13 @@ func BenchmarkBootstrapQuantileDiffsClusteredP50P95(b *testing.B) {
 	}
 	b.ReportMetric(float64(resamples)*float64(b.N)/b.Elapsed().Seconds(), "resamples/s")
 }
+
+// BenchmarkMannWhitneyClustered20k is the cluster-robust rank test on
+// 1,000 sessions of 20 values a side.
+func BenchmarkMannWhitneyClustered20k(b *testing.B) {
+	rng := rand.New(rand.NewPCG(1, 1))
+	x, y := clustered(rng, 1000, 20, 0.5), clustered(rng, 1000, 20, 0.5)
+	for b.Loop() {
+		MannWhitneyClustered(x, y)
+	}
+}
