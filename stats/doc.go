@@ -54,8 +54,9 @@
 // Percentile bootstrap intervals of tail quantiles run a little narrow:
 // in this package's simulations of session-clustered latencies, the 95%
 // interval of the p95 difference held the true difference in 91.5% of
-// datasets at 60 sessions a side and 93.5% at 200 (200 datasets each); the
-// A/A calibration of retrace diff measures what a corpus actually gives.
+// 200 datasets at 60 sessions a side (TestClusteredBootstrapCoverageOfTheP95;
+// 93.5% at 200 sessions in a one-off run); the A/A calibration of retrace
+// diff measures what a corpus actually gives.
 //
 // The tests' null simulations show the size of the problem: on
 // session-clustered data the plain tests' false-alarm rate at alpha 0.05
