@@ -200,7 +200,8 @@
 // A planted failure changes only what is recorded: the call's
 // tool_failure (in place of tool_success), its tool_end (output size,
 // truncation) and tool_result, the model requests that carry the result,
-// and session_end's failure count. The session goes on as it would have —
+// and session_end's failure count (Report.PlantedFailures counts them
+// over the corpus). The session goes on as it would have —
 // the same later turns and calls (a real agent would react; a clean plant
 // lets a test say that nothing else changed) — and its context grows as
 // it would have. A stretched duration is real time: the clock runs on by

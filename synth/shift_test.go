@@ -37,10 +37,11 @@ func (t *toolTally) ran() int {
 }
 
 // sessionEvents generates session i of opts in memory: its lines and events.
-func sessionEvents(t testing.TB, opts synth.Options, i int) ([][]byte, []trajectory.Event) {
+func sessionEvents(t testing.TB, opts synth.Options, i int) ([][]byte, []trajectory.Event, synth.SessionInfo) {
 	t.Helper()
 	var buf bytes.Buffer
-	if _, err := synth.WriteSession(&buf, opts, i); err != nil {
+	info, err := synth.WriteSession(&buf, opts, i)
+	if err != nil {
 		t.Fatal(err)
 	}
 	lines := bytes.SplitAfter(bytes.TrimSuffix(buf.Bytes(), []byte("\n")), []byte("\n"))
@@ -56,7 +57,7 @@ func sessionEvents(t testing.TB, opts synth.Options, i int) ([][]byte, []traject
 		}
 		events = append(events, ev)
 	}
-	return lines, events
+	return lines, events, info
 }
 
 // tally generates opts' sessions in memory and counts per tool.
@@ -70,7 +71,7 @@ func tally(t testing.TB, opts synth.Options) map[string]*toolTally {
 		return out[name]
 	}
 	for i := range opts.Sessions {
-		_, events := sessionEvents(t, opts, i)
+		_, events, _ := sessionEvents(t, opts, i)
 		for _, ev := range events {
 			switch p := ev.Payload.(type) {
 			case *trajectory.ToolCall:
@@ -198,10 +199,11 @@ func TestAFailureShiftChangesOnlyThePlantedCallsAndWhatCarriesThem(t *testing.T)
 	opts := synth.Options{Sessions: 300, Seed: 11}
 	shifted := opts
 	shifted.Shifts = []synth.Shift{{Tool: "bash", FailurePoints: 0.05}}
-	planted := 0
+	planted, reported := 0, 0
 	for i := range opts.Sessions {
-		bl, be := sessionEvents(t, opts, i)
-		sl, se := sessionEvents(t, shifted, i)
+		bl, be, _ := sessionEvents(t, opts, i)
+		sl, se, info := sessionEvents(t, shifted, i)
+		reported += info.PlantedFailures
 		if len(bl) != len(sl) {
 			t.Fatalf("session %d: %d lines → %d", i, len(bl), len(sl))
 		}
@@ -244,6 +246,9 @@ func TestAFailureShiftChangesOnlyThePlantedCallsAndWhatCarriesThem(t *testing.T)
 	if planted < 20 {
 		t.Fatalf("%d failures planted in %d sessions; want a few dozen", planted, opts.Sessions)
 	}
+	if reported != planted {
+		t.Errorf("SessionInfo.PlantedFailures sum to %d; %d tool_successes became failures", reported, planted)
+	}
 }
 
 func TestATailShiftChangesOnlyTheToolsDurationsAndTheClock(t *testing.T) {
@@ -261,8 +266,8 @@ func TestATailShiftChangesOnlyTheToolsDurationsAndTheClock(t *testing.T) {
 	shifted.Shifts = []synth.Shift{{Tool: "read", TailFactor: 1.5}}
 	longer, reordered := 0, 0
 	for i := range opts.Sessions {
-		bl, be := sessionEvents(t, opts, i)
-		sl, se := sessionEvents(t, shifted, i)
+		bl, be, _ := sessionEvents(t, opts, i)
+		sl, se, _ := sessionEvents(t, shifted, i)
 		if len(bl) != len(sl) {
 			t.Fatalf("session %d: %d lines → %d", i, len(bl), len(sl))
 		}

@@ -138,8 +138,11 @@ type synthJSON struct {
 	// listed. Both are absent without --faults.
 	Faults     int    `json:"faults,omitempty"`
 	FaultsFile string `json:"faults_file,omitempty"`
-	// Shifts are the planted changes in --shift's form; absent without.
-	Shifts []string `json:"shifts,omitempty"`
+	// Shifts are the planted changes in --shift's form, and
+	// PlantedFailures the calls a failure shift turned into failures (in
+	// tool_failures too); both absent without --shift.
+	Shifts          []string `json:"shifts,omitempty"`
+	PlantedFailures int64    `json:"planted_failures,omitempty"`
 }
 
 func runSynth(ctx context.Context, sys *IO, opts *synthOptions) error {
@@ -200,7 +203,12 @@ func runSynth(ctx context.Context, sys *IO, opts *synthOptions) error {
 		for _, s := range shifts {
 			doc.Shifts = append(doc.Shifts, s.String())
 		}
-		fmt.Fprintf(sys.Err, "shifted %s\n", strings.Join(doc.Shifts, ", "))
+		doc.PlantedFailures = rep.PlantedFailures
+		fmt.Fprintf(sys.Err, "shifted %s", strings.Join(doc.Shifts, ", "))
+		if rep.PlantedFailures > 0 {
+			fmt.Fprintf(sys.Err, "; planted %s", plural(int(rep.PlantedFailures), "failure"))
+		}
+		fmt.Fprintln(sys.Err)
 	}
 	if opts.format.value != "json" {
 		return nil
