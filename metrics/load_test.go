@@ -9,6 +9,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/retrace-dev/retrace/trajectory"
 )
@@ -339,4 +340,46 @@ func TestAKeptDatabaseAnswersForExactlyTheRunsGiven(t *testing.T) {
 	if len(got) != 1 || got[0] != "20261130-090000.000-99999999|11" || len(rep.Duplicates) != 1 || rep.Duplicates[0].Kept != b {
 		t.Fatalf("B kept and its copy C: sessions %v, duplicates %+v; want B's once", got, rep.Duplicates)
 	}
+}
+
+// BenchmarkKeptDatabaseLoad loads a corpus of 2,000 sessions into a kept
+// database: first into a new one (every file read: the baseline), then
+// again with every file unchanged (none read), then with one file changed
+// and a tenth of the files no longer given. It reports the seconds of
+// each.
+func BenchmarkKeptDatabaseLoad(b *testing.B) {
+	dir := b.TempDir()
+	writeCorpus(b, dir, 2000)
+	files, err := trajectory.Expand(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	var first, again, changed time.Duration
+	for i := 0; i < b.N; i++ {
+		path := filepath.Join(b.TempDir(), "kept.duckdb")
+		timed := func(paths ...string) time.Duration {
+			start := time.Now()
+			db, err := Open(ctx, Options{Path: path})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := db.Load(ctx, paths...); err != nil {
+				b.Fatal(err)
+			}
+			db.Close()
+			return time.Since(start)
+		}
+		first += timed(files...)
+		again += timed(files...)
+		now := time.Now()
+		if err := os.Chtimes(files[0], now, now); err != nil {
+			b.Fatal(err)
+		}
+		changed += timed(files[:len(files)*9/10]...)
+	}
+	n := float64(b.N)
+	b.ReportMetric(first.Seconds()/n, "s-new-db")
+	b.ReportMetric(again.Seconds()/n, "s-unchanged")
+	b.ReportMetric(changed.Seconds()/n, "s-1-changed-10pct-dropped")
 }
