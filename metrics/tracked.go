@@ -116,12 +116,37 @@ func (db *DB) forget(ctx context.Context, tx *sql.Tx, keep []string) error {
 	if db.opts.Path == "" {
 		return nil
 	}
-	where := ""
-	if len(keep) > 0 {
-		where = " WHERE file NOT IN " + sqlList(keep)
+	// The files to drop are found first and deleted by name: a DELETE
+	// with NOT IN over thousands of names is slow in DuckDB, and most
+	// loads of a kept database drop nothing.
+	kept := make(map[string]bool, len(keep))
+	for _, f := range keep {
+		kept[f] = true
+	}
+	rows, err := tx.QueryContext(ctx, "SELECT DISTINCT file FROM raw_events")
+	if err != nil {
+		return fmt.Errorf("load: %w", err)
+	}
+	var gone []string
+	for rows.Next() {
+		var f sql.NullString
+		if err := rows.Scan(&f); err != nil {
+			rows.Close()
+			return fmt.Errorf("load: %w", err)
+		}
+		if !kept[f.String] {
+			gone = append(gone, f.String)
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("load: %w", err)
+	}
+	if len(gone) == 0 {
+		return nil
 	}
 	for _, t := range trajectory.EventTypes() {
-		if _, err := tx.ExecContext(ctx, "DELETE FROM "+typeTable(t)+where); err != nil {
+		if _, err := tx.ExecContext(ctx, "DELETE FROM "+typeTable(t)+" WHERE file IN "+sqlList(gone)+" OR file IS NULL"); err != nil {
 			return fmt.Errorf("load: %w", err)
 		}
 	}
