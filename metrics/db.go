@@ -31,6 +31,10 @@ type Options struct {
 	// goes back (counting both per file), and leaves out unreadable and
 	// empty files, instead of refusing the load.
 	Lenient bool
+	// StrictDupes refuses a load in which a session is in two files (a
+	// *LoadError wrapping ErrDuplicateSession) instead of loading it once,
+	// from the first file, and listing it in LoadReport.Duplicates.
+	StrictDupes bool
 	// Stdin is what the path "-" (trajectory.Stdin) reads; nil refuses it.
 	Stdin io.Reader
 	// Progress, when set, is called as a load goes on, one call at a time.
@@ -57,7 +61,7 @@ func Open(ctx context.Context, opts Options) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open metrics database %q: %w", opts.Path, err)
 	}
-	stmts := schemaSQL() + viewsSQL
+	stmts := schemaSQL() + loadedFilesSQL + viewsSQL
 	if _, err := db.ExecContext(ctx, stmts); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("create metrics schema in %q: %w (a database file from another retrace version may need deleting)", opts.Path, err)

@@ -26,6 +26,15 @@
 // zstd) loads back into the same tables, and WriteArrow writes any query as
 // an Arrow IPC stream in builds with the duckdb_arrow tag.
 //
+// A session found in two files of one load (the same run given twice, a
+// copy of its file) is loaded once, from the first file in the load's
+// order, and named in LoadReport.Duplicates, so that a comparison never
+// counts it twice; Options.StrictDupes refuses it instead. A kept database
+// (Options.Path) answers for exactly the runs each load is given: the
+// loaded_files table remembers every file's path, size and modification
+// time, so an unchanged file is not read again, a changed one is read
+// again, and the rows of a file not given any more are dropped.
+//
 // The named metrics are the embedded sql/*.sql files (Metrics, Metric);
 // each file's header comment says what it counts and its denominator.
 //
@@ -46,13 +55,22 @@
 // continue; NULL without hooks), outcome ('success', 'failure', or 'lost'
 // when the call has neither), failure_kind, error_code, duration_ms (the
 // call's own run time from its tool_end, never a batch average),
-// output_bytes, truncated, spilled (the full output went to a blob).
+// output_bytes, truncated, spilled (the full output went to a blob), input
+// (the call's input as recorded, after the recorder's redaction; JSON), and
+// file, line and seq of the tool_call event, for a finding to point at.
 //
 // sessions: one row per session_start: session, started, ended (NULL when
 // the session has no session_end), reason (the end reason, NULL likewise),
 // turns (the highest turn seen), tool_calls, tool_failures, input_tokens,
 // output_tokens, cache_read_tokens, cache_creation_tokens (sums over the
-// session's model responses).
+// session's model responses), then from its session_start: tags (the run
+// labels of retrace run --tag and eval's eval_scenario and eval_repeat;
+// JSON, read one with tags->>'prompt'), model, provider, mode,
+// permission_mode, config_hash, harness_version, harness_revision (NULL
+// when the harness did not know its revision), file (the file the session
+// was loaded from), replay_of (the session this one replays, NULL for an
+// original) and parent_session (the session that started this one as a
+// subagent, NULL for a top-level one).
 //
 // model_turns: one row per model_response: session, turn, stop_reason,
 // context_tokens (all the input the model was sent: input_tokens +

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/retrace-dev/retrace/trajectory"
 )
@@ -193,15 +194,16 @@ func TestOneUnreadableEntryDoesNotHideTheRestOfTheDirectory(t *testing.T) {
 	}
 }
 
-func TestASessionCopiedIntoASecondFileIsRefusedOrCountedOnce(t *testing.T) {
+func TestASessionInTwoFilesIsLoadedOnceFromTheFirstOrRefusedWithStrictDupes(t *testing.T) {
 	lines := basicLines(t)
 	for _, tc := range []struct {
-		name    string
-		a, b    []string
-		dropped int
+		name   string
+		a, b   []string
+		events int // loaded: a's events only
+		left   int // b's events left out
 	}{
-		{"A whole copy in another directory.", lines, lines, 11},
-		{"Two files overlapping by three events.", lines[:6], lines[3:], 3},
+		{"A whole copy in another directory.", lines, lines, 11, 11},
+		{"Two files overlapping by three events.", lines[:6], lines[3:], 6, 8},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -211,23 +213,44 @@ func TestASessionCopiedIntoASecondFileIsRefusedOrCountedOnce(t *testing.T) {
 			}
 			b := writeLines(t, filepath.Join(dir, "copy"), "b.jsonl", tc.b...)
 			ctx := context.Background()
-			_, err := open(t, Options{}).Load(ctx, dir)
+			for _, lenient := range []bool{false, true} {
+				db := open(t, Options{Lenient: lenient})
+				rec := &recorder{t: t}
+				rep, err := db.LoadObserved(ctx, rec, dir)
+				if err != nil || rep.Events != tc.events {
+					t.Fatalf("lenient %v: report %+v, err %v; want a's %d events once", lenient, rep, err, tc.events)
+				}
+				want := Duplicate{Session: "20261130-090000.000-1a2b3c4d", File: b, Line: 1, Kept: a}
+				if len(rep.Duplicates) != 1 || rep.Duplicates[0] != want {
+					t.Fatalf("lenient %v: duplicates %+v, want [%+v]", lenient, rep.Duplicates, want)
+				}
+				if fr := rep.Files[1]; fr.File != b || fr.Duplicates != tc.left || fr.Dropped != 0 || fr.Events != 0 {
+					t.Fatalf("lenient %v: report of the copy %+v, want %d left out as duplicates", lenient, fr, tc.left)
+				}
+				if got := rows(t, db, "select count(*), count(distinct seq), count(distinct file) from events"); got[0] != fmt.Sprintf("%d|%d|1", tc.events, tc.events) {
+					t.Fatalf("lenient %v: events|distinct seqs|files = %s, want a's %d events", lenient, got[0], tc.events)
+				}
+				if n := len(rec.events); n != tc.events {
+					t.Fatalf("lenient %v: the observer saw %d events, want the %d loaded", lenient, n, tc.events)
+				}
+			}
+			_, err := open(t, Options{StrictDupes: true, Lenient: true}).Load(ctx, dir)
 			var le *trajectory.LineError
-			if !errors.Is(err, ErrSeq) || !errors.As(err, &le) || le.File != b || le.Line != 1 || !strings.Contains(err.Error(), "which "+a+" holds up to seq") {
-				t.Fatalf("strict: err = %v, want ErrSeq at %s:1 naming %s", err, b, a)
-			}
-			db := open(t, Options{Lenient: true})
-			rep, err := db.Load(ctx, dir)
-			if err != nil || rep.Events != 11 {
-				t.Fatalf("lenient: report %+v, err %v; want the 11 events once", rep, err)
-			}
-			if fr := rep.Files[1]; fr.File != b || fr.Dropped != tc.dropped {
-				t.Fatalf("lenient: report of the copy %+v, want %d dropped", fr, tc.dropped)
-			}
-			if got := rows(t, db, "select count(*), count(distinct seq) from events"); got[0] != "11|11" {
-				t.Fatalf("lenient: events|distinct seqs = %s, want 11|11", got[0])
+			if !errors.Is(err, ErrDuplicateSession) || !errors.As(err, &le) || le.File != b || le.Line != 1 || !strings.Contains(err.Error(), "is in "+a+" too") {
+				t.Fatalf("strict dupes: err = %v, want ErrDuplicateSession at %s:1 naming %s", err, b, a)
 			}
 		})
+	}
+}
+
+func TestASessionContinuedInASecondFileIsNoDuplicate(t *testing.T) {
+	lines := basicLines(t)
+	dir := t.TempDir()
+	writeLines(t, dir, "a.jsonl", lines[:5]...)
+	writeLines(t, dir, "b.jsonl", lines[5:]...)
+	rep, err := open(t, Options{}).Load(context.Background(), dir)
+	if err != nil || rep.Events != len(lines) || len(rep.Duplicates) != 0 {
+		t.Fatalf("report %+v, err %v; want all %d events and no duplicate", rep, err, len(lines))
 	}
 }
 
@@ -249,4 +272,114 @@ func TestALenientLoadRefusesAStreamItCannotReadAgainToDropACopy(t *testing.T) {
 	if !errors.Is(err, ErrSeq) || !errors.As(err, &fe) || fe.File != pipe || !strings.Contains(err.Error(), "save it to a file") {
 		t.Fatalf("err = %v, want ErrSeq naming the pipe and what to do", err)
 	}
+}
+
+func TestAKeptDatabaseAnswersForExactlyTheRunsGiven(t *testing.T) {
+	lines := basicLines(t)
+	dir := t.TempDir()
+	a := writeLines(t, dir, "a.jsonl", lines...)
+	other := strings.ReplaceAll(strings.Join(lines, ""), "1a2b3c4d", "99999999")
+	b := filepath.Join(dir, "b.jsonl")
+	if err := os.WriteFile(b, []byte(other), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "kept.duckdb")
+	ctx := context.Background()
+	load := func(paths ...string) (LoadReport, []string) {
+		t.Helper()
+		db, err := Open(ctx, Options{Path: path})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		rep, err := db.Load(ctx, paths...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rep, rows(t, db, "select session, count(*) from events group by session order by session")
+	}
+	rep, got := load(a, b)
+	if len(got) != 2 || len(rep.Files) != 2 || len(rep.Unchanged) != 0 {
+		t.Fatalf("A and B: sessions %v, report %+v; want both read", got, rep)
+	}
+	rep, got = load(a)
+	if strings.Join(got, ",") != "20261130-090000.000-1a2b3c4d|11" || len(rep.Files) != 0 || len(rep.Unchanged) != 1 {
+		t.Fatalf("A alone: sessions %v, report %+v; want only A's session, A not read again", got, rep)
+	}
+	// Same size and modification time: not read again, so even bytes
+	// that no longer decode do not matter (a proof that it was not read).
+	info, err := os.Stat(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(a, []byte(strings.Repeat("x", int(info.Size()))), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(a, info.ModTime(), info.ModTime()); err != nil {
+		t.Fatal(err)
+	}
+	if rep, got = load(a); len(got) != 1 || len(rep.Unchanged) != 1 {
+		t.Fatalf("A unchanged by its stamp: sessions %v, report %+v", got, rep)
+	}
+	// A changed file is read again: fewer events now.
+	writeLines(t, dir, "a.jsonl", lines[:4]...)
+	rep, got = load(a)
+	if strings.Join(got, ",") != "20261130-090000.000-1a2b3c4d|4" || len(rep.Files) != 1 {
+		t.Fatalf("A changed: sessions %v, report %+v; want its 4 events now", got, rep)
+	}
+	// B again, and A gone from the paths: only B.
+	if _, got = load(b); strings.Join(got, ",") != "20261130-090000.000-99999999|11" {
+		t.Fatalf("B alone: sessions %v", got)
+	}
+	// A copy of B's session next to the kept B is a duplicate of it.
+	c := filepath.Join(dir, "c.jsonl")
+	if err := os.WriteFile(c, []byte(other), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rep, got = load(b, c)
+	if len(got) != 1 || got[0] != "20261130-090000.000-99999999|11" || len(rep.Duplicates) != 1 || rep.Duplicates[0].Kept != b {
+		t.Fatalf("B kept and its copy C: sessions %v, duplicates %+v; want B's once", got, rep.Duplicates)
+	}
+}
+
+// BenchmarkKeptDatabaseLoad loads a corpus of 2,000 sessions into a kept
+// database: first into a new one (every file read: the baseline), then
+// again with every file unchanged (none read), then with one file changed
+// and a tenth of the files no longer given. It reports the seconds of
+// each.
+func BenchmarkKeptDatabaseLoad(b *testing.B) {
+	dir := b.TempDir()
+	writeCorpus(b, dir, 2000)
+	files, err := trajectory.Expand(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	var first, again, changed time.Duration
+	for i := 0; i < b.N; i++ {
+		path := filepath.Join(b.TempDir(), "kept.duckdb")
+		timed := func(paths ...string) time.Duration {
+			start := time.Now()
+			db, err := Open(ctx, Options{Path: path})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := db.Load(ctx, paths...); err != nil {
+				b.Fatal(err)
+			}
+			db.Close()
+			return time.Since(start)
+		}
+		first += timed(files...)
+		again += timed(files...)
+		now := time.Now()
+		if err := os.Chtimes(files[0], now, now); err != nil {
+			b.Fatal(err)
+		}
+		changed += timed(files[:len(files)*9/10]...)
+	}
+	n := float64(b.N)
+	b.ReportMetric(first.Seconds()/n, "s-new-db")
+	b.ReportMetric(again.Seconds()/n, "s-unchanged")
+	b.ReportMetric(changed.Seconds()/n, "s-1-changed-10pct-dropped")
 }
