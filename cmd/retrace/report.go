@@ -1,0 +1,155 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"github.com/retrace-dev/retrace/detectors"
+	"github.com/retrace-dev/retrace/metrics"
+	"github.com/retrace-dev/retrace/report"
+)
+
+type reportOptions struct {
+	paths   []string
+	out     string
+	runs    string
+	title   string
+	top     int
+	lenient bool
+	config  string
+}
+
+func newReportCmd(sys *IO) *cobra.Command {
+	opts := &reportOptions{}
+	cmd := &cobra.Command{
+		Use:   "report [RUNS...] -o report.html",
+		Short: "Write one self-contained HTML report of trajectories: funnel, latency, failures, findings, timelines",
+		Long: `Report loads trajectories, runs the detectors over them, and writes one HTML
+file that needs nothing else: the CSS and the SVG charts are inline, and it
+holds no script, no web font and no URL, so it opens from disk, from a CI
+artifact or an e-mail attachment, offline.
+
+It shows the summary (sessions, turns, calls, end reasons, tokens); the tool
+funnel (calls, permission allowed, executed, succeeded, failed, lost — each
+rate naming its denominator, seed §14.1); each tool's latency distribution
+(its calls' own measured durations, never batch averages, with p50 and
+p95); the failure kinds per tool; the permission funnel (allows by source,
+prompts, denials); the defenses' liveness; the detector findings, each
+linking to its session and to the events that prove it; and, for the
+sessions most worth reading (findings first, then failures, then the
+longest; --top), a timeline — model turns, parallel batches drawn as lanes
+with each call's own duration, permission prompts, defense triggers,
+reminders — and the conversation, abbreviated. The other sessions get one
+row each, so a corpus of thousands of sessions stays a file of a few MB.
+The numbers are those of retrace metrics over the same runs.
+
+Everything from a trajectory is escaped: a recording is untrusted input,
+and no text in it can add markup or script to the page.
+
+RUNS may be files, directories (every *.jsonl below them), globs, or
+Parquet exported by retrace export; with no RUNS the runs directory is
+read (--runs, RETRACE_DIR or .retrace/runs). ` + readingInputs + `
+
+-o - writes the HTML to stdout; otherwise the file is written whole or
+not at all (a failed report leaves no half of one).
+
+Exit codes: 0 ok, 2 bad usage or bad input (no runs, a missing path, a
+bad line), 1 retrace itself failed.`,
+		Example: `  retrace report -o report.html
+  retrace report runs/ --top 20 -o report.html
+  retrace report 'runs/2026-11-*.jsonl' --title "nightly eval" -o - > report.html`,
+	}
+	f := cmd.Flags()
+	f.StringVarP(&opts.out, "out", "o", "report.html", "file to write the HTML to; - writes stdout")
+	f.StringVar(&opts.runs, "runs", "", "directory of runs to read when no RUNS are given (default $RETRACE_DIR or .retrace/runs)")
+	f.StringVar(&opts.title, "title", "", "title of the page (default: retrace report)")
+	f.IntVar(&opts.top, "top", report.DefaultTop, "sessions shown in full with timeline and conversation; the rest get one row each")
+	f.BoolVar(&opts.lenient, "lenient", false, lenientUsage)
+	f.StringVar(&opts.config, "config", "", "retrace.yaml whose detectors: section sets thresholds; default ./retrace.yaml when present")
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		opts.paths = args
+		return runReport(cmd.Context(), sys, opts)
+	}
+	return cmd
+}
+
+func runReport(ctx context.Context, sys *IO, opts *reportOptions) error {
+	if opts.top < 1 {
+		return usage(fmt.Errorf("--top %d: give the number of sessions to show in full, at least 1", opts.top))
+	}
+	if opts.out == "" {
+		return usage(fmt.Errorf("-o: name the HTML file to write, or - for stdout"))
+	}
+	settings, err := detectSettings(opts.config)
+	if err != nil {
+		return err
+	}
+	ds, err := detectors.Select(nil, nil)
+	if err != nil {
+		return err
+	}
+	paths := opts.paths
+	if len(paths) == 0 && opts.runs != "" {
+		paths = []string{opts.runs}
+	}
+	var rep detectors.Report
+	db, err := openAndLoadWith(ctx, sys, "", opts.lenient, paths, func(db *metrics.DB, paths []string) (lrep metrics.LoadReport, err error) {
+		rep, lrep, err = detectors.Detect(ctx, db, paths, ds, detectors.Options{Settings: settings})
+		return lrep, err
+	})
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	live, err := detectors.ComputeLiveness(ctx, db)
+	if err != nil {
+		return err
+	}
+	m, err := report.Gather(ctx, db, rep, live, report.Options{Title: opts.title, Top: opts.top})
+	if err != nil {
+		return err
+	}
+	var buf bytes.Buffer
+	if err := report.Render(&buf, m); err != nil {
+		return err
+	}
+	if opts.out == "-" {
+		_, err := sys.Out.Write(buf.Bytes())
+		return err
+	}
+	if err := writeFileWhole(opts.out, buf.Bytes()); err != nil {
+		return err
+	}
+	fmt.Fprintf(sys.Err, "wrote %s: %s, %d in full, %s (%d KB)\n", opts.out, plural(int(m.Summary.Sessions), "session"),
+		len(m.Detailed), plural(len(m.Findings), "finding"), (buf.Len()+1023)/1024)
+	return nil
+}
+
+// writeFileWhole writes data to path through a temporary file in the same
+// directory, renamed over path once complete.
+func writeFileWhole(path string, data []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return invalid(fmt.Errorf("-o %s: %w", path, err))
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return fmt.Errorf("-o %s: %w", path, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("-o %s: %w", path, err)
+	}
+	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
+		return fmt.Errorf("-o %s: %w", path, err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("-o %s: %w", path, err)
+	}
+	return nil
+}
