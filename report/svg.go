@@ -5,6 +5,7 @@ import (
 	"html"
 	"html/template"
 	"strings"
+	"unicode/utf8"
 )
 
 // The charts drawn here are bars and lanes of rectangles: a plotting
@@ -29,7 +30,7 @@ func barsSVG(title string, bars []bar) template.HTML {
 	if len(bars) == 0 {
 		return ""
 	}
-	const w, labelW, rowH, textW = 720.0, 170.0, 26.0, 190.0
+	const w, labelW, rowH, textW = 1000.0, 200.0, 26.0, 230.0
 	var scale int64 = 1
 	for _, b := range bars {
 		scale = max(scale, b.Of, b.N)
@@ -116,10 +117,10 @@ func timelineSVG(d SessionDetail) template.HTML {
 		for i := len(t.Marks) - 1; i >= 0; i-- {
 			mk := t.Marks[i]
 			label := mk.Label
-			if len(label) > 28 {
-				label = label[:28] + "…"
+			if r := []rune(label); len(r) > 28 {
+				label = string(r[:28]) + "…"
 			}
-			tw := 7*float64(len(label)) + 22
+			tw := 7*float64(utf8.RuneCountInString(label)) + 22
 			mx -= tw
 			if mx < gutter+260 {
 				break
@@ -154,12 +155,17 @@ func timelineSVG(d SessionDetail) template.HTML {
 				class += " prompted"
 			}
 			fmt.Fprintf(&body, `<a href="#%s"><rect x="%.1f" y="%.1f" width="%.1f" height="%.0f" rx="2" class="%s"><title>%s</title></rect>`,
-				esc(c.Anchor), x0, by+2, max(x1-x0, 2), laneH-4, class, esc(tip))
+				esc(c.Anchor), x0, by+2, max(x1-x0, 2), laneH-4, esc(class), esc(tip))
 			label := c.Tool + " " + formatMs(c.DurationMs)
-			if x1 > gutter+area*0.7 {
-				fmt.Fprintf(&body, `<text x="%.1f" y="%.1f" class="cl" text-anchor="end">%s</text></a>`, x0-4, by+12, esc(label))
-			} else {
+			// Inside the bar when it fits, else beside it where there is room.
+			tw := 6 * float64(utf8.RuneCountInString(label))
+			switch {
+			case x1-x0 >= tw+10:
+				fmt.Fprintf(&body, `<text x="%.1f" y="%.1f" class="cl in">%s</text></a>`, x0+5, by+12, esc(label))
+			case max(x1, x0+2)+4+tw <= w:
 				fmt.Fprintf(&body, `<text x="%.1f" y="%.1f" class="cl">%s</text></a>`, max(x1, x0+2)+4, by+12, esc(label))
+			default:
+				fmt.Fprintf(&body, `<text x="%.1f" y="%.1f" class="cl" text-anchor="end">%s</text></a>`, x0-4, by+12, esc(label))
 			}
 		}
 		y += laneH*float64(n) + 6
