@@ -85,6 +85,13 @@ func runReport(ctx context.Context, sys *IO, opts *reportOptions) error {
 	if opts.out == "" {
 		return usage(fmt.Errorf("-o: name the HTML file to write, or - for stdout"))
 	}
+	if opts.out != "-" {
+		// Checked before any work: a report of thousands of sessions
+		// should not be computed to find it has nowhere to go.
+		if info, err := os.Stat(filepath.Dir(opts.out)); err != nil || !info.IsDir() {
+			return invalid(fmt.Errorf("-o %s: the directory %s does not exist; create it or name another file", opts.out, filepath.Dir(opts.out)))
+		}
+	}
 	settings, err := detectSettings(opts.config)
 	if err != nil {
 		return err
