@@ -44,11 +44,7 @@ func load(t testing.TB, paths ...string) (*metrics.DB, detectors.Report, detecto
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	rep, _, err := detectors.Detect(ctx, db, paths, detectors.Catalog(), detectors.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	live, err := detectors.ComputeLiveness(ctx, db)
+	rep, live, _, err := detectors.DetectLiveness(ctx, db, paths, detectors.Catalog(), detectors.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

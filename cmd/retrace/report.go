@@ -104,19 +104,18 @@ func runReport(ctx context.Context, sys *IO, opts *reportOptions) error {
 	if len(paths) == 0 && opts.runs != "" {
 		paths = []string{opts.runs}
 	}
+	// The detectors and the liveness table run in the load's pass, on the
+	// events its check decodes: every file is read once.
 	var rep detectors.Report
+	var live detectors.Liveness
 	db, err := openAndLoadWith(ctx, sys, "", opts.lenient, paths, func(db *metrics.DB, paths []string) (lrep metrics.LoadReport, err error) {
-		rep, lrep, err = detectors.Detect(ctx, db, paths, ds, detectors.Options{Settings: settings})
+		rep, live, lrep, err = detectors.DetectLiveness(ctx, db, paths, ds, detectors.Options{Settings: settings})
 		return lrep, err
 	})
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	live, err := detectors.ComputeLiveness(ctx, db)
-	if err != nil {
-		return err
-	}
 	m, err := report.Gather(ctx, db, rep, live, report.Options{Title: opts.title, Top: opts.top})
 	if err != nil {
 		return err
