@@ -132,6 +132,5 @@ func ParseThreshold(src string) (*Threshold, error) {
 	return t, nil
 }
 
-
 // countKeys are the columns of the events view count() may filter on.
 var countKeys = metrics.CountKeys()
