@@ -225,7 +225,9 @@ func (s *side) addSpec(ctx context.Context, sp spec) error {
 		ser.total[i] = 1
 	}
 	for _, f := range s.findings {
-		ser.hits[s.c.index[f.Session]] = 1
+		if f.Detector == sp.det {
+			ser.hits[s.c.index[f.Session]] = 1
+		}
 	}
 	s.c.series[sp.name] = ser
 	return nil
@@ -417,16 +419,37 @@ func compareRow(sp spec, b, c *series, opts Options, resamples int) (Row, string
 		q := sp.agg.Func.Quantile()
 		row.Base, row.Cand = stats.Quantile(bv, q), stats.Quantile(cv, q)
 		row.Diff, row.CI = stats.BootstrapQuantileDiffClustered(b.values, c.values, q, resamples, seedOf(opts.Seed, sp.name), level)
-		row.Test = stats.MannWhitney(bv, cv)
+		row.Test = sessionTest(b, c, func(v []float64) float64 { return stats.Quantile(v, q) })
 	default:
 		row.Unit, row.MinEffect, row.Relative = sp.agg.Unit(), opts.MinEffectRelative, true
 		bv, cv := b.flat(), c.flat()
 		row.BaseN, row.CandN = len(bv), len(cv)
 		row.Base, row.Cand = mean(bv), mean(cv)
 		row.Diff, row.CI = bootstrapMeanDiff(b.values, c.values, resamples, seedOf(opts.Seed, sp.name), level)
-		row.Test = stats.MannWhitney(bv, cv)
+		row.Test = sessionTest(b, c, mean)
 	}
 	return row, ""
+}
+
+// sessionTest is Mann–Whitney U over one number per session: each
+// session's own quantile (or mean) of its samples. The samples of one
+// session are not independent (a session's context grows turn by turn,
+// its calls share a workspace), and Mann–Whitney over the pooled samples
+// raises false alarms in the A/A calibration; sessions are the
+// independent unit.
+func sessionTest(b, c *series, summary func([]float64) float64) stats.Test {
+	per := func(s *series) []float64 {
+		var out []float64
+		for _, v := range s.values {
+			if len(v) > 0 {
+				out = append(out, summary(v))
+			}
+		}
+		return out
+	}
+	t := stats.MannWhitney(per(b), per(c))
+	t.Name += " over sessions' own values"
+	return t
 }
 
 // clusters turns a rate's per-session counts into the stats package's
