@@ -566,3 +566,7 @@ func FormatValue(r Row, v float64) string {
 	}
 	return fmt.Sprintf("%.4g", v)
 }
+
+// Check returns the options with their defaults filled in, or why they
+// are invalid, so that a caller can refuse them before any work.
+func (o Options) Check() (Options, error) { return o.normalized() }
