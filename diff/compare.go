@@ -403,6 +403,11 @@ func compareRow(sp spec, b, c *series, opts Options, resamples int) (Row, string
 		if bn < minRateDenominator || cn < minRateDenominator {
 			return row, fmt.Sprintf("%d and %d %s in the denominator (fewer than %d on a side)", bn, cn, sp.denom, minRateDenominator)
 		}
+		if bh == 0 && ch == 0 {
+			// Nothing counted on either side: the row cannot show a
+			// change, and only costs the others power in the correction.
+			return row, fmt.Sprintf("none of the %d and %d %s counted on either side", bn, cn, sp.denom)
+		}
 		row.BaseCount, row.BaseN, row.CandCount, row.CandN = bh, bn, ch, cn
 		row.Base, row.Cand = float64(bh)/float64(bn), float64(ch)/float64(cn)
 		row.Diff = row.Cand - row.Base
