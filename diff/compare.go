@@ -63,6 +63,11 @@ type Options struct {
 	AA int
 	// Progress, when set, is told what is being done, one line at a time.
 	Progress func(string)
+	// callLevel treats every call as independent (plain Newcombe and
+	// two-proportion test, the plain bootstrap, Mann–Whitney over the
+	// pooled samples): only for the calibration test that shows why the
+	// default treats sessions as the unit.
+	callLevel bool
 }
 
 func (o Options) normalized() (Options, error) {
@@ -414,6 +419,9 @@ func compareRow(sp spec, b, c *series, opts Options, resamples int) (Row, string
 		bc, cc := clusters(b), clusters(c)
 		row.CI = stats.ClusteredNewcombe(bc, cc, level)
 		row.Test = stats.ClusteredTwoProportions(bc, cc)
+		if opts.callLevel {
+			row.CI, row.Test = stats.Newcombe(bh, bn, ch, cn, level), stats.TwoProportions(bh, bn, ch, cn)
+		}
 	case KindDistribution:
 		row.Unit, row.MinEffect, row.Relative = sp.agg.Unit(), opts.MinEffectRelative, true
 		bv, cv := b.flat(), c.flat()
@@ -425,6 +433,10 @@ func compareRow(sp spec, b, c *series, opts Options, resamples int) (Row, string
 		row.Base, row.Cand = stats.Quantile(bv, q), stats.Quantile(cv, q)
 		row.Diff, row.CI = stats.BootstrapQuantileDiffClustered(b.values, c.values, q, resamples, seedOf(opts.Seed, sp.name), level)
 		row.Test = sessionTest(b, c, func(v []float64) float64 { return stats.Quantile(v, q) })
+		if opts.callLevel {
+			row.Diff, row.CI = stats.BootstrapQuantileDiff(bv, cv, q, resamples, seedOf(opts.Seed, sp.name), level)
+			row.Test = stats.MannWhitney(bv, cv)
+		}
 	default:
 		row.Unit, row.MinEffect, row.Relative = sp.agg.Unit(), opts.MinEffectRelative, true
 		bv, cv := b.flat(), c.flat()
