@@ -153,7 +153,7 @@ func (g *session) newCall(kind callKind) *call {
 func (g *session) again(d *call) *call {
 	c := *d
 	c.id = g.newID()
-	c.out, c.done = outcome{}, time.Time{}
+	c.out, c.shown, c.done = outcome{}, nil, time.Time{}
 	return &c
 }
 
@@ -253,6 +253,9 @@ func (g *session) runTool(c *call) {
 		text = "(command succeeded with no output)"
 	}
 	o := outcome{dur: lat.draw(r), bytes: bytes, text: text, ran: true}
+	if s, ok := g.shifts[c.name]; ok {
+		o.dur = lat.stretch(o.dur, s.TailFactor)
+	}
 	switch x := r.Float64(); {
 	case x < 0.0015:
 		o.kind, o.code = trajectory.FailureException, oneOf(r, []string{"panic", "error", "error"})
@@ -273,6 +276,7 @@ func (g *session) runTool(c *call) {
 		o.truncated = true
 		o.text += truncationNotice(o.bytes, g.id, g.spillRef(c))
 	}
+	g.shiftRun(c, o, 0.0015+timeoutP+failP, failures)
 	if o.kind == "" && c.kind == kindSearch && !g.mcpLoaded {
 		// Loading changes the tool list, and with it the cached prefix.
 		g.mcpLoaded = true

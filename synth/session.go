@@ -108,6 +108,10 @@ type call struct {
 	// Set by the pipeline: when the call finished, and how.
 	done time.Time
 	out  outcome
+	// shown, when set, is the outcome recorded in place of out: a failure
+	// a Shift planted. The session acts on out (what runs next, the
+	// context's size), so the plant changes nothing else.
+	shown *outcome
 }
 
 // outcome is how a call ended.
@@ -183,6 +187,11 @@ type session struct {
 	// never acts and the model always retries a denied call), the other
 	// faults are planted in the finished events.
 	plant string
+
+	// shifts are the planted changes by tool (Options.Shifts), drawing
+	// from shiftR, a stream of their own; nil without shifts.
+	shifts map[string]Shift
+	shiftR *rand.Rand
 }
 
 func newSession(r *rand.Rand, id string, start time.Time, buf []byte) *session {

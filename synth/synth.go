@@ -59,6 +59,14 @@ type Options struct {
 	// and Write records where each went in FaultsFile. Empty plants
 	// nothing.
 	Faults []string
+	// Shifts change the generator in one planted way each, for
+	// before/after tests (see Shift). The same Seed with and without
+	// shifts gives the same sessions but for the shifted quantities: the
+	// shifts draw from a PRNG stream of their own.
+	Shifts []Shift
+
+	// shiftByTool is Shifts merged by tool, set by normalized.
+	shiftByTool map[string]Shift
 }
 
 func (o Options) normalized() (Options, error) {
@@ -74,6 +82,11 @@ func (o Options) normalized() (Options, error) {
 	if err := checkFaults(o.Faults); err != nil {
 		return o, err
 	}
+	byTool, err := checkShifts(o.Shifts)
+	if err != nil {
+		return o, err
+	}
+	o.shiftByTool = byTool
 	if o.Start.IsZero() {
 		o.Start = DefaultStart
 	}
@@ -222,7 +235,11 @@ feed:
 // every requested fault was planted, and writes FaultsFile.
 func writeFaults(dir string, opts Options, rep *Report) error {
 	slices.SortFunc(rep.Faults, func(a, b Fault) int {
-		return cmp.Or(cmp.Compare(a.File, b.File), cmp.Compare(a.Line, b.Line))
+		// Two faults can name one line (two calls of one reply); the
+		// detector and the call break the tie, so the file does not depend
+		// on which worker finished first.
+		return cmp.Or(cmp.Compare(a.File, b.File), cmp.Compare(a.Line, b.Line),
+			cmp.Compare(a.Detector, b.Detector), cmp.Compare(a.ToolUseID, b.ToolUseID))
 	})
 	var buf []byte
 	planted := map[string]bool{}
@@ -310,6 +327,9 @@ func generate(buf []byte, opts Options, i int, fault string) ([]byte, SessionInf
 	start := sessionStart(opts, i, r)
 	g := newSession(r, sessionID(start, r), start, buf)
 	g.plant = fault
+	if len(opts.shiftByTool) > 0 {
+		g.shifts, g.shiftR = opts.shiftByTool, newShiftRand(opts.Seed, i)
+	}
 	g.run()
 	info := SessionInfo{ID: g.id, Events: int(g.seq), ToolCalls: g.calls, ToolFailures: g.failures,
 		Bytes: len(g.buf), Start: start, End: g.now}

@@ -115,7 +115,10 @@ func (g *session) toolTurn(abort, stuck bool) (bool, trajectory.EndReason) {
 	aborted := g.execute(calls, abort)
 	results := make([]trajectory.ContentBlock, len(calls))
 	for i, c := range calls {
-		results[i] = trajectory.ContentBlock{Type: trajectory.BlockToolResult, ToolUseID: c.id, Content: c.out.text, IsError: c.out.kind != ""}
+		// The model is sent what the trajectory records (a shift's planted
+		// failure included); the context grows by what the session acts on.
+		v := c.visible()
+		results[i] = trajectory.ContentBlock{Type: trajectory.BlockToolResult, ToolUseID: c.id, Content: v.text, IsError: v.kind != ""}
 		g.ctxTokens += resultTokens(c) + 15
 	}
 	g.history = append(g.history, trajectory.Message{Role: trajectory.RoleUser, Content: results})
@@ -235,6 +238,7 @@ func (g *session) execute(calls []*call, abort bool) bool {
 					partial := min(c.out.dur, max(cut.Sub(began), 0))
 					c.out = outcome{kind: trajectory.FailureAborted, code: "user_abort", dur: partial, bytes: c.out.bytes / 3,
 						text: "Interrupted by the user after " + partial.Round(time.Millisecond).String() + ".", ran: true}
+					c.shown = nil // the interruption is what is recorded
 					c.done = began.Add(partial)
 				}
 			}
@@ -276,8 +280,12 @@ func (g *session) execute(calls []*call, abort bool) bool {
 			// As the executor does: the model is told that the result is
 			// for an input a hook rewrote (seed §5.6).
 			c.out.text = hookChangedNote + c.out.text
+			if c.shown != nil {
+				c.shown.text = hookChangedNote + c.shown.text
+			}
 		}
-		g.emit(g.turn, &trajectory.ToolResult{ToolRef: c.ref(), Text: c.out.text, IsError: c.out.kind != "", Display: display})
+		v := c.visible()
+		g.emit(g.turn, &trajectory.ToolResult{ToolRef: c.ref(), Text: v.text, IsError: v.kind != "", Display: display})
 	}
 	return aborted
 }
@@ -457,6 +465,9 @@ func (g *session) finish(c *call) {
 			g.advance(d)
 		}
 	}
+	// What is recorded: a shift's planted failure, if any (the hooks above
+	// ran on what the session acts on, and run for a tool_error alike).
+	o = *c.visible()
 	if o.kind == "" {
 		g.emit(g.turn, &trajectory.ToolSuccess{ToolRef: c.ref()})
 	} else {
