@@ -9,7 +9,7 @@ import (
 	"strconv"
 )
 
-//go:embed templates/report.html.tmpl templates/style.css
+//go:embed templates/report.html.tmpl templates/diff.html.tmpl templates/style.css
 var templates embed.FS
 
 var page = template.Must(template.New("report.html.tmpl").Funcs(template.FuncMap{
