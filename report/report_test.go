@@ -14,6 +14,7 @@ import (
 	"golang.org/x/net/html"
 
 	"github.com/retrace-dev/retrace/detectors"
+	"github.com/retrace-dev/retrace/diff"
 	"github.com/retrace-dev/retrace/metrics"
 	"github.com/retrace-dev/retrace/synth"
 )
@@ -309,6 +310,54 @@ func FuzzRender(f *testing.F) {
 		}
 		var buf bytes.Buffer
 		if err := Render(&buf, m); err != nil {
+			t.Fatal(err)
+		}
+		if err := checkMarkup(buf.String()); err != nil {
+			t.Fatalf("input %q: %v", s, err)
+		}
+	})
+}
+
+func TestTheDiffPageShowsEveryRowRegressionsFirstAndLoadsNothing(t *testing.T) {
+	var buf bytes.Buffer
+	r := sampleDiff()
+	if err := RenderDiff(&buf, r, ""); err != nil {
+		t.Fatal(err)
+	}
+	page := buf.String()
+	assertNoInjection(t, page)
+	rows := regexp.MustCompile(`<tr class="row-(\w+)">`).FindAllStringSubmatch(page, -1)
+	var got []string
+	for _, m := range rows {
+		got = append(got, m[1])
+	}
+	if want := "regressed improved inconclusive unchanged"; strings.Join(got, " ") != want {
+		t.Errorf("rows in the order %v, want %s", got, want)
+	}
+	for _, want := range []string{"runs/before", "runs/after", "Holm", "clean", "lost_call", "fewer than 5 samples", "rate(failure) &lt;= base &#43; 0.02"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the diff page lacks %q", want)
+		}
+	}
+}
+
+// FuzzRenderDiff renders a diff whose every string is the fuzzer's and
+// checks that no input adds markup to the page.
+func FuzzRenderDiff(f *testing.F) {
+	f.Add(`</style><script>alert(1)</script>`)
+	f.Add(`"><svg onload=alert(1)>`)
+	f.Fuzz(func(t *testing.T, s string) {
+		r := sampleDiff()
+		r.Base.Label, r.Cand.Label, r.Base.Results = s, s, s
+		for i := range r.Rows {
+			r.Rows[i].Metric, r.Rows[i].Denominator, r.Rows[i].Test.Name = s, s, s
+			r.Rows[i].Verdict = diff.Verdict(s)
+		}
+		r.Skipped[0].Reason, r.Paired.Flips[0].Scenario, r.Paired.Flips[0].To = s, s, s
+		r.Findings.New[0].Message, r.Findings.New[0].Detector, r.Findings.New[0].Evidence[0].File = s, s, s
+		r.Gates[0].Gate, r.Gates[0].Detail, r.Gates[0].Status = s, s, diff.GateStatus(s)
+		var buf bytes.Buffer
+		if err := RenderDiff(&buf, r, s); err != nil {
 			t.Fatal(err)
 		}
 		if err := checkMarkup(buf.String()); err != nil {
