@@ -365,3 +365,25 @@ func FuzzRenderDiff(f *testing.F) {
 		}
 	})
 }
+
+func TestCallsThatOverlapGetLanesOfTheirOwnAndSequentialCallsShareOne(t *testing.T) {
+	// Three reads in one parallel batch (0–3 ms, 0–1 ms, 1–2 ms), then an
+	// edit after them (3–5 ms).
+	calls := []Call{
+		{Tool: "read", EndUs: 3000, DurationMs: 3},
+		{Tool: "read", EndUs: 1000, DurationMs: 1},
+		{Tool: "read", EndUs: 2000, DurationMs: 1},
+		{Tool: "edit", EndUs: 5000, DurationMs: 2},
+	}
+	lane, n := lanes(calls)
+	if n != 2 {
+		t.Fatalf("%d lanes, want 2 (at most two calls run at once)", n)
+	}
+	if lane[0] == lane[1] || lane[1] != lane[2] || lane[3] != lane[0] {
+		t.Errorf("lanes %v: the long read needs its own lane, the two short reads run one after the other on the second, and the edit follows the long read", lane)
+	}
+	svg := string(timelineSVG(SessionDetail{SessionRow: SessionRow{ID: "s"}, TurnList: []Turn{{N: 1, Calls: calls}}}))
+	if got := strings.Count(svg, `<rect x=`) - 1; got != 4 {
+		t.Errorf("the timeline draws %d call bars, want one per call (4)", got)
+	}
+}

@@ -135,6 +135,25 @@ func timelineSVG(d SessionDetail) template.HTML {
 			body.WriteString(`</g>`)
 			continue
 		}
+		// The bars' extents per lane, so a label beside a bar is drawn
+		// only where it covers no other bar of its lane.
+		type extent struct{ x0, x1 float64 }
+		laneBars := make([][]extent, n)
+		for i, c := range t.Calls {
+			cs := c.EndUs - int64(c.DurationMs*1000)
+			laneBars[lane[i]] = append(laneBars[lane[i]], extent{xOf(cs), max(xOf(c.EndUs), xOf(cs)+2)})
+		}
+		free := func(l int, a, b float64) bool {
+			if a < gutter || b > w {
+				return false
+			}
+			for _, sp := range laneBars[l] {
+				if sp.x0 < b && a < sp.x1 {
+					return false
+				}
+			}
+			return true
+		}
 		for i, c := range t.Calls {
 			cs := c.EndUs - int64(c.DurationMs*1000)
 			x0, x1 := xOf(cs), xOf(c.EndUs)
@@ -159,13 +178,17 @@ func timelineSVG(d SessionDetail) template.HTML {
 			label := c.Tool + " " + formatMs(c.DurationMs)
 			// Inside the bar when it fits, else beside it where there is room.
 			tw := 6 * float64(utf8.RuneCountInString(label))
+			right := max(x1, x0+2) + 4
 			switch {
 			case x1-x0 >= tw+10:
 				fmt.Fprintf(&body, `<text x="%.1f" y="%.1f" class="cl in">%s</text></a>`, x0+5, by+12, esc(label))
-			case max(x1, x0+2)+4+tw <= w:
-				fmt.Fprintf(&body, `<text x="%.1f" y="%.1f" class="cl">%s</text></a>`, max(x1, x0+2)+4, by+12, esc(label))
-			default:
+			case free(lane[i], right, right+tw):
+				fmt.Fprintf(&body, `<text x="%.1f" y="%.1f" class="cl">%s</text></a>`, right, by+12, esc(label))
+			case free(lane[i], x0-4-tw, x0-4):
 				fmt.Fprintf(&body, `<text x="%.1f" y="%.1f" class="cl" text-anchor="end">%s</text></a>`, x0-4, by+12, esc(label))
+			default:
+				// No room: the bar's tooltip names it.
+				body.WriteString(`</a>`)
 			}
 		}
 		y += laneH*float64(n) + 6
