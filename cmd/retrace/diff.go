@@ -217,6 +217,8 @@ func runDiff(ctx context.Context, sys *IO, opts *diffOptions) error {
 			return err
 		}
 		defer in.DB.Close()
+		// One results.json cannot be split by label: no paired comparison.
+		in.Results = nil
 		inputs[0], inputs[1] = in, in
 		inputs[0].Side, inputs[0].Cond = diff.Side{Label: bside.label, Selector: bside.label, Paths: bside.paths}, bside.selector.Cond()
 		inputs[1].Side, inputs[1].Cond = diff.Side{Label: cside.label, Selector: cside.label, Paths: cside.paths}, cside.selector.Cond()
