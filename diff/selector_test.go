@@ -25,11 +25,15 @@ func TestTagSelectorsSplitOneCorpus(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		tag := []byte(`"type":"session_start","tags":{"prompt":"v1"},`)
+		// synth tags every session (project, source): add prompt to them.
+		tag := []byte(`"tags":{"prompt":"v1",`)
 		if i%2 == 1 {
-			tag = []byte(`"type":"session_start","tags":{"prompt":"v2"},`)
+			tag = []byte(`"tags":{"prompt":"v2",`)
 		}
-		b = bytes.Replace(b, []byte(`"type":"session_start",`), tag, 1)
+		if !bytes.Contains(b, []byte(`"tags":{`)) {
+			t.Fatalf("%s: the session_start has no tags to add to", f)
+		}
+		b = bytes.Replace(b, []byte(`"tags":{`), tag, 1)
 		if err := os.WriteFile(f, b, 0o644); err != nil {
 			t.Fatal(err)
 		}
