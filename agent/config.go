@@ -95,6 +95,8 @@ type Config struct {
 	PermissionMode trajectory.PermissionMode
 	// HarnessVersion is recorded in session_start; empty means HarnessVersion.
 	HarnessVersion string
+	// HarnessRevision is recorded in session_start; empty leaves it out.
+	HarnessRevision string
 	// Tags are recorded in session_start.
 	Tags map[string]string
 	// WorkspaceSnapshot is the reference of the workspace snapshot taken

@@ -185,6 +185,7 @@ func (s *session) emitStart() {
 	limits := s.cfg.Limits
 	s.emit(&trajectory.SessionStart{
 		HarnessVersion:   version,
+		HarnessRevision:  s.cfg.HarnessRevision,
 		Provider:         s.cfg.Provider.Name(),
 		Model:            s.model,
 		Mode:             mode,

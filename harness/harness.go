@@ -109,10 +109,12 @@ type Spec struct {
 	Mode trajectory.RunMode
 	// MaxConcurrent bounds the executor's parallel calls; 0 is its default.
 	MaxConcurrent int
-	// HarnessVersion, Tags and ReplayOf are recorded in session_start.
-	HarnessVersion string
-	Tags           map[string]string
-	ReplayOf       string
+	// HarnessVersion, HarnessRevision, Tags and ReplayOf are recorded in
+	// session_start (Version gives the running build's).
+	HarnessVersion  string
+	HarnessRevision string
+	Tags            map[string]string
+	ReplayOf        string
 
 	// Warn receives what the session can run without but a person should
 	// know: a snapshot that failed, an MCP server that did not come up.
@@ -234,7 +236,7 @@ func Build(ctx context.Context, spec Spec) (_ *Session, err error) {
 		Executor: executor.Config{Env: env, Permission: perm, Hooks: hr, Prompter: spec.Prompter, Blobs: s.Blobs,
 			SessionID: s.Recorder.SessionID(), MaxConcurrent: spec.MaxConcurrent},
 		PolicyHash: policy, Mode: mode, PermissionMode: spec.Config.Permissions.Mode,
-		HarnessVersion: spec.HarnessVersion, Tags: spec.Tags, ReplayOf: spec.ReplayOf, Clock: spec.Clock,
+		HarnessVersion: spec.HarnessVersion, HarnessRevision: spec.HarnessRevision, Tags: spec.Tags, ReplayOf: spec.ReplayOf, Clock: spec.Clock,
 		WorkspaceSnapshot: spec.WorkspaceSnapshot,
 	}
 	if spec.Snapshot != nil {

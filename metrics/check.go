@@ -42,6 +42,10 @@ type part struct {
 	// of each of its sessions in the files before it: the events at or
 	// below it are copies, and are dropped.
 	seed map[string]int64
+	// dupes are, when a load checks a file again, the sessions whose
+	// events it leaves out whole: copies of a session an earlier file
+	// holds (see dupState).
+	dupes map[string]bool
 }
 
 // partResult is what checking one part found. Its line numbers count from
@@ -114,13 +118,13 @@ func (s *sessionSeqs) add(r seqRange) int {
 // reports, the chunks, and in strict mode the first problem of every bad
 // file. obs, when not nil, sees the events the load keeps as the parts are
 // checked.
-func (db *DB) checkAll(ctx context.Context, files []string, tmp string, obs Observer) ([]FileReport, []chunk, []error, error) {
+func (db *DB) checkAll(ctx context.Context, files []string, tmp string, obs Observer, dups *dupState) ([]FileReport, []chunk, []error, error) {
 	parts, total := split(files)
 	chunks, results, err := db.checkParts(ctx, files, parts, total, tmp, "w", obs)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	reports, problems, redo, seeds, err := db.merge(files, parts, results)
+	reports, problems, redo, seeds, err := db.merge(files, parts, results, dups)
 	if err != nil || len(redo) == 0 {
 		return reports, chunks, problems, err
 	}
@@ -140,12 +144,13 @@ func (db *DB) checkAll(ctx context.Context, files []string, tmp string, obs Obse
 			if p.file == f && p.stream {
 				streams = append(streams, &trajectory.FileError{File: trajectory.Name(files[f]), Err: fmt.Errorf(
 					"%w: it repeats seqs of a session in a file before it, and a stream cannot be read again to drop them; save it to a file, or leave it or the other copy out", ErrSeq)})
+				break
 			}
 			if p.file == f {
 				size = max(size, p.off+p.len)
 			}
 		}
-		again[i] = part{file: f, len: size, seed: seeds[f]}
+		again[i] = part{file: f, len: size, seed: seeds[f], dupes: dups.byFile[f]}
 		names[i] = trajectory.Name(files[f])
 	}
 	if len(streams) > 0 {
@@ -159,7 +164,7 @@ func (db *DB) checkAll(ctx context.Context, files []string, tmp string, obs Obse
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	whole, _, _, _, err := db.merge(files, again, results)
+	whole, _, _, _, err := db.merge(files, again, results, nil)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -410,6 +415,10 @@ func (db *DB) checkPart(file string, p part, st *stage, keep bool) (res partResu
 			res.err = fmt.Errorf("load: %w", err)
 			return res
 		}
+		if p.dupes[ev.Session] {
+			res.report.Duplicates++
+			continue
+		}
 		// Files usually hold one session, and a file of many holds each
 		// in one block, so a session is looked up once per block.
 		if cur < 0 || ev.Session != res.seqs.ranges[cur].session {
@@ -460,6 +469,12 @@ func seqError(seq, after int64) error {
 	return fmt.Errorf("%w: seq %d after %d, a repeated or replayed event (validate reports it too); remove the line, or pass --lenient to drop it and count the event once", ErrSeq, seq, after)
 }
 
+// dupError says what is wrong with a session found in two files when
+// Options.StrictDupes makes it an error.
+func dupError(session, kept string) error {
+	return fmt.Errorf("%w: session %s is in %s too; the same run given twice (or a copy of its file) would be counted twice; leave one out, or drop --strict-dupes to load it once, from the first file", ErrDuplicateSession, session, kept)
+}
+
 // copyError says what is wrong with a session found in two files.
 func copyError(seq int64, session string, after int64, file string) error {
 	return fmt.Errorf("%w: seq %d of session %s, which %s holds up to seq %d: a copy of the session would be counted twice; leave one copy out, or pass --lenient to drop the repeated events", ErrSeq, seq, session, file, after)
@@ -495,7 +510,14 @@ func (c *lineCounter) Read(b []byte) (int, error) {
 // A session's seqs must increase across the files in their sorted order
 // too: a session is recorded in one file, so the same session in a second
 // file is a copy, and loading both would count it twice.
-func (db *DB) merge(files []string, parts []part, results []partResult) (reports []FileReport, problems []error, redo []int, seeds map[int]map[string]int64, err error) {
+//
+// A session whose seqs in a file overlap those an earlier file holds of it
+// is a duplicate (the same run given twice, or a copy of its file): dups,
+// when not nil, records it, and the file is checked again without it, so
+// that the session is loaded once, from the first file; with
+// Options.StrictDupes it is a problem instead. The second check of the
+// files to check again passes a nil dups.
+func (db *DB) merge(files []string, parts []part, results []partResult, dups *dupState) (reports []FileReport, problems []error, redo []int, seeds map[int]map[string]int64, err error) {
 	reports = make([]FileReport, len(files))
 	for i, f := range files {
 		reports[i].File = trajectory.Name(f)
@@ -506,9 +528,17 @@ func (db *DB) merge(files []string, parts []part, results []partResult) (reports
 	// and in the files merged before it (before, with the file it is in).
 	type seen struct {
 		max  int64
-		file int
+		file string
 	}
 	here, before := map[string]int64{}, map[string]seen{}
+	if dups != nil {
+		// The sessions an earlier load of a kept database holds from files
+		// not read again come before every file of this load.
+		for session, p := range dups.prior {
+			before[session] = seen{max: p.max, file: p.file}
+		}
+	}
+	var strictDupes []error
 	seeds = map[int]map[string]int64{}
 	file := -1
 	done := func() {
@@ -526,7 +556,7 @@ func (db *DB) merge(files []string, parts []part, results []partResult) (reports
 		}
 		for session, m := range here {
 			if b, ok := before[session]; !ok || m > b.max {
-				before[session] = seen{max: m, file: file}
+				before[session] = seen{max: m, file: trajectory.Name(files[file])}
 			}
 		}
 		clear(here)
@@ -545,10 +575,26 @@ func (db *DB) merge(files []string, parts []part, results []partResult) (reports
 		for _, r := range res.seqs.ranges {
 			session := r.session
 			var why error
+			_, inFile := here[session]
+			switch b, ok := before[session]; {
+			case dups != nil && dups.byFile[p.file][session]:
+				continue
+			case dups != nil && !inFile && ok && r.first <= b.max:
+				at := &trajectory.LineError{File: fr.File, Line: r.firstLine + offset[p.file], Err: dupError(session, b.file)}
+				if db.opts.StrictDupes {
+					strictDupes = append(strictDupes, at)
+					continue
+				}
+				dups.add(p.file, Duplicate{Session: session, File: fr.File, Line: at.Line, Kept: b.file})
+				if !slices.Contains(redo, p.file) {
+					redo = append(redo, p.file)
+				}
+				continue
+			}
 			if m, ok := here[session]; ok && r.first <= m {
 				why = seqError(r.first, m)
 			} else if b, ok := before[session]; ok && r.first <= b.max {
-				why = copyError(r.first, session, b.max, trajectory.Name(files[b.file]))
+				why = copyError(r.first, session, b.max, b.file)
 			}
 			if line := r.firstLine + offset[p.file]; why != nil && (repeat == nil || line < repeat.Line) {
 				repeat = &trajectory.LineError{File: fr.File, Line: line, Err: why}
@@ -563,7 +609,9 @@ func (db *DB) merge(files []string, parts []part, results []partResult) (reports
 			first[p.file] = repeat
 		}
 		for _, r := range res.seqs.ranges {
-			here[r.session] = max(here[r.session], r.max)
+			if dups == nil || !dups.byFile[p.file][r.session] {
+				here[r.session] = max(here[r.session], r.max)
+			}
 		}
 		var le *trajectory.LineError
 		var fe *trajectory.FileError
@@ -582,6 +630,7 @@ func (db *DB) merge(files []string, parts []part, results []partResult) (reports
 		fr.Events += res.report.Events
 		fr.Skipped += res.report.Skipped
 		fr.Dropped += res.report.Dropped
+		fr.Duplicates += res.report.Duplicates
 		if fr.FirstSkipped == nil {
 			fr.FirstSkipped = res.report.FirstSkipped
 		}
@@ -612,6 +661,9 @@ func (db *DB) merge(files []string, parts []part, results []partResult) (reports
 		if p != nil {
 			problems = append(problems, p)
 		}
+	}
+	if dups != nil {
+		dups.strict = strictDupes
 	}
 	return reports, problems, redo, seeds, nil
 }

@@ -45,7 +45,7 @@ func BenchmarkCheck(b *testing.B) {
 					if err != nil {
 						b.Fatal(err)
 					}
-					reports, _, problems, err := db.checkAll(ctx, in.Files, tmp, nil)
+					reports, _, problems, err := db.checkAll(ctx, in.Files, tmp, nil, &dupState{})
 					os.RemoveAll(tmp)
 					if err != nil || len(problems) > 0 {
 						b.Fatal(err, problems)

@@ -31,6 +31,10 @@ type Options struct {
 	// goes back (counting both per file), and leaves out unreadable and
 	// empty files, instead of refusing the load.
 	Lenient bool
+	// StrictDupes refuses a load in which a session is in two files (a
+	// *LoadError wrapping ErrDuplicateSession) instead of loading it once,
+	// from the first file, and listing it in LoadReport.Duplicates.
+	StrictDupes bool
 	// Stdin is what the path "-" (trajectory.Stdin) reads; nil refuses it.
 	Stdin io.Reader
 	// Progress, when set, is called as a load goes on, one call at a time.

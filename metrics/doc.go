@@ -46,13 +46,22 @@
 // continue; NULL without hooks), outcome ('success', 'failure', or 'lost'
 // when the call has neither), failure_kind, error_code, duration_ms (the
 // call's own run time from its tool_end, never a batch average),
-// output_bytes, truncated, spilled (the full output went to a blob).
+// output_bytes, truncated, spilled (the full output went to a blob), input
+// (the call's input as recorded, after the recorder's redaction; JSON), and
+// file, line and seq of the tool_call event, for a finding to point at.
 //
 // sessions: one row per session_start: session, started, ended (NULL when
 // the session has no session_end), reason (the end reason, NULL likewise),
 // turns (the highest turn seen), tool_calls, tool_failures, input_tokens,
 // output_tokens, cache_read_tokens, cache_creation_tokens (sums over the
-// session's model responses).
+// session's model responses), then from its session_start: tags (the run
+// labels of retrace run --tag and eval's eval_scenario and eval_repeat;
+// JSON, read one with tags->>'prompt'), model, provider, mode,
+// permission_mode, config_hash, harness_version, harness_revision (NULL
+// when the harness did not know its revision), file (the file the session
+// was loaded from), replay_of (the session this one replays, NULL for an
+// original) and parent_session (the session that started this one as a
+// subagent, NULL for a top-level one).
 //
 // model_turns: one row per model_response: session, turn, stop_reason,
 // context_tokens (all the input the model was sent: input_tokens +

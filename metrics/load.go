@@ -27,6 +27,57 @@ const ParquetExt = ".parquet"
 // line, or a copy of a session's file, which loaded would be counted twice.
 var ErrSeq = errors.New("seq does not increase")
 
+// ErrDuplicateSession means a session is in two files of one load (the
+// same run given twice, or a copy of its file) and Options.StrictDupes
+// refuses that.
+var ErrDuplicateSession = errors.New("duplicate session")
+
+// Duplicate is a session found in two files of one load: it is loaded
+// once, from the file that comes first in the load's order (Kept), and its
+// events in File are left out.
+type Duplicate struct {
+	// Session is the session id.
+	Session string
+	// File and Line are where the copy starts: the file left out of the
+	// session, as trajectory.Name names it, and the line of its first
+	// event there.
+	File string
+	Line int
+	// Kept is the file the session was loaded from.
+	Kept string
+}
+
+// dupState gathers what a load finds of duplicate sessions.
+type dupState struct {
+	// byFile has, per index of a file being loaded, the sessions whose
+	// events in it are left out.
+	byFile map[int]map[string]bool
+	list   []Duplicate
+	// strict are the duplicates as errors, with Options.StrictDupes.
+	strict []error
+	// prior are the sessions a kept database already holds from files the
+	// load does not read again: they come first.
+	prior map[string]priorSession
+}
+
+// priorSession is a session a kept database holds: the highest seq and
+// the file.
+type priorSession struct {
+	max  int64
+	file string
+}
+
+func (d *dupState) add(file int, dup Duplicate) {
+	if d.byFile == nil {
+		d.byFile = map[int]map[string]bool{}
+	}
+	if d.byFile[file] == nil {
+		d.byFile[file] = map[string]bool{}
+	}
+	d.byFile[file][dup.Session] = true
+	d.list = append(d.list, dup)
+}
+
 // FileReport says what Load did with one file.
 type FileReport struct {
 	// File names the input as messages do (trajectory.Name).
@@ -42,6 +93,9 @@ type FileReport struct {
 	Dropped int
 	// FirstDropped is the first dropped event's error, nil when none.
 	FirstDropped error
+	// Duplicates counts the events left out because their session was
+	// loaded from an earlier file (LoadReport.Duplicates names them).
+	Duplicates int
 	// Err says why nothing of the file was loaded (Lenient only): a
 	// *trajectory.FileError for a file that cannot be read or holds no
 	// event.
@@ -61,6 +115,9 @@ type LoadReport struct {
 	NotRegular []trajectory.Warning
 	// Events counts the events loaded from both.
 	Events int
+	// Duplicates are the sessions found in two files, each loaded once,
+	// in the load's order.
+	Duplicates []Duplicate
 }
 
 // Skipped returns the number of lines left out over all files.
@@ -92,8 +149,18 @@ func (e *LoadError) Error() string {
 		files = "file"
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "load refused: %d bad %s (fix them, or pass --lenient to skip bad lines, drop repeated seqs, leave out unreadable and empty files, and load the rest)",
-		len(e.Problems), files)
+	dupes := 0
+	for _, p := range e.Problems {
+		if errors.Is(p, ErrDuplicateSession) {
+			dupes++
+		}
+	}
+	if dupes == len(e.Problems) {
+		fmt.Fprintf(&b, "load refused: %s in two files (--strict-dupes)", plural(dupes, "session"))
+	} else {
+		fmt.Fprintf(&b, "load refused: %d bad %s (fix them, or pass --lenient to skip bad lines, drop repeated seqs, leave out unreadable and empty files, and load the rest)",
+			len(e.Problems), files)
+	}
 	for i, p := range e.Problems {
 		if i == maxListed {
 			fmt.Fprintf(&b, "\n  ... and %d more files", len(e.Problems)-maxListed)
@@ -165,9 +232,16 @@ func (db *DB) load(ctx context.Context, obs Observer, paths []string) (LoadRepor
 		return rep, fmt.Errorf("load: %w", err)
 	}
 	defer os.RemoveAll(tmp)
-	reports, chunks, bad, err := db.checkAll(ctx, files, tmp, obs)
+	dups := &dupState{}
+	reports, chunks, bad, err := db.checkAll(ctx, files, tmp, obs, dups)
 	if err != nil {
 		return rep, err
+	}
+	rep.Duplicates = dups.list
+	if len(dups.strict) > 0 {
+		// --strict-dupes refuses even a lenient load: a duplicate is a
+		// mistake in the paths given, not damage in a file.
+		return rep, &LoadError{Problems: append(dups.strict, problems...)}
 	}
 	if problems = append(problems, bad...); len(problems) > 0 {
 		if !db.opts.Lenient {
@@ -431,4 +505,12 @@ func describeFiles(files []string) string {
 		return strings.Join(files, ", ")
 	}
 	return fmt.Sprintf("%s and %d more files", strings.Join(files[:3], ", "), len(files)-3)
+}
+
+// plural returns "1 session" or "2 sessions".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return fmt.Sprintf("%d %s", n, noun)
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

@@ -193,15 +193,16 @@ func TestOneUnreadableEntryDoesNotHideTheRestOfTheDirectory(t *testing.T) {
 	}
 }
 
-func TestASessionCopiedIntoASecondFileIsRefusedOrCountedOnce(t *testing.T) {
+func TestASessionInTwoFilesIsLoadedOnceFromTheFirstOrRefusedWithStrictDupes(t *testing.T) {
 	lines := basicLines(t)
 	for _, tc := range []struct {
-		name    string
-		a, b    []string
-		dropped int
+		name   string
+		a, b   []string
+		events int // loaded: a's events only
+		left   int // b's events left out
 	}{
-		{"A whole copy in another directory.", lines, lines, 11},
-		{"Two files overlapping by three events.", lines[:6], lines[3:], 3},
+		{"A whole copy in another directory.", lines, lines, 11, 11},
+		{"Two files overlapping by three events.", lines[:6], lines[3:], 6, 8},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -211,23 +212,44 @@ func TestASessionCopiedIntoASecondFileIsRefusedOrCountedOnce(t *testing.T) {
 			}
 			b := writeLines(t, filepath.Join(dir, "copy"), "b.jsonl", tc.b...)
 			ctx := context.Background()
-			_, err := open(t, Options{}).Load(ctx, dir)
+			for _, lenient := range []bool{false, true} {
+				db := open(t, Options{Lenient: lenient})
+				rec := &recorder{t: t}
+				rep, err := db.LoadObserved(ctx, rec, dir)
+				if err != nil || rep.Events != tc.events {
+					t.Fatalf("lenient %v: report %+v, err %v; want a's %d events once", lenient, rep, err, tc.events)
+				}
+				want := Duplicate{Session: "20261130-090000.000-1a2b3c4d", File: b, Line: 1, Kept: a}
+				if len(rep.Duplicates) != 1 || rep.Duplicates[0] != want {
+					t.Fatalf("lenient %v: duplicates %+v, want [%+v]", lenient, rep.Duplicates, want)
+				}
+				if fr := rep.Files[1]; fr.File != b || fr.Duplicates != tc.left || fr.Dropped != 0 || fr.Events != 0 {
+					t.Fatalf("lenient %v: report of the copy %+v, want %d left out as duplicates", lenient, fr, tc.left)
+				}
+				if got := rows(t, db, "select count(*), count(distinct seq), count(distinct file) from events"); got[0] != fmt.Sprintf("%d|%d|1", tc.events, tc.events) {
+					t.Fatalf("lenient %v: events|distinct seqs|files = %s, want a's %d events", lenient, got[0], tc.events)
+				}
+				if n := len(rec.events); n != tc.events {
+					t.Fatalf("lenient %v: the observer saw %d events, want the %d loaded", lenient, n, tc.events)
+				}
+			}
+			_, err := open(t, Options{StrictDupes: true, Lenient: true}).Load(ctx, dir)
 			var le *trajectory.LineError
-			if !errors.Is(err, ErrSeq) || !errors.As(err, &le) || le.File != b || le.Line != 1 || !strings.Contains(err.Error(), "which "+a+" holds up to seq") {
-				t.Fatalf("strict: err = %v, want ErrSeq at %s:1 naming %s", err, b, a)
-			}
-			db := open(t, Options{Lenient: true})
-			rep, err := db.Load(ctx, dir)
-			if err != nil || rep.Events != 11 {
-				t.Fatalf("lenient: report %+v, err %v; want the 11 events once", rep, err)
-			}
-			if fr := rep.Files[1]; fr.File != b || fr.Dropped != tc.dropped {
-				t.Fatalf("lenient: report of the copy %+v, want %d dropped", fr, tc.dropped)
-			}
-			if got := rows(t, db, "select count(*), count(distinct seq) from events"); got[0] != "11|11" {
-				t.Fatalf("lenient: events|distinct seqs = %s, want 11|11", got[0])
+			if !errors.Is(err, ErrDuplicateSession) || !errors.As(err, &le) || le.File != b || le.Line != 1 || !strings.Contains(err.Error(), "is in "+a+" too") {
+				t.Fatalf("strict dupes: err = %v, want ErrDuplicateSession at %s:1 naming %s", err, b, a)
 			}
 		})
+	}
+}
+
+func TestASessionContinuedInASecondFileIsNoDuplicate(t *testing.T) {
+	lines := basicLines(t)
+	dir := t.TempDir()
+	writeLines(t, dir, "a.jsonl", lines[:5]...)
+	writeLines(t, dir, "b.jsonl", lines[5:]...)
+	rep, err := open(t, Options{}).Load(context.Background(), dir)
+	if err != nil || rep.Events != len(lines) || len(rep.Duplicates) != 0 {
+		t.Fatalf("report %+v, err %v; want all %d events and no duplicate", rep, err, len(lines))
 	}
 }
 

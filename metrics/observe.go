@@ -58,11 +58,22 @@ func (db *DB) LoadObserved(ctx context.Context, obs Observer, paths ...string) (
 // parts' events through last, the highest seq kept of every session so
 // far, without waiting for the second check. In a file that is not checked
 // again the filter keeps everything: its seqs already increase.
+//
+// A session whose first event in a file does not come after the seqs
+// earlier files hold of it is a duplicate, which the load keeps from the
+// first file only (see merge): feed leaves out its events in every later
+// file, as the file's second check does.
 type feed struct {
 	obs   Observer
 	files []string
 	parts []part
 	last  map[string]int64
+	// owner is the file each session was first kept from; dupes are the
+	// sessions left out of the file being fed, dupesOf.
+	owner   map[string]int
+	dupes   map[string]bool
+	inFile  map[string]bool
+	dupesOf int
 }
 
 // deliver hands over the events part i kept, and ends the part's file
@@ -71,10 +82,28 @@ func (f *feed) deliver(i int, res *partResult) {
 	p := f.parts[i]
 	name := trajectory.Name(f.files[p.file])
 	kept := res.events[:0]
+	if f.owner == nil {
+		f.owner = map[string]int{}
+	}
+	if f.dupes == nil || f.dupesOf != p.file {
+		f.dupes, f.inFile, f.dupesOf = map[string]bool{}, map[string]bool{}, p.file
+	}
 	for _, e := range res.events {
-		if m, ok := f.last[e.Session]; ok && e.Seq <= m {
+		if f.dupes[e.Session] {
 			continue
 		}
+		m, ok := f.last[e.Session]
+		if o, owned := f.owner[e.Session]; owned && o != p.file && !f.inFile[e.Session] && ok && e.Seq <= m {
+			f.dupes[e.Session] = true
+			continue
+		}
+		if !ok {
+			f.owner[e.Session] = p.file
+		}
+		if ok && e.Seq <= m {
+			continue
+		}
+		f.inFile[e.Session] = true
 		f.last[e.Session] = e.Seq
 		kept = append(kept, e)
 	}

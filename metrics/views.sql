@@ -5,7 +5,7 @@ CREATE OR REPLACE VIEW events AS SELECT * FROM raw_events;
 CREATE OR REPLACE VIEW tool_calls AS
 WITH calls AS (
     SELECT session, turn, tool_use_id, tool, batch, "index" AS call_index,
-           strlen(CAST(input AS VARCHAR)) AS input_bytes
+           strlen(CAST(input AS VARCHAR)) AS input_bytes, input, file, line, seq
     FROM raw_tool_call
 ), perm AS (
     SELECT session, tool_use_id,
@@ -47,7 +47,8 @@ SELECT c.session, c.turn, c.tool_use_id, c.tool, c.batch, c.call_index, c.input_
        h.hook_outcome,
        CASE WHEN r.succeeded THEN 'success' WHEN r.failed THEN 'failure' ELSE 'lost' END AS outcome,
        r.failure_kind, r.error_code,
-       f.duration_ms, f.output_bytes, f.truncated, f.spilled
+       f.duration_ms, f.output_bytes, f.truncated, f.spilled,
+       c.input, c.file, c.line, c.seq
 FROM calls c
 LEFT JOIN perm p USING (session, tool_use_id)
 LEFT JOIN hook h USING (session, tool_use_id)
@@ -67,7 +68,18 @@ FROM raw_model_response;
 
 CREATE OR REPLACE VIEW sessions AS
 WITH starts AS (
-    SELECT session, min(ts) AS started FROM raw_session_start GROUP BY session
+    -- A session has one session_start; arg_min keeps the first should a
+    -- file hold two.
+    SELECT session, min(ts) AS started,
+           arg_min(tags, seq) AS tags, arg_min(model, seq) AS model,
+           arg_min(provider, seq) AS provider, arg_min(mode, seq) AS mode,
+           arg_min(permission_mode, seq) AS permission_mode,
+           arg_min(config_hash, seq) AS config_hash,
+           arg_min(harness_version, seq) AS harness_version,
+           arg_min(harness_revision, seq) AS harness_revision,
+           arg_min(file, seq) AS file, arg_min(replay_of, seq) AS replay_of,
+           arg_min(parent_session, seq) AS parent_session
+    FROM raw_session_start GROUP BY session
 ), ends AS (
     SELECT session, any_value(ts) AS ended, any_value(reason) AS reason
     FROM raw_session_end GROUP BY session
@@ -84,7 +96,9 @@ WITH starts AS (
 SELECT s.session, s.started, e.ended, e.reason, c.turns, c.tool_calls, c.tool_failures,
        coalesce(t.input_tokens, 0) AS input_tokens, coalesce(t.output_tokens, 0) AS output_tokens,
        coalesce(t.cache_read_tokens, 0) AS cache_read_tokens,
-       coalesce(t.cache_creation_tokens, 0) AS cache_creation_tokens
+       coalesce(t.cache_creation_tokens, 0) AS cache_creation_tokens,
+       s.tags, s.model, s.provider, s.mode, s.permission_mode, s.config_hash,
+       s.harness_version, s.harness_revision, s.file, s.replay_of, s.parent_session
 FROM starts s
 LEFT JOIN ends e USING (session)
 LEFT JOIN counts c USING (session)

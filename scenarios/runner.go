@@ -56,6 +56,11 @@ type Options struct {
 	// leaves such scenarios out before it calls Run).
 	Provider func() (llm.Provider, error)
 	Model    string
+	// Tags are run labels recorded in every run's session_start.tags,
+	// beside the runner's own eval_scenario and eval_repeat, which win.
+	Tags map[string]string
+	// HarnessRevision is recorded in each session_start.
+	HarnessRevision string
 }
 
 // clock returns the clock of the runs.
@@ -238,6 +243,12 @@ func (r *runner) run(ctx context.Context, s *Scenario, index, repeat int) (res R
 		System: SystemPrompt, Prompt: s.Prompt, Runs: r.runs, Clock: r.opts.Clock,
 		HarnessVersion: cmp.Or(r.opts.HarnessVersion, "retrace eval"),
 		Tags:           map[string]string{"eval_scenario": s.Name, "eval_repeat": strconv.Itoa(repeat)},
+	}
+	spec.HarnessRevision = r.opts.HarnessRevision
+	for k, v := range r.opts.Tags {
+		if _, own := spec.Tags[k]; !own {
+			spec.Tags[k] = v
+		}
 	}
 	if s.Person != "" {
 		spec.Prompter = person(s.Person == PersonApprove)

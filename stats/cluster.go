@@ -205,71 +205,105 @@ func newClusteredSample(x [][]float64) clusteredSample {
 	return s
 }
 
-// resampleQuantile draws len(sizes) clusters with replacement into the
-// reused weights w and returns Quantile's q-quantile of the pooled values
-// of the drawn clusters (NaN when they hold no values). It walks the sorted
-// values from the nearer end of the wanted rank, adding each value's
-// cluster weight, so it touches at most about half of them.
-func (s clusteredSample) resampleQuantile(q float64, w []int, r *resampler) float64 {
+// resample draws len(sizes) clusters with replacement into the reused
+// weights w and returns how many values the drawn clusters pool.
+func (s clusteredSample) resample(w []int32, r *resampler) int {
 	clear(w)
 	c := len(s.sizes)
+	total := 0
 	for range c {
-		w[r.rng.IntN(c)]++
+		k := r.rng.IntN(c)
+		w[k]++
+		total += s.sizes[k]
 	}
-	return s.quantileWeighted(q, w)
+	return total
 }
 
 // quantileWeighted is Quantile's q-quantile of the pooled values with
-// cluster c's values counted w[c] times (NaN when that pools none).
-func (s clusteredSample) quantileWeighted(q float64, w []int) float64 {
-	total := 0
-	for c, k := range w {
-		total += k * s.sizes[c]
-	}
+// cluster c's values counted w[c] times, total of them (NaN when total is
+// 0). It walks the sorted values from the nearer end of the wanted rank,
+// adding each value's cluster weight, so it touches at most about half of
+// them.
+func (s clusteredSample) quantileWeighted(q float64, w []int32, total int) float64 {
 	if total == 0 {
 		return math.NaN()
 	}
 	h := float64(total-1) * q
 	k := int(h)
 	frac := h - float64(k)
-	want := 2
-	if frac == 0 || k+1 >= total {
-		want = 1
-	}
-	var v [2]float64
+	two := frac != 0 && k+1 < total
+	var lo, hi float64
 	if q <= 0.5 {
-		// Ranks k and k+1 from the bottom.
-		cum := 0
-		got := 0
-		for i := 0; i < len(s.values) && got < want; i++ {
-			cum += w[s.cluster[i]]
-			for got < want && k+got < cum {
-				v[got] = s.values[i]
-				got++
-			}
+		// Rank k is the first value where the running weight passes k;
+		// rank k+1 is the same value if its weight covers it, else the
+		// next value with weight.
+		i, cum := s.walkUp(w, k)
+		lo, hi = s.values[i], s.values[i]
+		if two && cum <= k+1 {
+			hi = s.values[s.nextUp(w, i)]
 		}
 	} else {
-		// The same ranks counted from the top: k+1 is (total−2−k) from the
-		// top and k is (total−1−k).
-		top := [2]int{total - 1 - k, total - 2 - k}
-		cum := 0
-		got := [2]bool{}
-		need := want
-		for i := len(s.values) - 1; i >= 0 && need > 0; i-- {
-			cum += w[s.cluster[i]]
-			for j := 0; j < want; j++ {
-				if !got[j] && top[j] < cum {
-					v[j] = s.values[i]
-					got[j] = true
-					need--
-				}
-			}
+		// The same from the top: rank k+1 is total−2−k from the top and
+		// rank k the one below it.
+		t := total - 1 - k
+		if two {
+			t = total - 2 - k
+		}
+		i, cum := s.walkDown(w, t)
+		lo, hi = s.values[i], s.values[i]
+		if two && cum <= t+1 {
+			lo = s.values[s.nextDown(w, i)]
 		}
 	}
-	if want == 1 {
-		return v[0]
+	if !two {
+		return lo
 	}
-	return v[0] + frac*(v[1]-v[0])
+	return lo + frac*(hi-lo)
+}
+
+// walkUp returns the first index whose running weight from the bottom
+// exceeds rank, and that running weight.
+func (s clusteredSample) walkUp(w []int32, rank int) (int, int) {
+	cum := 0
+	for i, c := range s.cluster {
+		cum += int(w[c])
+		if cum > rank {
+			return i, cum
+		}
+	}
+	return len(s.cluster) - 1, cum
+}
+
+// walkDown is walkUp from the top.
+func (s clusteredSample) walkDown(w []int32, rank int) (int, int) {
+	cum := 0
+	for i := len(s.cluster) - 1; i >= 0; i-- {
+		cum += int(w[s.cluster[i]])
+		if cum > rank {
+			return i, cum
+		}
+	}
+	return 0, cum
+}
+
+// nextUp returns the first index above i whose cluster was drawn.
+func (s clusteredSample) nextUp(w []int32, i int) int {
+	for j := i + 1; j < len(s.cluster); j++ {
+		if w[s.cluster[j]] > 0 {
+			return j
+		}
+	}
+	return i
+}
+
+// nextDown returns the first index below i whose cluster was drawn.
+func (s clusteredSample) nextDown(w []int32, i int) int {
+	for j := i - 1; j >= 0; j-- {
+		if w[s.cluster[j]] > 0 {
+			return j
+		}
+	}
+	return i
 }
 
 // BootstrapQuantileDiffClustered is BootstrapQuantileDiff for values that
@@ -287,18 +321,55 @@ func (s clusteredSample) quantileWeighted(q float64, w []int) float64 {
 // no values is skipped. NaN values are ignored; with either side empty,
 // diff and the interval are NaN.
 func BootstrapQuantileDiffClustered(x, y [][]float64, q float64, resamples int, seed uint64, level float64) (diff float64, ci Interval) {
+	d, c := BootstrapQuantileDiffsClustered(x, y, []float64{q}, resamples, seed, level)
+	return d[0], c[0]
+}
+
+// BootstrapQuantileDiffsClustered is BootstrapQuantileDiffClustered for
+// several quantiles: each resample of sessions serves every quantile.
+// diffs[i] and cis[i] belong to qs[i]; with one quantile the result is
+// BootstrapQuantileDiffClustered's for the same seed.
+func BootstrapQuantileDiffsClustered(x, y [][]float64, qs []float64, resamples int, seed uint64, level float64) (diffs []float64, cis []Interval) {
 	sx := newClusteredSample(x)
 	sy := newClusteredSample(y)
-	diff = QuantileSorted(sy.values, q) - QuantileSorted(sx.values, q)
-	if math.IsNaN(diff) || resamples < 1 || !(level > 0 && level < 1) {
-		return diff, invalid(level)
+	diffs = make([]float64, len(qs))
+	cis = make([]Interval, len(qs))
+	d := make([][]float64, len(qs))
+	ok := resamples >= 1 && level > 0 && level < 1
+	some := false
+	for i, q := range qs {
+		diffs[i] = QuantileSorted(sy.values, q) - QuantileSorted(sx.values, q)
+		cis[i] = invalid(level)
+		if ok && !math.IsNaN(diffs[i]) {
+			d[i] = make([]float64, resamples)
+			some = true
+		}
+	}
+	if !some {
+		return diffs, cis
 	}
 	r := resampler{rng: newRand(seed)}
-	wx := make([]int, len(x))
-	wy := make([]int, len(y))
-	d := make([]float64, resamples)
-	for i := range d {
-		d[i] = sy.resampleQuantile(q, wy, &r) - sx.resampleQuantile(q, wx, &r)
+	wx := make([]int32, len(x))
+	wy := make([]int32, len(y))
+	qy := make([]float64, len(qs))
+	for k := range resamples {
+		ty := sy.resample(wy, &r)
+		for i, q := range qs {
+			if d[i] != nil {
+				qy[i] = sy.quantileWeighted(q, wy, ty)
+			}
+		}
+		tx := sx.resample(wx, &r)
+		for i, q := range qs {
+			if d[i] != nil {
+				d[i][k] = qy[i] - sx.quantileWeighted(q, wx, tx)
+			}
+		}
 	}
-	return diff, percentileInterval(d, level)
+	for i := range qs {
+		if d[i] != nil {
+			cis[i] = percentileInterval(d[i], level)
+		}
+	}
+	return diffs, cis
 }

@@ -23,8 +23,12 @@
 // tests for a shift without assuming a shape (exact for small samples
 // without ties, else the tie-corrected normal approximation), and
 // BootstrapQuantileDiff gives the difference of a quantile (p50, p95) with
-// a percentile bootstrap interval. Quantile is DuckDB's quantile_cont, so
-// the numbers match the metrics views.
+// a percentile bootstrap interval (BootstrapQuantileDiffs: several
+// quantiles from one sort). Quantile is DuckDB's quantile_cont, so the
+// numbers match the metrics views. The bootstrap is seeded (PCG) and
+// draws each resample's one or two order statistics exactly from their
+// distribution instead of drawing the resample, so 2,000 resamples cost
+// about as much as sorting the samples once.
 //
 // # Calls come in sessions
 //
@@ -40,9 +44,23 @@
 //     variance over the binomial one; EffectiveN = n/deff). Right when
 //     sessions are the sampled unit and there are at least a few dozen of
 //     them per side; with fewer the variance estimate itself is noisy.
-//   - For quantiles: BootstrapQuantileDiffClustered resamples whole
-//     sessions. Right for the same reason; it reduces to the plain
-//     bootstrap when each session has one value.
+//   - For quantiles: BootstrapQuantileDiffClustered (and
+//     BootstrapQuantileDiffsClustered) resample whole sessions. Right for
+//     the same reason; it reduces to the plain bootstrap when each session
+//     has one value.
+//   - For a shift of a distribution: MannWhitneyClustered, the same
+//     statistic as MannWhitney with Obuchowski's cluster-robust variance.
+//
+// Percentile bootstrap intervals of tail quantiles run a little narrow:
+// in this package's simulations of session-clustered latencies, the 95%
+// interval of the p95 difference held the true difference in 91.5% of
+// 200 datasets at 60 sessions a side (TestClusteredBootstrapCoverageOfTheP95;
+// 93.5% at 200 sessions in a one-off run); the A/A calibration of retrace
+// diff measures what a corpus actually gives.
+//
+// The tests' null simulations show the size of the problem: on
+// session-clustered data the plain tests' false-alarm rate at alpha 0.05
+// is 0.3 (rates) to 0.6 (latencies); the clustered ones stay near 0.05.
 //
 // The unclustered functions are right when the unit really is the value:
 // eval scenarios run once each, one value per session (a session's
@@ -56,6 +74,12 @@
 // BenjaminiHochberg controls the expected share of false alarms among the
 // alarms, and flags more when many metrics really moved. Both return
 // adjusted p-values in the input's order, to compare with alpha.
+//
+// # Deciding later
+//
+// When an interval is too wide to decide a gate, MoreRunsToReach turns its
+// half-width and the one that would decide into an estimate of the runs
+// still needed, for the verdict to name.
 //
 // # No data, bad data
 //

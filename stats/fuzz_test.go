@@ -53,6 +53,9 @@ func FuzzSamples(f *testing.F) {
 		if !math.IsNaN(r.P) && (r.P < 0 || r.P > 1) {
 			t.Fatalf("Mann–Whitney p = %v", r.P)
 		}
+		if r := MannWhitneyClustered([][]float64{x, y}, [][]float64{y, x, nil}); !math.IsNaN(r.P) && (r.P < 0 || r.P > 1) {
+			t.Fatalf("clustered Mann–Whitney p = %v", r.P)
+		}
 		Quantile(vals, q)
 		BootstrapQuantileDiff(x, y, q, 20, 1, 0.9)
 		BootstrapQuantileDiffClustered([][]float64{x, y}, [][]float64{y, x, nil}, q, 20, 1, 0.9)

@@ -3,6 +3,7 @@ package stats
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -203,4 +204,41 @@ func minOf(x []float64) float64 {
 		m = math.Min(m, v)
 	}
 	return m
+}
+
+func TestMannWhitneyClusteredHoldsAlphaWhereThePlainTestDoesNot(t *testing.T) {
+	// 40 sessions a side of 5–30 calls, each session with its own latency
+	// level: the plain test over calls raises false alarms far too often,
+	// the cluster-robust one keeps near alpha.
+	rng := rand.New(rand.NewPCG(33, 34))
+	side := func() [][]float64 {
+		cs := make([][]float64, 40)
+		for i := range cs {
+			f := math.Exp(0.8 * rng.NormFloat64())
+			vs := make([]float64, 5+rng.IntN(26))
+			for j := range vs {
+				vs[j] = f * math.Exp(0.5*rng.NormFloat64())
+			}
+			cs[i] = vs
+		}
+		return cs
+	}
+	const k = 1000
+	robust, plain := make([]float64, k), make([]float64, k)
+	for i := range k {
+		x, y := side(), side()
+		r := MannWhitneyClustered(x, y)
+		if r.Name != NameMannWhitneyClustered {
+			t.Fatalf("name %q", r.Name)
+		}
+		robust[i] = r.P
+		plain[i] = MannWhitney(slices.Concat(x...), slices.Concat(y...)).P
+	}
+	t.Logf("false-alarm rates on clustered latencies: cluster-robust %.4f, plain %.4f", rate(robust, alpha), rate(plain, alpha))
+	if got := rate(robust, alpha); got > 0.075 || got < 0.025 {
+		t.Errorf("cluster-robust false-alarm rate %.4f over %d null datasets, want 0.025–0.075", got, k)
+	}
+	if got := rate(plain, alpha); got < 0.2 {
+		t.Errorf("plain false-alarm rate on clustered data %.4f; expected it well above alpha (≥ 0.2)", got)
+	}
 }

@@ -61,21 +61,44 @@ func newRand(seed uint64) *rand.Rand {
 // NaN values are ignored. With either side empty, diff and the interval are
 // NaN; with resamples < 1, or a level outside (0, 1), the interval is NaN.
 func BootstrapQuantileDiff(x, y []float64, q float64, resamples int, seed uint64, level float64) (diff float64, ci Interval) {
+	d, c := BootstrapQuantileDiffs(x, y, []float64{q}, resamples, seed, level)
+	return d[0], c[0]
+}
+
+// BootstrapQuantileDiffs is BootstrapQuantileDiff for several quantiles of
+// the same two samples (p50 and p95 of one tool's latency, say): the
+// samples are sorted once. diffs[i] and cis[i] belong to qs[i]; with one
+// quantile the result is BootstrapQuantileDiff's for the same seed.
+func BootstrapQuantileDiffs(x, y []float64, qs []float64, resamples int, seed uint64, level float64) (diffs []float64, cis []Interval) {
 	sx := withoutNaN(x)
 	sy := withoutNaN(y)
 	slices.Sort(sx)
 	slices.Sort(sy)
-	diff = QuantileSorted(sy, q) - QuantileSorted(sx, q)
-	if math.IsNaN(diff) || resamples < 1 || !(level > 0 && level < 1) {
-		return diff, invalid(level)
+	diffs = make([]float64, len(qs))
+	cis = make([]Interval, len(qs))
+	d := make([][]float64, len(qs))
+	ok := resamples >= 1 && level > 0 && level < 1
+	for i, q := range qs {
+		diffs[i] = QuantileSorted(sy, q) - QuantileSorted(sx, q)
+		cis[i] = invalid(level)
+		if ok && !math.IsNaN(diffs[i]) {
+			d[i] = make([]float64, resamples)
+		}
 	}
-	rng := newRand(seed)
-	r := resampler{rng: rng}
-	d := make([]float64, resamples)
-	for i := range d {
-		d[i] = r.quantile(sy, q) - r.quantile(sx, q)
+	r := resampler{rng: newRand(seed)}
+	for k := 0; k < resamples && ok; k++ {
+		for i, q := range qs {
+			if d[i] != nil {
+				d[i][k] = r.quantile(sy, q) - r.quantile(sx, q)
+			}
+		}
 	}
-	return diff, percentileInterval(d, level)
+	for i := range qs {
+		if d[i] != nil {
+			cis[i] = percentileInterval(d[i], level)
+		}
+	}
+	return diffs, cis
 }
 
 // percentileInterval is the percentile bootstrap interval of the resampled

@@ -273,3 +273,76 @@ func TestHolmAndBHMatchR(t *testing.T) {
 		t.Errorf("Holm caps at 1: got %v", got)
 	}
 }
+
+func TestMannWhitneyClustered(t *testing.T) {
+	// One value per cluster: the statistic is MannWhitney's U and the p
+	// value close to its normal approximation (DeLong's variance in place
+	// of the null one).
+	x := []float64{0.80, 0.83, 1.89, 1.04, 1.45, 1.38, 1.91, 1.64, 0.73, 1.46}
+	y := []float64{1.15, 0.88, 0.90, 0.74, 1.21}
+	singles := func(v []float64) [][]float64 {
+		out := make([][]float64, len(v))
+		for i := range v {
+			out[i] = v[i : i+1]
+		}
+		return out
+	}
+	got := MannWhitneyClustered(singles(x), singles(y))
+	if got.Statistic != 35 {
+		t.Errorf("U = %v, want 35 (R's W)", got.Statistic)
+	}
+	// θ = 1 − 35/50 = 0.3. DeLong et al. (1988) from the placements, by
+	// hand: S10 = 0.17111 (x), S01 = 0.015 (y), var = S10/10 + S01/5 =
+	// 0.020111, z = −0.2/0.14182 = −1.4103, p = 0.15845 (rough at 10 and 5
+	// values: the exact p is 0.2544).
+	near(t, "p", got.P, 0.15845, 5e-5)
+	// A clear shift of whole sessions is found.
+	var a, b [][]float64
+	for i := range 30 {
+		a = append(a, []float64{1 + float64(i%5), 2 + float64(i%5), 3})
+		b = append(b, []float64{3 + float64(i%5), 4 + float64(i%5), 5})
+	}
+	if r := MannWhitneyClustered(a, b); r.P > 1e-4 {
+		t.Errorf("shifted sessions: p = %v, want tiny", r.P)
+	}
+	if r := MannWhitneyClustered(b, b); r.P != 1 && math.Abs(r.P-1) > 1e-9 {
+		t.Errorf("a sample against itself: p = %v, want 1", r.P)
+	}
+	for _, c := range []struct{ x, y [][]float64 }{
+		{nil, b}, {[][]float64{{1, 2, 3}}, b}, {[][]float64{{math.NaN()}, {}}, b}, {[][]float64{{2}, {2}}, [][]float64{{2}, {2}}},
+	} {
+		if r := MannWhitneyClustered(c.x, c.y); r.P != 1 {
+			t.Errorf("MannWhitneyClustered(%v, …).P = %v, want 1 (cannot decide)", c.x, r.P)
+		}
+	}
+}
+
+func TestMoreRunsToReach(t *testing.T) {
+	// Halving a half-width takes four times the runs: 400 in all, 300 more.
+	if got := MoreRunsToReach(100, 0.1, 0.05); got != 300 {
+		t.Errorf("MoreRunsToReach(100, 0.1, 0.05) = %d, want 300", got)
+	}
+	// It agrees with Wilson: at p = 0.3 the 95% half-width at n = 100 is
+	// about 0.089; the n it names gives a half-width at or below 0.03.
+	w := Wilson(30, 100, 0.95)
+	more := MoreRunsToReach(100, (w.Hi-w.Lo)/2, 0.03)
+	n := 100 + more
+	w2 := Wilson(int(math.Round(0.3*float64(n))), n, 0.95)
+	if h := (w2.Hi - w2.Lo) / 2; h > 0.0305 || h < 0.028 {
+		t.Errorf("after %d more runs the half-width is %v, want about 0.03", more, h)
+	}
+	if got := MoreRunsToReach(50, 0.01, 0.02); got != 0 {
+		t.Errorf("already narrow: %d, want 0", got)
+	}
+	for _, c := range []struct {
+		n    int
+		h, t float64
+	}{{0, 0.1, 0.05}, {10, math.NaN(), 0.05}, {10, 0.1, 0}, {10, math.Inf(1), 0.1}, {10, 0.1, -1}} {
+		if got := MoreRunsToReach(c.n, c.h, c.t); got != -1 {
+			t.Errorf("MoreRunsToReach(%d, %v, %v) = %d, want -1", c.n, c.h, c.t, got)
+		}
+	}
+	if got := MoreRunsToReach(1000, 1, 1e-6); got != math.MaxInt32 {
+		t.Errorf("huge: %d, want MaxInt32", got)
+	}
+}

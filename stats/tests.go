@@ -26,8 +26,10 @@ const (
 	NameMcNemarChiSquared = "McNemar (χ² with continuity correction)"
 	NameMannWhitneyExact  = "Mann–Whitney U (exact)"
 	NameMannWhitneyNormal = "Mann–Whitney U (normal approximation, tie-corrected)"
-	NameRaoScottZ         = "two-proportion z test (Rao–Scott design-effect corrected)"
-	NameFisherEffective   = "Fisher's exact test (on design-effect effective counts)"
+	// NameMannWhitneyClustered is MannWhitneyClustered's test.
+	NameMannWhitneyClustered = "Mann–Whitney U (cluster-robust variance, Obuchowski 1997)"
+	NameRaoScottZ            = "two-proportion z test (Rao–Scott design-effect corrected)"
+	NameFisherEffective      = "Fisher's exact test (on design-effect effective counts)"
 )
 
 // relErr is the tolerance for "as or less likely" in the exact tests: a

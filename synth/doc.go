@@ -172,4 +172,42 @@
 //     prompt holds no git status and its bash results are canned, and its
 //     MCP server is connected from the start (its tools are deferred tools
 //     of the catalog), so no session has a place for either.
+//
+// # Shifts
+//
+// Options.Shifts change the generator in one planted way each, for tests
+// of the before/after comparison (retrace diff): two corpora of one Seed,
+// one with shifts and one without, must differ in the shifted quantities
+// and in nothing a metric measures. A Shift names a tool and one or both
+// of:
+//
+//   - FailurePoints (ParseShift's TOOL.failure+POINTS): among the tool's
+//     calls that run, the failure rate rises by that many points. A call
+//     that would have succeeded is recorded as failed with a tool_error
+//     drawn from the tool's own mix (bash's exit codes, read's ENOENT...),
+//     so its output looks like that tool's failures. Calls refused before
+//     they run (denied, blocked, invalid) fail already, so over all of a
+//     tool's calls the rate rises by the points times the share that run:
+//     +0.05 on bash gives about +4.7 points of bash's failures over its
+//     calls in a 2000-session corpus (bash runs about 89% of its calls).
+//     Timeouts and exceptions are not planted: they would change the call's
+//     duration.
+//   - TailFactor (TOOL.p95*FACTOR, above 1): the tool's latency
+//     distribution keeps its median and its p95 becomes FACTOR times what
+//     it was: a drawn duration d above the median m becomes m + (d−m)·k,
+//     k = (FACTOR·p95 − m)/(p95 − m). Timeouts keep their limit.
+//
+// A planted failure changes only what is recorded: the call's
+// tool_failure (in place of tool_success), its tool_end (output size,
+// truncation) and tool_result, the model requests that carry the result,
+// and session_end's failure count (Report.PlantedFailures counts them
+// over the corpus). The session goes on as it would have —
+// the same later turns and calls (a real agent would react; a clean plant
+// lets a test say that nothing else changed) — and its context grows as
+// it would have. A stretched duration is real time: the clock runs on by
+// as much, so later timestamps move, and in a parallel batch a stretched
+// call may finish after a sibling it used to finish before. The shifts
+// draw from a PRNG stream of their own, derived from the seed and the
+// session, so every other draw of the session is the one it was without
+// them.
 package synth

@@ -192,6 +192,8 @@ type session struct {
 	// from shiftR, a stream of their own; nil without shifts.
 	shifts map[string]Shift
 	shiftR *rand.Rand
+	// planted counts the failures the shifts planted that were recorded.
+	planted int
 }
 
 func newSession(r *rand.Rand, id string, start time.Time, buf []byte) *session {

@@ -22,8 +22,8 @@ type Shift struct {
 	// FailurePoints is added to the failure probability of the tool's
 	// calls that run (0.05 = +5 points): a call that would have succeeded
 	// fails with probability FailurePoints/(1 − p), p the call's own
-	// failure probability, so that among the calls that run the rate rises
-	// by FailurePoints. Calls refused before running (denied, blocked,
+	// failure probability (at most always), so that among the calls that
+	// run the rate rises by FailurePoints. Calls refused before running (denied, blocked,
 	// invalid) fail already, so over all of a tool's calls the rate rises
 	// by FailurePoints times the share of calls that run (about 0.9 for
 	// bash). The failure is drawn from the tool's own tool_error mix
@@ -93,6 +93,9 @@ func ParseShift(s string) (Shift, error) {
 		v, err := strconv.ParseFloat(num, 64)
 		if err != nil {
 			return Shift{}, fmt.Errorf("%w: shift %q: the points %q are not a number; give a fraction such as 0.05 for +5 points", ErrInvalidOptions, s, num)
+		}
+		if !(v > 0 && v <= 1) {
+			return Shift{}, fmt.Errorf("%w: shift %q: the points must be above 0 and at most 1 (0.05 is +5 points)", ErrInvalidOptions, s)
 		}
 		sh.FailurePoints = v
 	case strings.HasPrefix(rest, "p95"):

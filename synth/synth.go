@@ -110,6 +110,9 @@ type Report struct {
 	Events       int64
 	ToolCalls    int64
 	ToolFailures int64
+	// PlantedFailures counts the calls a Shift turned into failures (they
+	// are in ToolFailures too).
+	PlantedFailures int64
 	// Bytes is the total size of the files.
 	Bytes int64
 	// First and Last are the earliest and latest session starts.
@@ -127,6 +130,8 @@ type SessionInfo struct {
 	Events       int
 	ToolCalls    int
 	ToolFailures int
+	// PlantedFailures counts the calls a Shift turned into failures.
+	PlantedFailures int
 	// Bytes is the number of bytes written.
 	Bytes int
 	// Start and End are the timestamps of session_start and session_end.
@@ -175,6 +180,7 @@ func Write(ctx context.Context, dir string, opts Options) (Report, error) {
 		rep.Events += int64(info.Events)
 		rep.ToolCalls += int64(info.ToolCalls)
 		rep.ToolFailures += int64(info.ToolFailures)
+		rep.PlantedFailures += int64(info.PlantedFailures)
 		rep.Bytes += int64(info.Bytes)
 		rep.Faults = append(rep.Faults, info.Faults...)
 		if rep.First.IsZero() || info.Start.Before(rep.First) {
@@ -331,7 +337,7 @@ func generate(buf []byte, opts Options, i int, fault string) ([]byte, SessionInf
 		g.shifts, g.shiftR = opts.shiftByTool, newShiftRand(opts.Seed, i)
 	}
 	g.run()
-	info := SessionInfo{ID: g.id, Events: int(g.seq), ToolCalls: g.calls, ToolFailures: g.failures,
+	info := SessionInfo{ID: g.id, Events: int(g.seq), ToolCalls: g.calls, ToolFailures: g.failures, PlantedFailures: g.planted,
 		Bytes: len(g.buf), Start: start, End: g.now}
 	if g.err != nil {
 		return g.buf, info, fmt.Errorf("generate session %d (%s): %w", i, g.id, g.err)

@@ -468,6 +468,9 @@ func (g *session) finish(c *call) {
 	// What is recorded: a shift's planted failure, if any (the hooks above
 	// ran on what the session acts on, and run for a tool_error alike).
 	o = *c.visible()
+	if c.shown != nil {
+		g.planted++
+	}
 	if o.kind == "" {
 		g.emit(g.turn, &trajectory.ToolSuccess{ToolRef: c.ref()})
 	} else {

@@ -60,11 +60,18 @@ type Limits struct {
 
 // SessionStart opens a session: what ran, with which tools, under which policy.
 type SessionStart struct {
-	HarnessVersion string         `json:"harness_version"`
-	Provider       string         `json:"provider"`
-	Model          string         `json:"model"`
-	Mode           RunMode        `json:"mode"`
-	PermissionMode PermissionMode `json:"permission_mode"`
+	// HarnessVersion is the version of the program that recorded the
+	// session (retrace's module version, or "devel" for a build from a
+	// checkout).
+	HarnessVersion string `json:"harness_version"`
+	// HarnessRevision is the version control revision the harness was
+	// built from, with "-dirty" when the checkout had changes; absent
+	// when the build does not know it.
+	HarnessRevision string         `json:"harness_revision,omitempty"`
+	Provider        string         `json:"provider"`
+	Model           string         `json:"model"`
+	Mode            RunMode        `json:"mode"`
+	PermissionMode  PermissionMode `json:"permission_mode"`
 	// ConfigHash is the Hash of everything that changes the session's
 	// behaviour: the model, the permission mode and rules (allow, ask,
 	// deny, disallowed tools, protected paths, fuse threshold), the hooks,

@@ -28,10 +28,10 @@ type detectOptions struct {
 	failOn     string
 	list       bool
 	defenses   bool
-	lenient    bool
-	limit      int
-	config     string
-	format     *formatFlag
+	loadFlags
+	limit  int
+	config string
+	format *formatFlag
 }
 
 func newDetectCmd(sys *IO) *cobra.Command {
@@ -47,8 +47,10 @@ and seq of the events that prove it, with the numbers seen, the threshold,
 and what to change. --list documents every detector.
 
 RUNS may be files, directories (every *.jsonl below them), globs, or
-Parquet exported by retrace export; with no RUNS the runs directory is
-read (RETRACE_DIR or .retrace/runs). ` + readingInputs + `
+Parquet exported by retrace export; with no RUNS, --runs DIR, else the
+runs directory is read (RETRACE_DIR or .retrace/runs). ` + readingInputs + `
+
+` + readingDupes + `
 
 Formats: table (counts per detector, then the worst findings), markdown,
 json (one document: detectors, findings, counts), sarif (SARIF 2.1.0, each
@@ -96,12 +98,16 @@ condition). Formats: table, markdown, json.`,
 	f.StringVar(&opts.failOn, "fail-on", "error", "exit 3 when a finding of this severity or worse exists: error, warning, info or never")
 	f.BoolVar(&opts.list, "list", false, "document every detector (id, severity, what it means, seed section) and exit")
 	f.BoolVar(&opts.defenses, "defenses", false, "print the defense liveness table (live, never_needed, dead, not_observable) instead of findings")
-	f.BoolVar(&opts.lenient, "lenient", false, lenientUsage)
+	addLoadFlags(cmd, &opts.loadFlags)
 	f.StringVar(&opts.config, "config", "", "retrace.yaml whose detectors: section sets thresholds; default ./retrace.yaml when present")
 	f.IntVar(&opts.limit, "limit", 20, "findings shown in table and markdown output; 0 shows all (json, sarif and github always have all)")
 	opts.format = addFormatFlag(cmd, detectFormats...)
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		opts.paths = args
+		paths, err := opts.inputs(args)
+		if err != nil {
+			return withJSONErrors(sys, opts.format, err)
+		}
+		opts.paths = paths
 		return withJSONErrors(sys, opts.format, runDetect(cmd.Context(), sys, opts))
 	}
 	return cmd
@@ -153,7 +159,7 @@ func runDetect(ctx context.Context, sys *IO, opts *detectOptions) error {
 	bar := newCountBar(sys.Err, "detectors, files read", 200)
 	var rep detectors.Report
 	var lv detectors.Liveness
-	db, err := openAndLoadWith(ctx, sys, "", opts.lenient, opts.paths, func(db *metrics.DB, paths []string) (lrep metrics.LoadReport, err error) {
+	db, err := openAndLoadWith(ctx, sys, "", opts.loadFlags, opts.paths, func(db *metrics.DB, paths []string) (lrep metrics.LoadReport, err error) {
 		if opts.defenses {
 			lv, lrep, err = detectors.LoadLiveness(ctx, db, paths)
 		} else {

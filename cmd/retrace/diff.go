@@ -26,8 +26,8 @@ type diffOptions struct {
 	seed       uint64
 	minEffect  []string
 	aa         int
-	lenient    bool
-	format     *formatFlag
+	loadFlags
+	format *formatFlag
 }
 
 func newDiffCmd(sys *IO) *cobra.Command {
@@ -44,7 +44,8 @@ BASE and CAND are each a file, a directory of runs, a glob, or an eval --out
 directory (its runs/ and its results.json). Or pick both sides out of one
 corpus by label: --base tag:prompt=v1 --cand tag:prompt=v2 [RUNS...]
 (selectors: tag:KEY=VALUE, model:M, provider:P, config_hash:H,
-harness_version:V; with no RUNS the runs directory is read).
+harness_version:V; with no RUNS, --runs or the runs directory is read).
+` + readingDupes + `
 
 Rows: the failure rate among executed calls (success+failure), overall, per
 tool and per failure kind; p50 and p95 of each tool's own durations (calls
@@ -116,7 +117,7 @@ everything in a collapsed <details>), json (the whole result).`,
 	f.Uint64Var(&opts.seed, "seed", 1, "seed of the bootstrap and of the A/A splits")
 	f.StringArrayVar(&opts.minEffect, "min-effect", nil, "smallest change that matters: rate=0.01 (absolute) or distribution=10% (of the base); repeatable")
 	f.IntVar(&opts.aa, "aa", 0, "A/A calibration: split the base in random halves this many times")
-	f.BoolVar(&opts.lenient, "lenient", false, lenientUsage)
+	addLoadFlags(cmd, &opts.loadFlags)
 	opts.format = addFormatFlag(cmd, diffFormats...)
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		opts.args = args
@@ -141,7 +142,14 @@ func diffSides(opts *diffOptions) (base, cand diffSide, err error) {
 		if len(opts.args) != 2 {
 			return base, cand, usage(fmt.Errorf("diff takes BASE and CAND (got %d arguments), or --base and --cand selectors", len(opts.args)))
 		}
+		if opts.runs != "" {
+			return base, cand, usage(fmt.Errorf("--runs names one corpus; it goes with --base and --cand selectors, not with BASE CAND"))
+		}
 		return diffSide{label: opts.args[0], paths: opts.args[:1]}, diffSide{label: opts.args[1], paths: opts.args[1:]}, nil
+	}
+	corpus, err := opts.inputs(opts.args)
+	if err != nil {
+		return base, cand, err
 	}
 	bs, err := diff.ParseSelector(opts.base)
 	if err != nil {
@@ -151,7 +159,7 @@ func diffSides(opts *diffOptions) (base, cand diffSide, err error) {
 	if err != nil {
 		return base, cand, usage(fmt.Errorf("--cand: %w", err))
 	}
-	return diffSide{label: bs.String(), paths: opts.args, selector: bs}, diffSide{label: cs.String(), paths: opts.args, selector: cs}, nil
+	return diffSide{label: bs.String(), paths: corpus, selector: bs}, diffSide{label: cs.String(), paths: corpus, selector: cs}, nil
 }
 
 // parseMinEffect reads the --min-effect values into opts.
@@ -209,6 +217,8 @@ func runDiff(ctx context.Context, sys *IO, opts *diffOptions) error {
 			return err
 		}
 		defer in.DB.Close()
+		// One results.json cannot be split by label: no paired comparison.
+		in.Results = nil
 		inputs[0], inputs[1] = in, in
 		inputs[0].Side, inputs[0].Cond = diff.Side{Label: bside.label, Selector: bside.label, Paths: bside.paths}, bside.selector.Cond()
 		inputs[1].Side, inputs[1].Cond = diff.Side{Label: cside.label, Selector: cside.label, Paths: cside.paths}, cside.selector.Cond()
@@ -255,7 +265,7 @@ func loadDiffSide(ctx context.Context, sys *IO, opts *diffOptions, s diffSide) (
 	if len(runs) == 0 && len(s.paths) > 0 {
 		return in, usage(fmt.Errorf("%s: no runs (an eval --out directory needs its runs/)", s.label))
 	}
-	db, err := openAndLoadWith(ctx, sys, "", opts.lenient, runs, func(db *metrics.DB, paths []string) (metrics.LoadReport, error) {
+	db, err := openAndLoadWith(ctx, sys, "", opts.loadFlags, runs, func(db *metrics.DB, paths []string) (metrics.LoadReport, error) {
 		rep, lrep, err := detectors.Detect(ctx, db, paths, detectors.Catalog(), detectors.Options{})
 		in.Report = rep
 		return lrep, err

@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/retrace-dev/retrace/agent/llm"
+	"github.com/retrace-dev/retrace/harness"
 	"github.com/retrace-dev/retrace/scenarios"
 )
 
@@ -23,6 +24,7 @@ type evalOptions struct {
 	parallel int
 	run      string
 	tags     []string
+	labels   labelFlag
 	shard    string
 	repeat   int
 	junit    string
@@ -83,6 +85,11 @@ flaky, never a pass. --shard i/n runs the i-th of n deterministic parts of
 the suite, so a CI matrix can split it; 'retrace eval merge' joins the
 shards' results (--out DIR/results.json) into what one run would report.
 
+--filter-tag NAME runs only the scenarios tagged NAME (repeatable: any of
+them). --tag KEY=VALUE is something else: a run label, recorded in every
+run's session_start.tags next to eval_scenario and eval_repeat, so that
+query and diff can tell this run's sessions from another's.
+
 --baseline RESULTS compares with a saved run (its --out DIR or
 results.json), matching scenarios by name: a scenario that passed there
 and does not now is a regression, listed first, and exits 3; fixed,
@@ -106,7 +113,8 @@ flags, 1 retrace could not run a scenario.`,
   retrace eval ./evals --run '^denial' --repeat 5
   retrace eval ./evals --baseline last-run --out this-run
   retrace eval ./evals --provider anthropic --model claude-sonnet-4-5 --out live-run
-  retrace eval ./evals --tag golden --update && git diff ./evals`,
+  retrace eval ./evals --filter-tag golden --update && git diff ./evals
+  retrace eval ./evals --tag prompt=v2 --out after`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
@@ -116,7 +124,9 @@ flags, 1 retrace could not run a scenario.`,
 	f := cmd.Flags()
 	f.IntVarP(&opts.parallel, "parallel", "j", 0, "scenario runs at once (default: the number of cores)")
 	f.StringVar(&opts.run, "run", "", "run only the scenarios whose name matches this regular expression")
-	f.StringSliceVar(&opts.tags, "tag", nil, "run only the scenarios with one of these tags (repeatable)")
+	f.StringSliceVar(&opts.tags, "filter-tag", nil, "run only the scenarios with one of these tags (repeatable)")
+	opts.labels.hint = "to select scenarios by tag use --filter-tag"
+	f.Var(&opts.labels, "tag", "run label KEY=VALUE recorded in every run's session_start.tags, with eval_scenario and eval_repeat (repeatable)")
 	f.StringVar(&opts.shard, "shard", "", "run only shard i of n of the suite, as i/n (e.g. 2/3)")
 	f.IntVar(&opts.repeat, "repeat", 0, "run each scenario this many times (default: the scenario's repeat, else 1)")
 	f.StringVar(&opts.junit, "junit", "", "write a JUnit XML report to this file")
@@ -177,7 +187,7 @@ func runEval(ctx context.Context, sys *IO, opts *evalOptions, args []string) err
 		shard = opts.shard
 	}
 	if len(selected) == 0 && shard == "" {
-		return usage(fmt.Errorf("no scenario of the %s matches --run and --tag", plural(len(suite), "scenario")))
+		return usage(fmt.Errorf("no scenario of the %s matches --run and --filter-tag", plural(len(suite), "scenario")))
 	}
 	var golden *scenarios.Golden
 	if opts.update {
@@ -195,6 +205,12 @@ func runEval(ctx context.Context, sys *IO, opts *evalOptions, args []string) err
 	ro := scenarios.Options{
 		Parallel: opts.parallel, Repeat: opts.repeat, Out: opts.out,
 		HarnessVersion: "retrace " + currentVersion().Version, Clock: sys.Now,
+		HarnessRevision: harness.Version().Revision, Tags: opts.labels.labels,
+	}
+	for _, k := range []string{"eval_scenario", "eval_repeat"} {
+		if _, ok := opts.labels.labels[k]; ok {
+			return usage(fmt.Errorf("--tag %s: eval sets this label itself; choose another key", k))
+		}
 	}
 	if opts.provider != "" {
 		// One is built now so that a bad provider or a missing --model

@@ -19,8 +19,8 @@ type exportOptions struct {
 	query     string
 	overwrite bool
 	dbPath    string
-	lenient   bool
-	format    *formatFlag
+	loadFlags
+	format *formatFlag
 }
 
 // defaultArrowQuery is what --arrow writes without --query: every event in
@@ -46,8 +46,10 @@ order) as an Arrow IPC stream; FILE - is stdout. Arrow needs a retrace built
 with -tags duckdb_arrow.
 
 RUNS may be files, directories (every *.jsonl below them), globs, or Parquet
-exported before; with no RUNS the runs directory is loaded (RETRACE_DIR or
-.retrace/runs). ` + readingInputs + `
+exported before; with no RUNS, --runs DIR, else the runs directory is
+loaded (RETRACE_DIR or .retrace/runs). ` + readingInputs + `
+
+` + readingDupes + `
 
 With --format json stdout is always one JSON document: the summary, or
 {"error": {"code", "message", "problems"}} when the command failed.
@@ -63,11 +65,15 @@ file that cannot be read or holds no event, a missing path) or bad SQL,
 	cmd.Flags().StringVar(&opts.arrow, "arrow", "", "file to write an Arrow IPC stream to (- for stdout)")
 	cmd.Flags().StringVar(&opts.query, "query", defaultArrowQuery, "SQL whose result --arrow writes")
 	cmd.Flags().BoolVar(&opts.overwrite, "overwrite", false, "replace a --parquet directory that is not empty")
-	cmd.Flags().StringVar(&opts.dbPath, "db", "", "database file to keep between calls (default: in memory)")
-	cmd.Flags().BoolVar(&opts.lenient, "lenient", false, lenientUsage)
+	cmd.Flags().StringVar(&opts.dbPath, "db", "", "database file to keep between calls, answering for exactly the runs given (default: in memory)")
+	addLoadFlags(cmd, &opts.loadFlags)
 	opts.format = addFormatFlag(cmd, "text", "json")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		opts.paths = args
+		paths, err := opts.inputs(args)
+		if err != nil {
+			return withJSONErrors(sys, opts.format, err)
+		}
+		opts.paths = paths
 		return withJSONErrors(sys, opts.format, runExport(cmd.Context(), sys, opts))
 	}
 	return cmd
@@ -102,7 +108,7 @@ func runExport(ctx context.Context, sys *IO, opts *exportOptions) error {
 	case opts.arrow == "-" && opts.format.value == "json":
 		return usage(errors.New("--arrow - writes the stream to stdout, so the JSON summary cannot go there too; drop --format json"))
 	}
-	db, err := openAndLoad(ctx, sys, opts.dbPath, opts.lenient, opts.paths)
+	db, err := openAndLoad(ctx, sys, opts.dbPath, opts.loadFlags, opts.paths)
 	if err != nil {
 		return err
 	}

@@ -12,13 +12,13 @@ import (
 )
 
 type metricsOptions struct {
-	paths   []string
-	metric  string
-	dbPath  string
-	lenient bool
-	limit   int
-	sql     bool
-	format  *formatFlag
+	paths  []string
+	metric string
+	dbPath string
+	loadFlags
+	limit  int
+	sql    bool
+	format *formatFlag
 }
 
 func newMetricsCmd(sys *IO) *cobra.Command {
@@ -31,8 +31,11 @@ named metrics. Each metric's SQL states what it counts and its denominator:
 ` + strings.Join(metrics.Metrics(), ", ") + `.
 
 RUNS may be files, directories (every *.jsonl below them), globs, or
-Parquet exported by retrace export; with no RUNS the runs directory is
-loaded (RETRACE_DIR or .retrace/runs). ` + readingInputs + `
+Parquet exported by retrace export; with no RUNS, --runs DIR, else the
+runs directory is loaded (RETRACE_DIR or .retrace/runs). ` + readingInputs + `
+
+` + readingDupes + ` --db FILE keeps the database and answers for
+exactly the runs given, reading again only the files that changed.
 
 With --format json stdout is always one JSON document: the metrics, or
 {"error": {"code", "message", "problems"}} when the command failed.
@@ -50,13 +53,17 @@ itself failed.`,
   retrace metrics --metric funnel --sql`,
 	}
 	cmd.Flags().StringVar(&opts.metric, "metric", "all", "metric to compute, or all: "+strings.Join(metrics.Metrics(), ", "))
-	cmd.Flags().StringVar(&opts.dbPath, "db", "", "database file to keep between calls (default: in memory)")
-	cmd.Flags().BoolVar(&opts.lenient, "lenient", false, lenientUsage)
+	cmd.Flags().StringVar(&opts.dbPath, "db", "", "database file to keep between calls, answering for exactly the runs given (default: in memory)")
+	addLoadFlags(cmd, &opts.loadFlags)
 	cmd.Flags().IntVar(&opts.limit, "limit", 20, "rows shown per metric in table and markdown output; 0 shows all (csv and json always have all)")
 	cmd.Flags().BoolVar(&opts.sql, "sql", false, "print the metrics' SQL instead of running it")
 	opts.format = addFormatFlag(cmd, tableFormats...)
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		opts.paths = args
+		paths, err := opts.inputs(args)
+		if err != nil {
+			return withJSONErrors(sys, opts.format, err)
+		}
+		opts.paths = paths
 		return withJSONErrors(sys, opts.format, runMetrics(cmd.Context(), sys, opts))
 	}
 	return cmd
@@ -86,7 +93,7 @@ func runMetrics(ctx context.Context, sys *IO, opts *metricsOptions) error {
 		}
 		return nil
 	}
-	db, err := openAndLoad(ctx, sys, opts.dbPath, opts.lenient, opts.paths)
+	db, err := openAndLoad(ctx, sys, opts.dbPath, opts.loadFlags, opts.paths)
 	if err != nil {
 		return err
 	}

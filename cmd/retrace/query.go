@@ -3,8 +3,15 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/retrace-dev/retrace/trajectory"
 )
 
 // tableFormats are the --format values of query and metrics.
@@ -27,28 +34,42 @@ const lenientUsage = "skip malformed lines, drop events whose seq repeats and le
 
 type queryOptions struct {
 	sql     string
+	sqlFile string
 	paths   []string
 	dbPath  string
-	lenient bool
-	format  *formatFlag
+	loadFlags
+	format *formatFlag
 }
 
 func newQueryCmd(sys *IO) *cobra.Command {
 	opts := &queryOptions{}
 	cmd := &cobra.Command{
-		Use:   "query [SQL] [RUNS...]",
+		Use:   "query [SQL | -f FILE | -] [RUNS...]",
 		Short: "Run SQL over trajectories loaded into embedded DuckDB",
 		Long: `Query loads the trajectories into an embedded DuckDB database and runs SQL
 over the views events, tool_calls, sessions, model_turns, permissions,
 defenses and reminders (their columns are documented in the metrics
 package).
 
+The SQL is the first argument, or the contents of -f FILE (every
+argument is then RUNS), or stdin when the first argument is - (which
+stdin then cannot also hold runs for). A first argument that is an
+existing file or directory and does not look like SQL is refused when
+stdin is not a terminal, rather than sent to DuckDB as SQL.
+
 RUNS may be files, directories (every *.jsonl below them), globs, or
-Parquet exported by retrace export; with no
-RUNS the runs directory is loaded (RETRACE_DIR or .retrace/runs), unless
---db names a kept database, which is then queried as it is.
+Parquet exported by retrace export; with no RUNS, --runs DIR, else the
+runs directory is loaded (RETRACE_DIR or .retrace/runs), unless --db names
+a kept database, which is then queried as it is.
+
+--db FILE keeps the database between calls and answers for exactly the
+runs given: it remembers each file's path, size and modification time, so
+a file unchanged since the last call is not read again, a changed one is
+read again (its old rows deleted) and one not given any more is dropped.
 
 ` + readingInputs + `
+
+` + readingDupes + `
 
 With --format json stdout is always one JSON document: the rows, or
 {"error": {"code", "message", "problems"}} when the command failed.
@@ -68,33 +89,88 @@ file that cannot be read or holds no event, a missing path) or bad SQL,
 1 retrace itself failed.`,
 		Example: `  retrace query "select tool, count(*) from tool_calls group by tool" .retrace/runs
   retrace query "select * from sessions" runs/ --format csv
+  retrace query -f slow_calls.sql runs/
+  echo "select count(*) from sessions" | retrace query - runs/
+  retrace query "select tags->>'prompt' AS prompt, count(*) from sessions group by 1" --runs eval-out/runs
   retrace query runs/        # the interactive prompt over runs/`,
-		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) == 0 && !stdinIsTerminal(sys) {
-				return usage(errors.New(`query needs the SQL to run as its first argument, e.g. retrace query "select count(*) from tool_calls" (an interactive prompt opens instead when stdin is a terminal)`))
-			}
-			return nil
-		},
 	}
-	cmd.Flags().StringVar(&opts.dbPath, "db", "", "database file to keep between calls (default: in memory)")
-	cmd.Flags().BoolVar(&opts.lenient, "lenient", false, lenientUsage)
+	cmd.Flags().StringVar(&opts.dbPath, "db", "", "database file to keep between calls, answering for exactly the runs given (default: in memory)")
+	cmd.Flags().StringVarP(&opts.sqlFile, "file", "f", "", "read the SQL from this file (- for stdin); every argument is then RUNS")
+	addLoadFlags(cmd, &opts.loadFlags)
 	opts.format = addFormatFlag(cmd, tableFormats...)
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		if opensPrompt(sys, args) {
-			opts.paths = args
+		if opts.sqlFile == "" && opensPrompt(sys, args) {
+			paths, err := opts.inputs(args)
+			if err != nil {
+				return err
+			}
+			opts.paths = paths
 			return runQueryPrompt(cmd.Context(), sys, opts)
 		}
-		opts.sql, opts.paths = args[0], args[1:]
+		err := querySQL(sys, opts, args)
+		if err == nil {
+			opts.paths, err = opts.inputs(opts.paths)
+		}
+		if err != nil {
+			return withJSONErrors(sys, opts.format, err)
+		}
 		return withJSONErrors(sys, opts.format, runQuery(cmd.Context(), sys, opts))
 	}
 	return cmd
+}
+
+// querySQL sets opts.sql and opts.paths from -f, from stdin (a first
+// argument -) or from the first argument.
+func querySQL(sys *IO, opts *queryOptions, args []string) error {
+	var from string
+	var read func() ([]byte, error)
+	switch {
+	case opts.sqlFile == trajectory.Stdin || opts.sqlFile == "" && len(args) > 0 && args[0] == trajectory.Stdin:
+		if opts.sqlFile == "" {
+			args = args[1:]
+		}
+		from, read = "stdin", func() ([]byte, error) { return io.ReadAll(sys.In) }
+	case opts.sqlFile != "":
+		from, read = opts.sqlFile, func() ([]byte, error) { return os.ReadFile(opts.sqlFile) }
+	case len(args) == 0:
+		return usage(errors.New(`query needs the SQL to run: as its first argument (retrace query "select count(*) from tool_calls"), with -f FILE, or - to read it from stdin (an interactive prompt opens instead when stdin is a terminal)`))
+	case looksLikePath(args[0]):
+		// Stdin is not a terminal (else the prompt would have opened), so
+		// a path here is a mistake: sent to DuckDB it fails as bad SQL.
+		return usage(fmt.Errorf("%s is a file or directory of runs, not SQL: give the SQL first (retrace query \"select ...\" %s), with -f FILE, or - to read it from stdin", args[0], args[0]))
+	default:
+		opts.sql, opts.paths = args[0], args[1:]
+		return nil
+	}
+	if slices.Contains(args, trajectory.Stdin) {
+		return usage(errors.New("stdin holds the SQL, so it cannot hold runs too; save the runs to a file"))
+	}
+	b, err := read()
+	if err != nil {
+		return invalid(fmt.Errorf("read the SQL from %s: %w", from, err))
+	}
+	if strings.TrimSpace(string(b)) == "" {
+		return usage(fmt.Errorf("the SQL from %s is empty", from))
+	}
+	opts.sql, opts.paths = string(b), args
+	return nil
+}
+
+// looksLikePath reports whether a first argument is an existing file or
+// directory rather than SQL: it exists and has no blank, ; or parenthesis.
+func looksLikePath(arg string) bool {
+	if strings.ContainsAny(arg, " \t\r\n;()") {
+		return false
+	}
+	_, err := os.Stat(arg)
+	return err == nil
 }
 
 func runQuery(ctx context.Context, sys *IO, opts *queryOptions) error {
 	if err := opts.format.check(); err != nil {
 		return err
 	}
-	db, err := openAndLoad(ctx, sys, opts.dbPath, opts.lenient, opts.paths)
+	db, err := openAndLoad(ctx, sys, opts.dbPath, opts.loadFlags, opts.paths)
 	if err != nil {
 		return err
 	}

@@ -84,7 +84,7 @@ func runQueryPrompt(ctx context.Context, sys *IO, opts *queryOptions) error {
 	if err := opts.format.check(); err != nil {
 		return err
 	}
-	db, err := openAndLoad(ctx, sys, opts.dbPath, opts.lenient, opts.paths)
+	db, err := openAndLoad(ctx, sys, opts.dbPath, opts.loadFlags, opts.paths)
 	if err != nil {
 		return err
 	}

@@ -28,13 +28,14 @@ type replayOptions struct {
 	trust     bool
 	jobs      int
 	details   bool
+	runs      string
 	format    *formatFlag
 }
 
 func newReplayCmd(sys *IO) *cobra.Command {
 	opts := &replayOptions{}
 	cmd := &cobra.Command{
-		Use:   "replay RUNS...",
+		Use:   "replay (RUNS... | --runs DIR)",
 		Short: "Replay recorded sessions through the real executor and report where they differ",
 		Long: `Replay restores the recorded workspace snapshot into a temporary directory
 (or --workspace DIR), runs the real agent loop and tool executor again with
@@ -96,7 +97,7 @@ so it is trusted. The report says where outcomes change, e.g.
 makes the model requests differ from the recording, that is said once and
 the tool-side events are still compared.
 
-Batch: give several files, a directory (every .jsonl below it) or a glob,
+Batch: give several files, a directory (every .jsonl below it, or --runs DIR) or a glob,
 and every recording is replayed, -j at a time (default one per CPU), each
 in its own temporary workspace (so --workspace is refused for more than
 one recording). One summary follows: per recording identical, diverged
@@ -125,8 +126,11 @@ first that applies of 2, 1, 3 wins.`,
   retrace replay my-own-run.jsonl --trust-recording --keep
   retrace replay run.jsonl --details --normalize 'took [0-9]+ms=>took <ms>' --tool-level web_fetch=ignore`,
 		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) == 0 {
-				return usage(errors.New("give the recorded trajectories to replay: files, directories or globs"))
+			switch {
+			case len(args) == 0 && opts.runs == "":
+				return usage(errors.New("give the recorded trajectories to replay: files, directories or globs, or --runs DIR"))
+			case len(args) > 0 && opts.runs != "":
+				return usage(errors.New("--runs names the recordings to replay and so do the RUNS arguments; give one of them"))
 			}
 			return nil
 		},
@@ -135,6 +139,7 @@ first that applies of 2, 1, 3 wins.`,
 	cmd.Flags().StringVar(&opts.config, "config", "", "what-if configuration, trusted; default the recorded workspace's retrace.yaml")
 	cmd.Flags().StringVar(&opts.out, "out", "", "directory for the replays' trajectories (default .retrace/replays)")
 	cmd.Flags().BoolVar(&opts.strict, "strict", false, "exit 3 on any divergence")
+	cmd.Flags().StringVar(&opts.runs, "runs", "", "replay every recording in this directory, as a batch (instead of RUNS)")
 	cmd.Flags().BoolVar(&opts.keep, "keep", false, "keep the temporary workspaces after the replay and print their paths")
 	cmd.Flags().BoolVar(&opts.trust, "trust-recording", false, "run the recording's hooks and MCP servers, apply its config as it is, re-apply its recorded approvals")
 	cmd.Flags().IntVarP(&opts.jobs, "jobs", "j", runtime.NumCPU(), "replay this many recordings at once")
@@ -157,6 +162,10 @@ first that applies of 2, 1, 3 wins.`,
 		out := opts.out
 		if out == "" {
 			out = ".retrace/replays"
+		}
+		if opts.runs != "" {
+			// A directory is a batch, whatever it holds.
+			args = []string{opts.runs}
 		}
 		ropts := replay.RunOptions{Out: out, Workspace: opts.workspace, Config: opts.config, Keep: opts.keep, TrustRecording: opts.trust, Compare: copts}
 		if !isBatch(args) {

@@ -45,6 +45,7 @@ type runOptions struct {
 	runs      string
 	maxTurns  int
 	stream    bool
+	labels    labelFlag
 
 	// trustWorkspace layers the workspace's retrace.yaml like a trusted file.
 	trustWorkspace bool
@@ -95,11 +96,18 @@ limits replacing yours), or move those settings into your own file.
 
 --headless refuses everything that would ask a person.
 
+--tag KEY=VALUE (repeatable) labels the run: session_start records the
+labels in tags, with the harness version and, for a build from a git
+checkout, its revision, so that query (sessions.tags) and diff can tell a
+before from an after. Keys are 1 to 64 of A-Z a-z 0-9 _ . : -; values may
+also hold / + @ and no blank.
+
 Exit codes: 0 the agent finished its turn, 4 it stopped before finishing
 (max turns, budget, a defense, a refusal, an abort), 1 the model or retrace
 failed, 2 bad flags, config or script.`,
 		Example: `  retrace run
   retrace run --script turns.yaml --workspace ./repo "Fix the failing test"
+  retrace run --script turns.yaml --tag prompt=v2 --tag branch=fix/flaky "Fix the failing test"
   retrace run --script turns.yaml --workspace ./my-own-repo --trust-workspace "Fix it"
   retrace run --provider anthropic --model claude-sonnet-4-5 --headless "Summarise README.md"`,
 		Args: func(cmd *cobra.Command, args []string) error {
@@ -129,6 +137,7 @@ failed, 2 bad flags, config or script.`,
 	f.StringVar(&opts.runs, "runs", "", "directory to record the trajectory in (default $RETRACE_DIR or .retrace/runs)")
 	f.IntVar(&opts.maxTurns, "max-turns", 0, "stop after this many model turns (default: the config's limit, else 50)")
 	f.BoolVar(&opts.stream, "stream", false, "ask the model for streamed replies")
+	f.Var(&opts.labels, "tag", "run label KEY=VALUE recorded in session_start.tags, to tell runs apart in query and diff (repeatable)")
 	return cmd
 }
 
@@ -187,6 +196,7 @@ func runRun(ctx context.Context, sys *IO, opts *runOptions) error {
 		MCPGrace: mcpGrace, Runs: runs, Clock: sys.Now,
 		Snapshot:      &recorder.SnapshotOptions{Skip: []string{runs}},
 		MaxConcurrent: maxConcurrent, HarnessVersion: "retrace " + currentVersion().Version,
+		HarnessRevision: harness.Version().Revision, Tags: opts.labels.labels,
 		Warn: func(msg string) { fmt.Fprintf(sys.Err, "warning: %s\n", msg) },
 	}
 	if !opts.headless {

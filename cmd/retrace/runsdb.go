@@ -18,8 +18,8 @@ import (
 
 // openAndLoad opens the metrics database and loads paths into it (the runs
 // directory when there are none and no kept database is named).
-func openAndLoad(ctx context.Context, sys *IO, dbPath string, lenient bool, paths []string) (*metrics.DB, error) {
-	return openAndLoadWith(ctx, sys, dbPath, lenient, paths, nil)
+func openAndLoad(ctx context.Context, sys *IO, dbPath string, lf loadFlags, paths []string) (*metrics.DB, error) {
+	return openAndLoadWith(ctx, sys, dbPath, lf, paths, nil)
 }
 
 // loadFunc loads paths into db; openAndLoadWith takes one to load with a
@@ -27,7 +27,7 @@ func openAndLoad(ctx context.Context, sys *IO, dbPath string, lenient bool, path
 type loadFunc func(db *metrics.DB, paths []string) (metrics.LoadReport, error)
 
 // openAndLoadWith is openAndLoad, loading with load when it is not nil.
-func openAndLoadWith(ctx context.Context, sys *IO, dbPath string, lenient bool, paths []string, load loadFunc) (*metrics.DB, error) {
+func openAndLoadWith(ctx context.Context, sys *IO, dbPath string, lf loadFlags, paths []string, load loadFunc) (*metrics.DB, error) {
 	if load == nil {
 		load = func(db *metrics.DB, paths []string) (metrics.LoadReport, error) { return db.Load(ctx, paths...) }
 	}
@@ -35,7 +35,7 @@ func openAndLoadWith(ctx context.Context, sys *IO, dbPath string, lenient bool, 
 		paths = []string{runsDir(sys)}
 	}
 	bar := newLoadBar(sys.Err)
-	db, err := metrics.Open(ctx, metrics.Options{Path: dbPath, Lenient: lenient, Stdin: sys.In, Progress: bar.update})
+	db, err := metrics.Open(ctx, metrics.Options{Path: dbPath, Lenient: lf.lenient, StrictDupes: lf.strictDupes, Stdin: sys.In, Progress: bar.update})
 	if err != nil {
 		return nil, err
 	}
@@ -67,6 +67,9 @@ func openAndLoadWith(ctx context.Context, sys *IO, dbPath string, lenient bool, 
 		if f.Dropped > 0 {
 			fmt.Fprintf(sys.Err, "%s: warning: dropped %s whose seq repeats or goes back, each counted once (first: %v)\n", f.File, plural(f.Dropped, "event"), f.FirstDropped)
 		}
+	}
+	for _, d := range rep.Duplicates {
+		fmt.Fprintf(sys.Err, "%s:%d: warning: session %s is also in %s, which comes first; loaded once, from there (--strict-dupes refuses this)\n", d.File, d.Line, d.Session, d.Kept)
 	}
 	return db, nil
 }

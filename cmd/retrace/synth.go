@@ -26,6 +26,7 @@ type synthOptions struct {
 	days     int
 	force    bool
 	faults   string
+	shifts   []string
 	format   *formatFlag
 }
 
@@ -73,6 +74,23 @@ detector's finding names first, and the tool_use_id. Every other finding
 at warning or error is a detector's false positive. A fault that finds no
 place (too few sessions) is an error (exit 2).
 
+--shift plants one change of the generator, for before/after tests of
+'retrace diff': write two corpora with the same --seed, one with shifts
+and one without, and they differ in the shifted quantities and nothing
+else. Repeat it for several. A shift is TOOL.QUANTITY:
+
+  TOOL.failure+POINTS  the tool's calls that run fail POINTS more often
+                       (0.05 = +5 points); a call that would have
+                       succeeded fails like that tool's own failures, and
+                       the session goes on as it would have
+  TOOL.p95*FACTOR      the tool's latency tail is stretched so that its
+                       p95 is FACTOR times what it was (FACTOR above 1);
+                       its median stays
+
+TOOL is one of:
+
+` + wrapList(synth.ShiftTools(), 76, "  ") + `
+
 A one-line summary goes to stderr; --format json also prints it as an
 object on stdout.
 
@@ -81,6 +99,9 @@ Exit codes: 0 written, 2 bad flags or a DIR that already holds runs,
 		Example: `  retrace synth --sessions 2000 --out D && retrace metrics D --metric all
   retrace synth --out /tmp/corpus --seed 42 --days 30 --format json
   retrace synth --sessions 200 --faults all --out D && retrace detect D --format json
+  retrace synth --sessions 2000 --seed 7 --out before
+  retrace synth --sessions 2000 --seed 7 --out after --shift bash.failure+0.05 --shift 'read.p95*1.5'
+  retrace diff before after
   retrace query "select tool, count(*) from tool_calls group by tool" /tmp/corpus`,
 		Args: noArgs,
 	}
@@ -91,6 +112,7 @@ Exit codes: 0 written, 2 bad flags or a DIR that already holds runs,
 	cmd.Flags().IntVar(&opts.days, "days", synth.DefaultDays, "number of days the session starts spread over")
 	cmd.Flags().BoolVar(&opts.force, "force", false, "write into a DIR that already holds *.jsonl files")
 	cmd.Flags().StringVar(&opts.faults, "faults", "", `plant faults for retrace detect: "all" or a comma list of detector ids; the ground truth goes to DIR/`+synth.FaultsFile)
+	cmd.Flags().StringArrayVar(&opts.shifts, "shift", nil, `plant a change of the generator: TOOL.failure+POINTS or TOOL.p95*FACTOR (repeatable)`)
 	opts.format = addFormatFlag(cmd, "text", "json")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
@@ -116,6 +138,11 @@ type synthJSON struct {
 	// listed. Both are absent without --faults.
 	Faults     int    `json:"faults,omitempty"`
 	FaultsFile string `json:"faults_file,omitempty"`
+	// Shifts are the planted changes in --shift's form, and
+	// PlantedFailures the calls a failure shift turned into failures (in
+	// tool_failures too); both absent without --shift.
+	Shifts          []string `json:"shifts,omitempty"`
+	PlantedFailures int64    `json:"planted_failures,omitempty"`
 }
 
 func runSynth(ctx context.Context, sys *IO, opts *synthOptions) error {
@@ -138,14 +165,24 @@ func runSynth(ctx context.Context, sys *IO, opts *synthOptions) error {
 	if err != nil {
 		return usage(err)
 	}
+	var shifts []synth.Shift
+	for _, s := range opts.shifts {
+		sh, err := synth.ParseShift(s)
+		if err != nil {
+			return usage(fmt.Errorf("--shift: %w", err))
+		}
+		shifts = append(shifts, sh)
+	}
 	if info, err := os.Stat(opts.out); err == nil && !info.IsDir() {
 		return usage(fmt.Errorf("--out %s is a file; give a directory (it is created if missing)", opts.out))
 	}
 	began := sys.Now()
-	rep, err := synth.Write(ctx, opts.out, synth.Options{Sessions: opts.sessions, Seed: opts.seed, Start: start, Days: opts.days, Overwrite: opts.force, Faults: faults})
+	rep, err := synth.Write(ctx, opts.out, synth.Options{Sessions: opts.sessions, Seed: opts.seed, Start: start, Days: opts.days, Overwrite: opts.force, Faults: faults, Shifts: shifts})
 	switch {
 	case errors.Is(err, synth.ErrDirHasRuns):
 		return invalid(fmt.Errorf("%w; write to an empty or new directory, or pass --force to add to it", err))
+	case errors.Is(err, synth.ErrInvalidOptions):
+		return usage(err)
 	case errors.Is(err, synth.ErrFaultNotPlanted):
 		return invalid(fmt.Errorf("%w (--sessions %d --faults %s)", err, opts.sessions, opts.faults))
 	case err != nil:
@@ -161,6 +198,17 @@ func runSynth(ctx context.Context, sys *IO, opts *synthOptions) error {
 	if len(faults) > 0 {
 		doc.Faults, doc.FaultsFile = len(rep.Faults), filepath.Join(rep.Dir, synth.FaultsFile)
 		fmt.Fprintf(sys.Err, "planted %s; the ground truth is in %s\n", plural(doc.Faults, "fault"), doc.FaultsFile)
+	}
+	if len(shifts) > 0 {
+		for _, s := range shifts {
+			doc.Shifts = append(doc.Shifts, s.String())
+		}
+		doc.PlantedFailures = rep.PlantedFailures
+		fmt.Fprintf(sys.Err, "shifted %s", strings.Join(doc.Shifts, ", "))
+		if rep.PlantedFailures > 0 {
+			fmt.Fprintf(sys.Err, "; planted %s", plural(int(rep.PlantedFailures), "failure"))
+		}
+		fmt.Fprintln(sys.Err)
 	}
 	if opts.format.value != "json" {
 		return nil

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math/big"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -111,8 +112,28 @@ func cells(r []any) []string {
 		case []byte:
 			out[i] = string(v)
 		default:
-			out[i] = fmt.Sprint(v)
+			out[i] = cellText(v)
 		}
 	}
 	return out
+}
+
+// cellText renders a value that is not a scalar DuckDB gives as a Go
+// scalar: a JSON, STRUCT, LIST or MAP column arrives as a Go map, slice or
+// struct, which fmt would print as map[command:ls], unreadable to a person
+// and unparseable to a script; such values print as JSON, as --format json
+// prints them.
+func cellText(v any) string {
+	if _, ok := v.(json.Marshaler); !ok {
+		if s, ok := v.(fmt.Stringer); ok { // a DECIMAL, say, has its own text
+			return s.String()
+		}
+	}
+	switch reflect.ValueOf(v).Kind() {
+	case reflect.Map, reflect.Slice, reflect.Array, reflect.Struct:
+		if b, err := json.Marshal(v); err == nil {
+			return string(b)
+		}
+	}
+	return fmt.Sprint(v)
 }
