@@ -17,13 +17,12 @@ import (
 )
 
 type reportOptions struct {
-	paths   []string
-	out     string
-	runs    string
-	title   string
-	top     int
-	lenient bool
-	config  string
+	paths  []string
+	out    string
+	title  string
+	top    int
+	config string
+	loadFlags
 	// base and cand make a diff report: runs (a path, directory, glob or
 	// eval --out directory) or label selectors over RUNS.
 	base, cand string
@@ -59,6 +58,7 @@ and no text in it can add markup or script to the page.
 RUNS may be files, directories (every *.jsonl below them), globs, or
 Parquet exported by retrace export; with no RUNS the runs directory is
 read (--runs, RETRACE_DIR or .retrace/runs). ` + readingInputs + `
+` + readingDupes + `
 
 -o - writes the HTML to stdout; otherwise the file is written whole or
 not at all (a failed report leaves no half of one).
@@ -81,10 +81,9 @@ bad line), 1 retrace itself failed.`,
 	}
 	f := cmd.Flags()
 	f.StringVarP(&opts.out, "out", "o", "report.html", "file to write the HTML to; - writes stdout")
-	f.StringVar(&opts.runs, "runs", "", "directory of runs to read when no RUNS are given (default $RETRACE_DIR or .retrace/runs)")
 	f.StringVar(&opts.title, "title", "", "title of the page (default: retrace report)")
 	f.IntVar(&opts.top, "top", report.DefaultTop, "sessions shown in full with timeline and conversation; the rest get one row each")
-	f.BoolVar(&opts.lenient, "lenient", false, lenientUsage)
+	addLoadFlags(cmd, &opts.loadFlags)
 	f.StringVar(&opts.base, "base", "", "diff report: the base runs, or a label selector (tag:KEY=VALUE) over RUNS")
 	f.StringVar(&opts.cand, "cand", "", "diff report: the candidate runs, or a label selector over RUNS")
 	f.StringVar(&opts.config, "config", "", "retrace.yaml whose detectors: section sets thresholds; default ./retrace.yaml when present")
@@ -120,15 +119,15 @@ func runReport(ctx context.Context, sys *IO, opts *reportOptions) error {
 	if err != nil {
 		return err
 	}
-	paths := opts.paths
-	if len(paths) == 0 && opts.runs != "" {
-		paths = []string{opts.runs}
+	paths, err := opts.inputs(opts.paths)
+	if err != nil {
+		return err
 	}
 	// The detectors and the liveness table run in the load's pass, on the
 	// events its check decodes: every file is read once.
 	var rep detectors.Report
 	var live detectors.Liveness
-	db, err := openAndLoadWith(ctx, sys, "", opts.lenient, paths, func(db *metrics.DB, paths []string) (lrep metrics.LoadReport, err error) {
+	db, err := openAndLoadWith(ctx, sys, "", opts.loadFlags, paths, func(db *metrics.DB, paths []string) (lrep metrics.LoadReport, err error) {
 		rep, live, lrep, err = detectors.DetectLiveness(ctx, db, paths, ds, detectors.Options{Settings: settings})
 		return lrep, err
 	})
@@ -168,7 +167,7 @@ func runReportDiff(ctx context.Context, sys *IO, opts *reportOptions) error {
 	if opts.base == "" || opts.cand == "" {
 		return usage(fmt.Errorf("a diff report needs both --base and --cand"))
 	}
-	dopts := &diffOptions{lenient: opts.lenient}
+	dopts := &diffOptions{loadFlags: opts.loadFlags}
 	_, berr := diff.ParseSelector(opts.base)
 	_, cerr := diff.ParseSelector(opts.cand)
 	switch {
