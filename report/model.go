@@ -3,6 +3,7 @@ package report
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -154,6 +155,10 @@ type SessionRow struct {
 	DurationMs       float64
 	Turns, Calls     int64
 	Failures         int64
+	// Model and Tags are the session_start's model and run labels
+	// (retrace run --tag), tags as k=v sorted by key.
+	Model string
+	Tags  []string
 	Findings         int
 	InputTokens      int64
 	OutputTokens     int64
@@ -406,13 +411,14 @@ func (g *gatherer) sessions(m *Model, findings []detectors.Finding, opts Options
 	var rows []SessionRow
 	for _, r := range g.query(`SELECT s.session, coalesce(f.file, ''), coalesce(s.reason, '(none)'), s.started,
        coalesce(epoch_us(s.ended) - epoch_us(s.started), 0) / 1000.0, coalesce(s.turns, 0), coalesce(s.tool_calls, 0),
-       coalesce(s.tool_failures, 0), s.input_tokens, s.output_tokens
-FROM sessions s LEFT JOIN (SELECT session, any_value(file) AS file FROM raw_session_start GROUP BY session) f USING (session)`) {
+       coalesce(s.tool_failures, 0), s.input_tokens, s.output_tokens, coalesce(f.model, ''), coalesce(f.tags, '')
+FROM sessions s LEFT JOIN (SELECT session, any_value(file) AS file, any_value(model) AS model, any_value(CAST(tags AS VARCHAR)) AS tags
+                           FROM raw_session_start GROUP BY session) f USING (session)`) {
 		started, _ := r[3].(time.Time)
 		id := toString(r[0])
 		rows = append(rows, SessionRow{ID: id, File: toString(r[1]), Reason: toString(r[2]), Started: started.UTC(), DurationMs: toFloat(r[4]),
 			Turns: toInt(r[5]), Calls: toInt(r[6]), Failures: toInt(r[7]), InputTokens: toInt(r[8]), OutputTokens: toInt(r[9]),
-			Findings: perSession[id], Anchor: sessionAnchor(id)})
+			Model: toString(r[10]), Tags: tagList(toString(r[11])), Findings: perSession[id], Anchor: sessionAnchor(id)})
 	}
 	slices.SortFunc(rows, func(a, b SessionRow) int {
 		return cmp.Or(cmp.Compare(b.Findings, a.Findings), cmp.Compare(b.Failures, a.Failures),
@@ -438,6 +444,20 @@ FROM sessions s LEFT JOIN (SELECT session, any_value(file) AS file FROM raw_sess
 		}
 		m.Findings = append(m.Findings, fv)
 	}
+}
+
+// tagList reads a session_start's tags (a JSON object) as k=v, sorted.
+func tagList(tags string) []string {
+	var m map[string]string
+	if json.Unmarshal([]byte(tags), &m) != nil {
+		return nil
+	}
+	out := make([]string, 0, len(m))
+	for k, v := range m {
+		out = append(out, k+"="+v)
+	}
+	slices.Sort(out)
+	return out
 }
 
 // sessionAnchor is the element id of a session, made of safe characters

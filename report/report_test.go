@@ -302,7 +302,7 @@ func FuzzRender(f *testing.F) {
 			Defenses:     []DefenseRow{{Defense: s, SessionsEnabled: 1}},
 			Findings: []FindingView{{Finding: detectors.Finding{Detector: s, Severity: detectors.Severity(s), Title: s, Session: s, Message: s, NextStep: s, ToolUseID: s},
 				Anchor: "f-1", SessionHref: "#" + sessionAnchor(s), Evidence: []EvidenceView{{Evidence: detectors.Evidence{File: s, Line: 1, Seq: 1, Type: s}, Href: "#" + eventAnchor(s, 1)}}}},
-			Detailed: []SessionDetail{{SessionRow: SessionRow{ID: s, File: s, Reason: s, Anchor: sessionAnchor(s)}, Prompt: s,
+			Detailed: []SessionDetail{{SessionRow: SessionRow{ID: s, File: s, Reason: s, Model: s, Tags: []string{s}, Anchor: sessionAnchor(s)}, Prompt: s,
 				TurnList: []Turn{{N: 1, Anchor: eventAnchor(s, 2), StopReason: s, Text: s, ModelMs: 1,
 					Marks: []Mark{{Kind: s, Label: s, Text: s, Anchor: eventAnchor(s, 3)}},
 					Calls: []Call{{ID: s, Tool: s, Anchor: eventAnchor(s, 4), Input: s, Output: s, Outcome: s, FailureKind: s, ErrorCode: s, Permission: s, PermissionSource: s, DurationMs: 1, Measured: true, EndUs: 1000}}}}}},
