@@ -157,11 +157,11 @@ type SessionRow struct {
 	Failures         int64
 	// Model and Tags are the session_start's model and run labels
 	// (retrace run --tag), tags as k=v sorted by key.
-	Model string
-	Tags  []string
-	Findings         int
-	InputTokens      int64
-	OutputTokens     int64
+	Model        string
+	Tags         []string
+	Findings     int
+	InputTokens  int64
+	OutputTokens int64
 	// Anchor is the element id of the session's section or row.
 	Anchor string
 }
