@@ -186,3 +186,33 @@ func (p *pass) wait() []share {
 	p.wg.Wait()
 	return p.shares
 }
+
+// DetectLiveness is Detect that also returns the liveness table of what db
+// then holds (as ComputeLiveness would), built in the same pass when
+// dead_defense is among ds, as it is in the whole catalog: a caller that
+// needs both, such as retrace report, reads every file once instead of
+// twice. Without dead_defense it runs Detect, then ComputeLiveness.
+func DetectLiveness(ctx context.Context, db *metrics.DB, paths []string, ds []Detector, opts Options) (Report, Liveness, metrics.LoadReport, error) {
+	pl, err := newPlan(ds, opts)
+	if err != nil {
+		return Report{Findings: []Finding{}}, Liveness{}, metrics.LoadReport{}, err
+	}
+	if pl.dead == nil {
+		rep, lrep, err := Detect(ctx, db, paths, ds, opts)
+		if err != nil {
+			return rep, Liveness{}, lrep, err
+		}
+		lv, err := ComputeLiveness(ctx, db)
+		return rep, lv, lrep, err
+	}
+	rep := Report{Findings: []Finding{}, Detectors: pl.infos()}
+	lrep, rr, err := pl.loadAndRead(ctx, db, paths)
+	if err != nil {
+		return rep, Liveness{}, lrep, err
+	}
+	rep.Findings, rep.Unread = append(rep.Findings, rr.findings...), rr.unread
+	if err := pl.finish(ctx, db, &rep, rr.live); err != nil {
+		return rep, Liveness{}, lrep, err
+	}
+	return rep, tabulate(rr.live), lrep, nil
+}

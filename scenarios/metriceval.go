@@ -158,44 +158,6 @@ func inSessions(col string, sessions []string) string {
 	return col + " IN (" + strings.Join(q, ", ") + ")"
 }
 
-// aggSQL is the SQL aggregate of f over col; a percentile is the latency
-// metric's: quantile_cont rounded to the microsecond.
-func aggSQL(f Func, col string) string {
-	if q := f.quantile(); q > 0 {
-		return fmt.Sprintf("round(quantile_cont(%s, %g), 3)", col, q)
-	}
-	switch f {
-	case FuncMean:
-		return "avg(" + col + ")"
-	case FuncMin:
-		return "min(" + col + ")"
-	}
-	return "max(" + col + ")"
-}
-
-// rateCond is the SQL condition over tool_calls that rate(subject) counts.
-func rateCond(t *Threshold) string {
-	switch t.Subject {
-	case "failure":
-		c := "outcome = 'failure'"
-		if k := t.filter("failure_kind"); k != "" {
-			c += " AND failure_kind = " + sqlString(k)
-		}
-		return c
-	case "success":
-		return "outcome = 'success'"
-	case "lost":
-		return "outcome = 'lost'"
-	case "truncated":
-		return "coalesce(truncated, false)"
-	case "spilled":
-		return "coalesce(spilled, false)"
-	case "denied":
-		return "permission = 'deny'"
-	}
-	return "permission_prompted"
-}
-
 // rateVerb says what the calls rate(subject) counts did.
 var rateVerb = map[string]string{
 	"failure": "failed", "success": "succeeded", "lost": "were lost (neither tool_success nor tool_failure)",
@@ -280,38 +242,7 @@ func evalThreshold(ctx context.Context, db *metrics.DB, m MetricExpect, sessions
 		tr.Got = "inconclusive: no run recorded a session"
 		return tr, nil
 	}
-	var q string
-	tool := ""
-	if v := t.filter("tool"); v != "" {
-		tool = " AND tool = " + sqlString(v)
-	}
-	switch {
-	case t.Func == FuncRate:
-		q = fmt.Sprintf("SELECT count(*), count(*) FILTER (WHERE %s) FROM tool_calls WHERE %s%s", rateCond(t), inSessions("session", sessions), tool)
-	case t.Func == FuncCount:
-		var conds []string
-		for _, f := range t.Filters {
-			conds = append(conds, fmt.Sprintf(" AND %s = %s", f.Key, sqlString(f.Value)))
-		}
-		q = fmt.Sprintf("SELECT count(*) FROM events WHERE %s AND type = %s%s", inSessions("session", sessions), sqlString(t.Subject), strings.Join(conds, ""))
-	case t.Subject == SubjectDuration:
-		q = fmt.Sprintf("SELECT count(duration_ms), %s FROM tool_calls WHERE %s AND duration_ms IS NOT NULL%s", aggSQL(t.Func, "duration_ms"), inSessions("session", sessions), tool)
-	case t.Subject == SubjectModelDuration || t.Subject == SubjectContextTokens || t.Subject == SubjectOutputTokens:
-		col := t.Subject
-		if col == SubjectModelDuration {
-			col = "duration_ms"
-		}
-		q = fmt.Sprintf("SELECT count(%s), %s FROM model_turns WHERE %s", col, aggSQL(t.Func, col), inSessions("session", sessions))
-	case t.Subject == SubjectTurns:
-		q = fmt.Sprintf("SELECT count(turns), %s FROM sessions WHERE %s", aggSQL(t.Func, "turns"), inSessions("session", sessions))
-	default: // tool_calls per run
-		join := ""
-		if v := t.filter("tool"); v != "" {
-			join = " AND c.tool = " + sqlString(v)
-		}
-		q = fmt.Sprintf("SELECT count(n), %s FROM (SELECT s.session, count(c.tool_use_id) AS n FROM sessions s LEFT JOIN tool_calls c ON c.session = s.session%s WHERE %s GROUP BY s.session)",
-			aggSQL(t.Func, "n"), join, inSessions("s.session", sessions))
-	}
+	q := t.ValueSQL(inSessions("session", sessions))
 	tab, err := db.Query(ctx, q)
 	if err != nil {
 		return tr, err
@@ -344,8 +275,8 @@ func evalThreshold(ctx context.Context, db *metrics.DB, m MetricExpect, sessions
 		tr.Got = fmt.Sprintf("%s: %g of %g %s (the denominator) %s%s, over %s", formatValue(t, v), num, den, calls(t), rateVerb[t.Subject], what, runs)
 	default:
 		n, _ := number(row[0])
-		if int(n) < t.Func.minSamples() {
-			tr.Got = fmt.Sprintf("inconclusive: %s needs at least %d samples, and %s gave %g (%s); run it more (--repeat or repeat:)", t.Func, t.Func.minSamples(), runs, n, samples(t))
+		if int(n) < t.Func.MinSamples() {
+			tr.Got = fmt.Sprintf("inconclusive: %s needs at least %d samples, and %s gave %g (%s); run it more (--repeat or repeat:)", t.Func, t.Func.MinSamples(), runs, n, samples(t))
 			return tr, nil
 		}
 		var ok bool
@@ -375,6 +306,9 @@ func evalThreshold(ctx context.Context, db *metrics.DB, m MetricExpect, sessions
 // count counts, or the tool_end of the slowest call; "" for the
 // aggregates of runs and model responses.
 func thresholdAt(ctx context.Context, db *metrics.DB, t *Threshold, sessions []string) (string, error) {
+	if t.PerSession() {
+		return "", nil
+	}
 	where := inSessions("session", sessions)
 	if v := t.filter("tool"); v != "" {
 		where += " AND tool = " + sqlString(v)
@@ -382,7 +316,7 @@ func thresholdAt(ctx context.Context, db *metrics.DB, t *Threshold, sessions []s
 	var q string
 	switch {
 	case t.Func == FuncRate:
-		typ, cond := "tool_call", rateCond(t)
+		typ, cond := "tool_call", t.RateCond()
 		switch {
 		case t.Op == ">" || t.Op == ">=":
 			// Too low a rate shows in a call it did not count.

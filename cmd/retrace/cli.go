@@ -129,6 +129,8 @@ Exit codes: 0 ok, 1 retrace itself failed, 2 bad usage or invalid input,
 	root.AddCommand(newEvalCmd(sys))
 	root.AddCommand(newExportCmd(sys))
 	root.AddCommand(newImportCmd(sys))
+	root.AddCommand(newReportCmd(sys))
+	root.AddCommand(newDiffCmd(sys))
 	return root
 }
 

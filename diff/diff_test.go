@@ -1,0 +1,107 @@
+package diff
+
+import (
+	"bytes"
+	"context"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/retrace-dev/retrace/metrics"
+	"github.com/retrace-dev/retrace/synth"
+)
+
+// plantedSessions is the size of each corpus of the planted test: enough
+// for a 5-point failure rise of one tool (about a sixth of the calls) to
+// pass Holm's correction over some sixty rows.
+const plantedSessions = 2000
+
+// movedBy says, from a row's definition alone, whether the planted shifts
+// bash.failure+0.05 and read.p95*1.5 move it: a failure rate whose scope
+// includes bash calls (no tool filter, or tool=bash) and whose failure
+// kind admits tool_error (the kind synth draws a planted failure from),
+// or an upper quantile (p90 and above) of durations whose scope includes
+// read calls. direct says the row's scope is the shifted tool alone, so
+// the whole plant lands on it.
+func movedBy(metric string) (moved, direct bool) {
+	a, err := metrics.ParseAggregate(metric)
+	if err != nil {
+		return false, false // a detector's row
+	}
+	tool := a.Filter("tool")
+	switch {
+	case a.Func == metrics.FuncRate && a.Subject == "failure":
+		k := a.Filter("failure_kind")
+		return (tool == "" || tool == "bash") && (k == "" || k == "tool_error"), tool == "bash" && k == ""
+	case a.Func.Quantile() >= 0.9 && a.Subject == metrics.SubjectDuration:
+		return tool == "" || tool == "read", tool == "read"
+	}
+	return false, false
+}
+
+// TestDiffFlagsExactlyThePlantedRegressions compares two synth corpora of
+// one seed (synth draws a shift from a stream of its own, so the plant is
+// the only difference; between two seeds bash's failure rate alone
+// differs by 1.5 points (sd) at this size, which would leave a 5-point
+// plant undecided about half the time), the candidate generated with bash failing 5 points
+// more among its executed calls and read's p95 ×1.5 (median kept): the
+// rows whose scope is the shifted tool are regressed, every regressed row
+// is one the plant moves (by its definition, movedBy), and no row
+// improved.
+func TestDiffFlagsExactlyThePlantedRegressions(t *testing.T) {
+	if testing.Short() {
+		t.Skip("two corpora of 2000 sessions")
+	}
+	shifts := []synth.Shift{}
+	for _, s := range []string{"bash.failure+0.05", "read.p95*1.5"} {
+		sh, err := synth.ParseShift(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		shifts = append(shifts, sh)
+	}
+	base := load(t, "base", writeCorpus(t, "base", synth.Options{Sessions: plantedSessions, Seed: 11}))
+	cand := load(t, "cand", writeCorpus(t, "cand", synth.Options{Sessions: plantedSessions, Seed: 11, Shifts: shifts}))
+	res, err := Compare(context.Background(), base, cand, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	direct := 0
+	for _, r := range res.Rows {
+		moved, isDirect := movedBy(r.Metric)
+		switch {
+		case isDirect:
+			direct++
+			if r.Verdict != VerdictRegressed {
+				t.Errorf("the planted row is %s, want regressed: %s (p_adj %.3g)", r.Verdict, describeRow(r), r.PAdjusted)
+			}
+		case r.Verdict == VerdictRegressed && !moved:
+			t.Errorf("a row the plant does not move regressed: %s (p_adj %.3g)", describeRow(r), r.PAdjusted)
+		case r.Verdict == VerdictImproved:
+			t.Errorf("a row improved: %s (p_adj %.3g)", describeRow(r), r.PAdjusted)
+		}
+		if moved {
+			t.Logf("moved by the plant: %s: %s (p_adj %.3g)", r.Verdict, describeRow(r), r.PAdjusted)
+		}
+	}
+	if direct != 2 {
+		t.Errorf("%d rows are the planted ones, want 2 (rate(failure, tool=bash, among=executed), p95(duration, tool=read)); skipped: %v", direct, res.Skipped)
+	}
+	if !strings.Contains(res.Correction, "holm") || len(res.Rows) < 50 {
+		t.Errorf("correction %q over %d rows", res.Correction, len(res.Rows))
+	}
+	if !slices.ContainsFunc(res.Rows, func(r Row) bool { return r.Metric == "p50(duration, tool=read)" && r.Verdict != VerdictRegressed }) {
+		t.Errorf("read's median, which the plant keeps, is missing or regressed")
+	}
+	// The markdown for a pull request puts the regressions first and the
+	// whole table in a collapsed <details>.
+	var md bytes.Buffer
+	if err := WriteMarkdown(&md, res); err != nil {
+		t.Fatal(err)
+	}
+	out := md.String()
+	reg, det, row := strings.Index(out, "### Regressed"), strings.Index(out, "<details>"), strings.Index(out, "| p95(duration, tool=read) |")
+	if reg < 0 || det < 0 || row < 0 || !(reg < row && row < det) || !strings.Contains(out, "Holm") {
+		t.Errorf("the markdown does not list the regressions first, then <details>:\n%s", out)
+	}
+}
