@@ -70,6 +70,7 @@ file that cannot be read or holds no event, a missing path) or bad SQL,
 		opts.paths = args
 		return withJSONErrors(sys, opts.format, runExport(cmd.Context(), sys, opts))
 	}
+	addOTLPExport(cmd, sys, opts)
 	return cmd
 }
 
