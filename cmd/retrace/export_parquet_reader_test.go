@@ -179,3 +179,22 @@ func duckCell(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
 }
+
+// TestDocsParquetListsEveryColumnWithItsType keeps docs/parquet.md, the
+// lake's documented interface, in step with the schema the export writes.
+func TestDocsParquetListsEveryColumnWithItsType(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "docs", "parquet.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(b)
+	cols := append(metrics.Columns(), metrics.Column{Name: "file", Type: "VARCHAR"}, metrics.Column{Name: "line", Type: "BIGINT"})
+	for _, c := range cols {
+		if row := "| `" + c.Name + "` | " + c.Type + " |"; !strings.Contains(doc, row) {
+			t.Errorf("docs/parquet.md has no row %q", row)
+		}
+	}
+	if n := strings.Count(doc, "\n| `"); n != len(cols) {
+		t.Errorf("docs/parquet.md lists %d columns, the export writes %d", n, len(cols))
+	}
+}
