@@ -50,6 +50,8 @@ func addOTLPExport(cmd *cobra.Command, sys *IO, opts *exportOptions) {
 	cmd.Flags().StringVar(&o.url, "otlp", "", "OTLP/HTTP endpoint to send the sessions to as traces")
 	cmd.Flags().StringVar(&o.file, "otlp-file", "", "file to write the sessions to as OTLP/JSON traces (- for stdout)")
 	cmd.Flags().StringArrayVar(&o.headers, "otlp-header", nil, "header k=v sent with every OTLP request (repeatable; never printed)")
+	cmd.Use = strings.Replace(cmd.Use, ")", " | --otlp URL | --otlp-file FILE)", 1)
+	cmd.Short += ", or send them as OpenTelemetry traces"
 	cmd.Long += otlpExportHelp
 	cmd.Example += otlpExportExample
 	inner := cmd.RunE
