@@ -36,7 +36,8 @@ without a measured duration is a zero-length span flagged
 retrace.tool.duration_unknown). Trace and span ids are derived from the
 session, so exporting again sends the same ids. docs/otlp.md lists every
 attribute. These flags read trajectories (not Parquet) and do not combine
-with --parquet or --arrow.`
+with --parquet or --arrow; a trajectory that cannot be read is reported
+(file:line) and the others are still exported, with exit code 2.`
 
 const otlpExportExample = `
   retrace export --otlp http://localhost:4318 .retrace/runs
@@ -52,7 +53,12 @@ func addOTLPExport(cmd *cobra.Command, sys *IO, opts *exportOptions) {
 	cmd.Flags().StringArrayVar(&o.headers, "otlp-header", nil, "header k=v sent with every OTLP request (repeatable; never printed)")
 	cmd.Use = strings.Replace(cmd.Use, ")", " | --otlp URL | --otlp-file FILE)", 1)
 	cmd.Short += ", or send them as OpenTelemetry traces"
-	cmd.Long += otlpExportHelp
+	// The OTLP paragraph goes before the output and exit code notes.
+	if i := strings.Index(cmd.Long, "\n\nWith --format json"); i >= 0 {
+		cmd.Long = cmd.Long[:i] + otlpExportHelp + cmd.Long[i:]
+	} else {
+		cmd.Long += otlpExportHelp
+	}
 	cmd.Example += otlpExportExample
 	inner := cmd.RunE
 	cmd.RunE = func(c *cobra.Command, args []string) error {
