@@ -269,3 +269,64 @@ func FuzzImport(f *testing.F) {
 		_ = fmt.Sprint(rep.Unknown)
 	})
 }
+
+func TestImportedTranscriptsRoundTripWithTheirUnknownDurationsAndPermissions(t *testing.T) {
+	runs := t.TempDir()
+	for _, src := range []struct {
+		format importer.Format
+		dir    string
+	}{{importer.ClaudeCode, "../importer/testdata/claudecode"}, {importer.Codex, "../importer/testdata/codex"}} {
+		rep, err := importer.Import(context.Background(), importer.Options{Format: src.format, Paths: []string{src.dir}, RunsDir: runs})
+		if err != nil || len(rep.Sessions) == 0 {
+			t.Fatalf("import %s: %v (%d sessions)", src.dir, err, len(rep.Sessions))
+		}
+	}
+	files, err := trajectory.Expand(runs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	rep, err := Export(context.Background(), Options{Files: files, Send: (&FileWriter{W: &buf}).Send})
+	if err != nil || len(rep.Problems) > 0 {
+		t.Fatalf("export: %v %v", err, rep.Problems)
+	}
+	if rep.DurationUnknown == 0 {
+		t.Fatal("the transcripts gave no call without a measured duration; the test proves nothing")
+	}
+	traces := filepath.Join(t.TempDir(), "t.jsonl")
+	os.WriteFile(traces, buf.Bytes(), 0o600)
+	back := t.TempDir()
+	irep, err := Import(context.Background(), ImportOptions{Paths: []string{traces}, RunsDir: back})
+	if err != nil || len(irep.Problems) > 0 || len(irep.Sessions) != len(files) {
+		t.Fatalf("import: %v %v, %d sessions of %d", err, irep.Problems, len(irep.Sessions), len(files))
+	}
+	perms := func(path string) (n int) {
+		evs, _ := trajectory.ReadFile(path)
+		for _, ev := range evs {
+			switch ev.Type() {
+			case trajectory.TypePermissionAllow, trajectory.TypePermissionDeny, trajectory.TypePermissionPrompt:
+				n++
+			}
+		}
+		return n
+	}
+	unknown := 0
+	for i, s := range irep.Sessions {
+		mustValidate(t, s.Path)
+		want, got := callsOf(t, files[i]), callsOf(t, s.Path)
+		for id, w := range want {
+			if got[id] != w {
+				t.Fatalf("%s: call %s is %+v, the original %+v", s.Path, id, got[id], w)
+			}
+			if w.unknown {
+				unknown++
+			}
+		}
+		if perms(s.Path) != perms(files[i]) {
+			t.Fatalf("%s: %d permission decisions, the original %d", s.Path, perms(s.Path), perms(files[i]))
+		}
+	}
+	if unknown != rep.DurationUnknown {
+		t.Fatalf("%d calls came back without a duration, %d were exported so", unknown, rep.DurationUnknown)
+	}
+}
