@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 )
@@ -236,6 +237,10 @@ func (r *rawSpan) span() (Span, string, error) {
 	}
 	if r.EndTimeUnixNano < r.StartTimeUnixNano {
 		return Span{}, "endTimeUnixNano", fmt.Errorf("ends (%d) before it starts (%d)", r.EndTimeUnixNano, r.StartTimeUnixNano)
+	}
+	if r.EndTimeUnixNano > math.MaxInt64 {
+		// Go's time (and the contract's RFC 3339) ends in the year 2262.
+		return Span{}, "endTimeUnixNano", fmt.Errorf("%d is past the year 2262; want nanoseconds since 1970", r.EndTimeUnixNano)
 	}
 	if r.StartTimeUnixNano == 0 {
 		return Span{}, "startTimeUnixNano", errors.New("missing or 0; want the span's start in nanoseconds since 1970")

@@ -212,6 +212,8 @@ func TestMalformedOTLPJSONNamesTheFileLineAndPath(t *testing.T) {
 		{"text that is not JSON says so", "{\"resourceSpans\": [\n oops]}", ":2"},
 		{"a JSON array is not a trace document", `[1, 2]`, ":1"},
 		{"an empty file is no trace document", ``, ":1"},
+		{"a time past what Go and RFC 3339 can hold", doc(strings.Replace(span(`"name": "x"`), `"endTimeUnixNano": "2"`, `"endTimeUnixNano": "18446744073709551615"`, 1)),
+			":2: resourceSpans[0].scopeSpans[0].spans[0].endTimeUnixNano"},
 		{"a span that ends before it starts", doc(strings.Replace(span(`"name": "x"`), `"startTimeUnixNano": "1"`, `"startTimeUnixNano": "5"`, 1)),
 			":2: resourceSpans[0].scopeSpans[0].spans[0].endTimeUnixNano"},
 	} {
