@@ -71,6 +71,7 @@ func addOTLPExport(cmd *cobra.Command, sys *IO, opts *exportOptions) {
 		opts.paths = args
 		return withJSONErrors(sys, opts.format, runOTLPExport(c.Context(), sys, opts, o))
 	}
+	addLabelPartition(cmd, sys, opts)
 }
 
 // otlpSummary is what an OTLP export prints with --format json.

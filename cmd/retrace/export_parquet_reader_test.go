@@ -198,3 +198,40 @@ func TestDocsParquetListsEveryColumnWithItsType(t *testing.T) {
 		t.Errorf("docs/parquet.md lists %d columns, the export writes %d", n, len(cols))
 	}
 }
+
+func TestAParquetExportPartitionedByLabelHasTheSessionsTagInItsPathAndTheSameMetrics(t *testing.T) {
+	corpus := t.TempDir()
+	if _, err := synth.Write(context.Background(), corpus, synth.Options{Sessions: 30, Seed: 5, Days: 2}); err != nil {
+		t.Fatal(err)
+	}
+	lake := filepath.Join(t.TempDir(), "lake")
+	code, _, stderr := runCLI(t, nil, "export", corpus, "--parquet", lake, "--partition-label", "project")
+	if code != ExitOK || !strings.Contains(stderr, "partitioned by label project and date") {
+		t.Fatalf("export: exit %d, %s", code, stderr)
+	}
+	files, _ := filepath.Glob(filepath.Join(lake, "label=*", "date=*", "*.parquet"))
+	if len(files) < 2 {
+		t.Fatalf("files %v: want label=*/date=* partitions", files)
+	}
+	// Each event sits under its session's project tag.
+	q := "SELECT count(*) FROM read_parquet('" + lake + "/label=*/date=*/*.parquet', hive_partitioning = true) e" +
+		" JOIN (SELECT session, json_extract_string(tags, '$.project') AS p FROM events WHERE type = 'session_start') s USING (session)" +
+		" WHERE e.label IS DISTINCT FROM s.p"
+	code, stdout, stderr := runCLI(t, nil, "query", q, corpus, "--format", "csv")
+	if code != ExitOK || strings.TrimSpace(stdout) != "count_star()\n0" {
+		t.Fatalf("events under another session's label: exit %d, %q %s", code, stdout, stderr)
+	}
+	_, fromJSONL, _ := runCLI(t, nil, "metrics", corpus, "--format", "json")
+	code, fromLake, stderr := runCLI(t, nil, "metrics", lake, "--format", "json")
+	if code != ExitOK || fromLake != fromJSONL {
+		t.Fatalf("exit %d, %s; metrics over the labelled lake differ from over the trajectories", code, stderr)
+	}
+	for _, bad := range [][]string{
+		{"export", corpus, "--parquet", filepath.Join(t.TempDir(), "x"), "--partition-label", "no key"},
+		{"export", corpus, "--arrow", filepath.Join(t.TempDir(), "x"), "--partition-label", "project"},
+	} {
+		if code, _, _ := runCLI(t, nil, bad...); code != ExitInvalid {
+			t.Errorf("%v: exit %d, want 2", bad, code)
+		}
+	}
+}
