@@ -91,7 +91,9 @@ func newImportOTLPCmd(sys *IO) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "otlp FILE...",
 		Short: "Import OTLP/JSON traces of GenAI agents (chat and execute_tool spans)",
-		Args:  cobra.ArbitraryArgs,
+		Example: `  retrace export --otlp-file traces.jsonl runs/ && retrace import otlp traces.jsonl --runs back/
+  retrace import otlp collector-export/ --format json`,
+		Args: cobra.ArbitraryArgs,
 	}
 	cmd.Flags().StringVar(&opts.runs, "runs", "", "directory to write the trajectories into (default $RETRACE_DIR or .retrace/runs)")
 	opts.output = addFormatFlag(cmd, "text", "json")
