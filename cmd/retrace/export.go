@@ -76,6 +76,7 @@ file that cannot be read or holds no event, a missing path) or bad SQL,
 		opts.paths = paths
 		return withJSONErrors(sys, opts.format, runExport(cmd.Context(), sys, opts))
 	}
+	addOTLPExport(cmd, sys, opts)
 	return cmd
 }
 

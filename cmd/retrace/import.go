@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/retrace-dev/retrace/importer"
+	"github.com/retrace-dev/retrace/otlp"
 	"github.com/spf13/cobra"
 )
 
@@ -22,14 +23,16 @@ type importOptions struct {
 
 func newImportCmd(sys *IO) *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "import (claude-code | codex) [PATH...]",
-		Short: "Import Claude Code or Codex session transcripts as trajectories",
+		Use:   "import (claude-code | codex | otlp) [PATH...]",
+		Short: "Import Claude Code or Codex transcripts, or OTLP traces, as trajectories",
 		Long: `Import reads the transcripts a third-party agent writes about its own sessions
 and writes each session as a trajectory into the runs directory, so that
 validate, metrics, detect and report work on it like on one of retrace's own.
 
   retrace import claude-code [PATH...]   default: ~/.claude/projects ($CLAUDE_CONFIG_DIR/projects)
   retrace import codex [PATH...]         default: ~/.codex/sessions ($CODEX_HOME/sessions)
+  retrace import otlp FILE...            OTLP/JSON traces of any agent that follows the
+                                         OTel GenAI conventions (no default)
 
 PATH is a transcript file or a directory walked for them. A Claude Code
 subagent becomes its own session, linked to its parent by session_start's
@@ -48,21 +51,61 @@ A malformed line is reported as file:line and skipped, and the rest of the
 file is imported; --strict refuses such a file instead. Record types the
 importer does not know are counted and reported, never fatal.
 
+retrace import otlp reads OTLP/JSON (one TracesData object per file or
+per line, as retrace export --otlp-file and the Collector's file exporter
+write it; a directory is walked for *.json and *.jsonl). Each trace with
+chat or execute_tool spans becomes one session: chat spans are the model
+turns, execute_tool spans the tool calls, each with its span's length as
+the tool's duration (or duration_unknown where the span says so). Spans of
+other operations are counted and reported, never fatal. A file that is
+not OTLP/JSON is refused with its file:line and JSON path. docs/otlp.md
+has the mapping.
+
 Exit codes: 0 every file was imported (malformed lines are warnings), 2 a
 file could not be imported (not a transcript, refused with --strict, not
 readable) or bad usage, 1 retrace itself failed.`,
 		Example: `  retrace import claude-code
   retrace import codex ~/.codex/sessions/2026/12 --runs ./runs
-  retrace import claude-code ~/.claude/projects/-home-me-repo/4f1c.jsonl --strict`,
+  retrace import claude-code ~/.claude/projects/-home-me-repo/4f1c.jsonl --strict
+  retrace import otlp traces.jsonl --runs ./runs`,
 	}
 	for _, f := range []importer.Format{importer.ClaudeCode, importer.Codex} {
 		cmd.AddCommand(newImportFormatCmd(sys, f))
 	}
+	cmd.AddCommand(newImportOTLPCmd(sys))
 	cmd.RunE = func(_ *cobra.Command, args []string) error {
 		if len(args) > 0 {
-			return usage(fmt.Errorf("unknown transcript format %q: use claude-code or codex", args[0]))
+			return usage(fmt.Errorf("unknown transcript format %q: use claude-code, codex or otlp", args[0]))
 		}
-		return usage(errors.New("name the transcript format: retrace import claude-code or retrace import codex"))
+		return usage(errors.New("name the transcript format: retrace import claude-code, retrace import codex or retrace import otlp"))
+	}
+	return cmd
+}
+
+// formatOTLP is import's name for OTLP/JSON traces, which the otlp package
+// reads (the importer package reads the transcript formats).
+const formatOTLP importer.Format = "otlp"
+
+func newImportOTLPCmd(sys *IO) *cobra.Command {
+	opts := &importOptions{format: formatOTLP}
+	cmd := &cobra.Command{
+		Use:   "otlp FILE...",
+		Short: "Import OTLP/JSON traces of GenAI agents (chat and execute_tool spans)",
+		Example: `  retrace export --otlp-file traces.jsonl runs/ && retrace import otlp traces.jsonl --runs back/
+  retrace import otlp collector-export/ --format json`,
+		Args: cobra.ArbitraryArgs,
+	}
+	cmd.Flags().StringVar(&opts.runs, "runs", "", "directory to write the trajectories into (default $RETRACE_DIR or .retrace/runs)")
+	opts.output = addFormatFlag(cmd, "text", "json")
+	cmd.RunE = func(c *cobra.Command, args []string) error {
+		if len(args) == 0 {
+			return usage(errors.New("name the OTLP/JSON files or directories to import: retrace import otlp traces.json"))
+		}
+		opts.paths = args
+		if opts.runs == "" {
+			opts.runs = runsDir(sys)
+		}
+		return runImport(sys, c, opts)
 	}
 	return cmd
 }
@@ -120,9 +163,15 @@ func runImport(sys *IO, cmd *cobra.Command, opts *importOptions) error {
 		return err
 	}
 	bar := newCountBar(sys.Err, "importing transcripts", 50)
-	rep, err := importer.Import(cmd.Context(), importer.Options{
-		Format: opts.format, Paths: opts.paths, RunsDir: opts.runs, Strict: opts.strict, Progress: bar.update,
-	})
+	var rep importer.Report
+	var err error
+	if opts.format == formatOTLP {
+		rep, err = otlp.Import(cmd.Context(), otlp.ImportOptions{Paths: opts.paths, RunsDir: opts.runs, Progress: bar.update})
+	} else {
+		rep, err = importer.Import(cmd.Context(), importer.Options{
+			Format: opts.format, Paths: opts.paths, RunsDir: opts.runs, Strict: opts.strict, Progress: bar.update,
+		})
+	}
 	bar.finish()
 	if err != nil {
 		if rep.Files == 0 {
