@@ -1,0 +1,218 @@
+package scenarios
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"maps"
+	"os"
+	"time"
+
+	"github.com/retrace-dev/retrace/importer"
+	"github.com/retrace-dev/retrace/recorder"
+	"github.com/retrace-dev/retrace/trajectory"
+)
+
+// mergeInput is what one agent run left to merge into its session.
+type mergeInput struct {
+	// wire is the main conversation's wire recording; subagents are the
+	// other conversations', each linked to it.
+	wire      string
+	subagents []string
+	// format and transcript say where the agent's own transcript is; ""
+	// when its profile knows none.
+	format     importer.Format
+	transcript string
+	// stage is a directory for the imported sessions; runs is where the
+	// merged sessions go.
+	stage, runs string
+}
+
+// merged is the main session of a run, as written into the runs directory.
+type merged struct {
+	path, session string
+}
+
+// mergeAgentSessions writes each wire session of a run into the runs
+// directory, merged with what the agent's own transcript adds, and
+// returns the main one and notes on what could not be merged.
+//
+// The wire recording is the session's backbone: the mock saw every model
+// request and response, every failed attempt and every tool_use answered
+// by a tool_result, with measured model timings. The transcript adds
+// what only the client knows, each event keeping the origin the importer
+// gave it: the permission decisions of a call (observed transcript), a
+// call's own run time when the client measured it (Codex's command
+// durations), a failure kind more exact than the wire's tool_error (a
+// denial, an interrupted call), and the client's version, permission
+// mode and workspace. Nothing is taken from the transcript that the wire
+// contradicts: a call the wire never saw is not added.
+func mergeAgentSessions(ctx context.Context, in mergeInput) (merged, []string, error) {
+	var notes []string
+	imported := map[string][]trajectory.Event{} // by parent_tool_use_id; "" for the main session
+	if in.format != "" {
+		var err error
+		imported, notes, err = importTranscript(ctx, in)
+		if err != nil {
+			return merged{}, notes, err
+		}
+	}
+	main, err := mergeOne(in.wire, imported, in.runs)
+	if err != nil {
+		return merged{}, notes, err
+	}
+	for _, sub := range in.subagents {
+		if _, err := mergeOne(sub, imported, in.runs); err != nil {
+			return merged{}, notes, err
+		}
+	}
+	return main, notes, nil
+}
+
+// importTranscript imports the agent's transcript and returns its
+// sessions' events by the tool_use that started them ("" for the main
+// session), with notes on what was not as expected.
+func importTranscript(ctx context.Context, in mergeInput) (map[string][]trajectory.Event, []string, error) {
+	out := map[string][]trajectory.Event{}
+	if _, err := os.Stat(in.transcript); errors.Is(err, fs.ErrNotExist) {
+		return out, []string{fmt.Sprintf("the agent wrote no transcript at %s; the session holds what the wire shows", in.transcript)}, nil
+	}
+	rep, err := importer.Import(ctx, importer.Options{Format: in.format, Paths: []string{in.transcript}, RunsDir: in.stage})
+	if err != nil {
+		return nil, nil, fmt.Errorf("eval: import the agent's transcript: %w", err)
+	}
+	var notes []string
+	for _, p := range rep.Problems {
+		notes = append(notes, "the agent's transcript: "+p.Error())
+	}
+	for _, s := range rep.Sessions {
+		evs, err := trajectory.ReadFile(s.Path)
+		if err != nil {
+			return nil, nil, fmt.Errorf("eval: read the imported transcript %s: %w", s.Path, err)
+		}
+		key := ""
+		if st, ok := evs[0].Payload.(*trajectory.SessionStart); ok && st.ParentSession != "" {
+			key = st.ParentToolUseID
+			if key == "" {
+				notes = append(notes, fmt.Sprintf("the transcript's subagent %s names no parent call; it is not merged", s.ID))
+				continue
+			}
+		}
+		if _, dup := out[key]; dup {
+			notes = append(notes, fmt.Sprintf("the transcript %s holds more than one session for the same conversation; the first is merged", s.Source))
+			continue
+		}
+		out[key] = evs
+	}
+	return out, notes, nil
+}
+
+// callFacts are what a transcript says of one tool call.
+type callFacts struct {
+	permissions []trajectory.Payload
+	failure     *trajectory.ToolFailure
+	end         *trajectory.ToolEnd
+}
+
+// facts indexes a transcript session's tool events by tool_use id.
+func facts(evs []trajectory.Event) map[string]*callFacts {
+	out := map[string]*callFacts{}
+	get := func(id string) *callFacts {
+		if out[id] == nil {
+			out[id] = &callFacts{}
+		}
+		return out[id]
+	}
+	for _, ev := range evs {
+		switch p := ev.Payload.(type) {
+		case *trajectory.PermissionAllow, *trajectory.PermissionPrompt, *trajectory.PermissionDeny:
+			id := trajectory.ToolUseIDOf(p)
+			get(id).permissions = append(get(id).permissions, p)
+		case *trajectory.ToolFailure:
+			get(p.ToolUseID).failure = p
+		case *trajectory.ToolEnd:
+			get(p.ToolUseID).end = p
+		}
+	}
+	return out
+}
+
+// mergeOne writes the wire session in file, merged with the transcript
+// session of the same conversation, into runs under the wire session's
+// id, so that a subagent's parent_session still names its parent.
+func mergeOne(file string, imported map[string][]trajectory.Event, runs string) (merged, error) {
+	evs, err := trajectory.ReadFile(file)
+	if err != nil {
+		return merged{}, fmt.Errorf("eval: read the wire recording %s: %w", file, err)
+	}
+	if len(evs) == 0 {
+		return merged{}, fmt.Errorf("eval: the wire recording %s is empty", file)
+	}
+	key, linked := "", true
+	if st, ok := evs[0].Payload.(*trajectory.SessionStart); ok && st.ParentSession != "" {
+		// A subagent the wire could not tie to its call matches no
+		// transcript session: never the main one.
+		key, linked = st.ParentToolUseID, st.ParentToolUseID != ""
+	}
+	var tstart *trajectory.SessionStart
+	var byCall map[string]*callFacts
+	if t := imported[key]; linked && len(t) > 0 {
+		tstart, _ = t[0].Payload.(*trajectory.SessionStart)
+		byCall = facts(t)
+	}
+	// Every event keeps the time it was recorded at on the wire.
+	var now time.Time
+	rec, err := recorder.Create(runs, recorder.Options{SessionID: evs[0].Session, Clock: func() time.Time { return now }})
+	if err != nil {
+		return merged{}, fmt.Errorf("eval: %w", err)
+	}
+	for _, ev := range evs {
+		now = ev.TS
+		switch p := ev.Payload.(type) {
+		case *trajectory.SessionStart:
+			if tstart != nil {
+				p.HarnessVersion = tstart.HarnessVersion
+				p.PermissionMode, p.Mode = tstart.PermissionMode, tstart.Mode
+				if p.Workspace == "" {
+					p.Workspace = tstart.Workspace
+				}
+				p.Tags = maps.Clone(p.Tags)
+				p.Tags["transcript_session"] = tstart.Tags["source_session"]
+				if v := tstart.Tags["client_version"]; v != "" {
+					p.Tags["client_version"] = v
+				}
+			}
+			rec.Emit(ev.Turn, p)
+		case *trajectory.ToolCall:
+			rec.Emit(ev.Turn, p)
+			if f := byCall[p.ToolUseID]; f != nil {
+				for _, perm := range f.permissions {
+					rec.Emit(ev.Turn, perm)
+				}
+			}
+		case *trajectory.ToolFailure:
+			// The client knows why a call failed better than its result's
+			// is_error does: a denial or an interrupted call.
+			if f := byCall[p.ToolUseID]; f != nil && f.failure != nil && p.FailureKind == trajectory.FailureToolError && f.failure.FailureKind != trajectory.FailureToolError {
+				p = f.failure
+			}
+			rec.Emit(ev.Turn, p)
+		case *trajectory.ToolSuccess:
+			rec.Emit(ev.Turn, p)
+		case *trajectory.ToolEnd:
+			// A run time the client measured replaces the wire's unknown;
+			// the wire's output size stays.
+			if f := byCall[p.ToolUseID]; f != nil && f.end != nil && !f.end.DurationUnknown && p.DurationUnknown {
+				p.DurationMs, p.DurationUnknown, p.Observed = f.end.DurationMs, false, f.end.Observed
+			}
+			rec.Emit(ev.Turn, p)
+		default:
+			rec.Emit(ev.Turn, ev.Payload)
+		}
+	}
+	if _, err := rec.Close(); err != nil {
+		return merged{}, fmt.Errorf("eval: write the merged session: %w", err)
+	}
+	return merged{path: rec.Path(), session: rec.SessionID()}, nil
+}
