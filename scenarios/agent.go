@@ -76,7 +76,7 @@ func (p *parser) agent(n *yaml.Node) *Agent {
 		return &Agent{Profile: name}
 	}
 	a := &Agent{}
-	var wireNode *yaml.Node
+	var wireNode, commandNode *yaml.Node
 	for _, f := range p.fields(n, "agent", agentKeys...) {
 		switch f.name {
 		case "profile":
@@ -85,6 +85,7 @@ func (p *parser) agent(n *yaml.Node) *Agent {
 				p.at(f.val, "agent.profile %q: want %s", a.Profile, strings.Join(profiles, " or "))
 			}
 		case "command":
+			commandNode = f.val
 			a.Command = p.strs(f.val, "agent.command")
 			if f.val.Kind == yaml.SequenceNode && (len(a.Command) == 0 || a.Command[0] == "") {
 				p.at(f.val, "agent.command is empty: give the program and its arguments, e.g. [my-agent, --prompt, $RETRACE_PROMPT]")
@@ -121,7 +122,7 @@ func (p *parser) agent(n *yaml.Node) *Agent {
 		}
 	}
 	switch {
-	case a.Profile == "" && len(a.Command) == 0:
+	case a.Profile == "" && commandNode == nil:
 		p.at(n, "agent: give a profile (%s) or a command: [...] with its wire: (%s)", strings.Join(profiles, ", "), joinWires())
 	case a.Profile != "" && len(a.Command) > 0:
 		p.at(n, "agent: give a profile or a command, not both (add arguments to a profile with args: [...])")
