@@ -45,9 +45,11 @@ type merged struct {
 // gave it: the permission decisions of a call (observed transcript), a
 // call's own run time when the client measured it (Codex's command
 // durations), a failure kind more exact than the wire's tool_error (a
-// denial, an interrupted call), and the client's version, permission
-// mode and workspace. Nothing is taken from the transcript that the wire
-// contradicts: a call the wire never saw is not added.
+// denial, an interrupted call), a failure the wire took for a success (a
+// command Codex refused to run, answered as plain text), and the
+// client's version, permission mode and workspace. The wire's calls are
+// the session's calls: one the wire never saw is not added, and none it
+// saw is dropped.
 func mergeAgentSessions(ctx context.Context, in mergeInput) (merged, []string, error) {
 	var notes []string
 	imported := map[string][]trajectory.Event{} // by parent_tool_use_id; "" for the main session
@@ -167,6 +169,7 @@ func mergeOne(file string, imported map[string][]trajectory.Event, runs string) 
 	if err != nil {
 		return merged{}, fmt.Errorf("eval: %w", err)
 	}
+	failures := 0
 	for _, ev := range evs {
 		now = ev.TS
 		switch p := ev.Payload.(type) {
@@ -197,8 +200,20 @@ func mergeOne(file string, imported map[string][]trajectory.Event, runs string) 
 			if f := byCall[p.ToolUseID]; f != nil && f.failure != nil && p.FailureKind == trajectory.FailureToolError && f.failure.FailureKind != trajectory.FailureToolError {
 				p = f.failure
 			}
+			failures++
 			rec.Emit(ev.Turn, p)
 		case *trajectory.ToolSuccess:
+			// A result without is_error may still be a call that never
+			// ran (Codex answers a command it refused with plain text):
+			// the client's own account of the outcome wins.
+			if f := byCall[p.ToolUseID]; f != nil && f.failure != nil {
+				failures++
+				rec.Emit(ev.Turn, f.failure)
+				break
+			}
+			rec.Emit(ev.Turn, p)
+		case *trajectory.SessionEnd:
+			p.ToolFailures = failures
 			rec.Emit(ev.Turn, p)
 		case *trajectory.ToolEnd:
 			// A run time the client measured replaces the wire's unknown;

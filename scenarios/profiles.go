@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/retrace-dev/retrace/importer"
 )
@@ -129,10 +128,11 @@ func profileOf(a *Agent) profile {
 	return customProfile(a)
 }
 
-// agentName names a's CLI in messages.
+// agentName names a's CLI in messages: the profile, or the command's
+// program (its arguments may hold the prompt).
 func agentName(a *Agent) string {
 	if a.Profile != "" {
 		return a.Profile
 	}
-	return strings.Join(a.Command, " ")
+	return a.Command[0]
 }

@@ -25,6 +25,8 @@ var agentScenarios = []struct {
 	{"claude_code_hallucinated.txtar", "claude", map[string]int{"hallucinated_tool": 1}, map[string]int{"read_file": 1, "Read": 1, "Bash": 1}},
 	{"codex_clean.txtar", "codex", nil, map[string]int{"exec_command": 2}},
 	{"codex_hallucinated.txtar", "codex", map[string]int{"hallucinated_tool": 1}, map[string]int{"read_file": 1, "exec_command": 2}},
+	{"claude_code_denied.txtar", "claude", nil, map[string]int{"Bash": 1}},
+	{"codex_refused.txtar", "codex", nil, map[string]int{"exec_command": 1}},
 	{"command_isolated.txtar", "curl", nil, map[string]int{}},
 }
 
