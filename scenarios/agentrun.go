@@ -108,17 +108,18 @@ func (r *runner) runAgent(ctx context.Context, s *Scenario, index, repeat int) (
 	// Inside its own namespace the agent finds the mock at agentMockAddr,
 	// carried to a Unix socket of the run's; without one, at a loopback
 	// port of this process's.
-	sock := filepath.Join(dir, "mock.sock")
-	var cmd *exec.Cmd
-	var isolated bool
-	var why string
+	// A Unix socket's path has at most 107 bytes, so it lives in a short
+	// directory of its own rather than in the run's.
+	sockDir, err := os.MkdirTemp("", "retrace-agent-")
+	if err != nil {
+		res.Error = fmt.Sprintf("eval: %v", err)
+		return res
+	}
+	defer os.RemoveAll(sockDir)
+	sock := filepath.Join(sockDir, "mock.sock")
 	in.mockURL = "http://" + agentMockAddr
 	argv := func() []string { return append(prof.argv(in), s.Agent.Args...) }
-	if len(sock) < 100 { // a Unix socket's path is at most 107 bytes
-		cmd, isolated, why = isolatedCommand(rctx, sock, argv())
-	} else {
-		why = "the run's directory is too deep for a Unix socket path"
-	}
+	cmd, isolated, why := isolatedCommand(rctx, sock, argv())
 	if isolated {
 		ln, err := net.Listen("unix", sock)
 		if err != nil {
