@@ -26,6 +26,9 @@ var agentScenarios = []struct {
 	{"codex_clean.txtar", "codex", nil, map[string]int{"exec_command": 2}},
 	{"codex_hallucinated.txtar", "codex", map[string]int{"hallucinated_tool": 1}, map[string]int{"read_file": 1, "exec_command": 2}},
 	{"claude_code_denied.txtar", "claude", nil, map[string]int{"Bash": 1}},
+	// The subagent's session is recorded beside the main one: the funnel
+	// over both holds its Read.
+	{"claude_code_subagent.txtar", "claude", nil, map[string]int{"Agent": 1, "Read": 1}},
 	{"codex_refused.txtar", "codex", nil, map[string]int{"exec_command": 1}},
 	{"command_isolated.txtar", "curl", nil, map[string]int{}},
 }
@@ -77,6 +80,11 @@ func TestEvalOfRealAgentCLIs(t *testing.T) {
 			}
 			if got := funnelCalls(t, runs); fmt.Sprint(got) != fmt.Sprint(sc.calls) {
 				t.Fatalf("the funnel holds the calls %v, want %v", got, sc.calls)
+			}
+			// Every session is linked to a parent of the run or is the run's.
+			counts, _ := recordingCounts(t, runs)
+			if counts["sessions"] != 1+counts["linked"] {
+				t.Fatalf("%d sessions, %d linked to their parent's call: want every session but the run's linked", counts["sessions"], counts["linked"])
 			}
 		})
 	}
