@@ -135,6 +135,10 @@ func loopbackUp() error {
 	return nil
 }
 
+// isolationOf is how isolatedCommand learns whether a namespace can be
+// had; a test replaces it to see a platform without one.
+var isolationOf = isolation
+
 var (
 	isolationOnce sync.Once
 	isolationArgs []string
@@ -169,7 +173,7 @@ func isolation() ([]string, string) {
 // Unix socket sock; false when the platform gives no namespace (why says
 // so).
 func isolatedCommand(ctx context.Context, sock string, command []string) (*exec.Cmd, bool, string) {
-	args, why := isolation()
+	args, why := isolationOf()
 	if args == nil {
 		return nil, false, why
 	}
