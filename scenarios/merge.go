@@ -2,11 +2,13 @@ package scenarios
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"maps"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/retrace-dev/retrace/importer"
@@ -60,16 +62,102 @@ func mergeAgentSessions(ctx context.Context, in mergeInput) (merged, []string, e
 			return merged{}, notes, err
 		}
 	}
-	main, err := mergeOne(in.wire, imported, in.runs)
+	mainEvs, err := trajectory.ReadFile(in.wire)
+	if err != nil {
+		return merged{}, notes, fmt.Errorf("eval: read the wire recording %s: %w", in.wire, err)
+	}
+	main, err := mergeOne(in.wire, imported, in.runs, nil)
 	if err != nil {
 		return merged{}, notes, err
 	}
 	for _, sub := range in.subagents {
-		if _, err := mergeOne(sub, imported, in.runs); err != nil {
+		link, err := relink(mainEvs, sub)
+		if err != nil {
+			return merged{}, notes, err
+		}
+		if link == nil {
+			notes = append(notes, fmt.Sprintf("the conversation recorded in %s is tied to no call of the main session; it is kept as a session of its own", sub))
+		}
+		if _, err := mergeOne(sub, imported, in.runs, link); err != nil {
 			return merged{}, notes, err
 		}
 	}
 	return main, notes, nil
+}
+
+// parentLink ties a subagent's session to the call that started it.
+type parentLink struct {
+	session, toolUseID string
+}
+
+// relink returns the link of the conversation recorded in file to the
+// main session (events main): its own when the wire recording made one;
+// else, for a subagent the client ran in the background (Claude Code's
+// Agent call answers at once, so the call was no longer waiting when the
+// subagent's first request came), the main session's last call before
+// it whose input holds a text of at least minLinkText bytes that the
+// subagent's first user message contains, as the recorder links a
+// waiting call; nil when no call does.
+func relink(main []trajectory.Event, file string) (*parentLink, error) {
+	evs, err := trajectory.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("eval: read the wire recording %s: %w", file, err)
+	}
+	if len(evs) == 0 || len(main) == 0 {
+		return nil, nil
+	}
+	if st, ok := evs[0].Payload.(*trajectory.SessionStart); ok && st.ParentSession != "" {
+		return &parentLink{session: st.ParentSession, toolUseID: st.ParentToolUseID}, nil
+	}
+	first, at := "", time.Time{}
+	for _, ev := range evs {
+		if req, ok := ev.Payload.(*trajectory.ModelRequest); ok {
+			first, at = userText(req.NewMessages), ev.TS
+			break
+		}
+	}
+	if first == "" {
+		return nil, nil
+	}
+	var link *parentLink
+	for _, ev := range main {
+		call, ok := ev.Payload.(*trajectory.ToolCall)
+		if !ok || ev.TS.After(at) {
+			continue
+		}
+		var in map[string]any
+		if json.Unmarshal(call.Input, &in) != nil {
+			continue
+		}
+		for _, v := range in {
+			if text, ok := v.(string); ok && len(text) >= minLinkText && strings.Contains(first, text) {
+				link = &parentLink{session: ev.Session, toolUseID: call.ToolUseID}
+			}
+		}
+	}
+	return link, nil
+}
+
+// minLinkText is the shortest tool input text that links a subagent to
+// a call, so that a short value (ls, a file name) never links two
+// unrelated conversations; it is the wire recorder's own bound.
+const minLinkText = 16
+
+// userText joins the text of the user messages in msgs.
+func userText(msgs []trajectory.Message) string {
+	var b strings.Builder
+	for _, m := range msgs {
+		if m.Role != trajectory.RoleUser {
+			continue
+		}
+		for _, c := range m.Content {
+			if c.Type == trajectory.BlockText {
+				b.WriteString(c.Text)
+				b.WriteByte('\n')
+			}
+		}
+	}
+	return b.String()
 }
 
 // importTranscript imports the agent's transcript and returns its
@@ -143,7 +231,12 @@ func facts(evs []trajectory.Event) map[string]*callFacts {
 // mergeOne writes the wire session in file, merged with the transcript
 // session of the same conversation, into runs under the wire session's
 // id, so that a subagent's parent_session still names its parent.
-func mergeOne(file string, imported map[string][]trajectory.Event, runs string) (merged, error) {
+//
+// link, when set, is the subagent's tie to its parent that relink found
+// although the wire recording has none: it is written into the
+// session_start, tagged parent_link=prompt so that a reader knows it was
+// inferred.
+func mergeOne(file string, imported map[string][]trajectory.Event, runs string, link *parentLink) (merged, error) {
 	evs, err := trajectory.ReadFile(file)
 	if err != nil {
 		return merged{}, fmt.Errorf("eval: read the wire recording %s: %w", file, err)
@@ -151,8 +244,20 @@ func mergeOne(file string, imported map[string][]trajectory.Event, runs string) 
 	if len(evs) == 0 {
 		return merged{}, fmt.Errorf("eval: the wire recording %s is empty", file)
 	}
+	st0, ok := evs[0].Payload.(*trajectory.SessionStart)
+	if !ok {
+		return merged{}, fmt.Errorf("eval: the wire recording %s does not start with session_start", file)
+	}
+	if link != nil && st0.ParentSession == "" {
+		st0.ParentSession, st0.ParentToolUseID = link.session, link.toolUseID
+		st0.Tags = maps.Clone(st0.Tags)
+		if st0.Tags == nil {
+			st0.Tags = map[string]string{}
+		}
+		st0.Tags["parent_link"] = "prompt"
+	}
 	key, linked := "", true
-	if st, ok := evs[0].Payload.(*trajectory.SessionStart); ok && st.ParentSession != "" {
+	if st := st0; st.ParentSession != "" {
 		// A subagent the wire could not tie to its call matches no
 		// transcript session: never the main one.
 		key, linked = st.ParentToolUseID, st.ParentToolUseID != ""

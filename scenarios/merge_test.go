@@ -69,7 +69,7 @@ func TestMergeAddsWhatOnlyTheTranscriptKnowsAndKeepsTheWiresCalls(t *testing.T) 
 		{Payload: &trajectory.ToolFailure{ToolRef: inferred, FailureKind: trajectory.FailureToolError, ErrorCode: "not_run"}},
 		{Payload: &trajectory.ToolFailure{ToolRef: tr("ghost"), FailureKind: trajectory.FailureToolError}},
 	}
-	m, err := mergeOne(file, map[string][]trajectory.Event{"": transcript}, filepath.Join(dir, "runs"))
+	m, err := mergeOne(file, map[string][]trajectory.Event{"": transcript}, filepath.Join(dir, "runs"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,6 +29,9 @@ var agentScenarios = []struct {
 	// The subagent's session is recorded beside the main one: the funnel
 	// over both holds its Read.
 	{"claude_code_subagent.txtar", "claude", nil, map[string]int{"Agent": 1, "Read": 1}},
+	// A background subagent starts after its Agent call was answered: its
+	// session is still linked, by the prompt the call gave it.
+	{"claude_code_background_subagent.txtar", "claude", nil, map[string]int{"Agent": 1, "Read": 1}},
 	{"codex_refused.txtar", "codex", nil, map[string]int{"exec_command": 1}},
 	{"command_isolated.txtar", "curl", nil, map[string]int{}},
 }
