@@ -151,3 +151,65 @@ func TestMergeWithoutATranscriptKeepsTheWireSession(t *testing.T) {
 		}
 	}
 }
+
+// subagentWire writes the wire recording of a conversation whose first
+// user message is first, without a link to any parent.
+func subagentWire(t *testing.T, dir, first string, at time.Time) string {
+	t.Helper()
+	rec, err := recorder.Create(dir, recorder.Options{Clock: func() time.Time { at = at.Add(time.Millisecond); return at }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec.Emit(0, &trajectory.SessionStart{HarnessVersion: "retrace mock serve", Provider: "mock", Model: "m", Mode: trajectory.ModeHeadless,
+		PermissionMode: trajectory.PermDefault, ConfigHash: trajectory.Hash(nil), SystemPromptHash: trajectory.Hash(nil),
+		Tools: []trajectory.ToolInfo{}, Defenses: []trajectory.DefenseName{}})
+	rec.Emit(1, &trajectory.ModelRequest{SystemHash: trajectory.Hash(nil), ToolsHash: trajectory.Hash(nil), ToolNames: []string{}, MessageHashes: []string{trajectory.Hash([]byte(first))},
+		NewMessages: []trajectory.Message{{Role: trajectory.RoleUser, Content: []trajectory.ContentBlock{{Type: trajectory.BlockText, Text: first}}}}})
+	if _, err := rec.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return rec.Path()
+}
+
+// TestRelinkTiesABackgroundSubagentToTheCallThatGaveItsPrompt checks the
+// link of a subagent whose start the wire could not tie to a waiting
+// call: the main session's call whose input text (16 bytes at least) the
+// subagent's first message holds is its parent; a short input or a call
+// after the subagent started is not.
+func TestRelinkTiesABackgroundSubagentToTheCallThatGaveItsPrompt(t *testing.T) {
+	dir := t.TempDir()
+	start := time.Date(2026, 12, 2, 1, 0, 0, 0, time.UTC)
+	call := func(id, input string, at time.Time) trajectory.Event {
+		return trajectory.Event{Session: "main", TS: at, Payload: &trajectory.ToolCall{
+			ToolRef: trajectory.ToolRef{ToolUseID: id, Tool: "Agent"}, Input: json.RawMessage(input)}}
+	}
+	main := []trajectory.Event{
+		call("toolu_short", `{"prompt":"Read it"}`, start),
+		call("toolu_agent", `{"prompt":"Read README.md and say what it holds","run_in_background":true}`, start),
+		call("toolu_later", `{"prompt":"Read README.md and say what it holds"}`, start.Add(time.Hour)),
+	}
+	sub := subagentWire(t, filepath.Join(dir, "sub"), "<system-reminder>x</system-reminder>\nRead README.md and say what it holds", start.Add(time.Second))
+	link, err := relink(main, sub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if link == nil || *link != (parentLink{session: "main", toolUseID: "toolu_agent"}) {
+		t.Fatalf("link %+v, want the Agent call before the subagent started", link)
+	}
+	other := subagentWire(t, filepath.Join(dir, "other"), "Read it", start.Add(time.Second))
+	if link, err := relink(main, other); err != nil || link != nil {
+		t.Fatalf("a conversation holding only a short input is linked: %+v, %v", link, err)
+	}
+	m, err := mergeOne(sub, nil, filepath.Join(dir, "runs"), link)
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs, err := trajectory.ReadFile(m.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := evs[0].Payload.(*trajectory.SessionStart)
+	if st.ParentSession != "main" || st.ParentToolUseID != "toolu_agent" || st.Tags["parent_link"] != "prompt" {
+		t.Fatalf("session_start %+v: want the link, tagged parent_link=prompt", st)
+	}
+}
