@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // curlAgent is a scenario whose agent is a shell command calling the
@@ -94,6 +95,47 @@ func TestAnAgentThatRequiresIsolationDoesNotRunWithout(t *testing.T) {
 			if res.Scenarios[0].Verdict != VerdictError || !strings.Contains(run.Error, ErrNoIsolation.Error()) {
 				t.Fatalf("verdict %s, error %q; want the error verdict for the missing namespace", res.Scenarios[0].Verdict, run.Error)
 			}
+		})
+	}
+}
+
+// BenchmarkAgentRunIsolation measures what the network namespace costs
+// one run of an agent CLI (a curl call to the mock): "loopback" runs it
+// without a namespace (the baseline), "namespace" in one of its own with
+// the forwarding helper. ms/run is the whole run, checks included.
+func BenchmarkAgentRunIsolation(b *testing.B) {
+	if _, err := exec.LookPath("curl"); err != nil {
+		b.Skipf("curl is not installed: %v", err)
+	}
+	s, err := Parse([]byte(curlAgent), "curl.txtar")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, c := range []struct {
+		name     string
+		isolated bool
+	}{{"loopback", false}, {"namespace", true}} {
+		b.Run(c.name, func(b *testing.B) {
+			if c.isolated {
+				if args, why := isolation(); args == nil {
+					b.Skipf("no network namespace here: %s", why)
+				}
+			} else {
+				prev := isolationOf
+				isolationOf = func() ([]string, string) { return nil, "the benchmark's baseline runs without one" }
+				defer func() { isolationOf = prev }()
+			}
+			start := time.Now()
+			for range b.N {
+				res, err := Run(b.Context(), []*Scenario{s}, Options{Parallel: 1, RequireIsolation: c.isolated})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if v := res.Scenarios[0].Verdict; v != VerdictPass {
+					b.Fatalf("verdict %s: %+v", v, res.Scenarios[0].Runs[0])
+				}
+			}
+			b.ReportMetric(float64(time.Since(start).Milliseconds())/float64(b.N), "ms/run")
 		})
 	}
 }

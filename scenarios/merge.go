@@ -286,9 +286,13 @@ func mergeOne(file string, imported map[string][]trajectory.Event, runs string, 
 					p.Workspace = tstart.Workspace
 				}
 				p.Tags = maps.Clone(p.Tags)
-				p.Tags["transcript_session"] = tstart.Tags["source_session"]
-				if v := tstart.Tags["client_version"]; v != "" {
-					p.Tags["client_version"] = v
+				if p.Tags == nil {
+					p.Tags = map[string]string{}
+				}
+				for from, to := range map[string]string{"source_session": "transcript_session", "client_version": "client_version"} {
+					if v := tstart.Tags[from]; v != "" {
+						p.Tags[to] = v
+					}
 				}
 			}
 			rec.Emit(ev.Turn, p)
