@@ -1,6 +1,7 @@
 package scenarios
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"errors"
@@ -12,6 +13,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -178,7 +180,7 @@ func (r *runner) runAgent(ctx context.Context, s *Scenario, index, repeat int) (
 		res.ExitCode = 4
 	case errors.As(runErr, &exit):
 		res.ExitCode = exit.ExitCode()
-		res.EndError = fmt.Sprintf("%s exited with %d (its stderr: %s)", agentName(s.Agent), res.ExitCode, filepath.Join(dir, agentErr))
+		res.EndError = fmt.Sprintf("%s exited with %d%s", agentName(s.Agent), res.ExitCode, stderrTail(filepath.Join(dir, agentErr)))
 	case runErr != nil:
 		res.Error = fmt.Sprintf("eval: run %s: %v", agentName(s.Agent), runErr)
 		return res
@@ -191,7 +193,11 @@ func (r *runner) runAgent(ctx context.Context, s *Scenario, index, repeat int) (
 		return res
 	}
 	if main == "" {
-		res.Error = fmt.Sprintf("%s made no model call the mock answered (its stderr: %s)", agentName(s.Agent), filepath.Join(dir, agentErr))
+		why := ""
+		if res.EndError != "" {
+			why = ": " + res.EndError
+		}
+		res.Error = fmt.Sprintf("%s made no model call the mock answered%s%s", agentName(s.Agent), why, stderrTail(filepath.Join(dir, agentErr)))
 		return res
 	}
 	format, at := prof.transcript(in)
@@ -356,4 +362,22 @@ func (s *wireSink) SessionID() string {
 		return ""
 	}
 	return s.rec.SessionID()
+}
+
+// maxStderrTail is how much of an agent's standard error a run's error
+// quotes: its end, where a CLI says why it stopped.
+const maxStderrTail = 1024
+
+// stderrTail returns the end of the agent's standard error in file, to
+// quote in a run's error (the file itself goes with the run's temporary
+// directory); "" when it wrote nothing there.
+func stderrTail(file string) string {
+	data, err := os.ReadFile(file)
+	if err != nil || len(bytes.TrimSpace(data)) == 0 {
+		return ""
+	}
+	if len(data) > maxStderrTail {
+		data = append([]byte("..."), data[len(data)-maxStderrTail:]...)
+	}
+	return "; its stderr ends: " + strings.TrimSpace(string(data))
 }

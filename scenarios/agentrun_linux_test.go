@@ -139,3 +139,23 @@ func BenchmarkAgentRunIsolation(b *testing.B) {
 		})
 	}
 }
+
+// TestAnAgentThatHangsIsStoppedAtTheTimeout checks that an agent CLI
+// that never finishes is killed, with its process group, when the
+// scenario's limits.timeout runs out, and the run says so.
+func TestAnAgentThatHangsIsStoppedAtTheTimeout(t *testing.T) {
+	archive := strings.Replace(curlAgent, `  command: [sh, -c, 'curl`, `  command: [sh, -c, 'echo stuck >&2; sleep 300 & sleep 300; curl`, 1)
+	archive = strings.Replace(archive, "prompt: Say done.", "prompt: Say done.\nlimits: {timeout: 1s}", 1)
+	s, err := Parse([]byte(archive), "hang.txtar")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Run(t.Context(), []*Scenario{s}, Options{Parallel: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := res.Scenarios[0].Runs[0]
+	if res.Scenarios[0].Verdict != VerdictError || !strings.Contains(run.Error, "did not finish within 1s") || !strings.Contains(run.Error, "its stderr ends: stuck") {
+		t.Fatalf("verdict %s, error %q; want the error verdict naming the timeout and quoting the agent's stderr", res.Scenarios[0].Verdict, run.Error)
+	}
+}
