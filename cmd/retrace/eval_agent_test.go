@@ -26,6 +26,7 @@ var agentScenarios = []struct {
 	{"codex_clean.txtar", "codex", nil, map[string]int{"exec_command": 2}},
 	{"codex_hallucinated.txtar", "codex", map[string]int{"hallucinated_tool": 1}, map[string]int{"read_file": 1, "exec_command": 2}},
 	{"claude_code_denied.txtar", "claude", nil, map[string]int{"Bash": 1}},
+	{"claude_code_retry.txtar", "claude", nil, map[string]int{"Read": 1}},
 	// The subagent's session is recorded beside the main one: the funnel
 	// over both holds its Read.
 	{"claude_code_subagent.txtar", "claude", nil, map[string]int{"Agent": 1, "Read": 1}},
