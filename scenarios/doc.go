@@ -130,7 +130,9 @@
 // tool_use. The outcome is the session's end and the agent's exit code;
 // the file, event, detector and metric expectations are checked as for
 // any run. config: and person: belong to retrace's runtime and are
-// refused beside agent:, as is model: live. A scenario whose CLI is not
+// refused beside agent:, as is model: live; Options.Provider (retrace
+// eval --provider) does not reach an agent CLI, which always talks to the
+// mock serving its script. A scenario whose CLI is not
 // on PATH is skipped by retrace eval with the reason (MissingAgent), or
 // fails with --require-agents.
 //
