@@ -21,6 +21,7 @@
 //	repeat: 1                       # runs of the scenario (--repeat overrides)
 //	limits: {max_turns: 10, timeout: 30s}
 //	person: approve                 # answers every permission question (approve or deny); default: nobody, headless
+//	agent: claude-code              # optional: run this agent CLI instead of retrace's runtime (see Agent CLIs)
 //	config:                         # the session's trusted retrace.yaml (see retrace run --help)
 //	  permissions: {mode: accept_edits}
 //	model:                          # a script in the mock LLM's format (retrace mock serve --help)
@@ -81,6 +82,59 @@
 // scenario runs only against a real model, and retrace eval without
 // --provider skips it with a note. Run without a Provider gives its runs
 // the error verdict.
+//
+// # Agent CLIs
+//
+// `agent:` runs a third-party agent instead of retrace's runtime, with
+// the same task, workspace and expectations:
+//
+//	agent: claude-code                     # Claude Code: claude -p PROMPT --output-format stream-json --verbose
+//	agent: codex                           # Codex CLI: codex exec -s workspace-write -m MODEL --json PROMPT
+//	agent:                                 # a profile with more flags
+//	  profile: claude-code
+//	  args: [--allowedTools, "Read,Bash(ls:*)"]
+//	  env: {CLAUDE_CODE_MAX_OUTPUT_TOKENS: "4096"}
+//	  isolation: required                  # refuse to run without a network namespace (default: preferred)
+//	agent:                                 # an agent of your own
+//	  command: [my-agent, --task, $RETRACE_PROMPT]
+//	  wire: anthropic                      # or openai-responses, openai-chat
+//	  env: {MY_AGENT_MODE: ci}
+//
+// The runner serves the scenario's model: script from the mock LLM (a
+// conversations: script routes a subagent's requests to its own turns),
+// recording the wire as retrace mock serve --record does, and runs the
+// agent in the run's fresh workspace with the mock as its base URL
+// (ANTHROPIC_BASE_URL, OPENAI_BASE_URL with /v1, RETRACE_MOCK_URL; the
+// prompt in RETRACE_PROMPT, and $RETRACE_PROMPT and $RETRACE_MOCK_URL in
+// a command's words are replaced), a home directory of the run's own
+// (HOME, CODEX_HOME: no user's configuration or credentials are read,
+// and the client's transcript lands there), an offline API key and only
+// PATH, TERM and LANG from the environment. Where the platform allows
+// (Linux, unshare -n or -rn), the agent runs in a network namespace of
+// its own that holds nothing but loopback, where a helper (this binary,
+// re-executed) carries 127.0.0.1:18080 to the mock's Unix socket: the
+// agent can reach nothing else. Elsewhere it runs with a loud warning
+// (Options.Warn, RunResult.Warnings), or not at all with isolation:
+// required or Options.RequireIsolation (retrace eval
+// --require-isolation). The agent's process group is killed when the
+// run's limits.timeout runs out.
+//
+// When the agent exits, its own transcript is imported (package
+// importer: Claude Code's projects directory, Codex's sessions directory)
+// and merged into the wire session, which stays the backbone: the
+// transcript adds the permission decisions (observed: transcript), the
+// run times the client measured, and the failures the wire could not see
+// (a denial, a command Codex refused to run and answered as plain text);
+// every event keeps the origin that observed it. Each subagent
+// conversation is its own session, linked to the parent's session and
+// tool_use. The outcome is the session's end and the agent's exit code;
+// the file, event, detector and metric expectations are checked as for
+// any run. config: and person: belong to retrace's runtime and are
+// refused beside agent:, as is model: live; Options.Provider (retrace
+// eval --provider) does not reach an agent CLI, which always talks to the
+// mock serving its script. A scenario whose CLI is not
+// on PATH is skipped by retrace eval with the reason (MissingAgent), or
+// fails with --require-agents.
 //
 // An exhibit of the failure museum carries recorded trajectories
 // (-- recording.jsonl --, or several -- recordings/NAME.jsonl -- for the

@@ -118,6 +118,10 @@ type Scenario struct {
 	// Recordings, when set, make the scenario an exhibit (see Exhibit):
 	// recorded trajectories checked without running the runtime.
 	Recordings []Recording
+	// Agent, when set, is the third-party agent CLI the scenario runs
+	// instead of retrace's runtime, against the mock LLM serving Script
+	// (agent.go, agentrun.go).
+	Agent *Agent
 }
 
 // DefaultMaxTurns is the turn limit of a scenario that sets none.
@@ -295,7 +299,7 @@ func (p *parser) yamlProblems(err error, fallback int, prefix string) {
 	}
 }
 
-var specKeys = []string{"name", "description", "tags", "prompt", "repeat", "limits", "config", "model", "person", "expect"}
+var specKeys = []string{"name", "description", "tags", "prompt", "repeat", "limits", "config", "model", "person", "expect", "agent"}
 
 func (p *parser) spec(s *Scenario, data []byte) {
 	doc := padded(data, s.Line)
@@ -404,7 +408,12 @@ func (p *parser) spec(s *Scenario, data []byte) {
 			}
 		case "expect":
 			s.Expect = p.expect(f.val, s)
+		case "agent":
+			s.Agent = p.agent(f.val)
 		}
+	}
+	if s.Agent != nil {
+		p.agentSpec(s, has)
 	}
 	if s.Exhibit() {
 		p.checkExhibit(s, has)

@@ -169,6 +169,8 @@ func FuzzParse(f *testing.F) {
 		f.Add(data)
 	}
 	f.Add([]byte(minimal))
+	f.Add([]byte(agentMinimal))
+	f.Add([]byte(strings.Replace(agentMinimal, "agent: claude-code", "agent: {command: [sh, -c, x], wire: anthropic, env: {A: b}, isolation: required}", 1)))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		s, err := Parse(data, "f.txtar")
 		if err != nil {

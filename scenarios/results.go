@@ -65,6 +65,10 @@ type RunResult struct {
 	Findings   map[string]int `json:"findings,omitempty"`
 	Failures   []Failure      `json:"failures,omitempty"`
 	DurationMs float64        `json:"duration_ms"`
+	// Warnings say what the reader of the result must know about how the
+	// run went, such as an agent CLI that ran without network isolation
+	// or a transcript that could not be merged.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // ScenarioResult is a scenario's runs and verdict.

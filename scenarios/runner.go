@@ -61,6 +61,16 @@ type Options struct {
 	Tags map[string]string
 	// HarnessRevision is recorded in each session_start.
 	HarnessRevision string
+	// RequireIsolation refuses to run an agent CLI (a scenario's agent:)
+	// that cannot have a network namespace of its own; without it such a
+	// run goes on with a warning (Warn, RunResult.Warnings).
+	RequireIsolation bool
+	// AgentPath is the PATH an agent CLI runs with; "" is this process's.
+	AgentPath string
+	// Warn, when set, is told what the user must know while the suite
+	// runs, such as an agent running without network isolation (from
+	// several goroutines at once).
+	Warn func(string)
 }
 
 // clock returns the clock of the runs.
@@ -216,6 +226,9 @@ func (r *runner) recordings(ctx context.Context, suite []*Scenario, results *Res
 func (r *runner) run(ctx context.Context, s *Scenario, index, repeat int) (res RunResult) {
 	if s.Exhibit() {
 		return r.exhibit(ctx, s, index)
+	}
+	if s.Agent != nil {
+		return r.runAgent(ctx, s, index, repeat)
 	}
 	res.Repeat = repeat
 	clock := r.opts.clock()

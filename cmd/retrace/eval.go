@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -35,6 +36,10 @@ type evalOptions struct {
 	model    string
 	baseURL  string
 	format   *formatFlag
+	// requireAgents fails the scenarios of an agent CLI that is not
+	// installed instead of skipping them; requireIsolation refuses to run
+	// an agent without a network namespace of its own.
+	requireAgents, requireIsolation bool
 }
 
 func newEvalCmd(sys *IO) *cobra.Command {
@@ -74,6 +79,18 @@ OPENAI_API_KEY, ...): the scripted turns are unused, and the outcome,
 file, event, detector and metric expectations are checked as usual. A
 scenario with model: live has no script and runs only with --provider;
 without it, it is skipped with a note, not failed.
+
+A scenario may run a third-party agent CLI instead of retrace's runtime:
+agent: claude-code, agent: codex, or agent: {command: [...], wire:
+anthropic|openai-responses|openai-chat, env: {...}}. The mock LLM serves
+the scenario's model: script and records the wire; the agent runs in the
+fresh workspace with the mock as its model and, where the platform allows
+(unshare), in a network namespace of its own with nothing but the mock to
+reach (else with a loud warning; --require-isolation refuses). Its own
+transcript is imported and merged into the session, and the expectations,
+detectors and thresholds are checked as for any scenario. A scenario whose
+agent CLI is not installed is skipped with the reason, or fails with
+--require-agents.
 
 A bad suite is refused before anything runs, with every problem of every
 scenario as file:line: what is wrong.
@@ -128,6 +145,8 @@ flags, 1 retrace could not run a scenario.`,
 	opts.labels.hint = "to select scenarios by tag use --filter-tag"
 	f.Var(&opts.labels, "tag", "run label KEY=VALUE recorded in every run's session_start.tags, with eval_scenario and eval_repeat (repeatable)")
 	f.StringVar(&opts.shard, "shard", "", "run only shard i of n of the suite, as i/n (e.g. 2/3)")
+	f.BoolVar(&opts.requireAgents, "require-agents", false, "fail the scenarios whose agent CLI (agent: claude-code, codex, a command) is not installed, instead of skipping them")
+	f.BoolVar(&opts.requireIsolation, "require-isolation", false, "refuse to run an agent CLI without a network namespace of its own (instead of warning)")
 	f.IntVar(&opts.repeat, "repeat", 0, "run each scenario this many times (default: the scenario's repeat, else 1)")
 	f.StringVar(&opts.junit, "junit", "", "write a JUnit XML report to this file")
 	f.StringVar(&opts.out, "out", "", "keep the results (results.json) and every recorded run (runs/) in this directory")
@@ -224,6 +243,10 @@ func runEval(ctx context.Context, sys *IO, opts *evalOptions, args []string) err
 		ro.Model = opts.model
 	} else {
 		selected = skipLive(sys, selected)
+	}
+	ro.RequireIsolation, ro.AgentPath, ro.Warn = opts.requireIsolation, sys.Getenv("PATH"), syncedWarn(sys)
+	if !opts.requireAgents {
+		selected = skipMissingAgents(sys, selected)
 	}
 	if opts.out != "" {
 		if err := os.MkdirAll(opts.out, 0o755); err != nil {
@@ -490,4 +513,30 @@ func runEvalMerge(sys *IO, opts *evalMergeOptions, args []string) error {
 		}
 	}
 	return reportEval(sys, res, opts.format.value, opts.junit, false)
+}
+
+// skipMissingAgents leaves out the scenarios whose agent CLI is not
+// installed, saying so for each: a skip, not a failure (--require-agents
+// runs them, and they fail).
+func skipMissingAgents(sys *IO, suite []*scenarios.Scenario) []*scenarios.Scenario {
+	var out []*scenarios.Scenario
+	for _, s := range suite {
+		if err := scenarios.MissingAgent(s); err != nil {
+			fmt.Fprintf(sys.Err, "skipped %s (%s): %v; --require-agents fails it instead\n", s.Name, s.File, err)
+			continue
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// syncedWarn returns a scenarios.Options.Warn that prints each warning on
+// a line of its own, from several runs at once.
+func syncedWarn(sys *IO) func(string) {
+	var mu sync.Mutex
+	return func(msg string) {
+		mu.Lock()
+		defer mu.Unlock()
+		fmt.Fprintln(sys.Err, msg)
+	}
 }

@@ -8,33 +8,61 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/retrace-dev/retrace/trajectory"
 )
 
-// realClient is an agent CLI driven through `retrace mock serve`: its
-// script of a read and a bash call, the command that runs it offline
-// against the mock, and the calls its recording's funnel must hold.
+// realClient is an agent CLI driven through `retrace mock serve`: how it
+// runs offline against the mock, where it keeps its own transcript, and
+// the cases it is driven through.
 type realClient struct {
-	name string
-	bin  string
-	// script is the mock's script; $WS stands for the workspace.
-	script string
-	// command runs the client in the workspace; $MOCK is the mock's URL.
-	command string
-	// wantCalls are the funnel's calls per tool.
-	wantCalls map[string]int
+	name, bin string
+	// command runs the client in the workspace with the prompt and extra
+	// arguments; $MOCK is the mock's URL.
+	command func(prompt, args string) string
+	// format and transcript are the client's transcript format for
+	// `retrace import` and its directory under the run's HOME.
+	format, transcript string
 	// ownCalls counts, per tool, the calls in the client's own JSON-lines
-	// output, for the funnel to be checked against what the client says
-	// it ran as well as against the script.
+	// output, for the recording to be checked against what the client
+	// says it ran as well as against the script.
 	ownCalls func(line map[string]any, counts map[string]int)
+	cases    []clientCase
 }
 
-var realClients = []realClient{
-	{
-		name: "Claude Code", bin: "claude",
-		script: `model: claude-sonnet-4-5
+// clientCase is one session of a real client through the mock.
+type clientCase struct {
+	name string
+	// script is the mock's script; $WS stands for the workspace.
+	script string
+	prompt string
+	// args are added to the client's command line.
+	args string
+	// want are counts the recording must have exactly: "call:TOOL" (tool
+	// calls of a tool, over all sessions), "success", "failure:KIND",
+	// "permission_deny", "model_error", "sessions" and "linked" (sessions whose
+	// session_start names a parent session of the recording and the
+	// parent's tool_use).
+	want map[string]int
+	// failedAttempts is how many requests the mock answered with an
+	// error status (the script's injected faults); every other must get
+	// 200.
+	failedAttempts int
+	// wantTranscript are counts (as in want) the client's own transcript,
+	// imported, must have: what only the client knows, such as why a
+	// call failed when its tool_result does not say.
+	wantTranscript map[string]int
+	// notRun says a call of the case never ran as a command, so the
+	// client's output, which lists the commands it ran, does not show it.
+	notRun bool
+}
+
+// claudeRead and friends are the scripts' tool_use blocks of Claude Code.
+const claudeReadBash = `model: claude-sonnet-4-5
 turns:
   - content:
       - text: "I'll read it."
@@ -44,10 +72,15 @@ turns:
       - tool_use: {id: toolu_bash_1, name: Bash, input: {command: ls, description: List files}}
   - expect: {tool_results: [{tool_use_id: toolu_bash_1, is_error: false}]}
     content: [{text: Done.}]
-`,
-		command: `ANTHROPIC_BASE_URL=$MOCK ANTHROPIC_API_KEY=sk-ant-offline-test claude -p "Read README.md, then run ls" ` +
-			`--output-format stream-json --verbose --allowedTools "Read,Bash(ls:*),Bash(ls)"`,
-		wantCalls: map[string]int{"Read": 1, "Bash": 1},
+`
+
+var realClients = []realClient{
+	{
+		name: "Claude Code", bin: "claude", format: "claude-code", transcript: ".claude/projects",
+		command: func(prompt, args string) string {
+			return `ANTHROPIC_BASE_URL=$MOCK ANTHROPIC_API_KEY=sk-ant-offline-test claude -p "` + prompt + `" ` +
+				`--output-format stream-json --verbose ` + args
+		},
 		ownCalls: func(line map[string]any, counts map[string]int) {
 			// {"type":"assistant","message":{"content":[{"type":"tool_use","name":...}]}}
 			msg, _ := line["message"].(map[string]any)
@@ -58,10 +91,77 @@ turns:
 				}
 			}
 		},
+		cases: []clientCase{
+			{name: "a read and a bash call", script: claudeReadBash, prompt: "Read README.md, then run ls",
+				args: `--allowedTools "Read,Bash(ls:*),Bash(ls)"`,
+				want: map[string]int{"call:Read": 1, "call:Bash": 1, "success": 2, "model_error": 0, "sessions": 1}},
+			{name: "parallel calls", prompt: "Read README.md and run ls at once",
+				args: `--allowedTools "Read,Bash(ls:*),Bash(ls)"`,
+				script: `model: claude-sonnet-4-5
+turns:
+  - content:
+      - text: "Both at once."
+      - tool_use: {id: toolu_read_1, name: Read, input: {file_path: $WS/README.md}}
+      - tool_use: {id: toolu_bash_1, name: Bash, input: {command: ls, description: List files}}
+  - expect: {tool_results: [{tool_use_id: toolu_read_1, is_error: false}, {tool_use_id: toolu_bash_1, is_error: false}]}
+    content: [{text: Done.}]
+`, want: map[string]int{"call:Read": 1, "call:Bash": 1, "success": 2, "sessions": 1}},
+			{name: "a call its permission rules deny", prompt: "Create made.txt",
+				script: `model: claude-sonnet-4-5
+turns:
+  - content:
+      - tool_use: {id: toolu_touch_1, name: Bash, input: {command: touch made.txt, description: Create a file}}
+  - expect: {tool_results: [{tool_use_id: toolu_touch_1, is_error: true}]}
+    content: [{text: "I was not allowed to."}]
+`, want: map[string]int{"call:Bash": 1, "failure:permission_denied": 1, "success": 0, "sessions": 1},
+				wantTranscript: map[string]int{"failure:permission_denied": 1, "permission_deny": 1}},
+			{name: "a 529 retried", prompt: "Read README.md", failedAttempts: 2,
+				script: `model: claude-sonnet-4-5
+turns:
+  - fault: {status: 529, retry_after: 1s, times: 2}
+    content:
+      - tool_use: {id: toolu_read_1, name: Read, input: {file_path: $WS/README.md}}
+  - expect: {tool_results: [{tool_use_id: toolu_read_1, is_error: false}]}
+    content: [{text: Done.}]
+`, want: map[string]int{"call:Read": 1, "success": 1, "model_error": 2, "sessions": 1}},
+			{name: "a subagent", prompt: "Have an agent read README.md",
+				script: `model: claude-sonnet-4-5
+conversations:
+  - name: sub
+    match: {first_user_contains: "Read README.md and say what it holds"}
+    turns:
+      - content:
+          - tool_use: {id: toolu_sub_1, name: Read, input: {file_path: $WS/README.md}}
+      - expect: {tool_results: [{tool_use_id: toolu_sub_1, is_error: false}]}
+        content: [{text: "It holds hello."}]
+  - name: main
+    match: {first_user_contains: "Have an agent read README.md"}
+    turns:
+      - content:
+          - tool_use: {id: toolu_agent_1, name: Agent, input: {subagent_type: general-purpose, description: Read the readme, prompt: "Read README.md and say what it holds", run_in_background: false}}
+      - expect: {tool_results: [{tool_use_id: toolu_agent_1}]}
+        content: [{text: "README.md holds hello."}]
+      - content: [{text: "Done."}]
+`, want: map[string]int{"call:Agent": 1, "call:Read": 1, "sessions": 2, "linked": 1},
+				wantTranscript: map[string]int{"call:Agent": 1, "call:Read": 1, "sessions": 2, "linked": 1}},
+		},
 	},
 	{
-		name: "Codex", bin: "codex",
-		script: `model: gpt-5.5
+		name: "Codex", bin: "codex", format: "codex", transcript: ".codex/sessions",
+		command: func(prompt, args string) string {
+			return `CODEX_HOME=$HOME/.codex OPENAI_API_KEY=sk-offline-test codex exec --skip-git-repo-check -s read-only -m gpt-5.5 ` +
+				`-c model_provider=mock -c 'model_providers.mock={name="mock",base_url="'$MOCK'/v1",env_key="OPENAI_API_KEY",wire_api="responses"}' ` +
+				args + ` --json "` + prompt + `" </dev/null`
+		},
+		ownCalls: func(line map[string]any, counts map[string]int) {
+			// {"type":"item.completed","item":{"type":"command_execution",...}}
+			if item, _ := line["item"].(map[string]any); line["type"] == "item.completed" && item["type"] == "command_execution" {
+				counts["exec_command"]++
+			}
+		},
+		cases: []clientCase{
+			{name: "a read and a bash call", prompt: "Read README.md, then run ls",
+				script: `model: gpt-5.5
 turns:
   - content:
       - text: "I'll read it."
@@ -71,16 +171,36 @@ turns:
       - tool_use: {id: call_bash_1, name: exec_command, input: {cmd: ls}}
   - expect: {tool_results: [{tool_use_id: call_bash_1}]}
     content: [{text: Done.}]
-`,
-		command: `CODEX_HOME=$HOME/.codex OPENAI_API_KEY=sk-offline-test codex exec --skip-git-repo-check -s read-only -m gpt-5.5 ` +
-			`-c model_provider=mock -c 'model_providers.mock={name="mock",base_url="'$MOCK'/v1",env_key="OPENAI_API_KEY",wire_api="responses"}' ` +
-			`--json "Read README.md, then run ls" </dev/null`,
-		wantCalls: map[string]int{"exec_command": 2},
-		ownCalls: func(line map[string]any, counts map[string]int) {
-			// {"type":"item.completed","item":{"type":"command_execution",...}}
-			if item, _ := line["item"].(map[string]any); line["type"] == "item.completed" && item["type"] == "command_execution" {
-				counts["exec_command"]++
-			}
+`, want: map[string]int{"call:exec_command": 2, "success": 2, "model_error": 0, "sessions": 1}},
+			{name: "parallel calls", prompt: "Read README.md and run ls at once",
+				script: `model: gpt-5.5
+turns:
+  - content:
+      - tool_use: {id: call_read_1, name: exec_command, input: {cmd: "cat README.md"}}
+      - tool_use: {id: call_bash_1, name: exec_command, input: {cmd: ls}}
+  - expect: {tool_results: [{tool_use_id: call_read_1}, {tool_use_id: call_bash_1}]}
+    content: [{text: Done.}]
+`, want: map[string]int{"call:exec_command": 2, "success": 2, "sessions": 1}},
+			{name: "a call it refuses to run", prompt: "Remove README.md", notRun: true,
+				script: `model: gpt-5.5
+turns:
+  - content:
+      - tool_use: {id: call_rm_1, name: exec_command, input: {cmd: "rm README.md", sandbox_permissions: require_escalated, justification: "remove the readme"}}
+  - expect: {tool_results: [{tool_use_id: call_rm_1}]}
+    content: [{text: "Could not remove it."}]
+`, want: map[string]int{"call:exec_command": 1, "sessions": 1},
+				// Codex answers the refusal as an ordinary output: only
+				// its rollout shows that the command never ran.
+				wantTranscript: map[string]int{"call:exec_command": 1, "failure:tool_error": 1, "success": 0}},
+			{name: "a 429 retried", prompt: "Read README.md", failedAttempts: 1,
+				script: `model: gpt-5.5
+turns:
+  - fault: {status: 429, retry_after: 1s, times: 1}
+    content:
+      - tool_use: {id: call_read_1, name: exec_command, input: {cmd: "cat README.md"}}
+  - expect: {tool_results: [{tool_use_id: call_read_1}]}
+    content: [{text: Done.}]
+`, want: map[string]int{"call:exec_command": 1, "success": 1, "model_error": 1, "sessions": 1}},
 		},
 	},
 }
@@ -88,9 +208,12 @@ turns:
 // TestRealClientsThroughTheMockOffline drives the real Claude Code and
 // Codex CLIs through `retrace mock serve --record`, each in its own
 // network namespace with only loopback, so they cannot reach the
-// internet: every model call must get a 200 (no request the mock refused
-// and the client retried in another form), the recording must validate,
-// and its funnel must hold the client's read and bash calls.
+// internet: every model call but the injected faults must get a 200 (no
+// request the mock refused and the client retried in another form), the
+// recording must validate, hold the expected calls, outcomes, failed
+// attempts and linked subagent sessions, and count the same calls per
+// tool as the client's own transcript (imported with retrace import) and
+// its own output.
 func TestRealClientsThroughTheMockOffline(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: the real clients take seconds each")
@@ -103,12 +226,14 @@ func TestRealClientsThroughTheMockOffline(t *testing.T) {
 			if _, err := exec.LookPath(c.bin); err != nil {
 				t.Skipf("%s is not installed (.ci/run installs it with npm): %v", c.bin, err)
 			}
-			driveRealClient(t, c)
+			for _, cc := range c.cases {
+				t.Run(cc.name, func(t *testing.T) { driveRealClient(t, c, cc) })
+			}
 		})
 	}
 }
 
-func driveRealClient(t *testing.T, c realClient) {
+func driveRealClient(t *testing.T, c realClient, cc clientCase) {
 	dir := t.TempDir()
 	ws, home, rec := filepath.Join(dir, "ws"), filepath.Join(dir, "home"), filepath.Join(dir, "rec")
 	for _, d := range []string{ws, filepath.Join(home, ".codex"), rec} {
@@ -120,7 +245,7 @@ func driveRealClient(t *testing.T, c realClient) {
 		t.Fatal(err)
 	}
 	script := filepath.Join(dir, "script.yaml")
-	if err := os.WriteFile(script, []byte(strings.ReplaceAll(c.script, "$WS", ws)), 0o644); err != nil {
+	if err := os.WriteFile(script, []byte(strings.ReplaceAll(cc.script, "$WS", ws)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	// This test binary is the retrace command when it runs as "retrace"
@@ -153,16 +278,16 @@ exit $rc
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "unshare", "-n", "sh", "-c", sh)
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "TERM=dumb", "LANG=C.UTF-8",
-		"RETRACE=" + retrace, "SCRIPT=" + script, "REC=" + rec, "DIR=" + dir, "WS=" + ws, "CLIENT=" + c.command}
+		"RETRACE=" + retrace, "SCRIPT=" + script, "REC=" + rec, "DIR=" + dir, "WS=" + ws, "CLIENT=" + c.command(cc.prompt, cc.args)}
 	out, err := cmd.CombinedOutput()
 	mockErr, _ := os.ReadFile(filepath.Join(dir, "mock.err"))
 	clientErr, _ := os.ReadFile(filepath.Join(dir, "client.err"))
+	clientOut, _ := os.ReadFile(filepath.Join(dir, "client.out"))
 	if err != nil {
-		clientOut, _ := os.ReadFile(filepath.Join(dir, "client.out"))
 		t.Fatalf("%s through the mock: %v\n%s\nmock:\n%s\nclient stdout:\n%.4000s\nclient stderr:\n%.4000s", c.name, err, out, mockErr, clientOut, clientErr)
 	}
 
-	calls := 0
+	calls, failed := 0, 0
 	sc := bufio.NewScanner(strings.NewReader(string(mockErr)))
 	for sc.Scan() {
 		f := strings.Fields(sc.Text())
@@ -170,52 +295,109 @@ exit $rc
 			continue
 		}
 		calls++
-		if f[3] != "200" {
-			t.Errorf("the mock did not answer a request of %s with 200: %s", c.name, sc.Text())
+		switch f[3] {
+		case "200":
+		case "429", "529":
+			failed++
+		default:
+			t.Errorf("the mock did not answer a request of %s with 200 or an injected fault: %s", c.name, sc.Text())
 		}
 	}
-	if calls < 3 {
-		t.Fatalf("%d model calls reached the mock, want the 3 turns of the script:\n%s", calls, mockErr)
+	if failed != cc.failedAttempts {
+		t.Errorf("%d requests got an injected error status, want %d:\n%s", failed, cc.failedAttempts, mockErr)
+	}
+	if calls < 2 {
+		t.Fatalf("%d model calls reached the mock, want the turns of the script:\n%s", calls, mockErr)
 	}
 
 	if code, stdout, stderr := runCLI(t, nil, "validate", rec); code != ExitOK {
 		t.Fatalf("the recording of %s does not validate (exit %d):\n%s%s", c.name, code, stdout, stderr)
 	}
-	code, stdout, stderr := runCLI(t, nil, "metrics", rec, "--format", "json")
-	if code != ExitOK {
-		t.Fatalf("metrics on the recording: exit %d: %s", code, stderr)
-	}
-	var m struct {
-		Funnel []struct {
-			Tool      string `json:"tool"`
-			Calls     int    `json:"calls"`
-			Successes int    `json:"successes"`
-		} `json:"funnel"`
-	}
-	if err := json.Unmarshal([]byte(stdout), &m); err != nil {
-		t.Fatalf("metrics --format json: %v\n%s", err, stdout)
-	}
-	got := map[string]int{}
-	for _, row := range m.Funnel {
-		if row.Tool != "(all)" {
-			got[row.Tool] = row.Successes
+	got, wire := recordingCounts(t, rec)
+	for k, n := range cc.want {
+		if got[k] != n {
+			t.Errorf("the recording has %s = %d, want %d (all counts: %v)", k, got[k], n, got)
 		}
 	}
-	if fmt.Sprint(got) != fmt.Sprint(c.wantCalls) {
-		t.Fatalf("the funnel of %s's recording has successful calls %v, want %v", c.name, got, c.wantCalls)
+
+	// The client's own transcript, imported, must show the same calls.
+	imported := filepath.Join(dir, "imported")
+	if code, stdout, stderr := runCLI(t, nil, "import", c.format, filepath.Join(home, c.transcript), "--runs", imported); code != ExitOK {
+		t.Fatalf("retrace import %s of the client's transcript: exit %d\n%s%s", c.format, code, stdout, stderr)
 	}
-	clientOut, err := os.ReadFile(filepath.Join(dir, "client.out"))
-	if err != nil {
-		t.Fatal(err)
+	if code, stdout, stderr := runCLI(t, nil, "validate", imported); code != ExitOK {
+		t.Fatalf("the imported transcript does not validate (exit %d):\n%s%s", code, stdout, stderr)
 	}
-	own := map[string]int{}
+	tgot, own := recordingCounts(t, imported)
+	if fmt.Sprint(own) != fmt.Sprint(wire) {
+		t.Errorf("%s's own transcript shows the calls %v, the wire recording %v", c.name, own, wire)
+	}
+	for k, n := range cc.wantTranscript {
+		if tgot[k] != n {
+			t.Errorf("the imported transcript has %s = %d, want %d (all counts: %v)", k, tgot[k], n, tgot)
+		}
+	}
+	if cc.notRun {
+		return
+	}
+	said := map[string]int{}
 	for _, line := range strings.Split(string(clientOut), "\n") {
 		var v map[string]any
 		if json.Unmarshal([]byte(line), &v) == nil {
-			c.ownCalls(v, own)
+			c.ownCalls(v, said)
 		}
 	}
-	if fmt.Sprint(own) != fmt.Sprint(got) {
-		t.Fatalf("%s's own output shows the calls %v, the recording's funnel %v", c.name, own, got)
+	if fmt.Sprint(said) != fmt.Sprint(wire) {
+		t.Errorf("%s's own output shows the calls %v, the wire recording %v", c.name, said, wire)
 	}
+}
+
+// recordingCounts reads every trajectory in dir and counts what the
+// cases assert on (see clientCase.want), and the tool calls per tool.
+func recordingCounts(t *testing.T, dir string) (counts, calls map[string]int) {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(dir, "*.jsonl"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no trajectory in %s (%v)", dir, err)
+	}
+	sort.Strings(files)
+	counts, calls = map[string]int{}, map[string]int{}
+	sessions := map[string]map[string]bool{} // session → its tool_use ids
+	type link struct{ parent, use string }
+	var links []link
+	for _, f := range files {
+		evs, err := trajectory.ReadFile(f)
+		if err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		uses := map[string]bool{}
+		for _, ev := range evs {
+			switch p := ev.Payload.(type) {
+			case *trajectory.SessionStart:
+				counts["sessions"]++
+				if p.ParentSession != "" {
+					links = append(links, link{p.ParentSession, p.ParentToolUseID})
+				}
+			case *trajectory.ToolCall:
+				counts["call:"+p.Tool]++
+				calls[p.Tool]++
+				uses[p.ToolUseID] = true
+			case *trajectory.ToolSuccess:
+				counts["success"]++
+			case *trajectory.ToolFailure:
+				counts["failure:"+string(p.FailureKind)]++
+			case *trajectory.ModelError:
+				counts["model_error"]++
+			case *trajectory.PermissionDeny:
+				counts["permission_deny"]++
+			}
+		}
+		sessions[evs[0].Session] = uses
+	}
+	for _, l := range links {
+		if sessions[l.parent][l.use] {
+			counts["linked"]++
+		}
+	}
+	return counts, calls
 }
