@@ -30,7 +30,11 @@ func addLabelPartition(cmd *cobra.Command, sys *IO, opts *exportOptions) {
 		if key == "" {
 			return inner(c, args)
 		}
-		opts.paths = args
+		paths, err := opts.inputs(args)
+		if err != nil {
+			return err
+		}
+		opts.paths = paths
 		otlpToo := c.Flags().Changed("otlp") || c.Flags().Changed("otlp-file")
 		return withJSONErrors(sys, opts.format, runLabelExport(c.Context(), sys, opts, key, otlpToo))
 	}
@@ -43,7 +47,7 @@ func runLabelExport(ctx context.Context, sys *IO, opts *exportOptions, key strin
 	if opts.parquet == "" || opts.arrow != "" || otlpToo {
 		return usage(errors.New("--partition-label partitions a --parquet export; give --parquet DIR and no --arrow, --otlp or --otlp-file"))
 	}
-	db, err := openAndLoad(ctx, sys, opts.dbPath, opts.lenient, opts.paths)
+	db, err := openAndLoad(ctx, sys, opts.dbPath, opts.loadFlags, opts.paths)
 	if err != nil {
 		return err
 	}

@@ -68,7 +68,11 @@ func addOTLPExport(cmd *cobra.Command, sys *IO, opts *exportOptions) {
 			}
 			return inner(c, args)
 		}
-		opts.paths = args
+		paths, err := opts.inputs(args)
+		if err != nil {
+			return withJSONErrors(sys, opts.format, err)
+		}
+		opts.paths = paths
 		return withJSONErrors(sys, opts.format, runOTLPExport(c.Context(), sys, opts, o))
 	}
 	addLabelPartition(cmd, sys, opts)
