@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"math/big"
 	"reflect"
 	"strconv"
@@ -84,8 +85,15 @@ func writeTableJSON(w io.Writer, t metrics.Table, indent string) error {
 	for _, r := range t.Rows {
 		o := make(map[string]any, len(r))
 		for i, v := range r {
-			if b, ok := v.([]byte); ok {
-				v = string(b)
+			switch x := v.(type) {
+			case []byte:
+				v = string(x)
+			case float64:
+				// JSON has no NaN or infinity (0/0 in a user's query, say):
+				// they are null, as an empty cell is in the table.
+				if math.IsNaN(x) || math.IsInf(x, 0) {
+					v = nil
+				}
 			}
 			o[t.Columns[i]] = v
 		}

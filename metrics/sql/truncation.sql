@@ -7,9 +7,9 @@
 SELECT coalesce(tool, '(all)') AS tool,
        count(*) AS calls_with_output,
        count(*) FILTER (WHERE truncated) AS truncated,
-       round(count(*) FILTER (WHERE truncated) / count(*), 4) AS truncated_share,
+       round(count(*) FILTER (WHERE truncated) / nullif(count(*), 0), 4) AS truncated_share,
        count(*) FILTER (WHERE spilled) AS spilled,
-       round(count(*) FILTER (WHERE spilled) / count(*), 4) AS spilled_share
+       round(count(*) FILTER (WHERE spilled) / nullif(count(*), 0), 4) AS spilled_share
 FROM tool_calls
 WHERE truncated IS NOT NULL
 GROUP BY GROUPING SETS ((tool), ())
