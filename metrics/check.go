@@ -646,7 +646,7 @@ func (db *DB) merge(files []string, parts []part, results []partResult, dups *du
 	done()
 	for i := range reports {
 		fr := &reports[i]
-		if first[i] != nil || fr.Err != nil || fr.Events > 0 || fr.Skipped > 0 || fr.Dropped > 0 {
+		if first[i] != nil || fr.Err != nil || fr.Events > 0 || fr.Skipped > 0 || fr.Dropped > 0 || fr.Duplicates > 0 {
 			continue
 		}
 		// No event and no bad line: validate calls such a file invalid,

@@ -61,7 +61,7 @@ func Open(ctx context.Context, opts Options) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open metrics database %q: %w", opts.Path, err)
 	}
-	stmts := schemaSQL() + viewsSQL
+	stmts := schemaSQL() + loadedFilesSQL + viewsSQL
 	if _, err := db.ExecContext(ctx, stmts); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("create metrics schema in %q: %w (a database file from another retrace version may need deleting)", opts.Path, err)

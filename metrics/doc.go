@@ -26,6 +26,15 @@
 // zstd) loads back into the same tables, and WriteArrow writes any query as
 // an Arrow IPC stream in builds with the duckdb_arrow tag.
 //
+// A session found in two files of one load (the same run given twice, a
+// copy of its file) is loaded once, from the first file in the load's
+// order, and named in LoadReport.Duplicates, so that a comparison never
+// counts it twice; Options.StrictDupes refuses it instead. A kept database
+// (Options.Path) answers for exactly the runs each load is given: the
+// loaded_files table remembers every file's path, size and modification
+// time, so an unchanged file is not read again, a changed one is read
+// again, and the rows of a file not given any more are dropped.
+//
 // The named metrics are the embedded sql/*.sql files (Metrics, Metric);
 // each file's header comment says what it counts and its denominator.
 //

@@ -118,6 +118,10 @@ type LoadReport struct {
 	// Duplicates are the sessions found in two files, each loaded once,
 	// in the load's order.
 	Duplicates []Duplicate
+	// Unchanged are the trajectory files a kept database (Options.Path)
+	// already held as they are now (same path, size and modification
+	// time), and so were not read again; Files leaves them out.
+	Unchanged []string
 }
 
 // Skipped returns the number of lines left out over all files.
@@ -195,6 +199,19 @@ const insertBatch = 64 << 20
 // files below a directory). A trajectory file loaded before into the same
 // database is replaced, so loading twice does not double count.
 //
+// A kept database (Options.Path) answers for exactly the runs each load
+// is given: it remembers every trajectory file it read by path, size and
+// modification time (the loaded_files table), reads again a file that
+// changed (its old rows deleted first), does not read a file that did not,
+// and drops the rows of every file the load is not given (Parquet inputs
+// are read again every time). A session that an unchanged file holds
+// counts as coming first in the duplicate check.
+//
+// A session whose seqs in a file overlap those of an earlier file in the
+// load's order (the same run given twice, a copy of its file) is loaded
+// once, from the earlier file, and listed in LoadReport.Duplicates; with
+// Options.StrictDupes the load is refused instead (ErrDuplicateSession).
+//
 // A trajectory input may also be a named pipe or device named explicitly,
 // or "-" for Options.Stdin: those are read once, as streams. Entries of
 // directories and globs that are not regular files are left out and listed
@@ -224,7 +241,13 @@ func (db *DB) load(ctx context.Context, obs Observer, paths []string) (LoadRepor
 	if err != nil {
 		return rep, err
 	}
-	files := src.jsonl.Files
+	all := src.jsonl.Files
+	plan, err := db.planKept(ctx, all)
+	if err != nil {
+		return rep, err
+	}
+	files := plan.read
+	rep.Unchanged = names(plan.unchanged)
 	rep.Parquet, rep.NotRegular = src.parquet, append(src.jsonl.Skipped, src.skipped...)
 	problems := src.jsonl.Problems
 	tmp, err := os.MkdirTemp("", "retrace-metrics-")
@@ -233,6 +256,9 @@ func (db *DB) load(ctx context.Context, obs Observer, paths []string) (LoadRepor
 	}
 	defer os.RemoveAll(tmp)
 	dups := &dupState{}
+	if dups.prior, err = db.priorSessions(ctx, plan.unchanged); err != nil {
+		return rep, err
+	}
 	reports, chunks, bad, err := db.checkAll(ctx, files, tmp, obs, dups)
 	if err != nil {
 		return rep, err
@@ -260,7 +286,19 @@ func (db *DB) load(ctx context.Context, obs Observer, paths []string) (LoadRepor
 		return rep, fmt.Errorf("load: %w", err)
 	}
 	defer tx.Rollback()
+	if err := db.forget(ctx, tx, names(all)); err != nil {
+		return rep, err
+	}
 	if err := db.insertJSON(ctx, tx, files, chunks); err != nil {
+		return rep, err
+	}
+	left := map[string]bool{}
+	for _, fr := range reports {
+		if fr.Err != nil {
+			left[fr.File] = true
+		}
+	}
+	if err := db.remember(ctx, tx, plan, left); err != nil {
 		return rep, err
 	}
 	rep.Files = reports

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/retrace-dev/retrace/trajectory"
 )
@@ -271,4 +272,114 @@ func TestALenientLoadRefusesAStreamItCannotReadAgainToDropACopy(t *testing.T) {
 	if !errors.Is(err, ErrSeq) || !errors.As(err, &fe) || fe.File != pipe || !strings.Contains(err.Error(), "save it to a file") {
 		t.Fatalf("err = %v, want ErrSeq naming the pipe and what to do", err)
 	}
+}
+
+func TestAKeptDatabaseAnswersForExactlyTheRunsGiven(t *testing.T) {
+	lines := basicLines(t)
+	dir := t.TempDir()
+	a := writeLines(t, dir, "a.jsonl", lines...)
+	other := strings.ReplaceAll(strings.Join(lines, ""), "1a2b3c4d", "99999999")
+	b := filepath.Join(dir, "b.jsonl")
+	if err := os.WriteFile(b, []byte(other), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "kept.duckdb")
+	ctx := context.Background()
+	load := func(paths ...string) (LoadReport, []string) {
+		t.Helper()
+		db, err := Open(ctx, Options{Path: path})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		rep, err := db.Load(ctx, paths...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rep, rows(t, db, "select session, count(*) from events group by session order by session")
+	}
+	rep, got := load(a, b)
+	if len(got) != 2 || len(rep.Files) != 2 || len(rep.Unchanged) != 0 {
+		t.Fatalf("A and B: sessions %v, report %+v; want both read", got, rep)
+	}
+	rep, got = load(a)
+	if strings.Join(got, ",") != "20261130-090000.000-1a2b3c4d|11" || len(rep.Files) != 0 || len(rep.Unchanged) != 1 {
+		t.Fatalf("A alone: sessions %v, report %+v; want only A's session, A not read again", got, rep)
+	}
+	// Same size and modification time: not read again, so even bytes
+	// that no longer decode do not matter (a proof that it was not read).
+	info, err := os.Stat(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(a, []byte(strings.Repeat("x", int(info.Size()))), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(a, info.ModTime(), info.ModTime()); err != nil {
+		t.Fatal(err)
+	}
+	if rep, got = load(a); len(got) != 1 || len(rep.Unchanged) != 1 {
+		t.Fatalf("A unchanged by its stamp: sessions %v, report %+v", got, rep)
+	}
+	// A changed file is read again: fewer events now.
+	writeLines(t, dir, "a.jsonl", lines[:4]...)
+	rep, got = load(a)
+	if strings.Join(got, ",") != "20261130-090000.000-1a2b3c4d|4" || len(rep.Files) != 1 {
+		t.Fatalf("A changed: sessions %v, report %+v; want its 4 events now", got, rep)
+	}
+	// B again, and A gone from the paths: only B.
+	if _, got = load(b); strings.Join(got, ",") != "20261130-090000.000-99999999|11" {
+		t.Fatalf("B alone: sessions %v", got)
+	}
+	// A copy of B's session next to the kept B is a duplicate of it.
+	c := filepath.Join(dir, "c.jsonl")
+	if err := os.WriteFile(c, []byte(other), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rep, got = load(b, c)
+	if len(got) != 1 || got[0] != "20261130-090000.000-99999999|11" || len(rep.Duplicates) != 1 || rep.Duplicates[0].Kept != b {
+		t.Fatalf("B kept and its copy C: sessions %v, duplicates %+v; want B's once", got, rep.Duplicates)
+	}
+}
+
+// BenchmarkKeptDatabaseLoad loads a corpus of 2,000 sessions into a kept
+// database: first into a new one (every file read: the baseline), then
+// again with every file unchanged (none read), then with one file changed
+// and a tenth of the files no longer given. It reports the seconds of
+// each.
+func BenchmarkKeptDatabaseLoad(b *testing.B) {
+	dir := b.TempDir()
+	writeCorpus(b, dir, 2000)
+	files, err := trajectory.Expand(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	var first, again, changed time.Duration
+	for i := 0; i < b.N; i++ {
+		path := filepath.Join(b.TempDir(), "kept.duckdb")
+		timed := func(paths ...string) time.Duration {
+			start := time.Now()
+			db, err := Open(ctx, Options{Path: path})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := db.Load(ctx, paths...); err != nil {
+				b.Fatal(err)
+			}
+			db.Close()
+			return time.Since(start)
+		}
+		first += timed(files...)
+		again += timed(files...)
+		now := time.Now()
+		if err := os.Chtimes(files[0], now, now); err != nil {
+			b.Fatal(err)
+		}
+		changed += timed(files[:len(files)*9/10]...)
+	}
+	n := float64(b.N)
+	b.ReportMetric(first.Seconds()/n, "s-new-db")
+	b.ReportMetric(again.Seconds()/n, "s-unchanged")
+	b.ReportMetric(changed.Seconds()/n, "s-1-changed-10pct-dropped")
 }

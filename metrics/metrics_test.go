@@ -477,3 +477,46 @@ func TestAnUnmeasuredDurationIsNoZeroMillisecondCall(t *testing.T) {
 		t.Errorf("read calls|with duration|min = %s, want 3|2|0.4", got[0])
 	}
 }
+
+// The output size, truncation and parallelism metrics over the valid
+// fixtures, and over a copy of the parallel batch whose bash call was
+// cancelled by a failing sibling and one of whose reads was truncated and
+// spilled. The expected values are counted by hand.
+func TestOutputTruncationAndParallelismMetrics(t *testing.T) {
+	db := open(t, Options{}, validDir)
+	for _, tc := range []struct {
+		name, metric string
+		want         []string
+	}{
+		{"Output sizes per tool: read returned 812 bytes once and 300 six times.",
+			"output_sizes", []string{"(all)|13|96|1087.2|1500", "bash|5|0|1219.2|1500", "read|7|300|812|812", "write|1|0|0|0"}},
+		{"No fixture truncates, so every share is 0 of the 13 calls with a tool_end.",
+			"truncation", []string{"(all)|13|0|0|0|0", "bash|5|0|0|0|0", "read|7|0|0|0|0", "write|1|0|0|0|0"}},
+		{"Eleven batches hold 13 calls; the one of three reads is the only parallel batch.",
+			"parallelism", []string{"11|13|1.18|3|1|3|0.2308|0"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := metricRows(t, db, tc.metric); strings.Join(got, ",") != strings.Join(tc.want, ",") {
+				t.Fatalf("%s = %v, want %v", tc.metric, got, tc.want)
+			}
+		})
+	}
+	b, err := os.ReadFile(filepath.Join(validDir, "parallel_batch.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := strings.Replace(string(b), `"failure_kind":"tool_error","error_code":"exit:1"`, `"failure_kind":"aborted","error_code":"sibling_failed"`, 1)
+	s = strings.Replace(s, `"tool_use_id":"toolu_13","tool":"read","duration_ms":0.4,"output_bytes":300}`,
+		`"tool_use_id":"toolu_13","tool":"read","duration_ms":0.4,"output_bytes":300,"truncated":true,"spill":"sha256:`+strings.Repeat("ab", 32)+`"}`, 1)
+	file := filepath.Join(t.TempDir(), "cascade.jsonl")
+	if err := os.WriteFile(file, []byte(s), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	db = open(t, Options{}, file)
+	if got := metricRows(t, db, "parallelism"); got[0] != "2|4|2|3|1|3|0.75|1" {
+		t.Fatalf("parallelism = %v, want 2 batches, 3 of 4 calls in the parallel one, 1 cascade cancellation", got)
+	}
+	if got := metricRows(t, db, "truncation"); strings.Join(got, ",") != "(all)|4|1|0.25|1|0.25,bash|1|0|0|0|0,read|3|1|0.3333|1|0.3333" {
+		t.Fatalf("truncation = %v, want one read of three truncated and spilled", got)
+	}
+}

@@ -120,6 +120,7 @@ func (*SessionStart) EventType() EventType { return TypeSessionStart }
 
 func (p *SessionStart) validate(c *checks) {
 	c.nonEmpty("harness_version", p.HarnessVersion)
+	c.optionalLabel("harness_revision", p.HarnessRevision)
 	c.label("provider", p.Provider)
 	c.nonEmpty("model", p.Model)
 	checkEnum(c, "mode", p.Mode, runModes)

@@ -18,6 +18,7 @@ type metricsOptions struct {
 	loadFlags
 	limit  int
 	sql    bool
+	list   bool
 	format *formatFlag
 }
 
@@ -43,20 +44,22 @@ With --format json stdout is always one JSON document: the metrics, or
 Tables and markdown show the first --limit rows of each metric (totals
 come first); csv and json always have every row. --sql prints the metrics'
 SQL instead of running it, to read what each counts or to adapt it for
-retrace query.
+retrace query; --list lists the metrics with what each counts.
 
 Exit codes: 0 ok, 2 bad usage or bad input (a bad line, a repeated seq, a
 file that cannot be read or holds no event, a missing path), 1 retrace
 itself failed.`,
 		Example: `  retrace metrics .retrace/runs
   retrace metrics runs/ --metric latency --format markdown
-  retrace metrics --metric funnel --sql`,
+  retrace metrics --metric funnel --sql
+  retrace metrics --list`,
 	}
 	cmd.Flags().StringVar(&opts.metric, "metric", "all", "metric to compute, or all: "+strings.Join(metrics.Metrics(), ", "))
 	cmd.Flags().StringVar(&opts.dbPath, "db", "", "database file to keep between calls, answering for exactly the runs given (default: in memory)")
 	addLoadFlags(cmd, &opts.loadFlags)
 	cmd.Flags().IntVar(&opts.limit, "limit", 20, "rows shown per metric in table and markdown output; 0 shows all (csv and json always have all)")
 	cmd.Flags().BoolVar(&opts.sql, "sql", false, "print the metrics' SQL instead of running it")
+	cmd.Flags().BoolVar(&opts.list, "list", false, "list the named metrics with what each counts, and exit")
 	opts.format = addFormatFlag(cmd, tableFormats...)
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		paths, err := opts.inputs(args)
@@ -75,6 +78,9 @@ func runMetrics(ctx context.Context, sys *IO, opts *metricsOptions) error {
 	}
 	if opts.limit < 0 {
 		return usage(fmt.Errorf("--limit %d: give a number of rows, or 0 for all", opts.limit))
+	}
+	if opts.list {
+		return writeTable(sys.Out, opts.format.value, metricList())
 	}
 	names := metrics.Metrics()
 	if opts.metric != "all" {

@@ -224,19 +224,6 @@ var badInputCases = []badInputCase{
 		lenient: "warning: dropped 1 event whose seq repeats or goes back, each counted once",
 		alone:   true,
 	},
-	{
-		name: "A copy of a run in another directory",
-		make: func(t *testing.T, dir string) string {
-			if err := os.Mkdir(filepath.Join(dir, "copy"), 0o755); err != nil {
-				t.Fatal(err)
-			}
-			return writeFile(t, filepath.Join(dir, "copy", "basic.jsonl"), strings.Join(fixtureLines(t), ""), 0o644)
-		},
-		says:        ":1: seq does not increase: seq 1 of session 20261130-090000.000-1a2b3c4d, which ",
-		also:        "a copy of the session would be counted twice",
-		lenient:     "warning: dropped 11 events whose seq repeats or goes back, each counted once",
-		loadersOnly: true,
-	},
 }
 
 func TestEveryReaderNamesTheBadFileExitsTwoAndStillChecksTheRest(t *testing.T) {
