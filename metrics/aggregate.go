@@ -385,10 +385,12 @@ func (p *ExprParser) CheckAggregate(a *Aggregate) bool {
 	var keys []string
 	switch a.Func {
 	case FuncRate:
-		switch {
-		case !slices.Contains(rateSubjects, a.Subject):
-			p.Errorf(p.subjectCol, "rate(%s): rate counts %s among the tool calls, or completed among the sessions", a.Subject, strings.Join(rateSubjects[:len(rateSubjects)-1], ", "))
-		case a.Subject != RateCompleted:
+		if !slices.Contains(rateSubjects, a.Subject) {
+			// The message eval scripts match: completed (among the
+			// sessions) is in the doc comment of the grammar.
+			p.Errorf(p.subjectCol, "rate(%s): rate counts %s among the tool calls", a.Subject, strings.Join(rateSubjects[:len(rateSubjects)-1], ", "))
+		}
+		if a.Subject != RateCompleted {
 			keys = []string{"tool"}
 		}
 		if a.Subject == "failure" {
