@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -615,19 +616,34 @@ func describeRow(r Row) string {
 }
 
 // FormatValue writes a value of a row in its unit: a rate as a
-// percentage, a duration in ms, anything else with 4 significant digits.
+// percentage, a duration in ms (in s from a second up), anything else
+// with 4 significant digits, never in exponent form (1.322e+04ms is
+// hard to read next to 308.1ms).
 func FormatValue(r Row, v float64) string {
 	switch {
 	case math.IsNaN(v):
 		return "n/a"
 	case r.Unit == "fraction":
 		return strings.TrimSuffix(strings.TrimSuffix(fmt.Sprintf("%.2f", v*100), "0"), ".0") + "%"
+	case r.Unit == "ms" && math.Abs(v) >= 1000:
+		return significant(v/1000) + "s"
 	case r.Unit == "ms":
-		return fmt.Sprintf("%.4gms", v)
-	case r.Unit == "tokens":
-		return fmt.Sprintf("%.4g", v)
+		return significant(v) + "ms"
 	}
-	return fmt.Sprintf("%.4g", v)
+	return significant(v)
+}
+
+// significant writes v with 4 significant digits in plain decimal form
+// (all the digits of the integer part when it has more).
+func significant(v float64) string {
+	if v == 0 || math.IsInf(v, 0) {
+		return strconv.FormatFloat(v, 'f', -1, 64)
+	}
+	decimals := 3 - int(math.Floor(math.Log10(math.Abs(v))))
+	if decimals < 0 {
+		decimals = 0
+	}
+	return strconv.FormatFloat(v, 'f', decimals, 64)
 }
 
 // Check returns the options with their defaults filled in, or why they
