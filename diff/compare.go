@@ -634,7 +634,8 @@ func FormatValue(r Row, v float64) string {
 }
 
 // significant writes v with 4 significant digits in plain decimal form
-// (all the digits of the integer part when it has more).
+// (all the digits of the integer part when it has more), without
+// trailing zeros.
 func significant(v float64) string {
 	if v == 0 || math.IsInf(v, 0) {
 		return strconv.FormatFloat(v, 'f', -1, 64)
@@ -643,7 +644,11 @@ func significant(v float64) string {
 	if decimals < 0 {
 		decimals = 0
 	}
-	return strconv.FormatFloat(v, 'f', decimals, 64)
+	t := strconv.FormatFloat(v, 'f', decimals, 64)
+	if strings.Contains(t, ".") {
+		t = strings.TrimRight(strings.TrimRight(t, "0"), ".")
+	}
+	return t
 }
 
 // Check returns the options with their defaults filled in, or why they
