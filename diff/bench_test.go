@@ -41,7 +41,7 @@ func BenchmarkDiff(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			n, _ := number(tab.Rows[0][0])
+			n, _ := metrics.ValueNumber(tab.Rows[0][0])
 			events += n
 		}
 		b.ReportMetric(events, "events")

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strconv"
 
 	"github.com/retrace-dev/retrace/metrics"
 )
@@ -69,13 +68,13 @@ func (c *corpus) add(ctx context.Context, db *metrics.DB, cond string, a *metric
 			continue
 		}
 		if a.Func == metrics.FuncRate {
-			h, _ := number(r[1])
-			t, _ := number(r[2])
+			h, _ := metrics.ValueNumber(r[1])
+			t, _ := metrics.ValueNumber(r[2])
 			s.hits[i] += int(h)
 			s.total[i] += int(t)
 			continue
 		}
-		if v, ok := number(r[1]); ok {
+		if v, ok := metrics.ValueNumber(r[1]); ok {
 			s.values[i] = append(s.values[i], v)
 		}
 	}
@@ -136,27 +135,6 @@ func (s *series) sessionsWith() int {
 		}
 	}
 	return n
-}
-
-// number reads a DuckDB value as a float64; NULL is not ok.
-func number(v any) (float64, bool) {
-	switch x := v.(type) {
-	case nil:
-		return 0, false
-	case float64:
-		return x, true
-	case int64:
-		return float64(x), true
-	case int32:
-		return float64(x), true
-	case bool:
-		if x {
-			return 1, true
-		}
-		return 0, true
-	}
-	f, err := strconv.ParseFloat(fmt.Sprint(v), 64)
-	return f, err == nil
 }
 
 // distinct returns the sorted distinct non-empty strings of a column.

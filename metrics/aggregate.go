@@ -653,3 +653,26 @@ func inSessions(cond string) string {
 
 // CountKeys returns the columns of the events view count() may filter on.
 func CountKeys() []string { return slices.Clone(countKeys) }
+
+// ValueNumber reads a value of a query's Table as a float64: a DuckDB number
+// of any width, a boolean (1 or 0), or text that parses as one; NULL and
+// anything else are not ok.
+func ValueNumber(v any) (float64, bool) {
+	switch x := v.(type) {
+	case nil:
+		return 0, false
+	case float64:
+		return x, true
+	case int64:
+		return float64(x), true
+	case int32:
+		return float64(x), true
+	case bool:
+		if x {
+			return 1, true
+		}
+		return 0, true
+	}
+	f, err := strconv.ParseFloat(fmt.Sprint(v), 64)
+	return f, err == nil
+}

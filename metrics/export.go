@@ -35,6 +35,16 @@ type ExportReport struct {
 // with files in it is refused with ErrNotEmpty unless overwrite is set, so
 // an export never mixes with an older one.
 func (db *DB) ExportParquet(ctx context.Context, dir string, overwrite bool) (ExportReport, error) {
+	return db.copyParquet(ctx, dir, overwrite,
+		"SELECT *, CAST(ts AS DATE) AS date FROM raw_events ORDER BY session, seq", "date")
+}
+
+// copyParquet writes the rows of query to dir as zstd Parquet partitioned
+// by the columns partitionBy, refusing a directory with files in it unless
+// overwrite is set (then it is emptied first), and reports the events and
+// files written. Both Parquet exports go through it, so the layout's rules
+// are the same for each.
+func (db *DB) copyParquet(ctx context.Context, dir string, overwrite bool, query, partitionBy string) (ExportReport, error) {
 	var rep ExportReport
 	if entries, err := os.ReadDir(dir); err == nil && len(entries) > 0 && !overwrite {
 		return rep, fmt.Errorf("export to %s: %w; choose an empty or new directory, or overwrite it", dir, ErrNotEmpty)
@@ -49,8 +59,8 @@ func (db *DB) ExportParquet(ctx context.Context, dir string, overwrite bool) (Ex
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return rep, fmt.Errorf("export to %s: %w", dir, err)
 	}
-	q := "COPY (SELECT *, CAST(ts AS DATE) AS date FROM raw_events ORDER BY session, seq) TO " + quoteString(dir) +
-		" (FORMAT parquet, COMPRESSION zstd, PARTITION_BY (date), OVERWRITE_OR_IGNORE)"
+	q := "COPY (" + query + ") TO " + quoteString(dir) +
+		" (FORMAT parquet, COMPRESSION zstd, PARTITION_BY (" + partitionBy + "), OVERWRITE_OR_IGNORE)"
 	res, err := db.sql.ExecContext(ctx, q)
 	if err != nil {
 		return rep, fmt.Errorf("export to %s: %w", dir, err)

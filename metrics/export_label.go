@@ -4,9 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
 
 	"github.com/retrace-dev/retrace/trajectory"
 )
@@ -29,42 +26,13 @@ var ErrBadLabelKey = errors.New("not a tag key")
 // Hive-partitioned readers read as NULL. The files hold the same columns as
 // ExportParquet's, so retrace and every reader load them alike.
 func (db *DB) ExportParquetByLabel(ctx context.Context, dir string, overwrite bool, key string) (ExportReport, error) {
-	var rep ExportReport
 	if !trajectory.IsLabel(key) {
-		return rep, fmt.Errorf("export to %s: %w %q: want a session_start tag key such as scenario", dir, ErrBadLabelKey, key)
-	}
-	if entries, err := os.ReadDir(dir); err == nil && len(entries) > 0 && !overwrite {
-		return rep, fmt.Errorf("export to %s: %w; choose an empty or new directory, or overwrite it", dir, ErrNotEmpty)
-	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return rep, fmt.Errorf("export to %s: %w", dir, err)
-	}
-	if overwrite {
-		if err := os.RemoveAll(dir); err != nil {
-			return rep, fmt.Errorf("export to %s: %w", dir, err)
-		}
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return rep, fmt.Errorf("export to %s: %w", dir, err)
+		return ExportReport{}, fmt.Errorf("export to %s: %w %q: want a session_start tag key such as scenario", dir, ErrBadLabelKey, key)
 	}
 	path := quoteString(`$."` + key + `"`)
-	q := "COPY (SELECT e.*, s." + LabelColumn + ", CAST(e.ts AS DATE) AS date FROM raw_events e" +
-		" LEFT JOIN (SELECT session, json_extract_string(tags, " + path + ") AS " + LabelColumn +
-		" FROM raw_events WHERE type = 'session_start') s USING (session) ORDER BY e.session, e.seq) TO " + quoteString(dir) +
-		" (FORMAT parquet, COMPRESSION zstd, PARTITION_BY (" + LabelColumn + ", date), OVERWRITE_OR_IGNORE)"
-	res, err := db.sql.ExecContext(ctx, q)
-	if err != nil {
-		return rep, fmt.Errorf("export to %s: %w", dir, err)
-	}
-	rep.Events, _ = res.RowsAffected()
-	err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err == nil && !d.IsDir() {
-			rel, _ := filepath.Rel(dir, p)
-			rep.Files = append(rep.Files, rel)
-		}
-		return err
-	})
-	if err != nil {
-		return rep, fmt.Errorf("export to %s: %w", dir, err)
-	}
-	return rep, nil
+	return db.copyParquet(ctx, dir, overwrite,
+		"SELECT e.*, s."+LabelColumn+", CAST(e.ts AS DATE) AS date FROM raw_events e"+
+			" LEFT JOIN (SELECT session, json_extract_string(tags, "+path+") AS "+LabelColumn+
+			" FROM raw_events WHERE type = 'session_start') s USING (session) ORDER BY e.session, e.seq",
+		LabelColumn+", date")
 }

@@ -213,22 +213,6 @@ func formatValue(t *Threshold, v float64) string {
 	return strconv.FormatFloat(v, 'f', -1, 64)
 }
 
-// number reads a DuckDB value as a float64; NULL is not ok.
-func number(v any) (float64, bool) {
-	switch x := v.(type) {
-	case nil:
-		return 0, false
-	case float64:
-		return x, true
-	case int64:
-		return float64(x), true
-	case int32:
-		return float64(x), true
-	}
-	f, err := strconv.ParseFloat(fmt.Sprint(v), 64)
-	return f, err == nil
-}
-
 // evalThreshold checks m over the runs that recorded sessions.
 func evalThreshold(ctx context.Context, db *metrics.DB, m MetricExpect, sessions []string) (ThresholdResult, error) {
 	t := m.Threshold
@@ -254,15 +238,15 @@ func evalThreshold(ctx context.Context, db *metrics.DB, m MetricExpect, sessions
 	var v float64
 	switch t.Func {
 	case FuncCount:
-		v, _ = number(row[0])
+		v, _ = metrics.ValueNumber(row[0])
 		filters := ""
 		for _, f := range t.Filters {
 			filters += fmt.Sprintf(" with %s=%s", f.Key, f.Value)
 		}
 		tr.Got = fmt.Sprintf("%s %s events%s over %s", formatValue(t, v), t.Subject, filters, runs)
 	case FuncRate:
-		den, _ := number(row[0])
-		num, _ := number(row[1])
+		den, _ := metrics.ValueNumber(row[0])
+		num, _ := metrics.ValueNumber(row[1])
 		if den == 0 {
 			tr.Got = fmt.Sprintf("inconclusive: no %s over %s, so the rate has no denominator", calls(t), runs)
 			return tr, nil
@@ -274,13 +258,13 @@ func evalThreshold(ctx context.Context, db *metrics.DB, m MetricExpect, sessions
 		}
 		tr.Got = fmt.Sprintf("%s: %g of %g %s (the denominator) %s%s, over %s", formatValue(t, v), num, den, calls(t), rateVerb[t.Subject], what, runs)
 	default:
-		n, _ := number(row[0])
+		n, _ := metrics.ValueNumber(row[0])
 		if int(n) < t.Func.MinSamples() {
 			tr.Got = fmt.Sprintf("inconclusive: %s needs at least %d samples, and %s gave %g (%s); run it more (--repeat or repeat:)", t.Func, t.Func.MinSamples(), runs, n, samples(t))
 			return tr, nil
 		}
 		var ok bool
-		if v, ok = number(row[1]); !ok {
+		if v, ok = metrics.ValueNumber(row[1]); !ok {
 			tr.Got = fmt.Sprintf("inconclusive: no %s over %s", samples(t), runs)
 			return tr, nil
 		}
@@ -342,7 +326,7 @@ ON e.session = c.session AND e.tool_use_id = c.tool_use_id WHERE e.type = 'tool_
 	if err != nil || len(tab.Rows) == 0 {
 		return "", err
 	}
-	line, ok := number(tab.Rows[0][1])
+	line, ok := metrics.ValueNumber(tab.Rows[0][1])
 	if !ok {
 		return fmt.Sprint(tab.Rows[0][0]), nil
 	}

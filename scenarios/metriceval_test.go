@@ -133,8 +133,8 @@ func TestAPercentileIsTheOneRetraceMetricsReports(t *testing.T) {
 	}
 	want := map[string]float64{}
 	for _, row := range lat.Rows {
-		p95, _ := number(row[col["p95_ms"]])
-		p50, _ := number(row[col["p50_ms"]])
+		p95, _ := metrics.ValueNumber(row[col["p95_ms"]])
+		p50, _ := metrics.ValueNumber(row[col["p50_ms"]])
 		want[fmt.Sprint(row[col["tool"]])+" p95"], want[fmt.Sprint(row[col["tool"]])+" p50"] = p95, p50
 	}
 	for i, key := range []string{"read p95", "bash p50"} {
