@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/retrace-dev/retrace/agent/llm"
 	"github.com/retrace-dev/retrace/importer"
 	"github.com/retrace-dev/retrace/recorder"
 	"github.com/retrace-dev/retrace/trajectory"
@@ -376,27 +377,6 @@ func (s *otSession) id() string {
 	return recorder.SessionID(s.start, [4]byte(sum[:4]))
 }
 
-// stopReason maps a finish reason of any provider onto the contract's whitelist.
-func stopReason(raw string) trajectory.StopReason {
-	switch raw {
-	case "":
-		return trajectory.StopMissing
-	case "tool_use", "tool_calls", "function_call":
-		return trajectory.StopToolUse
-	case "end_turn", "stop", "STOP":
-		return trajectory.StopEndTurn
-	case "max_tokens", "length", "MAX_TOKENS":
-		return trajectory.StopMaxTokens
-	case "stop_sequence":
-		return trajectory.StopStopSequence
-	case "refusal":
-		return trajectory.StopRefusal
-	case "content_filter", "SAFETY":
-		return trajectory.StopContentFilter
-	}
-	return trajectory.StopUnknown
-}
-
 // write records s into runsDir through the recorder (redaction and fsync
 // hold), staging the file beside runsDir and renaming it into place, as
 // the transcript importers do.
@@ -511,7 +491,7 @@ func (s *otSession) emit(sink trajectory.Sink, at func(time.Time)) {
 		}
 		stop := trajectory.StopReason(t.a.str("retrace.stop_reason"))
 		if !stop.Valid() {
-			stop = stopReason(raw)
+			stop = llm.NormalizeStopReason(raw)
 		}
 		usage := trajectory.Usage{}
 		usage.InputTokens, _ = t.a.int("gen_ai.usage.input_tokens")
