@@ -88,8 +88,9 @@ func NewTranscript(sink trajectory.Sink) *Transcript {
 // NewTranscriptSessions returns a Transcript that records each
 // conversation (Logged.Conversation, set when the source routes) as its
 // own session, in the sink open returns for it. A conversation whose
-// first user message holds the text of a pending tool_use's input (the
-// prompt of an Agent or Task call) is a subagent: its session_start
+// first user message holds the text of a tool_use's input (the prompt of
+// an Agent or Task call; see StartedBy), pending or, for a background
+// agent, recently answered, is a subagent: its session_start
 // names the parent's session, when the parent's sink has a SessionID
 // method, and the parent's tool_use id.
 func NewTranscriptSessions(open func(conversation string) trajectory.Sink) *Transcript {
