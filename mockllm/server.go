@@ -310,7 +310,7 @@ func (s *Server) keep(lg Logged) {
 
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	lg := Logged{Time: s.opts.Now(), Method: r.Method, Path: r.URL.RequestURI(), Header: http.Header{}}
+	lg := Logged{Time: s.opts.Now(), Method: r.Method, Path: loggedPath(r), Header: http.Header{}}
 	for _, h := range loggedHeaders {
 		if v := r.Header.Values(h); len(v) > 0 {
 			lg.Header[h] = v
@@ -344,6 +344,14 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		lg.Status = http.StatusOK
 		w.Header().Set("Content-Length", "0")
 		w.WriteHeader(http.StatusOK)
+	case r.Method == http.MethodConnect:
+		// A client behind HTTPS_PROXY pointed at the mock tunnels through
+		// it; the mock is no proxy, and the log names the host the client
+		// wanted so that whoever reads it knows which traffic escaped the
+		// base URL.
+		lg.Endpoint = EndpointUnknown
+		x.dialect = modelsDialectFor(r)
+		x.fail(http.StatusMethodNotAllowed, errNotFound, fmt.Sprintf("CONNECT %s: this mock is not a proxy; point the client's base URL at the mock instead of routing it through HTTPS_PROXY", lg.Path), "")
 	default:
 		lg.Endpoint = EndpointUnknown
 		x.dialect = modelsDialectFor(r)
@@ -822,4 +830,17 @@ func chunks(s string) []string {
 		s = s[n:]
 	}
 	return append(out, s)
+}
+
+// loggedPath is what the request log shows as a request's path: the path
+// and query, or for CONNECT (which has no path) the host:port the client
+// asked to tunnel to.
+func loggedPath(r *http.Request) string {
+	if r.Method == http.MethodConnect {
+		if r.RequestURI != "" {
+			return r.RequestURI
+		}
+		return r.Host
+	}
+	return r.URL.RequestURI()
 }

@@ -49,6 +49,9 @@ type Transcript struct {
 	one      trajectory.Sink
 	sessions map[string]*tsession
 	order    []*tsession
+	// answeredSeq counts answered calls across sessions, to find the
+	// most recent one (see link).
+	answeredSeq int
 }
 
 // tsession is the recording of one conversation.
@@ -62,6 +65,7 @@ type tsession struct {
 	awaiting     bool // a model_request waits for its response
 	attempt      int
 	pending      map[string]pendingUse // tool_use id → the block, awaiting a result
+	answered     []answeredUse         // the most recent answered calls, oldest first
 	replyEnd     time.Time             // when the last reply ended
 	last         trajectory.StopReason
 	usage        trajectory.Usage
@@ -84,8 +88,9 @@ func NewTranscript(sink trajectory.Sink) *Transcript {
 // NewTranscriptSessions returns a Transcript that records each
 // conversation (Logged.Conversation, set when the source routes) as its
 // own session, in the sink open returns for it. A conversation whose
-// first user message holds the text of a pending tool_use's input (the
-// prompt of an Agent or Task call) is a subagent: its session_start
+// first user message holds the text of a tool_use's input (the prompt of
+// an Agent or Task call; see StartedBy), pending or, for a background
+// agent, recently answered, is a subagent: its session_start
 // names the parent's session, when the parent's sink has a SessionID
 // method, and the parent's tool_use id.
 func NewTranscriptSessions(open func(conversation string) trajectory.Sink) *Transcript {
@@ -236,7 +241,7 @@ func (t *Transcript) request(s *tsession, l Logged) {
 		s.attempt++
 		return
 	}
-	if s.results(req) > 0 && !s.replyEnd.IsZero() {
+	if s.results(t, req) > 0 && !s.replyEnd.IsZero() {
 		ev.BatchMs = msBetween(s.replyEnd, l.Time)
 	}
 	s.turn++
@@ -281,18 +286,54 @@ func (t *Transcript) start(s *tsession, req *llm.Request) {
 	s.sink.Emit(0, start)
 }
 
-// minPromptMatch is the shortest tool input text that links a subagent
-// to the call that started it, so that a short value ("ls", a file name)
+// PromptLinkMin is the shortest tool input text that links a subagent to
+// the call that started it, so that a short value ("ls", a file name)
 // never links two unrelated conversations.
-const minPromptMatch = 16
+const PromptLinkMin = 16
+
+// StartedBy reports whether the tool call with input started the
+// subagent whose first user message is first: whether one of the input's
+// top-level string values, at least PromptLinkMin bytes long, is part of
+// first. Claude Code's Agent and Task calls pass their prompt this way.
+// The wire recorder and retrace eval's merge both link with it, so that a
+// recording and an eval agree on which call started which subagent.
+func StartedBy(first string, input json.RawMessage) bool {
+	if len(first) < PromptLinkMin {
+		return false
+	}
+	var in map[string]any
+	if json.Unmarshal(input, &in) != nil {
+		return false
+	}
+	for _, v := range in {
+		if text, ok := v.(string); ok && len(text) >= PromptLinkMin && strings.Contains(first, text) {
+			return true
+		}
+	}
+	return false
+}
+
+// recentAnswered bounds how many answered calls a session keeps for
+// linking (tsession.answered): a background subagent starts right after
+// the call that launched it, so the most recent calls are enough, and
+// the memory a long session holds stays bounded.
+const recentAnswered = 64
 
 // link finds the call that started s: a pending tool_use of another
 // session whose input holds a text the first user message of req
-// contains.
+// contains; else the most recent such call already answered, because a
+// subagent run in the background (Claude Code's Agent or Task with
+// run_in_background) has its call answered at once, before the
+// subagent's first request arrives.
 func (t *Transcript) link(s *tsession, req *llm.Request, start *trajectory.SessionStart) {
 	first := firstUserText(req)
 	if first == "" {
 		return
+	}
+	found := func(p *tsession, id string) {
+		if sid, ok := p.sink.(interface{ SessionID() string }); ok && sid.SessionID() != "" {
+			start.ParentSession, start.ParentToolUseID = sid.SessionID(), id
+		}
 	}
 	for _, p := range t.order {
 		if p == s || !p.started {
@@ -304,20 +345,47 @@ func (t *Transcript) link(s *tsession, req *llm.Request, start *trajectory.Sessi
 		}
 		slices.SortFunc(ids, func(a, b string) int { return p.pending[a].index - p.pending[b].index })
 		for _, id := range ids {
-			var in map[string]any
-			if json.Unmarshal(p.pending[id].block.Input, &in) != nil {
-				continue
-			}
-			for _, v := range in {
-				if text, ok := v.(string); ok && len(text) >= minPromptMatch && strings.Contains(first, text) {
-					if sid, ok := p.sink.(interface{ SessionID() string }); ok && sid.SessionID() != "" {
-						start.ParentSession, start.ParentToolUseID = sid.SessionID(), id
-					}
-					return
-				}
+			if StartedBy(first, p.pending[id].block.Input) {
+				found(p, id)
+				return
 			}
 		}
 	}
+	var best *tsession
+	var bestID string
+	var bestSeq int
+	for _, p := range t.order {
+		if p == s || !p.started {
+			continue
+		}
+		for i := len(p.answered) - 1; i >= 0; i-- {
+			a := p.answered[i]
+			if a.seq > bestSeq && StartedBy(first, a.input) {
+				best, bestID, bestSeq = p, a.id, a.seq
+				break
+			}
+		}
+	}
+	if best != nil {
+		found(best, bestID)
+	}
+}
+
+// answeredUse is a tool_use whose result the client sent, kept for
+// linking a background subagent; seq orders calls across sessions.
+type answeredUse struct {
+	id    string
+	input json.RawMessage
+	seq   int
+}
+
+// remember keeps use among s's recent answered calls.
+func (t *Transcript) remember(s *tsession, use trajectory.ContentBlock) {
+	t.answeredSeq++
+	if len(s.answered) == recentAnswered {
+		s.answered = append(s.answered[:0], s.answered[1:]...)
+	}
+	s.answered = append(s.answered, answeredUse{id: use.ID, input: use.Input, seq: t.answeredSeq})
 }
 
 // deniedByClient are the words with which the clients answer a call they
@@ -336,7 +404,7 @@ var deniedByClient = []string{
 // their tool_result blocks, and returns how many: the tool_results of the
 // user messages after the last assistant message that answer a pending
 // tool_use of the previous reply.
-func (s *tsession) results(req *llm.Request) int {
+func (s *tsession) results(t *Transcript, req *llm.Request) int {
 	from := len(req.Messages)
 	for from > 0 && req.Messages[from-1].Role == trajectory.RoleUser {
 		from--
@@ -349,6 +417,7 @@ func (s *tsession) results(req *llm.Request) int {
 				continue
 			}
 			delete(s.pending, b.ToolUseID)
+			t.remember(s, use.block)
 			n++
 			s.call(use, b)
 		}

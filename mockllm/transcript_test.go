@@ -376,6 +376,14 @@ func TestARecordingOfAStallTheClientGaveUpOnSaysItWasNeverDelivered(t *testing.T
 }
 
 func TestASubagentsConversationIsItsOwnSessionLinkedToTheCallThatStartedIt(t *testing.T) {
+	t.Run("the subagent starts while the Task call waits for its result", func(t *testing.T) { subagentLinking(t, false) })
+	// Claude Code answers a run_in_background Agent/Task call at once, so
+	// the call is no longer pending when the subagent's first request
+	// comes: it is linked by the answered call whose prompt it carries.
+	t.Run("the subagent starts after its background Task call was answered", func(t *testing.T) { subagentLinking(t, true) })
+}
+
+func subagentLinking(t *testing.T, background bool) {
 	s, err := mockllm.LoadScript("testdata/subagent_conversations.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -409,11 +417,17 @@ func TestASubagentsConversationIsItsOwnSessionLinkedToTheCallThatStartedIt(t *te
 	mainUser := `{"role":"user","content":"fix the failing test"}`
 	task := `{"role":"assistant","content":[{"type":"text","text":"I'll have an agent find the test while I read the code."},{"type":"tool_use","id":"toolu_main_1","name":"Task","input":{"subagent_type":"Explore","description":"Find the test","prompt":"Find where ParseDate is tested","run_in_background":true}}]}`
 	subUser := `{"role":"user","content":"Find where ParseDate is tested"}`
+	taskDone := `{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_main_1","content":"started"}]}`
 	send(mainSys, mainUser)
-	send(subSys, subUser) // the subagent starts while the Task call is pending
+	if background {
+		send(mainSys, mainUser, task, taskDone)
+	}
+	send(subSys, subUser)
 	grep := `{"role":"assistant","content":[{"type":"tool_use","id":"toolu_sub_1","name":"Bash","input":{"command":"grep -rn ParseDate ."}}]}`
 	send(subSys, subUser, grep, `{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_sub_1","content":"parse_test.go:8"}]}`)
-	send(mainSys, mainUser, task, `{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_main_1","content":"started"}]}`)
+	if !background {
+		send(mainSys, mainUser, task, taskDone)
+	}
 	if len(sessions) != 2 {
 		t.Fatalf("%d sessions, want the main agent's and the subagent's", len(sessions))
 	}

@@ -189,6 +189,13 @@ func checkConfig(path string) error {
 func replayOne(ctx context.Context, template RunOptions, path string) Session {
 	opts := template
 	opts.Recording = path
+	if isMockServeRecording(path) {
+		// Checked before Run: with --workspace or --trust-recording such a
+		// recording would otherwise run retrace's own tools against
+		// another agent's tool calls and report divergences that mean
+		// nothing.
+		return Session{Recording: path, Verdict: VerdictFailed, Err: explainNotReplayable(path, ErrNotReplayable)}
+	}
 	res, err := Run(ctx, opts)
 	switch {
 	case err != nil:
@@ -380,4 +387,21 @@ func (b Batch) Summary() BatchSummary {
 		out.Sessions = append(out.Sessions, ss)
 	}
 	return out
+}
+
+// isMockServeRecording reports whether the first event of the file at path
+// is the session_start of a recording made by retrace mock serve --record.
+// Only that first event is read, so checking a batch stays cheap.
+func isMockServeRecording(path string) bool {
+	r, err := trajectory.Open(path)
+	if err != nil {
+		return false
+	}
+	defer r.Close()
+	ev, err := r.Next()
+	if err != nil {
+		return false
+	}
+	start, ok := ev.Payload.(*trajectory.SessionStart)
+	return ok && start.Tags["source"] == mockServeSource
 }

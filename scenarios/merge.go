@@ -2,7 +2,6 @@ package scenarios
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/retrace-dev/retrace/importer"
+	"github.com/retrace-dev/retrace/mockllm"
 	"github.com/retrace-dev/retrace/recorder"
 	"github.com/retrace-dev/retrace/trajectory"
 )
@@ -95,7 +95,7 @@ type parentLink struct {
 // else, for a subagent the client ran in the background (Claude Code's
 // Agent call answers at once, so the call was no longer waiting when the
 // subagent's first request came), the main session's last call before
-// it whose input holds a text of at least minLinkText bytes that the
+// it whose input holds a text of at least mockllm.PromptLinkMin bytes that the
 // subagent's first user message contains, as the recorder links a
 // waiting call; nil when no call does.
 func relink(main []trajectory.Event, file string) (*parentLink, error) {
@@ -125,23 +125,12 @@ func relink(main []trajectory.Event, file string) (*parentLink, error) {
 		if !ok || ev.TS.After(at) {
 			continue
 		}
-		var in map[string]any
-		if json.Unmarshal(call.Input, &in) != nil {
-			continue
-		}
-		for _, v := range in {
-			if text, ok := v.(string); ok && len(text) >= minLinkText && strings.Contains(first, text) {
-				link = &parentLink{session: ev.Session, toolUseID: call.ToolUseID}
-			}
+		if mockllm.StartedBy(first, call.Input) {
+			link = &parentLink{session: ev.Session, toolUseID: call.ToolUseID}
 		}
 	}
 	return link, nil
 }
-
-// minLinkText is the shortest tool input text that links a subagent to
-// a call, so that a short value (ls, a file name) never links two
-// unrelated conversations; it is the wire recorder's own bound.
-const minLinkText = 16
 
 // userText joins the text of the user messages in msgs.
 func userText(msgs []trajectory.Message) string {

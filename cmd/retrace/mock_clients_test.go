@@ -144,6 +144,28 @@ conversations:
       - content: [{text: "Done."}]
 `, want: map[string]int{"call:Agent": 1, "call:Read": 1, "sessions": 2, "linked": 1},
 				wantTranscript: map[string]int{"call:Agent": 1, "call:Read": 1, "sessions": 2, "linked": 1}},
+			// A background agent's call is answered at once ("Async agent
+			// launched"), so the subagent's first request may come after
+			// it: the recording links it by the prompt all the same.
+			{name: "a subagent in the background", prompt: "Have a background agent read README.md",
+				script: `model: claude-sonnet-4-5
+conversations:
+  - name: sub
+    match: {first_user_contains: "Read README.md in the background and say what it holds"}
+    turns:
+      - content:
+          - tool_use: {id: toolu_sub_1, name: Read, input: {file_path: $WS/README.md}}
+      - expect: {tool_results: [{tool_use_id: toolu_sub_1, is_error: false}]}
+        content: [{text: "It holds hello."}]
+  - name: main
+    match: {first_user_contains: "Have a background agent read README.md"}
+    turns:
+      - content:
+          - tool_use: {id: toolu_agent_1, name: Agent, input: {subagent_type: general-purpose, description: Read the readme, prompt: "Read README.md in the background and say what it holds", run_in_background: true}}
+      - expect: {tool_results: [{tool_use_id: toolu_agent_1}]}
+        content: [{text: "The agent is reading README.md."}]
+      - content: [{text: "README.md holds hello."}]
+`, want: map[string]int{"call:Agent": 1, "call:Read": 1, "sessions": 2, "linked": 1}},
 		},
 	},
 	{
