@@ -89,12 +89,7 @@ var openSQL = sync.OnceValue(func() string {
 
 // Close closes the database and the statements Metric prepared.
 func (db *DB) Close() error {
-	db.mu.Lock()
-	for _, st := range db.stmts {
-		st.Close()
-	}
-	db.stmts = nil
-	db.mu.Unlock()
+	db.dropPrepared()
 	return db.sql.Close()
 }
 
@@ -111,6 +106,12 @@ func sqlList(ss []string) string { return "(" + strings.Join(quoteAll(ss), ", ")
 // Query runs sql and returns its result. A bad statement's error carries
 // DuckDB's message, which names the position.
 func (db *DB) Query(ctx context.Context, query string) (Table, error) {
+	if !readOnly(query) {
+		// It may change rows or settings the prepared metrics were planned
+		// with; drop them before and after, so none outlives the change.
+		db.dropPrepared()
+		defer db.dropPrepared()
+	}
 	rows, err := db.sql.QueryContext(ctx, query)
 	if err != nil {
 		return Table{}, fmt.Errorf("query: %w", err)
@@ -167,11 +168,12 @@ func MetricSQL(name string) (string, error) {
 }
 
 // Metric runs the named metric. Its statement is prepared on the first
-// call and kept until Close, so that a program asking one database for the
-// same metrics many times (retrace report, the eval runner, a REPL) plans
-// each only once; DuckDB binds a prepared statement again by itself when a
-// table or view it reads has been replaced since, so a Load in between is
-// seen.
+// call and kept while the database is unchanged, so that a program asking
+// one database for the same metrics many times (a REPL, a dashboard) plans
+// each only once. DuckDB plans with the statistics of the rows present (a
+// plan made on an empty table refuses the rows loaded later), so every
+// Load, and every Query that is not plainly read-only, drops the prepared
+// statements.
 func (db *DB) Metric(ctx context.Context, name string) (Table, error) {
 	q, err := MetricSQL(name)
 	if err != nil {
@@ -214,4 +216,42 @@ func (db *DB) prepared(ctx context.Context, name, q string) *sql.Stmt {
 	}
 	db.stmts[name] = st
 	return st
+}
+
+// dropPrepared closes the statements Metric prepared, so that the next
+// Metric plans afresh over the rows and settings as they are now.
+func (db *DB) dropPrepared() {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	for _, st := range db.stmts {
+		st.Close()
+	}
+	db.stmts = nil
+}
+
+// readOnlyWords are the first keywords of the statements that change
+// neither rows nor settings. WITH is not among them: a CTE may lead into
+// an INSERT. PRAGMA and SET change what a plan may assume.
+var readOnlyWords = map[string]bool{"SELECT": true, "FROM": true, "DESCRIBE": true, "SHOW": true, "SUMMARIZE": true}
+
+// readOnly reports whether q is one statement that surely writes nothing:
+// after leading blanks and -- comments it starts with a read-only keyword,
+// and no semicolon but a last one follows. A false answer only costs the
+// prepared metrics, so it errs that way (a semicolon in a string counts).
+func readOnly(q string) bool {
+	for {
+		q = strings.TrimSpace(q)
+		rest, ok := strings.CutPrefix(q, "--")
+		if !ok {
+			break
+		}
+		_, q, _ = strings.Cut(rest, "\n")
+	}
+	if i := strings.IndexByte(q, ';'); i >= 0 && strings.TrimSpace(q[i+1:]) != "" {
+		return false
+	}
+	word, _, _ := strings.Cut(q, " ")
+	word, _, _ = strings.Cut(word, "\n")
+	word, _, _ = strings.Cut(word, "\t")
+	return readOnlyWords[strings.ToUpper(word)]
 }

@@ -34,6 +34,21 @@ func BenchmarkStartup(b *testing.B) {
 		}
 		reportMs(b)
 	})
+	b.Run("open_empty_statement_by_statement_before", func(b *testing.B) {
+		// What Open did before: the same schema, each statement its own
+		// transaction.
+		for b.Loop() {
+			db, err := sql.Open("duckdb", "")
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := db.ExecContext(ctx, schemaSQL()+loadedFilesSQL+viewsSQL); err != nil {
+				b.Fatal(err)
+			}
+			db.Close()
+		}
+		reportMs(b)
+	})
 	b.Run("open_empty", func(b *testing.B) {
 		for b.Loop() {
 			db, err := Open(ctx, Options{})
@@ -52,6 +67,29 @@ func BenchmarkStartup(b *testing.B) {
 			}
 			runAll(b, db, names)
 			db.Close()
+		}
+		reportMs(b)
+	})
+	b.Run("all_metrics_again_same_db_unprepared_before", func(b *testing.B) {
+		// What a second round of metrics on one database cost before
+		// Metric kept its statements: every query planned again.
+		db, err := Open(ctx, Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer db.Close()
+		qs := make([]string, len(names))
+		for i, n := range names {
+			if qs[i], err = MetricSQL(n); err != nil {
+				b.Fatal(err)
+			}
+		}
+		for b.Loop() {
+			for _, q := range qs {
+				if _, err := db.Query(ctx, q); err != nil {
+					b.Fatal(err)
+				}
+			}
 		}
 		reportMs(b)
 	})
