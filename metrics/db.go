@@ -67,9 +67,6 @@ func Open(ctx context.Context, opts Options) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open metrics database %q: %w", opts.Path, err)
 	}
-	// One transaction for the whole schema: DuckDB commits each statement
-	// of a batch on its own otherwise, and those commits are most of
-	// Open's cost on an empty database (BenchmarkStartup).
 	if _, err := db.ExecContext(ctx, openSQL()); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("create metrics schema in %q: %w (a database file from another retrace version may need deleting)", opts.Path, err)
@@ -84,7 +81,7 @@ func Open(ctx context.Context, opts Options) (*DB, error) {
 // openSQL is the batch Open runs, built once per process: the schema is
 // derived from the Go types by reflection and never changes while it runs.
 var openSQL = sync.OnceValue(func() string {
-	return "BEGIN TRANSACTION;\n" + schemaSQL() + loadedFilesSQL + viewsSQL + "\nCOMMIT;\n"
+	return schemaSQL() + loadedFilesSQL + viewsSQL
 })
 
 // Close closes the database and the statements Metric prepared.

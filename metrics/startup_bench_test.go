@@ -4,21 +4,26 @@ import (
 	"context"
 	"database/sql"
 	"path/filepath"
+	"strings"
 	"testing"
-	"time"
 )
 
 // BenchmarkStartup measures the fixed cost every command pays before it
-// reads a byte of a trajectory, beside DuckDB's own start-up measured in
-// the same run (the baseline): opening the database with retrace's schema,
-// running every named metric on an empty database, once on a fresh
-// database as a command does and again on a database that ran them before
-// (the statements prepared once), and retrace metrics' whole path over one
-// session.
+// reads a byte of a trajectory, beside DuckDB's own start-up and beside
+// the way Open and Metric worked before (raw_events spelled out by
+// position, every metric planned on every call), all in the same run:
+// opening the database with retrace's schema; every named metric on an
+// empty database, on a fresh database as a command asks them and again on
+// a database that answered them before; and retrace metrics' whole path
+// over one session.
 func BenchmarkStartup(b *testing.B) {
 	ctx := context.Background()
-	names := Metrics()
 	session := filepath.Join(validDir, "basic.jsonl")
+	type opener func(b *testing.B) *DB
+	forms := []struct {
+		name string
+		open opener
+	}{{"before", openBefore}, {"after", openNow}}
 
 	b.Run("duckdb_select1_baseline", func(b *testing.B) {
 		for b.Loop() {
@@ -34,98 +39,89 @@ func BenchmarkStartup(b *testing.B) {
 		}
 		reportMs(b)
 	})
-	b.Run("open_empty_statement_by_statement_before", func(b *testing.B) {
-		// What Open did before: the same schema, each statement its own
-		// transaction.
-		for b.Loop() {
-			db, err := sql.Open("duckdb", "")
-			if err != nil {
-				b.Fatal(err)
+	for _, f := range forms {
+		b.Run("open_empty/"+f.name, func(b *testing.B) {
+			for b.Loop() {
+				f.open(b).Close()
 			}
-			if _, err := db.ExecContext(ctx, schemaSQL()+loadedFilesSQL+viewsSQL); err != nil {
-				b.Fatal(err)
+			reportMs(b)
+		})
+	}
+	for _, f := range forms {
+		b.Run("open_and_all_metrics_empty/"+f.name, func(b *testing.B) {
+			for b.Loop() {
+				db := f.open(b)
+				runAll(b, db, f.name)
+				db.Close()
 			}
-			db.Close()
-		}
-		reportMs(b)
-	})
-	b.Run("open_empty", func(b *testing.B) {
-		for b.Loop() {
-			db, err := Open(ctx, Options{})
-			if err != nil {
-				b.Fatal(err)
+			reportMs(b)
+		})
+	}
+	for _, f := range forms {
+		b.Run("all_metrics_again_same_db/"+f.name, func(b *testing.B) {
+			db := f.open(b)
+			defer db.Close()
+			runAll(b, db, f.name) // the first round pays for preparing
+			b.ResetTimer()
+			for b.Loop() {
+				runAll(b, db, f.name)
 			}
-			db.Close()
-		}
-		reportMs(b)
-	})
-	b.Run("open_and_all_metrics_empty", func(b *testing.B) {
-		for b.Loop() {
-			db, err := Open(ctx, Options{})
-			if err != nil {
-				b.Fatal(err)
-			}
-			runAll(b, db, names)
-			db.Close()
-		}
-		reportMs(b)
-	})
-	b.Run("all_metrics_again_same_db_unprepared_before", func(b *testing.B) {
-		// What a second round of metrics on one database cost before
-		// Metric kept its statements: every query planned again.
-		db, err := Open(ctx, Options{})
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer db.Close()
-		qs := make([]string, len(names))
-		for i, n := range names {
-			if qs[i], err = MetricSQL(n); err != nil {
-				b.Fatal(err)
-			}
-		}
-		for b.Loop() {
-			for _, q := range qs {
-				if _, err := db.Query(ctx, q); err != nil {
+			reportMs(b)
+		})
+	}
+	for _, f := range forms {
+		b.Run("open_load_all_metrics_one_session/"+f.name, func(b *testing.B) {
+			for b.Loop() {
+				db := f.open(b)
+				if _, err := db.Load(ctx, session); err != nil {
 					b.Fatal(err)
 				}
+				runAll(b, db, f.name)
+				db.Close()
 			}
-		}
-		reportMs(b)
-	})
-	b.Run("all_metrics_again_same_db", func(b *testing.B) {
-		db, err := Open(ctx, Options{})
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer db.Close()
-		runAll(b, db, names) // the first run pays for preparing
-		b.ResetTimer()
-		for b.Loop() {
-			runAll(b, db, names)
-		}
-		reportMs(b)
-	})
-	b.Run("open_load_all_metrics_one_session", func(b *testing.B) {
-		for b.Loop() {
-			db, err := Open(ctx, Options{})
-			if err != nil {
-				b.Fatal(err)
-			}
-			if _, err := db.Load(ctx, session); err != nil {
-				b.Fatal(err)
-			}
-			runAll(b, db, names)
-			db.Close()
-		}
-		reportMs(b)
-	})
+			reportMs(b)
+		})
+	}
 }
 
-func runAll(b *testing.B, db *DB, names []string) {
+// openNow is Open.
+func openNow(b *testing.B) *DB {
+	db, err := Open(context.Background(), Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return db
+}
+
+// openBefore opens a database the way Open did before raw_events was
+// unioned by name.
+func openBefore(b *testing.B) *DB {
+	s := schemaSQL()
+	tables := s[:strings.Index(s, "CREATE OR REPLACE VIEW raw_events")]
+	db, err := sql.Open("duckdb", "")
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := db.ExecContext(context.Background(), tables+unionByPosition()+loadedFilesSQL+viewsSQL); err != nil {
+		b.Fatal(err)
+	}
+	db.SetMaxOpenConns(1)
+	return &DB{sql: db}
+}
+
+// runAll asks db for every named metric: through Metric after, as plain
+// queries (planned every time) before.
+func runAll(b *testing.B, db *DB, form string) {
 	b.Helper()
-	for _, n := range names {
-		if _, err := db.Metric(context.Background(), n); err != nil {
+	ctx := context.Background()
+	for _, n := range Metrics() {
+		var err error
+		if form == "before" {
+			_, err = db.Query(ctx, mustSQL(b, n))
+		} else {
+			_, err = db.Metric(ctx, n)
+		}
+		if err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -135,6 +131,6 @@ func runAll(b *testing.B, db *DB, names []string) {
 func reportMs(b *testing.B) {
 	b.Helper()
 	if b.N > 0 {
-		b.ReportMetric(float64(b.Elapsed())/float64(b.N)/float64(time.Millisecond), "ms/op")
+		b.ReportMetric(float64(b.Elapsed())/float64(b.N)/1e6, "ms/op")
 	}
 }
