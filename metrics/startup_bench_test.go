@@ -69,6 +69,17 @@ func BenchmarkStartup(b *testing.B) {
 			reportMs(b)
 		})
 	}
+	b.Run("open_load_one_session", func(b *testing.B) {
+		// Less open_empty/after, what loading one session costs.
+		for b.Loop() {
+			db := openNow(b)
+			if _, err := db.Load(ctx, session); err != nil {
+				b.Fatal(err)
+			}
+			db.Close()
+		}
+		reportMs(b)
+	})
 	for _, f := range forms {
 		b.Run("open_load_all_metrics_one_session/"+f.name, func(b *testing.B) {
 			for b.Loop() {
