@@ -109,3 +109,33 @@ func TestReadOnlyKnowsOnlyPlainReads(t *testing.T) {
 		}
 	}
 }
+
+// readOnly reads SQL a person typed: whatever it is given, it answers
+// without panicking, and a yes always means one statement that starts with
+// a read-only keyword.
+func FuzzReadOnly(f *testing.F) {
+	for _, q := range []string{"SELECT 1", "-- c\nFROM t;", "SELECT 1; DROP TABLE t", "--", "\n--\n--x", "WITH x AS (SELECT 1) SELECT 1"} {
+		f.Add(q)
+	}
+	f.Fuzz(func(t *testing.T, q string) {
+		if !readOnly(q) {
+			return
+		}
+		body := q
+		for {
+			body = strings.TrimSpace(body)
+			rest, ok := strings.CutPrefix(body, "--")
+			if !ok {
+				break
+			}
+			_, body, _ = strings.Cut(rest, "\n")
+		}
+		word := strings.ToUpper(strings.FieldsFunc(body, func(r rune) bool { return r == ' ' || r == '\n' || r == '\t' })[0])
+		if !readOnlyWords[word] {
+			t.Fatalf("readOnly(%q) = true, but it starts with %q", q, word)
+		}
+		if i := strings.IndexByte(body, ';'); i >= 0 && strings.TrimSpace(body[i+1:]) != "" {
+			t.Fatalf("readOnly(%q) = true for two statements", q)
+		}
+	})
+}
