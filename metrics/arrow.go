@@ -20,6 +20,10 @@ const ArrowAvailable = true
 // batch by batch through DuckDB's Arrow interface, so the result is never
 // held in memory whole. It returns the number of rows written.
 func (db *DB) WriteArrow(ctx context.Context, w io.Writer, query string) (int64, error) {
+	if !readOnly(query) {
+		db.dropPrepared() // as Query does: it may write (see Metric)
+		defer db.dropPrepared()
+	}
 	conn, err := db.sql.Conn(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("arrow export: %w", err)

@@ -9,6 +9,7 @@ import (
 	"io"
 	"sort"
 	"strings"
+	"sync"
 
 	// The duckdb driver registers itself with database/sql as "duckdb".
 	_ "github.com/duckdb/duckdb-go/v2"
@@ -47,6 +48,11 @@ type Options struct {
 type DB struct {
 	sql  *sql.DB
 	opts Options
+
+	// mu guards stmts, the named metrics' statements prepared on first use
+	// (see Metric).
+	mu    sync.Mutex
+	stmts map[string]*sql.Stmt
 }
 
 // Table is a query result.
@@ -61,8 +67,7 @@ func Open(ctx context.Context, opts Options) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open metrics database %q: %w", opts.Path, err)
 	}
-	stmts := schemaSQL() + loadedFilesSQL + viewsSQL
-	if _, err := db.ExecContext(ctx, stmts); err != nil {
+	if _, err := db.ExecContext(ctx, openSQL()); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("create metrics schema in %q: %w (a database file from another retrace version may need deleting)", opts.Path, err)
 	}
@@ -73,8 +78,17 @@ func Open(ctx context.Context, opts Options) (*DB, error) {
 	return &DB{sql: db, opts: opts}, nil
 }
 
-// Close closes the database.
-func (db *DB) Close() error { return db.sql.Close() }
+// openSQL is the batch Open runs, built once per process: the schema is
+// derived from the Go types by reflection and never changes while it runs.
+var openSQL = sync.OnceValue(func() string {
+	return schemaSQL() + loadedFilesSQL + viewsSQL
+})
+
+// Close closes the database and the statements Metric prepared.
+func (db *DB) Close() error {
+	db.dropPrepared()
+	return db.sql.Close()
+}
 
 func quoteAll(ss []string) []string {
 	out := make([]string, len(ss))
@@ -89,11 +103,23 @@ func sqlList(ss []string) string { return "(" + strings.Join(quoteAll(ss), ", ")
 // Query runs sql and returns its result. A bad statement's error carries
 // DuckDB's message, which names the position.
 func (db *DB) Query(ctx context.Context, query string) (Table, error) {
-	var t Table
+	if !readOnly(query) {
+		// It may change rows or settings the prepared metrics were planned
+		// with; drop them before and after, so none outlives the change.
+		db.dropPrepared()
+		defer db.dropPrepared()
+	}
 	rows, err := db.sql.QueryContext(ctx, query)
 	if err != nil {
-		return t, fmt.Errorf("query: %w", err)
+		return Table{}, fmt.Errorf("query: %w", err)
 	}
+	return scan(rows)
+}
+
+// scan reads every row of rows into a Table and closes rows.
+func scan(rows *sql.Rows) (Table, error) {
+	var t Table
+	var err error
 	defer rows.Close()
 	t.Columns, err = rows.Columns()
 	if err != nil {
@@ -138,15 +164,91 @@ func MetricSQL(name string) (string, error) {
 	return "", fmt.Errorf("%w %q; use one of %s", ErrUnknownMetric, name, strings.Join(Metrics(), ", "))
 }
 
-// Metric runs the named metric.
+// Metric runs the named metric. Its statement is prepared on the first
+// call and kept while the database is unchanged, so that a program asking
+// one database for the same metrics many times (a REPL, a dashboard) plans
+// each only once. DuckDB plans with the statistics of the rows present (a
+// plan made on an empty table refuses the rows loaded later), so every
+// Load, and every Query that is not plainly read-only, drops the prepared
+// statements.
 func (db *DB) Metric(ctx context.Context, name string) (Table, error) {
 	q, err := MetricSQL(name)
 	if err != nil {
 		return Table{}, err
 	}
-	t, err := db.Query(ctx, q)
+	st := db.prepared(ctx, name, q)
+	var t Table
+	if st == nil {
+		t, err = db.Query(ctx, q)
+	} else {
+		var rows *sql.Rows
+		if rows, err = st.QueryContext(ctx); err == nil {
+			t, err = scan(rows)
+		}
+		if err != nil {
+			err = fmt.Errorf("query: %w", err)
+		}
+	}
 	if err != nil {
 		return t, fmt.Errorf("metric %s: %w", name, err)
 	}
 	return t, nil
+}
+
+// prepared returns the named metric's statement, preparing q on first use,
+// or nil when q cannot be prepared (the caller then runs it as a plain
+// query, whose error names the position, as it always did).
+func (db *DB) prepared(ctx context.Context, name, q string) *sql.Stmt {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	if st, ok := db.stmts[name]; ok {
+		return st
+	}
+	st, err := db.sql.PrepareContext(ctx, q)
+	if err != nil {
+		return nil
+	}
+	if db.stmts == nil {
+		db.stmts = map[string]*sql.Stmt{}
+	}
+	db.stmts[name] = st
+	return st
+}
+
+// dropPrepared closes the statements Metric prepared, so that the next
+// Metric plans afresh over the rows and settings as they are now.
+func (db *DB) dropPrepared() {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	for _, st := range db.stmts {
+		st.Close()
+	}
+	db.stmts = nil
+}
+
+// readOnlyWords are the first keywords of the statements that change
+// neither rows nor settings. WITH is not among them: a CTE may lead into
+// an INSERT. PRAGMA and SET change what a plan may assume.
+var readOnlyWords = map[string]bool{"SELECT": true, "FROM": true, "DESCRIBE": true, "SHOW": true, "SUMMARIZE": true}
+
+// readOnly reports whether q is one statement that surely writes nothing:
+// after leading blanks and -- comments it starts with a read-only keyword,
+// and no semicolon but a last one follows. A false answer only costs the
+// prepared metrics, so it errs that way (a semicolon in a string counts).
+func readOnly(q string) bool {
+	for {
+		q = strings.TrimSpace(q)
+		rest, ok := strings.CutPrefix(q, "--")
+		if !ok {
+			break
+		}
+		_, q, _ = strings.Cut(rest, "\n")
+	}
+	if i := strings.IndexByte(q, ';'); i >= 0 && strings.TrimSpace(q[i+1:]) != "" {
+		return false
+	}
+	word, _, _ := strings.Cut(q, " ")
+	word, _, _ = strings.Cut(word, "\n")
+	word, _, _ = strings.Cut(word, "\t")
+	return readOnlyWords[strings.ToUpper(word)]
 }

@@ -86,4 +86,17 @@
 //
 // reminders: one row per reminder the harness injected: session, turn,
 // kind, dedup_key, role, text_bytes.
+//
+// # Paying start-up once
+//
+// A *DB is the entry point that loads once and answers many questions:
+// Open creates the schema (its fixed cost; BenchmarkStartup measures it
+// beside DuckDB's own start-up), Load reads the trajectories once, and
+// then any number of Metric, Query, detectors.Run and report.Gather calls
+// share those rows. retrace report loads once for its detectors and its
+// metrics, and the eval runner loads a suite's recordings into one
+// database for all its detectors and thresholds. Metric prepares each
+// named metric on its first call and reuses the plan while the rows are
+// unchanged; a Load, or a Query that is not plainly read-only, drops the
+// plans, because DuckDB plans with the statistics of the rows present.
 package metrics

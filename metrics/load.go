@@ -236,6 +236,10 @@ func (db *DB) Load(ctx context.Context, paths ...string) (LoadReport, error) {
 
 // load is Load, feeding obs when it is not nil.
 func (db *DB) load(ctx context.Context, obs Observer, paths []string) (LoadReport, error) {
+	// Metrics prepared over the rows before the load would plan with stale
+	// statistics (see Metric).
+	db.dropPrepared()
+	defer db.dropPrepared()
 	var rep LoadReport
 	src, err := sources(paths)
 	if err != nil {

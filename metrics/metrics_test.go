@@ -127,7 +127,7 @@ func TestMetricsOverTheValidFixturesEqualHandCountedValues(t *testing.T) {
 	}
 }
 
-func mustSQL(t *testing.T, name string) string {
+func mustSQL(t testing.TB, name string) string {
 	t.Helper()
 	q, err := MetricSQL(name)
 	if err != nil {
