@@ -118,12 +118,20 @@ const (
 	Updated Outcome = "updated"
 )
 
-// write records s into runsDir through the recorder, so redaction and the
-// recorder's fsync hold. It writes into a staging directory beside runsDir
-// first and then renames the file into place, so a reader never sees half
-// an import and importing the same transcript twice leaves one file.
+// write records s into runsDir (WriteSession).
 func (s *session) write(runsDir string) (string, Outcome, error) {
-	id := s.sessionID()
+	return WriteSession(runsDir, s.sessionID(), s.emit)
+}
+
+// WriteSession records the session id into runsDir through the recorder,
+// so redaction and the recorder's fsync hold; emit writes its events,
+// calling at with each event's time from the source before the event
+// (the recorder's clock never goes back). It writes into a staging
+// directory beside runsDir first and then renames the file into place, so
+// a reader never sees half an import, and importing the same source twice
+// leaves one file: Unchanged when the bytes are the same, Updated when
+// they differ. Every importer (transcripts, OTLP traces) writes through it.
+func WriteSession(runsDir, id string, emit func(sink trajectory.Sink, at func(time.Time))) (string, Outcome, error) {
 	if err := os.MkdirAll(runsDir, 0o700); err != nil {
 		return "", "", fmt.Errorf("cannot create runs directory %s: %w", runsDir, err)
 	}
@@ -137,7 +145,7 @@ func (s *session) write(runsDir string) (string, Outcome, error) {
 	if err != nil {
 		return "", "", err
 	}
-	s.emit(rec, func(t time.Time) {
+	emit(rec, func(t time.Time) {
 		if t.After(now) {
 			now = t
 		}

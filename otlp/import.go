@@ -1,11 +1,9 @@
 package otlp
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -377,54 +375,10 @@ func (s *otSession) id() string {
 	return recorder.SessionID(s.start, [4]byte(sum[:4]))
 }
 
-// write records s into runsDir through the recorder (redaction and fsync
-// hold), staging the file beside runsDir and renaming it into place, as
-// the transcript importers do.
+// write records s into runsDir as the transcript importers do
+// (importer.WriteSession).
 func (s *otSession) write(runsDir string) (string, importer.Outcome, error) {
-	id := s.id()
-	if err := os.MkdirAll(runsDir, 0o700); err != nil {
-		return "", "", fmt.Errorf("cannot create runs directory %s: %w", runsDir, err)
-	}
-	stage, err := os.MkdirTemp(filepath.Dir(filepath.Clean(runsDir)), ".retrace-import-")
-	if err != nil {
-		return "", "", fmt.Errorf("cannot create a staging directory beside %s: %w", runsDir, err)
-	}
-	defer os.RemoveAll(stage)
-	var now time.Time
-	rec, err := recorder.Create(stage, recorder.Options{SessionID: id, Clock: func() time.Time { return now }})
-	if err != nil {
-		return "", "", err
-	}
-	s.emit(rec, func(t time.Time) {
-		if t.After(now) {
-			now = t
-		}
-	})
-	st, err := rec.Close()
-	if err != nil {
-		return "", "", err
-	}
-	if st.FirstError != nil {
-		return "", "", st.FirstError
-	}
-	target := filepath.Join(runsDir, id+trajectory.Ext)
-	outcome := importer.Imported
-	if old, err := os.ReadFile(target); err == nil {
-		fresh, err := os.ReadFile(rec.Path())
-		if err != nil {
-			return "", "", err
-		}
-		if bytes.Equal(old, fresh) {
-			return target, importer.Unchanged, nil
-		}
-		outcome = importer.Updated
-	} else if !errors.Is(err, fs.ErrNotExist) {
-		return "", "", err
-	}
-	if err := os.Rename(rec.Path(), target); err != nil {
-		return "", "", fmt.Errorf("cannot move the imported session into %s: %w", runsDir, err)
-	}
-	return target, outcome, nil
+	return importer.WriteSession(runsDir, s.id(), s.emit)
 }
 
 // emit writes the session's events; at moves the clock to an event's time
