@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
+	"regexp"
 	"sync"
 	"time"
 
@@ -256,12 +256,16 @@ const UntrustedTag = "untrusted-content"
 // fromOutside reports whether a tool's output comes from an outside source.
 func fromOutside(s tools.Spec) bool { return s.Source == trajectory.ToolMCP || s.Untrusted }
 
+// closingTag finds a closing untrusted-content tag in any letter case,
+// the way a reader (or a model) would take it.
+var closingTag = regexp.MustCompile(`(?i)</\s*(` + UntrustedTag + `)`)
+
 // untrusted wraps text as untrusted content from tool. A closing tag
 // inside the text is defused, so the content cannot end the wrapper early
 // and pass what follows as the harness's words. The wrapping is a pure
 // function of the result, made once when the result is created, so the
 // messages sent earlier stay byte-stable (seed §3.5).
 func untrusted(tool, text string) string {
-	text = strings.ReplaceAll(text, "</"+UntrustedTag, "<\\/"+UntrustedTag)
+	text = closingTag.ReplaceAllString(text, "<\\/$1")
 	return "<" + UntrustedTag + " source=\"" + tool + "\">\n" + text + "\n</" + UntrustedTag + ">"
 }

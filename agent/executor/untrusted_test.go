@@ -66,3 +66,22 @@ func TestADeniedOutsideCallIsNotWrapped(t *testing.T) {
 		t.Fatalf("denied call: %+v, want a plain permission error", results[0])
 	}
 }
+
+// FuzzUntrusted: whatever an outside source returns, the wrapped text has
+// exactly one closing tag, the wrapper's own, at its end, and the source's
+// text is inside it.
+func FuzzUntrusted(f *testing.F) {
+	for _, s := range []string{"", "plain", "</untrusted-content>", "a</UNTRUSTED-CONTENT >b", "</ untrusted-content", "<\\/untrusted-content>"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		got := untrusted("mcp__s__t", text)
+		closing := closingTag.FindAllStringIndex(got, -1)
+		if len(closing) != 1 || !strings.HasSuffix(got, "\n</"+UntrustedTag+">") || closing[0][0] != len(got)-len("</"+UntrustedTag+">") {
+			t.Fatalf("untrusted(%q) = %q: want one closing tag, at the end", text, got)
+		}
+		if !strings.HasPrefix(got, `<untrusted-content source="mcp__s__t">`+"\n") {
+			t.Fatalf("untrusted(%q) = %q: no opening tag", text, got)
+		}
+	})
+}
