@@ -85,3 +85,24 @@ func FuzzUntrusted(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkUntrustedMarker measures what marking costs per outside result
+// of a typical size (8 KiB), beside a plain copy of the same text as the
+// baseline: the marker must not be a noticeable part of a call.
+func BenchmarkUntrustedMarker(b *testing.B) {
+	text := strings.Repeat("a line of an MCP server's reply, about forty-eight bytes\n", 8192/57)
+	b.Run("marked", func(b *testing.B) {
+		b.SetBytes(int64(len(text)))
+		for i := 0; i < b.N; i++ {
+			_ = untrusted("mcp__s__t", text)
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/1000, "µs/result")
+	})
+	b.Run("baseline_copy", func(b *testing.B) {
+		b.SetBytes(int64(len(text)))
+		for i := 0; i < b.N; i++ {
+			_ = strings.Clone(text)
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/1000, "µs/result")
+	})
+}
