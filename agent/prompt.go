@@ -2,6 +2,7 @@ package agent
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 
 	"github.com/retrace-dev/retrace/agent/executor"
@@ -22,8 +23,9 @@ const DeferredToolsHeading = "# Deferred tools"
 // RulesHeading opens the section the loop appends to the base system
 // prompt with the rules the model can see: that tool output is data, and
 // the session's configured deny rules and disallowed tools (seed §8.6,
-// §8.8). BaseSystemPrompt removes it again.
-const RulesHeading = "# Rules"
+// §8.8). BaseSystemPrompt removes it again. The heading names the harness
+// so that a base prompt's own "# Rules" is never mistaken for it.
+const RulesHeading = "# Harness rules"
 
 // toolOutputIsData is the rules section's first paragraph (seed §8.6). It
 // is probabilistic help only: the permission layer is what stops an
@@ -49,8 +51,9 @@ func BaseSystemPrompt(system string) string {
 }
 
 // Restrictions are the stable prohibitions of a session, as the rules
-// section lists them: configured deny rules and disallowed tools. Both
-// are sorted, so the same configuration gives the same bytes (§3.5).
+// section lists them: configured deny rules and disallowed tools.
+// RulesSection sorts both, so the same configuration gives the same bytes
+// in whatever order it was written (§3.5).
 type Restrictions struct {
 	Deny       []string
 	Disallowed []string
@@ -61,17 +64,18 @@ type Restrictions struct {
 // holds no runtime state and no timestamp, so it is byte-stable across
 // the session and across sessions of the same configuration.
 func RulesSection(r Restrictions) string {
+	deny, disallowed := slices.Compact(slices.Sorted(slices.Values(r.Deny))), slices.Compact(slices.Sorted(slices.Values(r.Disallowed)))
 	var b strings.Builder
 	b.WriteString(RulesHeading + "\n")
 	b.WriteString(toolOutputIsData + "\n")
-	if len(r.Disallowed) > 0 {
+	if len(disallowed) > 0 {
 		b.WriteString("These tools are disabled in this session. They are not offered to you, and a call to one is denied: " +
-			strings.Join(r.Disallowed, ", ") + ".\n")
+			strings.Join(disallowed, ", ") + ".\n")
 	}
-	if len(r.Deny) > 0 {
+	if len(deny) > 0 {
 		b.WriteString("These permission rules deny calls before they run. Do not make a call one of them matches; " +
 			"if the task needs one, tell the user instead:\n")
-		for _, d := range r.Deny {
+		for _, d := range deny {
 			b.WriteString("- " + d + "\n")
 		}
 	}

@@ -122,7 +122,7 @@ func TestTheRulesSectionWithoutRulesHasOnlyTheDataInstruction(t *testing.T) {
 func TestBaseSystemPromptRemovesTheRulesAndDeferredSections(t *testing.T) {
 	reg := newRegistry(t, cronTool{})
 	rules := Restrictions{Deny: []string{"Bash(rm:*)"}, Disallowed: []string{"cron_create"}}
-	for _, base := range []string{"", "You are a careful coding agent.", "Two paragraphs.\n\nThe second mentions # Rules inline."} {
+	for _, base := range []string{"", "You are a careful coding agent.", "Two paragraphs.\n\nThe second mentions # Harness rules inline.", "A prompt with its own\n\n# Rules\nof style."} {
 		with := sessionSystemPrompt(base, reg, Restrictions{}, nil)
 		if !strings.Contains(with, RulesHeading) || !strings.Contains(with, DeferredToolsHeading) {
 			t.Fatalf("the session's prompt lacks a section:\n%s", with)
@@ -137,5 +137,15 @@ func TestBaseSystemPromptRemovesTheRulesAndDeferredSections(t *testing.T) {
 		if got := BaseSystemPrompt(without); got != base {
 			t.Fatalf("BaseSystemPrompt = %q, want %q", got, base)
 		}
+	}
+}
+
+// RulesSection sorts what it is given itself, so a caller that does not
+// sort cannot make the same configuration give other bytes.
+func TestRulesSectionSortsItsInput(t *testing.T) {
+	a := RulesSection(Restrictions{Deny: []string{"Read(b)", "Bash(a)"}, Disallowed: []string{"write", "edit"}})
+	b := RulesSection(Restrictions{Deny: []string{"Bash(a)", "Read(b)", "Bash(a)"}, Disallowed: []string{"edit", "write"}})
+	if a != b {
+		t.Fatalf("the same restrictions in another order differ:\n%s\n---\n%s", a, b)
 	}
 }
