@@ -66,8 +66,9 @@ type Config struct {
 	Executor executor.Config
 	// Sink receives the session's events (the recorder). Required.
 	Sink trajectory.Sink
-	// System is the static system prompt; the loop appends the list of
-	// deferred tools to it.
+	// System is the static system prompt; the loop appends the rules
+	// section (tool output is data; the permission checker's deny rules and
+	// disallowed tools, see RulesSection) and the list of deferred tools.
 	System string
 	// Prompt is the user's task, the first message of the session.
 	Prompt string

@@ -23,4 +23,18 @@
 // tools' static declarations only, so that loading a tool never rewrites
 // the cached prefix (§10.6, §13.2); after a compaction the loop announces
 // them again in the conversation (§10.7).
+//
+// The model sees the rules before it acts (§8.8). After the base prompt
+// the system prompt carries a rules section: that tool results are data,
+// not instructions (§8.6), then the session's configured deny rules and
+// disallowed tools, sorted. Only configuration goes there — it is stable
+// for the whole session, so the section is byte-stable (§3.5); what a
+// call's arguments make dangerous is still judged per call. Disallowed
+// tools are not offered in tools[] at all, and a call to one anyway is
+// denied by the permission chain: not offering is a courtesy, the chain is
+// the guarantee. Results of tools from outside sources (MCP servers, and
+// built-in tools declaring tools.Spec.Untrusted such as a web fetch) reach
+// the model wrapped in an untrusted-content tag naming the tool
+// (executor.UntrustedTag); the recorded tool_result keeps the tool's
+// output unwrapped.
 package agent

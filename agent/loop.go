@@ -47,6 +47,9 @@ type session struct {
 	clock  func() time.Time
 	system string
 	model  string
+	// offered says whether a tool may be sent to the model: the
+	// disallowed tools are not (seed §8.8).
+	offered func(string) bool
 
 	history []trajectory.Message
 	prev    *llm.Request
@@ -119,7 +122,12 @@ func newSession(cfg Config) (*session, error) {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	s.ex = ex
-	s.system = SystemPrompt(cfg.System, s.reg)
+	var rules Restrictions
+	if p := cfg.Executor.Permission; p != nil {
+		rules.Deny, rules.Disallowed = p.Restrictions()
+		s.offered = func(name string) bool { return !p.Disallowed(name) }
+	}
+	s.system = sessionSystemPrompt(cfg.System, s.reg, rules, s.offered)
 	s.rem = newReminders(s)
 	s.def = newDefenses(s, cfg.Defenses)
 	if cfg.Retries != nil {
@@ -287,7 +295,7 @@ func totalTokens(u trajectory.Usage) int64 {
 
 // ask sends one request and records it, its response or its failure.
 func (s *session) ask(ctx context.Context) (llm.Response, error) {
-	req := llm.Request{Model: s.cfg.Model, System: s.system, Tools: toolDefs(s.reg),
+	req := llm.Request{Model: s.cfg.Model, System: s.system, Tools: toolDefs(s.reg, s.offered),
 		Messages: append([]trajectory.Message(nil), s.history...), MaxTokens: s.cfg.Limits.MaxTokens}
 	clear(s.sent)
 	for _, t := range req.Tools {
@@ -541,12 +549,16 @@ func (s *session) compact() {
 	s.emit(&trajectory.Compaction{Strategy: trajectory.CompactDrop, MessagesBefore: len(s.history), MessagesAfter: len(s.history),
 		TokensBefore: before, TokensAfter: after})
 	if deferred := s.reg.Deferred(); len(deferred) > 0 {
-		names := make([]string, len(deferred))
-		for i, t := range deferred {
-			names[i] = t.Spec().Name
+		var names []string
+		for _, t := range deferred {
+			if n := t.Spec().Name; s.offered == nil || s.offered(n) {
+				names = append(names, n)
+			}
 		}
-		s.rem.add(kindDeferredTools, fmt.Sprintf("%s:%d:%d", kindDeferredTools, s.turn, before),
-			"Earlier messages were shortened to save context. These tools are available but not loaded; load one with tool_search (select:NAME) before calling it: "+strings.Join(names, ", ")+".")
+		if len(names) > 0 {
+			s.rem.add(kindDeferredTools, fmt.Sprintf("%s:%d:%d", kindDeferredTools, s.turn, before),
+				"Earlier messages were shortened to save context. These tools are available but not loaded; load one with tool_search (select:NAME) before calling it: "+strings.Join(names, ", ")+".")
+		}
 	}
 }
 

@@ -36,6 +36,9 @@ type call struct {
 	isError bool
 	display trajectory.DisplayMode
 	modify  func(*tools.Env)
+	// outside is set when the text is what a tool from an outside source
+	// returned, which the model gets marked as untrusted (see untrusted).
+	outside bool
 }
 
 func (c *call) ref() trajectory.ToolRef { return trajectory.ToolRef{ToolUseID: c.id, Tool: c.name} }
@@ -162,6 +165,7 @@ func (c *call) run() {
 		c.shape(&o)
 	}
 	c.postHooks(ctx, input, &o)
+	c.outside = (o.kind == "" || o.kind == trajectory.FailureToolError) && fromOutside(c.spec)
 	if changed {
 		o.text = "Note: a PreToolUse hook changed the input of this call before it ran. The result below is for the changed input, not exactly the one you sent.\n\n" + o.text
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 	"sync"
 	"time"
 
@@ -160,7 +161,11 @@ func (ex *Executor) Execute(ctx context.Context, turnNumber int, uses []trajecto
 	results := make([]trajectory.ContentBlock, len(t.calls))
 	for i, c := range t.calls {
 		ex.cfg.Sink.Emit(turnNumber, &trajectory.ToolResult{ToolRef: c.ref(), Text: c.text, IsError: c.isError, Display: c.display})
-		results[i] = trajectory.ContentBlock{Type: trajectory.BlockToolResult, ToolUseID: c.id, Content: c.text, IsError: c.isError}
+		text := c.text
+		if c.outside {
+			text = untrusted(c.name, text)
+		}
+		results[i] = trajectory.ContentBlock{Type: trajectory.BlockToolResult, ToolUseID: c.id, Content: text, IsError: c.isError}
 	}
 	return results
 }
@@ -236,4 +241,31 @@ func (t *turn) endBash(c *call, failed bool) {
 			cancel(errSiblingFailed)
 		}
 	}
+}
+
+// UntrustedTag is the tag that wraps, in what the model is sent, the
+// result of a tool from an outside source: an MCP server or a built-in
+// tool declaring Spec.Untrusted (a web fetch). Its text was written by a
+// third party and may carry an injected instruction (seed §8.6); the
+// marker lets the model tell it from the harness's own words, and the
+// system prompt's rules section says what it means. The recorded
+// tool_result keeps the tool's output unmarked: the marker is part of
+// the model's view, not of what the tool returned.
+const UntrustedTag = "untrusted-content"
+
+// fromOutside reports whether a tool's output comes from an outside source.
+func fromOutside(s tools.Spec) bool { return s.Source == trajectory.ToolMCP || s.Untrusted }
+
+// closingTag finds a closing untrusted-content tag in any letter case,
+// the way a reader (or a model) would take it.
+var closingTag = regexp.MustCompile(`(?i)</\s*(` + UntrustedTag + `)`)
+
+// untrusted wraps text as untrusted content from tool. A closing tag
+// inside the text is defused, so the content cannot end the wrapper early
+// and pass what follows as the harness's words. The wrapping is a pure
+// function of the result, made once when the result is created, so the
+// messages sent earlier stay byte-stable (seed §3.5).
+func untrusted(tool, text string) string {
+	text = closingTag.ReplaceAllString(text, "<\\/$1")
+	return "<" + UntrustedTag + " source=\"" + tool + "\">\n" + text + "\n</" + UntrustedTag + ">"
 }

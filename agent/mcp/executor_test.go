@@ -54,7 +54,9 @@ func TestExecutorRunsMCPToolsLikeAnyOther(t *testing.T) {
 	if !fail.IsError || !strings.Contains(fail.Content, "disk full") {
 		t.Errorf("fail: %+v, want a tool error saying disk full", fail)
 	}
-	if echo.IsError || echo.Content != "echo: hi" {
+	// An MCP server is an outside source: the model gets its output
+	// marked as untrusted content (seed §8.6).
+	if echo.IsError || echo.Content != "<untrusted-content source=\"mcp__h__echo\">\necho: hi\n</untrusted-content>" {
 		t.Errorf("echo: %+v", echo)
 	}
 }

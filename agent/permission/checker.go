@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 
@@ -739,4 +740,34 @@ func (c *Checker) denialCount(req Request) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.denials[key(req)]
+}
+
+// Restrictions returns the session's configured prohibitions — the deny
+// rules as written and the disallowed tools as named — each sorted and
+// without duplicates, for the summary the system prompt carries (seed
+// §8.8): a model that knows them does not spend a turn on a call that is
+// bound to be denied. It describes configuration only, which is stable
+// for the whole session; what a call's arguments make dangerous is judged
+// per call at run time and is never listed (listing it would be endless,
+// and runtime state in the system prompt would break the cache, §3.5).
+func (c *Checker) Restrictions() (deny, disallowed []string) {
+	for _, r := range c.deny {
+		deny = append(deny, r.Text)
+	}
+	for _, name := range c.disallowed {
+		disallowed = append(disallowed, name)
+	}
+	slices.Sort(deny)
+	slices.Sort(disallowed)
+	return slices.Compact(deny), slices.Compact(disallowed)
+}
+
+// Disallowed reports whether tool is one of the session's disallowed
+// tools, by the same case-insensitive name the chain denies it by. The
+// loop uses it to leave the tool out of the definitions it sends; the
+// chain still denies a call to it, so a model that calls it anyway (a
+// hallucinated name) is refused all the same.
+func (c *Checker) Disallowed(tool string) bool {
+	_, ok := c.disallowed[strings.ToLower(strings.TrimSpace(tool))]
+	return ok
 }

@@ -65,6 +65,10 @@ type Spec struct {
 	EmptyOutput string
 	// Source says whether the tool is built in or comes from MCP.
 	Source trajectory.ToolSource
+	// Untrusted marks a built-in tool whose output a third party wrote (a
+	// web fetch): the model gets it wrapped as untrusted content, like the
+	// output of every MCP tool (seed §8.6).
+	Untrusted bool
 }
 
 // Access is a path a call reads or writes, for permission checks and
