@@ -152,14 +152,27 @@ func Compare(ctx context.Context, base, cand Input, opts Options) (*Result, erro
 			opts.Progress(fmt.Sprintf(format, args...))
 		}
 	}
-	b, err := readSide(ctx, base)
+	// The two sides are read at once when each has a database of its
+	// own: most of the reading is DuckDB planning, which uses one core per
+	// query. Under selectors both sides share one database and its
+	// snapshot tables, so they are read one after the other.
+	sides := []*side{nil, nil}
+	err = onBothSides(base.DB != cand.DB, func(i int) error {
+		in, name := base, "base"
+		if i == 1 {
+			in, name = cand, "candidate"
+		}
+		s, err := readSide(ctx, in)
+		if err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		sides[i] = s
+		return nil
+	})
 	if err != nil {
-		return nil, fmt.Errorf("base: %w", err)
+		return nil, err
 	}
-	c, err := readSide(ctx, cand)
-	if err != nil {
-		return nil, fmt.Errorf("candidate: %w", err)
-	}
+	b, c := sides[0], sides[1]
 	extra := slices.Clone(opts.Extra)
 	for _, g := range opts.Gates {
 		if g.Aggregate != nil {
@@ -170,12 +183,16 @@ func Compare(ctx context.Context, base, cand Input, opts Options) (*Result, erro
 	if err != nil {
 		return nil, err
 	}
-	for _, s := range []*side{b, c} {
+	err = onBothSides(base.DB != cand.DB, func(i int) error {
 		for _, sp := range specs {
-			if err := s.addSpec(ctx, sp); err != nil {
-				return nil, err
+			if err := sides[i].addSpec(ctx, sp); err != nil {
+				return err
 			}
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	res := &Result{
 		Base: b.describe(), Cand: c.describe(), Alpha: opts.Alpha, Correction: opts.Correction,
@@ -195,6 +212,28 @@ func Compare(ctx context.Context, base, cand Input, opts Options) (*Result, erro
 		res.Calibration = calibrate(specs, b.c, opts)
 	}
 	return res, nil
+}
+
+// onBothSides calls f(0) for the base and f(1) for the candidate, at once
+// when parallel is set, and returns both errors, the base's first.
+func onBothSides(parallel bool, f func(i int) error) error {
+	if !parallel {
+		if err := f(0); err != nil {
+			return err
+		}
+		return f(1)
+	}
+	errs := make([]error, 2)
+	var wg sync.WaitGroup
+	for i := range errs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = f(i)
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs[0], errs[1])
 }
 
 // snapshotViews are the views the rows read, each a join or an aggregate
