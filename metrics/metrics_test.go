@@ -44,6 +44,11 @@ func rows(t *testing.T, db *DB, query string) []string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return renderRows(tb)
+}
+
+// renderRows writes a table's rows as "a|b|c" lines.
+func renderRows(tb Table) []string {
 	var out []string
 	for _, r := range tb.Rows {
 		cells := make([]string, len(r))

@@ -2,7 +2,6 @@ package metrics
 
 import (
 	"context"
-	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -61,15 +60,7 @@ func preparedRows(t *testing.T, db *DB, name string) []string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []string
-	for _, r := range tb.Rows {
-		cells := make([]string, len(r))
-		for i, v := range r {
-			cells[i] = fmt.Sprint(v)
-		}
-		out = append(out, strings.Join(cells, "|"))
-	}
-	return out
+	return renderRows(tb)
 }
 
 // A statement that writes, run through Query, drops the prepared metrics

@@ -176,22 +176,24 @@ func calls(t *Threshold) string {
 // samples names what an aggregate is computed over, for messages.
 func samples(t *Threshold) string {
 	switch t.Subject {
-	case SubjectDuration:
+	case metrics.SubjectDuration:
 		return strings.TrimSuffix(calls(t), "s") + " durations"
-	case SubjectModelDuration:
+	case metrics.SubjectModelDuration:
 		return "model response durations"
-	case SubjectContextTokens:
+	case metrics.SubjectContextTokens:
 		return "model responses' context tokens"
-	case SubjectOutputTokens:
+	case metrics.SubjectOutputTokens:
 		return "model responses' output tokens"
-	case SubjectTurns:
+	case metrics.SubjectTurns:
 		return "turns"
 	}
 	return "counts of " + calls(t)
 }
 
 // perRun reports whether the threshold aggregates one number per run.
-func perRun(t *Threshold) bool { return t.Subject == SubjectTurns || t.Subject == SubjectToolCalls }
+func perRun(t *Threshold) bool {
+	return t.Subject == metrics.SubjectTurns || t.Subject == metrics.SubjectToolCalls
+}
 
 func runsOf(n int) string {
 	if n == 1 {
@@ -207,7 +209,7 @@ func formatValue(t *Threshold, v float64) string {
 		return strconv.FormatFloat(v/1000, 'f', -1, 64) + "s"
 	case t.isDuration():
 		return strconv.FormatFloat(v, 'f', -1, 64) + "ms"
-	case t.Func == FuncRate || t.Func == FuncMean:
+	case t.Func == metrics.FuncRate || t.Func == metrics.FuncMean:
 		return strconv.FormatFloat(math.Round(v*1e4)/1e4, 'f', -1, 64)
 	}
 	return strconv.FormatFloat(v, 'f', -1, 64)
@@ -237,14 +239,14 @@ func evalThreshold(ctx context.Context, db *metrics.DB, m MetricExpect, sessions
 	row := tab.Rows[0]
 	var v float64
 	switch t.Func {
-	case FuncCount:
+	case metrics.FuncCount:
 		v, _ = metrics.ValueNumber(row[0])
 		filters := ""
 		for _, f := range t.Filters {
 			filters += fmt.Sprintf(" with %s=%s", f.Key, f.Value)
 		}
 		tr.Got = fmt.Sprintf("%s %s events%s over %s", formatValue(t, v), t.Subject, filters, runs)
-	case FuncRate:
+	case metrics.FuncRate:
 		den, _ := metrics.ValueNumber(row[0])
 		num, _ := metrics.ValueNumber(row[1])
 		if den == 0 {
@@ -299,7 +301,7 @@ func thresholdAt(ctx context.Context, db *metrics.DB, t *Threshold, sessions []s
 	}
 	var q string
 	switch {
-	case t.Func == FuncRate:
+	case t.Func == metrics.FuncRate:
 		typ, cond := "tool_call", t.RateCond()
 		switch {
 		case t.Op == ">" || t.Op == ">=":
@@ -310,13 +312,13 @@ func thresholdAt(ctx context.Context, db *metrics.DB, t *Threshold, sessions []s
 		}
 		q = fmt.Sprintf(`SELECT e.file, e.line FROM events e JOIN (SELECT session, tool_use_id FROM tool_calls WHERE %s AND %s) c
 ON e.session = c.session AND e.tool_use_id = c.tool_use_id WHERE e.type = %s ORDER BY e.session, e.seq LIMIT 1`, where, cond, sqlString(typ))
-	case t.Func == FuncCount:
+	case t.Func == metrics.FuncCount:
 		conds := inSessions("session", sessions)
 		for _, f := range t.Filters {
 			conds += fmt.Sprintf(" AND %s = %s", f.Key, sqlString(f.Value))
 		}
 		q = fmt.Sprintf("SELECT file, line FROM events WHERE %s AND type = %s ORDER BY session, seq LIMIT 1", conds, sqlString(t.Subject))
-	case t.Subject == SubjectDuration:
+	case t.Subject == metrics.SubjectDuration:
 		q = fmt.Sprintf(`SELECT e.file, e.line FROM events e JOIN (SELECT session, tool_use_id, duration_ms FROM tool_calls WHERE %s AND duration_ms IS NOT NULL) c
 ON e.session = c.session AND e.tool_use_id = c.tool_use_id WHERE e.type = 'tool_end' ORDER BY c.duration_ms DESC, e.session, e.seq LIMIT 1`, where)
 	default:

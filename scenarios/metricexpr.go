@@ -26,29 +26,6 @@ import (
 // Func is a threshold's aggregate function.
 type Func = metrics.Func
 
-// The functions.
-const (
-	FuncP50   = metrics.FuncP50
-	FuncP90   = metrics.FuncP90
-	FuncP95   = metrics.FuncP95
-	FuncP99   = metrics.FuncP99
-	FuncMean  = metrics.FuncMean
-	FuncMin   = metrics.FuncMin
-	FuncMax   = metrics.FuncMax
-	FuncRate  = metrics.FuncRate
-	FuncCount = metrics.FuncCount
-)
-
-// The subjects of pN, mean, min and max (see metrics.Aggregate).
-const (
-	SubjectDuration      = metrics.SubjectDuration
-	SubjectModelDuration = metrics.SubjectModelDuration
-	SubjectContextTokens = metrics.SubjectContextTokens
-	SubjectOutputTokens  = metrics.SubjectOutputTokens
-	SubjectTurns         = metrics.SubjectTurns
-	SubjectToolCalls     = metrics.SubjectToolCalls
-)
-
 // Threshold is one parsed metric threshold.
 type Threshold struct {
 	metrics.Aggregate
