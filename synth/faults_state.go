@@ -60,19 +60,32 @@ func plantPhantomUserMessage(p *planting) bool {
 		if m < 0 || req.NewMessages[m].Role != trajectory.RoleUser {
 			return false
 		}
-		at := len(req.MessageHashes) - len(req.NewMessages) + m
+		full, err := trajectory.Full(p.evs)
+		if err != nil {
+			return false
+		}
+		at := len(full[q]) - len(req.NewMessages) + m
 		msg := &req.NewMessages[m]
 		msg.Content = append(slices.Clone(msg.Content), trajectory.ContentBlock{Type: trajectory.BlockText, Text: plantedReminder})
 		b, err := json.Marshal(msg)
 		if err != nil {
 			return false
 		}
-		old, sum := req.MessageHashes[at], trajectory.Hash(b)
-		for _, later := range p.evs[q:] {
-			if r, ok := later.Payload.(*trajectory.ModelRequest); ok && at < len(r.MessageHashes) && r.MessageHashes[at] == old {
-				r.MessageHashes = slices.Clone(r.MessageHashes)
-				r.MessageHashes[at] = sum
+		// The message changed in every request that carries it: the
+		// requests are chained again from the changed full lists.
+		old, sum := full[q][at], trajectory.Hash(b)
+		var enc trajectory.Conversation
+		for i, later := range p.evs {
+			r, ok := later.Payload.(*trajectory.ModelRequest)
+			if !ok {
+				continue
 			}
+			hashes := full[i]
+			if i >= q && at < len(hashes) && hashes[at] == old {
+				hashes = slices.Clone(hashes)
+				hashes[at] = sum
+			}
+			enc.Encode(r, hashes)
 		}
 		rem := e
 		rem.Payload = &trajectory.Reminder{Kind: "continue", DedupKey: "continue:planted", Role: trajectory.RoleUser, Text: plantedReminder}

@@ -156,6 +156,7 @@ type session struct {
 
 	history    []trajectory.Message
 	hashes     []string
+	conv       trajectory.Conversation // what the previous request sent, for v2's messages_kept
 	msgBytes   []int
 	sent       int // messages the previous request already carried
 	reminders  []trajectory.ContentBlock
@@ -469,8 +470,9 @@ func (g *session) compact() {
 		MessagesAfter: len(g.history), TokensBefore: before, TokensAfter: g.ctxTokens})
 }
 
-// request emits the model_request of the current turn: hashes of every
-// message, the content of the messages added since the previous request.
+// request emits the model_request of the current turn: the hashes and the
+// content of the messages after those the previous request sent and this
+// one keeps, and the prefix hash of them all.
 func (g *session) request() {
 	for i := len(g.hashes); i < len(g.history); i++ {
 		b, _ := json.Marshal(g.history[i]) // a Message always marshals
@@ -486,11 +488,11 @@ func (g *session) request() {
 		SystemHash:    trajectory.Hash([]byte(g.system)),
 		ToolsHash:     g.toolsHash,
 		ToolNames:     slices.Clone(g.toolNames),
-		MessageHashes: slices.Clone(g.hashes),
-		NewMessages:   g.history[g.sent:],
 		MaxTokens:     g.model.maxTokens,
 		Stream:        true,
 	}
+	kept := g.conv.Encode(req, g.hashes)
+	req.NewMessages = g.history[min(g.sent, kept):]
 	if g.turn == 1 {
 		req.System = g.system
 	}

@@ -193,7 +193,7 @@ func TestAFailureShiftChangesOnlyThePlantedCallsAndWhatCarriesThem(t *testing.T)
 	// Line by line, the same seed with and without bash.failure+0.05: a
 	// planted call's tool_success becomes a tool_failure (tool_error) and
 	// its tool_end and tool_result follow; the model_requests after it
-	// carry the failed result (their messages and hashes); session_end
+	// carry the failed result (their messages, hashes and prefix hash); session_end
 	// counts the failures. Every other line is byte for byte the same —
 	// the same timestamps, the same later calls.
 	opts := synth.Options{Sessions: 300, Seed: 11}
@@ -230,7 +230,7 @@ func TestAFailureShiftChangesOnlyThePlantedCallsAndWhatCarriesThem(t *testing.T)
 					t.Fatalf("session %d line %d: tool_result changed %v:\n%s%s", i, j+1, diff, bl[j], sl[j])
 				}
 			case *trajectory.ModelRequest:
-				if len(flipped) == 0 || !only(diff, "new_messages", "message_hashes", "request_bytes") {
+				if len(flipped) == 0 || !only(diff, "new_messages", "message_hashes", "prefix_hash", "request_bytes") {
 					t.Fatalf("session %d line %d: model_request changed %v", i, j+1, diff)
 				}
 			case *trajectory.SessionEnd:

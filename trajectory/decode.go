@@ -287,13 +287,13 @@ func (p *lineParser) decode(line []byte) (Event, error) {
 	}
 	var ev Event
 	if env[0] == nil {
-		return ev, &FieldError{Field: "v", Err: ErrMissingField, Detail: "every event starts with the schema version, v: 1"}
+		return ev, &FieldError{Field: "v", Err: ErrMissingField, Detail: "every event starts with the schema version, v: 2 (or v: 1)"}
 	}
 	v, err := strconv.Atoi(string(env[0]))
 	if err != nil {
 		return ev, &FieldError{Field: "v", Err: ErrMalformed, Detail: fmt.Sprintf("got %s, want an integer", truncate(env[0], 40))}
 	}
-	if v != Version {
+	if !Readable(v) {
 		return ev, &FieldError{Field: "v", Err: ErrUnsupportedVersion, Detail: versionDetail(v)}
 	}
 	ev.V = v

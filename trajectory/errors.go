@@ -10,7 +10,7 @@ import (
 // Sentinel errors. Every error the reader returns wraps one of them, so callers
 // can branch with errors.Is while the message still says file, line and field.
 var (
-	// ErrMalformed means a line is not a well-formed v1 event: bad JSON, a
+	// ErrMalformed means a line is not a well-formed event: bad JSON, a
 	// missing or unknown field, or a value of the wrong shape.
 	ErrMalformed = errors.New("malformed event")
 	// ErrUnsupportedVersion means the event's "v" is not a version this build reads.
@@ -64,6 +64,9 @@ func (e *FieldError) Unwrap() error { return e.Err }
 // validation code reads as a flat list of rules.
 type checks struct {
 	err error
+	// v is the version of the event being checked: a few rules differ
+	// between versions.
+	v int
 }
 
 func (c *checks) fail(field string, sentinel error, format string, args ...any) {

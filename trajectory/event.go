@@ -8,9 +8,19 @@ import (
 	"time"
 )
 
-// Version is the trajectory schema version this build writes and reads.
-// Any change to the set of fields or of closed-set values is a new version.
-const Version = 1
+// Version is the trajectory schema version this build writes. Any change
+// to the set of fields or of closed-set values is a new version. Version 2
+// records a model_request's messages as a change since the previous
+// request (messages_kept, prefix_hash; see Conversation), so a file grows
+// linearly with the turns.
+const Version = 2
+
+// MinVersion is the oldest version this build reads: v 1 files (every
+// model_request with its full message_hashes list) are read as they are.
+const MinVersion = 1
+
+// Readable reports whether this build reads files of version v.
+func Readable(v int) bool { return v >= MinVersion && v <= Version }
 
 // Event is one line of a trajectory: the envelope and a typed payload.
 // The recorder fills V, Session, Seq and TS; the emitter gives Turn and Payload.
@@ -59,9 +69,9 @@ func isNilPayload(p Payload) bool {
 // as an error that wraps ErrMalformed, ErrMissingField, ErrUnknownValue or
 // ErrUnsupportedVersion.
 func (e Event) Validate() error {
-	c := &checks{}
+	c := &checks{v: e.V}
 	switch {
-	case e.V != Version:
+	case !Readable(e.V):
 		return &FieldError{Field: "v", Err: ErrUnsupportedVersion, Detail: versionDetail(e.V)}
 	case isNilPayload(e.Payload):
 		return &FieldError{Field: "type", Err: ErrMissingField, Detail: "event has no payload"}
@@ -82,9 +92,12 @@ func (e Event) Validate() error {
 
 func versionDetail(v int) string {
 	if v == 0 {
-		return "missing or 0; this build reads v 1"
+		return "missing or 0; this build reads v 1 and v 2"
 	}
-	return "got " + strconv.Itoa(v) + "; this build reads v 1 (upgrade retrace to read newer files)"
+	if v > Version {
+		return "got " + strconv.Itoa(v) + "; this build reads v 1 and v 2 (upgrade retrace to read newer files)"
+	}
+	return "got " + strconv.Itoa(v) + "; this build reads v 1 and v 2"
 }
 
 // Hash returns the contract's short content hash of b: the first 8 bytes of

@@ -58,7 +58,7 @@ func TestEveryInvalidFixtureNamesItsProblemAtItsLine(t *testing.T) {
 		{file: "seq_repeated", line: 6, kind: ViolationSeq, text: "seq 5 after 5"},
 		{file: "missing_seq", line: 4, sentinel: ErrMissingField, text: `field "seq"`},
 		{file: "malformed_json", line: 5, sentinel: ErrMalformed, text: "invalid JSON"},
-		{file: "unknown_version", line: 1, sentinel: ErrUnsupportedVersion, text: "got 2"},
+		{file: "unknown_version", line: 1, sentinel: ErrUnsupportedVersion, text: "got 9"},
 		{file: "unknown_event_type", line: 5, sentinel: ErrUnknownValue, text: `"permission_maybe"`},
 		{file: "unknown_failure_kind", line: 6, sentinel: ErrUnknownValue, text: `"crashed"`},
 		{file: "unknown_field", line: 7, sentinel: ErrMalformed, text: `field "duration"`},

@@ -39,6 +39,10 @@ const (
 	// ViolationToolResult: a tool_use without exactly one tool_result before
 	// the next model_request, or a tool_result for no pending tool_use.
 	ViolationToolResult ViolationKind = "tool_result"
+	// ViolationMessages: a v2 model_request keeps more messages than the
+	// previous request had, or its prefix_hash is not the chain of the
+	// session's message hashes (a request lost, reordered or edited).
+	ViolationMessages ViolationKind = "messages"
 )
 
 // Violation is one broken invariant, located at the line that shows it.
@@ -97,6 +101,10 @@ type Checker struct {
 	resync        bool // a line was unreadable: the next seq may jump
 	sessionEnd    *SessionEnd
 	sessionEndSeq int64
+	conv          Conversation
+	// convLost: a line was unreadable, so the chain of message hashes
+	// cannot be followed past it and is no longer checked.
+	convLost bool
 }
 
 // NewChecker returns a checker whose violations name file.
@@ -127,6 +135,9 @@ func (c *Checker) Add(line int, ev Event) {
 		}
 		c.snapshot = true
 	case *ModelRequest:
+		if _, err := c.conv.Next(p); err != nil && !c.convLost {
+			c.report(line, ev.Seq, ViolationMessages, "", "%v", err)
+		}
 		c.closeUses(line, ev.Seq, "the next model_request")
 		c.awaiting, c.requested = true, true
 	case *ModelResponse:
@@ -284,7 +295,7 @@ func (c *Checker) closeUses(line int, seq int64, what string) {
 // Unreadable tells the checker that a line could not be decoded, so the
 // seq it held is unknown: the next seq may jump without a violation being
 // reported twice for one bad line.
-func (c *Checker) Unreadable() { c.resync = true }
+func (c *Checker) Unreadable() { c.resync, c.convLost = true, true }
 
 // Finish checks what can only be checked at the end of the stream and
 // returns every violation found, in line order. A stream without

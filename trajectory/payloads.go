@@ -265,9 +265,22 @@ type ModelRequest struct {
 	// ToolsHash is the Hash of the tool definitions in the order sent.
 	ToolsHash string   `json:"tools_hash"`
 	ToolNames []string `json:"tool_names"`
-	// MessageHashes holds the Hash of every message of the request, in order.
+	// MessagesKept (v2) is how many leading messages of the previous
+	// request of the session this request keeps unchanged: all of them
+	// while the conversation only grows, fewer after a compaction or a
+	// rewrite, 0 for the first request. Absent means 0.
+	MessagesKept int `json:"messages_kept,omitempty"`
+	// MessageHashes holds the Hash of every message after the kept ones,
+	// in order (v2); in v1 it holds the hash of every message of the
+	// request. Conversation gives the full list of either.
 	MessageHashes []string `json:"message_hashes"`
-	// NewMessages are the messages added since the previous request.
+	// PrefixHash (v2, required there) chains over the hashes of all the
+	// request's messages (ChainHash), so a reader verifies the whole
+	// prefix, and two requests with equal prefix hashes send the same
+	// messages.
+	PrefixHash string `json:"prefix_hash,omitempty"`
+	// NewMessages are the content of the last len(NewMessages) messages
+	// of MessageHashes: the messages added since the previous request.
 	NewMessages []Message `json:"new_messages"`
 	MaxTokens   int       `json:"max_tokens,omitempty"`
 	Stream      bool      `json:"stream,omitempty"`
@@ -302,6 +315,17 @@ func (p *ModelRequest) validate(c *checks) {
 	if p.MessageHashes == nil {
 		c.fail("message_hashes", ErrMissingField, "want a list")
 	}
+	switch {
+	case c.v == 1 && p.PrefixHash != "":
+		c.fail("prefix_hash", ErrMalformed, "not a field of v 1 model_request events (v 2 has it)")
+	case c.v == 1 && p.MessagesKept != 0:
+		c.fail("messages_kept", ErrMalformed, "not a field of v 1 model_request events (v 2 has it)")
+	case c.v >= 2 && p.PrefixHash == "":
+		c.fail("prefix_hash", ErrMissingField, "required in v 2 model_request events")
+	case c.v >= 2:
+		c.hash("prefix_hash", p.PrefixHash)
+	}
+	c.nonNegative("messages_kept", float64(p.MessagesKept))
 	for i, h := range p.MessageHashes {
 		if !IsHash(h) {
 			c.hash(indexed("message_hashes", i), h)

@@ -29,11 +29,14 @@ func sampleSession(session string, turns int) []Event {
 	})
 	add(0, &WorkspaceSnapshot{Manifest: BlobRef([]byte("manifest")), Files: 12, Bytes: 48_000, DurationMs: 9.5})
 	var hashes []string
+	var conv Conversation
 	for turn := 1; turn <= turns; turn++ {
 		msg := Message{Role: RoleUser, Content: []ContentBlock{{Type: BlockText, Text: fmt.Sprintf("step %d: read the files and run the tests", turn)}}}
 		hashes = append(hashes, h(msg.Content[0].Text))
-		add(turn, &ModelRequest{RequestBytes: int64(2000 + 300*turn), SystemHash: h("sys"), ToolsHash: h("tools"),
-			ToolNames: []string{"read", "bash"}, MessageHashes: append([]string(nil), hashes...), NewMessages: []Message{msg}})
+		req := &ModelRequest{RequestBytes: int64(2000 + 300*turn), SystemHash: h("sys"), ToolsHash: h("tools"),
+			ToolNames: []string{"read", "bash"}, NewMessages: []Message{msg}}
+		conv.Encode(req, hashes)
+		add(turn, req)
 		ids := []string{fmt.Sprintf("toolu_%03d_a", turn), fmt.Sprintf("toolu_%03d_b", turn), fmt.Sprintf("toolu_%03d_c", turn)}
 		add(turn, &ModelResponse{
 			Content: []ContentBlock{
@@ -70,8 +73,10 @@ func sampleSession(session string, turns int) []Event {
 	}
 	last := turns + 1
 	hashes = append(hashes, h("final"))
-	add(last, &ModelRequest{RequestBytes: 9000, SystemHash: h("sys"), ToolsHash: h("tools"), ToolNames: []string{"read", "bash"},
-		MessageHashes: hashes, NewMessages: []Message{}})
+	final := &ModelRequest{RequestBytes: 9000, SystemHash: h("sys"), ToolsHash: h("tools"), ToolNames: []string{"read", "bash"},
+		NewMessages: []Message{}}
+	conv.Encode(final, hashes)
+	add(last, final)
 	add(last, &ModelError{ErrorKind: ModelOverloaded, StatusCode: 529, Attempt: 1, WillRetry: true, RetryAfterMs: 1000, DurationMs: 40})
 	add(last, &ModelResponse{Content: []ContentBlock{{Type: BlockText, Text: "Done."}}, StopReason: StopEndTurn, StopReasonRaw: "end_turn",
 		Usage: Usage{InputTokens: 3000, OutputTokens: 10}, DurationMs: 400})

@@ -13,9 +13,9 @@ import (
 // The committed JSON Schema and the Go decoder are two descriptions of one
 // contract; these tests keep them from drifting apart (seed §13.11).
 
-func compiledSchema(t *testing.T) *jsonschema.Schema {
+func compiledSchema(t *testing.T, path string) *jsonschema.Schema {
 	t.Helper()
-	f, err := os.Open(schemaPath)
+	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -26,10 +26,11 @@ func compiledSchema(t *testing.T) *jsonschema.Schema {
 	}
 	c := jsonschema.NewCompiler()
 	c.AssertFormat()
-	if err := c.AddResource("v1.json", doc); err != nil {
+	name := filepath.Base(path)
+	if err := c.AddResource(name, doc); err != nil {
 		t.Fatal(err)
 	}
-	s, err := c.Compile("v1.json")
+	s, err := c.Compile(name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,9 +51,17 @@ func eachLine(t *testing.T, path string, f func(n int, line []byte)) {
 }
 
 func TestValidFixturesConformToTheCommittedSchema(t *testing.T) {
-	s := compiledSchema(t)
-	files, _ := filepath.Glob("testdata/valid/*.jsonl")
-	for _, path := range files {
+	v1, v2 := compiledSchema(t, v1SchemaPath), compiledSchema(t, schemaPath)
+	v1Files, _ := filepath.Glob("testdata/valid/*.jsonl")
+	v2Files, _ := filepath.Glob("testdata/v2/*.jsonl")
+	if len(v1Files) == 0 || len(v2Files) == 0 {
+		t.Fatal("want fixtures of both versions")
+	}
+	for _, path := range append(v1Files, v2Files...) {
+		s := v1
+		if filepath.Dir(path) == "testdata/v2" {
+			s = v2
+		}
 		eachLine(t, path, func(n int, line []byte) {
 			if path == "testdata/valid/torn_last_line.jsonl" && n == 11 {
 				return // the torn line is meant to be broken
@@ -69,7 +78,7 @@ func TestValidFixturesConformToTheCommittedSchema(t *testing.T) {
 }
 
 func TestTheSchemaRejectsWhatTheDecoderRejectsForContractReasons(t *testing.T) {
-	s := compiledSchema(t)
+	s := compiledSchema(t, v1SchemaPath) // the invalid fixtures are v 1 files
 	// Lines that break the contract in ways a JSON Schema can express.
 	for _, fixture := range []struct {
 		file string

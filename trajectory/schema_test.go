@@ -13,9 +13,15 @@ import (
 	orderedmap "github.com/pb33f/ordered-map/v2"
 )
 
-var update = flag.Bool("update", false, "rewrite generated files (schema/v1.json) from the Go types")
+var update = flag.Bool("update", false, "rewrite generated files (schema/v2.json) from the Go types")
 
-const schemaPath = "schema/v1.json"
+// schemaPath is the schema of the version this build writes, generated
+// from the Go types; v1SchemaPath is v 1's, frozen as it was released
+// (the Go types have v 2's fields now, so it cannot be generated).
+const (
+	schemaPath   = "schema/v2.json"
+	v1SchemaPath = "schema/v1.json"
+)
 
 // closedSetValues maps every closed-set type to its values, for the schema.
 // TestEveryClosedSetIsInTheSchema keeps it complete.
@@ -41,7 +47,7 @@ var closedSetValues = map[reflect.Type][]string{
 	reflect.TypeFor[Observed]():           observedOrigins.strings(),
 }
 
-// generateSchema builds the JSON Schema of trajectory v1 from the Go types:
+// generateSchema builds the JSON Schema of trajectory v2 from the Go types:
 // one variant per event type (envelope + payload, "type" fixed), closed
 // sets as enums, required fields from the omitempty tags.
 func generateSchema(t *testing.T) []byte {
@@ -68,8 +74,8 @@ func generateSchema(t *testing.T) []byte {
 	}
 	root := &jsonschema.Schema{
 		Version:     "https://json-schema.org/draft/2020-12/schema",
-		ID:          "https://github.com/retrace-dev/retrace/trajectory/schema/v1.json",
-		Title:       "retrace trajectory event, v1",
+		ID:          "https://github.com/retrace-dev/retrace/trajectory/schema/v2.json",
+		Title:       "retrace trajectory event, v2",
 		Description: "One line of a retrace trajectory (JSONL): the envelope (v, session, seq, ts, turn, type) followed by the fields of the type's payload. Generated from the Go types in package trajectory; do not edit.",
 		Definitions: jsonschema.Definitions{},
 	}
@@ -91,6 +97,11 @@ func generateSchema(t *testing.T) []byte {
 		}
 		s.Properties = props
 		s.Required = append([]string{"v", "session", "seq", "ts", "turn", "type"}, s.Required...)
+		if et == TypeModelRequest {
+			// omitempty only because v 1 lines, decoded into the same
+			// type, lack it; v 2 requires it (ModelRequest.validate).
+			s.Required = append(s.Required, "prefix_hash")
+		}
 		s.Title = string(et)
 		root.Definitions[string(et)] = s
 		root.OneOf = append(root.OneOf, &jsonschema.Schema{Ref: "#/$defs/" + string(et)})
