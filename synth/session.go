@@ -484,12 +484,12 @@ func (g *session) request() {
 		size += n
 	}
 	req := &trajectory.ModelRequest{
-		RequestBytes:  int64(size),
-		SystemHash:    trajectory.Hash([]byte(g.system)),
-		ToolsHash:     g.toolsHash,
-		ToolNames:     slices.Clone(g.toolNames),
-		MaxTokens:     g.model.maxTokens,
-		Stream:        true,
+		RequestBytes: int64(size),
+		SystemHash:   trajectory.Hash([]byte(g.system)),
+		ToolsHash:    g.toolsHash,
+		ToolNames:    slices.Clone(g.toolNames),
+		MaxTokens:    g.model.maxTokens,
+		Stream:       true,
 	}
 	kept := g.conv.Encode(req, g.hashes)
 	req.NewMessages = g.history[min(g.sent, kept):]
