@@ -53,7 +53,8 @@ type session struct {
 
 	history []trajectory.Message
 	prev    *llm.Request
-	sent    map[string]bool // tools in the last request
+	conv    trajectory.Conversation // the messages prev sent, for the next model_request
+	sent    map[string]bool         // tools in the last request
 	turn    int
 	usage   trajectory.Usage
 	text    string
@@ -305,7 +306,7 @@ func (s *session) ask(ctx context.Context) (llm.Response, error) {
 	if b, err := json.Marshal(req); err == nil {
 		size = len(b)
 	}
-	ev := llm.RequestEvent(req, s.prev, size, s.cfg.Stream)
+	ev := llm.RequestEvent(req, s.prev, &s.conv, size, s.cfg.Stream)
 	if s.reg != nil {
 		// Record which MCP servers are still connecting, so that a
 		// detector can tell "not here yet" from "does not exist" (§13.12).

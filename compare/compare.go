@@ -160,7 +160,10 @@ type modelCall struct {
 	turn  int
 	order int
 	req   *trajectory.ModelRequest
-	resp  *trajectory.ModelResponse
+	// msgs is req's full message-hash list (trajectory.Conversation):
+	// a v2 request records only the change since the one before.
+	msgs []string
+	resp *trajectory.ModelResponse
 }
 
 type defenseKey struct {
@@ -215,10 +218,16 @@ func index(events []trajectory.Event) *session {
 		return c
 	}
 	seen := map[defenseKey]int{}
+	var conv trajectory.Conversation
 	for i, ev := range events {
 		switch p := ev.Payload.(type) {
+		case *trajectory.SessionStart:
+			conv = trajectory.Conversation{}
 		case *trajectory.ModelRequest:
-			s.requests = append(s.requests, modelCall{turn: ev.Turn, order: i, req: p})
+			// A broken chain still gives the messages as recorded; the
+			// comparison then shows where they differ.
+			msgs, _ := conv.Next(p)
+			s.requests = append(s.requests, modelCall{turn: ev.Turn, order: i, req: p, msgs: msgs})
 			if p.System != "" {
 				s.systems[p.SystemHash] = p.System
 			}

@@ -62,7 +62,7 @@ func (c *comparer) compareRequests(rec, rep *session) {
 					Detail: "the replay sent a model request the recording lacks"}
 			default:
 				var same bool
-				d, same = c.diffRequest(rec, rep, rs[i].req, ps[i].req)
+				d, same = c.diffRequest(rec, rep, rs[i], ps[i])
 				if same {
 					continue
 				}
@@ -91,8 +91,11 @@ func afterTurn(rs []modelCall, fallback int) int {
 }
 
 // diffRequest returns the first differing field of two requests, in the
-// order a provider caches them: system, tools, then messages.
-func (c *comparer) diffRequest(rec, rep *session, a, b *trajectory.ModelRequest) (Divergence, bool) {
+// order a provider caches them: system, tools, then messages (their full
+// lists, so v1 and v2 recordings compare alike).
+func (c *comparer) diffRequest(rec, rep *session, ra, rb modelCall) (Divergence, bool) {
+	a, b := ra.req, rb.req
+	am, bm := ra.msgs, rb.msgs
 	d := Divergence{}
 	cache := func(field string, breaks bool) string {
 		if breaks {
@@ -114,31 +117,34 @@ func (c *comparer) diffRequest(rec, rep *session, a, b *trajectory.ModelRequest)
 		d.Field, d.Recorded, d.Replayed, d.Detail = "tools_hash", a.ToolsHash, b.ToolsHash, cache("tools_hash (a tool definition)", true)
 		return d, false
 	}
-	n := min(len(a.MessageHashes), len(b.MessageHashes))
-	for i := 0; i < n; i++ {
-		if a.MessageHashes[i] == b.MessageHashes[i] {
+	n := min(len(am), len(bm))
+	// Equal prefix hashes mean equal message lists (both are chains over
+	// the full lists): nothing to walk.
+	sameMessages := a.PrefixHash != "" && a.PrefixHash == b.PrefixHash
+	for i := 0; i < n && !sameMessages; i++ {
+		if am[i] == bm[i] {
 			continue
 		}
-		am, bm := c.messageText(rec, a.MessageHashes[i]), c.messageText(rep, b.MessageHashes[i])
-		if am == bm {
+		at, bt := c.messageText(rec, am[i]), c.messageText(rep, bm[i])
+		if at == bt {
 			continue
 		}
 		field := fmt.Sprintf("messages[%d]", i)
 		// Only the newest message is outside the cached prefix.
-		breaks := i < len(a.MessageHashes)-1
-		d.Field, d.Recorded, d.Replayed, d.Detail = field, am, bm, cache(field, breaks)
+		breaks := i < len(am)-1
+		d.Field, d.Recorded, d.Replayed, d.Detail = field, at, bt, cache(field, breaks)
 		return d, false
 	}
 	switch {
-	case len(b.MessageHashes) > n:
+	case len(bm) > n:
 		d.Field = "messages"
-		d.Recorded, d.Replayed = fmt.Sprint(len(a.MessageHashes)), fmt.Sprint(len(b.MessageHashes))
-		d.Detail = fmt.Sprintf("%d message(s) appended; the prompt cache still holds (the cached prefix is unchanged)", len(b.MessageHashes)-n)
+		d.Recorded, d.Replayed = fmt.Sprint(len(am)), fmt.Sprint(len(bm))
+		d.Detail = fmt.Sprintf("%d message(s) appended; the prompt cache still holds (the cached prefix is unchanged)", len(bm)-n)
 		return d, false
-	case len(a.MessageHashes) > n:
+	case len(am) > n:
 		d.Field = "messages"
-		d.Recorded, d.Replayed = fmt.Sprint(len(a.MessageHashes)), fmt.Sprint(len(b.MessageHashes))
-		d.Detail = fmt.Sprintf("%d message(s) fewer at the end; the prompt cache still holds (the cached prefix is unchanged)", len(a.MessageHashes)-n)
+		d.Recorded, d.Replayed = fmt.Sprint(len(am)), fmt.Sprint(len(bm))
+		d.Detail = fmt.Sprintf("%d message(s) fewer at the end; the prompt cache still holds (the cached prefix is unchanged)", len(am)-n)
 		return d, false
 	}
 	if a.MaxTokens != b.MaxTokens {

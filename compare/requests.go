@@ -12,7 +12,7 @@ import (
 type Requests struct {
 	c    *comparer
 	rec  *session
-	reqs []*trajectory.ModelRequest
+	reqs []modelCall
 }
 
 // NewRequests indexes the model requests of recorded.
@@ -25,9 +25,7 @@ func NewRequests(recorded []trajectory.Event, opts Options) *Requests {
 		c.tools[id] = cl.tool
 	}
 	r := &Requests{c: c, rec: rec}
-	for _, m := range rec.requests {
-		r.reqs = append(r.reqs, m.req)
-	}
+	r.reqs = rec.requests
 	return r
 }
 
@@ -58,7 +56,10 @@ func (r *Requests) Compare(i int, sent *trajectory.ModelRequest) (Divergence, bo
 			side.messages[sent.MessageHashes[first+j]] = m
 		}
 	}
-	d, same := r.c.diffRequest(r.rec, side, r.reqs[i], sent)
+	// sent stands alone: its full list is its own (a fresh chain).
+	var conv trajectory.Conversation
+	msgs, _ := conv.Next(sent)
+	d, same := r.c.diffRequest(r.rec, side, r.reqs[i], modelCall{req: sent, msgs: msgs})
 	if same {
 		return Divergence{}, true
 	}

@@ -228,6 +228,7 @@ func (s *session) emit(sink trajectory.Sink, at func(time.Time)) {
 	})
 	var (
 		hashes   []string
+		conv     trajectory.Conversation
 		total    trajectory.Usage
 		calls    int
 		failures int
@@ -242,9 +243,11 @@ func (s *session) emit(sink trajectory.Sink, at func(time.Time)) {
 		}
 		req := &trajectory.ModelRequest{
 			SystemHash: systemHash, ToolsHash: toolsHash, ToolNames: names,
-			MessageHashes: append([]string{}, hashes...), NewMessages: t.newMessages,
-			MaxTokens: t.maxTokens, Stream: true,
+			NewMessages: t.newMessages, MaxTokens: t.maxTokens, Stream: true,
 		}
+		// The rebuilt conversation only grows: every request keeps the
+		// whole previous one.
+		conv.Encode(req, hashes)
 		if i == 0 {
 			req.System = s.system
 		}

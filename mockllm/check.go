@@ -38,7 +38,7 @@ func (c *RequestChecker) Check(req *llm.Request) (n int, diff string) {
 	c.n++
 	// Without a previous request every message is new, so the comparison
 	// can read (and normalise) each one.
-	d, same := c.recorded.Compare(c.n-1, llm.RequestEvent(*req, nil, 0, false))
+	d, same := c.recorded.Compare(c.n-1, llm.RequestEvent(*req, nil, nil, 0, false))
 	if same {
 		return c.n, ""
 	}

@@ -15,9 +15,10 @@ func TestTheRequestCheckerNamesTheFirstFieldThatDiffersFromTheRecording(t *testi
 	first := llm.Request{System: "sys", Tools: []llm.ToolDef{{Name: "read"}}, Messages: []trajectory.Message{msg(trajectory.RoleUser, "hi")}}
 	second := first
 	second.Messages = []trajectory.Message{msg(trajectory.RoleUser, "hi"), msg(trajectory.RoleAssistant, "hello"), msg(trajectory.RoleUser, "go on")}
+	var conv trajectory.Conversation
 	events := []trajectory.Event{
-		{Payload: llm.RequestEvent(first, nil, 0, false)},
-		{Payload: llm.RequestEvent(second, &first, 0, false)},
+		{Payload: llm.RequestEvent(first, nil, &conv, 0, false)},
+		{Payload: llm.RequestEvent(second, &first, &conv, 0, false)},
 	}
 
 	c := NewRequestChecker(events)

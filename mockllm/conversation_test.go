@@ -402,12 +402,13 @@ func longSession(n int) ([]trajectory.Event, []llm.Request) {
 	var events []trajectory.Event
 	var reqs []llm.Request
 	var prev *llm.Request
+	var conv trajectory.Conversation
 	for i := range n {
 		req := llm.Request{System: "You are an agent. Today's date is 2026-12-01.", Messages: slices.Clone(msgs)}
 		reqs = append(reqs, req)
 		use := trajectory.ContentBlock{Type: trajectory.BlockToolUse, ID: fmt.Sprintf("toolu_%d", i), Name: "bash", Input: []byte(`{"command":"make step"}`)}
 		events = append(events,
-			trajectory.Event{Payload: llm.RequestEvent(req, prev, 0, false)},
+			trajectory.Event{Payload: llm.RequestEvent(req, prev, &conv, 0, false)},
 			trajectory.Event{Payload: &trajectory.ModelResponse{Content: []trajectory.ContentBlock{use}, StopReason: trajectory.StopToolUse}})
 		msgs = append(msgs, trajectory.Message{Role: trajectory.RoleAssistant, Content: []trajectory.ContentBlock{use}},
 			trajectory.Message{Role: trajectory.RoleUser, Content: []trajectory.ContentBlock{{Type: trajectory.BlockToolResult, ToolUseID: use.ID,
@@ -477,9 +478,10 @@ func TestAReplayRefusesARecordingWhoseResponsesAnswerOtherRequests(t *testing.T)
 	build := func(steps []step) []trajectory.Event {
 		var events []trajectory.Event
 		var prev *llm.Request
+		var conv trajectory.Conversation
 		for _, s := range steps {
 			if s.req != nil {
-				events = append(events, trajectory.Event{Payload: llm.RequestEvent(*s.req, prev, 0, false)})
+				events = append(events, trajectory.Event{Payload: llm.RequestEvent(*s.req, prev, &conv, 0, false)})
 				prev = s.req
 			}
 			if s.resp != nil {

@@ -150,6 +150,7 @@ func NewReplayWith(events []trajectory.Event, opts ReplayOptions) (*Replay, erro
 	r := &Replay{model: "replay", opts: opts, byKey: map[string]*replayConv{}}
 	var (
 		prev       rebuilt
+		conv       trajectory.Conversation // full message lists, v1 and v2
 		pending    *recordedTurn
 		pendingKey string
 	)
@@ -162,9 +163,12 @@ func NewReplayWith(events []trajectory.Event, opts ReplayOptions) (*Replay, erro
 			if r.model == "replay" {
 				r.model = p.Model
 			}
-			prev, pending = rebuilt{}, nil
+			prev, pending, conv = rebuilt{}, nil, trajectory.Conversation{}
 		case *trajectory.ModelRequest:
-			t, next, key := r.rebuildRequest(p, prev)
+			// A broken chain (err) means the prefix cannot be trusted, so
+			// the request is not rebuilt, as for any hash disagreement.
+			full, err := conv.Next(p)
+			t, next, key := r.rebuildRequest(p, full, err == nil, prev)
 			prev = next
 			pending, pendingKey = &t, key
 		case *trajectory.ModelResponse:
@@ -287,29 +291,31 @@ type rebuilt struct {
 
 // rebuildRequest rebuilds a recorded request's system prompt and messages
 // from the previous request's and checks them against the recorded
-// hashes: the shared prefix is the previous request's (its hashes must
-// agree), the rest are the event's new messages, hashed here. It returns
-// the turn's request part, the rebuilt request to rebuild the next one
-// from, and the request's prompt key ("" when it could not be rebuilt).
-func (r *Replay) rebuildRequest(p *trajectory.ModelRequest, prev rebuilt) (recordedTurn, rebuilt, string) {
-	t := recordedTurn{hasReq: true, toolsHash: p.ToolsHash, rawSystem: p.SystemHash, rawMsgs: p.MessageHashes}
+// hashes: full is the request's full message-hash list (from a
+// trajectory.Conversation; chained is false when its chain broke), the shared
+// prefix is the previous request's (its hashes must agree), the rest are
+// the event's new messages, hashed here. It returns the turn's request
+// part, the rebuilt request to rebuild the next one from, and the
+// request's prompt key ("" when it could not be rebuilt).
+func (r *Replay) rebuildRequest(p *trajectory.ModelRequest, full []string, chained bool, prev rebuilt) (recordedTurn, rebuilt, string) {
+	t := recordedTurn{hasReq: true, toolsHash: p.ToolsHash, rawSystem: p.SystemHash, rawMsgs: full}
 	system := p.System
 	if system == "" && trajectory.Hash([]byte(prev.system)) == p.SystemHash {
 		system = prev.system // the recorder leaves out a system prompt that did not change
 	}
 	fail := rebuilt{system: system}
-	shared := len(p.MessageHashes) - len(p.NewMessages)
-	if shared < 0 || (shared > 0 && !prev.ok) || shared > len(prev.msgs) || trajectory.Hash([]byte(system)) != p.SystemHash {
+	shared := len(full) - len(p.NewMessages)
+	if !chained || shared < 0 || (shared > 0 && !prev.ok) || shared > len(prev.msgs) || trajectory.Hash([]byte(system)) != p.SystemHash {
 		return t, fail, ""
 	}
-	if !slices.Equal(p.MessageHashes[:shared], prev.raw[:shared]) {
+	if !slices.Equal(full[:shared], prev.raw[:shared]) {
 		return t, fail, ""
 	}
 	norm, raw := r.hashMessages(p.NewMessages)
-	if !slices.Equal(raw, p.MessageHashes[shared:]) {
+	if !slices.Equal(raw, full[shared:]) {
 		return t, fail, ""
 	}
-	next := rebuilt{system: system, raw: p.MessageHashes, ok: true}
+	next := rebuilt{system: system, raw: full, ok: true}
 	next.msgs = append(slices.Clip(prev.msgs[:shared]), p.NewMessages...)
 	next.norm = append(slices.Clip(prev.norm[:shared]), norm...)
 	t.rebuilt = true

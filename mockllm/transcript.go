@@ -62,7 +62,8 @@ type tsession struct {
 	turn         int
 	prev         *llm.Request
 	prevEv       *trajectory.ModelRequest
-	awaiting     bool // a model_request waits for its response
+	conv         trajectory.Conversation // the messages prev sent
+	awaiting     bool                    // a model_request waits for its response
 	attempt      int
 	pending      map[string]pendingUse // tool_use id → the block, awaiting a result
 	answered     []answeredUse         // the most recent answered calls, oldest first
@@ -236,7 +237,7 @@ func (t *Transcript) request(s *tsession, l Logged) {
 	if !s.started {
 		t.start(s, req)
 	}
-	ev := llm.RequestEvent(*req, s.prev, l.BodyBytes, l.Stream)
+	ev := llm.RequestEvent(*req, s.prev, &s.conv, l.BodyBytes, l.Stream)
 	if s.awaiting && sameRequest(ev, s.prevEv) {
 		s.attempt++
 		return
@@ -250,9 +251,9 @@ func (t *Transcript) request(s *tsession, l Logged) {
 }
 
 // sameRequest reports whether two requests ask the same: same system
-// prompt, tools and messages.
+// prompt, tools and messages (the prefix hash covers every message).
 func sameRequest(a, b *trajectory.ModelRequest) bool {
-	return b != nil && a.SystemHash == b.SystemHash && a.ToolsHash == b.ToolsHash && slices.Equal(a.MessageHashes, b.MessageHashes)
+	return b != nil && a.SystemHash == b.SystemHash && a.ToolsHash == b.ToolsHash && a.PrefixHash == b.PrefixHash
 }
 
 // flush writes what was emitted to the sink's file, when it has one.

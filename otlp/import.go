@@ -399,6 +399,7 @@ func (s *otSession) emit(sink trajectory.Sink, at func(time.Time)) {
 	})
 	var (
 		hashes          []string
+		conv            trajectory.Conversation
 		total           trajectory.Usage
 		calls, failures int
 		last            trajectory.StopReason
@@ -416,7 +417,8 @@ func (s *otSession) emit(sink trajectory.Sink, at func(time.Time)) {
 		}
 		results = nil
 		req := &trajectory.ModelRequest{SystemHash: systemHash, ToolsHash: toolsHash, ToolNames: []string{},
-			MessageHashes: append([]string{}, hashes...), NewMessages: newMessages}
+			NewMessages: newMessages}
+		conv.Encode(req, hashes)
 		if mt, ok := t.a.int("gen_ai.request.max_tokens"); ok && mt > 0 {
 			req.MaxTokens = int(mt)
 		}

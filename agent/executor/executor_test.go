@@ -132,8 +132,9 @@ func use(id, name, input string) trajectory.ContentBlock {
 func (h *harness) turnWith(ctx context.Context, uses ...trajectory.ContentBlock) []trajectory.ContentBlock {
 	h.t.Helper()
 	h.turn++
+	msgs := []string{trajectory.Hash([]byte{byte(h.turn)})}
 	h.rec.Emit(h.turn, &trajectory.ModelRequest{SystemHash: trajectory.Hash(nil), ToolsHash: trajectory.Hash(nil), ToolNames: []string{},
-		MessageHashes: []string{trajectory.Hash([]byte{byte(h.turn)})}, NewMessages: []trajectory.Message{}})
+		MessageHashes: msgs, PrefixHash: trajectory.PrefixHashOf(msgs), NewMessages: []trajectory.Message{}})
 	h.rec.Emit(h.turn, &trajectory.ModelResponse{Content: uses, StopReason: trajectory.StopToolUse, Usage: trajectory.Usage{}})
 	results := h.ex.Execute(ctx, h.turn, uses)
 	if len(results) != len(uses) {

@@ -7,38 +7,44 @@ import (
 )
 
 // RequestEvent builds the model_request event of req. prev is the previous
-// request of the session, nil for the first. The event carries the hash of
-// every part (system, the tool definitions in order, each message) and the
-// full content of only the messages after the prefix req shares with prev,
-// so a trajectory grows linearly and any two requests can be compared part
-// by part; the system prompt is carried when it changed.
-func RequestEvent(req Request, prev *Request, requestBytes int, stream bool) *trajectory.ModelRequest {
+// request of the session, nil for the first, and conv follows the
+// session's requests (nil: req is read on its own, every message new).
+// The event carries the hash of every part (system, the tool definitions
+// in order) and, for the messages, the change since prev: how many leading
+// messages it keeps, the hashes and full content of the messages after
+// them, and the prefix hash over all of them (trajectory.Conversation), so
+// a trajectory grows linearly and any two requests can be compared part by
+// part; the system prompt is carried when it changed.
+func RequestEvent(req Request, prev *Request, conv *trajectory.Conversation, requestBytes int, stream bool) *trajectory.ModelRequest {
 	ev := &trajectory.ModelRequest{
-		RequestBytes:  int64(requestBytes),
-		SystemHash:    trajectory.Hash([]byte(req.System)),
-		ToolsHash:     ToolsHash(req.Tools),
-		ToolNames:     make([]string, len(req.Tools)),
-		MessageHashes: make([]string, len(req.Messages)),
-		MaxTokens:     req.MaxTokens,
-		Stream:        stream,
+		RequestBytes: int64(requestBytes),
+		SystemHash:   trajectory.Hash([]byte(req.System)),
+		ToolsHash:    ToolsHash(req.Tools),
+		ToolNames:    make([]string, len(req.Tools)),
+		MaxTokens:    req.MaxTokens,
+		Stream:       stream,
 	}
 	for i, t := range req.Tools {
 		ev.ToolNames[i] = t.Name
 	}
-	for i, m := range req.Messages {
-		ev.MessageHashes[i] = MessageHash(m)
+	if conv == nil {
+		conv = &trajectory.Conversation{}
 	}
-	shared := 0
-	if prev != nil {
-		for shared < len(prev.Messages) && shared < len(req.Messages) && MessageHash(prev.Messages[shared]) == ev.MessageHashes[shared] {
-			shared++
-		}
-	}
-	ev.NewMessages = append([]trajectory.Message{}, req.Messages[shared:]...)
+	kept := conv.Encode(ev, MessageHashes(req.Messages))
+	ev.NewMessages = append([]trajectory.Message{}, req.Messages[kept:]...)
 	if prev == nil || prev.System != req.System {
 		ev.System = req.System
 	}
 	return ev
+}
+
+// MessageHashes returns the MessageHash of every message, in order.
+func MessageHashes(msgs []trajectory.Message) []string {
+	out := make([]string, len(msgs))
+	for i, m := range msgs {
+		out[i] = MessageHash(m)
+	}
+	return out
 }
 
 // ToolsHash is the hash of the tool definitions in the order they are sent:

@@ -1,6 +1,7 @@
 package llm
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -17,17 +18,19 @@ func TestRequestEventsCarryOnlyTheNewMessagesAndHashEveryPart(t *testing.T) {
 	second := first
 	second.Messages = append(append([]trajectory.Message{}, first.Messages...), text(trajectory.RoleAssistant, "hello"), text(trajectory.RoleUser, "more"))
 
-	e1 := RequestEvent(first, nil, 100, false)
-	e2 := RequestEvent(second, &first, 200, true)
+	var conv trajectory.Conversation
+	e1 := RequestEvent(first, nil, &conv, 100, false)
+	e2 := RequestEvent(second, &first, &conv, 200, true)
 	if len(e1.NewMessages) != 1 || e1.System != "sys" {
 		t.Fatalf("first request event %+v: want its one message and the system prompt", e1)
 	}
-	if len(e2.NewMessages) != 2 || e2.System != "" || len(e2.MessageHashes) != 3 || e2.MessageHashes[0] != e1.MessageHashes[0] {
-		t.Fatalf("second request event %+v: want the two added messages, all three hashes, no repeated system", e2)
+	if len(e2.NewMessages) != 2 || e2.System != "" || e2.MessagesKept != 1 || len(e2.MessageHashes) != 2 ||
+		e2.PrefixHash != trajectory.PrefixHashOf(append(slices.Clone(e1.MessageHashes), e2.MessageHashes...)) {
+		t.Fatalf("second request event %+v: want the first message kept, the two added ones with their hashes, the prefix hash of all three, no repeated system", e2)
 	}
 	reordered := second
 	reordered.Tools = []ToolDef{{Name: "bash"}, {Name: "read"}}
-	if RequestEvent(reordered, &second, 0, false).ToolsHash == e2.ToolsHash {
+	if RequestEvent(reordered, &second, nil, 0, false).ToolsHash == e2.ToolsHash {
 		t.Fatal("reordering the tools must change the tools hash: it breaks the prompt cache")
 	}
 	if err := trajectory.NewEvent("s", 2, time.Now(), 1, e2).Validate(); err != nil {
