@@ -29,7 +29,8 @@ const (
 // between two requests of a session (seed §3.5): the system prompt
 // (system_hash), the tool list (tool_names order or set) or the tools'
 // bytes (tools_hash with the same names), or the messages already sent
-// (message_hashes no longer a prefix of the next request's) without a
+// (the previous request's messages no longer a prefix of the next
+// request's: a v2 request keeping fewer than were sent) without a
 // compaction between. Each change is a warning at the request where it
 // happened.
 //
@@ -56,12 +57,16 @@ func cacheBreaker(d *goDetector, s *Session, p Params) []Finding {
 	var warmAt Located
 	var lastResp time.Time
 	var drops []Located
+	// conv gives each request's full message list, in either version.
+	var conv trajectory.Conversation
+	var prevMsgs []string
 	for _, e := range s.Events {
 		switch pl := e.Payload.(type) {
 		case *trajectory.Compaction:
 			explained, compacted = true, true
 		case *trajectory.ModelRequest:
 			n++
+			msgs, _ := conv.Next(pl) // a broken chain is validate's to report
 			if !lastResp.IsZero() && e.TS.Sub(lastResp) > ttl {
 				explained = true
 			}
@@ -79,13 +84,13 @@ func cacheBreaker(d *goDetector, s *Session, p Params) []Finding {
 							n, e.Turn, what, pr.ToolsHash, pl.ToolsHash), e, prev))
 					}
 				}
-				if i := rewritten(pr.MessageHashes, pl.MessageHashes); i >= 0 && !compacted {
+				if i := rewritten(prevMsgs, msgs); i >= 0 && !compacted {
 					explained = true
 					out = append(out, d.finding(s, fmt.Sprintf("message %d of %d, already sent in request %d, changed in request %d (turn %d) with no compaction between: the history before the new messages must stay byte-identical for the cache to hit",
-						i+1, len(pr.MessageHashes), n-1, n, e.Turn), e, prev))
+						i+1, len(prevMsgs), n-1, n, e.Turn), e, prev))
 				}
 			}
-			prev, compacted = e, false
+			prev, prevMsgs, compacted = e, msgs, false
 		case *trajectory.ModelResponse:
 			u := pl.Usage
 			total := u.InputTokens + u.CacheReadTokens + u.CacheCreationTokens

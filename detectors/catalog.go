@@ -325,7 +325,7 @@ var catalog = []Detector{
 	&goDetector{check: cacheBreaker, reads: []trajectory.EventType{trajectory.TypeModelRequest, trajectory.TypeModelResponse, trajectory.TypeCompaction}, info: Info{
 		ID: "cache_breaker", Severity: SeverityWarning, Title: "a byte-stable part of the request prefix changed within a session",
 		About: "Between two requests of a session the system prompt changed (system_hash), the tools changed order, set " +
-			"or bytes (tool_names, tools_hash), or a message already sent changed (message_hashes) with no compaction " +
+			"or bytes (tool_names, tools_hash), or a message already sent changed (message_hashes; in v2 a request keeps fewer of them, messages_kept) with no compaction " +
 			"between: every request after it pays for the whole prefix again. Tools appended at the end (a deferred " +
 			"tool loaded by tool_search, a late MCP server's tools) are the runtime's design and not reported. At " +
 			"info: min_unexplained_drops or more responses whose cache-read share of input tokens fell below " +
