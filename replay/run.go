@@ -203,7 +203,13 @@ func inspect(events []trajectory.Event) (recording, error) {
 	if r.start != nil && r.start.SystemPrompt != "" {
 		r.system = r.start.SystemPrompt
 	}
+	// Each replayed request is compared with the recorded one's full
+	// message list; a v2 recording whose chain of prefix hashes breaks
+	// (a request lost or edited) cannot give those lists.
+	_, chainErr := trajectory.Full(events)
 	switch {
+	case chainErr != nil:
+		return r, fmt.Errorf("%w: its model requests do not chain: %w", ErrNotReplayable, chainErr)
 	case r.start == nil:
 		return r, fmt.Errorf("%w: it has no session_start", ErrNotReplayable)
 	case r.prompt == "":

@@ -24,7 +24,7 @@ func bigWireSession(b *testing.B, dir string, n int) (string, []trajectory.Event
 		b.Fatal(err)
 	}
 	req := func() *trajectory.ModelRequest {
-		return &trajectory.ModelRequest{SystemHash: trajectory.Hash(nil), ToolsHash: trajectory.Hash(nil), ToolNames: []string{}, MessageHashes: []string{}, NewMessages: []trajectory.Message{}}
+		return &trajectory.ModelRequest{SystemHash: trajectory.Hash(nil), ToolsHash: trajectory.Hash(nil), ToolNames: []string{}, MessageHashes: []string{}, PrefixHash: trajectory.EmptyPrefixHash, NewMessages: []trajectory.Message{}}
 	}
 	in := json.RawMessage(`{"cmd":"cat README.md"}`)
 	rec.Emit(0, &trajectory.SessionStart{HarnessVersion: "retrace mock serve", Provider: "mock", Model: "m", Mode: trajectory.ModeHeadless,

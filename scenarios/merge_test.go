@@ -27,7 +27,7 @@ func wireSession(t *testing.T, dir string) string {
 	rec.Emit(0, &trajectory.SessionStart{HarnessVersion: "retrace mock serve", Provider: "mock", Model: "m", Mode: trajectory.ModeHeadless,
 		PermissionMode: trajectory.PermDefault, ConfigHash: trajectory.Hash(nil), SystemPromptHash: trajectory.Hash(nil),
 		Tools: []trajectory.ToolInfo{}, Defenses: []trajectory.DefenseName{}, Tags: map[string]string{"source": "mock_serve"}})
-	rec.Emit(1, &trajectory.ModelRequest{SystemHash: trajectory.Hash(nil), ToolsHash: trajectory.Hash(nil), ToolNames: []string{}, MessageHashes: []string{}, NewMessages: []trajectory.Message{}})
+	rec.Emit(1, &trajectory.ModelRequest{SystemHash: trajectory.Hash(nil), ToolsHash: trajectory.Hash(nil), ToolNames: []string{}, MessageHashes: []string{}, PrefixHash: trajectory.EmptyPrefixHash, NewMessages: []trajectory.Message{}})
 	rec.Emit(1, &trajectory.ModelResponse{Content: []trajectory.ContentBlock{
 		{Type: trajectory.BlockToolUse, ID: "c1", Name: "exec_command", Input: in},
 		{Type: trajectory.BlockToolUse, ID: "c2", Name: "exec_command", Input: in}},
@@ -39,7 +39,7 @@ func wireSession(t *testing.T, dir string) string {
 		rec.Emit(1, &trajectory.ToolEnd{ToolRef: ref, DurationUnknown: true, OutputBytes: 3})
 		rec.Emit(1, &trajectory.ToolResult{ToolRef: ref, Text: "out", Display: trajectory.DisplayFull})
 	}
-	rec.Emit(2, &trajectory.ModelRequest{SystemHash: trajectory.Hash(nil), ToolsHash: trajectory.Hash(nil), ToolNames: []string{}, MessageHashes: []string{}, NewMessages: []trajectory.Message{}})
+	rec.Emit(2, &trajectory.ModelRequest{SystemHash: trajectory.Hash(nil), ToolsHash: trajectory.Hash(nil), ToolNames: []string{}, MessageHashes: []string{}, PrefixHash: trajectory.EmptyPrefixHash, NewMessages: []trajectory.Message{}})
 	rec.Emit(2, &trajectory.ModelResponse{Content: []trajectory.ContentBlock{{Type: trajectory.BlockText, Text: "Done."}}, StopReason: trajectory.StopEndTurn, StopReasonRaw: "end_turn"})
 	rec.Emit(2, &trajectory.SessionEnd{Reason: trajectory.EndTurn, Turns: 2, ToolCalls: 2})
 	if _, err := rec.Close(); err != nil {
@@ -164,6 +164,7 @@ func subagentWire(t *testing.T, dir, first string, at time.Time) string {
 		PermissionMode: trajectory.PermDefault, ConfigHash: trajectory.Hash(nil), SystemPromptHash: trajectory.Hash(nil),
 		Tools: []trajectory.ToolInfo{}, Defenses: []trajectory.DefenseName{}})
 	rec.Emit(1, &trajectory.ModelRequest{SystemHash: trajectory.Hash(nil), ToolsHash: trajectory.Hash(nil), ToolNames: []string{}, MessageHashes: []string{trajectory.Hash([]byte(first))},
+		PrefixHash:  trajectory.PrefixHashOf([]string{trajectory.Hash([]byte(first))}),
 		NewMessages: []trajectory.Message{{Role: trajectory.RoleUser, Content: []trajectory.ContentBlock{{Type: trajectory.BlockText, Text: first}}}}})
 	if _, err := rec.Close(); err != nil {
 		t.Fatal(err)
