@@ -64,7 +64,7 @@ func modelRequest(n int) *trajectory.ModelRequest {
 		hashes[i] = h(fmt.Sprint("message ", i))
 	}
 	return &trajectory.ModelRequest{RequestBytes: 2000, SystemHash: h("sys"), ToolsHash: h("tools"),
-		ToolNames: []string{"bash"}, MessageHashes: hashes, NewMessages: []trajectory.Message{}}
+		ToolNames: []string{"bash"}, MessageHashes: hashes, PrefixHash: trajectory.PrefixHashOf(hashes), NewMessages: []trajectory.Message{}}
 }
 
 func reminder(text string) *trajectory.Reminder {
