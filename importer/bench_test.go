@@ -1,7 +1,9 @@
 package importer
 
 import (
+	"bytes"
 	"context"
+	stdjson "encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -38,10 +40,36 @@ func synthClaudeCode(b *testing.B, turns int) (string, int64) {
 // BenchmarkImportClaudeCode measures import throughput, reading the
 // transcript through writing and fsyncing the trajectory, in MB/s of
 // transcript.
+//
+// Baseline, in the same run: the same file decoded line by line with
+// encoding/json into the importer's record type and nothing else
+// (BenchmarkImportClaudeCode/baseline), which is what the importer did
+// per line before it read transcripts with segmentio/encoding. Under load
+// compare the ratio of cpu_MB/s, not the absolute numbers.
 func BenchmarkImportClaudeCode(b *testing.B) {
-	// The trajectory's model_request carries the hash of every message so
-	// far, so a session's output grows with the square of its turns: the
-	// long session shows that cost, the short ones the importer's own.
+	// A trajectory (v2) grows linearly with the turns, so the long
+	// session's throughput should match the short one's.
+	b.Run("baseline/turns=2000", func(b *testing.B) {
+		path, size := synthClaudeCode(b, 2000)
+		data, err := os.ReadFile(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.SetBytes(size)
+		b.ResetTimer()
+		cpu0 := cpuTime()
+		for b.Loop() {
+			for line := range bytes.Lines(data) {
+				var r ccRecord
+				if err := stdjson.Unmarshal(line, &r); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+		if cpu := cpuTime() - cpu0; cpu > 0 {
+			b.ReportMetric(float64(size)*float64(b.N)/1e6/cpu.Seconds(), "cpu_MB/s")
+		}
+	})
 	for _, turns := range []int{200, 2000} {
 		b.Run(fmt.Sprintf("turns=%d", turns), func(b *testing.B) {
 			path, size := synthClaudeCode(b, turns)

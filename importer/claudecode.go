@@ -1,8 +1,8 @@
 package importer
 
 import (
-	"encoding/json"
 	"fmt"
+	json "github.com/segmentio/encoding/json"
 	"os"
 	"path/filepath"
 	"sort"

@@ -124,12 +124,12 @@ func TestBadInputGetsAClearMessageAndExitTwo(t *testing.T) {
 
 func TestVersionPrintsTheTrajectoryVersion(t *testing.T) {
 	code, stdout, _ := runCLI(t, nil, "version")
-	if code != ExitOK || !strings.HasPrefix(stdout, "retrace ") || !strings.Contains(stdout, "trajectory v1") {
+	if code != ExitOK || !strings.HasPrefix(stdout, "retrace ") || !strings.Contains(stdout, "trajectory v2") {
 		t.Fatalf("exit %d, stdout %q", code, stdout)
 	}
 	code, stdout, _ = runCLI(t, nil, "version", "--format", "json")
 	var info versionInfo
-	if code != ExitOK || json.Unmarshal([]byte(stdout), &info) != nil || info.TrajectoryVersion != 1 {
+	if code != ExitOK || json.Unmarshal([]byte(stdout), &info) != nil || info.TrajectoryVersion != 2 {
 		t.Fatalf("exit %d, stdout %q", code, stdout)
 	}
 }
