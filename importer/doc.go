@@ -25,6 +25,23 @@
 // (Updated); there is never a duplicate. Event times are the transcript's
 // own timestamps, never earlier than the event before.
 //
+// Sessions are written as trajectory v2: the conversation an importer
+// rebuilds only grows, so every model_request keeps all the messages of
+// the one before (messages_kept) and records the new ones' hashes and the
+// chained prefix_hash (trajectory.Conversation). The file grows linearly
+// with the turns, and so does the import's cost.
+//
+// # Reading
+//
+// Transcript lines are decoded with segmentio/encoding's json, a drop-in
+// for encoding/json with the same rules for the loose records an importer
+// reads (unknown fields ignored; the same types), at about 1.6 to 1.8
+// times the CPU throughput: encoding/json's scan of the large records
+// the importer skips (attachments, prompt snapshots) was most of the cost.
+// BenchmarkImportClaudeCode measures MB of transcript per CPU-second on
+// a synthetic session of 200 and 2000 turns against a baseline that only
+// decodes each line with encoding/json.
+//
 // A line that is not a JSON object, or a record that contradicts the
 // format (a tool_use without id, a repeated tool_use id, a timestamp that
 // is not RFC 3339), is a *LineError naming file:line; it is skipped and

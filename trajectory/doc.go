@@ -3,8 +3,9 @@
 // checks it. The runtime emits into a Sink; the recorder writes lines with
 // AppendEvent; replay, metrics, detectors and reports read them with a
 // Decoder; `retrace validate` runs ValidateFile. Nothing else defines the
-// format, and the JSON Schema in schema/v1.json is generated from these Go
-// types (go test ./trajectory -run TestSchemaFileIsUpToDate -update).
+// format, and the JSON Schema in schema/v2.json is generated from these Go
+// types (go test ./trajectory -run TestSchemaFileIsUpToDate -update);
+// schema/v1.json is version 1's, kept as released.
 //
 // # Lines
 //
@@ -19,7 +20,7 @@
 //
 //	session_start      harness, provider/model, modes, config hash (see SessionStart.ConfigHash for what it covers), base system prompt and its hash as sent, tool catalog, defenses enabled, every limit and price, workspace snapshot
 //	workspace_snapshot the workspace snapshot's manifest reference, file and byte counts, taken after session_start is on disk
-//	model_request      hashes of system, tools (in order) and every message; full content of only the messages added since the previous request
+//	model_request      hashes of system and tools (in order); the messages as a change since the previous request (see Linear requests)
 //	model_response     content blocks as received, stop reason (normalised and raw), usage, ttft_ms, duration_ms
 //	model_error        a failed model call attempt: error_kind, status code, attempt, will_retry
 //	tool_call          the executor took up a tool_use: input, index in the response, batch, concurrency_safe
@@ -41,6 +42,30 @@
 // source tells no run time for the call has duration_unknown, and its
 // duration_ms of 0 is then no measurement.
 //
+// # Linear requests
+//
+// A request resends the whole conversation, but a model_request records
+// only what changed since the previous request of its session, so a file
+// grows linearly with the turns (version 2; see Conversation):
+//
+//	messages_kept   how many leading messages of the previous request this one keeps unchanged (all of them while the conversation grows; fewer after a compaction or a rewrite; 0 first)
+//	message_hashes  the Hash of each message after the kept ones
+//	new_messages    the full content of the last len(new_messages) of them
+//	prefix_hash     ChainHash over the hashes of all the request's messages, from EmptyPrefixHash
+//
+// The chain makes a request's prefix_hash depend on every message, so a
+// reader verifies the whole prefix with one comparison (Checker reports a
+// broken chain as a messages violation), two requests with equal prefix
+// hashes send the same messages, and any prefix's hash is a step of the
+// chain. Conversation.Next rebuilds each request's full message-hash list
+// from the requests before it; every reader uses it rather than
+// re-deriving the lists. A chain rather than one hash of the whole list
+// because a writer extends it by the new messages only: hashing the full
+// list per request would keep the quadratic cost the format removes.
+//
+// In version 1 message_hashes holds every message's hash and there is no
+// messages_kept or prefix_hash; Conversation reads both.
+//
 // # Invariants
 //
 // Checker verifies what the runtime guarantees: seq strictly increasing from
@@ -49,15 +74,20 @@
 // then exactly one tool_end; every tool_use of a model_response answered by
 // exactly one tool_result before the next model_request, unless a
 // defense_trigger naming it took it out of the flow; session_end totals that
-// match the events.
+// match the events; in version 2, model_requests whose messages_kept and
+// prefix_hash chain (after an unreadable line the chain is not checked
+// further, since a request may be lost in it).
 //
 // # Strictness and versions
 //
 // Closed sets (event type, failure kind, permission source, chain step,
 // defense, stop and end reasons, display mode, …) are string types with a
 // Valid method; the decoder rejects unknown values, unknown fields, missing
-// required fields (those without omitempty) and any v but Version. Adding a
-// field or a closed-set value is therefore a new Version. Labels — error
+// required fields (those without omitempty) and any v but 1 and 2
+// (MinVersion to Version); the writers write Version. Adding a field or a
+// closed-set value is therefore a new Version, and an older version stays
+// readable: v 1 lines decode into the same types (a v 1 model_request must
+// not have the v 2 fields, a v 2 one must have prefix_hash). Labels — error
 // codes, reminder kinds, hook names, tag and evidence keys — must pass
 // IsLabel, so a path, a command or a message can never become a metric
 // label (seed §14.5). Every error is a *LineError ("file:line: reason")
