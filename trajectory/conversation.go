@@ -162,14 +162,19 @@ func (c *Conversation) Next(req *ModelRequest) ([]string, error) {
 }
 
 // Full returns the full message-hash list of every model_request among
-// events (one session, in file order), keyed by the index of the event in
-// events, and the first error Next reported (the lists are complete
-// anyway). It is Next over a whole session, for readers that hold it.
+// events (in file order), keyed by the index of the event in events, and
+// the first error Next reported (the lists are complete anyway). A
+// session_start starts a new chain, so the events of several sessions
+// may be given one after the other. It is Next over whole sessions, for
+// readers that hold them.
 func Full(events []Event) (map[int][]string, error) {
 	var c Conversation
 	var first error
 	out := map[int][]string{}
 	for i, e := range events {
+		if _, ok := e.Payload.(*SessionStart); ok {
+			c = Conversation{}
+		}
 		if p, ok := e.Payload.(*ModelRequest); ok {
 			full, err := c.Next(p)
 			if err != nil && first == nil {
@@ -181,11 +186,12 @@ func Full(events []Event) (map[int][]string, error) {
 	return out, first
 }
 
-// Upgrade returns a copy of req, the next model_request of a session read
-// with c, in v2 form relative to the previous request enc encoded, so that
-// tools rewriting a trajectory (a v1 file written again as v2, a request
-// edited in place) re-chain it with one call. NewMessages is kept as is:
-// both versions record the content of the trailing messages.
+// Upgrade returns req in v2 form: a copy whose message fields enc encodes
+// from full (req's full message-hash list, from Conversation.Next)
+// relative to the previous request enc encoded. Tools that rewrite a
+// trajectory (a v1 file written again as v2, a request edited in place)
+// re-chain each request with it. Content of messages the copy now keeps
+// is dropped from NewMessages: earlier requests carry it.
 func Upgrade(req *ModelRequest, full []string, enc *Conversation) *ModelRequest {
 	out := *req
 	out.MessageHashes = nil
