@@ -294,6 +294,20 @@ func TestCacheBreakerTellsBreakersFromTheRuntimesOwnChanges(t *testing.T) {
 	}
 	base := []string{"read", "bash"}
 	drop := &trajectory.Compaction{Strategy: trajectory.CompactDrop}
+	// v2 encodes each list as the change since the list before it, as a
+	// v 2 writer records it (messages_kept, the hashes after them).
+	v2 := func(lists ...[]string) []*trajectory.ModelRequest {
+		var enc trajectory.Conversation
+		var out []*trajectory.ModelRequest
+		for _, l := range lists {
+			r := req("s1", "t1", base)
+			enc.Encode(r, l)
+			out = append(out, r)
+		}
+		return out
+	}
+	grows := v2([]string{"m1"}, []string{"m1", "m2"})
+	rewrites := v2([]string{"m1", "m2"}, []string{"m1", "m2x", "m3"})
 	for _, tc := range []struct {
 		name  string
 		s     *Session
@@ -305,6 +319,9 @@ func TestCacheBreakerTellsBreakersFromTheRuntimesOwnChanges(t *testing.T) {
 		{"Tools sent in another order are found.", session("s", req("s1", "t1", base, "m1"), req("s1", "t2", []string{"bash", "read"}, "m1", "m2")), [][]int{{2, 1}}},
 		{"A message already sent that changed with no compaction is found.", session("s", req("s1", "t1", base, "m1", "m2"), req("s1", "t1", base, "m1", "m2x", "m3")), [][]int{{2, 1}}},
 		{"A compaction between rewrites messages legitimately.", session("s", req("s1", "t1", base, "m1", "m2"), drop, req("s1", "t1", base, "m1", "m2x", "m3")), nil},
+		{"v2: requests that keep every message break nothing.", session("s", grows[0], grows[1]), nil},
+		{"v2: a request that keeps fewer messages than were sent, with no compaction, is found.", session("s", rewrites[0], rewrites[1]), [][]int{{2, 1}}},
+		{"v2: with a compaction between, keeping fewer is legitimate.", session("s", rewrites[0], drop, rewrites[1]), nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d := catalogDetector(t, "cache_breaker")
