@@ -524,3 +524,34 @@ func TestACommandCodexRefusedToRunIsAFailureNotASuccess(t *testing.T) {
 		t.Errorf("does not validate: %v %v", err, fr.Problems)
 	}
 }
+
+// TestImportedSessionsAreLinearV2 checks that every imported request keeps
+// the whole request before it and records only the new messages, with a
+// prefix hash that chains over the full list (trajectory v 2).
+func TestImportedSessionsAreLinearV2(t *testing.T) {
+	for _, tc := range []struct {
+		format Format
+		path   string
+	}{{ClaudeCode, ccFixture}, {Codex, cxFixture}} {
+		rep := importAll(t, tc.format, t.TempDir(), tc.path)
+		evs := readEvents(t, rep.Sessions[0].Path)
+		var conv trajectory.Conversation
+		prev, n := 0, 0
+		for _, ev := range evs {
+			r, ok := ev.Payload.(*trajectory.ModelRequest)
+			if !ok {
+				continue
+			}
+			n++
+			full, err := conv.Next(r)
+			if err != nil || ev.V != trajectory.Version || r.MessagesKept != prev || len(r.MessageHashes) != len(full)-prev ||
+				r.PrefixHash != trajectory.PrefixHashOf(full) {
+				t.Fatalf("%s request %d: v %d, kept %d of %d, %d hashes, %v", tc.format, n, ev.V, r.MessagesKept, prev, len(r.MessageHashes), err)
+			}
+			prev = len(full)
+		}
+		if n < 2 {
+			t.Fatalf("%s: %d requests; the fixture should have several", tc.format, n)
+		}
+	}
+}

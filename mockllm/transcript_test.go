@@ -73,6 +73,12 @@ func TestAnExternalAgentsSessionThroughTheServerIsAValidTrajectory(t *testing.T)
 		if r, ok := ev.Payload.(*trajectory.ToolResult); ok && (r.Tool != "read" || r.Text != "# retrace") {
 			t.Errorf("tool_result %+v", r)
 		}
+		// A recording is v 2: the second request keeps the first's one
+		// message and records the two added (linear in the turns).
+		if r, ok := ev.Payload.(*trajectory.ModelRequest); ok && counts[ev.Type()] == 2 &&
+			(ev.V != trajectory.Version || r.MessagesKept != 1 || len(r.MessageHashes) != 2 || r.PrefixHash == "") {
+			t.Errorf("second model_request v %d, kept %d, %d hashes, prefix %q; want v 2 keeping 1 with 2 new", ev.V, r.MessagesKept, len(r.MessageHashes), r.PrefixHash)
+		}
 	}
 	want := map[trajectory.EventType]int{trajectory.TypeSessionStart: 1, trajectory.TypeModelRequest: 2, trajectory.TypeModelResponse: 2,
 		trajectory.TypeToolResult: 1, trajectory.TypeSessionEnd: 1}
