@@ -177,7 +177,8 @@ func (s *session) emitStart() {
 			source = trajectory.ToolBuiltin
 		}
 		catalog[i] = trajectory.ToolInfo{Name: spec.Name, DefinitionHash: trajectory.Hash(def), Definition: def,
-			Source: source, Deferred: spec.Deferred, ReadOnly: spec.ReadOnly, Display: display}
+			Source: source, Deferred: spec.Deferred, ReadOnly: spec.ReadOnly, Display: display,
+			NonStrict: nonStrict(s.cfg.Provider, spec)}
 	}
 	mode, perm := s.cfg.Mode, s.cfg.PermissionMode
 	if mode == "" {
