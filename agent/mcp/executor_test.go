@@ -17,7 +17,7 @@ import (
 )
 
 // TestExecutorRunsMCPToolsLikeAnyOther runs MCP tools through the real
-// executor: the big output is truncated by ResultLimit and spilled, and a
+// executor: the big output is truncated to MaxOutputTokens and spilled, and a
 // server-side failure comes back as an ordinary tool error.
 func TestExecutorRunsMCPToolsLikeAnyOther(t *testing.T) {
 	s := connect(t, helperConfig(t, "h", nil))
@@ -123,5 +123,45 @@ func TestPostToolUseHooksOfMCPToolsGetTheRawOutput(t *testing.T) {
 	}
 	if shaped := given("bash"); !strings.Contains(shaped, "Output truncated") {
 		t.Errorf("the built-in tool's hook got %d characters without the truncation notice; want what the model sees", len(shaped))
+	}
+}
+
+// The limit counts estimated tokens, not characters: 60,000 Chinese
+// characters (about 30,000 tokens) are truncated although a 100,000
+// character limit would let them through, and 90,000 ASCII characters
+// (22,500 tokens) reach the model whole.
+func TestMCPOutputIsLimitedInTokensNotCharacters(t *testing.T) {
+	s := connect(t, helperConfig(t, "h", nil))
+	reg, err := tools.NewRegistry(s.Tools()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg.Activate("mcp__h__chinese", "mcp__h__english")
+	env, err := tools.NewEnv(t.TempDir(), reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	perm, err := permission.New(permission.Config{Mode: trajectory.PermBypass, Home: t.TempDir()}, env.Workspace())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ex, err := executor.New(executor.Config{Env: env, Permission: perm, Sink: recorder.New(io.Discard, recorder.Options{}),
+		Blobs: recorder.OpenBlobs(filepath.Join(t.TempDir(), "blobs"))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	results := ex.Execute(t.Context(), 1, []trajectory.ContentBlock{
+		{Type: trajectory.BlockToolUse, ID: "toolu_1", Name: "mcp__h__chinese", Input: []byte(`{}`)},
+		{Type: trajectory.BlockToolUse, ID: "toolu_2", Name: "mcp__h__english", Input: []byte(`{}`)},
+	})
+	zh, en := results[0].Content, results[1].Content
+	if !strings.Contains(zh, "Output truncated") || !strings.Contains(zh, "The limit is 25000 estimated tokens; the output is about 30000.") {
+		t.Errorf("60,000 Chinese characters were not truncated by tokens: %.300s", zh[max(0, len(zh)-400):])
+	}
+	if n := tools.EstimateTokens(zh); n > MaxOutputTokens+100 {
+		t.Errorf("the truncated Chinese output is %d estimated tokens, over the %d budget", n, MaxOutputTokens)
+	}
+	if strings.Contains(en, "Output truncated") || !strings.Contains(en, strings.Repeat("word ", 18000)) {
+		t.Errorf("90,000 ASCII characters (22,500 tokens) were truncated")
 	}
 }

@@ -79,6 +79,14 @@ func helperServer() *sdk.Server {
 		func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 			return text(strings.Repeat("x", 3*ResultLimit/2)), nil
 		})
+	s.AddTool(&sdk.Tool{Name: "chinese", Description: "Prints 60,000 Chinese characters, 30,000 estimated tokens.", InputSchema: empty},
+		func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+			return text(strings.Repeat("汉", 60000)), nil
+		})
+	s.AddTool(&sdk.Tool{Name: "english", Description: "Prints 90,000 ASCII characters, 22,500 estimated tokens.", InputSchema: empty},
+		func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+			return text(strings.Repeat("word ", 18000)), nil
+		})
 	s.AddTool(&sdk.Tool{Name: "picture", Description: "Returns an image and a caption.", InputSchema: empty},
 		func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 			return &sdk.CallToolResult{Content: []sdk.Content{

@@ -21,18 +21,19 @@ import (
 // writes, and every character is paid for on every turn (seed §12.3 (2)).
 const MaxDescription = 2048
 
-// MaxOutputTokens is the estimated-token budget of one call's output
-// (seed §12.3 (3)).
+// MaxOutputTokens is the budget of one call's output in estimated tokens
+// (tools.EstimateTokens: a quarter of a token per ASCII character, half a
+// token per other character), which every MCP tool declares as its
+// tools.Spec.ResultTokens: the executor truncates longer output for the
+// model and spills the whole of it to a blob (seed §12.3 (3)). Counting
+// tokens, not characters, keeps the budget the same for Chinese, English
+// and JSON.
 const MaxOutputTokens = 25000
 
-// charsPerToken is the estimate that turns MaxOutputTokens into the
-// executor's character limit.
-const charsPerToken = 4
-
-// ResultLimit is the character limit every MCP tool declares, so that the
-// executor truncates longer output for the model and spills the whole of
-// it to a blob.
-const ResultLimit = MaxOutputTokens * charsPerToken
+// ResultLimit is MaxOutputTokens in ASCII characters, four to a token: the
+// most plain-English output that reaches the model whole. Output in other
+// scripts reaches the limit in fewer characters.
+const ResultLimit = MaxOutputTokens * 4
 
 // Error codes of MCP tool results, as labels for the trajectory.
 const (
@@ -182,16 +183,16 @@ func newTool(cfg Config, session *sdk.ClientSession, name string, t *sdk.Tool) (
 	}
 	return &Tool{
 		spec: tools.Spec{
-			Name:        name,
-			Description: capDescription(desc),
-			Schema:      schema,
-			ReadOnly:    readOnly,
-			Display:     trajectory.DisplayFull,
-			ResultLimit: ResultLimit,
-			Deferred:    cfg.deferred(),
-			Interrupt:   tools.InterruptCancel,
-			EmptyOutput: fmt.Sprintf("(%s returned no content)", name),
-			Source:      trajectory.ToolMCP,
+			Name:         name,
+			Description:  capDescription(desc),
+			Schema:       schema,
+			ReadOnly:     readOnly,
+			Display:      trajectory.DisplayFull,
+			ResultTokens: MaxOutputTokens,
+			Deferred:     cfg.deferred(),
+			Interrupt:    tools.InterruptCancel,
+			EmptyOutput:  fmt.Sprintf("(%s returned no content)", name),
+			Source:       trajectory.ToolMCP,
 		},
 		server:   cfg.Name,
 		remote:   t.Name,
