@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -42,6 +43,12 @@ const (
 	CodeError = "mcp_error"
 	// CodeTimeout marks a call cancelled after the server's call timeout.
 	CodeTimeout = "mcp_timeout"
+	// CodeReconnecting marks a call not made because its server lost its
+	// connection and is being reconnected.
+	CodeReconnecting = "mcp_reconnecting"
+	// CodeDisconnected marks a call not made, or cut off, because its
+	// server is gone: it failed, or its connection dropped during the call.
+	CodeDisconnected = "mcp_disconnected"
 )
 
 // imageTokens is what an image is counted as in the output estimate; it is
@@ -55,7 +62,10 @@ type Tool struct {
 	remote   string
 	readOnly bool
 	timeout  time.Duration
-	session  *sdk.ClientSession
+	// owner and srv give the server's current session: a reconnect
+	// replaces it, and the tool keeps working under the same name.
+	owner *Servers
+	srv   *server
 }
 
 var _ tools.Tool = (*Tool)(nil)
@@ -86,10 +96,37 @@ func (t *Tool) Run(ctx context.Context, _ *tools.Env, input json.RawMessage) (to
 	if len(args) == 0 {
 		args = json.RawMessage("{}")
 	}
-	res, err := t.session.CallTool(callCtx, &sdk.CallToolParams{Name: t.remote, Arguments: args})
+	session, state, attempt, why := t.owner.live(t.srv)
+	switch {
+	case errors.Is(why, errClosed):
+		return tools.Result{}, fmt.Errorf("mcp server %q, tool %q: %w", t.server, t.remote, why)
+	case state == StateReconnecting:
+		return tools.Result{
+			Output: fmt.Sprintf("MCP server %q lost its connection (%v) and is reconnecting (attempt %d of %d), so %s was not called. "+
+				"Retry it in a few seconds.", t.server, why, attempt, t.owner.opts.MaxReconnects, t.spec.Name),
+			IsError:   true,
+			ErrorCode: CodeReconnecting,
+		}, nil
+	case session == nil:
+		return tools.Result{
+			Output: fmt.Sprintf("MCP server %q is disconnected (%v), so %s cannot be called in this session. "+
+				"Do the work another way.", t.server, why, t.spec.Name),
+			IsError:   true,
+			ErrorCode: CodeDisconnected,
+		}, nil
+	}
+	res, err := session.CallTool(callCtx, &sdk.CallToolParams{Name: t.remote, Arguments: args})
 	if err != nil {
 		if ctx.Err() != nil {
 			return tools.Result{}, fmt.Errorf("mcp server %q, tool %q: %w", t.server, t.remote, ctx.Err())
+		}
+		if errors.Is(err, sdk.ErrConnectionClosed) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			return tools.Result{
+				Output: fmt.Sprintf("The connection to MCP server %q dropped during the call to %s (%v); it will be reconnected. "+
+					"The call may or may not have taken effect: check before you retry it.", t.server, t.spec.Name, err),
+				IsError:   true,
+				ErrorCode: CodeDisconnected,
+			}, nil
 		}
 		if callCtx.Err() != nil {
 			return tools.Result{
@@ -168,7 +205,8 @@ func orUnknown(s string) string {
 
 // newTool builds the tools.Tool for one listed tool, or says why the tool
 // cannot be offered to the model.
-func newTool(cfg Config, session *sdk.ClientSession, name string, t *sdk.Tool) (*Tool, error) {
+func newTool(owner *Servers, srv *server, name string, t *sdk.Tool) (*Tool, error) {
+	cfg := srv.cfg
 	schema, err := inputSchema(t.InputSchema)
 	if err != nil {
 		return nil, err
@@ -198,7 +236,8 @@ func newTool(cfg Config, session *sdk.ClientSession, name string, t *sdk.Tool) (
 		remote:   t.Name,
 		readOnly: readOnly,
 		timeout:  cfg.callTimeout(),
-		session:  session,
+		owner:    owner,
+		srv:      srv,
 	}, nil
 }
 
