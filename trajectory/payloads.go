@@ -760,6 +760,8 @@ func newPayload(t EventType) Payload {
 		return &Compaction{}
 	case TypeSessionEnd:
 		return &SessionEnd{}
+	case TypeMCPServer:
+		return &MCPServer{}
 	}
 	return nil
 }
