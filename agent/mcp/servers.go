@@ -95,9 +95,9 @@ type Event struct {
 	Server string
 	// State is the state entered.
 	State State
-	// Tools are the model-side names of the server's tools, sorted, when
-	// State is connected or reconnected.
-	Tools []string
+	// Tools are the server's tools, sorted by name, when State is
+	// connected or reconnected.
+	Tools []tools.Tool
 	// Attempt counts the reconnect attempts, from 1, for reconnecting
 	// (the attempt about to be made) and reconnected.
 	Attempt int
@@ -382,7 +382,7 @@ func (s *Servers) reconnect(life context.Context, srv *server, lost error) *sdk.
 		}
 		srv.session, srv.tools, srv.problems, srv.group = session, ts, problems, group
 		srv.state, srv.lost = StateReconnected, nil
-		names := toolNamesOf(ts)
+		names := toolList(ts)
 		s.mu.Unlock()
 		s.notify(Event{Server: srv.cfg.Name, State: StateReconnected, Attempt: attempt, Tools: names})
 		return session
@@ -429,12 +429,12 @@ func (s *Servers) live(srv *server) (*sdk.ClientSession, State, int, error) {
 	return srv.session, srv.state, 0, nil
 }
 
-func toolNamesOf(ts []*Tool) []string {
-	names := make([]string, len(ts))
+func toolList(ts []*Tool) []tools.Tool {
+	out := make([]tools.Tool, len(ts))
 	for i, t := range ts {
-		names[i] = t.spec.Name
+		out[i] = t
 	}
-	return names
+	return out
 }
 
 // buildTools turns a server's listing into tools sorted by name, with the
@@ -490,9 +490,8 @@ func (s *Servers) settle(srv *server, session *sdk.ClientSession, ts []*Tool, pr
 		}
 		session, ts, group, err = nil, nil, nil, errors.New("closed while connecting")
 	}
-	srv.pending = false
 	srv.session, srv.tools, srv.problems, srv.err, srv.group = session, ts, problems, err, group
-	ev := Event{Server: srv.cfg.Name, State: StateConnected, Tools: toolNamesOf(ts)}
+	ev := Event{Server: srv.cfg.Name, State: StateConnected, Tools: toolList(ts)}
 	if err != nil {
 		srv.state = StateFailed
 		ev = Event{Server: srv.cfg.Name, State: StateFailed, Err: err}
@@ -500,7 +499,12 @@ func (s *Servers) settle(srv *server, session *sdk.ClientSession, ts []*Tool, pr
 		srv.state = StateConnected
 	}
 	s.mu.Unlock()
+	// Told before the server leaves the pending list, so a tool is always
+	// pending or registered (OnEvent registers it), never neither.
 	s.notify(ev)
+	s.mu.Lock()
+	srv.pending = false
+	s.mu.Unlock()
 }
 
 // transport builds the server's transport, the buffer that keeps the end
