@@ -325,6 +325,9 @@ func attachMCP(ctx, life context.Context, spec Spec, workspace string, reg *tool
 	if err != nil {
 		return nil, &specError{err}
 	}
+	for _, n := range servers.Notices() {
+		spec.warn(n)
+	}
 	if spec.MCPGrace <= 0 {
 		_ = servers.Wait(ctx)
 	} else {

@@ -142,14 +142,26 @@ type Servers struct {
 	// reconnect them; Close waits for them.
 	watchers sync.WaitGroup
 
+	// notices explain the configured choices Connect changed.
+	notices []string
+
 	mu      sync.Mutex
 	closed  bool
 	servers []*server // config order
 }
 
+// Notices explain the configured choices Connect changed, for the user:
+// today, the resident servers it deferred because other servers are
+// deferred (seed §10.5).
+func (s *Servers) Notices() []string { return slices.Clone(s.notices) }
+
 // server is one configured server and what became of it.
 type server struct {
-	cfg      Config
+	cfg Config
+	// deferred is whether the server's tools are deferred: the config's
+	// choice unless the session mixes resident and deferred servers
+	// (deferrals).
+	deferred bool
 	pending  bool
 	state    State
 	attempt  int            // the reconnect attempt under way
@@ -190,8 +202,10 @@ func Connect(ctx context.Context, cfgs []Config, opts Options) (*Servers, error)
 	life, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	s := &Servers{opts: opts, life: life, cancel: cancel, done: make(chan struct{})}
 	local, remote := make(chan struct{}, localConnects), make(chan struct{}, remoteConnects)
-	for _, c := range cfgs {
-		srv := &server{cfg: c, pending: true, state: StatePending}
+	deferred, notices := deferrals(cfgs)
+	s.notices = notices
+	for i, c := range cfgs {
+		srv := &server{cfg: c, deferred: deferred[i], pending: true, state: StatePending}
 		s.servers = append(s.servers, srv)
 		s.notify(Event{Server: c.Name, State: StatePending})
 		sem := local

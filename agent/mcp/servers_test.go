@@ -303,7 +303,7 @@ func TestStreamableHTTPServerWithHeaders(t *testing.T) {
 	no := false
 	s := connect(t,
 		Config{Name: "web", URL: srv.URL, Headers: map[string]string{"Authorization": "Bearer secret"}, Deferred: &no},
-		Config{Name: "nokey", URL: srv.URL},
+		Config{Name: "nokey", URL: srv.URL, Deferred: &no},
 	)
 	// Before srv.Close, which waits for the session's event stream.
 	defer s.Close()

@@ -227,7 +227,7 @@ func newTool(owner *Servers, srv *server, name string, t *sdk.Tool) (*Tool, erro
 			ReadOnly:     readOnly,
 			Display:      trajectory.DisplayFull,
 			ResultTokens: MaxOutputTokens,
-			Deferred:     cfg.deferred(),
+			Deferred:     srv.deferred,
 			Interrupt:    tools.InterruptCancel,
 			EmptyOutput:  fmt.Sprintf("(%s returned no content)", name),
 			Source:       trajectory.ToolMCP,
