@@ -23,7 +23,9 @@ func mcpCatalog(t *testing.T) ([]trajectory.ToolInfo, []string) {
 		h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server {
 			s := sdk.NewServer(&sdk.Implementation{Name: tool, Version: "1"}, nil)
 			s.AddTool(&sdk.Tool{Name: tool, Description: "A tool.", InputSchema: json.RawMessage(`{"type":"object"}`)},
-				func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) { return &sdk.CallToolResult{}, nil })
+				func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+					return &sdk.CallToolResult{}, nil
+				})
 			return s
 		}, nil)
 		srv := httptest.NewServer(h)
