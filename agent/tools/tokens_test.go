@@ -3,6 +3,7 @@ package tools
 import (
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // The estimate is the seed's figures: 4 ASCII characters or 2 others to a
@@ -33,5 +34,15 @@ func BenchmarkEstimateTokens(b *testing.B) {
 	b.SetBytes(int64(len(s)))
 	for b.Loop() {
 		EstimateTokens(s)
+	}
+}
+
+// BenchmarkRuneCountBaseline is what the character limit costs on the
+// same text, the baseline EstimateTokens is compared with.
+func BenchmarkRuneCountBaseline(b *testing.B) {
+	s := strings.Repeat("mixed text 汉字 ", 10000)
+	b.SetBytes(int64(len(s)))
+	for b.Loop() {
+		_ = utf8.RuneCountInString(s)
 	}
 }
