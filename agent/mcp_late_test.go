@@ -38,11 +38,17 @@ func (g gateTool) Run(ctx context.Context, _ *tools.Env, _ json.RawMessage) (too
 // until open is called, so it stays pending as long as a test likes.
 func heldServer(t *testing.T) (url string, open func()) {
 	t.Helper()
+	return heldServerWith(t, `{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}`)
+}
+
+// heldServerWith is heldServer with the echo tool's input schema.
+func heldServerWith(t *testing.T, schema string) (url string, open func()) {
+	t.Helper()
 	gate := make(chan struct{})
 	var once sync.Once
 	handler := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server {
 		s := sdk.NewServer(&sdk.Implementation{Name: "late", Version: "1"}, nil)
-		s.AddTool(&sdk.Tool{Name: "echo", Description: "Echoes the text back.", InputSchema: json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}`)},
+		s.AddTool(&sdk.Tool{Name: "echo", Description: "Echoes the text back.", InputSchema: json.RawMessage(schema)},
 			func(_ context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 				var in struct{ Text string }
 				_ = json.Unmarshal(req.Params.Arguments, &in)

@@ -199,3 +199,59 @@ func TestTheMockRefusesAOneOfSentStrict(t *testing.T) {
 		t.Fatalf("ended %s (%v); want a 400 from the mock", res.Reason, res.Err)
 	}
 }
+
+// A late server's tool with a oneOf: the per-tool decision is recorded
+// in the mcp_server event that adds it, since session_start's catalog
+// never saw it, and the call works over the Responses wire.
+func TestALateOneOfToolRecordsItsNonStrictDecision(t *testing.T) {
+	url, open := heldServerWith(t, `{"type":"object","properties":{"text":{"oneOf":[{"type":"string"},{"type":"integer"}]}},"required":["text"]}`)
+	script, err := mockllm.LoadScript(filepath.Join("testdata", "mcp_late.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := mockllm.NewServer(script, mockllm.Options{})
+	base, err := srv.Start("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	prov, err := llm.NewOpenAIResponses(llm.Options{BaseURL: base + "/v1", APIKey: "test-key", Model: "mock-1", MaxRetries: -1,
+		ToolSchema: dialect.OpenAIStrict, StrictTools: true, NonStrictSchema: dialect.OpenAI})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var servers *mcp.Servers
+	var buf bytes.Buffer
+	rec := recorder.New(&buf, recorder.Options{})
+	cfg := baseConfig(t, t.TempDir(), script, rec, gateTool{open: open, servers: &servers})
+	cfg.Provider, cfg.Model = prov, "mock-1"
+	reg := cfg.Executor.Env.Registry()
+	lifecycle := mcp.NewLifecycle(reg, func(msg string) { t.Errorf("lifecycle: %s", msg) })
+	servers, err = mcp.Connect(t.Context(), []mcp.Config{{Name: "late", URL: url}}, mcp.Options{OnEvent: lifecycle.OnEvent})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer servers.Close()
+	reg.SetPending(servers.Pending)
+	cfg.MCPEvents = lifecycle.Drain
+	res, err := Run(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rec.Close(); err != nil {
+		t.Fatal(err)
+	}
+	validate(t, buf.Bytes())
+	if res.Reason != trajectory.EndTurn {
+		t.Fatalf("ended %s (%v)", res.Reason, res.Err)
+	}
+	var added *trajectory.MCPServer
+	for _, ev := range payloads[*trajectory.MCPServer](decode(t, buf.Bytes())) {
+		if len(ev.Added) > 0 {
+			added = ev
+		}
+	}
+	if added == nil || !strings.Contains(added.NonStrictTools["mcp__late__echo"], "oneOf") {
+		t.Fatalf("the event that added the late tool: %+v; want its non-strict decision naming the oneOf", added)
+	}
+}

@@ -45,6 +45,14 @@ func (s *session) sourceEvents(announce bool) {
 			}
 			s.known[name] = true
 			ev.Added = append(ev.Added, name)
+			if t, ok := s.reg.Lookup(name); ok {
+				if why := nonStrict(s.cfg.Provider, t.Spec()); why != "" {
+					if ev.NonStrictTools == nil {
+						ev.NonStrictTools = map[string]string{}
+					}
+					ev.NonStrictTools[name] = why
+				}
+			}
 			if s.offered != nil && !s.offered(name) {
 				continue
 			}

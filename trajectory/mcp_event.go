@@ -43,6 +43,10 @@ type MCPServer struct {
 	// catalog or mcp_server event. They are the ones announced to the
 	// model in the next request.
 	Added []string `json:"added,omitempty"`
+	// NonStrictTools maps each tool of Added that the provider sends with
+	// OpenAI's strict mode off, although it is on for the others, to why
+	// (as SessionStart's ToolInfo.NonStrict does for the first catalog).
+	NonStrictTools map[string]string `json:"non_strict_tools,omitempty"`
 	// Attempt counts reconnect attempts from 1 (reconnecting: the attempt
 	// about to be made; reconnected: the one that worked).
 	Attempt int `json:"attempt,omitempty"`
@@ -61,6 +65,9 @@ func (p *MCPServer) validate(c *checks) {
 	}
 	for i, n := range p.Added {
 		c.toolName(fmt.Sprintf("added[%d]", i), n)
+	}
+	for name := range p.NonStrictTools {
+		c.toolName("non_strict_tools key", name)
 	}
 	c.nonNegative("attempt", float64(p.Attempt))
 	if p.State == MCPFailed && p.Error == "" {
