@@ -100,6 +100,11 @@ type Config struct {
 	HarnessRevision string
 	// Tags are recorded in session_start.
 	Tags map[string]string
+	// MCPEvents, when set, returns the MCP server state changes since its
+	// last call (mcp.Lifecycle.Drain). Before each request the loop
+	// records them as mcp_server events and announces the tools they add
+	// to the model (seed §10.7).
+	MCPEvents func() []*trajectory.MCPServer
 	// WorkspaceSnapshot is the reference of the workspace snapshot taken
 	// before the session (recorder.SnapshotWorkspace), recorded in
 	// session_start so a replay can restore the files the session started

@@ -62,6 +62,9 @@ type session struct {
 
 	rem *reminders
 	def *defenses
+	// known are the tools the session has recorded: session_start's
+	// catalog and those mcp_server events added since.
+	known map[string]bool
 }
 
 // ending is why the loop stops. explicit is set when the reason is known
@@ -167,8 +170,10 @@ func (s *session) run(ctx context.Context) Result {
 func (s *session) emitStart() {
 	all := s.reg.All()
 	catalog := make([]trajectory.ToolInfo, len(all))
+	s.known = make(map[string]bool, len(all))
 	for i, t := range all {
 		spec, def := t.Spec(), tools.Definition(t)
+		s.known[spec.Name] = true
 		display := spec.Display
 		if display == "" {
 			display = trajectory.DisplayFull
@@ -178,7 +183,8 @@ func (s *session) emitStart() {
 			source = trajectory.ToolBuiltin
 		}
 		catalog[i] = trajectory.ToolInfo{Name: spec.Name, DefinitionHash: trajectory.Hash(def), Definition: def,
-			Source: source, Deferred: spec.Deferred, ReadOnly: spec.ReadOnly, Display: display}
+			Source: source, Deferred: spec.Deferred, ReadOnly: spec.ReadOnly, Display: display,
+			NonStrict: nonStrict(s.cfg.Provider, spec)}
 	}
 	mode, perm := s.cfg.Mode, s.cfg.PermissionMode
 	if mode == "" {
@@ -267,6 +273,7 @@ func (s *session) beforeRequest(ctx context.Context) (ending, bool) {
 		return ending{explicit: trajectory.EndCostBudget}, true
 	}
 	s.compact()
+	s.sourceEvents(true)
 	blocks := s.rem.take()
 	last := &s.history[len(s.history)-1]
 	if last.Role == trajectory.RoleAssistant && len(blocks) == 0 {
@@ -588,6 +595,7 @@ func (s *session) end(ctx context.Context, e ending) Result {
 	if reason == trajectory.EndAborted && r.Err == nil {
 		r.Err = context.Cause(ctx)
 	}
+	s.sourceEvents(false)
 	end := &trajectory.SessionEnd{Reason: reason, Turns: s.turn, Usage: s.usage, ToolCalls: r.ToolCalls, ToolFailures: r.ToolFailures,
 		DurationMs: max(0, trajectory.Millis(s.clock().Sub(s.start))), ErrorCode: code}
 	if p := s.cfg.Limits.Prices; p.set() {

@@ -17,6 +17,7 @@ const (
 	kindLowYieldSpin     = "low_yield_spin"
 	kindLoopDetection    = "loop_detection"
 	kindDeferredTools    = "deferred_tools"
+	kindNewTools         = "new_tools"
 	kindContinue         = "continue"
 )
 

@@ -204,8 +204,10 @@ func Build(ctx context.Context, spec Spec) (_ *Session, err error) {
 			}
 		}
 	}()
+	var lifecycle *mcp.Lifecycle
 	if len(spec.Config.MCPServers) > 0 {
-		if s.servers, err = attachMCP(ctx, life, spec, env.Workspace(), reg); err != nil {
+		lifecycle = mcp.NewLifecycle(reg, spec.warn)
+		if s.servers, err = attachMCP(ctx, life, spec, env.Workspace(), reg, lifecycle); err != nil {
 			return nil, err
 		}
 	}
@@ -238,6 +240,9 @@ func Build(ctx context.Context, spec Spec) (_ *Session, err error) {
 		PolicyHash: policy, Mode: mode, PermissionMode: spec.Config.Permissions.Mode,
 		HarnessVersion: spec.HarnessVersion, HarnessRevision: spec.HarnessRevision, Tags: spec.Tags, ReplayOf: spec.ReplayOf, Clock: spec.Clock,
 		WorkspaceSnapshot: spec.WorkspaceSnapshot,
+	}
+	if lifecycle != nil {
+		s.Agent.MCPEvents = lifecycle.Drain
 	}
 	if spec.Snapshot != nil {
 		opts := *spec.Snapshot
@@ -305,19 +310,23 @@ func snapshot(workspace string, blobs *recorder.Blobs, opts recorder.SnapshotOpt
 // attachMCP starts the configured MCP servers. With a grace period it
 // waits that long, so that local servers' tools are in the catalog from the
 // first turn, and lets the session start: the tools of slower servers join
-// the registry as each server comes up, and until then tool_search and the
+// the registry as each server comes up (lifecycle adds them and queues the
+// mcp_server event the loop records and announces), and until then tool_search and the
 // executor report those servers as still connecting rather than their
 // tools as missing (seed §12.4, §13.12). Without one it waits for every
 // server. A server that fails is a warning; the others work. The servers
 // and the background refresh live until life ends.
-func attachMCP(ctx, life context.Context, spec Spec, workspace string, reg *tools.Registry) (*mcp.Servers, error) {
+func attachMCP(ctx, life context.Context, spec Spec, workspace string, reg *tools.Registry, lifecycle *mcp.Lifecycle) (*mcp.Servers, error) {
 	dir, err := filepath.Abs(workspace)
 	if err != nil {
 		return nil, err
 	}
-	servers, err := mcp.Connect(ctx, spec.Config.MCPServers, mcp.Options{Dir: dir})
+	servers, err := mcp.Connect(ctx, spec.Config.MCPServers, mcp.Options{Dir: dir, OnEvent: lifecycle.OnEvent})
 	if err != nil {
 		return nil, &specError{err}
+	}
+	for _, n := range servers.Notices() {
+		spec.warn(n)
 	}
 	if spec.MCPGrace <= 0 {
 		_ = servers.Wait(ctx)
@@ -336,12 +345,8 @@ func attachMCP(ctx, life context.Context, spec Spec, workspace string, reg *tool
 	reported := map[string]bool{}
 	refresh := func() (done bool) {
 		p := servers.Pending()
-		for _, t := range servers.Tools() {
-			if _, ok := reg.Lookup(t.Spec().Name); !ok {
-				if err := reg.Add(t); err != nil {
-					spec.warn(err.Error())
-				}
-			}
+		if _, err := reg.AddMissing(servers.Tools()...); err != nil {
+			spec.warn(err.Error())
 		}
 		for _, f := range servers.Failures() {
 			if msg := f.Error(); !reported[msg] {

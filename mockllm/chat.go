@@ -51,6 +51,7 @@ type cTool struct {
 		Name        string          `json:"name"`
 		Description string          `json:"description"`
 		Parameters  json.RawMessage `json:"parameters"`
+		Strict      *bool           `json:"strict"`
 	} `json:"function"`
 }
 
@@ -116,6 +117,9 @@ func (chatDialect) decode(body []byte, _ http.Header) (*llm.Request, bool, wireO
 		}
 		if t.Function == nil || t.Function.Name == "" {
 			return req, cr.Stream, wo, oaiInvalid(fmt.Sprintf("tools[%d].function.name", i), "missing_required_parameter", "Missing required parameter: 'tools[%d].function.name'.", i)
+		}
+		if e := checkStrict(fmt.Sprintf("tools[%d].function.parameters", i), t.Function.Name, t.Function.Strict, t.Function.Parameters); e != nil {
+			return req, cr.Stream, wo, e
 		}
 		req.Tools = append(req.Tools, llm.ToolDef{Name: t.Function.Name, Description: t.Function.Description, Schema: t.Function.Parameters})
 	}

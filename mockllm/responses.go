@@ -7,8 +7,23 @@ import (
 	"strings"
 
 	"github.com/retrace-dev/retrace/agent/llm"
+	schemadialect "github.com/retrace-dev/retrace/agent/llm/dialect"
 	"github.com/retrace-dev/retrace/trajectory"
 )
+
+// checkStrict answers a strict function whose schema strict mode cannot
+// take the way the API does, with a 400 naming the function, so that a
+// client sending an MCP server's oneOf as strict fails here as it would
+// against the real API instead of passing unnoticed.
+func checkStrict(param, name string, strict *bool, schema json.RawMessage) *apiError {
+	if strict == nil || !*strict {
+		return nil
+	}
+	if err := schemadialect.CheckOpenAIStrict(schema); err != nil {
+		return oaiInvalid(param, "invalid_function_parameters", "Invalid schema for function '%s': %v.", name, err)
+	}
+	return nil
+}
 
 // responsesDialect is the OpenAI Responses API.
 type responsesDialect struct{}
@@ -39,6 +54,7 @@ type rTool struct {
 	Name        string          `json:"name"`
 	Description string          `json:"description"`
 	Parameters  json.RawMessage `json:"parameters"`
+	Strict      *bool           `json:"strict"`
 }
 
 func (responsesDialect) requestIDHeader() string { return "X-Request-Id" }
@@ -62,6 +78,9 @@ func (responsesDialect) decode(body []byte, _ http.Header) (*llm.Request, bool, 
 		}
 		if t.Name == "" {
 			return req, rr.Stream, wireOptions{}, oaiInvalid(fmt.Sprintf("tools[%d].name", i), "missing_required_parameter", "Missing required parameter: 'tools[%d].name'.", i)
+		}
+		if e := checkStrict(fmt.Sprintf("tools[%d].parameters", i), t.Name, t.Strict, t.Parameters); e != nil {
+			return req, rr.Stream, wireOptions{}, e
 		}
 		req.Tools = append(req.Tools, llm.ToolDef{Name: t.Name, Description: t.Description, Schema: t.Parameters})
 	}

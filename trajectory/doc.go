@@ -33,6 +33,7 @@
 //	defense_trigger    a defense acted (not merely evaluated): defense, action, evidence
 //	reminder           a harness message injected into the conversation
 //	compaction         the loop relieved context pressure
+//	mcp_server         an MCP server changed state (pending, connected, failed, reconnecting, reconnected): its tools, the ones new to the session (added, announced to the model), reconnect attempt, error
 //	session_end        end reason, turns, token and call totals, recorder errors
 //
 // Events about a tool call that retrace did not run itself (an imported

@@ -53,7 +53,7 @@ var eventTypes = closedSet[EventType]{
 	TypeToolCall, TypeHookRun, TypePermissionAllow, TypePermissionPrompt,
 	TypePermissionDeny, TypeToolSuccess, TypeToolFailure, TypeToolEnd,
 	TypeToolResult, TypeDefenseTrigger, TypeReminder, TypeCompaction,
-	TypeSessionEnd,
+	TypeSessionEnd, TypeMCPServer,
 }
 
 // Valid reports whether t is one of the v1 event types.

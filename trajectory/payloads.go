@@ -25,6 +25,12 @@ type ToolInfo struct {
 	ReadOnly bool `json:"read_only,omitempty"`
 	// Display is how the tool's results are shown to the user.
 	Display DisplayMode `json:"display"`
+	// NonStrict, when set, says why the provider sent this tool with
+	// OpenAI's strict mode off although strict mode is on for the others:
+	// the strict rewrite's refusal, naming the schema path (an MCP
+	// server's oneOf, say). Empty when the tool is sent strict or the
+	// provider has no strict mode.
+	NonStrict string `json:"non_strict,omitempty"`
 }
 
 func (t *ToolInfo) validate(c *checks) {
@@ -778,6 +784,8 @@ func newPayload(t EventType) Payload {
 		return &Compaction{}
 	case TypeSessionEnd:
 		return &SessionEnd{}
+	case TypeMCPServer:
+		return &MCPServer{}
 	}
 	return nil
 }

@@ -41,7 +41,7 @@ func TestEncodeDecodeRoundTripKeepsEveryEventIntact(t *testing.T) {
 	}
 	for _, et := range []EventType{TypeSessionStart, TypeWorkspaceSnapshot, TypeModelRequest, TypeModelResponse, TypeModelError, TypeToolCall,
 		TypeHookRun, TypePermissionAllow, TypeToolSuccess, TypeToolFailure, TypeToolEnd, TypeToolResult,
-		TypeDefenseTrigger, TypeReminder, TypeCompaction, TypeSessionEnd} {
+		TypeDefenseTrigger, TypeReminder, TypeCompaction, TypeSessionEnd, TypeMCPServer} {
 		if !seen[et] {
 			t.Errorf("the sample session never uses %s", et)
 		}

@@ -82,6 +82,7 @@ func sampleSession(session string, turns int) []Event {
 		Usage: Usage{InputTokens: 3000, OutputTokens: 10}, DurationMs: 400})
 	add(last, &DefenseTrigger{Defense: DefenseRepeatedReadOnly, Action: ActionRemind, Count: 1, Evidence: map[string]string{"repeats": "3"}})
 	add(last, &Compaction{Strategy: CompactDrop, MessagesBefore: 40, MessagesAfter: 12, TokensBefore: 150000, TokensAfter: 40000})
+	add(last, &MCPServer{Server: "github", State: MCPConnected, Tools: []string{"mcp__github__create_issue"}, Added: []string{"mcp__github__create_issue"}})
 	add(last, &SessionEnd{Reason: EndTurn, Turns: last, Usage: Usage{InputTokens: 4200, OutputTokens: 100}, ToolCalls: 3 * turns, ToolFailures: turns, DurationMs: 5000})
 	return evs
 }

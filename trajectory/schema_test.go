@@ -45,6 +45,7 @@ var closedSetValues = map[reflect.Type][]string{
 	reflect.TypeFor[ModelErrorKind]():     modelErrorKinds.strings(),
 	reflect.TypeFor[CompactionStrategy](): compactionStrategies.strings(),
 	reflect.TypeFor[Observed]():           observedOrigins.strings(),
+	reflect.TypeFor[MCPServerState]():     mcpServerStates.strings(),
 }
 
 // generateSchema builds the JSON Schema of trajectory v2 from the Go types:

@@ -161,10 +161,17 @@ func (c *call) run() {
 	snapshot := c.snapshot(input)
 	o := c.execute(ctx, input)
 	o.snapshot = snapshot
+	// An MCP tool's PostToolUse hooks get the output before shaping, so a
+	// hook that redacts or audits sees what truncation would hide (seed
+	// §5.2, §12.3); a built-in tool's hooks see what the model will see.
+	raw := o.text
 	if o.kind == "" || o.kind == trajectory.FailureToolError {
 		c.shape(&o)
 	}
-	c.postHooks(ctx, input, &o)
+	if c.spec.Source != trajectory.ToolMCP {
+		raw = o.text
+	}
+	c.postHooks(ctx, input, raw, &o)
 	c.outside = (o.kind == "" || o.kind == trajectory.FailureToolError) && fromOutside(c.spec)
 	if changed {
 		o.text = "Note: a PreToolUse hook changed the input of this call before it ran. The result below is for the changed input, not exactly the one you sent.\n\n" + o.text
@@ -336,15 +343,15 @@ func withPartial(msg, partial string) string {
 	return msg + " Output so far:\n" + partial
 }
 
-// postHooks runs stage 9. Built-in tools' hooks see what the model will
-// see; MCP tools' hooks get the raw output, so a redacting hook sees the
-// part that truncation would hide (seed §5.2).
-func (c *call) postHooks(ctx context.Context, input json.RawMessage, o *outcome) {
+// postHooks runs stage 9 with output, the text the hooks are given: for
+// built-in tools what the model will see, for MCP tools the raw output
+// before truncation (run chooses).
+func (c *call) postHooks(ctx context.Context, input json.RawMessage, output string, o *outcome) {
 	h := c.ex.cfg.Hooks
 	if h == nil || o.kind == trajectory.FailureAborted {
 		return
 	}
-	post := h.Post(ctx, hooks.Call{SessionID: c.ex.cfg.SessionID, ToolUseID: c.id, Tool: c.name, Input: input}, o.text, o.kind != "")
+	post := h.Post(ctx, hooks.Call{SessionID: c.ex.cfg.SessionID, ToolUseID: c.id, Tool: c.name, Input: input}, output, o.kind != "")
 	c.emitHookRuns(post.Runs)
 	if post.Context != "" {
 		o.text += "\n\n[PostToolUse hook] " + post.Context

@@ -9,7 +9,9 @@
 // Schema, snapshots the files the call will change, runs the tool with a
 // timeout and cancellation, shapes the output (explicit text for empty
 // output; head 70 % / tail 30 % with the full output spilled to the blob
-// store over a tool's limit), runs the PostToolUse hooks and serialises the
+// store over a tool's limit, in characters or, for Spec.ResultTokens, in
+// estimated tokens), runs the PostToolUse hooks (an MCP tool's get the raw
+// output, a built-in tool's what the model sees) and serialises the
 // model-side result. Calls are partitioned by greedy contiguous merging of
 // concurrency-safe calls (seed §6.3); safe batches run in a bounded pool,
 // the rest one at a time in the model's order, and context modifiers are

@@ -53,11 +53,11 @@ func (p *OpenAIChat) Name() string { return "openai" }
 
 // Complete implements Provider.
 func (p *OpenAIChat) Complete(ctx context.Context, req Request) (Response, error) {
-	params, err := p.params(req)
+	params, strict, err := p.params(req)
 	if err != nil {
 		return Response{}, err
 	}
-	_, finish := neutralize(p.opts.strictInputs(req.Tools), nil)
+	_, finish := neutralize(p.opts.strictInputs(req.Tools, strict), nil)
 	return finish(p.retry.run(ctx, false, nil, func(a *attempt) (Response, error) {
 		cc, err := p.service.New(a.ctx, params, option.WithMiddleware(a.middleware))
 		if err != nil {
@@ -71,12 +71,12 @@ func (p *OpenAIChat) Complete(ctx context.Context, req Request) (Response, error
 // interleaved by index; a call is reported once the stream has moved on
 // to the next one (or finished normally) and its arguments parse.
 func (p *OpenAIChat) Stream(ctx context.Context, req Request, onEvent func(StreamEvent)) (Response, error) {
-	params, err := p.params(req)
+	params, strict, err := p.params(req)
 	if err != nil {
 		return Response{}, err
 	}
 	params.StreamOptions = openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)}
-	onEvent, finish := neutralize(p.opts.strictInputs(req.Tools), onEvent)
+	onEvent, finish := neutralize(p.opts.strictInputs(req.Tools, strict), onEvent)
 	return finish(p.retry.stream(ctx, onEvent, func(a *attempt, emit func(StreamEvent)) (Response, error) {
 		stream := p.service.NewStreaming(a.ctx, params, option.WithMiddleware(a.middleware))
 		defer stream.Close()
@@ -89,7 +89,14 @@ func (p *OpenAIChat) Stream(ctx context.Context, req Request, onEvent func(Strea
 	}))
 }
 
-func (p *OpenAIChat) params(req Request) (openai.ChatCompletionNewParams, error) {
+// ToolStrict implements ToolStrictness.
+func (p *OpenAIChat) ToolStrict(t ToolDef) (strict bool, reason string, ok bool) {
+	return p.opts.toolStrict(t)
+}
+
+// params builds the request and names the tools sent strict, each decided
+// on its own (Options.NonStrictSchema).
+func (p *OpenAIChat) params(req Request) (openai.ChatCompletionNewParams, map[string]bool, error) {
 	params := openai.ChatCompletionNewParams{Model: shared.ChatModel(p.opts.model(req))}
 	if req.MaxTokens > 0 {
 		params.MaxCompletionTokens = openai.Int(int64(req.MaxTokens))
@@ -100,17 +107,19 @@ func (p *OpenAIChat) params(req Request) (openai.ChatCompletionNewParams, error)
 	if req.System != "" {
 		params.Messages = append(params.Messages, openai.SystemMessage(req.System))
 	}
+	strict := make(map[string]bool, len(req.Tools))
 	for _, t := range req.Tools {
-		schema, err := p.opts.toolSchema(t)
+		schema, isStrict, _, err := p.opts.strictSchema(t)
 		if err != nil {
-			return params, err
+			return params, nil, err
 		}
+		strict[t.Name] = isStrict
 		fn := shared.FunctionDefinitionParam{Name: t.Name, Parameters: rawMap(schema)}
 		if t.Description != "" {
 			fn.Description = openai.String(t.Description)
 		}
 		if p.opts.StrictTools {
-			fn.Strict = openai.Bool(true)
+			fn.Strict = openai.Bool(isStrict)
 		}
 		params.Tools = append(params.Tools, openai.ChatCompletionFunctionTool(fn))
 	}
@@ -152,10 +161,10 @@ func (p *OpenAIChat) params(req Request) (openai.ChatCompletionNewParams, error)
 			}
 			params.Messages = append(params.Messages, openai.ChatCompletionMessageParamUnion{OfAssistant: &msg})
 		default:
-			return params, fmt.Errorf("message %d has role %q; only user and assistant are sent (put system text in Request.System)", i, m.Role)
+			return params, nil, fmt.Errorf("message %d has role %q; only user and assistant are sent (put system text in Request.System)", i, m.Role)
 		}
 	}
-	return params, nil
+	return params, strict, nil
 }
 
 // rawMap turns raw schema values into the map the SDK wants, keeping each

@@ -36,11 +36,11 @@ func (p *OpenAIResponses) Name() string { return "openai" }
 
 // Complete implements Provider.
 func (p *OpenAIResponses) Complete(ctx context.Context, req Request) (Response, error) {
-	params, err := p.params(req)
+	params, strict, err := p.params(req)
 	if err != nil {
 		return Response{}, err
 	}
-	_, finish := neutralize(p.opts.strictInputs(req.Tools), nil)
+	_, finish := neutralize(p.opts.strictInputs(req.Tools, strict), nil)
 	return finish(p.retry.run(ctx, false, nil, func(a *attempt) (Response, error) {
 		r, err := p.service.New(a.ctx, params, option.WithMiddleware(a.middleware))
 		if err != nil {
@@ -53,11 +53,11 @@ func (p *OpenAIResponses) Complete(ctx context.Context, req Request) (Response, 
 // Stream implements Provider. A function call is reported at its
 // response.output_item.done, once its arguments are complete and parse.
 func (p *OpenAIResponses) Stream(ctx context.Context, req Request, onEvent func(StreamEvent)) (Response, error) {
-	params, err := p.params(req)
+	params, strict, err := p.params(req)
 	if err != nil {
 		return Response{}, err
 	}
-	onEvent, finish := neutralize(p.opts.strictInputs(req.Tools), onEvent)
+	onEvent, finish := neutralize(p.opts.strictInputs(req.Tools, strict), onEvent)
 	return finish(p.retry.stream(ctx, onEvent, func(a *attempt, emit func(StreamEvent)) (Response, error) {
 		stream := p.service.NewStreaming(a.ctx, params, option.WithMiddleware(a.middleware))
 		defer stream.Close()
@@ -72,7 +72,15 @@ func (p *OpenAIResponses) Stream(ctx context.Context, req Request, onEvent func(
 	}))
 }
 
-func (p *OpenAIResponses) params(req Request) (responses.ResponseNewParams, error) {
+// ToolStrict implements ToolStrictness.
+func (p *OpenAIResponses) ToolStrict(t ToolDef) (strict bool, reason string, ok bool) {
+	return p.opts.toolStrict(t)
+}
+
+// params builds the request and names the tools sent strict: each tool is
+// decided on its own, so one schema strict mode cannot express is sent
+// with strict off instead of failing the request (Options.NonStrictSchema).
+func (p *OpenAIResponses) params(req Request) (responses.ResponseNewParams, map[string]bool, error) {
 	params := responses.ResponseNewParams{
 		Model: shared.ResponsesModel(p.opts.model(req)),
 		Store: openai.Bool(false),
@@ -86,12 +94,14 @@ func (p *OpenAIResponses) params(req Request) (responses.ResponseNewParams, erro
 	if req.Temperature != nil {
 		params.Temperature = openai.Float(*req.Temperature)
 	}
+	strict := make(map[string]bool, len(req.Tools))
 	for _, t := range req.Tools {
-		schema, err := p.opts.toolSchema(t)
+		schema, isStrict, _, err := p.opts.strictSchema(t)
 		if err != nil {
-			return params, err
+			return params, nil, err
 		}
-		fn := responses.FunctionToolParam{Name: t.Name, Parameters: rawMap(schema), Strict: openai.Bool(p.opts.StrictTools)}
+		strict[t.Name] = isStrict
+		fn := responses.FunctionToolParam{Name: t.Name, Parameters: rawMap(schema), Strict: openai.Bool(isStrict)}
 		if t.Description != "" {
 			fn.Description = openai.String(t.Description)
 		}
@@ -106,7 +116,7 @@ func (p *OpenAIResponses) params(req Request) (responses.ResponseNewParams, erro
 		case trajectory.RoleAssistant:
 			role = responses.EasyInputMessageRoleAssistant
 		default:
-			return params, fmt.Errorf("message %d has role %q; only user and assistant are sent (put system text in Request.System)", i, m.Role)
+			return params, nil, fmt.Errorf("message %d has role %q; only user and assistant are sent (put system text in Request.System)", i, m.Role)
 		}
 		var text []string
 		flush := func() {
@@ -132,7 +142,7 @@ func (p *OpenAIResponses) params(req Request) (responses.ResponseNewParams, erro
 		flush()
 	}
 	params.Input = responses.ResponseNewParamsInputUnion{OfInputItemList: items}
-	return params, nil
+	return params, strict, nil
 }
 
 // responsesStop derives a stop reason from the status: the Responses API

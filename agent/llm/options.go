@@ -1,12 +1,13 @@
 package llm
 
 import (
-	"github.com/retrace-dev/retrace/agent/llm/dialect"
-	"github.com/retrace-dev/retrace/trajectory"
-
 	"encoding/json"
+	"errors"
 	"net/http"
 	"time"
+
+	"github.com/retrace-dev/retrace/agent/llm/dialect"
+	"github.com/retrace-dev/retrace/trajectory"
 )
 
 // Defaults used when the matching Options field is zero.
@@ -48,6 +49,21 @@ type Options struct {
 	// StrictTools marks OpenAI function tools strict: true. Pair it with a
 	// ToolSchema that produces OpenAI's strict form; Anthropic ignores it.
 	StrictTools bool
+	// NonStrictSchema, with StrictTools, is the rewrite for a tool whose
+	// schema ToolSchema refuses as dialect.ErrUnsupported (an MCP server's
+	// oneOf, say): that tool alone is sent with strict false in this form,
+	// rather than the whole request failing (seed §11.6). nil keeps the
+	// refusal an error.
+	NonStrictSchema func(schema json.RawMessage) (json.RawMessage, error)
+}
+
+// ToolStrictness is a Provider that decides per tool whether it is sent in
+// OpenAI's strict mode, so the session can record each decision.
+type ToolStrictness interface {
+	// ToolStrict reports whether t is sent strict; when it is not although
+	// strict mode is on, reason says why (the strict rewrite's error).
+	// ok is false when the provider has no strict mode on at all.
+	ToolStrict(t ToolDef) (strict bool, reason string, ok bool)
 }
 
 // ModelErrorEvent describes one failed attempt of a model call.
@@ -135,22 +151,46 @@ func maxTokens(req Request) int64 {
 // raw values: the SDKs take the schema as a map, and raw values keep the
 // nested key order the dialect chose (stable bytes for the prompt cache).
 func (o Options) toolSchema(t ToolDef) (map[string]json.RawMessage, error) {
+	m, _, _, err := o.strictSchema(t)
+	return m, err
+}
+
+// strictSchema is toolSchema with the per-tool strict decision: strict is
+// StrictTools, unless ToolSchema refused the schema as unsupported and
+// NonStrictSchema rewrote it instead; reason is then the refusal.
+func (o Options) strictSchema(t ToolDef) (m map[string]json.RawMessage, strict bool, reason string, err error) {
 	schema := t.Schema
 	if len(schema) == 0 {
 		schema = json.RawMessage(`{"type":"object","properties":{}}`)
 	}
+	strict = o.StrictTools
 	if o.ToolSchema != nil {
 		rewritten, err := o.ToolSchema(schema)
+		if err != nil && strict && o.NonStrictSchema != nil && errors.Is(err, dialect.ErrUnsupported) {
+			strict, reason = false, err.Error()
+			rewritten, err = o.NonStrictSchema(schema)
+		}
 		if err != nil {
-			return nil, &ToolSchemaError{Tool: t.Name, Err: err}
+			return nil, false, "", &ToolSchemaError{Tool: t.Name, Err: err}
 		}
 		schema = rewritten
 	}
-	var m map[string]json.RawMessage
 	if err := json.Unmarshal(schema, &m); err != nil {
-		return nil, &ToolSchemaError{Tool: t.Name, Err: err}
+		return nil, false, "", &ToolSchemaError{Tool: t.Name, Err: err}
 	}
-	return m, nil
+	return m, strict, reason, nil
+}
+
+// toolStrict is ToolStrictness for the OpenAI providers.
+func (o Options) toolStrict(t ToolDef) (strict bool, reason string, ok bool) {
+	if !o.StrictTools {
+		return false, "", false
+	}
+	_, strict, reason, err := o.strictSchema(t)
+	if err != nil {
+		return false, err.Error(), true
+	}
+	return strict, reason, true
 }
 
 // ToolSchemaError is a tool whose schema could not be turned into the
@@ -174,13 +214,19 @@ func (e *ToolSchemaError) Unwrap() error { return e.Err }
 // validation — reads as a value of the wrong type. Turning the wire form
 // back into the neutral one is the provider's job, like parsing the
 // arguments string. It returns nil when the tools are not strict.
-func (o Options) strictInputs(tools []ToolDef) func(*trajectory.ContentBlock) {
+//
+// strict names the tools sent strict; the others' inputs are left alone,
+// since a tool sent with strict off never had its optional fields made
+// nullable.
+func (o Options) strictInputs(tools []ToolDef, strict map[string]bool) func(*trajectory.ContentBlock) {
 	if !o.StrictTools {
 		return nil
 	}
 	schemas := make(map[string]json.RawMessage, len(tools))
 	for _, t := range tools {
-		schemas[t.Name] = t.Schema
+		if strict[t.Name] {
+			schemas[t.Name] = t.Schema
+		}
 	}
 	return func(b *trajectory.ContentBlock) {
 		schema, ok := schemas[b.Name]

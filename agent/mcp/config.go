@@ -130,3 +130,42 @@ func (c Config) deferred() bool {
 
 // remote reports whether the server is reached over HTTP.
 func (c Config) remote() bool { return strings.TrimSpace(c.URL) != "" }
+
+// deferrals is each server's effective deferral and the notices that
+// explain a change. Every MCP tool name starts with "mcp__", so a resident
+// server's tools beside a deferred server's share a 5-character prefix:
+// the condition of the prefix collapse, where a model that means a
+// deferred tool it has no schema for is forced, by constrained decoding,
+// into the resident tool that shares the prefix, and the wrong call
+// passes every check (seed §3.4, §10.5). The name cannot drop the prefix
+// (permission rules and hooks match mcp__<server>), so the mix is what
+// goes: when some servers are deferred and some are not, every server is
+// deferred, which costs a tool_search turn rather than a silent wrong
+// call. A session whose servers are all resident, or all deferred, is
+// left as configured.
+func deferrals(cfgs []Config) ([]bool, []string) {
+	out := make([]bool, len(cfgs))
+	var resident []string
+	deferred := 0
+	for i, c := range cfgs {
+		out[i] = c.deferred()
+		if out[i] {
+			deferred++
+		} else {
+			resident = append(resident, c.Name)
+		}
+	}
+	if deferred == 0 || len(resident) == 0 {
+		return out, nil
+	}
+	var notes []string
+	for i := range out {
+		out[i] = true
+	}
+	for _, name := range resident {
+		notes = append(notes, fmt.Sprintf("mcp server %q: its tools are deferred although its config says deferred: false, "+
+			"because other servers are deferred and every MCP tool name shares the mcp__ prefix, which lets a call meant for a deferred tool "+
+			"collapse into a resident one (seed §10.5); set deferred: false on every server to keep them all loaded", name))
+	}
+	return out, notes
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -19,6 +20,11 @@ const (
 	// gateEnv names a file the helper waits for before it serves, so a
 	// test can hold a server in "connecting" without timing anything.
 	gateEnv = "RETRACE_MCP_HELPER_GATE"
+	// restartEnv names a directory: the first helper started serves at
+	// once, and every later one (a reconnect) waits for the file "go" in
+	// it, so a test can hold a server in "reconnecting", or exits at once
+	// when the file "down" is there, so a test can keep it down.
+	restartEnv = "RETRACE_MCP_HELPER_RESTART"
 )
 
 // longToolName is longer than the API's limit once prefixed.
@@ -35,6 +41,19 @@ func TestHelperMCPServer(t *testing.T) {
 				break
 			}
 			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	if dir := os.Getenv(restartEnv); dir != "" {
+		if err := os.Mkdir(filepath.Join(dir, "started"), 0o755); err != nil {
+			if _, err := os.Stat(filepath.Join(dir, "down")); err == nil {
+				os.Exit(1)
+			}
+			for {
+				if _, err := os.Stat(filepath.Join(dir, "go")); err == nil {
+					break
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
 		}
 	}
 	s := helperServer()
@@ -78,6 +97,19 @@ func helperServer() *sdk.Server {
 	s.AddTool(&sdk.Tool{Name: "big", Description: "Prints a lot.", InputSchema: empty},
 		func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 			return text(strings.Repeat("x", 3*ResultLimit/2)), nil
+		})
+	s.AddTool(&sdk.Tool{Name: "exit", Description: "Ends the server process, as a crash would.", InputSchema: empty},
+		func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+			os.Exit(3)
+			return nil, nil
+		})
+	s.AddTool(&sdk.Tool{Name: "chinese", Description: "Prints 60,000 Chinese characters, 30,000 estimated tokens.", InputSchema: empty},
+		func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+			return text(strings.Repeat("汉", 60000)), nil
+		})
+	s.AddTool(&sdk.Tool{Name: "english", Description: "Prints 90,000 ASCII characters, 22,500 estimated tokens.", InputSchema: empty},
+		func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+			return text(strings.Repeat("word ", 18000)), nil
 		})
 	s.AddTool(&sdk.Tool{Name: "picture", Description: "Returns an image and a caption.", InputSchema: empty},
 		func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/retrace-dev/retrace/agent/procgroup"
@@ -40,6 +41,68 @@ type Options struct {
 	// ConnectTimeout bounds starting one server and listing its tools;
 	// zero means DefaultConnectTimeout.
 	ConnectTimeout time.Duration
+	// Heartbeat is the interval of the ping that tells a hung server from
+	// a quiet one; zero means DefaultHeartbeat, negative turns it off
+	// (a server whose connection closes is still noticed at once).
+	Heartbeat time.Duration
+	// HeartbeatTimeout is how long one heartbeat ping may wait for its
+	// answer; zero means half the Heartbeat.
+	HeartbeatTimeout time.Duration
+	// ReconnectBase is the first wait before reconnecting a server that
+	// died; each further attempt waits twice as long. Zero means
+	// DefaultReconnectBase.
+	ReconnectBase time.Duration
+	// MaxReconnects is how many reconnect attempts are made before the
+	// server is given up as failed; zero means DefaultMaxReconnects,
+	// negative means never reconnect.
+	MaxReconnects int
+	// OnEvent, when set, is told every change of a server's state, in
+	// order per server, from the goroutine that made the change and never
+	// under the Servers' lock. The runtime records them (trajectory
+	// mcp_server events) and announces new tools to the model.
+	OnEvent func(Event)
+}
+
+// heartbeatMisses is how many heartbeat pings in a row must go
+// unanswered before a server is taken for dead: one late answer on a
+// loaded machine is not a dead server.
+const heartbeatMisses = 2
+
+// The seed's reconnect and heartbeat settings (seed §12.3 (5)).
+const (
+	DefaultHeartbeat     = 30 * time.Second
+	DefaultReconnectBase = time.Second
+	DefaultMaxReconnects = 5
+)
+
+// State is where a server is in its life.
+type State string
+
+// The states of a server. A server starts pending; it becomes connected
+// or failed; a connected server that dies is reconnecting until it is
+// reconnected or, after MaxReconnects attempts, failed.
+const (
+	StatePending      State = "pending"
+	StateConnected    State = "connected"
+	StateFailed       State = "failed"
+	StateReconnecting State = "reconnecting"
+	StateReconnected  State = "reconnected"
+)
+
+// Event is one change of a server's state.
+type Event struct {
+	// Server is the configured name of the server.
+	Server string
+	// State is the state entered.
+	State State
+	// Tools are the server's tools, sorted by name, when State is
+	// connected or reconnected.
+	Tools []tools.Tool
+	// Attempt counts the reconnect attempts, from 1, for reconnecting
+	// (the attempt about to be made) and reconnected.
+	Attempt int
+	// Err is why the server failed or is reconnecting.
+	Err error
 }
 
 // ServerError is a server that could not be used, or one of its tools
@@ -70,20 +133,39 @@ func (e *ServerError) Unwrap() error { return e.Err }
 // in the background. It is safe for concurrent use.
 type Servers struct {
 	opts   Options
+	life   context.Context
 	cancel context.CancelFunc
 	stop   func() bool // stops watching the caller's ctx
 	wg     sync.WaitGroup
 	done   chan struct{}
+	// watchers are the goroutines that watch connected servers and
+	// reconnect them; Close waits for them.
+	watchers sync.WaitGroup
+
+	// notices explain the configured choices Connect changed.
+	notices []string
 
 	mu      sync.Mutex
 	closed  bool
 	servers []*server // config order
 }
 
+// Notices explain the configured choices Connect changed, for the user:
+// today, the resident servers it deferred because other servers are
+// deferred (seed §10.5).
+func (s *Servers) Notices() []string { return slices.Clone(s.notices) }
+
 // server is one configured server and what became of it.
 type server struct {
-	cfg      Config
+	cfg Config
+	// deferred is whether the server's tools are deferred: the config's
+	// choice unless the session mixes resident and deferred servers
+	// (deferrals).
+	deferred bool
 	pending  bool
+	state    State
+	attempt  int            // the reconnect attempt under way
+	lost     error          // why the connection was lost, while reconnecting
 	err      error          // set when the server failed
 	tools    []*Tool        // sorted by name
 	problems []*ServerError // tools not offered
@@ -105,12 +187,27 @@ func Connect(ctx context.Context, cfgs []Config, opts Options) (*Servers, error)
 	if opts.ConnectTimeout <= 0 {
 		opts.ConnectTimeout = DefaultConnectTimeout
 	}
+	if opts.Heartbeat == 0 {
+		opts.Heartbeat = DefaultHeartbeat
+	}
+	if opts.HeartbeatTimeout <= 0 {
+		opts.HeartbeatTimeout = opts.Heartbeat / 2
+	}
+	if opts.ReconnectBase <= 0 {
+		opts.ReconnectBase = DefaultReconnectBase
+	}
+	if opts.MaxReconnects == 0 {
+		opts.MaxReconnects = DefaultMaxReconnects
+	}
 	life, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	s := &Servers{opts: opts, cancel: cancel, done: make(chan struct{})}
+	s := &Servers{opts: opts, life: life, cancel: cancel, done: make(chan struct{})}
 	local, remote := make(chan struct{}, localConnects), make(chan struct{}, remoteConnects)
-	for _, c := range cfgs {
-		srv := &server{cfg: c, pending: true}
+	deferred, notices := deferrals(cfgs)
+	s.notices = notices
+	for i, c := range cfgs {
+		srv := &server{cfg: c, deferred: deferred[i], pending: true, state: StatePending}
 		s.servers = append(s.servers, srv)
+		s.notify(Event{Server: c.Name, State: StatePending})
 		sem := local
 		if c.remote() {
 			sem = remote
@@ -120,7 +217,7 @@ func Connect(ctx context.Context, cfgs []Config, opts Options) (*Servers, error)
 			case sem <- struct{}{}:
 				defer func() { <-sem }()
 			case <-life.Done():
-				s.settle(srv, nil, nil, nil, fmt.Errorf("not connected: %w", life.Err()))
+				s.settle(srv, nil, nil, nil, nil, fmt.Errorf("not connected: %w", life.Err()))
 				return
 			}
 			s.connect(life, srv)
@@ -145,40 +242,219 @@ func Connect(ctx context.Context, cfgs []Config, opts Options) (*Servers, error)
 	return s, nil
 }
 
-// connect starts one server, lists its tools and records the outcome.
+// connect starts one server, lists its tools and records the outcome; a
+// server that connected is then watched.
 func (s *Servers) connect(life context.Context, srv *server) {
+	session, ts, problems, group, err := s.dial(life, srv)
+	s.settle(srv, session, ts, problems, group, err)
+	if session != nil {
+		s.watchers.Go(func() { s.watch(life, srv, session) })
+	}
+}
+
+// dial starts the server, does the handshake and lists its tools, within
+// the connect timeout.
+func (s *Servers) dial(life context.Context, srv *server) (*sdk.ClientSession, []*Tool, []*ServerError, *procgroup.Group, error) {
 	ctx, cancel := context.WithTimeout(life, s.opts.ConnectTimeout)
 	defer cancel()
 	transport, stderr, group, err := s.transport(srv.cfg)
 	if err != nil {
-		s.settle(srv, nil, nil, nil, err)
-		return
+		return nil, nil, nil, nil, err
 	}
-	s.mu.Lock()
-	srv.group = group
-	s.mu.Unlock()
+	fail := func(err error) (*sdk.ClientSession, []*Tool, []*ServerError, *procgroup.Group, error) {
+		if group != nil {
+			group.Release()
+		}
+		return nil, nil, nil, nil, err
+	}
 	client := sdk.NewClient(&sdk.Implementation{Name: "retrace", Version: "dev"}, nil)
 	session, err := client.Connect(ctx, transport, nil)
 	if err != nil {
-		s.settle(srv, nil, nil, nil, startError(ctx, s.opts.ConnectTimeout, err, stderr))
-		return
+		return fail(startError(ctx, s.opts.ConnectTimeout, err, stderr))
 	}
 	var listed []*sdk.Tool
 	for t, err := range session.Tools(ctx, nil) {
 		if err != nil {
 			_ = session.Close()
-			s.settle(srv, nil, nil, nil, fmt.Errorf("listing tools: %w", startError(ctx, s.opts.ConnectTimeout, err, stderr)))
-			return
+			return fail(fmt.Errorf("listing tools: %w", startError(ctx, s.opts.ConnectTimeout, err, stderr)))
 		}
 		listed = append(listed, t)
 	}
-	ts, problems := buildTools(srv.cfg, session, listed)
-	s.settle(srv, session, ts, problems, nil)
+	ts, problems := buildTools(s, srv, listed)
+	return session, ts, problems, group, nil
+}
+
+// watch waits for a connected server to die — its connection closes, or
+// it does not answer the heartbeat — and then reconnects it with
+// exponential backoff, until it is back, it is given up, or life ends.
+func (s *Servers) watch(life context.Context, srv *server, session *sdk.ClientSession) {
+	for {
+		lost := s.monitor(life, session)
+		if lost == nil {
+			return
+		}
+		// Closing a hung server's session can hang as well (its HTTP
+		// requests get no answer), so it is not waited for: the reconnect
+		// must not depend on the dead connection letting go.
+		dead := session
+		go func() { _ = dead.Close() }()
+		session = s.reconnect(life, srv, lost)
+		if session == nil {
+			return
+		}
+	}
+}
+
+// monitor returns why session died, or nil when life ended first.
+func (s *Servers) monitor(life context.Context, session *sdk.ClientSession) error {
+	closed := make(chan error, 1)
+	go func() { closed <- session.Wait() }()
+	var tick <-chan time.Time
+	missed := 0
+	if s.opts.Heartbeat > 0 {
+		t := time.NewTicker(s.opts.Heartbeat)
+		defer t.Stop()
+		tick = t.C
+	}
+	for {
+		select {
+		case <-life.Done():
+			return nil
+		case err := <-closed:
+			if life.Err() != nil {
+				return nil
+			}
+			if err == nil {
+				return errors.New("the server closed the connection")
+			}
+			return fmt.Errorf("the connection closed: %w", err)
+		case <-tick:
+			ctx, cancel := context.WithTimeout(life, s.opts.HeartbeatTimeout)
+			err := session.Ping(ctx, nil)
+			cancel()
+			if life.Err() != nil {
+				return nil
+			}
+			if we, ok := errors.AsType[*jsonrpc.Error](err); ok && we.Code == jsonrpc.CodeMethodNotFound {
+				// A server without ping cannot be probed; its closing
+				// connection is still seen.
+				tick = nil
+				continue
+			}
+			if err == nil {
+				missed = 0
+				continue
+			}
+			if missed++; missed >= heartbeatMisses {
+				return fmt.Errorf("no answer to %d heartbeat pings in a row, each given %v: %w", missed, s.opts.HeartbeatTimeout, err)
+			}
+		}
+	}
+}
+
+// reconnect makes up to MaxReconnects attempts, waiting ReconnectBase,
+// then twice as long each time. It returns the new session, or nil when
+// the server was given up as failed or life ended.
+func (s *Servers) reconnect(life context.Context, srv *server, lost error) *sdk.ClientSession {
+	max := s.opts.MaxReconnects
+	if max < 0 {
+		s.fail(srv, fmt.Errorf("disconnected (%v); reconnecting is off", lost))
+		return nil
+	}
+	wait := s.opts.ReconnectBase
+	last := lost
+	for attempt := 1; attempt <= max; attempt++ {
+		s.mu.Lock()
+		srv.state, srv.attempt, srv.lost = StateReconnecting, attempt, last
+		s.mu.Unlock()
+		s.notify(Event{Server: srv.cfg.Name, State: StateReconnecting, Attempt: attempt, Err: last})
+		select {
+		case <-life.Done():
+			return nil
+		case <-time.After(wait):
+		}
+		wait *= 2
+		session, ts, problems, group, err := s.dial(life, srv)
+		if err != nil {
+			if life.Err() != nil {
+				return nil
+			}
+			last = err
+			continue
+		}
+		s.mu.Lock()
+		if s.closed {
+			s.mu.Unlock()
+			_ = session.Close()
+			if group != nil {
+				group.Release()
+			}
+			return nil
+		}
+		if srv.group != nil {
+			srv.group.Release()
+		}
+		srv.session, srv.tools, srv.problems, srv.group = session, ts, problems, group
+		srv.state, srv.lost = StateReconnected, nil
+		names := toolList(ts)
+		s.mu.Unlock()
+		s.notify(Event{Server: srv.cfg.Name, State: StateReconnected, Attempt: attempt, Tools: names})
+		return session
+	}
+	s.fail(srv, fmt.Errorf("disconnected (%v) and not back after %d reconnect attempts: %w", lost, max, last))
+	return nil
+}
+
+// fail gives a connected server up.
+func (s *Servers) fail(srv *server, err error) {
+	s.mu.Lock()
+	srv.state, srv.err, srv.session = StateFailed, err, nil
+	s.mu.Unlock()
+	s.notify(Event{Server: srv.cfg.Name, State: StateFailed, Err: err})
+}
+
+// errClosed is a call after Close: the runtime's mistake, not the server's.
+var errClosed = errors.New("the MCP servers were closed")
+
+// notify passes an event to OnEvent.
+func (s *Servers) notify(ev Event) {
+	if s.opts.OnEvent != nil {
+		s.opts.OnEvent(ev)
+	}
+}
+
+// live returns the session to call srv's tools on, or says why there is
+// none: the server is reconnecting, or failed.
+func (s *Servers) live(srv *server) (*sdk.ClientSession, State, int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.closed:
+		return nil, StateFailed, 0, errClosed
+	case srv.state == StateReconnecting:
+		return nil, srv.state, srv.attempt, srv.lost
+	case srv.session == nil:
+		err := srv.err
+		if err == nil {
+			err = errors.New("closed")
+		}
+		return nil, StateFailed, 0, err
+	}
+	return srv.session, srv.state, 0, nil
+}
+
+func toolList(ts []*Tool) []tools.Tool {
+	out := make([]tools.Tool, len(ts))
+	for i, t := range ts {
+		out[i] = t
+	}
+	return out
 }
 
 // buildTools turns a server's listing into tools sorted by name, with the
 // tools that cannot be offered reported.
-func buildTools(cfg Config, session *sdk.ClientSession, listed []*sdk.Tool) ([]*Tool, []*ServerError) {
+func buildTools(owner *Servers, srv *server, listed []*sdk.Tool) ([]*Tool, []*ServerError) {
+	cfg := srv.cfg
 	raw := make([]string, len(listed))
 	for i, t := range listed {
 		raw[i] = t.Name
@@ -193,7 +469,7 @@ func buildTools(cfg Config, session *sdk.ClientSession, listed []*sdk.Tool) ([]*
 				Err: fmt.Errorf("its name %s is already taken by another of the server's tools", names[i])})
 			continue
 		}
-		tool, err := newTool(cfg, session, names[i], t)
+		tool, err := newTool(owner, srv, names[i], t)
 		if err != nil {
 			problems = append(problems, &ServerError{Server: cfg.Name, Tool: t.Name, Err: err})
 			continue
@@ -217,17 +493,32 @@ func startError(ctx context.Context, timeout time.Duration, err error, stderr *t
 	return err
 }
 
-// settle records a server's outcome. A server that finishes after Close
-// is closed at once.
-func (s *Servers) settle(srv *server, session *sdk.ClientSession, ts []*Tool, problems []*ServerError, err error) {
+// settle records the outcome of a server's first connect. A server that
+// finishes after Close is closed at once.
+func (s *Servers) settle(srv *server, session *sdk.ClientSession, ts []*Tool, problems []*ServerError, group *procgroup.Group, err error) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.closed && session != nil {
 		_ = session.Close()
-		session, ts, err = nil, nil, errors.New("closed while connecting")
+		if group != nil {
+			group.Release()
+		}
+		session, ts, group, err = nil, nil, nil, errors.New("closed while connecting")
 	}
+	srv.session, srv.tools, srv.problems, srv.err, srv.group = session, ts, problems, err, group
+	ev := Event{Server: srv.cfg.Name, State: StateConnected, Tools: toolList(ts)}
+	if err != nil {
+		srv.state = StateFailed
+		ev = Event{Server: srv.cfg.Name, State: StateFailed, Err: err}
+	} else {
+		srv.state = StateConnected
+	}
+	s.mu.Unlock()
+	// Told before the server leaves the pending list, so a tool is always
+	// pending or registered (OnEvent registers it), never neither.
+	s.notify(ev)
+	s.mu.Lock()
 	srv.pending = false
-	srv.session, srv.tools, srv.problems, srv.err = session, ts, problems, err
+	s.mu.Unlock()
 }
 
 // transport builds the server's transport, the buffer that keeps the end
@@ -337,6 +628,7 @@ func (s *Servers) Close() error {
 	s.stop()
 	s.cancel()
 	<-s.done
+	s.watchers.Wait()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var errs []error

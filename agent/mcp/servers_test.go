@@ -79,8 +79,8 @@ func TestStdioServerToolsAreOrdinaryTools(t *testing.T) {
 		if !trajectory.IsToolName(sp.Name) {
 			t.Errorf("%s does not match ^[a-zA-Z0-9_-]{1,64}$", sp.Name)
 		}
-		if sp.Source != trajectory.ToolMCP || !sp.Deferred || sp.ResultLimit != ResultLimit {
-			t.Errorf("%s: Source %q Deferred %v ResultLimit %d, want mcp, true, %d", sp.Name, sp.Source, sp.Deferred, sp.ResultLimit, ResultLimit)
+		if sp.Source != trajectory.ToolMCP || !sp.Deferred || sp.ResultTokens != MaxOutputTokens {
+			t.Errorf("%s: Source %q Deferred %v ResultTokens %d, want mcp, true, %d", sp.Name, sp.Source, sp.Deferred, sp.ResultTokens, MaxOutputTokens)
 		}
 		if n := len([]rune(sp.Description)); n > MaxDescription {
 			t.Errorf("%s: description has %d characters, over %d", sp.Name, n, MaxDescription)
@@ -157,8 +157,8 @@ func TestBigOutputIsLeftToTheExecutorLimit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Output) <= tool.Spec().ResultLimit {
-		t.Errorf("output has %d characters; the test needs more than the limit %d", len(res.Output), tool.Spec().ResultLimit)
+	if n := tools.EstimateTokens(res.Output); n <= tool.Spec().ResultTokens {
+		t.Errorf("output has %d estimated tokens; the test needs more than the limit %d", n, tool.Spec().ResultTokens)
 	}
 	if ResultLimit != MaxOutputTokens*4 {
 		t.Errorf("ResultLimit = %d, want 25 000 tokens at 4 characters each", ResultLimit)
@@ -303,7 +303,7 @@ func TestStreamableHTTPServerWithHeaders(t *testing.T) {
 	no := false
 	s := connect(t,
 		Config{Name: "web", URL: srv.URL, Headers: map[string]string{"Authorization": "Bearer secret"}, Deferred: &no},
-		Config{Name: "nokey", URL: srv.URL},
+		Config{Name: "nokey", URL: srv.URL, Deferred: &no},
 	)
 	// Before srv.Close, which waits for the session's event stream.
 	defer s.Close()

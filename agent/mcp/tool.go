@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -21,18 +22,19 @@ import (
 // writes, and every character is paid for on every turn (seed §12.3 (2)).
 const MaxDescription = 2048
 
-// MaxOutputTokens is the estimated-token budget of one call's output
-// (seed §12.3 (3)).
+// MaxOutputTokens is the budget of one call's output in estimated tokens
+// (tools.EstimateTokens: a quarter of a token per ASCII character, half a
+// token per other character), which every MCP tool declares as its
+// tools.Spec.ResultTokens: the executor truncates longer output for the
+// model and spills the whole of it to a blob (seed §12.3 (3)). Counting
+// tokens, not characters, keeps the budget the same for Chinese, English
+// and JSON.
 const MaxOutputTokens = 25000
 
-// charsPerToken is the estimate that turns MaxOutputTokens into the
-// executor's character limit.
-const charsPerToken = 4
-
-// ResultLimit is the character limit every MCP tool declares, so that the
-// executor truncates longer output for the model and spills the whole of
-// it to a blob.
-const ResultLimit = MaxOutputTokens * charsPerToken
+// ResultLimit is MaxOutputTokens in ASCII characters, four to a token: the
+// most plain-English output that reaches the model whole. Output in other
+// scripts reaches the limit in fewer characters.
+const ResultLimit = MaxOutputTokens * 4
 
 // Error codes of MCP tool results, as labels for the trajectory.
 const (
@@ -41,6 +43,12 @@ const (
 	CodeError = "mcp_error"
 	// CodeTimeout marks a call cancelled after the server's call timeout.
 	CodeTimeout = "mcp_timeout"
+	// CodeReconnecting marks a call not made because its server lost its
+	// connection and is being reconnected.
+	CodeReconnecting = "mcp_reconnecting"
+	// CodeDisconnected marks a call not made, or cut off, because its
+	// server is gone: it failed, or its connection dropped during the call.
+	CodeDisconnected = "mcp_disconnected"
 )
 
 // imageTokens is what an image is counted as in the output estimate; it is
@@ -54,7 +62,10 @@ type Tool struct {
 	remote   string
 	readOnly bool
 	timeout  time.Duration
-	session  *sdk.ClientSession
+	// owner and srv give the server's current session: a reconnect
+	// replaces it, and the tool keeps working under the same name.
+	owner *Servers
+	srv   *server
 }
 
 var _ tools.Tool = (*Tool)(nil)
@@ -85,10 +96,37 @@ func (t *Tool) Run(ctx context.Context, _ *tools.Env, input json.RawMessage) (to
 	if len(args) == 0 {
 		args = json.RawMessage("{}")
 	}
-	res, err := t.session.CallTool(callCtx, &sdk.CallToolParams{Name: t.remote, Arguments: args})
+	session, state, attempt, why := t.owner.live(t.srv)
+	switch {
+	case errors.Is(why, errClosed):
+		return tools.Result{}, fmt.Errorf("mcp server %q, tool %q: %w", t.server, t.remote, why)
+	case state == StateReconnecting:
+		return tools.Result{
+			Output: fmt.Sprintf("MCP server %q lost its connection (%v) and is reconnecting (attempt %d of %d), so %s was not called. "+
+				"Retry it in a few seconds.", t.server, why, attempt, t.owner.opts.MaxReconnects, t.spec.Name),
+			IsError:   true,
+			ErrorCode: CodeReconnecting,
+		}, nil
+	case session == nil:
+		return tools.Result{
+			Output: fmt.Sprintf("MCP server %q is disconnected (%v), so %s cannot be called in this session. "+
+				"Do the work another way.", t.server, why, t.spec.Name),
+			IsError:   true,
+			ErrorCode: CodeDisconnected,
+		}, nil
+	}
+	res, err := session.CallTool(callCtx, &sdk.CallToolParams{Name: t.remote, Arguments: args})
 	if err != nil {
 		if ctx.Err() != nil {
 			return tools.Result{}, fmt.Errorf("mcp server %q, tool %q: %w", t.server, t.remote, ctx.Err())
+		}
+		if errors.Is(err, sdk.ErrConnectionClosed) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			return tools.Result{
+				Output: fmt.Sprintf("The connection to MCP server %q dropped during the call to %s (%v); it will be reconnected. "+
+					"The call may or may not have taken effect: check before you retry it.", t.server, t.spec.Name, err),
+				IsError:   true,
+				ErrorCode: CodeDisconnected,
+			}, nil
 		}
 		if callCtx.Err() != nil {
 			return tools.Result{
@@ -167,7 +205,8 @@ func orUnknown(s string) string {
 
 // newTool builds the tools.Tool for one listed tool, or says why the tool
 // cannot be offered to the model.
-func newTool(cfg Config, session *sdk.ClientSession, name string, t *sdk.Tool) (*Tool, error) {
+func newTool(owner *Servers, srv *server, name string, t *sdk.Tool) (*Tool, error) {
+	cfg := srv.cfg
 	schema, err := inputSchema(t.InputSchema)
 	if err != nil {
 		return nil, err
@@ -182,22 +221,23 @@ func newTool(cfg Config, session *sdk.ClientSession, name string, t *sdk.Tool) (
 	}
 	return &Tool{
 		spec: tools.Spec{
-			Name:        name,
-			Description: capDescription(desc),
-			Schema:      schema,
-			ReadOnly:    readOnly,
-			Display:     trajectory.DisplayFull,
-			ResultLimit: ResultLimit,
-			Deferred:    cfg.deferred(),
-			Interrupt:   tools.InterruptCancel,
-			EmptyOutput: fmt.Sprintf("(%s returned no content)", name),
-			Source:      trajectory.ToolMCP,
+			Name:         name,
+			Description:  capDescription(desc),
+			Schema:       schema,
+			ReadOnly:     readOnly,
+			Display:      trajectory.DisplayFull,
+			ResultTokens: MaxOutputTokens,
+			Deferred:     srv.deferred,
+			Interrupt:    tools.InterruptCancel,
+			EmptyOutput:  fmt.Sprintf("(%s returned no content)", name),
+			Source:       trajectory.ToolMCP,
 		},
 		server:   cfg.Name,
 		remote:   t.Name,
 		readOnly: readOnly,
 		timeout:  cfg.callTimeout(),
-		session:  session,
+		owner:    owner,
+		srv:      srv,
 	}, nil
 }
 

@@ -12,6 +12,13 @@
 // order, and the Registry hands them out in a stable order, because any
 // change to those bytes breaks the provider's prompt cache (seed §3.5).
 //
+// A result limit is in characters (Spec.ResultLimit) or in estimated
+// tokens (Spec.ResultTokens, EstimateTokens: a quarter of a token per
+// ASCII character, half a token per other one), which MCP tools use so
+// that output in any script gets the same budget (seed §12.3 (3)). The
+// tools of an MCP server that connects late join the Registry with Add or
+// AddMissing, after every tool already there.
+//
 // Tools run in an Env: the workspace, the files read in this session, the
 // todo list and the Registry. Tools never change the Env directly while
 // running; they return a Result.Modify that the executor applies in the

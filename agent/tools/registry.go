@@ -67,6 +67,28 @@ func (r *Registry) Add(tools ...Tool) error {
 	return nil
 }
 
+// AddMissing is Add for the tools whose names are not registered yet; the
+// others are skipped, in one step, so two goroutines offering the same
+// server's tools never register one twice. It returns the names added.
+func (r *Registry) AddMissing(tools ...Tool) ([]string, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var added []string
+	for _, t := range tools {
+		if t == nil {
+			continue
+		}
+		if _, ok := r.byName[t.Spec().Name]; ok {
+			continue
+		}
+		if err := r.add(t, len(r.entries)); err != nil {
+			return added, err
+		}
+		added = append(added, t.Spec().Name)
+	}
+	return added, nil
+}
+
 // add registers one tool; the caller holds the lock or owns r.
 func (r *Registry) add(t Tool, i int) error {
 	if t == nil {

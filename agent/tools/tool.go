@@ -56,6 +56,12 @@ type Spec struct {
 	// ResultLimit is the most characters of output the model gets before
 	// the executor truncates and spills; 0 means unlimited (seed §9.2).
 	ResultLimit int
+	// ResultTokens, when above 0, is the output limit in estimated tokens
+	// (EstimateTokens) instead of characters, and ResultLimit is ignored:
+	// the same number of characters costs twice the tokens in Chinese as
+	// in English, so a character limit is a different budget per content
+	// (seed §12.3 (3)). MCP tools use it.
+	ResultTokens int
 	// Deferred tools are not sent to the model until tool_search loads them.
 	Deferred bool
 	// Interrupt is the call's behaviour on a user abort.

@@ -331,7 +331,7 @@ func liveProvider(getenv func(string) string, name, model, baseURL string) (llm.
 		o.ToolSchema = dialect.Anthropic
 		return llm.NewAnthropic(o)
 	case "openai":
-		o.ToolSchema, o.StrictTools = dialect.OpenAIStrict, true
+		o.ToolSchema, o.StrictTools, o.NonStrictSchema = dialect.OpenAIStrict, true, dialect.OpenAI
 		return llm.NewOpenAIResponses(o)
 	case "openai-chat":
 		o.ToolSchema = dialect.OpenAI

@@ -26,6 +26,14 @@
 // shaping by documented subset, not a fix for an observed rejection (seed
 // §11.5).
 //
+// A schema retrace did not write — an MCP server's — may well hold what
+// strict mode refuses, so OpenAIPerTool decides per tool: strict when the
+// strict rewrite succeeds, else the OpenAI (strict off) form and the
+// refusal as the reason, which the session records in its catalog. One
+// server's oneOf then costs that tool its strictness, not every request of
+// the session. CheckOpenAIStrict checks a schema the way the API checks a
+// strict function, for the mock LLM.
+//
 // Output is compact JSON with keys in input order and without HTML
 // escaping, so the same schema always yields the same bytes for the
 // provider's prompt cache (seed §3.5).

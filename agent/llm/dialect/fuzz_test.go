@@ -61,3 +61,26 @@ func FuzzStripOptionalNulls(f *testing.F) {
 		}
 	})
 }
+
+// FuzzOpenAIPerTool feeds arbitrary schemas to the per-tool decision and
+// to the API-side check the mock LLM runs on requests: no panic, a schema
+// sent strict always passes the check, and one sent non-strict comes with
+// its reason.
+func FuzzOpenAIPerTool(f *testing.F) {
+	addSeeds(f)
+	f.Add([]byte(`{"type":"object","properties":{"a":{"oneOf":[{"type":"string"},{"type":"integer"}]}}}`))
+	f.Fuzz(func(t *testing.T, in []byte) {
+		_ = CheckOpenAIStrict(in)
+		out, strict, reason, err := OpenAIPerTool(in)
+		if err != nil {
+			return
+		}
+		if strict {
+			if cerr := CheckOpenAIStrict(out); cerr != nil {
+				t.Fatalf("strict output %s for %s fails the API's check: %v", out, in, cerr)
+			}
+		} else if reason == "" {
+			t.Fatalf("non-strict decision for %s without a reason", in)
+		}
+	})
+}
