@@ -31,7 +31,8 @@
 //	tool_result        the model-side text, is_error, the user-side display mode
 //	defense_trigger    a defense acted (not merely evaluated): defense, action, evidence
 //	reminder           a harness message injected into the conversation
-//	compaction         the loop relieved context pressure
+//	compaction         the loop relieved context pressure: strategy, tokens before and after, how they were measured, the window
+//	user_prompt        a person's prompt entering a session that has a conversation already (a follow-up, a continued session)
 //	session_end        end reason, turns, token and call totals, recorder errors
 //
 // Events about a tool call that retrace did not run itself (an imported
