@@ -242,5 +242,6 @@ func recordedLimits(l *trajectory.Limits) agent.Limits {
 	}
 	return agent.Limits{MaxTurns: l.MaxTurns, TokenBudget: l.TokenBudget, CostBudget: l.CostBudget,
 		MaxTokens: l.MaxTokens, ContextTokens: l.ContextTokens,
+		ContextWindow: l.ContextWindow, CompactThreshold: l.CompactThreshold, Compaction: l.Compaction,
 		Prices: agent.Prices{Input: l.InputPerMTok, Output: l.OutputPerMTok, CacheRead: l.CacheReadPerMTok, CacheWrite: l.CacheWritePerMTok}}
 }

@@ -56,6 +56,13 @@ type Limits struct {
 	OutputPerMTok     float64 `json:"output_per_mtok,omitempty"`
 	CacheReadPerMTok  float64 `json:"cache_read_per_mtok,omitempty"`
 	CacheWritePerMTok float64 `json:"cache_write_per_mtok,omitempty"`
+	// ContextWindow is the model's context window when the configuration
+	// gave it (absent when the built-in model table or the default gave
+	// it), CompactThreshold the fraction of it at which the loop compacts,
+	// and Compaction the strategy (drop or summarize); all optional.
+	ContextWindow    int64              `json:"context_window,omitempty"`
+	CompactThreshold float64            `json:"compact_threshold,omitempty"`
+	Compaction       CompactionStrategy `json:"compaction,omitempty"`
 }
 
 // SessionStart opens a session: what ran, with which tools, under which policy.
@@ -152,6 +159,11 @@ func (p *SessionStart) validate(c *checks) {
 		c.nonNegative("limits.cost_budget_usd", p.Limits.CostBudget)
 		c.nonNegative("limits.max_tokens", float64(p.Limits.MaxTokens))
 		c.nonNegative("limits.context_tokens", float64(p.Limits.ContextTokens))
+		c.nonNegative("limits.context_window", float64(p.Limits.ContextWindow))
+		c.nonNegative("limits.compact_threshold", p.Limits.CompactThreshold)
+		if p.Limits.Compaction != "" {
+			checkEnum(c, "limits.compaction", p.Limits.Compaction, compactionStrategies)
+		}
 		c.nonNegative("limits.input_per_mtok", p.Limits.InputPerMTok)
 		c.nonNegative("limits.output_per_mtok", p.Limits.OutputPerMTok)
 		c.nonNegative("limits.cache_read_per_mtok", p.Limits.CacheReadPerMTok)
