@@ -1,8 +1,11 @@
 package agent
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/retrace-dev/retrace/agent/executor"
@@ -13,9 +16,11 @@ import (
 // HarnessVersion is recorded in session_start when Config.HarnessVersion is empty.
 const HarnessVersion = "retrace-dev"
 
-// DefaultContextTokens is the estimated context size above which the loop
-// compacts the history, when Limits.ContextTokens is 0.
-const DefaultContextTokens = 100_000
+// DefaultContextTokens is the context size above which the loop compacts
+// the history of a model whose window is DefaultContextWindow, when
+// neither Limits.ContextTokens nor Limits.CompactThreshold is set: the
+// default threshold of the default window.
+const DefaultContextTokens = int64(DefaultContextWindow * DefaultCompactThreshold)
 
 // Limits bound a session. Zero means unbounded, except ContextTokens.
 type Limits struct {
@@ -32,9 +37,27 @@ type Limits struct {
 	Prices Prices `yaml:"prices"`
 	// MaxTokens is the max_tokens of each request; 0 leaves the provider's default.
 	MaxTokens int `yaml:"max_tokens"`
-	// ContextTokens is the estimated history size (bytes/4) above which the
-	// oldest tool results are dropped; 0 means DefaultContextTokens.
+	// ContextTokens is the context size above which the loop compacts; 0
+	// means CompactThreshold of the model's context window. The size is
+	// the usage the API reported for the last reply (input, cache and
+	// output tokens) plus the bytes/4 estimate of the messages added
+	// since, or the bytes/4 estimate of the whole history when no reply
+	// reported usage.
 	ContextTokens int64 `yaml:"context_tokens"`
+	// ContextWindow is the model's context window in tokens; 0 looks the
+	// model up in Config.Models, then in the built-in table (LookupModel), and
+	// assumes DefaultContextWindow for a model neither knows.
+	ContextWindow int64 `yaml:"context_window" json:",omitempty"`
+	// CompactThreshold is the fraction of the context window (0 to 1) at
+	// which the loop compacts; 0 means DefaultCompactThreshold.
+	CompactThreshold float64 `yaml:"compact_threshold" json:",omitempty"`
+	// Compaction is how the loop compacts: drop (the default) replaces the
+	// oldest tool outputs with a placeholder; summarize drops them first
+	// and, when the context is still over the threshold, asks the model for
+	// a summary of the older turns in a request of its own and replaces
+	// them with it (falling back to the dropped outputs if no summary
+	// comes).
+	Compaction trajectory.CompactionStrategy `yaml:"compaction" json:",omitempty"`
 }
 
 // Prices are a model's prices in US dollars per million tokens. retrace
@@ -72,8 +95,23 @@ type Config struct {
 	System string
 	// Prompt is the user's task, the first message of the session.
 	Prompt string
+	// History is a conversation carried on from an earlier session
+	// (retrace run --continue), rebuilt with ConversationOf; Prompt is then
+	// a follow-up to it, recorded in a user_prompt event. Continues is
+	// that session's id, recorded in session_start.
+	History   []trajectory.Message
+	Continues string
+	// NextPrompt, when set, is asked for the person's next prompt each time
+	// the model finishes its turn (end_turn or a stop sequence); the
+	// session goes on with it, recorded in a user_prompt event, and ends
+	// when ok is false. MaxTurns then bounds the turns of each prompt.
+	NextPrompt func(ctx context.Context) (prompt string, ok bool)
 	// Limits bound the session.
 	Limits Limits
+	// Models adds to or overrides the built-in model table (LookupModel),
+	// by exact model id or family prefix (claude-sonnet-4-5 covers its
+	// dated snapshots); the loop compacts against the model's window.
+	Models map[string]ModelInfo
 	// Stream asks the provider for a streamed reply; OnStream sees it arrive.
 	Stream   bool
 	OnStream func(llm.StreamEvent)
@@ -164,6 +202,17 @@ func (c *Config) check() error {
 	if l.MaxTurns < 0 || l.TokenBudget < 0 || l.CostBudget < 0 || l.MaxTokens < 0 || l.ContextTokens < 0 ||
 		l.Prices.Input < 0 || l.Prices.Output < 0 || l.Prices.CacheRead < 0 || l.Prices.CacheWrite < 0 {
 		errs = append(errs, errors.New("Limits: a limit or price is negative; use 0 for unbounded"))
+	}
+	if l.ContextWindow < 0 || l.CompactThreshold < 0 || l.CompactThreshold > 1 {
+		errs = append(errs, errors.New("Limits: context_window must be positive and compact_threshold a fraction between 0 and 1 (0.8 compacts at 80% of the window)"))
+	}
+	if l.Compaction != "" && !l.Compaction.Valid() {
+		errs = append(errs, fmt.Errorf("Limits: compaction %q is not a strategy; use drop or summarize", l.Compaction))
+	}
+	for _, name := range slices.Sorted(maps.Keys(c.Models)) {
+		if m := c.Models[name]; m.ContextWindow <= 0 || m.MaxOutput < 0 {
+			errs = append(errs, fmt.Errorf("Models: %s needs a positive context_window (and max_output, when given, not negative)", name))
+		}
 	}
 	if l.CostBudget > 0 && !l.Prices.set() {
 		errs = append(errs, errors.New("Limits: cost_budget_usd needs prices (input_per_mtok, output_per_mtok): retrace ships no price list"))

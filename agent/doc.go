@@ -37,4 +37,22 @@
 // the model wrapped in an untrusted-content tag naming the tool
 // (executor.UntrustedTag); the recorded tool_result keeps the tool's
 // output unwrapped.
+//
+// Context is managed before each request (§4.4: "used / window over a
+// threshold: compact first, do not just die"). The context is measured by
+// the usage the API reported for the last reply plus an estimate of what
+// was added since, or by the bytes/4 estimate of the whole history when no
+// reply reported usage; the window comes from the configuration or the
+// model table (LookupModel), and is assumed, and recorded as assumed, for a
+// model neither knows. Compaction first drops the oldest tool outputs; the
+// summarize strategy then asks the model for a summary of the older turns
+// in a request of its own, recorded as a turn like any other, and replaces
+// them with it (compact.go). Every step is a compaction event saying how
+// its numbers were measured.
+//
+// A session may hold more than one prompt (§4.6, the outer loop):
+// Config.NextPrompt is asked for the person's next prompt each time the
+// model finishes its turn, and Config.History carries on the conversation
+// of a recorded session (ConversationOf rebuilds it from the trajectory).
+// The prompts after the first are recorded as user_prompt events.
 package agent

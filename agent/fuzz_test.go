@@ -63,3 +63,44 @@ func FuzzAnyReplyLeavesAValidTrajectory(f *testing.F) {
 		validate(t, buf.Bytes())
 	})
 }
+
+// FuzzConversationOfNeverPanics rebuilds the conversation of any
+// trajectory the decoder accepts: a recording given to --continue is
+// outside input, and a broken one must be an error, never a panic or a
+// history with a call and no answer.
+func FuzzConversationOfNeverPanics(f *testing.F) {
+	f.Add([]byte(`{"v":1,"session":"s","seq":1,"ts":"2026-01-01T00:00:00Z","turn":1,"type":"model_request","request_bytes":1,"system_hash":"0000000000000000","tools_hash":"0000000000000000","tool_names":[],"message_hashes":["0000000000000000"],"new_messages":[{"role":"user","content":[{"type":"text","text":"hi"}]}]}
+{"v":1,"session":"s","seq":2,"ts":"2026-01-01T00:00:00Z","turn":1,"type":"model_response","content":[{"type":"tool_use","id":"t1","name":"read","input":{}}],"stop_reason":"tool_use","stop_reason_raw":"tool_use","usage":{"input_tokens":1,"output_tokens":1,"cache_read_tokens":0,"cache_creation_tokens":0},"duration_ms":0}
+`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		dec := trajectory.NewDecoder(bytes.NewReader(data), "fuzz")
+		var events []trajectory.Event
+		for {
+			ev, err := dec.Next()
+			if err != nil {
+				break
+			}
+			events = append(events, ev)
+		}
+		history, err := ConversationOf(events)
+		if err != nil {
+			return
+		}
+		answered := map[string]bool{}
+		for _, m := range history {
+			for _, b := range m.Content {
+				if b.Type == trajectory.BlockToolResult {
+					answered[b.ToolUseID] = true
+				}
+			}
+		}
+		last := len(history) - 1
+		if last >= 0 && history[last].Role == trajectory.RoleAssistant {
+			for _, b := range history[last].Content {
+				if b.Type == trajectory.BlockToolUse && !answered[b.ID] {
+					t.Fatalf("the rebuilt reply keeps tool_use %s without its result", b.ID)
+				}
+			}
+		}
+	})
+}

@@ -16,9 +16,6 @@ import (
 	"github.com/retrace-dev/retrace/trajectory"
 )
 
-// droppedOutput replaces a tool result's content when compaction drops it.
-const droppedOutput = "[output removed to save context; re-run the tool if needed]"
-
 // countingSink passes events on and counts the calls and failures the
 // executor emits, so that session_end's totals are read from what was
 // recorded rather than kept by a second bookkeeping that could disagree.
@@ -57,8 +54,20 @@ type session struct {
 	sent    map[string]bool         // tools in the last request
 	turn    int
 	usage   trajectory.Usage
-	text    string
-	start   time.Time
+	// lastUsage is the usage the last reply reported, which measures the
+	// context (see contextSize), and usageMark the number of messages its
+	// request held; nil once compaction changed the history it measured.
+	lastUsage *trajectory.Usage
+	usageMark int
+	// lastReply is the content of the last reply to the session's own
+	// requests (not a summary request's).
+	lastReply []trajectory.ContentBlock
+	// promptTurn is the turn the current prompt started after, and
+	// prompts the number of prompts taken so far, the first included.
+	promptTurn int
+	prompts    int
+	text       string
+	start      time.Time
 
 	rem *reminders
 	def *defenses
@@ -150,8 +159,8 @@ func (s *session) run(ctx context.Context) Result {
 			s.emit(snap)
 		}
 	}
-	s.history = append(s.history, trajectory.Message{Role: trajectory.RoleUser,
-		Content: []trajectory.ContentBlock{{Type: trajectory.BlockText, Text: s.cfg.Prompt}}})
+	s.history = slices.Clone(s.cfg.History)
+	s.addPrompt(s.cfg.Prompt)
 	for {
 		if e, done := s.beforeRequest(ctx); done {
 			return s.end(ctx, e)
@@ -161,10 +170,66 @@ func (s *session) run(ctx context.Context) Result {
 		if err != nil {
 			return s.end(ctx, ending{err: err, code: errorCode(err)})
 		}
-		if e, done := s.handle(ctx, resp); done {
+		e, done := s.handle(ctx, resp)
+		if done && s.followUp(ctx, e) {
+			continue
+		}
+		if done {
 			return s.end(ctx, e)
 		}
 	}
+}
+
+// addPrompt puts a person's prompt into the history. A prompt after the
+// first, or the first of a session that carries a conversation on, is
+// recorded in a user_prompt event, so that the user's turns are told from
+// the harness's; it joins the last message when that is the user's (tool
+// results of a turn that ended the conversation), since a request never
+// holds two user messages in a row.
+func (s *session) addPrompt(prompt string) {
+	block := trajectory.ContentBlock{Type: trajectory.BlockText, Text: prompt}
+	if s.prompts > 0 || len(s.history) > 0 {
+		index := s.prompts
+		if len(s.cfg.History) > 0 && s.prompts == 0 {
+			index = 0
+		}
+		s.emit(&trajectory.UserPrompt{Text: prompt, PromptIndex: index})
+	}
+	s.prompts++
+	s.promptTurn = s.turn
+	if n := len(s.history); n > 0 && s.history[n-1].Role == trajectory.RoleUser {
+		last := &s.history[n-1]
+		last.Content = append(slices.Clone(last.Content), block)
+		return
+	}
+	s.history = append(s.history, trajectory.Message{Role: trajectory.RoleUser, Content: []trajectory.ContentBlock{block}})
+}
+
+// followUp takes the person's next prompt when the model finished its
+// turn and the session has someone to ask (Config.NextPrompt); it reports
+// whether the session goes on. Any other ending (a limit, a defense, an
+// error, an abort) ends the session.
+func (s *session) followUp(ctx context.Context, e ending) bool {
+	if s.cfg.NextPrompt == nil || ctx.Err() != nil || (e.explicit != trajectory.EndTurn && e.explicit != trajectory.EndStopSequence) {
+		return false
+	}
+	prompt, ok := s.cfg.NextPrompt(ctx)
+	if !ok || strings.TrimSpace(prompt) == "" || ctx.Err() != nil {
+		return false
+	}
+	// A reply that finished the turn is not in the history yet (the loop
+	// only keeps what a next request needs); its text is now.
+	var said []trajectory.ContentBlock
+	for _, b := range s.lastReply {
+		if b.Type == trajectory.BlockText && b.Text != "" {
+			said = append(said, b)
+		}
+	}
+	if n := len(s.history); len(said) > 0 && s.history[n-1].Role != trajectory.RoleAssistant {
+		s.history = append(s.history, trajectory.Message{Role: trajectory.RoleAssistant, Content: said})
+	}
+	s.addPrompt(prompt)
+	return true
 }
 
 func (s *session) emitStart() {
@@ -213,11 +278,13 @@ func (s *session) emitStart() {
 		Limits: &trajectory.Limits{MaxTurns: limits.MaxTurns, TokenBudget: limits.TokenBudget, CostBudget: limits.CostBudget,
 			MaxTokens: limits.MaxTokens, ContextTokens: limits.ContextTokens,
 			InputPerMTok: limits.Prices.Input, OutputPerMTok: limits.Prices.Output,
-			CacheReadPerMTok: limits.Prices.CacheRead, CacheWritePerMTok: limits.Prices.CacheWrite},
+			CacheReadPerMTok: limits.Prices.CacheRead, CacheWritePerMTok: limits.Prices.CacheWrite,
+			ContextWindow: configuredWindow(limits, s.model, s.cfg.Models), CompactThreshold: limits.CompactThreshold, Compaction: limits.Compaction},
 		Workspace:         s.cfg.Executor.Env.Workspace(),
 		WorkspaceSnapshot: s.cfg.WorkspaceSnapshot,
 		ReplayOf:          s.cfg.ReplayOf,
 		Tags:              s.cfg.Tags,
+		Continues:         s.cfg.Continues,
 	})
 }
 
@@ -247,7 +314,10 @@ func configHash(model string, perm trajectory.PermissionMode, cfg Config, system
 		Defenses []trajectory.DefenseName
 		System   string
 		Tools    []tool
-	}{model, perm, cfg.PolicyHash, cfg.Limits, cfg.Stream, defenses, system, tools}
+		// Models is left out when empty, so that hashes recorded before
+		// the model table existed still compare.
+		Models map[string]ModelInfo `json:",omitempty"`
+	}{model, perm, cfg.PolicyHash, cfg.Limits, cfg.Stream, defenses, system, tools, cfg.Models}
 	b, err := json.Marshal(v)
 	if err != nil {
 		// Only a NaN or infinite price or budget fails to marshal; Go
@@ -263,7 +333,7 @@ func (s *session) beforeRequest(ctx context.Context) (ending, bool) {
 	if ctx.Err() != nil {
 		return ending{}, true
 	}
-	if s.cfg.Limits.MaxTurns > 0 && s.turn >= s.cfg.Limits.MaxTurns {
+	if s.maxTurnsReached() {
 		return ending{explicit: trajectory.EndMaxTurns}, true
 	}
 	if b := s.cfg.Limits.TokenBudget; b > 0 && totalTokens(s.usage) >= b {
@@ -272,7 +342,7 @@ func (s *session) beforeRequest(ctx context.Context) (ending, bool) {
 	if b := s.cfg.Limits.CostBudget; b > 0 && s.cfg.Limits.Prices.cost(s.usage) >= b {
 		return ending{explicit: trajectory.EndCostBudget}, true
 	}
-	s.compact()
+	s.compact(ctx)
 	s.sourceEvents(true)
 	blocks := s.rem.take()
 	last := &s.history[len(s.history)-1]
@@ -301,10 +371,27 @@ func totalTokens(u trajectory.Usage) int64 {
 	return u.InputTokens + u.OutputTokens + u.CacheReadTokens + u.CacheCreationTokens
 }
 
-// ask sends one request and records it, its response or its failure.
+// maxTurnsReached reports whether the current prompt used up its turns:
+// MaxTurns bounds the turns of each prompt, so a follow-up starts afresh.
+func (s *session) maxTurnsReached() bool {
+	return s.cfg.Limits.MaxTurns > 0 && s.turn-s.promptTurn >= s.cfg.Limits.MaxTurns
+}
+
+// ask sends the history as the next request; the reported usage then
+// measures the context (contextSize).
 func (s *session) ask(ctx context.Context) (llm.Response, error) {
 	req := llm.Request{Model: s.cfg.Model, System: s.system, Tools: toolDefs(s.reg, s.offered),
 		Messages: append([]trajectory.Message(nil), s.history...), MaxTokens: s.cfg.Limits.MaxTokens}
+	resp, err := s.send(ctx, req)
+	if err == nil {
+		u := resp.Usage
+		s.lastUsage, s.usageMark, s.lastReply = &u, len(req.Messages), resp.Content
+	}
+	return resp, err
+}
+
+// send sends one request and records it, its response or its failure.
+func (s *session) send(ctx context.Context, req llm.Request) (llm.Response, error) {
 	clear(s.sent)
 	for _, t := range req.Tools {
 		s.sent[t.Name] = true
@@ -519,70 +606,10 @@ func (s *session) notRun(uses []trajectory.ContentBlock, why string) {
 	}
 }
 
-// compact drops the content of the oldest tool results while the history
-// is over its estimated budget, and then announces the deferred tools
-// again: the announcements in the history may be gone (seed §10.7).
-func (s *session) compact() {
-	limit := s.cfg.Limits.ContextTokens
-	if limit <= 0 {
-		limit = DefaultContextTokens
-	}
-	before := estimateTokens(s.history)
-	if before <= limit {
-		return
-	}
-	after := before
-	// The last message holds the results the model has not seen yet.
-	for i := 0; i < len(s.history)-1 && after > limit/2; i++ {
-		m := &s.history[i]
-		if m.Role != trajectory.RoleUser {
-			continue
-		}
-		// The previous request shares the blocks; it must keep its
-		// content, or the next model_request would not show the change.
-		m.Content = slices.Clone(m.Content)
-		for j := range m.Content {
-			b := &m.Content[j]
-			if b.Type != trajectory.BlockToolResult || len(b.Content) <= len(droppedOutput) {
-				continue
-			}
-			after -= int64(len(b.Content)-len(droppedOutput)) / 4
-			b.Content = droppedOutput
-		}
-	}
-	if after == before {
-		return
-	}
-	after = estimateTokens(s.history)
-	s.emit(&trajectory.Compaction{Strategy: trajectory.CompactDrop, MessagesBefore: len(s.history), MessagesAfter: len(s.history),
-		TokensBefore: before, TokensAfter: after})
-	if deferred := s.reg.Deferred(); len(deferred) > 0 {
-		var names []string
-		for _, t := range deferred {
-			if n := t.Spec().Name; s.offered == nil || s.offered(n) {
-				names = append(names, n)
-			}
-		}
-		if len(names) > 0 {
-			s.rem.add(kindDeferredTools, fmt.Sprintf("%s:%d:%d", kindDeferredTools, s.turn, before),
-				"Earlier messages were shortened to save context. These tools are available but not loaded; load one with tool_search (select:NAME) before calling it: "+strings.Join(names, ", ")+".")
-		}
-	}
-}
-
-// estimateTokens is the history's size at four bytes a token.
-func estimateTokens(history []trajectory.Message) int64 {
-	b, err := json.Marshal(history)
-	if err != nil {
-		return 0
-	}
-	return int64(len(b)) / 4
-}
-
 // end attributes the end reason by priority — explicit, then abort, then
 // the turn limit, then error (seed §4.4) — and records session_end.
 func (s *session) end(ctx context.Context, e ending) Result {
-	reason := attribute(e.explicit, ctx.Err() != nil, s.cfg.Limits.MaxTurns > 0 && s.turn >= s.cfg.Limits.MaxTurns)
+	reason := attribute(e.explicit, ctx.Err() != nil, s.maxTurnsReached())
 	code := ""
 	if reason == trajectory.EndError {
 		code = e.code

@@ -71,6 +71,11 @@ type Spec struct {
 	System string
 	// Prompt is the user's task.
 	Prompt string
+	// History, Continues and NextPrompt carry a conversation on and take
+	// follow-up prompts (see agent.Config).
+	History    []trajectory.Message
+	Continues  string
+	NextPrompt func(ctx context.Context) (string, bool)
 
 	// Tools are added to the catalog after the built-in tools, in order.
 	Tools []tools.Tool
@@ -233,7 +238,8 @@ func Build(ctx context.Context, spec Spec) (_ *Session, err error) {
 	}
 	s.Agent = agent.Config{
 		Provider: spec.Provider, Model: spec.Model, Sink: sink, System: spec.System, Prompt: spec.Prompt,
-		Limits: spec.Config.Limits, Stream: spec.Stream, OnStream: spec.OnStream, Retries: spec.Retries,
+		History: spec.History, Continues: spec.Continues, NextPrompt: spec.NextPrompt,
+		Limits: spec.Config.Limits, Models: spec.Config.Models, Stream: spec.Stream, OnStream: spec.OnStream, Retries: spec.Retries,
 		Defenses: spec.Config.Defenses.Apply(spec.BaseDefenses),
 		Executor: executor.Config{Env: env, Permission: perm, Hooks: hr, Prompter: spec.Prompter, Blobs: s.Blobs,
 			SessionID: s.Recorder.SessionID(), MaxConcurrent: spec.MaxConcurrent},

@@ -25,7 +25,7 @@ var payloads = []trajectory.Payload{
 	&trajectory.PermissionAllow{}, &trajectory.PermissionPrompt{}, &trajectory.PermissionDeny{},
 	&trajectory.ToolSuccess{}, &trajectory.ToolFailure{}, &trajectory.ToolEnd{},
 	&trajectory.ToolResult{}, &trajectory.DefenseTrigger{}, &trajectory.Reminder{},
-	&trajectory.Compaction{}, &trajectory.SessionEnd{}, &trajectory.MCPServer{},
+	&trajectory.Compaction{}, &trajectory.UserPrompt{}, &trajectory.SessionEnd{}, &trajectory.MCPServer{},
 }
 
 var envelope = []Column{

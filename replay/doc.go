@@ -12,4 +12,11 @@
 // policy can be tried against an old incident and its effect read call by
 // call, and notes on what the replay left out on purpose (an untrusted
 // recording's hooks, MCP servers and approvals) or could not reproduce.
+//
+// A recording of several prompts (retrace run -i) is replayed with its
+// follow-ups, the user_prompt events, given again in order, each when the
+// replayed model finishes its turn. A continued recording (session_start's
+// continues) starts from the conversation of the session it continues,
+// rebuilt from that session's trajectory next to it (agent.ConversationOf),
+// as retrace run --continue built it.
 package replay

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/retrace-dev/retrace/agent"
 	"github.com/retrace-dev/retrace/agent/config"
@@ -92,6 +93,9 @@ func Run(ctx context.Context, opts RunOptions) (res Result, err error) {
 	if err != nil {
 		return Result{}, fmt.Errorf("%s: %w", opts.Recording, err)
 	}
+	if rec.history, err = carriedOn(opts.Recording, rec); err != nil {
+		return Result{}, err
+	}
 	if filepath.Clean(opts.Out) == filepath.Clean(filepath.Dir(opts.Recording)) {
 		return Result{}, fmt.Errorf("%w: --out %s is the recording's own directory: write the replay elsewhere so the original run stays as it was", ErrInput, opts.Out)
 	}
@@ -175,6 +179,34 @@ type recording struct {
 	prompt   string
 	// stream says the recorded session asked for streamed replies.
 	stream bool
+	// followUps are the prompts of the recording's user_prompt events
+	// after the first prompt, in order; history is the conversation a
+	// continued session carried on (session_start's continues).
+	followUps []string
+	history   []trajectory.Message
+}
+
+// carriedOn rebuilds the conversation a continued recording carried on,
+// from the trajectory of the session it continues, which retrace run
+// records next to it; nil for a recording that continues nothing.
+func carriedOn(recording string, rec recording) ([]trajectory.Message, error) {
+	if rec.start.Continues == "" {
+		return nil, nil
+	}
+	prev := filepath.Join(filepath.Dir(recording), rec.start.Continues+trajectory.Ext)
+	events, err := trajectory.ReadFile(prev)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("%w: %s continues session %s, whose trajectory %s is not next to it; put it there to replay the continued session",
+			ErrNotReplayable, recording, rec.start.Continues, prev)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s continues session %s: %w", ErrInput, recording, rec.start.Continues, err)
+	}
+	history, err := agent.ConversationOf(events)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s continues %s: %w", ErrNotReplayable, recording, prev, err)
+	}
+	return history, nil
 }
 
 func inspect(events []trajectory.Event) (recording, error) {
@@ -186,6 +218,8 @@ func inspect(events []trajectory.Event) (recording, error) {
 			r.snapshot = p.WorkspaceSnapshot
 		case *trajectory.WorkspaceSnapshot:
 			r.snapshot = p.Manifest
+		case *trajectory.UserPrompt:
+			r.followUps = append(r.followUps, p.Text)
 		case *trajectory.ModelRequest:
 			if r.prompt != "" {
 				continue
@@ -207,6 +241,14 @@ func inspect(events []trajectory.Event) (recording, error) {
 	// message list; a v2 recording whose chain of prefix hashes breaks
 	// (a request lost or edited) cannot give those lists.
 	_, chainErr := trajectory.Full(events)
+	if r.start != nil && r.start.Continues != "" {
+		// A continued session's first request carries the conversation
+		// it continues; its own first prompt is its first user_prompt.
+		r.prompt = ""
+		if len(r.followUps) > 0 {
+			r.prompt, r.followUps = r.followUps[0], r.followUps[1:]
+		}
+	}
 	switch {
 	case chainErr != nil:
 		return r, fmt.Errorf("%w: its model requests do not chain: %w", ErrNotReplayable, chainErr)
@@ -233,6 +275,20 @@ func sessionSpec(rec recording, events []trajectory.Event, s setup, ws, out stri
 		Provider: mockllm.NewReplay(events), Stream: rec.stream, System: rec.system, Prompt: rec.prompt,
 		Runs: out, Mode: trajectory.ModeReplay, HarnessVersion: rec.start.HarnessVersion,
 		ReplayOf: rec.session, Tags: rec.start.Tags,
+		History: rec.history, Continues: rec.start.Continues,
+	}
+	if len(rec.followUps) > 0 {
+		// The person's follow-ups are given again in their order, each
+		// when the replayed model finishes its turn, as they were.
+		prompts := slices.Clone(rec.followUps)
+		spec.NextPrompt = func(context.Context) (string, bool) {
+			if len(prompts) == 0 {
+				return "", false
+			}
+			p := prompts[0]
+			prompts = prompts[1:]
+			return p, true
+		}
 	}
 	if s.answers != nil {
 		spec.Prompter = s.answers
@@ -248,5 +304,6 @@ func recordedLimits(l *trajectory.Limits) agent.Limits {
 	}
 	return agent.Limits{MaxTurns: l.MaxTurns, TokenBudget: l.TokenBudget, CostBudget: l.CostBudget,
 		MaxTokens: l.MaxTokens, ContextTokens: l.ContextTokens,
+		ContextWindow: l.ContextWindow, CompactThreshold: l.CompactThreshold, Compaction: l.Compaction,
 		Prices: agent.Prices{Input: l.InputPerMTok, Output: l.OutputPerMTok, CacheRead: l.CacheReadPerMTok, CacheWrite: l.CacheWritePerMTok}}
 }

@@ -34,6 +34,8 @@
 //	reminder           a harness message injected into the conversation
 //	compaction         the loop relieved context pressure
 //	mcp_server         an MCP server changed state (pending, connected, failed, reconnecting, reconnected): its tools, the ones new to the session (added, announced to the model), reconnect attempt, error
+//	compaction         the loop relieved context pressure: strategy, tokens before and after, how they were measured, the window
+//	user_prompt        a person's prompt entering a session that has a conversation already (a follow-up, a continued session)
 //	session_end        end reason, turns, token and call totals, recorder errors
 //
 // Events about a tool call that retrace did not run itself (an imported

@@ -45,6 +45,7 @@ const (
 	TypeDefenseTrigger    EventType = "defense_trigger"
 	TypeReminder          EventType = "reminder"
 	TypeCompaction        EventType = "compaction"
+	TypeUserPrompt        EventType = "user_prompt"
 	TypeSessionEnd        EventType = "session_end"
 )
 
@@ -53,7 +54,7 @@ var eventTypes = closedSet[EventType]{
 	TypeToolCall, TypeHookRun, TypePermissionAllow, TypePermissionPrompt,
 	TypePermissionDeny, TypeToolSuccess, TypeToolFailure, TypeToolEnd,
 	TypeToolResult, TypeDefenseTrigger, TypeReminder, TypeCompaction,
-	TypeSessionEnd, TypeMCPServer,
+	TypeUserPrompt, TypeSessionEnd, TypeMCPServer,
 }
 
 // Valid reports whether t is one of the v1 event types.
@@ -406,6 +407,45 @@ var compactionStrategies = closedSet[CompactionStrategy]{CompactDrop, CompactSum
 
 // Valid reports whether s is a known compaction strategy.
 func (s CompactionStrategy) Valid() bool { return compactionStrategies.has(s) }
+
+// TokenMeasure says how a context size was measured.
+type TokenMeasure string
+
+// The token measures.
+const (
+	// MeasuredUsage: the input, cache and output tokens the API reported
+	// for the last reply, plus the bytes/4 estimate of the messages added
+	// after it (tool results the model has not seen yet).
+	MeasuredUsage TokenMeasure = "usage"
+	// MeasuredEstimate: the bytes/4 estimate of the whole history, when no
+	// reply reported usage (the first request, a provider without usage).
+	MeasuredEstimate TokenMeasure = "estimate"
+)
+
+var tokenMeasures = closedSet[TokenMeasure]{MeasuredUsage, MeasuredEstimate}
+
+// Valid reports whether m is a known token measure.
+func (m TokenMeasure) Valid() bool { return tokenMeasures.has(m) }
+
+// WindowSource says where a model's context window came from.
+type WindowSource string
+
+// The window sources.
+const (
+	// WindowModelTable: the built-in model table (agent.Models) knows the model.
+	WindowModelTable WindowSource = "model_table"
+	// WindowConfig: the configuration gave it (limits.context_window or
+	// limits.models).
+	WindowConfig WindowSource = "config"
+	// WindowDefault: the model is unknown and nothing configured it; the
+	// runtime's default window was assumed, not known.
+	WindowDefault WindowSource = "default"
+)
+
+var windowSources = closedSet[WindowSource]{WindowModelTable, WindowConfig, WindowDefault}
+
+// Valid reports whether s is a known window source.
+func (s WindowSource) Valid() bool { return windowSources.has(s) }
 
 // Observed says where an event about a tool call comes from when retrace
 // did not run the call itself (ToolRef.Observed). Absent means retrace's

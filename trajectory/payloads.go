@@ -62,6 +62,13 @@ type Limits struct {
 	OutputPerMTok     float64 `json:"output_per_mtok,omitempty"`
 	CacheReadPerMTok  float64 `json:"cache_read_per_mtok,omitempty"`
 	CacheWritePerMTok float64 `json:"cache_write_per_mtok,omitempty"`
+	// ContextWindow is the model's context window when the configuration
+	// gave it (absent when the built-in model table or the default gave
+	// it), CompactThreshold the fraction of it at which the loop compacts,
+	// and Compaction the strategy (drop or summarize); all optional.
+	ContextWindow    int64              `json:"context_window,omitempty"`
+	CompactThreshold float64            `json:"compact_threshold,omitempty"`
+	Compaction       CompactionStrategy `json:"compaction,omitempty"`
 }
 
 // SessionStart opens a session: what ran, with which tools, under which policy.
@@ -119,6 +126,11 @@ type SessionStart struct {
 	// when the parent is known but not its call.
 	ParentSession   string `json:"parent_session,omitempty"`
 	ParentToolUseID string `json:"parent_tool_use_id,omitempty"`
+	// Continues is the session whose conversation this one carries on
+	// (retrace run --continue): its history was rebuilt from that
+	// session's trajectory, in the same directory, and the prompt it
+	// starts with is in a user_prompt event. Optional.
+	Continues string `json:"continues,omitempty"`
 }
 
 // EventType implements Payload.
@@ -153,6 +165,11 @@ func (p *SessionStart) validate(c *checks) {
 		c.nonNegative("limits.cost_budget_usd", p.Limits.CostBudget)
 		c.nonNegative("limits.max_tokens", float64(p.Limits.MaxTokens))
 		c.nonNegative("limits.context_tokens", float64(p.Limits.ContextTokens))
+		c.nonNegative("limits.context_window", float64(p.Limits.ContextWindow))
+		c.nonNegative("limits.compact_threshold", p.Limits.CompactThreshold)
+		if p.Limits.Compaction != "" {
+			checkEnum(c, "limits.compaction", p.Limits.Compaction, compactionStrategies)
+		}
 		c.nonNegative("limits.input_per_mtok", p.Limits.InputPerMTok)
 		c.nonNegative("limits.output_per_mtok", p.Limits.OutputPerMTok)
 		c.nonNegative("limits.cache_read_per_mtok", p.Limits.CacheReadPerMTok)
@@ -693,13 +710,36 @@ func (p *Reminder) validate(c *checks) {
 	checkEnum(c, "role", p.Role, roles)
 }
 
-// Compaction records the loop relieving context pressure.
+// Compaction records the loop relieving context pressure: the oldest tool
+// outputs dropped (drop), or the older turns replaced by a summary the
+// model wrote in a request of its own (summarize).
 type Compaction struct {
 	Strategy       CompactionStrategy `json:"strategy"`
 	MessagesBefore int                `json:"messages_before"`
 	MessagesAfter  int                `json:"messages_after"`
-	TokensBefore   int64              `json:"tokens_before"`
-	TokensAfter    int64              `json:"tokens_after"`
+	// TokensBefore is the context's size when compaction started, measured
+	// as MeasuredBy says. TokensAfter is TokensBefore less the estimated
+	// size (bytes/4) of what was removed, since no reply has measured the
+	// shorter context yet; the next model_response's usage does.
+	TokensBefore int64 `json:"tokens_before"`
+	TokensAfter  int64 `json:"tokens_after"`
+	// MeasuredBy says whether TokensBefore is the usage the API reported
+	// for the last reply (plus an estimate of what was added since) or the
+	// bytes/4 estimate of the whole history, used when no reply reported
+	// usage. Optional: older recordings always estimated.
+	MeasuredBy TokenMeasure `json:"measured_by,omitempty"`
+	// ThresholdTokens is the size at which the loop compacts, and
+	// ContextWindow the model's context window it was derived from, with
+	// WindowSource saying where the window came from. Optional.
+	ThresholdTokens int64        `json:"threshold_tokens,omitempty"`
+	ContextWindow   int64        `json:"context_window,omitempty"`
+	WindowSource    WindowSource `json:"window_source,omitempty"`
+	// ResultsDropped counts the tool results whose content was replaced.
+	ResultsDropped int `json:"results_dropped,omitempty"`
+	// SummaryTurn is the turn of the model request that asked for the
+	// summary, for the summarize strategy: that request and its response
+	// are recorded like any other, just before this event.
+	SummaryTurn int `json:"summary_turn,omitempty"`
 }
 
 // EventType implements Payload.
@@ -711,6 +751,39 @@ func (p *Compaction) validate(c *checks) {
 	c.nonNegative("messages_after", float64(p.MessagesAfter))
 	c.nonNegative("tokens_before", float64(p.TokensBefore))
 	c.nonNegative("tokens_after", float64(p.TokensAfter))
+	if p.MeasuredBy != "" {
+		checkEnum(c, "measured_by", p.MeasuredBy, tokenMeasures)
+	}
+	if p.WindowSource != "" {
+		checkEnum(c, "window_source", p.WindowSource, windowSources)
+	}
+	c.nonNegative("threshold_tokens", float64(p.ThresholdTokens))
+	c.nonNegative("context_window", float64(p.ContextWindow))
+	c.nonNegative("results_dropped", float64(p.ResultsDropped))
+	c.nonNegative("summary_turn", float64(p.SummaryTurn))
+}
+
+// UserPrompt records a person's prompt entering a session that already
+// has a conversation: a follow-up typed in an interactive session (retrace
+// run -i), or the prompt a continued session (retrace run --continue)
+// starts with. The first prompt of a session that starts fresh is the
+// first user message of its first model_request, as it always was, and
+// has no user_prompt. The prompt reaches the model in the next request.
+type UserPrompt struct {
+	// Text is the prompt as the person gave it.
+	Text string `json:"text"`
+	// PromptIndex is the prompt's number in this file's session: 1 for
+	// the first prompt after the session's first, and so on; 0 for the
+	// prompt a continued session starts with.
+	PromptIndex int `json:"prompt_index"`
+}
+
+// EventType implements Payload.
+func (*UserPrompt) EventType() EventType { return TypeUserPrompt }
+
+func (p *UserPrompt) validate(c *checks) {
+	c.nonEmpty("text", p.Text)
+	c.nonNegative("prompt_index", float64(p.PromptIndex))
 }
 
 // SessionEnd closes a session with its attributed end reason and totals.
@@ -782,6 +855,8 @@ func newPayload(t EventType) Payload {
 		return &Reminder{}
 	case TypeCompaction:
 		return &Compaction{}
+	case TypeUserPrompt:
+		return &UserPrompt{}
 	case TypeSessionEnd:
 		return &SessionEnd{}
 	case TypeMCPServer:

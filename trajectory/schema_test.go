@@ -44,6 +44,8 @@ var closedSetValues = map[reflect.Type][]string{
 	reflect.TypeFor[BlockType]():          blockTypes.strings(),
 	reflect.TypeFor[ModelErrorKind]():     modelErrorKinds.strings(),
 	reflect.TypeFor[CompactionStrategy](): compactionStrategies.strings(),
+	reflect.TypeFor[TokenMeasure]():       tokenMeasures.strings(),
+	reflect.TypeFor[WindowSource]():       windowSources.strings(),
 	reflect.TypeFor[Observed]():           observedOrigins.strings(),
 	reflect.TypeFor[MCPServerState]():     mcpServerStates.strings(),
 }

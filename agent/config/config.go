@@ -21,6 +21,10 @@ type Config struct {
 	Hooks       []hooks.Config    `yaml:"hooks"`
 	Limits      agent.Limits      `yaml:"limits"`
 	MCPServers  []mcp.Config      `yaml:"mcp_servers"`
+	// Models adds to or overrides the runtime's model table: model id or
+	// family prefix, then context_window and max_output in tokens (see
+	// agent.LookupModel). Only a trusted file may set it.
+	Models map[string]agent.ModelInfo `yaml:"models"`
 	// Defenses turn in-loop defenses on or off (see Defenses).
 	Defenses Defenses `yaml:"defenses"`
 	// Replay says how replays normalise volatile output (see Replay).

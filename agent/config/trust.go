@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -122,12 +123,25 @@ func Overlay(base, over Config) Config {
 	out.Defenses.Enable = append(out.Defenses.Enable, over.Defenses.Enable...)
 	out.Defenses.Disable = append(out.Defenses.Disable, over.Defenses.Disable...)
 	out.Replay = overlayReplay(out.Replay, over.Replay)
+	if len(over.Models) > 0 {
+		models := maps.Clone(out.Models)
+		if models == nil {
+			models = map[string]agent.ModelInfo{}
+		}
+		maps.Copy(models, over.Models)
+		out.Models = models
+	}
 	l, ol := &out.Limits, over.Limits
 	setIf(&l.MaxTurns, ol.MaxTurns)
 	setIf(&l.TokenBudget, ol.TokenBudget)
 	setIf(&l.CostBudget, ol.CostBudget)
 	setIf(&l.MaxTokens, ol.MaxTokens)
 	setIf(&l.ContextTokens, ol.ContextTokens)
+	setIf(&l.ContextWindow, ol.ContextWindow)
+	setIf(&l.CompactThreshold, ol.CompactThreshold)
+	if ol.Compaction != "" {
+		l.Compaction = ol.Compaction
+	}
 	setIf(&l.Prices.Input, ol.Prices.Input)
 	setIf(&l.Prices.Output, ol.Prices.Output)
 	setIf(&l.Prices.CacheRead, ol.Prices.CacheRead)
@@ -219,6 +233,12 @@ func Restrict(base Config, f File) (Config, []Refused) {
 		refuse(f.Line("defenses", "disable", i), fmt.Sprintf("defenses.disable[%d]", i), string(d), "turning a defense off lets a misbehaving model run on; an untrusted file may only turn defenses on")
 	}
 	restrictLimits(&out.Limits, c.Limits, f, refuse)
+	// A model table entry could claim any window for the session's model,
+	// so that compaction would come too late.
+	for _, name := range slices.Sorted(maps.Keys(c.Models)) {
+		refuse(f.Line("models", name), "models."+name, strconv.FormatInt(c.Models[name].ContextWindow, 10),
+			"a model table entry sets the window compaction is measured against; an untrusted file may only lower limits.context_window")
+	}
 	// The replay section only loosens how two sessions are compared; it
 	// runs nothing and permits nothing, so it is layered as it is.
 	out.Replay = overlayReplay(out.Replay, c.Replay)
@@ -248,6 +268,22 @@ func restrictLimits(l *agent.Limits, w agent.Limits, f File, refuse func(line in
 	limit("max_tokens", &maxTokens, int64(w.MaxTokens), maxTokens, true)
 	limit("context_tokens", &l.ContextTokens, w.ContextTokens, orDefault(l.ContextTokens, agent.DefaultContextTokens), false)
 	l.MaxTurns, l.MaxTokens = int(turns), int(maxTokens)
+	// A smaller window or threshold only compacts sooner; a larger one
+	// could let the context overflow, and a model table could claim any
+	// window, so those are the trusted file's to give.
+	limit("context_window", &l.ContextWindow, w.ContextWindow, orDefault(l.ContextWindow, agent.DefaultContextWindow), false)
+	if w.CompactThreshold != 0 {
+		if trusted := orDefaultFloat(l.CompactThreshold, agent.DefaultCompactThreshold); w.CompactThreshold <= trusted {
+			l.CompactThreshold = w.CompactThreshold
+		} else {
+			refuse(f.Line("limits", "compact_threshold"), "limits.compact_threshold", strconv.FormatFloat(w.CompactThreshold, 'f', -1, 64),
+				fmt.Sprintf("higher than the trusted %s; an untrusted file may only lower it", strconv.FormatFloat(trusted, 'f', -1, 64)))
+		}
+	}
+	// Either strategy sends the conversation only to the session's own model.
+	if w.Compaction != "" {
+		l.Compaction = w.Compaction
+	}
 	if w.CostBudget != 0 {
 		if l.CostBudget == 0 || w.CostBudget <= l.CostBudget {
 			l.CostBudget = w.CostBudget
@@ -270,6 +306,13 @@ func restrictLimits(l *agent.Limits, w agent.Limits, f File, refuse func(line in
 	price("output_per_mtok", &l.Prices.Output, w.Prices.Output)
 	price("cache_read_per_mtok", &l.Prices.CacheRead, w.Prices.CacheRead)
 	price("cache_write_per_mtok", &l.Prices.CacheWrite, w.Prices.CacheWrite)
+}
+
+func orDefaultFloat(v, def float64) float64 {
+	if v == 0 {
+		return def
+	}
+	return v
 }
 
 func orDefault[T int | int64](v, def T) T {

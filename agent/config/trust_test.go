@@ -55,6 +55,9 @@ func TestEverySettingThatWidensIsRefusedWithItsFileLineAndField(t *testing.T) {
 		{"a lower price would stretch the trusted cost budget", nil, "limits:\n  prices:\n    input_per_mtok: 0.01\n", 3, "limits.prices.input_per_mtok"},
 		{"a context above the default would keep more history than the runtime does", nil, "limits:\n  context_tokens: 900000\n", 2, "limits.context_tokens"},
 		{"more max_tokens than the trusted value", func(c *Config) { c.Limits.MaxTokens = 1024 }, "limits:\n  max_tokens: 64000\n", 2, "limits.max_tokens"},
+		{"a window above the default would let the context overflow before compaction", nil, "limits:\n  context_window: 2000000\n", 2, "limits.context_window"},
+		{"a compaction threshold above the default compacts later", nil, "limits:\n  compact_threshold: 0.99\n", 2, "limits.compact_threshold"},
+		{"a model table entry could claim any window", nil, "models:\n  claude-sonnet-4-5: {context_window: 5000000}\n", 2, "models.claude-sonnet-4-5"},
 		{"a fuse threshold above the default lets a call be denied more often before it trips", nil, "permissions:\n  fuse_threshold: 10\n", 2, "permissions.fuse_threshold"},
 	}
 	for _, tt := range tests {
@@ -144,6 +147,10 @@ func TestEverySettingThatRestrictsIsAcceptedAndApplied(t *testing.T) {
 			func(c Config) bool { return c.Limits.MaxTokens == 4096 }},
 		{"a smaller context than the default", nil, "limits:\n  context_tokens: 20000\n",
 			func(c Config) bool { return c.Limits.ContextTokens == 20000 }},
+		{"a smaller window and an earlier threshold compact sooner", nil, "limits:\n  context_window: 50000\n  compact_threshold: 0.5\n  compaction: summarize\n",
+			func(c Config) bool {
+				return c.Limits.ContextWindow == 50000 && c.Limits.CompactThreshold == 0.5 && c.Limits.Compaction == trajectory.CompactSummarize
+			}},
 		{"a lower fuse threshold", nil, "permissions:\n  fuse_threshold: 1\n",
 			func(c Config) bool { return c.Permissions.FuseThreshold == 1 }},
 		{"an empty file changes nothing", nil, "# nothing here\n",
@@ -348,5 +355,26 @@ func TestLineFindsSettingsThroughAliasesAndMergeKeys(t *testing.T) {
 				t.Fatalf("Line(%v) = %d, want %d", tt.path, got, tt.want)
 			}
 		})
+	}
+}
+
+func TestATrustedFilesModelTableReachesTheSessionAndLayersOverTheBase(t *testing.T) {
+	c, err := Parse([]byte("models:\n  my-proxy-model: {context_window: 32000, max_output: 4096}\nlimits:\n  compaction: summarize\n"), "retrace.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := Config{Models: map[string]agent.ModelInfo{"other": {ContextWindow: 8000}}}
+	got := Overlay(base, c)
+	if got.Models["my-proxy-model"] != (agent.ModelInfo{ContextWindow: 32000, MaxOutput: 4096}) || got.Models["other"].ContextWindow != 8000 {
+		t.Errorf("models %+v", got.Models)
+	}
+	if len(base.Models) != 1 {
+		t.Errorf("layering wrote into the base: %+v", base.Models)
+	}
+	if got.Limits.Compaction != trajectory.CompactSummarize {
+		t.Errorf("compaction %q", got.Limits.Compaction)
+	}
+	if _, err := Parse([]byte("models:\n  m: {window: 1}\n"), "retrace.yaml"); err == nil {
+		t.Error("an unknown key of a model entry was accepted")
 	}
 }

@@ -46,6 +46,12 @@ type runOptions struct {
 	maxTurns  int
 	stream    bool
 	labels    labelFlag
+	// continueSession is --continue: the session id or trajectory file
+	// whose conversation this run carries on.
+	continueSession string
+	// interactive is -i: after each finished turn the next prompt is read
+	// from stdin, one a line, until its end.
+	interactive bool
 
 	// trustWorkspace layers the workspace's retrace.yaml like a trusted file.
 	trustWorkspace bool
@@ -96,6 +102,29 @@ limits replacing yours), or move those settings into your own file.
 
 --headless refuses everything that would ask a person.
 
+Follow-ups. -i (--interactive) makes the run a conversation: each time the
+model finishes its turn, the next prompt is read from stdin (one a line,
+blank lines skipped) until stdin ends; without a PROMPT argument the first
+prompt is read too. --continue SESSION (a session id in the runs directory,
+or a trajectory file) carries a recorded session on: its conversation is
+rebuilt from its trajectory, and PROMPT follows it, in the same workspace
+(the recorded one; --workspace may only name it again). The continued
+session is a new trajectory next to the old one, which stays as it was:
+its session_start names the old session in continues, and it takes a
+workspace snapshot of its own, so that retrace replay replays it. Either
+way the prompts after the first are marked with user_prompt events, and
+--max-turns bounds the turns of each prompt. A session that is unknown,
+still running or torn is refused, and nothing is written.
+
+Context. The loop compacts the history before a request once the context
+passes compact_threshold (default 0.8) of the model's window: the usage
+the API reported for the last reply, plus an estimate of what was added
+since. Windows of common Anthropic and OpenAI models are built in; others
+come from the configuration (models: {NAME: {context_window: N}}, or
+limits.context_window), else a 200000-token window is assumed and a
+warning says so. limits.compaction: summarize asks the model for a summary
+of the older turns when dropping old tool outputs is not enough.
+
 --tag KEY=VALUE (repeatable) labels the run: session_start records the
 labels in tags, with the harness version and, for a build from a git
 checkout, its revision, so that query (sessions.tags) and diff can tell a
@@ -109,6 +138,8 @@ failed, 2 bad flags, config or script.`,
   retrace run --script turns.yaml --workspace ./repo "Fix the failing test"
   retrace run --script turns.yaml --tag prompt=v2 --tag branch=fix/flaky "Fix the failing test"
   retrace run --script turns.yaml --workspace ./my-own-repo --trust-workspace "Fix it"
+  retrace run --script turns.yaml --continue 20261202-061500.123-0a1b2c3d "Now add a test"
+  retrace run -i --provider anthropic --model claude-sonnet-4-5 < prompts.txt
   retrace run --provider anthropic --model claude-sonnet-4-5 --headless "Summarise README.md"`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 1 {
@@ -137,13 +168,17 @@ failed, 2 bad flags, config or script.`,
 	f.StringVar(&opts.runs, "runs", "", "directory to record the trajectory in (default $RETRACE_DIR or .retrace/runs)")
 	f.IntVar(&opts.maxTurns, "max-turns", 0, "stop after this many model turns (default: the config's limit, else 50)")
 	f.BoolVar(&opts.stream, "stream", false, "ask the model for streamed replies")
+	f.StringVar(&opts.continueSession, "continue", "", "carry a recorded session on: a session id in the runs directory, or a trajectory file")
+	f.BoolVarP(&opts.interactive, "interactive", "i", false, "read follow-up prompts from stdin, one a line, until it ends")
 	f.Var(&opts.labels, "tag", "run label KEY=VALUE recorded in session_start.tags, to tell runs apart in query and diff (repeatable)")
 	return cmd
 }
 
 func runRun(ctx context.Context, sys *IO, opts *runOptions) error {
 	var demo *scenarios.Scenario
-	if opts.script == "" && opts.provider == "" && opts.prompt == "" {
+	in := bufio.NewReader(sys.In)
+	prompts := &promptReader{in: in, out: sys.Err}
+	if opts.script == "" && opts.provider == "" && opts.prompt == "" && !opts.interactive && opts.continueSession == "" {
 		var err error
 		if demo, err = scenarios.BuiltinScenario(demoScenario); err != nil {
 			return err
@@ -160,13 +195,39 @@ func runRun(ctx context.Context, sys *IO, opts *runOptions) error {
 		fmt.Fprintf(sys.Err, "retrace demo: a scripted model fixes a bug in a temporary workspace (%s)\n", dir)
 		fmt.Fprintf(sys.Err, "  (the scenario %s; retrace eval --run '^%s$' checks what it must do)\n\n", demo.File, demo.Name)
 	}
-	if opts.prompt == "" {
-		return usage(errors.New("give the task as an argument, e.g. retrace run --script turns.yaml \"Fix the failing test\""))
-	}
 	if (opts.script == "") == (opts.provider == "") && demo == nil {
 		return usage(errors.New("give exactly one model: --script FILE or --provider anthropic|openai|openai-chat"))
 	}
+	runs := opts.runs
+	if runs == "" {
+		runs = runsDir(sys)
+	}
 	workspace := opts.workspace
+	var cont *continuation
+	if opts.continueSession != "" {
+		c, err := loadContinuation(runs, opts.continueSession)
+		if err != nil {
+			return err
+		}
+		if workspace != "" && !sameDir(workspace, c.workspace) {
+			return invalid(fmt.Errorf("--continue %s: the session ran in %s; a continued session runs in the same workspace (leave out --workspace, or give that one)", c.session, c.workspace))
+		}
+		if _, err := os.Stat(c.workspace); err != nil {
+			return invalid(fmt.Errorf("--continue %s: its workspace %s is gone: %w", c.session, c.workspace, err))
+		}
+		if opts.runs != "" && !sameDir(opts.runs, c.dir) {
+			return invalid(fmt.Errorf("--continue %s: the continued session is recorded next to the one it continues, in %s; leave out --runs", c.session, c.dir))
+		}
+		workspace, runs, cont = c.workspace, c.dir, &c
+	}
+	if opts.prompt == "" && opts.interactive {
+		if p, ok := prompts.next(ctx); ok {
+			opts.prompt = p
+		}
+	}
+	if opts.prompt == "" {
+		return usage(errors.New("give the task as an argument, e.g. retrace run --script turns.yaml \"Fix the failing test\" (with -i, or as the first line of stdin)"))
+	}
 	if workspace == "" {
 		workspace = "."
 	}
@@ -184,10 +245,6 @@ func runRun(ctx context.Context, sys *IO, opts *runOptions) error {
 	if cfg.Limits.MaxTurns == 0 {
 		cfg.Limits.MaxTurns = defaultMaxTurns
 	}
-	runs := opts.runs
-	if runs == "" {
-		runs = runsDir(sys)
-	}
 	maxConcurrent, _ := strconv.Atoi(sys.Getenv("RETRACE_TOOL_MAX_CONCURRENT"))
 	spec := harness.Spec{
 		Workspace: workspace, Config: cfg, ConfigName: cfgName,
@@ -200,7 +257,16 @@ func runRun(ctx context.Context, sys *IO, opts *runOptions) error {
 		Warn: func(msg string) { fmt.Fprintf(sys.Err, "warning: %s\n", msg) },
 	}
 	if !opts.headless {
-		spec.Prompter = &terminalPrompter{in: bufio.NewReader(sys.In), out: sys.Err}
+		spec.Prompter = &terminalPrompter{in: in, out: sys.Err}
+	}
+	if opts.interactive {
+		spec.NextPrompt = prompts.next
+	}
+	if cont != nil {
+		spec.History, spec.Continues = cont.history, cont.session
+	}
+	if opts.provider != "" {
+		warnUnknownModel(sys, opts.model, cfg)
 	}
 	var live *liveTranscript
 	spec.Observe = func(rec *recorder.Recorder) trajectory.Sink {
@@ -233,6 +299,18 @@ func runRun(ctx context.Context, sys *IO, opts *runOptions) error {
 		return fmt.Errorf("the session ended with an error (%s): %v", res.ErrorCode, res.Err)
 	}
 	return &exitError{code: ExitInconclusive, err: errReported}
+}
+
+// warnUnknownModel says when the loop will compact against an assumed
+// window: the model is in no table and the configuration gives none.
+func warnUnknownModel(sys *IO, model string, cfg config.Config) {
+	if cfg.Limits.ContextWindow > 0 || cfg.Limits.ContextTokens > 0 {
+		return
+	}
+	if _, _, known := agent.LookupModel(model, cfg.Models); !known {
+		fmt.Fprintf(sys.Err, "warning: retrace does not know the context window of model %s: compaction assumes %d tokens; give it in your retrace.yaml (models: {%s: {context_window: N}})\n",
+			model, agent.DefaultContextWindow, model)
+	}
 }
 
 // runSystemPrompt is the base system prompt of retrace run's agent.

@@ -118,8 +118,20 @@ func (l *liveTranscript) Emit(turn int, p trajectory.Payload) {
 	case *trajectory.DefenseTrigger:
 		fmt.Fprintf(l.out, "  ⚑ defense %s: %s\n", e.Defense, e.Action)
 	case *trajectory.Compaction:
-		fmt.Fprintf(l.out, "  ~ context compacted: %d → %d messages\n", e.MessagesBefore, e.MessagesAfter)
+		fmt.Fprintf(l.out, "  ~ context compacted (%s): %d → %d messages, %d → %d tokens (%s)\n",
+			e.Strategy, e.MessagesBefore, e.MessagesAfter, e.TokensBefore, e.TokensAfter, measuredBy(e.MeasuredBy))
+	case *trajectory.UserPrompt:
+		fmt.Fprintf(l.out, "you: %s\n", oneLine(redacted(e.Text), 160))
 	}
+}
+
+// measuredBy names how a compaction's tokens were measured, for a
+// recording that does not say (an older one estimated).
+func measuredBy(m trajectory.TokenMeasure) trajectory.TokenMeasure {
+	if m == "" {
+		return trajectory.MeasuredEstimate
+	}
+	return m
 }
 
 func (l *liveTranscript) note(id, s string) {
