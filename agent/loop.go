@@ -61,6 +61,8 @@ type session struct {
 
 	rem *reminders
 	def *defenses
+	// stream schedules the calls of the current streamed turn (stream.go).
+	stream *executor.Stream
 }
 
 // ending is why the loop stops. explicit is set when the reason is known
@@ -232,15 +234,18 @@ func configHash(model string, perm trajectory.PermissionMode, cfg Config, system
 	slices.Sort(defenses)
 	defenses = slices.Compact(defenses)
 	v := struct {
-		Model    string
-		Perm     trajectory.PermissionMode
-		Policy   string
-		Limits   Limits
-		Stream   bool
-		Defenses []trajectory.DefenseName
-		System   string
-		Tools    []tool
-	}{model, perm, cfg.PolicyHash, cfg.Limits, cfg.Stream, defenses, system, tools}
+		Model  string
+		Perm   trajectory.PermissionMode
+		Policy string
+		Limits Limits
+		Stream bool
+		// BatchTools is left out when off, so the hashes of sessions
+		// recorded before it existed do not change.
+		BatchTools bool `json:",omitempty"`
+		Defenses   []trajectory.DefenseName
+		System     string
+		Tools      []tool
+	}{model, perm, cfg.PolicyHash, cfg.Limits, cfg.Stream, cfg.Stream && cfg.BatchTools, defenses, system, tools}
 	b, err := json.Marshal(v)
 	if err != nil {
 		// Only a NaN or infinite price or budget fails to marshal; Go
@@ -317,11 +322,10 @@ func (s *session) ask(ctx context.Context) (llm.Response, error) {
 	var resp llm.Response
 	var err error
 	if s.cfg.Stream {
-		onEvent := s.cfg.OnStream
-		if onEvent == nil {
-			onEvent = func(llm.StreamEvent) {}
+		resp, err = s.cfg.Provider.Stream(ctx, req, s.beginStream(ctx, started))
+		if err != nil {
+			s.streamFailed(ctx)
 		}
-		resp, err = s.cfg.Provider.Stream(ctx, req, onEvent)
 	} else {
 		resp, err = s.cfg.Provider.Complete(ctx, req)
 	}
@@ -346,6 +350,7 @@ func (s *session) ask(ctx context.Context) (llm.Response, error) {
 		s.emit(me)
 		return resp, err
 	}
+	s.streamReceived()
 	s.emit(llm.ResponseEvent(resp))
 	s.usage.InputTokens += resp.Usage.InputTokens
 	s.usage.OutputTokens += resp.Usage.OutputTokens
@@ -467,7 +472,7 @@ func (s *session) handle(ctx context.Context, resp llm.Response) (ending, bool) 
 		return ending{}, false
 	}
 
-	results := s.ex.Execute(ctx, s.turn, run)
+	results := s.execute(ctx, run)
 	s.history = append(s.history, trajectory.Message{Role: trajectory.RoleUser, Content: results})
 	if ctx.Err() != nil {
 		// Every call got its (aborted) result; the model is not asked again.
@@ -505,7 +510,9 @@ func remaining(content []trajectory.ContentBlock, id string) []trajectory.Conten
 // notRun answers tool_use blocks the session ends without running, so
 // that every tool_use of the trajectory has its answer (seed §2.4).
 func (s *session) notRun(uses []trajectory.ContentBlock, why string) {
-	for _, u := range uses {
+	// Calls started while the reply streamed have run: they get their
+	// real results, the others "Not run".
+	for _, u := range s.settleStream(uses, why) {
 		s.emit(&trajectory.ToolResult{ToolRef: trajectory.ToolRef{ToolUseID: u.ID, Tool: u.Name},
 			Text: "Not run: " + why + ".", IsError: true, Display: trajectory.DisplayHidden})
 	}
