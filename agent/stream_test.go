@@ -152,7 +152,9 @@ func probeUse(id, tool, key string) trajectory.ContentBlock {
 	return trajectory.ContentBlock{Type: trajectory.BlockToolUse, ID: id, Name: tool, Input: json.RawMessage(`{"key":"` + key + `"}`)}
 }
 
-func text(s string) trajectory.ContentBlock { return trajectory.ContentBlock{Type: trajectory.BlockText, Text: s} }
+func text(s string) trajectory.ContentBlock {
+	return trajectory.ContentBlock{Type: trajectory.BlockText, Text: s}
+}
 
 // runPaced runs one streamed session over the provider and returns its
 // validated events.
