@@ -26,6 +26,7 @@ type probeTool struct {
 	name    string
 	safe    bool
 	block   bool
+	sleep   time.Duration // how long a call takes
 	runs    atomic.Int32
 	started chan string
 }
@@ -49,7 +50,13 @@ func (p *probeTool) Run(ctx context.Context, _ *tools.Env, input json.RawMessage
 		return tools.Result{}, err
 	}
 	p.runs.Add(1)
-	p.started <- in.Key
+	select {
+	case p.started <- in.Key:
+	default: // a benchmark does not read the starts
+	}
+	if p.sleep > 0 {
+		time.Sleep(p.sleep)
+	}
 	if p.block {
 		<-ctx.Done()
 		return tools.Result{}, ctx.Err()
@@ -79,7 +86,9 @@ type pacedProvider struct {
 	turns    []pacedTurn
 	probe    *probeTool
 	patience time.Duration
-	mu       sync.Mutex
+	// gap is the model's time to write each event (a benchmark's pace).
+	gap time.Duration
+	mu  sync.Mutex
 	n        int
 	overlap  []bool
 }
@@ -113,6 +122,9 @@ func (p *pacedProvider) Stream(ctx context.Context, _ llm.Request, onEvent func(
 		}
 	}
 	for _, ev := range events {
+		if p.gap > 0 {
+			time.Sleep(p.gap)
+		}
 		onEvent(ev)
 	}
 	if turn.waitStarts > 0 {
