@@ -87,10 +87,10 @@ type pacedProvider struct {
 	probe    *probeTool
 	patience time.Duration
 	// gap is the model's time to write each event (a benchmark's pace).
-	gap time.Duration
-	mu  sync.Mutex
-	n        int
-	overlap  []bool
+	gap     time.Duration
+	mu      sync.Mutex
+	n       int
+	overlap []bool
 }
 
 func (p *pacedProvider) Name() string { return "mock" }
