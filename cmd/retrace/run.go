@@ -115,6 +115,9 @@ failed, 2 bad flags, config or script.`,
 			if len(args) > 1 {
 				return usage(fmt.Errorf("give the task as one argument (quote it); got %d arguments", len(args)))
 			}
+			if opts.batch && !opts.stream {
+				return usage(errors.New("--batch-tools only changes a streamed session: add --stream"))
+			}
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
