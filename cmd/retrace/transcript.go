@@ -169,6 +169,8 @@ func ruleSuffix(rule string) string {
 func (l *liveTranscript) summary(res agent.Result, path string, st recorder.Stats) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	// Lines still held (a reply that never answered) are not lost.
+	l.release()
 	fmt.Fprintf(l.out, "\nsession %s ended: %s after %s\n", strings.TrimSuffix(pathBase(path), trajectory.Ext), res.Reason, plural(res.Turns, "turn"))
 	if res.ErrorCode != "" {
 		fmt.Fprintf(l.out, "  error: %s %v\n", res.ErrorCode, res.Err)
