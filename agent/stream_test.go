@@ -427,3 +427,26 @@ func TestAStreamCutInsideAToolUseNeverStartsItAndIsRetried(t *testing.T) {
 		t.Fatalf("tool_calls %+v, want only the retried reply's toolu_2", calls)
 	}
 }
+
+func TestACallHeldBackByTheEmptyInputDefenseKeepsLaterCallsFromStartingEarly(t *testing.T) {
+	// The empty read is not run (the defense asks again); the probe after
+	// it must not start before the reply ends, or it would overtake a
+	// call whose fate the loop decides on the whole reply.
+	probe := newProbe("probe", true)
+	empty := trajectory.ContentBlock{Type: trajectory.BlockToolUse, ID: "toolu_1", Name: "read", Input: json.RawMessage(`{}`)}
+	p := &pacedProvider{probe: probe, patience: 200 * time.Millisecond, turns: []pacedTurn{
+		{content: []trajectory.ContentBlock{empty, probeUse("toolu_2", "probe", "a")}, waitStarts: 1},
+		{content: []trajectory.ContentBlock{text("Done.")}},
+	}}
+	_, evs := runPaced(t, p, t.Context(), nil)
+	if p.overlap[0] {
+		t.Fatal("the call after a held-back one started while the reply streamed")
+	}
+	calls := payloads[*trajectory.ToolCall](evs)
+	if len(calls) != 1 || calls[0].ToolUseID != "toolu_2" || calls[0].StreamOffsetMs != nil || calls[0].Index != 0 {
+		t.Fatalf("tool_calls %+v, want only toolu_2, index 0, started after the reply", calls)
+	}
+	if got := joined(triggers(evs, trajectory.DefenseEmptyInputRetry)); got != "retry" {
+		t.Fatalf("empty_input_retry actions %q, want retry", got)
+	}
+}
