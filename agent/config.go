@@ -113,8 +113,16 @@ type Config struct {
 	// dated snapshots); the loop compacts against the model's window.
 	Models map[string]ModelInfo
 	// Stream asks the provider for a streamed reply; OnStream sees it arrive.
+	// A streamed reply's calls start as soon as their tool_use blocks are
+	// complete, while the model is still writing (seed §7), unless
+	// BatchTools is set.
 	Stream   bool
 	OnStream func(llm.StreamEvent)
+	// BatchTools, with Stream, runs the calls only once the whole reply
+	// has arrived (seed §7.4's batch mode, kept as the fallback and for
+	// comparison). The two modes run the same calls under the same
+	// rules; only the timing differs.
+	BatchTools bool
 	// Retries, when the provider's llm.Options.OnRetry is Retries.OnRetry,
 	// records every failed attempt; nil records only a call's final failure.
 	Retries *Retries

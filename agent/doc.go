@@ -55,4 +55,18 @@
 // model finishes its turn, and Config.History carries on the conversation
 // of a recorded session (ConversationOf rebuilds it from the trajectory).
 // The prompts after the first are recorded as user_prompt events.
+// A streamed session (Config.Stream) executes tools while the model is
+// still writing (§7): each tool_use the provider reports complete is
+// offered to the turn's executor.Stream, which starts it under §7.4's
+// start condition, and the loop collects the results in call order once
+// the reply is whole. A call starts early only when the loop would
+// certainly run it, so the early calls are always the first the turn
+// runs, and the loop's decisions on the whole reply stay as they were: a
+// refused or cut-off reply keeps the real results of the calls that
+// already ran and answers the rest "Not run". A reply that fails after a
+// call started is never retried by the provider clients (the retry would
+// send the call again under a new id); the started calls finish and are
+// recorded, the queued ones are abandoned, and the session ends on the
+// error. Config.BatchTools (retrace run --batch-tools) keeps the batch
+// mode for comparison: the same calls under the same rules, later.
 package agent

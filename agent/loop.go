@@ -74,6 +74,8 @@ type session struct {
 	// known are the tools the session has recorded: session_start's
 	// catalog and those mcp_server events added since.
 	known map[string]bool
+	// stream schedules the calls of the current streamed turn (stream.go).
+	stream *executor.Stream
 }
 
 // ending is why the loop stops. explicit is set when the reason is known
@@ -306,18 +308,21 @@ func configHash(model string, perm trajectory.PermissionMode, cfg Config, system
 	slices.Sort(defenses)
 	defenses = slices.Compact(defenses)
 	v := struct {
-		Model    string
-		Perm     trajectory.PermissionMode
-		Policy   string
-		Limits   Limits
-		Stream   bool
-		Defenses []trajectory.DefenseName
-		System   string
-		Tools    []tool
+		Model  string
+		Perm   trajectory.PermissionMode
+		Policy string
+		Limits Limits
+		Stream bool
+		// BatchTools is left out when off, so the hashes of sessions
+		// recorded before it existed do not change.
+		BatchTools bool `json:",omitempty"`
+		Defenses   []trajectory.DefenseName
+		System     string
+		Tools      []tool
 		// Models is left out when empty, so that hashes recorded before
 		// the model table existed still compare.
 		Models map[string]ModelInfo `json:",omitempty"`
-	}{model, perm, cfg.PolicyHash, cfg.Limits, cfg.Stream, defenses, system, tools, cfg.Models}
+	}{model, perm, cfg.PolicyHash, cfg.Limits, cfg.Stream, cfg.Stream && cfg.BatchTools, defenses, system, tools, cfg.Models}
 	b, err := json.Marshal(v)
 	if err != nil {
 		// Only a NaN or infinite price or budget fails to marshal; Go
@@ -412,11 +417,10 @@ func (s *session) send(ctx context.Context, req llm.Request) (llm.Response, erro
 	var resp llm.Response
 	var err error
 	if s.cfg.Stream {
-		onEvent := s.cfg.OnStream
-		if onEvent == nil {
-			onEvent = func(llm.StreamEvent) {}
+		resp, err = s.cfg.Provider.Stream(ctx, req, s.beginStream(ctx, started))
+		if err != nil {
+			s.streamFailed(ctx)
 		}
-		resp, err = s.cfg.Provider.Stream(ctx, req, onEvent)
 	} else {
 		resp, err = s.cfg.Provider.Complete(ctx, req)
 	}
@@ -441,6 +445,7 @@ func (s *session) send(ctx context.Context, req llm.Request) (llm.Response, erro
 		s.emit(me)
 		return resp, err
 	}
+	s.streamReceived()
 	s.emit(llm.ResponseEvent(resp))
 	s.usage.InputTokens += resp.Usage.InputTokens
 	s.usage.OutputTokens += resp.Usage.OutputTokens
@@ -562,7 +567,7 @@ func (s *session) handle(ctx context.Context, resp llm.Response) (ending, bool) 
 		return ending{}, false
 	}
 
-	results := s.ex.Execute(ctx, s.turn, run)
+	results := s.execute(ctx, run)
 	s.history = append(s.history, trajectory.Message{Role: trajectory.RoleUser, Content: results})
 	if ctx.Err() != nil {
 		// Every call got its (aborted) result; the model is not asked again.
@@ -600,7 +605,9 @@ func remaining(content []trajectory.ContentBlock, id string) []trajectory.Conten
 // notRun answers tool_use blocks the session ends without running, so
 // that every tool_use of the trajectory has its answer (seed §2.4).
 func (s *session) notRun(uses []trajectory.ContentBlock, why string) {
-	for _, u := range uses {
+	// Calls started while the reply streamed have run: they get their
+	// real results, the others "Not run".
+	for _, u := range s.settleStream(uses, why) {
 		s.emit(&trajectory.ToolResult{ToolRef: trajectory.ToolRef{ToolUseID: u.ID, Tool: u.Name},
 			Text: "Not run: " + why + ".", IsError: true, Display: trajectory.DisplayHidden})
 	}

@@ -63,6 +63,9 @@ type Spec struct {
 	// Stream asks for streamed replies; OnStream sees them arrive.
 	Stream   bool
 	OnStream func(llm.StreamEvent)
+	// BatchTools, with Stream, starts the calls only once the whole reply
+	// has arrived (see agent.Config.BatchTools).
+	BatchTools bool
 	// Retries records every failed model call attempt (see agent.Retries).
 	Retries *agent.Retries
 
@@ -239,7 +242,7 @@ func Build(ctx context.Context, spec Spec) (_ *Session, err error) {
 	s.Agent = agent.Config{
 		Provider: spec.Provider, Model: spec.Model, Sink: sink, System: spec.System, Prompt: spec.Prompt,
 		History: spec.History, Continues: spec.Continues, NextPrompt: spec.NextPrompt,
-		Limits: spec.Config.Limits, Models: spec.Config.Models, Stream: spec.Stream, OnStream: spec.OnStream, Retries: spec.Retries,
+		Limits: spec.Config.Limits, Models: spec.Config.Models, Stream: spec.Stream, BatchTools: spec.BatchTools, OnStream: spec.OnStream, Retries: spec.Retries,
 		Defenses: spec.Config.Defenses.Apply(spec.BaseDefenses),
 		Executor: executor.Config{Env: env, Permission: perm, Hooks: hr, Prompter: spec.Prompter, Blobs: s.Blobs,
 			SessionID: s.Recorder.SessionID(), MaxConcurrent: spec.MaxConcurrent},

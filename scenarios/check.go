@@ -166,6 +166,13 @@ func (e EventExpect) describe() string {
 	for _, k := range slices.Sorted(maps.Keys(e.InputMatches)) {
 		fmt.Fprintf(&b, " with %s matching /%s/", k, e.InputMatches[k])
 	}
+	if e.Streamed != nil {
+		if *e.Streamed {
+			b.WriteString(" started while the reply streamed")
+		} else {
+			b.WriteString(" started after the reply")
+		}
+	}
 	switch e.Kind {
 	case KindToolNotCalled, KindNoDefense:
 		b.WriteString(": never")
@@ -208,6 +215,9 @@ func (e EventExpect) matches(ev trajectory.Event) bool {
 	}
 	switch p := ev.Payload.(type) {
 	case *trajectory.ToolCall:
+		if e.Streamed != nil && *e.Streamed != (p.StreamOffsetMs != nil) {
+			return false
+		}
 		return inputMatches(p.Input, e)
 	case *trajectory.PermissionAllow:
 		return e.decision(p.PermissionDecision)

@@ -21,6 +21,8 @@
 //	repeat: 1                       # runs of the scenario (--repeat overrides)
 //	limits: {max_turns: 10, timeout: 30s}
 //	person: approve                 # answers every permission question (approve or deny); default: nobody, headless
+//	stream: true                    # streamed replies: each call starts once its tool_use is complete (seed §7)
+//	batch_tools: true               # with stream: calls start only once the reply is whole (the comparison mode)
 //	agent: claude-code              # optional: run this agent CLI instead of retrace's runtime (see Agent CLIs)
 //	config:                         # the session's trusted retrace.yaml (see retrace run --help)
 //	  permissions: {mode: accept_edits}
@@ -34,6 +36,7 @@
 //	    - {path: calc.go, contains: "a + b"}    # also exists, equals, matches (a regexp), unchanged
 //	  events:
 //	    - {tool_called: read, input: {file_path: calc.go}}
+//	    - {tool_called: read, streamed: true}   # started while the reply streamed (stream_offset_ms)
 //	    - {tool_not_called: write}
 //	    - {permission: deny, source: non_interactive, tool: bash}
 //	    - {permission: deny, step: deny_rule, tool: bash}   # the chain step that decided

@@ -106,8 +106,8 @@ var eventKinds = []EventKind{KindToolCalled, KindToolNotCalled, KindPermission, 
 
 // qualifiers lists the keys each kind takes beside the bounds.
 var qualifiers = map[EventKind][]string{
-	KindToolCalled:    {"input", "input_matches"},
-	KindToolNotCalled: {"input", "input_matches"},
+	KindToolCalled:    {"input", "input_matches", "streamed"},
+	KindToolNotCalled: {"input", "input_matches", "streamed"},
 	KindPermission:    {"source", "step", "tool"},
 	KindFailure:       {"tool"},
 	KindDefense:       {"action"},
@@ -129,7 +129,10 @@ type EventExpect struct {
 	// InputMatches regular expressions the string values must match.
 	Input        map[string]json.RawMessage
 	InputMatches map[string]*regexp.Regexp
-	Count        Bounds
+	// Streamed, when set, says whether the tool call must have started
+	// while its reply was still streaming (tool_call.stream_offset_ms).
+	Streamed *bool
+	Count    Bounds
 }
 
 // DetectorExpect is what the detectors must find in each run.
@@ -326,6 +329,9 @@ func (p *parser) event(n *yaml.Node, where string) EventExpect {
 			if !trajectory.DefenseAction(e.Action).Valid() {
 				p.at(f.val, "%s %q is not a defense action", key, e.Action)
 			}
+		case "streamed":
+			v := p.boolean(f.val, key)
+			e.Streamed = &v
 		case "input":
 			e.Input = p.input(f.val, key)
 		case "input_matches":

@@ -104,6 +104,10 @@ type Scenario struct {
 	// or PersonDeny for a person who answers every question so (the
 	// session is interactive, and an approved call is remembered).
 	Person string
+	// Stream asks the scripted model for streamed replies, so each tool
+	// call starts as soon as its tool_use is complete (seed §7);
+	// BatchTools, with Stream, starts them only once the reply is whole.
+	Stream, BatchTools bool
 	// MaxTurns bounds the session's model turns (0: the config's, else
 	// DefaultMaxTurns); Timeout the wall time of one run.
 	MaxTurns int
@@ -299,7 +303,7 @@ func (p *parser) yamlProblems(err error, fallback int, prefix string) {
 	}
 }
 
-var specKeys = []string{"name", "description", "tags", "prompt", "repeat", "limits", "config", "model", "person", "expect", "agent"}
+var specKeys = []string{"name", "description", "tags", "prompt", "repeat", "limits", "config", "model", "person", "stream", "batch_tools", "expect", "agent"}
 
 func (p *parser) spec(s *Scenario, data []byte) {
 	doc := padded(data, s.Line)
@@ -406,6 +410,10 @@ func (p *parser) spec(s *Scenario, data []byte) {
 			if s.Person != PersonApprove && s.Person != PersonDeny {
 				p.at(f.val, "person %q: want %s (every question answered yes) or %s (every one no); leave it out for a headless session", s.Person, PersonApprove, PersonDeny)
 			}
+		case "stream":
+			s.Stream = p.boolean(f.val, "stream")
+		case "batch_tools":
+			s.BatchTools = p.boolean(f.val, "batch_tools")
 		case "expect":
 			s.Expect = p.expect(f.val, s)
 		case "agent":

@@ -253,7 +253,7 @@ func (r *runner) run(ctx context.Context, s *Scenario, index, repeat int) (res R
 	}
 	spec := harness.Spec{
 		Workspace: ws, Config: cfg, ConfigName: name, Provider: provider, Model: r.opts.Model,
-		System: SystemPrompt, Prompt: s.Prompt, Runs: r.runs, Clock: r.opts.Clock,
+		System: SystemPrompt, Prompt: s.Prompt, Runs: r.runs, Clock: r.opts.Clock, Stream: s.Stream, BatchTools: s.BatchTools,
 		HarnessVersion: cmp.Or(r.opts.HarnessVersion, "retrace eval"),
 		Tags:           map[string]string{"eval_scenario": s.Name, "eval_repeat": strconv.Itoa(repeat)},
 	}

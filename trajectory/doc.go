@@ -23,7 +23,7 @@
 //	model_request      hashes of system and tools (in order); the messages as a change since the previous request (see Linear requests)
 //	model_response     content blocks as received, stop reason (normalised and raw), usage, ttft_ms, duration_ms
 //	model_error        a failed model call attempt: error_kind, status code, attempt, will_retry
-//	tool_call          the executor took up a tool_use: input, index in the response, batch, concurrency_safe
+//	tool_call          the executor took up a tool_use: input, index in the response, batch, concurrency_safe, stream_offset_ms (started while the reply streamed)
 //	hook_run           one hook run: phase, outcome, input_changed, duration_ms, exit_code, stderr (redacted, cut to 2 KB)
 //	permission_allow   /permission_prompt /permission_deny: source and chain step of the decision, needed_prompt, rule
 //	tool_success       the call succeeded

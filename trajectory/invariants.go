@@ -81,20 +81,24 @@ type useState struct {
 // (the empty-input retry and the truncated tool_use do). Feed it events in
 // file order with Add, then call Finish.
 type Checker struct {
-	file          string
-	n             int
-	session       string
-	lastSeq       int64
-	lastTurn      int
-	ended         bool
-	endLine       int
-	awaiting      bool // a model_request is waiting for its response
-	requested     bool // a model_request was seen
-	snapshot      bool // the workspace snapshot was recorded
-	responseLine  int
-	uses          map[string]*useState
-	useOrder      []string
-	calls         map[string]*callState
+	file         string
+	n            int
+	session      string
+	lastSeq      int64
+	lastTurn     int
+	ended        bool
+	endLine      int
+	awaiting     bool // a model_request is waiting for its response
+	requested    bool // a model_request was seen
+	snapshot     bool // the workspace snapshot was recorded
+	responseLine int
+	uses         map[string]*useState
+	useOrder     []string
+	calls        map[string]*callState
+	// streamed holds the tool_calls recorded while the reply they belong
+	// to was still streaming (stream_offset_ms set), by id, until the
+	// model_response that must hold their tool_uses.
+	streamed      map[string]int
 	toolCalls     int
 	toolFailures  int
 	violations    []Violation
@@ -109,7 +113,7 @@ type Checker struct {
 
 // NewChecker returns a checker whose violations name file.
 func NewChecker(file string) *Checker {
-	return &Checker{file: file, calls: map[string]*callState{}, uses: map[string]*useState{}}
+	return &Checker{file: file, calls: map[string]*callState{}, uses: map[string]*useState{}, streamed: map[string]int{}}
 }
 
 func (c *Checker) report(line int, seq int64, kind ViolationKind, id, format string, args ...any) {
@@ -139,6 +143,9 @@ func (c *Checker) Add(line int, ev Event) {
 			c.report(line, ev.Seq, ViolationMessages, "", "%v", err)
 		}
 		c.closeUses(line, ev.Seq, "the next model_request")
+		// Streamed calls of a reply that failed have no model_response;
+		// their tool_use was never part of the conversation.
+		clear(c.streamed)
 		c.awaiting, c.requested = true, true
 	case *ModelResponse:
 		if !c.awaiting {
@@ -154,14 +161,25 @@ func (c *Checker) Add(line int, ev Event) {
 			}
 			c.uses[b.ID] = &useState{}
 			c.useOrder = append(c.useOrder, b.ID)
+			if cs := c.calls[b.ID]; cs != nil && c.streamed[b.ID] > 0 && cs.tool != b.Name {
+				c.report(line, ev.Seq, ViolationToolCall, b.ID, "tool_use %s names %q but the tool_call started while streaming (line %d) names %q", b.ID, b.Name, cs.line, cs.tool)
+			}
 		}
+		c.checkStreamed(line, ev.Seq)
 	case *ToolCall:
 		c.toolCalls++
 		if _, dup := c.calls[p.ToolUseID]; dup {
 			c.report(line, ev.Seq, ViolationToolCall, p.ToolUseID, "second tool_call for %s", p.ToolUseID)
 			return
 		}
-		if _, ok := c.uses[p.ToolUseID]; !ok {
+		switch _, ok := c.uses[p.ToolUseID]; {
+		case p.StreamOffsetMs != nil && c.awaiting:
+			// Started while the reply streamed: its model_response
+			// comes later and must hold the tool_use (checkStreamed).
+			c.streamed[p.ToolUseID] = line
+		case p.StreamOffsetMs != nil:
+			c.report(line, ev.Seq, ViolationToolCall, p.ToolUseID, "tool_call %s has stream_offset_ms but follows its model_response; only a call started while the reply streamed has it", p.ToolUseID)
+		case !ok:
 			c.report(line, ev.Seq, ViolationToolCall, p.ToolUseID, "tool_call %s matches no tool_use of the preceding model_response", p.ToolUseID)
 		}
 		c.calls[p.ToolUseID] = &callState{line: line, tool: p.Tool}
@@ -278,6 +296,22 @@ func (c *Checker) outcome(line int, ev Event, ref ToolRef) {
 		}
 		cs.outcomes++
 	}
+}
+
+// checkStreamed reports the tool_calls started while the reply streamed
+// whose tool_use the reply's model_response does not hold.
+func (c *Checker) checkStreamed(line int, seq int64) {
+	ids := make([]string, 0, len(c.streamed))
+	for id := range c.streamed {
+		if _, ok := c.uses[id]; !ok {
+			ids = append(ids, id)
+		}
+	}
+	sort.Slice(ids, func(i, j int) bool { return c.streamed[ids[i]] < c.streamed[ids[j]] })
+	for _, id := range ids {
+		c.report(line, seq, ViolationToolCall, id, "tool_call %s (line %d) was started while the reply streamed, but the model_response holds no tool_use %s", id, c.streamed[id], id)
+	}
+	clear(c.streamed)
 }
 
 // closeUses reports the tool_uses of the last response that got no

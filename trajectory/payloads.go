@@ -508,6 +508,16 @@ type ToolCall struct {
 	// Batch is the index of the partition batch the call ran in.
 	Batch           int  `json:"batch"`
 	ConcurrencySafe bool `json:"concurrency_safe,omitempty"`
+	// StreamOffsetMs is set when the call was taken up while its reply
+	// was still streaming (streaming tool execution, seed §7): the
+	// milliseconds from the model_request to the moment the call started
+	// — or, for a call whose tool_use was complete but which had not
+	// started when the reply failed, to the moment it was abandoned (its
+	// tool_failure is then aborted with error_code stream_abandoned).
+	// Such a tool_call precedes the model_response that holds its
+	// tool_use, or the model_error of a reply that failed; a tool_call
+	// without it follows its model_response. Optional.
+	StreamOffsetMs *float64 `json:"stream_offset_ms,omitempty" jsonschema:"minimum=0"`
 }
 
 // EventType implements Payload.
@@ -520,6 +530,9 @@ func (p *ToolCall) validate(c *checks) {
 	}
 	c.nonNegative("index", float64(p.Index))
 	c.nonNegative("batch", float64(p.Batch))
+	if p.StreamOffsetMs != nil {
+		c.nonNegative("stream_offset_ms", *p.StreamOffsetMs)
+	}
 }
 
 // MaxHookStderr is the most bytes of a hook's standard error a hook_run

@@ -23,4 +23,17 @@
 // emits tool_success or tool_failure with the failure kind its caller gave,
 // then tool_end with the tool's own duration (§5.8, §14): no path can skip
 // an event, and the trajectory invariants checker verifies it in the tests.
+//
+// Stream is the scheduler of a streamed turn (seed §7): calls are offered
+// as their tool_use blocks complete and pass through four states —
+// queued, executing, completed, yielded (§7.3). A call starts when
+// nothing runs, or when it and everything running are concurrency-safe
+// (§7.4), and never before an earlier call; it then runs call.run, the
+// same pipeline as Execute's, so hooks fire once and the single exit is
+// the same (§7.5). Results are yielded in call order. A repeated tool_use
+// id is matched to the call already offered, a tool_use without complete
+// input is never taken, and when the reply fails the queued calls are
+// abandoned (tool_failure aborted, error_code stream_abandoned) while the
+// running ones finish. A tool_call recorded before its model_response
+// carries stream_offset_ms, the time since the request.
 package executor

@@ -123,6 +123,10 @@ type turn struct {
 	ctx    context.Context // the caller's: cancelled on user abort
 	calls  []*call
 
+	// streamLock is what a streamed turn's calls share as their
+	// exclusive lock (see call.exclusive).
+	streamLock sync.RWMutex
+
 	mu         sync.Mutex
 	bashFailed bool
 	bashCancel map[*call]context.CancelCauseFunc
@@ -161,13 +165,19 @@ func (ex *Executor) Execute(ctx context.Context, turnNumber int, uses []trajecto
 	results := make([]trajectory.ContentBlock, len(t.calls))
 	for i, c := range t.calls {
 		ex.cfg.Sink.Emit(turnNumber, &trajectory.ToolResult{ToolRef: c.ref(), Text: c.text, IsError: c.isError, Display: c.display})
-		text := c.text
-		if c.outside {
-			text = untrusted(c.name, text)
-		}
-		results[i] = trajectory.ContentBlock{Type: trajectory.BlockToolResult, ToolUseID: c.id, Content: text, IsError: c.isError}
+		results[i] = c.modelResult()
 	}
 	return results
+}
+
+// modelResult is the tool_result block the model gets for a finished
+// call: an outside source's text is marked untrusted.
+func (c *call) modelResult() trajectory.ContentBlock {
+	text := c.text
+	if c.outside {
+		text = untrusted(c.name, text)
+	}
+	return trajectory.ContentBlock{Type: trajectory.BlockToolResult, ToolUseID: c.id, Content: text, IsError: c.isError}
 }
 
 // partition merges contiguous concurrency-safe calls into one batch and

@@ -45,6 +45,7 @@ type runOptions struct {
 	runs      string
 	maxTurns  int
 	stream    bool
+	batch     bool
 	labels    labelFlag
 	// continueSession is --continue: the session id or trajectory file
 	// whose conversation this run carries on.
@@ -145,6 +146,9 @@ failed, 2 bad flags, config or script.`,
 			if len(args) > 1 {
 				return usage(fmt.Errorf("give the task as one argument (quote it); got %d arguments", len(args)))
 			}
+			if opts.batch && !opts.stream {
+				return usage(errors.New("--batch-tools only changes a streamed session: add --stream"))
+			}
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -167,7 +171,8 @@ failed, 2 bad flags, config or script.`,
 	f.BoolVar(&opts.headless, "headless", false, "never ask a person: every call that needs confirmation is refused")
 	f.StringVar(&opts.runs, "runs", "", "directory to record the trajectory in (default $RETRACE_DIR or .retrace/runs)")
 	f.IntVar(&opts.maxTurns, "max-turns", 0, "stop after this many model turns (default: the config's limit, else 50)")
-	f.BoolVar(&opts.stream, "stream", false, "ask the model for streamed replies")
+	f.BoolVar(&opts.stream, "stream", false, "ask the model for streamed replies; each tool call starts as soon as its tool_use is complete")
+	f.BoolVar(&opts.batch, "batch-tools", false, "with --stream, start the tool calls only once the whole reply has arrived (for comparison)")
 	f.StringVar(&opts.continueSession, "continue", "", "carry a recorded session on: a session id in the runs directory, or a trajectory file")
 	f.BoolVarP(&opts.interactive, "interactive", "i", false, "read follow-up prompts from stdin, one a line, until it ends")
 	f.Var(&opts.labels, "tag", "run label KEY=VALUE recorded in session_start.tags, to tell runs apart in query and diff (repeatable)")
@@ -248,7 +253,7 @@ func runRun(ctx context.Context, sys *IO, opts *runOptions) error {
 	maxConcurrent, _ := strconv.Atoi(sys.Getenv("RETRACE_TOOL_MAX_CONCURRENT"))
 	spec := harness.Spec{
 		Workspace: workspace, Config: cfg, ConfigName: cfgName,
-		Provider: provider, Model: opts.model, Stream: opts.stream,
+		Provider: provider, Model: opts.model, Stream: opts.stream, BatchTools: opts.batch,
 		System: runSystemPrompt, Prompt: opts.prompt,
 		MCPGrace: mcpGrace, Runs: runs, Clock: sys.Now,
 		Snapshot:      &recorder.SnapshotOptions{Skip: []string{runs}},

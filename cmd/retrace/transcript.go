@@ -27,12 +27,19 @@ type liveTranscript struct {
 	// calls remembers each call's input and decisions until its tool_end.
 	calls    map[string]*liveCall
 	failures map[trajectory.FailureKind]int
+	// awaiting is set from a model_request to its reply; the lines of
+	// calls that finish while the reply still streams are held until the
+	// turn's header is printed, so a turn reads top to bottom.
+	awaiting bool
+	held     []string
 }
 
 type liveCall struct {
 	input   string
 	outcome string
 	notes   []string
+	// streamed is the call's stream_offset_ms: it started in the reply.
+	streamed *float64
 }
 
 func newLiveTranscript(out io.Writer, rec *recorder.Recorder) *liveTranscript {
@@ -68,6 +75,8 @@ func (l *liveTranscript) Emit(turn int, p trajectory.Payload) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	switch e := p.(type) {
+	case *trajectory.ModelRequest:
+		l.awaiting = true
 	case *trajectory.ModelResponse:
 		fmt.Fprintf(l.out, "turn %d · model: %s · %d in / %d out tokens · %.0f ms\n", turn, e.StopReason, e.Usage.InputTokens+e.Usage.CacheReadTokens, e.Usage.OutputTokens, e.DurationMs)
 		for _, b := range e.Content {
@@ -75,14 +84,16 @@ func (l *liveTranscript) Emit(turn int, p trajectory.Payload) {
 				fmt.Fprintf(l.out, "  %s\n", oneLine(redacted(b.Text), 160))
 			}
 		}
+		l.release()
 	case *trajectory.ModelError:
+		l.release()
 		retry := ""
 		if e.WillRetry {
 			retry = fmt.Sprintf(", retrying in %.0f ms", e.RetryAfterMs)
 		}
 		fmt.Fprintf(l.out, "  ! model error %s (HTTP %d, attempt %d%s)\n", e.ErrorKind, e.StatusCode, e.Attempt, retry)
 	case *trajectory.ToolCall:
-		l.calls[e.ToolUseID] = &liveCall{input: inputSummary(e.Input), outcome: "ok"}
+		l.calls[e.ToolUseID] = &liveCall{input: inputSummary(e.Input), outcome: "ok", streamed: e.StreamOffsetMs}
 	case *trajectory.PermissionAllow:
 		if e.NeededPrompt || e.Source == trajectory.SourceRule {
 			l.note(e.ToolUseID, fmt.Sprintf("allowed by %s%s", e.Source, ruleSuffix(e.Rule)))
@@ -111,9 +122,19 @@ func (l *liveTranscript) Emit(turn int, p trajectory.Payload) {
 		if e.Truncated {
 			extra = " · truncated, full output saved"
 		}
-		fmt.Fprintf(l.out, "  ⏺ %s %s · %s · %.1f ms%s\n", e.Tool, c.input, c.outcome, e.DurationMs, extra)
+		if c.streamed != nil {
+			extra += fmt.Sprintf(" · started in the reply at +%.0f ms", *c.streamed)
+		}
+		lines := []string{fmt.Sprintf("  ⏺ %s %s · %s · %.1f ms%s\n", e.Tool, c.input, c.outcome, e.DurationMs, extra)}
 		for _, n := range c.notes {
-			fmt.Fprintf(l.out, "      %s\n", n)
+			lines = append(lines, fmt.Sprintf("      %s\n", n))
+		}
+		if l.awaiting {
+			l.held = append(l.held, lines...)
+			break
+		}
+		for _, line := range lines {
+			fmt.Fprint(l.out, line)
 		}
 	case *trajectory.DefenseTrigger:
 		fmt.Fprintf(l.out, "  ⚑ defense %s: %s\n", e.Defense, e.Action)
@@ -134,6 +155,15 @@ func measuredBy(m trajectory.TokenMeasure) trajectory.TokenMeasure {
 	return m
 }
 
+// release ends the wait for a reply and prints the lines held meanwhile.
+func (l *liveTranscript) release() {
+	l.awaiting = false
+	for _, line := range l.held {
+		fmt.Fprint(l.out, line)
+	}
+	l.held = l.held[:0]
+}
+
 func (l *liveTranscript) note(id, s string) {
 	if c := l.calls[id]; c != nil {
 		c.notes = append(c.notes, s)
@@ -151,6 +181,8 @@ func ruleSuffix(rule string) string {
 func (l *liveTranscript) summary(res agent.Result, path string, st recorder.Stats) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	// Lines still held (a reply that never answered) are not lost.
+	l.release()
 	fmt.Fprintf(l.out, "\nsession %s ended: %s after %s\n", strings.TrimSuffix(pathBase(path), trajectory.Ext), res.Reason, plural(res.Turns, "turn"))
 	if res.ErrorCode != "" {
 		fmt.Fprintf(l.out, "  error: %s %v\n", res.ErrorCode, res.Err)
