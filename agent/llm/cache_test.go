@@ -63,7 +63,6 @@ func cacheControls(body map[string]any) map[string]string {
 
 func asList(v any) []any { l, _ := v.([]any); return l }
 
-
 func TestAnthropicCacheBreakpoints(t *testing.T) {
 	cases := []struct {
 		name  string
