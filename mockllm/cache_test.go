@@ -64,7 +64,9 @@ func usages(t *testing.T, p llm.Provider, reqs ...llm.Request) []trajectory.Usag
 	return out
 }
 
-func input(u trajectory.Usage) int64 { return u.InputTokens + u.CacheReadTokens + u.CacheCreationTokens }
+func input(u trajectory.Usage) int64 {
+	return u.InputTokens + u.CacheReadTokens + u.CacheCreationTokens
+}
 
 func anthropicOverMock(t *testing.T) llm.Provider {
 	t.Helper()
