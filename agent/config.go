@@ -74,6 +74,10 @@ type Config struct {
 	Prompt string
 	// Limits bound the session.
 	Limits Limits
+	// Cache asks the provider to cache each request's prefix (seed §3.5);
+	// nil sends no cache instructions. The harness sets it from the
+	// configuration's cache section, on by default.
+	Cache *llm.Cache
 	// Stream asks the provider for a streamed reply; OnStream sees it arrive.
 	Stream   bool
 	OnStream func(llm.StreamEvent)

@@ -240,7 +240,10 @@ func configHash(model string, perm trajectory.PermissionMode, cfg Config, system
 		Defenses []trajectory.DefenseName
 		System   string
 		Tools    []tool
-	}{model, perm, cfg.PolicyHash, cfg.Limits, cfg.Stream, defenses, system, tools}
+		// Cache is left out when nil, so sessions without caching
+		// hash as they did before it existed.
+		Cache *llm.Cache `json:",omitempty"`
+	}{model, perm, cfg.PolicyHash, cfg.Limits, cfg.Stream, defenses, system, tools, cfg.Cache}
 	b, err := json.Marshal(v)
 	if err != nil {
 		// Only a NaN or infinite price or budget fails to marshal; Go
@@ -296,7 +299,7 @@ func totalTokens(u trajectory.Usage) int64 {
 // ask sends one request and records it, its response or its failure.
 func (s *session) ask(ctx context.Context) (llm.Response, error) {
 	req := llm.Request{Model: s.cfg.Model, System: s.system, Tools: toolDefs(s.reg, s.offered),
-		Messages: append([]trajectory.Message(nil), s.history...), MaxTokens: s.cfg.Limits.MaxTokens}
+		Messages: append([]trajectory.Message(nil), s.history...), MaxTokens: s.cfg.Limits.MaxTokens, Cache: s.cfg.Cache}
 	clear(s.sent)
 	for _, t := range req.Tools {
 		s.sent[t.Name] = true

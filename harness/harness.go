@@ -231,7 +231,7 @@ func Build(ctx context.Context, spec Spec) (_ *Session, err error) {
 	}
 	s.Agent = agent.Config{
 		Provider: spec.Provider, Model: spec.Model, Sink: sink, System: spec.System, Prompt: spec.Prompt,
-		Limits: spec.Config.Limits, Stream: spec.Stream, OnStream: spec.OnStream, Retries: spec.Retries,
+		Limits: spec.Config.Limits, Cache: spec.Config.Cache.Request(), Stream: spec.Stream, OnStream: spec.OnStream, Retries: spec.Retries,
 		Defenses: spec.Config.Defenses.Apply(spec.BaseDefenses),
 		Executor: executor.Config{Env: env, Permission: perm, Hooks: hr, Prompter: spec.Prompter, Blobs: s.Blobs,
 			SessionID: s.Recorder.SessionID(), MaxConcurrent: spec.MaxConcurrent},
