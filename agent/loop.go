@@ -510,7 +510,7 @@ func remaining(content []trajectory.ContentBlock, id string) []trajectory.Conten
 func (s *session) notRun(uses []trajectory.ContentBlock, why string) {
 	for _, u := range uses {
 		s.emit(&trajectory.ToolResult{ToolRef: trajectory.ToolRef{ToolUseID: u.ID, Tool: u.Name},
-			Text: "Not run: " + why + ".", IsError: true, Display: trajectory.DisplayHidden})
+			Text: "Not run: " + why + ".", IsError: true, Display: trajectory.DisplayFull})
 	}
 }
 
