@@ -300,6 +300,9 @@ func totalTokens(u trajectory.Usage) int64 {
 func (s *session) ask(ctx context.Context) (llm.Response, error) {
 	req := llm.Request{Model: s.cfg.Model, System: s.system, Tools: toolDefs(s.reg, s.offered),
 		Messages: append([]trajectory.Message(nil), s.history...), MaxTokens: s.cfg.Limits.MaxTokens, Cache: s.cfg.Cache}
+	if s.cfg.Plant != nil {
+		s.cfg.Plant(s.turn, &req)
+	}
 	clear(s.sent)
 	for _, t := range req.Tools {
 		s.sent[t.Name] = true

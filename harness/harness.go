@@ -65,6 +65,10 @@ type Spec struct {
 	OnStream func(llm.StreamEvent)
 	// Retries records every failed model call attempt (see agent.Retries).
 	Retries *agent.Retries
+	// Plant changes each request before it is recorded and sent, to plant
+	// a fault in an eval scenario (see agent.Config.Plant); nil for a real
+	// session.
+	Plant func(turn int, req *llm.Request)
 
 	// System is the base system prompt; the loop appends the list of
 	// deferred tools to it.
@@ -231,7 +235,7 @@ func Build(ctx context.Context, spec Spec) (_ *Session, err error) {
 	}
 	s.Agent = agent.Config{
 		Provider: spec.Provider, Model: spec.Model, Sink: sink, System: spec.System, Prompt: spec.Prompt,
-		Limits: spec.Config.Limits, Cache: spec.Config.Cache.Request(), Stream: spec.Stream, OnStream: spec.OnStream, Retries: spec.Retries,
+		Limits: spec.Config.Limits, Cache: spec.Config.Cache.Request(), Plant: spec.Plant, Stream: spec.Stream, OnStream: spec.OnStream, Retries: spec.Retries,
 		Defenses: spec.Config.Defenses.Apply(spec.BaseDefenses),
 		Executor: executor.Config{Env: env, Permission: perm, Hooks: hr, Prompter: spec.Prompter, Blobs: s.Blobs,
 			SessionID: s.Recorder.SessionID(), MaxConcurrent: spec.MaxConcurrent},
