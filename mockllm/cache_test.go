@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/retrace-dev/retrace/agent/llm"
 	"github.com/retrace-dev/retrace/trajectory"
@@ -217,4 +218,35 @@ func TestCacheReadsOverTheOpenAIWires(t *testing.T) {
 			}
 		})
 	}
+}
+
+// BenchmarkPromptCacheUsage measures what the prompt cache adds to a
+// scripted turn: the usage of the 30th request of a session (about 12k
+// estimated tokens, 90 blocks), without a cache (the baseline, the
+// estimate alone) and with one warmed by the request before.
+func BenchmarkPromptCacheUsage(b *testing.B) {
+	prev, req := cacheSession(29, &llm.Cache{}), cacheSession(30, &llm.Cache{})
+	now := time.Unix(0, 0)
+	b.Run("off", func(b *testing.B) {
+		off := req
+		off.Cache = nil
+		var pc promptCache
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			_ = pc.usage(&off, now)
+		}
+		b.ReportMetric(float64(estimateTokens(&off)), "tokens/request")
+	})
+	b.Run("on", func(b *testing.B) {
+		var pc promptCache
+		pc.usage(&prev, now)
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			u := pc.usage(&req, now)
+			if u.CacheReadTokens == 0 {
+				b.Fatal("the warmed cache read nothing")
+			}
+		}
+		b.ReportMetric(float64(estimateTokens(&req)), "tokens/request")
+	})
 }
