@@ -112,6 +112,17 @@ type Config struct {
 	// by exact model id or family prefix (claude-sonnet-4-5 covers its
 	// dated snapshots); the loop compacts against the model's window.
 	Models map[string]ModelInfo
+	// Cache asks the provider to cache each request's prefix (seed §3.5);
+	// nil sends no cache instructions. The harness sets it from the
+	// configuration's cache section, on by default.
+	Cache *llm.Cache
+	// Plant, when set, changes each request of turn turn before it is
+	// recorded and sent. It exists for the eval suite, which plants a
+	// fault the runtime itself must never make (a cache breaker, seed
+	// §3.5) to prove that the mock's usage, the metrics and the detectors
+	// see it; because it acts before the request is recorded, the
+	// trajectory shows what was really sent. A real session leaves it nil.
+	Plant func(turn int, req *llm.Request)
 	// Stream asks the provider for a streamed reply; OnStream sees it arrive.
 	// A streamed reply's calls start as soon as their tool_use blocks are
 	// complete, while the model is still writing (seed §7), unless

@@ -322,7 +322,10 @@ func configHash(model string, perm trajectory.PermissionMode, cfg Config, system
 		// Models is left out when empty, so that hashes recorded before
 		// the model table existed still compare.
 		Models map[string]ModelInfo `json:",omitempty"`
-	}{model, perm, cfg.PolicyHash, cfg.Limits, cfg.Stream, cfg.Stream && cfg.BatchTools, defenses, system, tools, cfg.Models}
+		// Cache is left out when nil, so sessions without caching
+		// hash as they did before it existed.
+		Cache *llm.Cache `json:",omitempty"`
+	}{model, perm, cfg.PolicyHash, cfg.Limits, cfg.Stream, cfg.Stream && cfg.BatchTools, defenses, system, tools, cfg.Models, cfg.Cache}
 	b, err := json.Marshal(v)
 	if err != nil {
 		// Only a NaN or infinite price or budget fails to marshal; Go
@@ -386,7 +389,10 @@ func (s *session) maxTurnsReached() bool {
 // measures the context (contextSize).
 func (s *session) ask(ctx context.Context) (llm.Response, error) {
 	req := llm.Request{Model: s.cfg.Model, System: s.system, Tools: toolDefs(s.reg, s.offered),
-		Messages: append([]trajectory.Message(nil), s.history...), MaxTokens: s.cfg.Limits.MaxTokens}
+		Messages: append([]trajectory.Message(nil), s.history...), MaxTokens: s.cfg.Limits.MaxTokens, Cache: s.cfg.Cache}
+	if s.cfg.Plant != nil {
+		s.cfg.Plant(s.turn, &req)
+	}
 	resp, err := s.send(ctx, req)
 	if err == nil {
 		u := resp.Usage
@@ -609,7 +615,7 @@ func (s *session) notRun(uses []trajectory.ContentBlock, why string) {
 	// real results, the others "Not run".
 	for _, u := range s.settleStream(uses, why) {
 		s.emit(&trajectory.ToolResult{ToolRef: trajectory.ToolRef{ToolUseID: u.ID, Tool: u.Name},
-			Text: "Not run: " + why + ".", IsError: true, Display: trajectory.DisplayHidden})
+			Text: "Not run: " + why + ".", IsError: true, Display: trajectory.DisplayFull})
 	}
 }
 

@@ -68,6 +68,10 @@ type Spec struct {
 	BatchTools bool
 	// Retries records every failed model call attempt (see agent.Retries).
 	Retries *agent.Retries
+	// Plant changes each request before it is recorded and sent, to plant
+	// a fault in an eval scenario (see agent.Config.Plant); nil for a real
+	// session.
+	Plant func(turn int, req *llm.Request)
 
 	// System is the base system prompt; the loop appends the list of
 	// deferred tools to it.
@@ -242,7 +246,8 @@ func Build(ctx context.Context, spec Spec) (_ *Session, err error) {
 	s.Agent = agent.Config{
 		Provider: spec.Provider, Model: spec.Model, Sink: sink, System: spec.System, Prompt: spec.Prompt,
 		History: spec.History, Continues: spec.Continues, NextPrompt: spec.NextPrompt,
-		Limits: spec.Config.Limits, Models: spec.Config.Models, Stream: spec.Stream, BatchTools: spec.BatchTools, OnStream: spec.OnStream, Retries: spec.Retries,
+		Limits: spec.Config.Limits, Models: spec.Config.Models, Cache: spec.Config.Cache.Request(), Plant: spec.Plant,
+		Stream: spec.Stream, BatchTools: spec.BatchTools, OnStream: spec.OnStream, Retries: spec.Retries,
 		Defenses: spec.Config.Defenses.Apply(spec.BaseDefenses),
 		Executor: executor.Config{Env: env, Permission: perm, Hooks: hr, Prompter: spec.Prompter, Blobs: s.Blobs,
 			SessionID: s.Recorder.SessionID(), MaxConcurrent: spec.MaxConcurrent},

@@ -41,6 +41,8 @@ type aBlock struct {
 	Content   json.RawMessage `json:"content"`
 	IsError   bool            `json:"is_error"`
 	Thinking  string          `json:"thinking"`
+	// CacheControl is a prompt-cache breakpoint on this block.
+	CacheControl json.RawMessage `json:"cache_control"`
 }
 
 type aTool struct {
@@ -48,6 +50,8 @@ type aTool struct {
 	Name        string          `json:"name"`
 	Description string          `json:"description"`
 	InputSchema json.RawMessage `json:"input_schema"`
+	// CacheControl is a prompt-cache breakpoint after this tool.
+	CacheControl json.RawMessage `json:"cache_control"`
 }
 
 func (anthropicDialect) requestIDHeader() string { return "Request-Id" }
@@ -170,9 +174,15 @@ func (anthropicDialect) neutral(ar *aRequest, needMaxTokens, systemMsgs bool) (*
 	}
 	var sb strings.Builder
 	sb.WriteString(sys)
+	var cache cacheMarks
 	for i, b := range sysBlocks {
 		if b.Type != "text" {
 			return req, invalidf("system", "system.%d.type: Input should be 'text'", i)
+		}
+		// The neutral form joins the system blocks into one, so a
+		// breakpoint on any of them counts as one after the system prompt.
+		if e := cache.mark(b.CacheControl, fmt.Sprintf("system.%d", i), llm.CachePoint{Part: llm.CacheSystem}); e != nil {
+			return req, e
 		}
 		if i > 0 {
 			sb.WriteString("\n\n")
@@ -185,6 +195,9 @@ func (anthropicDialect) neutral(ar *aRequest, needMaxTokens, systemMsgs bool) (*
 		}
 		if (t.Type == "" || t.Type == "custom") && isNull(t.InputSchema) {
 			return req, invalidf("tools", "tools.%d.custom.input_schema: Field required", i)
+		}
+		if e := cache.mark(t.CacheControl, fmt.Sprintf("tools.%d", i), llm.CachePoint{Part: llm.CacheTools, Index: len(req.Tools)}); e != nil {
+			return req, e
 		}
 		req.Tools = append(req.Tools, llm.ToolDef{Name: t.Name, Description: t.Description, Schema: t.InputSchema})
 	}
@@ -217,6 +230,17 @@ func (anthropicDialect) neutral(ar *aRequest, needMaxTokens, systemMsgs bool) (*
 			return req, invalidf("messages", "messages.%d.content: Field required", i)
 		}
 		for j, b := range blocks {
+			if b.Type != "" {
+				// A breakpoint on a block the neutral form does not model
+				// lands on the block before it, which caches one block less.
+				pt := llm.CachePoint{Part: llm.CacheMessages, Index: len(req.Messages), Block: len(msg.Content)}
+				if !modelledBlock(b.Type) {
+					pt.Block--
+				}
+				if e := cache.mark(b.CacheControl, fmt.Sprintf("messages.%d.content.%d", i, j), pt); e != nil {
+					return req, e
+				}
+			}
 			switch b.Type {
 			case "text":
 				msg.Content = append(msg.Content, trajectory.ContentBlock{Type: trajectory.BlockText, Text: b.Text})
@@ -260,10 +284,79 @@ func (anthropicDialect) neutral(ar *aRequest, needMaxTokens, systemMsgs bool) (*
 		req.Messages = append(req.Messages, msg)
 	}
 	req.System = sb.String()
+	if e := cache.check(); e != nil {
+		return req, e
+	}
+	req.Cache = cache.cache()
 	if len(req.Messages) == 0 {
 		return req, invalidf("messages", "messages: at least one user or assistant message is required")
 	}
 	return req, checkToolPairing(req.Messages)
+}
+
+// modelledBlock reports whether neutral() keeps a block of this type.
+func modelledBlock(typ string) bool {
+	switch typ {
+	case "text", "thinking", "tool_use", "tool_result":
+		return true
+	}
+	return false
+}
+
+// cacheMarks collects the cache_control breakpoints of a request.
+type cacheMarks struct {
+	points []llm.CachePoint
+	ttl    string
+	n      int
+}
+
+// mark validates the cache_control of the element at field, if it has
+// one, and records it as pt.
+func (c *cacheMarks) mark(raw json.RawMessage, field string, pt llm.CachePoint) *apiError {
+	if isNull(raw) {
+		return nil
+	}
+	var cc struct {
+		Type string `json:"type"`
+		TTL  string `json:"ttl"`
+	}
+	if err := json.Unmarshal(raw, &cc); err != nil {
+		return invalidf(field, "%s.cache_control: Input should be a valid dictionary", field)
+	}
+	if cc.Type != "ephemeral" {
+		return invalidf(field, "%s.cache_control.type: Input should be 'ephemeral'", field)
+	}
+	switch cc.TTL {
+	case "", llm.CacheTTL5m, llm.CacheTTL1h:
+	default:
+		return invalidf(field, "%s.cache_control.ephemeral.ttl: Input should be '5m' or '1h'", field)
+	}
+	c.n++
+	// One ttl for the request: the longest asked for, since the API
+	// requires the longer-lived breakpoints to come first anyway.
+	if cc.TTL == llm.CacheTTL1h || c.ttl == "" {
+		c.ttl = cc.TTL
+	}
+	if pt.Part != llm.CacheMessages || pt.Block >= 0 {
+		c.points = append(c.points, pt)
+	}
+	return nil
+}
+
+// check enforces the API's limit on breakpoints.
+func (c *cacheMarks) check() *apiError {
+	if c.n > llm.MaxCachePoints {
+		return invalidf("", "A maximum of %d blocks with cache_control may be provided. Found %d.", llm.MaxCachePoints, c.n)
+	}
+	return nil
+}
+
+// cache is the request's Cache: nil when it carried no breakpoint.
+func (c *cacheMarks) cache() *llm.Cache {
+	if c.n == 0 {
+		return nil
+	}
+	return &llm.Cache{TTL: c.ttl, Points: append([]llm.CachePoint{}, c.points...)}
 }
 
 // systemMessageText is the text of role "system" message i: a string or

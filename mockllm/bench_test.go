@@ -48,6 +48,8 @@ func FuzzDecodeRequests(f *testing.F) {
 	f.Add([]byte(`{"model":"m","input":[{"role":"user","content":"hi"},{"type":"function_call","call_id":"c","name":"r","arguments":"{"},{"type":"function_call_output","call_id":"c","output":"x"}]}`))
 	f.Add([]byte(`{"model":"m","system":[{"type":"text","text":"s"}],"input":"x","max_tokens":1,"messages":[{"role":"user","content":[]}]}`))
 	f.Add([]byte(`{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"hi"},{"role":"system","content":[{"type":"text","text":"env"}]},{"role":"system","content":"more"}]}`))
+	cc := `"cache_control":{"type":"ephemeral","ttl":"1h"}`
+	f.Add([]byte(`{"model":"m","max_tokens":5,"tools":[{"name":"r","input_schema":{"type":"object"},` + cc + `}],"system":[{"type":"text","text":"s",` + cc + `}],"messages":[{"role":"user","content":[{"type":"image","source":{}},{"type":"text","text":"hi",` + cc + `}]}]}`))
 	dialects := []dialect{anthropicDialect{}, chatDialect{}, responsesDialect{}}
 	// With the betas Claude Code sends, role "system" messages decode too.
 	betas := http.Header{"Anthropic-Beta": {"claude-code-20250219," + systemBetas[0]}}
@@ -59,6 +61,20 @@ func FuzzDecodeRequests(f *testing.F) {
 			}
 			if e != nil && (e.status < 400 || e.msg == "") {
 				t.Fatalf("%T: error %+v without a status or message", d, e)
+			}
+			if e != nil {
+				continue
+			}
+			// The prompt cache takes whatever breakpoints a request
+			// carried: twice the same request, the second reads, and the
+			// parts always add up to the mock's estimate.
+			var pc promptCache
+			for range 2 {
+				u := pc.usage(req, time.Unix(0, 0))
+				if u.InputTokens < 0 || u.CacheReadTokens < 0 || u.CacheCreationTokens < 0 ||
+					u.InputTokens+u.CacheReadTokens+u.CacheCreationTokens != estimateTokens(req) {
+					t.Fatalf("%T: usage %+v does not add up to the estimate %d", d, u, estimateTokens(req))
+				}
 			}
 		}
 	})

@@ -101,7 +101,9 @@ func (chatDialect) decode(body []byte, _ http.Header) (*llm.Request, bool, wireO
 		return nil, false, wireOptions{}, e
 	}
 	wo := wireOptions{includeUsage: cr.StreamOptions != nil && cr.StreamOptions.IncludeUsage}
-	req := &llm.Request{Temperature: cr.Temperature}
+	req := &llm.Request{Temperature: cr.Temperature,
+		// OpenAI caches every long prefix without being asked.
+		Cache: &llm.Cache{Automatic: true}}
 	if cr.Model == nil || *cr.Model == "" {
 		return req, cr.Stream, wo, oaiInvalid("model", "", "you must provide a model parameter")
 	}

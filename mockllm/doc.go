@@ -81,7 +81,8 @@
 //	stop_reason  end_turn, tool_use, max_tokens, stop_sequence, pause_turn, refusal or
 //	             model_context_window_exceeded; default tool_use when content has a tool_use, else end_turn.
 //	             The OpenAI endpoints translate it (tool_use → tool_calls, max_tokens → length, ...).
-//	usage        token counts to report; default: an estimate of four bytes a token
+//	usage        token counts to report; default: an estimate of four bytes a token, split by the
+//	             prompt cache (see Prompt caching)
 //	expect       tool_results (in the last user message, is_error optional), last_user_contains,
 //	             system_contains, tools
 //	fault        see below
@@ -169,6 +170,32 @@
 // the kind the real clients classify (429 rate_limited, 529 overloaded,
 // 5xx server_error), a malformed reply is invalid_response, and a stall
 // waits for the context.
+//
+// # Prompt caching
+//
+// A turn without usage reports what the provider's prompt cache would
+// (cache.go), so that a cache breaker (seed §3.5) shows offline as a drop
+// of cache reads. Each conversation keeps its own cache. Entries are keyed
+// by the hash of a whole prefix in the provider's order — tool
+// definitions, then the system prompt, then each message block — so one
+// changed byte misses everything after it.
+//
+// On the Anthropic wire a request writes an entry at each cache_control
+// breakpoint it carries (at most 4, or HTTP 400 with the API's message;
+// ttl 5m or 1h) whose prefix is at least 1024 tokens, and reads the
+// longest prefix an earlier request wrote, found at one of its own
+// breakpoints or up to 20 blocks before one. cache_read_input_tokens is
+// that prefix, cache_creation_input_tokens the part up to the last
+// breakpoint written now, input_tokens the rest. In process (the runtime
+// calling a Script directly), a request's llm.Cache without points stands
+// for the breakpoints the Anthropic client would send
+// (llm.DefaultCachePoints). The OpenAI endpoints cache without being
+// asked: the longest prefix shared with an earlier request of the
+// conversation, from 1024 tokens in steps of 128, is reported as
+// cached_tokens, and no write is reported. All counts use the mock's
+// estimate of four bytes a token, so input + cache read + cache write is
+// the estimate a request without caching reports. A recording replayed
+// (Replay) reports the usage it recorded.
 //
 // # Streams
 //

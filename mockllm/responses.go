@@ -64,7 +64,9 @@ func (responsesDialect) decode(body []byte, _ http.Header) (*llm.Request, bool, 
 	if err := json.Unmarshal(body, &rr); err != nil {
 		return nil, false, wireOptions{}, jsonError(err)
 	}
-	req := &llm.Request{Temperature: rr.Temperature}
+	req := &llm.Request{Temperature: rr.Temperature,
+		// OpenAI caches every long prefix without being asked.
+		Cache: &llm.Cache{Automatic: true}}
 	if rr.Model == nil || *rr.Model == "" {
 		return req, rr.Stream, wireOptions{}, oaiInvalid("model", "missing_required_parameter", "Missing required parameter: 'model'.")
 	}

@@ -216,6 +216,9 @@ type seqState struct {
 	label  string // the conversation's name in errors and replies
 	next   int    // requests answered with a turn (successful attempts)
 	failed int    // status-fault attempts served for the current turn
+	// cache is the conversation's prompt cache, which computes the usage
+	// of turns that do not script theirs.
+	cache promptCache
 }
 
 type turn struct {
@@ -451,7 +454,8 @@ func (s *Script) Next(ctx context.Context, req *llm.Request) (Reply, error) {
 	r.Fault.Status, r.Fault.RetryAfter, r.Fault.Times = 0, 0, 0
 	r.Response.Model = cmpOr(req.Model, s.model)
 	if !t.usageScript {
-		r.Response.Usage = trajectory.Usage{InputTokens: estimateTokens(req), OutputTokens: int64(t.outBytes/4 + 1)}
+		r.Response.Usage = st.cache.usage(req, time.Now())
+		r.Response.Usage.OutputTokens = int64(t.outBytes/4 + 1)
 	}
 	return r, nil
 }

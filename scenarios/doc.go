@@ -24,6 +24,7 @@
 //	stream: true                    # streamed replies: each call starts once its tool_use is complete (seed §7)
 //	batch_tools: true               # with stream: calls start only once the reply is whole (the comparison mode)
 //	agent: claude-code              # optional: run this agent CLI instead of retrace's runtime (see Agent CLIs)
+//	plant: {cache_breaker: tools_reordered, from_turn: 3}  # optional: a fault planted in the requests (see Planted faults)
 //	config:                         # the session's trusted retrace.yaml (see retrace run --help)
 //	  permissions: {mode: accept_edits}
 //	model:                          # a script in the mock LLM's format (retrace mock serve --help)
@@ -73,6 +74,21 @@
 // stopped before finishing, 1 an error. The detectors that judge one
 // session run over every recording of a Run at once; those that judge a
 // corpus (dead_defense) are not a run's expectations, only an exhibit's.
+//
+// # Planted faults
+//
+// Some failure modes come from a harness that breaks a rule retrace's own
+// runtime keeps, so no script can make the runtime show them. plant
+// names one, and the runtime applies it to each request from from_turn
+// on before it records the request (agent.Config.Plant), so the
+// trajectory holds what was really sent. The planted cache breakers
+// (seed §3.5) are tools_reordered (the first two tool definitions swap
+// places, as MCP servers connecting in another order make them) and
+// system_timestamp (the current time in the system prompt, a different
+// one every turn). The mock's prompt cache then reads less, which the
+// cache and cache_by_turn metrics show, and cache_breaker fires; see the
+// cache_breaker_*_fires scenarios and their twin cache_stable_quiet. An
+// exhibit or an agent CLI takes no plant.
 //
 // # Live models
 //

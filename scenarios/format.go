@@ -122,6 +122,9 @@ type Scenario struct {
 	// Recordings, when set, make the scenario an exhibit (see Exhibit):
 	// recorded trajectories checked without running the runtime.
 	Recordings []Recording
+	// Plant, when set, is a fault planted in the requests the runtime
+	// sends (see Plant).
+	Plant *Plant
 	// Agent, when set, is the third-party agent CLI the scenario runs
 	// instead of retrace's runtime, against the mock LLM serving Script
 	// (agent.go, agentrun.go).
@@ -303,7 +306,7 @@ func (p *parser) yamlProblems(err error, fallback int, prefix string) {
 	}
 }
 
-var specKeys = []string{"name", "description", "tags", "prompt", "repeat", "limits", "config", "model", "person", "stream", "batch_tools", "expect", "agent"}
+var specKeys = []string{"name", "description", "tags", "prompt", "repeat", "limits", "config", "model", "person", "stream", "batch_tools", "expect", "agent", "plant"}
 
 func (p *parser) spec(s *Scenario, data []byte) {
 	doc := padded(data, s.Line)
@@ -418,6 +421,8 @@ func (p *parser) spec(s *Scenario, data []byte) {
 			s.Expect = p.expect(f.val, s)
 		case "agent":
 			s.Agent = p.agent(f.val)
+		case "plant":
+			p.plant(s, f.val)
 		}
 	}
 	if s.Agent != nil {

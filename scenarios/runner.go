@@ -266,6 +266,9 @@ func (r *runner) run(ctx context.Context, s *Scenario, index, repeat int) (res R
 	if s.Person != "" {
 		spec.Prompter = person(s.Person == PersonApprove)
 	}
+	if s.Plant != nil {
+		spec.Plant = s.Plant.apply
+	}
 	if r.opts.Out != "" {
 		spec.Snapshot = &recorder.SnapshotOptions{}
 	}

@@ -29,6 +29,8 @@ type Config struct {
 	Defenses Defenses `yaml:"defenses"`
 	// Replay says how replays normalise volatile output (see Replay).
 	Replay Replay `yaml:"replay"`
+	// Cache configures prompt caching, on by default (see Cache).
+	Cache Cache `yaml:"cache"`
 	// Detectors set retrace detect's thresholds: detector id, then
 	// threshold name, then value (retrace detect --list names them;
 	// package detectors checks them). The runtime ignores the section.
@@ -79,7 +81,11 @@ func (c Config) Check(name, workspace string) (*permission.Checker, *hooks.Runne
 	if derr != nil {
 		derr = fmt.Errorf("config %s: %w", name, derr)
 	}
-	if err := errors.Join(perr, herr, merr, derr); err != nil {
+	cerr := c.Cache.check()
+	if cerr != nil {
+		cerr = fmt.Errorf("config %s: %w", name, cerr)
+	}
+	if err := errors.Join(perr, herr, merr, derr, cerr); err != nil {
 		return nil, nil, err
 	}
 	return perm, hr, nil

@@ -1,6 +1,6 @@
 // Package config reads the runtime's configuration file, retrace.yaml: the
-// permission policy, the hooks, the session limits, the MCP servers and
-// the in-loop defenses turned on or off,
+// permission policy, the hooks, the session limits, the MCP servers, the
+// in-loop defenses turned on or off and prompt caching,
 // each owned by its own package and embedded here under its key. Unknown keys are errors that name the key
 // and its line, because a misspelt "deny:" silently ignored is a policy
 // that silently does not apply.
@@ -41,4 +41,10 @@
 // loosens how two sessions are compared, runs nothing and permits
 // nothing, and a replay's report names every rule that applied with its
 // file and line, so a rule that hides a change is visible.
+//
+// The cache section (Cache) turns prompt caching on or off and sets its
+// ttl; caching is on when no file says otherwise. Overlay replaces what a
+// trusted file sets; Restrict lets a workspace file turn caching off or
+// shorten the ttl, which only keeps less of the session at the provider,
+// and refuses the reverse.
 package config

@@ -131,6 +131,7 @@ func Overlay(base, over Config) Config {
 		maps.Copy(models, over.Models)
 		out.Models = models
 	}
+	out.Cache = overlayCache(out.Cache, over.Cache)
 	l, ol := &out.Limits, over.Limits
 	setIf(&l.MaxTurns, ol.MaxTurns)
 	setIf(&l.TokenBudget, ol.TokenBudget)
@@ -169,6 +170,7 @@ func clone(c Config) Config {
 	c.Defenses.Enable = slices.Clone(c.Defenses.Enable)
 	c.Defenses.Disable = slices.Clone(c.Defenses.Disable)
 	c.Replay = overlayReplay(Replay{}, c.Replay)
+	c.Cache = overlayCache(Cache{}, c.Cache)
 	return c
 }
 
@@ -184,7 +186,8 @@ func clone(c Config) Config {
 // its prices apply when base sets none or they are no lower than base's,
 // because lower prices would stretch a cost budget. Allow rules, hooks,
 // MCP servers, a more permissive mode, higher limits and defenses turned
-// off are refused (defenses turned on are added), each
+// off are refused (defenses turned on are added); prompt caching may be
+// turned off or its ttl shortened, not the reverse; each
 // with the file, line and field, in file order.
 func Restrict(base Config, f File) (Config, []Refused) {
 	out := clone(base)
@@ -242,6 +245,7 @@ func Restrict(base Config, f File) (Config, []Refused) {
 	// The replay section only loosens how two sessions are compared; it
 	// runs nothing and permits nothing, so it is layered as it is.
 	out.Replay = overlayReplay(out.Replay, c.Replay)
+	restrictCache(&out.Cache, c.Cache, f, refuse)
 	return out, refused
 }
 

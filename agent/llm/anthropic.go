@@ -105,14 +105,21 @@ func (p *Anthropic) params(req Request) (anthropic.MessageNewParams, error) {
 		}
 		params.Tools = append(params.Tools, anthropic.ToolUnionParam{OfTool: &tool})
 	}
+	// wireBlock[i][j] is the index on the wire of block j of message i,
+	// -1 for a block that is not sent, for placing breakpoints.
+	wireBlock := make([][]int, len(req.Messages))
 	for i, m := range req.Messages {
 		var blocks []anthropic.ContentBlockParamUnion
-		for _, b := range m.Content {
+		wireBlock[i] = make([]int, len(m.Content))
+		for j, b := range m.Content {
+			wireBlock[i][j] = len(blocks)
 			switch b.Type {
 			case trajectory.BlockText:
 				// The API rejects empty text blocks.
 				if b.Text != "" {
 					blocks = append(blocks, anthropic.NewTextBlock(b.Text))
+				} else {
+					wireBlock[i][j] = -1
 				}
 			case trajectory.BlockToolUse:
 				blocks = append(blocks, anthropic.NewToolUseBlock(b.ID, inputForWire(b), b.Name))
@@ -122,6 +129,9 @@ func (p *Anthropic) params(req Request) (anthropic.MessageNewParams, error) {
 			case trajectory.BlockThinking:
 				// Thinking goes back only with its signature, which the
 				// neutral form does not keep; the API accepts it omitted.
+				wireBlock[i][j] = -1
+			default:
+				wireBlock[i][j] = -1
 			}
 		}
 		switch m.Role {
@@ -133,7 +143,71 @@ func (p *Anthropic) params(req Request) (anthropic.MessageNewParams, error) {
 			return params, fmt.Errorf("message %d has role %q; the Messages API takes only user and assistant (put system text in Request.System)", i, m.Role)
 		}
 	}
-	return params, nil
+	return params, markCachePoints(&params, &req, wireBlock)
+}
+
+// markCachePoints puts a cache_control breakpoint on each element
+// req.Cache names (seed §3.5: the byte-stable prefix is what the cache
+// reads). A point that names nothing sendable (an empty system prompt, a
+// message whose blocks are all left off the wire) is skipped, since the
+// API would reject a breakpoint on nothing; a point out of range is an
+// error, as it means the caller's request and its points disagree.
+func markCachePoints(params *anthropic.MessageNewParams, req *Request, wireBlock [][]int) error {
+	pts := req.Cache.PointsFor(req)
+	if len(pts) == 0 {
+		return nil
+	}
+	if len(pts) > MaxCachePoints {
+		return fmt.Errorf("the request asks for %d cache breakpoints; the Messages API takes at most %d", len(pts), MaxCachePoints)
+	}
+	cc := anthropic.NewCacheControlEphemeralParam()
+	switch req.Cache.TTL {
+	case "", CacheTTL5m:
+	case CacheTTL1h:
+		cc.TTL = anthropic.CacheControlEphemeralTTLTTL1h
+	default:
+		return fmt.Errorf("cache ttl %q: the Messages API offers %q and %q", req.Cache.TTL, CacheTTL5m, CacheTTL1h)
+	}
+	for _, p := range pts {
+		switch p.Part {
+		case CacheTools:
+			if p.Index < 0 || p.Index >= len(params.Tools) {
+				return fmt.Errorf("cache breakpoint %s: the request has %d tools", p, len(params.Tools))
+			}
+			params.Tools[p.Index].OfTool.CacheControl = cc
+		case CacheSystem:
+			if len(params.System) > 0 {
+				params.System[len(params.System)-1].CacheControl = cc
+			}
+		case CacheMessages:
+			if p.Index < 0 || p.Index >= len(params.Messages) {
+				return fmt.Errorf("cache breakpoint %s: the request has %d messages", p, len(params.Messages))
+			}
+			var blocks []anthropic.ContentBlockParamUnion
+			switch m := params.Messages[p.Index]; {
+			case m.OfUser != nil:
+				blocks = m.OfUser.Content
+			case m.OfAssistant != nil:
+				blocks = m.OfAssistant.Content
+			}
+			at := len(blocks) - 1
+			if p.Block >= 0 {
+				if p.Block >= len(wireBlock[p.Index]) {
+					return fmt.Errorf("cache breakpoint %s: the message has %d blocks", p, len(wireBlock[p.Index]))
+				}
+				at = wireBlock[p.Index][p.Block]
+			}
+			if at < 0 {
+				continue
+			}
+			if c := blocks[at].GetCacheControl(); c != nil {
+				*c = cc
+			}
+		default:
+			return fmt.Errorf("cache breakpoint %s: unknown part %q", p, p.Part)
+		}
+	}
+	return nil
 }
 
 // anthropicSchema splits a schema map into the SDK's typed fields and its

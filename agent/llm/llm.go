@@ -31,6 +31,10 @@ type Request struct {
 	MaxTokens int
 	// Temperature is optional; nil leaves the provider's default.
 	Temperature *float64
+	// Cache asks for prompt caching (see Cache); nil asks for none. It is
+	// left out of the JSON form, whose size the trajectory records as the
+	// request's, so turning caching on does not move request_bytes.
+	Cache *Cache `json:"-"`
 }
 
 // Response is a model reply in the provider-neutral form.

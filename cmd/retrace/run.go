@@ -76,14 +76,20 @@ With no arguments at all, run plays a built-in demo: a scripted model fixes a
 bug in a tiny project in a temporary workspace, so you see the whole system —
 a parallel batch, an edit, a command the policy refuses — in a few seconds.
 
-While it runs it prints a live transcript on stderr (turns, tools with their
-own durations, permission decisions, defenses), then a summary and the
-trajectory's path. Ctrl-C aborts: every pending tool call gets an aborted
-result, the session is closed, and the trajectory still validates.
+While it runs it prints a live transcript on stderr (turns with their
+tokens and prompt-cache reads, tools with their own durations, permission
+decisions, defenses), then a summary and the trajectory's path. Each result
+is shown by its tool's display mode: full (the card and the first line of
+the output), summary (the card alone) or hidden (no card; todo_write's list
+is shown as a todo panel). A failed call and one that never ran always show
+their card and the reason. Ctrl-C aborts: every pending tool call gets an
+aborted result, the session is closed, and the trajectory still validates.
 
 The configuration holds permission rules and mode, hooks, MCP servers,
-limits and defenses (defenses: {enable: [loop_detection], disable: [...]});
-unknown keys are errors. It comes in two layers:
+limits, defenses (defenses: {enable: [loop_detection], disable: [...]}) and
+prompt caching (cache: {enabled: false} turns off the cache_control
+breakpoints sent to Anthropic, on by default; ttl: 5m or 1h); unknown keys
+are errors. It comes in two layers:
 
   trusted    --config FILE; else your own file, when it exists:
              $XDG_CONFIG_HOME/retrace/retrace.yaml or
@@ -94,8 +100,8 @@ unknown keys are errors. It comes in two layers:
 A workspace is someone else's code — a cloned repository can carry a
 retrace.yaml — so its file may only restrict: deny and ask rules (added to
 yours), disallowed_tools, protected_paths, a stricter mode (plan > default >
-accept_edits > bypass; the stricter wins), lower limits and defenses turned
-on. A workspace file that asks for more — bypass or accept_edits mode, allow
+accept_edits > bypass; the stricter wins), lower limits, defenses turned
+on, and caching turned off or a shorter cache ttl. A workspace file that asks for more — bypass or accept_edits mode, allow
 rules, hooks, MCP servers, higher limits, defenses turned off — stops the run
 with an error naming each setting's file, line and field. If you trust the workspace, add --trust-workspace (its
 file is then layered like yours: its rules and hooks added, its mode and

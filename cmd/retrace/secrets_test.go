@@ -313,6 +313,7 @@ func TestTheLiveTranscriptRedactsBeforeItShortensALine(t *testing.T) {
 	live.Emit(1, &trajectory.ModelResponse{Content: []trajectory.ContentBlock{{Type: trajectory.BlockText, Text: text}}, StopReason: trajectory.StopToolUse})
 	live.Emit(1, &trajectory.ToolCall{ToolRef: ref, Input: input})
 	live.Emit(1, &trajectory.ToolEnd{ToolRef: ref, DurationMs: 1})
+	live.Emit(1, &trajectory.ToolResult{ToolRef: ref, Text: "done", Display: trajectory.DisplayFull})
 	got := out.String()
 	for _, l := range leaks("the transcript", got, []plantedSecret{anthropic, github}) {
 		t.Error(l)

@@ -20,25 +20,33 @@ import (
 // trajectory: text is redacted before it is shortened to a line, and every
 // write is redacted again on its way out, so no secret reaches the
 // terminal (or a log of it).
+//
+// A tool's card is printed at its tool_result, in call order, by the
+// result's display mode (seed §9.4): full shows the card and the first
+// line of the output, summary the card alone, hidden no card (todo_write's
+// list is shown in the todo panel instead). The display mode never hides
+// an error: a failed call, and a call that never ran (denied, abandoned,
+// cancelled), always gets its card and the reason the model was given.
 type liveTranscript struct {
 	rec *recorder.Recorder
 	mu  sync.Mutex
 	out io.Writer
-	// calls remembers each call's input and decisions until its tool_end.
+	// calls remembers each call from its tool_call until its tool_result.
 	calls    map[string]*liveCall
 	failures map[trajectory.FailureKind]int
-	// awaiting is set from a model_request to its reply; the lines of
-	// calls that finish while the reply still streams are held until the
-	// turn's header is printed, so a turn reads top to bottom.
-	awaiting bool
-	held     []string
 }
 
 type liveCall struct {
 	input   string
+	raw     json.RawMessage
 	outcome string
 	notes   []string
-	// streamed is the call's stream_offset_ms: it started in the reply.
+	// ended is set at tool_end: the call went through the executor.
+	ended      bool
+	durationMs float64
+	truncated  bool
+	// streamed is the call's stream_offset_ms: it started while the
+	// reply was still streaming (seed §7).
 	streamed *float64
 }
 
@@ -75,25 +83,29 @@ func (l *liveTranscript) Emit(turn int, p trajectory.Payload) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	switch e := p.(type) {
-	case *trajectory.ModelRequest:
-		l.awaiting = true
 	case *trajectory.ModelResponse:
-		fmt.Fprintf(l.out, "turn %d · model: %s · %d in / %d out tokens · %.0f ms\n", turn, e.StopReason, e.Usage.InputTokens+e.Usage.CacheReadTokens, e.Usage.OutputTokens, e.DurationMs)
+		fmt.Fprintf(l.out, "turn %d · model: %s · %s · %.0f ms\n", turn, e.StopReason, usageLine(e.Usage), e.DurationMs)
 		for _, b := range e.Content {
-			if b.Type == trajectory.BlockText && strings.TrimSpace(b.Text) != "" {
+			switch {
+			case b.Type == trajectory.BlockText && strings.TrimSpace(b.Text) != "":
 				fmt.Fprintf(l.out, "  %s\n", oneLine(redacted(b.Text), 160))
+			case b.Type == trajectory.BlockToolUse:
+				// Known before its tool_call, so that a call the session
+				// answers without running still shows what it was; a call
+				// started while the reply streamed is known already.
+				if l.calls[b.ID] == nil {
+					l.calls[b.ID] = &liveCall{input: inputSummary(b.Input), raw: b.Input, outcome: "ok"}
+				}
 			}
 		}
-		l.release()
 	case *trajectory.ModelError:
-		l.release()
 		retry := ""
 		if e.WillRetry {
 			retry = fmt.Sprintf(", retrying in %.0f ms", e.RetryAfterMs)
 		}
 		fmt.Fprintf(l.out, "  ! model error %s (HTTP %d, attempt %d%s)\n", e.ErrorKind, e.StatusCode, e.Attempt, retry)
 	case *trajectory.ToolCall:
-		l.calls[e.ToolUseID] = &liveCall{input: inputSummary(e.Input), outcome: "ok", streamed: e.StreamOffsetMs}
+		l.calls[e.ToolUseID] = &liveCall{input: inputSummary(e.Input), raw: e.Input, outcome: "ok", streamed: e.StreamOffsetMs}
 	case *trajectory.PermissionAllow:
 		if e.NeededPrompt || e.Source == trajectory.SourceRule {
 			l.note(e.ToolUseID, fmt.Sprintf("allowed by %s%s", e.Source, ruleSuffix(e.Rule)))
@@ -113,29 +125,11 @@ func (l *liveTranscript) Emit(turn int, p trajectory.Payload) {
 			}
 		}
 	case *trajectory.ToolEnd:
-		c := l.calls[e.ToolUseID]
-		if c == nil {
-			c = &liveCall{outcome: "?"}
+		if c := l.calls[e.ToolUseID]; c != nil {
+			c.ended, c.durationMs, c.truncated = true, e.DurationMs, e.Truncated
 		}
-		delete(l.calls, e.ToolUseID)
-		extra := ""
-		if e.Truncated {
-			extra = " · truncated, full output saved"
-		}
-		if c.streamed != nil {
-			extra += fmt.Sprintf(" · started in the reply at +%.0f ms", *c.streamed)
-		}
-		lines := []string{fmt.Sprintf("  ⏺ %s %s · %s · %.1f ms%s\n", e.Tool, c.input, c.outcome, e.DurationMs, extra)}
-		for _, n := range c.notes {
-			lines = append(lines, fmt.Sprintf("      %s\n", n))
-		}
-		if l.awaiting {
-			l.held = append(l.held, lines...)
-			break
-		}
-		for _, line := range lines {
-			fmt.Fprint(l.out, line)
-		}
+	case *trajectory.ToolResult:
+		l.card(e)
 	case *trajectory.DefenseTrigger:
 		fmt.Fprintf(l.out, "  ⚑ defense %s: %s\n", e.Defense, e.Action)
 	case *trajectory.Compaction:
@@ -155,13 +149,128 @@ func measuredBy(m trajectory.TokenMeasure) trajectory.TokenMeasure {
 	return m
 }
 
-// release ends the wait for a reply and prints the lines held meanwhile.
-func (l *liveTranscript) release() {
-	l.awaiting = false
-	for _, line := range l.held {
-		fmt.Fprint(l.out, line)
+// usageLine shows a response's tokens: all of its input (the part read
+// from the cache and the part written to it included, so the number is
+// the prompt's size), then the cache's share when it has one.
+func usageLine(u trajectory.Usage) string {
+	in := u.InputTokens + u.CacheReadTokens + u.CacheCreationTokens
+	line := fmt.Sprintf("%d in / %d out tokens", in, u.OutputTokens)
+	if u.CacheReadTokens > 0 || u.CacheCreationTokens > 0 {
+		line += fmt.Sprintf(" (cache: %d read, %d written)", u.CacheReadTokens, u.CacheCreationTokens)
 	}
-	l.held = l.held[:0]
+	return line
+}
+
+// card prints a call's card at its tool_result, by the result's display
+// mode; see liveTranscript.
+func (l *liveTranscript) card(e *trajectory.ToolResult) {
+	c := l.calls[e.ToolUseID]
+	delete(l.calls, e.ToolUseID)
+	if c == nil {
+		// The call never reached the executor: the session answered it
+		// without running it (seed §2.4), and the user must see that.
+		c = &liveCall{}
+	}
+	mode := e.Display
+	if e.IsError || !c.ended {
+		mode = trajectory.DisplayFull
+	}
+	if mode == trajectory.DisplayHidden {
+		if panel := panels[e.Tool]; panel != nil {
+			for _, line := range panel(c.raw) {
+				fmt.Fprintf(l.out, "  %s\n", line)
+			}
+		}
+		return
+	}
+	header := fmt.Sprintf("  ⏺ %s", e.Tool)
+	if c.input != "" {
+		header += " " + c.input
+	}
+	switch {
+	case !c.ended:
+		header += " · not run"
+	default:
+		header += fmt.Sprintf(" · %s · %.1f ms", c.outcome, c.durationMs)
+	}
+	if c.truncated {
+		header += " · truncated, full output saved"
+	}
+	if c.streamed != nil {
+		header += fmt.Sprintf(" · started in the reply at +%.0f ms", *c.streamed)
+	}
+	fmt.Fprintln(l.out, header)
+	for _, n := range c.notes {
+		fmt.Fprintf(l.out, "      %s\n", n)
+	}
+	if mode == trajectory.DisplaySummary {
+		return
+	}
+	if body := firstLine(e.Text); body != "" {
+		fmt.Fprintf(l.out, "    ⎿ %s\n", body)
+	}
+}
+
+// firstLine is the first non-blank line of a tool's output, redacted and
+// shortened, with how many lines follow it.
+func firstLine(text string) string {
+	lines := strings.Split(strings.TrimRight(text, "\n"), "\n")
+	for i, line := range lines {
+		if strings.TrimSpace(line) == "" {
+			continue
+		}
+		out := oneLine(redacted(line), 120)
+		if rest := len(lines) - i - 1; rest > 0 {
+			out += fmt.Sprintf(" (+%s)", plural(rest, "line"))
+		}
+		return out
+	}
+	return ""
+}
+
+// panels render the results of hidden tools whose effect the user sees
+// elsewhere (seed §9.4 ②a): the panel is that elsewhere. A hidden tool
+// without a panel must be one after which nothing happened from the
+// user's view (②b, tool_search); TestEveryHiddenToolHasAPanelOrNothingToShow
+// holds the two lists together.
+var panels = map[string]func(input json.RawMessage) []string{
+	"todo_write": todoPanel,
+}
+
+// todoPanel shows the todo list a todo_write call set: the items in order,
+// each with its state, the one in progress by its active form.
+func todoPanel(input json.RawMessage) []string {
+	var in struct {
+		Todos []struct {
+			Content    string `json:"content"`
+			Status     string `json:"status"`
+			ActiveForm string `json:"active_form"`
+		} `json:"todos"`
+	}
+	if json.Unmarshal(input, &in) != nil {
+		return nil
+	}
+	if len(in.Todos) == 0 {
+		return []string{"☰ todos: cleared"}
+	}
+	done := 0
+	lines := []string{""}
+	for _, t := range in.Todos {
+		mark, text := "○", t.Content
+		switch t.Status {
+		case "completed":
+			mark = "✓"
+			done++
+		case "in_progress":
+			mark = "▶"
+			if t.ActiveForm != "" {
+				text = t.ActiveForm
+			}
+		}
+		lines = append(lines, fmt.Sprintf("  %s %s", mark, oneLine(redacted(text), 100)))
+	}
+	lines[0] = fmt.Sprintf("☰ todos: %d of %d done", done, len(in.Todos))
+	return lines
 }
 
 func (l *liveTranscript) note(id, s string) {
@@ -181,8 +290,6 @@ func ruleSuffix(rule string) string {
 func (l *liveTranscript) summary(res agent.Result, path string, st recorder.Stats) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	// Lines still held (a reply that never answered) are not lost.
-	l.release()
 	fmt.Fprintf(l.out, "\nsession %s ended: %s after %s\n", strings.TrimSuffix(pathBase(path), trajectory.Ext), res.Reason, plural(res.Turns, "turn"))
 	if res.ErrorCode != "" {
 		fmt.Fprintf(l.out, "  error: %s %v\n", res.ErrorCode, res.Err)
@@ -198,7 +305,14 @@ func (l *liveTranscript) summary(res agent.Result, path string, st recorder.Stat
 	}
 	fmt.Fprintln(l.out, line)
 	u := res.Usage
-	fmt.Fprintf(l.out, "  tokens: %d in, %d cache read, %d out\n", u.InputTokens, u.CacheReadTokens, u.OutputTokens)
+	in := u.InputTokens + u.CacheReadTokens + u.CacheCreationTokens
+	line = fmt.Sprintf("  tokens: %d in, %d out", in, u.OutputTokens)
+	if in > 0 && (u.CacheReadTokens > 0 || u.CacheCreationTokens > 0) {
+		// The share's denominator is all input, cached or not, as the
+		// cache metric's.
+		line += fmt.Sprintf("; cache: %d read (%.1f%% of input), %d written", u.CacheReadTokens, 100*float64(u.CacheReadTokens)/float64(in), u.CacheCreationTokens)
+	}
+	fmt.Fprintln(l.out, line)
 	if st.Problems() > 0 || st.Redactions > 0 {
 		fmt.Fprintf(l.out, "  recorder: %s\n", st)
 	}
