@@ -3,7 +3,7 @@ package metrics
 import (
 	"bytes"
 	"context"
-	"encoding/json"
+	"database/sql"
 	"errors"
 	"fmt"
 	"io"
@@ -32,7 +32,7 @@ type part struct {
 	file     int // index in the files being loaded
 	off, len int64
 	// lines is the number of lines of the file before off, so that the
-	// lines staged for DuckDB carry their number in the file.
+	// rows loaded carry their line in the file.
 	lines int
 	// stream is set for an input that is not a regular file (stdin, a
 	// named pipe, a device): it is read once, front to back, whatever its
@@ -113,28 +113,28 @@ func (s *sessionSeqs) add(r seqRange) int {
 	return len(s.ranges) - 1
 }
 
-// checkAll checks files on every core and stages the lines to load into
-// chunk files under tmp, reporting progress in bytes. It returns the
-// reports, the chunks, and in strict mode the first problem of every bad
-// file. obs, when not nil, sees the events the load keeps as the parts are
-// checked.
-func (db *DB) checkAll(ctx context.Context, files []string, tmp string, obs Observer, dups *dupState) ([]FileReport, []chunk, []error, error) {
+// checkAll checks files on every core and appends the rows to load to
+// DuckDB through conn as it goes, within tx, reporting progress in bytes.
+// It returns the reports and in strict mode the first problem of every bad
+// file; a refused load rolls tx back, and with it every row appended. obs,
+// when not nil, sees the events the load keeps as the parts are checked.
+func (db *DB) checkAll(ctx context.Context, tx *sql.Tx, conn *sql.Conn, files []string, obs Observer, dups *dupState) ([]FileReport, []error, error) {
 	parts, total := split(files)
-	chunks, results, err := db.checkParts(ctx, files, parts, total, tmp, "w", obs)
+	results, err := db.checkParts(ctx, conn, files, parts, total, obs)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
 	reports, problems, redo, seeds, err := db.merge(files, parts, results, dups)
 	if err != nil || len(redo) == 0 {
-		return reports, chunks, problems, err
+		return reports, problems, err
 	}
 	// A lenient check found a seq in one part that repeats one of an
 	// earlier part of the same file, or of an earlier file holding the same
 	// session. The part dropped only the repeats it could see, so the file
-	// is checked again whole, knowing the seqs before it, and its lines of
-	// the first pass are not loaded. This is rare: it takes a big file with
-	// a repeated line where a part begins, or a copy of a session's file.
-	// The Observer has seen what this check keeps already (see feed).
+	// is checked again whole, knowing the seqs before it, and the rows its
+	// first check appended are deleted. This is rare: it takes a big file
+	// with a repeated line where a part begins, or a copy of a session's
+	// file. The Observer has seen what this check keeps already (see feed).
 	again := make([]part, len(redo))
 	names := make([]string, len(redo))
 	var streams []error
@@ -154,40 +154,37 @@ func (db *DB) checkAll(ctx context.Context, files []string, tmp string, obs Obse
 		names[i] = trajectory.Name(files[f])
 	}
 	if len(streams) > 0 {
-		return nil, nil, nil, &LoadError{Problems: streams}
+		return nil, nil, &LoadError{Problems: streams}
 	}
-	exclude := sqlList(names)
-	for i := range chunks {
-		chunks[i].exclude = exclude
+	if err := deleteFiles(ctx, tx, names); err != nil {
+		return nil, nil, err
 	}
-	more, results, err := db.checkParts(ctx, files, again, 0, tmp, "again", nil)
+	results, err = db.checkParts(ctx, conn, files, again, 0, nil)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
 	whole, _, _, _, err := db.merge(files, again, results, nil)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
 	for _, f := range redo {
 		reports[f] = whole[f]
 	}
-	return reports, append(chunks, more...), problems, nil
+	return reports, problems, nil
 }
 
-// checkParts checks parts on every core, staging into chunk files named
-// after name, and returns the chunks and the results of the parts. When
-// obs is not nil the parts' events are handed to it in order as soon as
-// every part before them is checked, and the parts between being given to
-// a worker and being handed over hold windowBytes of input at most (or
-// one part), so a load that feeds an Observer holds the events of a few
+// checkParts checks parts on every core, appending the rows they keep to
+// DuckDB through conn, and returns the results of the parts. When obs is
+// not nil the parts' events are handed to it in order as soon as every
+// part before them is checked, and the parts between being given to a
+// worker and being handed over hold windowBytes of input at most (or one
+// part), so a load that feeds an Observer holds the events of a few
 // parts, never those of the whole input.
-func (db *DB) checkParts(ctx context.Context, files []string, parts []part, total int64, tmp, name string, obs Observer) ([]chunk, []partResult, error) {
+func (db *DB) checkParts(ctx context.Context, conn *sql.Conn, files []string, parts []part, total int64, obs Observer) ([]partResult, error) {
 	var (
-		mu       sync.Mutex
-		done     int64
-		results  = make([]partResult, len(parts))
-		chunks   []chunk
-		stageErr error
+		mu      sync.Mutex
+		done    int64
+		results = make([]partResult, len(parts))
 	)
 	workers := min(runtime.GOMAXPROCS(0), max(len(parts), 1))
 	// A part is given to a worker only once it has a place in the window,
@@ -217,15 +214,15 @@ func (db *DB) checkParts(ctx context.Context, files []string, parts []part, tota
 	} else {
 		close(fed)
 	}
+	out := openSink(ctx, conn)
 	next := make(chan int)
 	var wg sync.WaitGroup
-	for w := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			st := &stage{dir: tmp, name: fmt.Sprintf("%s%d", name, w)}
+	var flushErr error
+	for range workers {
+		wg.Go(func() {
+			w := &rowWriter{ctx: ctx, sink: out}
 			for i := range next {
-				res := db.checkPart(files[parts[i].file], parts[i], st, obs != nil)
+				res := db.checkPart(files[parts[i].file], parts[i], w, obs != nil)
 				mu.Lock()
 				results[i] = res
 				done += parts[i].len
@@ -233,12 +230,12 @@ func (db *DB) checkParts(ctx context.Context, files []string, parts []part, tota
 				mu.Unlock()
 				checked <- i
 			}
-			err := st.close()
-			mu.Lock()
-			chunks = append(chunks, st.chunks...)
-			stageErr = errors.Join(stageErr, err)
-			mu.Unlock()
-		}()
+			if err := w.flush(); err != nil {
+				mu.Lock()
+				flushErr = errors.Join(flushErr, err)
+				mu.Unlock()
+			}
+		})
 	}
 	for i := range parts {
 		if win != nil && !win.acquire(parts[i].len) || ctx.Err() != nil {
@@ -250,13 +247,19 @@ func (db *DB) checkParts(ctx context.Context, files []string, parts []part, tota
 	wg.Wait()
 	close(checked)
 	<-fed
+	db.progress("load", 0, total)
+	sinkErr := out.close()
+	db.progress("load", total, total)
 	if err := ctx.Err(); err != nil {
-		return nil, nil, fmt.Errorf("load: %w", err)
+		return nil, fmt.Errorf("load: %w", err)
 	}
-	if stageErr != nil {
-		return nil, nil, fmt.Errorf("load: %w", stageErr)
+	if sinkErr != nil {
+		return nil, sinkErr
 	}
-	return chunks, results, nil
+	if flushErr != nil {
+		return nil, fmt.Errorf("load: %w", flushErr)
+	}
+	return results, nil
 }
 
 // split cuts files into parts and returns them with the total size of the
@@ -356,14 +359,14 @@ func countLines(r io.Reader, buf []byte) (int, error) {
 	}
 }
 
-// checkPart validates a part with the trajectory Decoder and stages the
-// lines DuckDB should read: every line that decodes and whose seq is
+// checkPart validates a part with the trajectory Decoder and writes the
+// rows DuckDB should hold: every line that decodes and whose seq is
 // greater than every seq before it in the part, without a torn last line
 // or, when lenient, the bad lines and repeated seqs. In strict mode the
 // error is the part's first bad line; a file that cannot be opened is a
 // *trajectory.FileError. With keep, the part's result holds the events it
 // kept, for an Observer.
-func (db *DB) checkPart(file string, p part, st *stage, keep bool) (res partResult) {
+func (db *DB) checkPart(file string, p part, w *rowWriter, keep bool) (res partResult) {
 	display := trajectory.Name(file)
 	res.report.File = display
 	in, err := trajectory.OpenInput(file, db.opts.Stdin)
@@ -372,11 +375,6 @@ func (db *DB) checkPart(file string, p part, st *stage, keep bool) (res partResu
 		return res
 	}
 	defer in.Close()
-	name, err := json.Marshal(display)
-	if err != nil {
-		res.err = fmt.Errorf("load: %w", err)
-		return res
-	}
 	var r io.Reader = in
 	if !p.stream {
 		fh, ok := in.(io.ReaderAt)
@@ -451,7 +449,7 @@ func (db *DB) checkPart(file string, p part, st *stage, keep bool) (res partResu
 			cur = res.seqs.add(seqRange{session: ev.Session, first: ev.Seq, firstLine: dec.Line()})
 		}
 		res.seqs.ranges[cur].max = ev.Seq
-		if err := st.write(ev.Payload.EventType(), dec.Raw(), name, p.lines+dec.Line()); err != nil {
+		if err := w.write(ev.Payload.EventType(), dec.Raw(), display, p.lines+dec.Line()); err != nil {
 			res.err = fmt.Errorf("load: %w", err)
 			return res
 		}

@@ -1,8 +1,6 @@
 package metrics
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"database/sql"
 	"errors"
@@ -11,9 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/retrace-dev/retrace/trajectory"
 )
@@ -180,18 +176,14 @@ func (e *LoadError) Error() string {
 func (e *LoadError) Unwrap() []error { return e.Problems }
 
 // Progress tells a long load's caller how far it is. A load checks every
-// trajectory line first (Phase "check"; Done and Total count bytes of the
-// input files), then has DuckDB read the lines that passed (Phase "load";
-// bytes of those lines).
+// trajectory line and hands the rows that pass to DuckDB as it goes (Phase
+// "check"; Done and Total count bytes of the input files), then waits for
+// DuckDB to store the last of them (Phase "load", reported at its start and
+// its end, in the same bytes).
 type Progress struct {
 	Phase       string
 	Done, Total int64
 }
-
-// insertBatch bounds the input bytes one read_json statement reads, so that
-// the load can report progress between statements; DuckDB's per-statement
-// overhead makes smaller batches slower.
-const insertBatch = 64 << 20
 
 // Load reads the runs paths name: trajectory files (files, directories and
 // globs, as trajectory.Expand resolves them) and Parquet files written by
@@ -254,16 +246,38 @@ func (db *DB) load(ctx context.Context, obs Observer, paths []string) (LoadRepor
 	rep.Unchanged = names(plan.unchanged)
 	rep.Parquet, rep.NotRegular = src.parquet, append(src.jsonl.Skipped, src.skipped...)
 	problems := src.jsonl.Problems
-	tmp, err := os.MkdirTemp("", "retrace-metrics-")
-	if err != nil {
-		return rep, fmt.Errorf("load: %w", err)
-	}
-	defer os.RemoveAll(tmp)
 	dups := &dupState{}
 	if dups.prior, err = db.priorSessions(ctx, plan.unchanged); err != nil {
 		return rep, err
 	}
-	reports, chunks, bad, err := db.checkAll(ctx, files, tmp, obs, dups)
+	// The rows go into DuckDB as the lines are checked, inside one
+	// transaction on one connection (the appenders need the connection
+	// itself): a refused load rolls it back, and nothing is loaded.
+	conn, err := db.sql.Conn(ctx)
+	if err != nil {
+		return rep, fmt.Errorf("load: %w", err)
+	}
+	defer conn.Close()
+	tx, err := conn.BeginTx(ctx, nil)
+	if err != nil {
+		return rep, fmt.Errorf("load: %w", err)
+	}
+	defer tx.Rollback()
+	if err := db.forget(ctx, tx, names(all)); err != nil {
+		return rep, err
+	}
+	// Replace what an earlier load of the same files left; a new
+	// database has nothing to delete.
+	var loaded bool
+	if err := tx.QueryRowContext(ctx, "SELECT EXISTS (SELECT 1 FROM raw_events)").Scan(&loaded); err != nil {
+		return rep, fmt.Errorf("load: %w", err)
+	}
+	if loaded {
+		if err := deleteFiles(ctx, tx, names(files)); err != nil {
+			return rep, err
+		}
+	}
+	reports, bad, err := db.checkAll(ctx, tx, conn, files, obs, dups)
 	if err != nil {
 		return rep, err
 	}
@@ -284,17 +298,6 @@ func (db *DB) load(ctx context.Context, obs Observer, paths []string) (LoadRepor
 			reports = append(reports, FileReport{File: fe.File, Err: p})
 		}
 		slices.SortFunc(reports, func(a, b FileReport) int { return strings.Compare(a.File, b.File) })
-	}
-	tx, err := db.sql.BeginTx(ctx, nil)
-	if err != nil {
-		return rep, fmt.Errorf("load: %w", err)
-	}
-	defer tx.Rollback()
-	if err := db.forget(ctx, tx, names(all)); err != nil {
-		return rep, err
-	}
-	if err := db.insertJSON(ctx, tx, files, chunks); err != nil {
-		return rep, err
 	}
 	left := map[string]bool{}
 	for _, fr := range reports {
@@ -411,132 +414,15 @@ func regular(f string, d fs.DirEntry) bool {
 	return err == nil && info.Mode().IsRegular()
 }
 
-// chunk is a staged file of checked lines of one event type.
-type chunk struct {
-	path string
-	typ  trajectory.EventType
-	size int64
-	// exclude lists, as SQL, the files whose lines in this chunk are not
-	// loaded because the files were checked again whole; empty for none.
-	exclude string
-}
-
-// stage writes checked lines into chunk files, one per event type, of
-// about insertBatch bytes each, every line with a "file" member naming
-// where it came from: DuckDB reads a few large files much faster than many
-// small ones, reads a file faster the fewer columns it looks for, and the
-// file column needs no renaming afterwards. Each line also gets a "line"
-// member, its line number in the file, for findings to point at.
-type stage struct {
-	dir, name string
-	open      map[trajectory.EventType]*chunkWriter
-	chunks    []chunk
-}
-
-type chunkWriter struct {
-	f *os.File
-	w *bufio.Writer
-	chunk
-}
-
-func (st *stage) write(typ trajectory.EventType, line, file []byte, lineNo int) error {
-	cw := st.open[typ]
-	if cw == nil {
-		path := filepath.Join(st.dir, fmt.Sprintf("%s-%s-%d%s", st.name, typ, len(st.chunks), trajectory.Ext))
-		f, err := os.Create(path)
-		if err != nil {
-			return err
-		}
-		cw = &chunkWriter{f: f, w: bufio.NewWriterSize(f, 64<<10), chunk: chunk{path: path, typ: typ}}
-		if st.open == nil {
-			st.open = map[trajectory.EventType]*chunkWriter{}
-		}
-		st.open[typ] = cw
-	}
-	// The Decoder reads invalid UTF-8 in strings as U+FFFD, as encoding/json
-	// does, but DuckDB rejects it; the staged line gets the same
-	// replacement.
-	if !utf8.Valid(line) {
-		line = bytes.ToValidUTF8(line, []byte("\uFFFD"))
-	}
-	// The line decoded as one JSON object, so it ends with its closing brace.
-	line = bytes.TrimRight(line, " \t\r")
-	cw.w.Write(line[:len(line)-1])
-	cw.w.WriteString(`,"file":`)
-	cw.w.Write(file)
-	cw.w.WriteString(`,"line":`)
-	n, _ := cw.w.WriteString(strconv.Itoa(lineNo))
-	cw.w.WriteString("}\n")
-	cw.size += int64(len(line) + len(file) + n + 17)
-	if cw.size >= insertBatch {
-		return st.end(typ)
-	}
-	return nil
-}
-
-// end closes the chunk of typ.
-func (st *stage) end(typ trajectory.EventType) error {
-	cw := st.open[typ]
-	delete(st.open, typ)
-	err := cw.w.Flush()
-	if cerr := cw.f.Close(); err == nil {
-		err = cerr
-	}
-	st.chunks = append(st.chunks, cw.chunk)
-	return err
-}
-
-// close closes every open chunk.
-func (st *stage) close() error {
-	var errs []error
-	for typ := range st.open {
-		errs = append(errs, st.end(typ))
-	}
-	return errors.Join(errs...)
-}
-
-// insertJSON replaces the files' rows with the staged events, a chunk per
-// read_json.
-func (db *DB) insertJSON(ctx context.Context, tx *sql.Tx, files []string, chunks []chunk) error {
-	if len(files) == 0 {
+// deleteFiles deletes the rows loaded from the files named.
+func deleteFiles(ctx context.Context, tx *sql.Tx, names []string) error {
+	if len(names) == 0 {
 		return nil
 	}
-	fail := func(err error) error {
-		return fmt.Errorf("load %s: %w", describeFiles(files), err)
-	}
-	// Replace what an earlier load of the same files left, in a kept
-	// database; a new one has nothing to delete.
-	var loaded bool
-	if err := tx.QueryRowContext(ctx, "SELECT EXISTS (SELECT 1 FROM raw_events)").Scan(&loaded); err != nil {
-		return fail(err)
-	}
-	if loaded {
-		names := make([]string, len(files))
-		for i, f := range files {
-			names[i] = trajectory.Name(f)
+	for _, t := range trajectory.EventTypes() {
+		if _, err := tx.ExecContext(ctx, "DELETE FROM "+typeTable(t)+" WHERE file IN "+sqlList(names)); err != nil {
+			return fmt.Errorf("load %s: %w", describeFiles(names), err)
 		}
-		for _, t := range trajectory.EventTypes() {
-			if _, err := tx.ExecContext(ctx, "DELETE FROM "+typeTable(t)+" WHERE file IN "+sqlList(names)); err != nil {
-				return fail(err)
-			}
-		}
-	}
-	var total, done int64
-	for _, c := range chunks {
-		total += c.size
-	}
-	for _, c := range chunks {
-		cols := columnsSQL(append(typeColumns(c.typ), where()...))
-		q := "INSERT INTO " + typeTable(c.typ) + " SELECT * FROM read_json(" + quoteString(c.path) +
-			", format = 'newline_delimited', columns = " + cols + ")"
-		if c.exclude != "" {
-			q += " WHERE file NOT IN " + c.exclude
-		}
-		if _, err := tx.ExecContext(ctx, q); err != nil {
-			return fail(err)
-		}
-		done += c.size
-		db.progress("load", done, total)
 	}
 	return nil
 }
