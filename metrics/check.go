@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -32,7 +33,7 @@ type part struct {
 	file     int // index in the files being loaded
 	off, len int64
 	// lines is the number of lines of the file before off, so that the
-	// rows loaded carry their line in the file.
+	// lines staged for DuckDB carry their number in the file.
 	lines int
 	// stream is set for an input that is not a regular file (stdin, a
 	// named pipe, a device): it is read once, front to back, whatever its
@@ -113,14 +114,16 @@ func (s *sessionSeqs) add(r seqRange) int {
 	return len(s.ranges) - 1
 }
 
-// checkAll checks files on every core and appends the rows to load to
-// DuckDB through conn as it goes, within tx, reporting progress in bytes.
-// It returns the reports and in strict mode the first problem of every bad
-// file; a refused load rolls tx back, and with it every row appended. obs,
-// when not nil, sees the events the load keeps as the parts are checked.
-func (db *DB) checkAll(ctx context.Context, tx *sql.Tx, conn *sql.Conn, files []string, obs Observer, dups *dupState) ([]FileReport, []error, error) {
+// checkAll checks files on every core and stages the lines to load into
+// chunk files under tmp, which an inserter reads into DuckDB within tx as
+// soon as each is written, and deletes (see inserter); it reports progress
+// in bytes. It returns the reports, and in strict mode the first problem
+// of every bad file; a refused load rolls tx back, and with it every row
+// inserted. obs, when not nil, sees the events the load keeps as the parts
+// are checked.
+func (db *DB) checkAll(ctx context.Context, tx *sql.Tx, files []string, tmp string, obs Observer, dups *dupState, disk *diskUse) ([]FileReport, []error, error) {
 	parts, total := split(files)
-	results, err := db.checkParts(ctx, conn, files, parts, total, obs)
+	results, err := db.checkParts(ctx, tx, files, parts, total, tmp, "w", obs, disk)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -131,10 +134,10 @@ func (db *DB) checkAll(ctx context.Context, tx *sql.Tx, conn *sql.Conn, files []
 	// A lenient check found a seq in one part that repeats one of an
 	// earlier part of the same file, or of an earlier file holding the same
 	// session. The part dropped only the repeats it could see, so the file
-	// is checked again whole, knowing the seqs before it, and the rows its
-	// first check appended are deleted. This is rare: it takes a big file
-	// with a repeated line where a part begins, or a copy of a session's
-	// file. The Observer has seen what this check keeps already (see feed).
+	// is checked again whole, knowing the seqs before it, and the rows of
+	// its first check are deleted. This is rare: it takes a big file with a
+	// repeated line where a part begins, or a copy of a session's file.
+	// The Observer has seen what this check keeps already (see feed).
 	again := make([]part, len(redo))
 	names := make([]string, len(redo))
 	var streams []error
@@ -159,7 +162,7 @@ func (db *DB) checkAll(ctx context.Context, tx *sql.Tx, conn *sql.Conn, files []
 	if err := deleteFiles(ctx, tx, names); err != nil {
 		return nil, nil, err
 	}
-	results, err = db.checkParts(ctx, conn, files, again, 0, nil)
+	results, err = db.checkParts(ctx, tx, files, again, 0, tmp, "again", nil, disk)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -173,18 +176,20 @@ func (db *DB) checkAll(ctx context.Context, tx *sql.Tx, conn *sql.Conn, files []
 	return reports, problems, nil
 }
 
-// checkParts checks parts on every core, appending the rows they keep to
-// DuckDB through conn, and returns the results of the parts. When obs is
-// not nil the parts' events are handed to it in order as soon as every
-// part before them is checked, and the parts between being given to a
-// worker and being handed over hold windowBytes of input at most (or one
-// part), so a load that feeds an Observer holds the events of a few
-// parts, never those of the whole input.
-func (db *DB) checkParts(ctx context.Context, conn *sql.Conn, files []string, parts []part, total int64, obs Observer) ([]partResult, error) {
+// checkParts checks parts on every core, staging into chunk files named
+// after name that an inserter reads into DuckDB within tx as they are
+// written, and returns the results of the parts. When obs is not nil the
+// parts' events are handed to it in order as soon as every part before
+// them is checked, and the parts between being given to a worker and being
+// handed over hold windowBytes of input at most (or one part), so a load
+// that feeds an Observer holds the events of a few parts, never those of
+// the whole input.
+func (db *DB) checkParts(ctx context.Context, tx *sql.Tx, files []string, parts []part, total int64, tmp, name string, obs Observer, disk *diskUse) ([]partResult, error) {
 	var (
-		mu      sync.Mutex
-		done    int64
-		results = make([]partResult, len(parts))
+		mu       sync.Mutex
+		done     int64
+		results  = make([]partResult, len(parts))
+		stageErr error
 	)
 	workers := min(runtime.GOMAXPROCS(0), max(len(parts), 1))
 	// A part is given to a worker only once it has a place in the window,
@@ -214,27 +219,25 @@ func (db *DB) checkParts(ctx context.Context, conn *sql.Conn, files []string, pa
 	} else {
 		close(fed)
 	}
-	out := openSink(ctx, conn)
+	ins := db.startInserter(ctx, tx, disk)
 	next := make(chan int)
 	var wg sync.WaitGroup
-	var flushErr error
-	for range workers {
+	for w := range workers {
 		wg.Go(func() {
-			w := &rowWriter{ctx: ctx, sink: out}
+			st := &stage{dir: tmp, name: fmt.Sprintf("%s%d", name, w), ins: ins, disk: disk}
 			for i := range next {
-				res := db.checkPart(files[parts[i].file], parts[i], w, obs != nil)
+				res := db.checkPart(files[parts[i].file], parts[i], st, obs != nil)
 				mu.Lock()
 				results[i] = res
 				done += parts[i].len
-				db.progress("check", done, total)
+				db.progress("check", done, total, disk)
 				mu.Unlock()
 				checked <- i
 			}
-			if err := w.flush(); err != nil {
-				mu.Lock()
-				flushErr = errors.Join(flushErr, err)
-				mu.Unlock()
-			}
+			err := st.close()
+			mu.Lock()
+			stageErr = errors.Join(stageErr, err)
+			mu.Unlock()
 		})
 	}
 	for i := range parts {
@@ -247,17 +250,15 @@ func (db *DB) checkParts(ctx context.Context, conn *sql.Conn, files []string, pa
 	wg.Wait()
 	close(checked)
 	<-fed
-	db.progress("load", 0, total)
-	sinkErr := out.close()
-	db.progress("load", total, total)
+	insErr := ins.finish()
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("load: %w", err)
 	}
-	if sinkErr != nil {
-		return nil, sinkErr
+	if stageErr != nil {
+		return nil, fmt.Errorf("load: %w", stageErr)
 	}
-	if flushErr != nil {
-		return nil, fmt.Errorf("load: %w", flushErr)
+	if insErr != nil {
+		return nil, insErr
 	}
 	return results, nil
 }
@@ -359,14 +360,14 @@ func countLines(r io.Reader, buf []byte) (int, error) {
 	}
 }
 
-// checkPart validates a part with the trajectory Decoder and writes the
-// rows DuckDB should hold: every line that decodes and whose seq is
+// checkPart validates a part with the trajectory Decoder and stages the
+// lines DuckDB should read: every line that decodes and whose seq is
 // greater than every seq before it in the part, without a torn last line
 // or, when lenient, the bad lines and repeated seqs. In strict mode the
 // error is the part's first bad line; a file that cannot be opened is a
 // *trajectory.FileError. With keep, the part's result holds the events it
 // kept, for an Observer.
-func (db *DB) checkPart(file string, p part, w *rowWriter, keep bool) (res partResult) {
+func (db *DB) checkPart(file string, p part, st *stage, keep bool) (res partResult) {
 	display := trajectory.Name(file)
 	res.report.File = display
 	in, err := trajectory.OpenInput(file, db.opts.Stdin)
@@ -375,6 +376,11 @@ func (db *DB) checkPart(file string, p part, w *rowWriter, keep bool) (res partR
 		return res
 	}
 	defer in.Close()
+	name, err := json.Marshal(display)
+	if err != nil {
+		res.err = fmt.Errorf("load: %w", err)
+		return res
+	}
 	var r io.Reader = in
 	if !p.stream {
 		fh, ok := in.(io.ReaderAt)
@@ -449,7 +455,7 @@ func (db *DB) checkPart(file string, p part, w *rowWriter, keep bool) (res partR
 			cur = res.seqs.add(seqRange{session: ev.Session, first: ev.Seq, firstLine: dec.Line()})
 		}
 		res.seqs.ranges[cur].max = ev.Seq
-		if err := w.write(ev.Payload.EventType(), dec.Raw(), display, p.lines+dec.Line()); err != nil {
+		if err := st.write(ev.Payload.EventType(), dec.Raw(), name, p.lines+dec.Line()); err != nil {
 			res.err = fmt.Errorf("load: %w", err)
 			return res
 		}
@@ -478,9 +484,9 @@ func copyError(seq int64, session string, after int64, file string) error {
 	return fmt.Errorf("%w: seq %d of session %s, which %s holds up to seq %d: a copy of the session would be counted twice; leave one copy out, or pass --lenient to drop the repeated events", ErrSeq, seq, session, file, after)
 }
 
-func (db *DB) progress(phase string, done, total int64) {
+func (db *DB) progress(phase string, done, total int64, disk *diskUse) {
 	if db.opts.Progress != nil {
-		db.opts.Progress(Progress{Phase: phase, Done: done, Total: total})
+		db.opts.Progress(Progress{Phase: phase, Done: done, Total: total, StagedPeak: disk.peak.Load()})
 	}
 }
 

@@ -1,6 +1,8 @@
 package metrics
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"database/sql"
 	"errors"
@@ -9,7 +11,10 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
+	"sync/atomic"
+	"unicode/utf8"
 
 	"github.com/retrace-dev/retrace/trajectory"
 )
@@ -176,13 +181,19 @@ func (e *LoadError) Error() string {
 func (e *LoadError) Unwrap() []error { return e.Problems }
 
 // Progress tells a long load's caller how far it is. A load checks every
-// trajectory line and hands the rows that pass to DuckDB as it goes (Phase
-// "check"; Done and Total count bytes of the input files), then waits for
-// DuckDB to store the last of them (Phase "load", reported at its start and
-// its end, in the same bytes).
+// trajectory line first (Phase "check"; Done and Total count bytes of the
+// input files), then has DuckDB read the lines that passed (Phase "load";
+// bytes of those lines).
 type Progress struct {
 	Phase       string
 	Done, Total int64
+	// StagedPeak is the most bytes of checked lines the load has had
+	// staged on disk at once so far (in its temporary directory, for
+	// DuckDB's read_json). Each chunk is deleted as soon as DuckDB has
+	// read it, so it is bounded by (2 × check workers + 2) × 256 MB, 1.5 GB
+	// on two cores, whatever the size of the input (the staged lines are
+	// about 1.2 × the input).
+	StagedPeak int64
 }
 
 // Load reads the runs paths name: trajectory files (files, directories and
@@ -250,15 +261,14 @@ func (db *DB) load(ctx context.Context, obs Observer, paths []string) (LoadRepor
 	if dups.prior, err = db.priorSessions(ctx, plan.unchanged); err != nil {
 		return rep, err
 	}
-	// The rows go into DuckDB as the lines are checked, inside one
-	// transaction on one connection (the appenders need the connection
-	// itself): a refused load rolls it back, and nothing is loaded.
-	conn, err := db.sql.Conn(ctx)
-	if err != nil {
-		return rep, fmt.Errorf("load: %w", err)
+	// Before the transaction takes the one connection.
+	if err := db.capBigLoad(ctx, inputSize(files)); err != nil {
+		return rep, err
 	}
-	defer conn.Close()
-	tx, err := conn.BeginTx(ctx, nil)
+	// DuckDB reads each staged chunk as soon as it is written, inside the
+	// load's transaction: a refused load rolls it back, and nothing is
+	// loaded.
+	tx, err := db.sql.BeginTx(ctx, nil)
 	if err != nil {
 		return rep, fmt.Errorf("load: %w", err)
 	}
@@ -266,8 +276,8 @@ func (db *DB) load(ctx context.Context, obs Observer, paths []string) (LoadRepor
 	if err := db.forget(ctx, tx, names(all)); err != nil {
 		return rep, err
 	}
-	// Replace what an earlier load of the same files left; a new
-	// database has nothing to delete.
+	// Replace what an earlier load of the same files left; a new database
+	// has nothing to delete.
 	var loaded bool
 	if err := tx.QueryRowContext(ctx, "SELECT EXISTS (SELECT 1 FROM raw_events)").Scan(&loaded); err != nil {
 		return rep, fmt.Errorf("load: %w", err)
@@ -277,7 +287,13 @@ func (db *DB) load(ctx context.Context, obs Observer, paths []string) (LoadRepor
 			return rep, err
 		}
 	}
-	reports, bad, err := db.checkAll(ctx, tx, conn, files, obs, dups)
+	tmp, err := os.MkdirTemp(db.opts.TempDir, "retrace-metrics-")
+	if err != nil {
+		return rep, fmt.Errorf("load: %w", err)
+	}
+	defer os.RemoveAll(tmp)
+	disk := &diskUse{}
+	reports, bad, err := db.checkAll(ctx, tx, files, tmp, obs, dups, disk)
 	if err != nil {
 		return rep, err
 	}
@@ -412,6 +428,207 @@ func regular(f string, d fs.DirEntry) bool {
 	}
 	info, err := os.Stat(f)
 	return err == nil && info.Mode().IsRegular()
+}
+
+// chunk is a staged file of checked lines of one event type.
+type chunk struct {
+	path string
+	typ  trajectory.EventType
+	size int64
+}
+
+// stageBudget bounds the bytes of the chunks one check worker has open:
+// when they reach it, the largest is closed and handed to the inserter,
+// which reads it into DuckDB while the workers go on checking and then
+// deletes it. It is what bounds the staging's disk use (see diskUse),
+// whatever the input's size. It is large because reading chunks while
+// checking costs CPU: on two cores, 1M events took 14.0-14.4 CPU-s to load
+// with a 64 MB budget (the chunks read as the check went on) against
+// 12.2-12.4 CPU-s with the chunks read after the check, DuckDB's threads
+// and the check workers competing for the same cores; so a corpus whose
+// staging fits the budget is read after its check, as before, and only a
+// larger one is read as it goes. DuckDB reads a few large files much
+// faster than many small ones, and a file faster the fewer columns it
+// looks for, so a chunk holds one event type. Tests make it small.
+var stageBudget int64 = 256 << 20
+
+// stage writes checked lines into chunk files, one open per event type,
+// every line with a "file" member naming where it came from and a "line"
+// member, its line number in the file, for findings to point at; the file
+// column then needs no renaming afterwards. Closed chunks go to the
+// inserter, which reads them into DuckDB and deletes them.
+type stage struct {
+	dir, name string
+	open      map[trajectory.EventType]*chunkWriter
+	// openBytes are the bytes of the open chunks.
+	openBytes int64
+	n         int
+	ins       *inserter
+	disk      *diskUse
+}
+
+type chunkWriter struct {
+	f *os.File
+	w *bufio.Writer
+	chunk
+}
+
+func (st *stage) write(typ trajectory.EventType, line, file []byte, lineNo int) error {
+	cw := st.open[typ]
+	if cw == nil {
+		path := filepath.Join(st.dir, fmt.Sprintf("%s-%s-%d%s", st.name, typ, st.n, trajectory.Ext))
+		st.n++
+		f, err := os.Create(path)
+		if err != nil {
+			return err
+		}
+		cw = &chunkWriter{f: f, w: bufio.NewWriterSize(f, 64<<10), chunk: chunk{path: path, typ: typ}}
+		if st.open == nil {
+			st.open = map[trajectory.EventType]*chunkWriter{}
+		}
+		st.open[typ] = cw
+	}
+	// The Decoder reads invalid UTF-8 in strings as U+FFFD, as encoding/json
+	// does, but DuckDB rejects it; the staged line gets the same
+	// replacement.
+	if !utf8.Valid(line) {
+		line = bytes.ToValidUTF8(line, []byte("\uFFFD"))
+	}
+	// The line decoded as one JSON object, so it ends with its closing brace.
+	line = bytes.TrimRight(line, " \t\r")
+	cw.w.Write(line[:len(line)-1])
+	cw.w.WriteString(`,"file":`)
+	cw.w.Write(file)
+	cw.w.WriteString(`,"line":`)
+	n, _ := cw.w.WriteString(strconv.Itoa(lineNo))
+	cw.w.WriteString("}\n")
+	size := int64(len(line) + len(file) + n + 17)
+	cw.size += size
+	st.openBytes += size
+	st.disk.add(size)
+	for st.openBytes >= stageBudget {
+		var largest *chunkWriter
+		for _, c := range st.open {
+			if largest == nil || c.size > largest.size {
+				largest = c
+			}
+		}
+		if err := st.end(largest.typ); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// end closes the chunk of typ and hands it to the inserter.
+func (st *stage) end(typ trajectory.EventType) error {
+	cw := st.open[typ]
+	delete(st.open, typ)
+	st.openBytes -= cw.size
+	err := cw.w.Flush()
+	if cerr := cw.f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	st.ins.put(cw.chunk)
+	return nil
+}
+
+// close closes every open chunk.
+func (st *stage) close() error {
+	var errs []error
+	for typ := range st.open {
+		errs = append(errs, st.end(typ))
+	}
+	return errors.Join(errs...)
+}
+
+// diskUse counts the bytes a load stages: in all, and the most on disk at
+// once, which the stage budget and the inserter's queue bound (see
+// LoadReport.StagedPeakBytes).
+type diskUse struct {
+	now, total, peak atomic.Int64
+}
+
+func (d *diskUse) add(n int64) {
+	d.total.Add(n)
+	now := d.now.Add(n)
+	for {
+		p := d.peak.Load()
+		if now <= p || d.peak.CompareAndSwap(p, now) {
+			return
+		}
+	}
+}
+
+func (d *diskUse) remove(n int64) { d.now.Add(-n) }
+
+// inserter reads the chunks the check workers close into DuckDB, one
+// read_json statement each, within the load's transaction, while the
+// workers go on checking, and deletes each chunk once read. Its queue
+// holds one chunk, so a worker waits when DuckDB is behind: the staging
+// on disk is at most the workers' open chunks (stageBudget each), the
+// chunk each may wait to hand over, the one queued and the one read.
+type inserter struct {
+	db       *DB
+	ctx      context.Context
+	tx       *sql.Tx
+	disk     *diskUse
+	chunks   chan chunk
+	done     chan struct{}
+	err      error
+	inserted atomic.Int64
+}
+
+// startInserter starts an inserter for one check pass.
+func (db *DB) startInserter(ctx context.Context, tx *sql.Tx, disk *diskUse) *inserter {
+	in := &inserter{db: db, ctx: ctx, tx: tx, disk: disk, chunks: make(chan chunk, 1), done: make(chan struct{})}
+	go in.run()
+	return in
+}
+
+func (in *inserter) put(c chunk) { in.chunks <- c }
+
+func (in *inserter) run() {
+	defer close(in.done)
+	for c := range in.chunks {
+		if in.err == nil {
+			cols := columnsSQL(append(typeColumns(c.typ), where()...))
+			q := "INSERT INTO " + typeTable(c.typ) + " SELECT * FROM read_json(" + quoteString(c.path) +
+				", format = 'newline_delimited', columns = " + cols + ")"
+			if _, err := in.tx.ExecContext(in.ctx, q); err != nil {
+				in.err = fmt.Errorf("load: %w", err)
+			}
+		}
+		// After a failure the chunks are only deleted, so that no worker
+		// waits on a queue nobody reads.
+		os.Remove(c.path)
+		in.disk.remove(c.size)
+		in.inserted.Add(c.size)
+	}
+}
+
+// finish waits for the chunks handed over to be read, reporting them as
+// the load phase, and returns the first error.
+func (in *inserter) finish() error {
+	close(in.chunks)
+	in.db.progress("load", in.inserted.Load(), in.disk.total.Load(), in.disk)
+	<-in.done
+	in.db.progress("load", in.inserted.Load(), in.disk.total.Load(), in.disk)
+	return in.err
+}
+
+// inputSize returns the total size of the regular files among files.
+func inputSize(files []string) int64 {
+	var n int64
+	for _, f := range files {
+		if info, err := os.Stat(f); err == nil && info.Mode().IsRegular() {
+			n += info.Size()
+		}
+	}
+	return n
 }
 
 // deleteFiles deletes the rows loaded from the files named.
