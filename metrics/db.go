@@ -59,8 +59,9 @@ var ErrMemoryLimit = errors.New("bad memory limit")
 // bigLoadBytes is the input size above which a load into an in-memory
 // database without Options.MemoryLimit caps DuckDB at bigLoadLimit and
 // lets it spill to a temporary directory, so that the memory a load holds
-// does not grow with the corpus (10M events load in under 2 GB of RSS;
-// BenchmarkLoadAndMetrics measures it). Smaller loads keep DuckDB's
+// does not grow with the corpus (load and every metric over 10M events
+// peaked at 1.4 GB of RSS; BenchmarkLoadAndMetrics with
+// RETRACE_BENCH_EVENTS=10M measures it). Smaller loads keep DuckDB's
 // default, which never spills below 80% of the machine's memory.
 // Tests make it small.
 var bigLoadBytes int64 = 1 << 30
