@@ -3,6 +3,7 @@ package metrics
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -114,26 +115,28 @@ func (s *sessionSeqs) add(r seqRange) int {
 }
 
 // checkAll checks files on every core and stages the lines to load into
-// chunk files under tmp, reporting progress in bytes. It returns the
-// reports, the chunks, and in strict mode the first problem of every bad
-// file. obs, when not nil, sees the events the load keeps as the parts are
-// checked.
-func (db *DB) checkAll(ctx context.Context, files []string, tmp string, obs Observer, dups *dupState) ([]FileReport, []chunk, []error, error) {
+// chunk files under tmp, which an inserter reads into DuckDB within tx as
+// soon as each is written, and deletes (see inserter); it reports progress
+// in bytes. It returns the reports, and in strict mode the first problem
+// of every bad file; a refused load rolls tx back, and with it every row
+// inserted. obs, when not nil, sees the events the load keeps as the parts
+// are checked.
+func (db *DB) checkAll(ctx context.Context, tx *sql.Tx, files []string, tmp string, obs Observer, dups *dupState, disk *diskUse) ([]FileReport, []error, error) {
 	parts, total := split(files)
-	chunks, results, err := db.checkParts(ctx, files, parts, total, tmp, "w", obs)
+	results, err := db.checkParts(ctx, tx, files, parts, total, tmp, "w", obs, disk)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
 	reports, problems, redo, seeds, err := db.merge(files, parts, results, dups)
 	if err != nil || len(redo) == 0 {
-		return reports, chunks, problems, err
+		return reports, problems, err
 	}
 	// A lenient check found a seq in one part that repeats one of an
 	// earlier part of the same file, or of an earlier file holding the same
 	// session. The part dropped only the repeats it could see, so the file
-	// is checked again whole, knowing the seqs before it, and its lines of
-	// the first pass are not loaded. This is rare: it takes a big file with
-	// a repeated line where a part begins, or a copy of a session's file.
+	// is checked again whole, knowing the seqs before it, and the rows of
+	// its first check are deleted. This is rare: it takes a big file with a
+	// repeated line where a part begins, or a copy of a session's file.
 	// The Observer has seen what this check keeps already (see feed).
 	again := make([]part, len(redo))
 	names := make([]string, len(redo))
@@ -154,39 +157,38 @@ func (db *DB) checkAll(ctx context.Context, files []string, tmp string, obs Obse
 		names[i] = trajectory.Name(files[f])
 	}
 	if len(streams) > 0 {
-		return nil, nil, nil, &LoadError{Problems: streams}
+		return nil, nil, &LoadError{Problems: streams}
 	}
-	exclude := sqlList(names)
-	for i := range chunks {
-		chunks[i].exclude = exclude
+	if err := deleteFiles(ctx, tx, names); err != nil {
+		return nil, nil, err
 	}
-	more, results, err := db.checkParts(ctx, files, again, 0, tmp, "again", nil)
+	results, err = db.checkParts(ctx, tx, files, again, 0, tmp, "again", nil, disk)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
 	whole, _, _, _, err := db.merge(files, again, results, nil)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
 	for _, f := range redo {
 		reports[f] = whole[f]
 	}
-	return reports, append(chunks, more...), problems, nil
+	return reports, problems, nil
 }
 
 // checkParts checks parts on every core, staging into chunk files named
-// after name, and returns the chunks and the results of the parts. When
-// obs is not nil the parts' events are handed to it in order as soon as
-// every part before them is checked, and the parts between being given to
-// a worker and being handed over hold windowBytes of input at most (or
-// one part), so a load that feeds an Observer holds the events of a few
-// parts, never those of the whole input.
-func (db *DB) checkParts(ctx context.Context, files []string, parts []part, total int64, tmp, name string, obs Observer) ([]chunk, []partResult, error) {
+// after name that an inserter reads into DuckDB within tx as they are
+// written, and returns the results of the parts. When obs is not nil the
+// parts' events are handed to it in order as soon as every part before
+// them is checked, and the parts between being given to a worker and being
+// handed over hold windowBytes of input at most (or one part), so a load
+// that feeds an Observer holds the events of a few parts, never those of
+// the whole input.
+func (db *DB) checkParts(ctx context.Context, tx *sql.Tx, files []string, parts []part, total int64, tmp, name string, obs Observer, disk *diskUse) ([]partResult, error) {
 	var (
 		mu       sync.Mutex
 		done     int64
 		results  = make([]partResult, len(parts))
-		chunks   []chunk
 		stageErr error
 	)
 	workers := min(runtime.GOMAXPROCS(0), max(len(parts), 1))
@@ -217,28 +219,26 @@ func (db *DB) checkParts(ctx context.Context, files []string, parts []part, tota
 	} else {
 		close(fed)
 	}
+	ins := db.startInserter(ctx, tx, disk)
 	next := make(chan int)
 	var wg sync.WaitGroup
 	for w := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			st := &stage{dir: tmp, name: fmt.Sprintf("%s%d", name, w)}
+		wg.Go(func() {
+			st := &stage{dir: tmp, name: fmt.Sprintf("%s%d", name, w), ins: ins, disk: disk}
 			for i := range next {
 				res := db.checkPart(files[parts[i].file], parts[i], st, obs != nil)
 				mu.Lock()
 				results[i] = res
 				done += parts[i].len
-				db.progress("check", done, total)
+				db.progress("check", done, total, disk)
 				mu.Unlock()
 				checked <- i
 			}
 			err := st.close()
 			mu.Lock()
-			chunks = append(chunks, st.chunks...)
 			stageErr = errors.Join(stageErr, err)
 			mu.Unlock()
-		}()
+		})
 	}
 	for i := range parts {
 		if win != nil && !win.acquire(parts[i].len) || ctx.Err() != nil {
@@ -250,13 +250,17 @@ func (db *DB) checkParts(ctx context.Context, files []string, parts []part, tota
 	wg.Wait()
 	close(checked)
 	<-fed
+	insErr := ins.finish()
 	if err := ctx.Err(); err != nil {
-		return nil, nil, fmt.Errorf("load: %w", err)
+		return nil, fmt.Errorf("load: %w", err)
 	}
 	if stageErr != nil {
-		return nil, nil, fmt.Errorf("load: %w", stageErr)
+		return nil, fmt.Errorf("load: %w", stageErr)
 	}
-	return chunks, results, nil
+	if insErr != nil {
+		return nil, insErr
+	}
+	return results, nil
 }
 
 // split cuts files into parts and returns them with the total size of the
@@ -480,9 +484,9 @@ func copyError(seq int64, session string, after int64, file string) error {
 	return fmt.Errorf("%w: seq %d of session %s, which %s holds up to seq %d: a copy of the session would be counted twice; leave one copy out, or pass --lenient to drop the repeated events", ErrSeq, seq, session, file, after)
 }
 
-func (db *DB) progress(phase string, done, total int64) {
+func (db *DB) progress(phase string, done, total int64, disk *diskUse) {
 	if db.opts.Progress != nil {
-		db.opts.Progress(Progress{Phase: phase, Done: done, Total: total})
+		db.opts.Progress(Progress{Phase: phase, Done: done, Total: total, StagedPeak: disk.peak.Load()})
 	}
 }
 

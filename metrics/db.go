@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"sort"
 	"strings"
 	"sync"
@@ -40,7 +41,33 @@ type Options struct {
 	Stdin io.Reader
 	// Progress, when set, is called as a load goes on, one call at a time.
 	Progress func(Progress)
+	// MemoryLimit caps the memory DuckDB holds (its memory_limit, such as
+	// "2GB" or "512MiB"); past it DuckDB spills to TempDir, an in-memory
+	// database too. Empty means DuckDB's default (80% of the machine's
+	// memory), except for a load of more than 1 GiB of
+	// trajectories into memory, which caps DuckDB at 1GB and spills to a
+	// temporary directory of its own.
+	MemoryLimit string
+	// TempDir is where DuckDB spills (its temp_directory) and where a load
+	// stages checked lines; empty means the system's temporary directory.
+	TempDir string
 }
+
+// ErrMemoryLimit means Options.MemoryLimit is not a size DuckDB takes.
+var ErrMemoryLimit = errors.New("bad memory limit")
+
+// bigLoadBytes is the input size above which a load into an in-memory
+// database without Options.MemoryLimit caps DuckDB at bigLoadLimit and
+// lets it spill to a temporary directory, so that the memory a load holds
+// does not grow with the corpus (load and every metric over 10M events
+// peaked at 1.4 GB of RSS; BenchmarkLoadAndMetrics with
+// RETRACE_BENCH_EVENTS=10M measures it). Smaller loads keep DuckDB's
+// default, which never spills below 80% of the machine's memory.
+// Tests make it small.
+var bigLoadBytes int64 = 1 << 30
+
+// bigLoadLimit is the memory_limit of a big load (see bigLoadBytes).
+const bigLoadLimit = "1GB"
 
 // DB is an embedded DuckDB database holding loaded trajectories and the
 // views over them. Queries may come from several goroutines; they run one at
@@ -48,6 +75,11 @@ type Options struct {
 type DB struct {
 	sql  *sql.DB
 	opts Options
+	// spill is the directory of its own an in-memory database spills to
+	// (see limitMemory), removed by Close; capped is set once a big load
+	// capped its memory (see capBigLoad).
+	spill  string
+	capped bool
 
 	// mu guards stmts, the named metrics' statements prepared on first use
 	// (see Metric).
@@ -75,7 +107,57 @@ func Open(ctx context.Context, opts Options) (*DB, error) {
 	// settings and temporary tables a user makes at the query prompt live on
 	// a connection, so every statement must run on the same one.
 	db.SetMaxOpenConns(1)
-	return &DB{sql: db, opts: opts}, nil
+	d := &DB{sql: db, opts: opts}
+	if opts.MemoryLimit != "" || opts.TempDir != "" {
+		if err := d.limitMemory(ctx, opts.MemoryLimit); err != nil {
+			d.Close()
+			return nil, err
+		}
+	}
+	return d, nil
+}
+
+// limitMemory sets DuckDB's memory_limit to limit (when not empty) and
+// its temp_directory, where it spills past the limit, to Options.TempDir;
+// without one, an in-memory database spills to a directory of its own,
+// removed by Close (DuckDB's default would be .tmp in the working
+// directory), and a kept one next to its file, as DuckDB does.
+func (db *DB) limitMemory(ctx context.Context, limit string) error {
+	dir := db.opts.TempDir
+	if dir == "" && db.opts.Path == "" && db.spill == "" {
+		var err error
+		if dir, err = os.MkdirTemp("", "retrace-spill-"); err != nil {
+			return fmt.Errorf("metrics database: %w", err)
+		}
+		db.spill = dir
+	}
+	return db.setMemory(ctx, limit, dir)
+}
+
+// setMemory sets DuckDB's memory_limit to limit and its temp_directory to
+// dir, each when not empty.
+func (db *DB) setMemory(ctx context.Context, limit, dir string) error {
+	if limit != "" {
+		if _, err := db.sql.ExecContext(ctx, "SET memory_limit = "+quoteString(limit)); err != nil {
+			return fmt.Errorf("%w %q: %v (give a size such as 2GB or 512MiB)", ErrMemoryLimit, limit, err)
+		}
+	}
+	if dir != "" {
+		if _, err := db.sql.ExecContext(ctx, "SET temp_directory = "+quoteString(dir)); err != nil {
+			return fmt.Errorf("metrics database: temporary directory %q: %w", dir, err)
+		}
+	}
+	return nil
+}
+
+// capBigLoad caps an in-memory database's memory for a load of size input
+// bytes, as bigLoadBytes says, once.
+func (db *DB) capBigLoad(ctx context.Context, size int64) error {
+	if db.opts.Path != "" || db.opts.MemoryLimit != "" || size <= bigLoadBytes || db.capped {
+		return nil
+	}
+	db.capped = true
+	return db.limitMemory(ctx, bigLoadLimit)
 }
 
 // openSQL is the batch Open runs, built once per process: the schema is
@@ -87,7 +169,11 @@ var openSQL = sync.OnceValue(func() string {
 // Close closes the database and the statements Metric prepared.
 func (db *DB) Close() error {
 	db.dropPrepared()
-	return db.sql.Close()
+	err := db.sql.Close()
+	if db.spill != "" {
+		os.RemoveAll(db.spill)
+	}
+	return err
 }
 
 func quoteAll(ss []string) []string {

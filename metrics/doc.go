@@ -13,6 +13,24 @@
 // type's columns; the view raw_events puts them together with every
 // column. Narrow tables matter: read_json's cost grows with the columns it
 // looks for and DuckDB inserts into a narrow table several times faster.
+// The chunks are read inside the load's transaction and deleted once read;
+// when a check worker's open chunks pass 256 MB the largest is read while
+// the check goes on, so the staging on disk stays under (2 × workers + 2) ×
+// 256 MB whatever the corpus (Progress.StagedPeak reports it). Reading
+// while checking costs CPU (DuckDB's threads and the check share the cores:
+// +15% at 1M events), so a smaller corpus is staged whole and read after
+// its check. Appending rows with DuckDB's Appender instead was measured and
+// cost more CPU (typed values: about +25%; whole lines split by
+// json_transform: about +15% and more memory).
+//
+// Memory: Options.MemoryLimit is DuckDB's memory_limit, past which it
+// spills to Options.TempDir (the system's temporary directory by
+// default), an in-memory database too. A load of more than 1 GiB of
+// trajectories into an in-memory database without a limit caps DuckDB at
+// 1GB and spills to a directory of its own, removed by Close, so the
+// memory a load holds does not grow with the corpus; BenchmarkLoadAndMetrics
+// measures time, CPU and peak RSS at the sizes RETRACE_BENCH_EVENTS names.
+// The retrace CLI takes --memory-limit or RETRACE_MEMORY_LIMIT.
 // LoadObserved also hands the decoded events the load keeps to an
 // Observer, in order, so that a caller needing the events themselves (the
 // detectors) does not decode every file a second time.

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"unicode/utf8"
 
 	"github.com/retrace-dev/retrace/trajectory"
@@ -186,12 +187,14 @@ func (e *LoadError) Unwrap() []error { return e.Problems }
 type Progress struct {
 	Phase       string
 	Done, Total int64
+	// StagedPeak is the most bytes of checked lines the load has had
+	// staged on disk at once so far (in its temporary directory, for
+	// DuckDB's read_json). Each chunk is deleted as soon as DuckDB has
+	// read it, so it is bounded by (2 × check workers + 2) × 256 MB, 1.5 GB
+	// on two cores, whatever the size of the input (the staged lines are
+	// about 1.2 × the input).
+	StagedPeak int64
 }
-
-// insertBatch bounds the input bytes one read_json statement reads, so that
-// the load can report progress between statements; DuckDB's per-statement
-// overhead makes smaller batches slower.
-const insertBatch = 64 << 20
 
 // Load reads the runs paths name: trajectory files (files, directories and
 // globs, as trajectory.Expand resolves them) and Parquet files written by
@@ -254,16 +257,43 @@ func (db *DB) load(ctx context.Context, obs Observer, paths []string) (LoadRepor
 	rep.Unchanged = names(plan.unchanged)
 	rep.Parquet, rep.NotRegular = src.parquet, append(src.jsonl.Skipped, src.skipped...)
 	problems := src.jsonl.Problems
-	tmp, err := os.MkdirTemp("", "retrace-metrics-")
-	if err != nil {
-		return rep, fmt.Errorf("load: %w", err)
-	}
-	defer os.RemoveAll(tmp)
 	dups := &dupState{}
 	if dups.prior, err = db.priorSessions(ctx, plan.unchanged); err != nil {
 		return rep, err
 	}
-	reports, chunks, bad, err := db.checkAll(ctx, files, tmp, obs, dups)
+	// Before the transaction takes the one connection.
+	if err := db.capBigLoad(ctx, inputSize(files)); err != nil {
+		return rep, err
+	}
+	// DuckDB reads each staged chunk as soon as it is written, inside the
+	// load's transaction: a refused load rolls it back, and nothing is
+	// loaded.
+	tx, err := db.sql.BeginTx(ctx, nil)
+	if err != nil {
+		return rep, fmt.Errorf("load: %w", err)
+	}
+	defer tx.Rollback()
+	if err := db.forget(ctx, tx, names(all)); err != nil {
+		return rep, err
+	}
+	// Replace what an earlier load of the same files left; a new database
+	// has nothing to delete.
+	var loaded bool
+	if err := tx.QueryRowContext(ctx, "SELECT EXISTS (SELECT 1 FROM raw_events)").Scan(&loaded); err != nil {
+		return rep, fmt.Errorf("load: %w", err)
+	}
+	if loaded {
+		if err := deleteFiles(ctx, tx, names(files)); err != nil {
+			return rep, err
+		}
+	}
+	tmp, err := os.MkdirTemp(db.opts.TempDir, "retrace-metrics-")
+	if err != nil {
+		return rep, fmt.Errorf("load: %w", err)
+	}
+	defer os.RemoveAll(tmp)
+	disk := &diskUse{}
+	reports, bad, err := db.checkAll(ctx, tx, files, tmp, obs, dups, disk)
 	if err != nil {
 		return rep, err
 	}
@@ -284,17 +314,6 @@ func (db *DB) load(ctx context.Context, obs Observer, paths []string) (LoadRepor
 			reports = append(reports, FileReport{File: fe.File, Err: p})
 		}
 		slices.SortFunc(reports, func(a, b FileReport) int { return strings.Compare(a.File, b.File) })
-	}
-	tx, err := db.sql.BeginTx(ctx, nil)
-	if err != nil {
-		return rep, fmt.Errorf("load: %w", err)
-	}
-	defer tx.Rollback()
-	if err := db.forget(ctx, tx, names(all)); err != nil {
-		return rep, err
-	}
-	if err := db.insertJSON(ctx, tx, files, chunks); err != nil {
-		return rep, err
 	}
 	left := map[string]bool{}
 	for _, fr := range reports {
@@ -416,21 +435,36 @@ type chunk struct {
 	path string
 	typ  trajectory.EventType
 	size int64
-	// exclude lists, as SQL, the files whose lines in this chunk are not
-	// loaded because the files were checked again whole; empty for none.
-	exclude string
 }
 
-// stage writes checked lines into chunk files, one per event type, of
-// about insertBatch bytes each, every line with a "file" member naming
-// where it came from: DuckDB reads a few large files much faster than many
-// small ones, reads a file faster the fewer columns it looks for, and the
-// file column needs no renaming afterwards. Each line also gets a "line"
-// member, its line number in the file, for findings to point at.
+// stageBudget bounds the bytes of the chunks one check worker has open:
+// when they reach it, the largest is closed and handed to the inserter,
+// which reads it into DuckDB while the workers go on checking and then
+// deletes it. It is what bounds the staging's disk use (see diskUse),
+// whatever the input's size. It is large because reading chunks while
+// checking costs CPU: on two cores, 1M events took 14.0-14.4 CPU-s to load
+// with a 64 MB budget (the chunks read as the check went on) against
+// 12.2-12.4 CPU-s with the chunks read after the check, DuckDB's threads
+// and the check workers competing for the same cores; so a corpus whose
+// staging fits the budget is read after its check, as before, and only a
+// larger one is read as it goes. DuckDB reads a few large files much
+// faster than many small ones, and a file faster the fewer columns it
+// looks for, so a chunk holds one event type. Tests make it small.
+var stageBudget int64 = 256 << 20
+
+// stage writes checked lines into chunk files, one open per event type,
+// every line with a "file" member naming where it came from and a "line"
+// member, its line number in the file, for findings to point at; the file
+// column then needs no renaming afterwards. Closed chunks go to the
+// inserter, which reads them into DuckDB and deletes them.
 type stage struct {
 	dir, name string
 	open      map[trajectory.EventType]*chunkWriter
-	chunks    []chunk
+	// openBytes are the bytes of the open chunks.
+	openBytes int64
+	n         int
+	ins       *inserter
+	disk      *diskUse
 }
 
 type chunkWriter struct {
@@ -442,7 +476,8 @@ type chunkWriter struct {
 func (st *stage) write(typ trajectory.EventType, line, file []byte, lineNo int) error {
 	cw := st.open[typ]
 	if cw == nil {
-		path := filepath.Join(st.dir, fmt.Sprintf("%s-%s-%d%s", st.name, typ, len(st.chunks), trajectory.Ext))
+		path := filepath.Join(st.dir, fmt.Sprintf("%s-%s-%d%s", st.name, typ, st.n, trajectory.Ext))
+		st.n++
 		f, err := os.Create(path)
 		if err != nil {
 			return err
@@ -467,23 +502,38 @@ func (st *stage) write(typ trajectory.EventType, line, file []byte, lineNo int) 
 	cw.w.WriteString(`,"line":`)
 	n, _ := cw.w.WriteString(strconv.Itoa(lineNo))
 	cw.w.WriteString("}\n")
-	cw.size += int64(len(line) + len(file) + n + 17)
-	if cw.size >= insertBatch {
-		return st.end(typ)
+	size := int64(len(line) + len(file) + n + 17)
+	cw.size += size
+	st.openBytes += size
+	st.disk.add(size)
+	for st.openBytes >= stageBudget {
+		var largest *chunkWriter
+		for _, c := range st.open {
+			if largest == nil || c.size > largest.size {
+				largest = c
+			}
+		}
+		if err := st.end(largest.typ); err != nil {
+			return err
+		}
 	}
 	return nil
 }
 
-// end closes the chunk of typ.
+// end closes the chunk of typ and hands it to the inserter.
 func (st *stage) end(typ trajectory.EventType) error {
 	cw := st.open[typ]
 	delete(st.open, typ)
+	st.openBytes -= cw.size
 	err := cw.w.Flush()
 	if cerr := cw.f.Close(); err == nil {
 		err = cerr
 	}
-	st.chunks = append(st.chunks, cw.chunk)
-	return err
+	if err != nil {
+		return err
+	}
+	st.ins.put(cw.chunk)
+	return nil
 }
 
 // close closes every open chunk.
@@ -495,48 +545,101 @@ func (st *stage) close() error {
 	return errors.Join(errs...)
 }
 
-// insertJSON replaces the files' rows with the staged events, a chunk per
-// read_json.
-func (db *DB) insertJSON(ctx context.Context, tx *sql.Tx, files []string, chunks []chunk) error {
-	if len(files) == 0 {
-		return nil
-	}
-	fail := func(err error) error {
-		return fmt.Errorf("load %s: %w", describeFiles(files), err)
-	}
-	// Replace what an earlier load of the same files left, in a kept
-	// database; a new one has nothing to delete.
-	var loaded bool
-	if err := tx.QueryRowContext(ctx, "SELECT EXISTS (SELECT 1 FROM raw_events)").Scan(&loaded); err != nil {
-		return fail(err)
-	}
-	if loaded {
-		names := make([]string, len(files))
-		for i, f := range files {
-			names[i] = trajectory.Name(f)
+// diskUse counts the bytes a load stages: in all, and the most on disk at
+// once, which the stage budget and the inserter's queue bound (see
+// LoadReport.StagedPeakBytes).
+type diskUse struct {
+	now, total, peak atomic.Int64
+}
+
+func (d *diskUse) add(n int64) {
+	d.total.Add(n)
+	now := d.now.Add(n)
+	for {
+		p := d.peak.Load()
+		if now <= p || d.peak.CompareAndSwap(p, now) {
+			return
 		}
-		for _, t := range trajectory.EventTypes() {
-			if _, err := tx.ExecContext(ctx, "DELETE FROM "+typeTable(t)+" WHERE file IN "+sqlList(names)); err != nil {
-				return fail(err)
+	}
+}
+
+func (d *diskUse) remove(n int64) { d.now.Add(-n) }
+
+// inserter reads the chunks the check workers close into DuckDB, one
+// read_json statement each, within the load's transaction, while the
+// workers go on checking, and deletes each chunk once read. Its queue
+// holds one chunk, so a worker waits when DuckDB is behind: the staging
+// on disk is at most the workers' open chunks (stageBudget each), the
+// chunk each may wait to hand over, the one queued and the one read.
+type inserter struct {
+	db       *DB
+	ctx      context.Context
+	tx       *sql.Tx
+	disk     *diskUse
+	chunks   chan chunk
+	done     chan struct{}
+	err      error
+	inserted atomic.Int64
+}
+
+// startInserter starts an inserter for one check pass.
+func (db *DB) startInserter(ctx context.Context, tx *sql.Tx, disk *diskUse) *inserter {
+	in := &inserter{db: db, ctx: ctx, tx: tx, disk: disk, chunks: make(chan chunk, 1), done: make(chan struct{})}
+	go in.run()
+	return in
+}
+
+func (in *inserter) put(c chunk) { in.chunks <- c }
+
+func (in *inserter) run() {
+	defer close(in.done)
+	for c := range in.chunks {
+		if in.err == nil {
+			cols := columnsSQL(append(typeColumns(c.typ), where()...))
+			q := "INSERT INTO " + typeTable(c.typ) + " SELECT * FROM read_json(" + quoteString(c.path) +
+				", format = 'newline_delimited', columns = " + cols + ")"
+			if _, err := in.tx.ExecContext(in.ctx, q); err != nil {
+				in.err = fmt.Errorf("load: %w", err)
 			}
 		}
+		// After a failure the chunks are only deleted, so that no worker
+		// waits on a queue nobody reads.
+		os.Remove(c.path)
+		in.disk.remove(c.size)
+		in.inserted.Add(c.size)
 	}
-	var total, done int64
-	for _, c := range chunks {
-		total += c.size
+}
+
+// finish waits for the chunks handed over to be read, reporting them as
+// the load phase, and returns the first error.
+func (in *inserter) finish() error {
+	close(in.chunks)
+	in.db.progress("load", in.inserted.Load(), in.disk.total.Load(), in.disk)
+	<-in.done
+	in.db.progress("load", in.inserted.Load(), in.disk.total.Load(), in.disk)
+	return in.err
+}
+
+// inputSize returns the total size of the regular files among files.
+func inputSize(files []string) int64 {
+	var n int64
+	for _, f := range files {
+		if info, err := os.Stat(f); err == nil && info.Mode().IsRegular() {
+			n += info.Size()
+		}
 	}
-	for _, c := range chunks {
-		cols := columnsSQL(append(typeColumns(c.typ), where()...))
-		q := "INSERT INTO " + typeTable(c.typ) + " SELECT * FROM read_json(" + quoteString(c.path) +
-			", format = 'newline_delimited', columns = " + cols + ")"
-		if c.exclude != "" {
-			q += " WHERE file NOT IN " + c.exclude
+	return n
+}
+
+// deleteFiles deletes the rows loaded from the files named.
+func deleteFiles(ctx context.Context, tx *sql.Tx, names []string) error {
+	if len(names) == 0 {
+		return nil
+	}
+	for _, t := range trajectory.EventTypes() {
+		if _, err := tx.ExecContext(ctx, "DELETE FROM "+typeTable(t)+" WHERE file IN "+sqlList(names)); err != nil {
+			return fmt.Errorf("load %s: %w", describeFiles(names), err)
 		}
-		if _, err := tx.ExecContext(ctx, q); err != nil {
-			return fail(err)
-		}
-		done += c.size
-		db.progress("load", done, total)
 	}
 	return nil
 }

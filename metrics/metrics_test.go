@@ -303,38 +303,6 @@ func FuzzLenientLoad(f *testing.F) {
 	})
 }
 
-// BenchmarkLoadAndMetrics loads a corpus of about a million events (a file
-// per session) and runs every named metric over it, reporting events/s and
-// the memory DuckDB holds afterwards.
-func BenchmarkLoadAndMetrics(b *testing.B) {
-	dir := b.TempDir()
-	events := writeCorpus(b, dir, corpusSessions)
-	ctx := context.Background()
-	var duckMem float64
-	peak := sampleHeap()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		db, err := Open(ctx, Options{})
-		if err != nil {
-			b.Fatal(err)
-		}
-		if _, err := db.Load(ctx, dir); err != nil {
-			b.Fatal(err)
-		}
-		for _, m := range Metrics() {
-			if _, err := db.Metric(ctx, m); err != nil {
-				b.Fatal(err)
-			}
-		}
-		duckMem = duckDBMemory(b, db)
-		db.Close()
-	}
-	b.ReportMetric(float64(events*b.N)/b.Elapsed().Seconds(), "events/s")
-	b.ReportMetric(float64(events), "events")
-	b.ReportMetric(duckMem/(1<<20), "duckdb-MB")
-	b.ReportMetric(float64(peak())/(1<<20), "go-peak-heap-MB")
-}
-
 // sampleHeap samples the Go heap until the returned function is called,
 // which returns the highest HeapInuse seen.
 func sampleHeap() func() uint64 {

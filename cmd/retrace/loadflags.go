@@ -13,7 +13,11 @@ type loadFlags struct {
 	runs        string
 	lenient     bool
 	strictDupes bool
+	memoryLimit string
 }
+
+// memoryLimitUsage is the --memory-limit flag's usage.
+const memoryLimitUsage = "cap the memory DuckDB holds, such as 2GB (default $RETRACE_MEMORY_LIMIT, or DuckDB's 80% of RAM; a load of more than 1 GiB of runs into memory is capped at 1GB); past it DuckDB spills to $TMPDIR"
 
 // strictDupesUsage is the --strict-dupes flag's usage.
 const strictDupesUsage = "refuse a session found in two files (exit 2) instead of loading it once, from the first file, with a warning"
@@ -24,11 +28,22 @@ const readingDupes = `A session found in two files (the same run given twice, a 
 copy of it) is loaded once, from the first file in load order, with a
 warning naming both; --strict-dupes refuses it instead (exit 2).`
 
-// addLoadFlags adds --runs, --lenient and --strict-dupes to cmd.
+// addLoadFlags adds --runs, --lenient, --strict-dupes and --memory-limit to
+// cmd.
 func addLoadFlags(cmd *cobra.Command, f *loadFlags) {
 	cmd.Flags().StringVar(&f.runs, "runs", "", "directory of runs to read when no RUNS are given (default $RETRACE_DIR or .retrace/runs)")
 	cmd.Flags().BoolVar(&f.lenient, "lenient", false, lenientUsage)
 	cmd.Flags().BoolVar(&f.strictDupes, "strict-dupes", false, strictDupesUsage)
+	cmd.Flags().StringVar(&f.memoryLimit, "memory-limit", "", memoryLimitUsage)
+}
+
+// memory returns the memory limit to open the database with: the flag, or
+// $RETRACE_MEMORY_LIMIT.
+func (f *loadFlags) memory(sys *IO) string {
+	if f.memoryLimit != "" {
+		return f.memoryLimit
+	}
+	return sys.Getenv("RETRACE_MEMORY_LIMIT")
 }
 
 // inputs returns the runs to read: the RUNS arguments, or --runs. Both at

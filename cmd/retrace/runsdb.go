@@ -35,7 +35,11 @@ func openAndLoadWith(ctx context.Context, sys *IO, dbPath string, lf loadFlags, 
 		paths = []string{runsDir(sys)}
 	}
 	bar := newLoadBar(sys.Err)
-	db, err := metrics.Open(ctx, metrics.Options{Path: dbPath, Lenient: lf.lenient, StrictDupes: lf.strictDupes, Stdin: sys.In, Progress: bar.update})
+	db, err := metrics.Open(ctx, metrics.Options{Path: dbPath, Lenient: lf.lenient, StrictDupes: lf.strictDupes, Stdin: sys.In, Progress: bar.update,
+		MemoryLimit: lf.memory(sys)})
+	if errors.Is(err, metrics.ErrMemoryLimit) {
+		return nil, usage(err)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,212 @@
+package metrics
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/retrace-dev/retrace/synth"
+)
+
+// Every row the load makes equals the row DuckDB's own read_json makes of
+// the same line of the original file with the same column types, value for
+// value, whatever way the load hands the lines to DuckDB: JSON values
+// (normalised numbers, escapes, key spacing), timestamps and strings read
+// the same. The corpus is the valid fixtures, a synth corpus, and a line
+// respelled with escapes, blanks, an exponent and a timestamp offset.
+func TestLoadedRowsEqualReadJSON(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := synth.Write(context.Background(), filepath.Join(dir, "synth"), synth.Options{Sessions: 30, Seed: 7}); err != nil {
+		t.Fatal(err)
+	}
+	src, err := os.ReadFile(filepath.Join(validDir, "parallel_batch.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	odd := strings.Replace(string(src), `"duration_ms":1.2,`, `"duration_ms" : 12e-1 ,`, 1)
+	odd = strings.Replace(odd, `"tool":"read"`, `"tool":"r\u0065ad"`, 1)
+	odd = strings.Replace(odd, `"input":{"file_path":"main.go"}`, `"input":{ "file_path" : "m\u0061in.go", "n": 1.50 }`, 1)
+	odd = strings.Replace(odd, `Z"`, `+02:00"`, 1)
+	// Its own session, or the load would leave it out as a copy.
+	odd = strings.ReplaceAll(odd, `"session":"20261130-091500.250-5e6f7a8b"`, `"session":"20261130-091500.250-0dd0dd00"`)
+	if odd == string(src) {
+		t.Fatal("the fixture changed; respell another line")
+	}
+	if err := os.WriteFile(filepath.Join(dir, "odd.jsonl"), []byte(odd), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// The valid fixtures but the torn last line, which read_json refuses
+	// and the load leaves out with a warning.
+	fixtures, err := filepath.Glob(filepath.Join(validDir, "*.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range fixtures {
+		if strings.Contains(f, "torn") {
+			continue
+		}
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "valid-"+filepath.Base(f)), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sameAsReadJSON(t, open(t, Options{}, dir), dir)
+}
+
+// sameAsReadJSON fails t unless the rows db holds are those DuckDB's own
+// read_json makes of the trajectories below dir, each with its file and
+// line.
+func sameAsReadJSON(t *testing.T, db *DB, dir string) {
+	t.Helper()
+	var cols []string
+	for _, c := range Columns() {
+		cols = append(cols, quoteIdent(c.Name))
+	}
+	sel := strings.Join(cols, ", ")
+	glob := filepath.Join(dir, "**", "*.jsonl")
+	direct := "SELECT " + sel + " FROM read_json(" + quoteString(glob) + ", format = 'newline_delimited', columns = " + columnsSQL(Columns()) + ")"
+	for _, q := range []string{
+		"SELECT count(*) FROM (SELECT " + sel + " FROM raw_events EXCEPT ALL " + direct + ")",
+		"SELECT count(*) FROM (" + direct + " EXCEPT ALL SELECT " + sel + " FROM raw_events)",
+	} {
+		if got := rows(t, db, q); got[0] != "0" {
+			t.Errorf("%s rows differ from read_json's", got[0])
+		}
+	}
+	if got := rows(t, db, "SELECT count(*) FROM raw_events"); got[0] == "0" {
+		t.Fatal("nothing loaded")
+	}
+	if got := rows(t, db, "SELECT count(*) FROM raw_events WHERE line IS NULL OR line < 1 OR file IS NULL"); got[0] != "0" {
+		t.Errorf("%s rows without file or line", got[0])
+	}
+}
+
+// With a stage budget far below the corpus, the chunks are read into
+// DuckDB and deleted while the check goes on: the most staged on disk at
+// once stays within the bound Progress.StagedPeak documents, far below
+// all the staged lines, the temporary directory is empty afterwards, and
+// the rows are the same. With the default budget the same corpus is read
+// after its check, all of it staged at once.
+func TestStagingIsBoundedWhileTheCheckGoesOn(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := synth.Write(context.Background(), dir, synth.Options{Sessions: 60, Seed: 3}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name    string
+		budget  int64
+		bounded bool
+	}{
+		{"A 16 KiB budget reads chunks as the check goes on.", 16 << 10, true},
+		{"The default budget reads them after the check.", stageBudget, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			defer func(b int64) { stageBudget = b }(stageBudget)
+			stageBudget = tc.budget
+			tmp := t.TempDir()
+			var peak, staged int64
+			db := open(t, Options{TempDir: tmp, Progress: func(p Progress) {
+				peak = max(peak, p.StagedPeak)
+				if p.Phase == "load" {
+					staged = p.Total
+				}
+			}}, dir)
+			sameAsReadJSON(t, db, dir)
+			// A chunk closes at the budget plus one line (a few KiB here).
+			bound := int64(2*runtime.GOMAXPROCS(0)+2) * (tc.budget + 64<<10)
+			switch {
+			case staged == 0 || peak == 0:
+				t.Fatalf("staged %d bytes, peak %d: want both reported", staged, peak)
+			case tc.bounded && (peak > bound || peak*4 > staged):
+				t.Errorf("peak %d bytes on disk of %d staged, want at most %d and under a quarter", peak, staged, bound)
+			case !tc.bounded && peak*2 < staged:
+				// The first worker done hands its chunks over while the
+				// other is still checking, so a little less than all.
+				t.Errorf("peak %d bytes on disk of %d staged, want about all of them at once", peak, staged)
+			}
+			left, err := os.ReadDir(tmp)
+			if err != nil || len(left) != 0 {
+				t.Errorf("the temporary directory holds %d entries after the load (%v), want none", len(left), err)
+			}
+		})
+	}
+}
+
+// A memory limit DuckDB does not take is refused with ErrMemoryLimit; one
+// it takes is DuckDB's memory_limit, with the spill directory given. A load
+// of more input than bigLoadBytes into memory caps DuckDB at bigLoadLimit
+// and spills to a directory of its own, removed by Close; a smaller one
+// leaves DuckDB's default alone.
+func TestMemoryLimit(t *testing.T) {
+	ctx := context.Background()
+	if _, err := Open(ctx, Options{MemoryLimit: "lots"}); !errors.Is(err, ErrMemoryLimit) {
+		t.Fatalf("Open with memory limit \"lots\" = %v, want ErrMemoryLimit", err)
+	}
+	spill := t.TempDir()
+	db := open(t, Options{MemoryLimit: "300MB", TempDir: spill})
+	if got := rows(t, db, "SELECT current_setting('memory_limit'), current_setting('temp_directory')"); got[0] != "286.1 MiB|"+spill {
+		t.Errorf("memory_limit|temp_directory = %s, want 286.1 MiB|%s", got[0], spill)
+	}
+	limit := func(db *DB) string { return rows(t, db, "SELECT current_setting('memory_limit')")[0] }
+	small := open(t, Options{}, validDir)
+	def := limit(open(t, Options{}))
+	if got := limit(small); got != def {
+		t.Errorf("a small load set memory_limit to %s, want the default %s", got, def)
+	}
+	defer func(n int64) { bigLoadBytes = n }(bigLoadBytes)
+	bigLoadBytes = 1 << 10
+	big := open(t, Options{}, validDir)
+	if got := limit(big); got != "953.6 MiB" {
+		t.Errorf("a big load set memory_limit to %s, want 953.6 MiB (1GB)", got)
+	}
+	dir := big.spill
+	if info, err := os.Stat(dir); dir == "" || err != nil || !info.IsDir() {
+		t.Fatalf("a big load spills to %q (%v), want a directory of its own", dir, err)
+	}
+	big.Close()
+	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("Close left the spill directory %s (%v)", dir, err)
+	}
+	if got := limit(open(t, Options{MemoryLimit: "2GB"}, validDir)); got != "1.8 GiB" {
+		t.Errorf("a big load with its own limit set memory_limit to %s, want 1.8 GiB (2GB)", got)
+	}
+}
+
+// A strict load refused for a bad line in its second file loads nothing:
+// the rows of the first file, inserted while the second was being
+// checked, are rolled back with the load's transaction.
+func TestARefusedLoadLeavesNoRows(t *testing.T) {
+	dir := t.TempDir()
+	src, err := os.ReadFile(filepath.Join(validDir, "parallel_batch.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "a.jsonl"), src, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "b.jsonl"), []byte(`{"v":1,"nonsense":true}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	db := open(t, Options{})
+	_, err = db.Load(context.Background(), dir)
+	var le *LoadError
+	if !errors.As(err, &le) {
+		t.Fatalf("load = %v, want a *LoadError", err)
+	}
+	if got := rows(t, db, "SELECT count(*) FROM raw_events"); got[0] != "0" {
+		t.Fatalf("%s rows left by a refused load, want 0", got[0])
+	}
+	if _, err := db.Load(context.Background(), filepath.Join(dir, "a.jsonl")); err != nil {
+		t.Fatal(err)
+	}
+	if got := rows(t, db, "SELECT count(*) = count(DISTINCT seq) FROM raw_events"); got[0] != "true" {
+		t.Fatal("the load after a refused one holds a row twice")
+	}
+}
