@@ -57,10 +57,10 @@ var eventTypes = closedSet[EventType]{
 	TypeUserPrompt, TypeSessionEnd, TypeMCPServer,
 }
 
-// Valid reports whether t is one of the v1 event types.
+// Valid reports whether t is one of the contract's event types.
 func (t EventType) Valid() bool { return eventTypes.has(t) }
 
-// EventTypes returns every v1 event type, in the order of the contract.
+// EventTypes returns every event type, in the order of the contract.
 func EventTypes() []EventType { return append([]EventType(nil), eventTypes...) }
 
 // FailureKind classifies a tool failure. It is given at the call site that

@@ -10,7 +10,7 @@ func TestAStreamedToolCallMayPrecedeItsModelResponse(t *testing.T) {
 	offset := 12.5
 	use := ContentBlock{Type: BlockToolUse, ID: "toolu_1", Name: "read", Input: json.RawMessage(`{"file_path":"a"}`)}
 	req := func() Payload {
-		return &ModelRequest{SystemHash: Hash(nil), ToolsHash: Hash(nil), ToolNames: []string{}, MessageHashes: []string{Hash([]byte("m"))}, NewMessages: []Message{}, Stream: true}
+		return &ModelRequest{SystemHash: Hash(nil), ToolsHash: Hash(nil), ToolNames: []string{}, MessageHashes: []string{Hash([]byte("m"))}, PrefixHash: PrefixHashOf([]string{Hash([]byte("m"))}), NewMessages: []Message{}, Stream: true}
 	}
 	resp := func(blocks ...ContentBlock) Payload {
 		return &ModelResponse{Content: blocks, StopReason: StopToolUse, Usage: Usage{}}
