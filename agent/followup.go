@@ -25,10 +25,18 @@ func ConversationOf(events []trajectory.Event) ([]trajectory.Message, error) {
 	var last *trajectory.ModelResponse
 	requests := 0
 	results := map[string]*trajectory.ToolResult{}
+	// conv gives each request's full message list, in either contract
+	// version: the messages it shares with the history are the ones
+	// before its new messages.
+	var conv trajectory.Conversation
 	for _, ev := range events {
 		switch p := ev.Payload.(type) {
 		case *trajectory.ModelRequest:
-			shared := len(p.MessageHashes) - len(p.NewMessages)
+			full, err := conv.Next(p)
+			if err != nil {
+				return nil, fmt.Errorf("%w: the model_request at seq %d: %w", ErrNotContinuable, ev.Seq, err)
+			}
+			shared := len(full) - len(p.NewMessages)
 			if shared < 0 || shared > len(msgs) {
 				return nil, fmt.Errorf("%w: the model_request at seq %d shares %d messages with a history of %d: the recording is not whole",
 					ErrNotContinuable, ev.Seq, shared, len(msgs))

@@ -37,9 +37,18 @@ func TestAFollowUpPromptContinuesTheSameSessionAndIsMarked(t *testing.T) {
 		t.Errorf("%d session_start events", n)
 	}
 	// The follow-up's request holds the whole first exchange.
-	reqs := payloads[*trajectory.ModelRequest](r.events)
-	if got := len(reqs[2].MessageHashes); got != 5 {
-		t.Errorf("the follow-up's request holds %d messages, want 5", got)
+	full, err := trajectory.Full(r.events)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lens []int
+	for i, e := range r.events {
+		if _, ok := e.Payload.(*trajectory.ModelRequest); ok {
+			lens = append(lens, len(full[i]))
+		}
+	}
+	if len(lens) < 3 || lens[2] != 5 {
+		t.Errorf("the requests hold %v messages, want the follow-up's (the third) to hold 5", lens)
 	}
 }
 

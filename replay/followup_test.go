@@ -72,7 +72,9 @@ func recordFollowUp(t *testing.T, ws, runs, script, prompt string, followUps []s
 	return sess.Recorder.Path()
 }
 
-func replayIdentically(t *testing.T, recording string) {
+// replayWithItsLink replays recording and fails unless the replay has no
+// divergence and keeps the recording's config hash and continued session.
+func replayWithItsLink(t *testing.T, recording string) {
 	t.Helper()
 	res, err := Run(t.Context(), RunOptions{Recording: recording, Out: filepath.Join(t.TempDir(), "replays"), TrustRecording: true})
 	if err != nil {
@@ -90,7 +92,7 @@ func TestASessionOfSeveralPromptsReplaysWithItsFollowUps(t *testing.T) {
 	ws := t.TempDir()
 	writeFiles(t, ws, map[string]string{"README.md": "A tiny project.\n", config.FileName: "permissions:\n  allow: [Write]\n"})
 	rec := recordFollowUp(t, ws, filepath.Join(t.TempDir(), "runs"), chatScript, "Read the README.", []string{"Now write NOTES.md."}, "")
-	replayIdentically(t, rec)
+	replayWithItsLink(t, rec)
 }
 
 func TestAContinuedSessionReplaysFromTheConversationItContinues(t *testing.T) {
@@ -105,7 +107,7 @@ func TestAContinuedSessionReplaysFromTheConversationItContinues(t *testing.T) {
     content: [{tool_use: {id: toolu_2, name: write, input: {file_path: NOTES.md, content: "tiny\n"}}}]
   - content: [{text: "Written."}]
 `, "Now write NOTES.md.", nil, first)
-	replayIdentically(t, second)
+	replayWithItsLink(t, second)
 
 	// Without the session it continues next to it, the continued
 	// recording cannot be replayed, and the error says what to do.

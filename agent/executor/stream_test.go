@@ -85,7 +85,8 @@ func gateUse(id, tool, key string) trajectory.ContentBlock {
 func (h *harness) streamTurn() *Stream {
 	h.turn++
 	h.rec.Emit(h.turn, &trajectory.ModelRequest{SystemHash: trajectory.Hash(nil), ToolsHash: trajectory.Hash(nil), ToolNames: []string{},
-		MessageHashes: []string{trajectory.Hash([]byte{byte(h.turn)})}, NewMessages: []trajectory.Message{}, Stream: true})
+		MessageHashes: []string{trajectory.Hash([]byte{byte(h.turn)})}, PrefixHash: trajectory.PrefixHashOf([]string{trajectory.Hash([]byte{byte(h.turn)})}),
+		NewMessages: []trajectory.Message{}, Stream: true})
 	return h.ex.NewStream(context.Background(), h.turn, time.Now())
 }
 
