@@ -203,3 +203,16 @@ func joined(as []trajectory.DefenseAction) string {
 	}
 	return strings.Join(s, ",")
 }
+
+// startMock serves script from the mock LLM on a loopback port for the
+// test's lifetime and returns its base URL.
+func startMock(t testing.TB, script *mockllm.Script) string {
+	t.Helper()
+	srv := mockllm.NewServer(script, mockllm.Options{})
+	url, err := srv.Start("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	return url
+}

@@ -290,12 +290,7 @@ func TestARealProviderRecordsEveryFailedAttempt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := mockllm.NewServer(script, mockllm.Options{})
-	url, err := srv.Start("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
+	url := startMock(t, script)
 	retries := &Retries{}
 	prov, err := llm.NewAnthropic(llm.Options{BaseURL: url, APIKey: "test", Model: "mock-1", OnRetry: retries.OnRetry})
 	if err != nil {

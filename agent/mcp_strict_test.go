@@ -111,12 +111,7 @@ func runOpenAIResponses(t *testing.T, opts llm.Options) (Result, []trajectory.Ev
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := mockllm.NewServer(script, mockllm.Options{})
-	url, err := srv.Start("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
+	url := startMock(t, script)
 	tap := &bodyTap{}
 	opts.BaseURL, opts.APIKey, opts.Model, opts.MaxRetries = url+"/v1", "test-key", "mock-1", -1
 	opts.HTTPClient = &http.Client{Transport: tap}
@@ -209,12 +204,7 @@ func TestALateOneOfToolRecordsItsNonStrictDecision(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := mockllm.NewServer(script, mockllm.Options{})
-	base, err := srv.Start("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
+	base := startMock(t, script)
 	prov, err := llm.NewOpenAIResponses(llm.Options{BaseURL: base + "/v1", APIKey: "test-key", Model: "mock-1", MaxRetries: -1,
 		ToolSchema: dialect.OpenAIStrict, StrictTools: true, NonStrictSchema: dialect.OpenAI})
 	if err != nil {

@@ -40,32 +40,38 @@ func TestTheWorkspaceSnapshotBelongsToTheSessionsStart(t *testing.T) {
 			if sample[1].Type() != TypeWorkspaceSnapshot {
 				t.Fatalf("the sample's second event is %s, want workspace_snapshot", sample[1].Type())
 			}
-			chk := NewChecker("session.jsonl")
-			for i, p := range c.edit(ps) {
-				turn := 1
-				if i == 0 {
-					turn = 0
-				}
-				if _, ok := p.(*WorkspaceSnapshot); ok {
-					turn = 0
-				}
-				ev := NewEvent(sample[0].Session, int64(i+1), sample[0].TS, turn, p)
-				if err := ev.Validate(); err != nil {
-					t.Fatalf("event %d: %v", i+1, err)
-				}
-				chk.Add(i+1, ev)
-			}
-			var msgs []string
-			for _, v := range chk.Finish() {
-				msgs = append(msgs, v.Error())
-			}
-			got := strings.Join(msgs, "\n")
-			switch {
-			case c.want == "" && got != "":
-				t.Fatalf("violations:\n%s\nwant none", got)
-			case c.want != "" && !strings.Contains(got, c.want):
-				t.Fatalf("violations:\n%s\nwant one saying %q", got, c.want)
-			}
+			wantViolation(t, sample[0], c.edit(ps), c.want)
 		})
+	}
+}
+
+// wantViolation checks payloads as one session, numbered from seq 1 with
+// first's session and time, and fails unless the checker reports a
+// violation containing want, or none when want is empty. The first payload
+// is turn 0, as session_start and workspace snapshots are; the rest turn 1.
+func wantViolation(t *testing.T, first Event, payloads []Payload, want string) {
+	t.Helper()
+	chk := NewChecker("session.jsonl")
+	for i, p := range payloads {
+		turn := 1
+		if _, ok := p.(*WorkspaceSnapshot); ok || i == 0 {
+			turn = 0
+		}
+		ev := NewEvent(first.Session, int64(i+1), first.TS, turn, p)
+		if err := ev.Validate(); err != nil {
+			t.Fatalf("event %d (%s): %v", i+1, p.EventType(), err)
+		}
+		chk.Add(i+1, ev)
+	}
+	var msgs []string
+	for _, v := range chk.Finish() {
+		msgs = append(msgs, v.Error())
+	}
+	got := strings.Join(msgs, "\n")
+	switch {
+	case want == "" && got != "":
+		t.Fatalf("violations:\n%s\nwant none", got)
+	case want != "" && !strings.Contains(got, want):
+		t.Fatalf("violations:\n%s\nwant one saying %q", got, want)
 	}
 }

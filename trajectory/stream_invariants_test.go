@@ -56,30 +56,7 @@ func TestAStreamedToolCallMayPrecedeItsModelResponse(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			sample := sampleSession("20261130-090000.000-0000abcd", 1)
-			chk := NewChecker("session.jsonl")
-			all := append([]Payload{sample[0].Payload}, c.payloads...)
-			for i, p := range all {
-				turn := 1
-				if i == 0 {
-					turn = 0
-				}
-				ev := NewEvent(sample[0].Session, int64(i+1), sample[0].TS, turn, p)
-				if err := ev.Validate(); err != nil {
-					t.Fatalf("event %d (%s): %v", i+1, p.EventType(), err)
-				}
-				chk.Add(i+1, ev)
-			}
-			var msgs []string
-			for _, v := range chk.Finish() {
-				msgs = append(msgs, v.Error())
-			}
-			got := strings.Join(msgs, "\n")
-			switch {
-			case c.want == "" && got != "":
-				t.Fatalf("violations:\n%s\nwant none", got)
-			case c.want != "" && !strings.Contains(got, c.want):
-				t.Fatalf("violations:\n%s\nwant one saying %q", got, c.want)
-			}
+			wantViolation(t, sample[0], append([]Payload{sample[0].Payload}, c.payloads...), c.want)
 		})
 	}
 }
