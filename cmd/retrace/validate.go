@@ -24,7 +24,7 @@ func newValidateCmd(sys *IO) *cobra.Command {
 	opts := &validateOptions{}
 	cmd := &cobra.Command{
 		Use:   "validate [PATH...]",
-		Short: "Check trajectories against the v1 contract and its invariants",
+		Short: "Check trajectories against the contract (v2; v1 files too) and its invariants",
 		Long: `Validate decodes every line of each trajectory strictly (known version, known
 event types and closed-set values, required fields, labels that are labels)
 and checks each session's invariants: seq from 1 without gaps; one
