@@ -256,7 +256,14 @@ func runRun(ctx context.Context, sys *IO, opts *runOptions) error {
 	if cfg.Limits.MaxTurns == 0 {
 		cfg.Limits.MaxTurns = defaultMaxTurns
 	}
-	maxConcurrent, _ := strconv.Atoi(sys.Getenv("RETRACE_TOOL_MAX_CONCURRENT"))
+	maxConcurrent := 0
+	if v := sys.Getenv("RETRACE_TOOL_MAX_CONCURRENT"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			return usage(fmt.Errorf("RETRACE_TOOL_MAX_CONCURRENT=%q: want a whole number of parallel tool calls, at least 1 (unset for the default, 10)", v))
+		}
+		maxConcurrent = n
+	}
 	spec := harness.Spec{
 		Workspace: workspace, Config: cfg, ConfigName: cfgName,
 		Provider: provider, Model: opts.model, Stream: opts.stream, BatchTools: opts.batch,
