@@ -86,6 +86,10 @@ type harnessOpts struct {
 	hooks  []hooks.Config
 	extra  []tools.Tool
 	prompt Prompter
+	// maxConcurrent, timeout and schemaSent go to the Config as they are.
+	maxConcurrent int
+	timeout       time.Duration
+	schemaSent    func(string) bool
 }
 
 func newHarness(t *testing.T, o harnessOpts) *harness {
@@ -112,7 +116,7 @@ func newHarness(t *testing.T, o harnessOpts) *harness {
 	buf := &bytes.Buffer{}
 	rec := recorder.New(buf, recorder.Options{})
 	ex, err := New(Config{Env: env, Permission: perm, Hooks: hr, Sink: rec, Blobs: recorder.OpenBlobs(filepath.Join(t.TempDir(), "blobs")),
-		Prompter: o.prompt, SessionID: rec.SessionID()})
+		Prompter: o.prompt, SessionID: rec.SessionID(), MaxConcurrent: o.maxConcurrent, Timeout: o.timeout, SchemaSent: o.schemaSent})
 	if err != nil {
 		t.Fatal(err)
 	}
