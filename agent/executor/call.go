@@ -235,14 +235,14 @@ func (c *call) permit(ctx context.Context, input json.RawMessage, hook *permissi
 	}
 	if d.Behavior == permission.Deny {
 		sink.Emit(turnNo, &trajectory.PermissionDeny{PermissionDecision: decision(d.Source, false)})
-		c.deny(req, d.Reason)
+		c.deny(req, d.Reason, d.Source, true)
 		return false
 	}
 	// Ask, and anything unknown: fail closed.
 	sink.Emit(turnNo, &trajectory.PermissionPrompt{PermissionDecision: decision(d.Source, true)})
 	if c.ex.cfg.Prompter == nil {
 		sink.Emit(turnNo, &trajectory.PermissionDeny{PermissionDecision: decision(trajectory.SourceNonInteractive, true)})
-		c.deny(req, "This call needs a person's confirmation, but the session is non-interactive, so it was refused. "+d.Reason)
+		c.deny(req, "This call needs a person's confirmation, but the session is non-interactive, so it was refused. "+d.Reason, trajectory.SourceNonInteractive, false)
 		return false
 	}
 	allowed, err := c.ex.cfg.Prompter.Confirm(ctx, Prompt{ToolUseID: c.id, Tool: c.name, Input: input, Reason: d.Reason})
@@ -256,18 +256,35 @@ func (c *call) permit(ctx context.Context, input json.RawMessage, hook *permissi
 		c.finish(outcome{kind: trajectory.FailureAborted, code: "user_abort", text: "Not run: the user interrupted the turn while this call waited for confirmation."})
 		return false
 	}
-	c.deny(req, "The user denied this call. Do not retry it; ask the user what they want instead.")
+	c.deny(req, "The user denied this call. Do not retry it; ask the user what they want instead.", trajectory.SourceUser, false)
 	return false
 }
 
 // deny finishes a denied call. It is the one place every final denial goes
 // through, so the denial fuse is counted here and its trigger is recorded
 // where it acts, never where it is merely evaluated (seed §8.7, §13.3).
-func (c *call) deny(req permission.Request, reason string) {
+// by is the source of the final decision; hard says the permission chain
+// itself denied the call (a deny rule, a hard block, a hook's deny), so no
+// person was or will be asked.
+//
+// The trigger's action is what the fuse does from this denial on, which
+// depends on the path. After an ask that was refused, the same call goes
+// to a person with the fuse's reason (chain step fuse): needs_confirmation.
+// A hard deny the fuse never turns into a question (permission.Checker
+// keeps it a deny), so recording needs_confirmation there would claim a
+// confirmation nothing will ask for. What the fuse does instead is tell
+// the model, in this result and in every later denial of the call, to stop
+// retrying; the call stays denied and the session continues: continue.
+func (c *call) deny(req permission.Request, reason string, by trajectory.PermissionSource, hard bool) {
 	if c.ex.cfg.Permission.Denied(req) {
+		action := trajectory.ActionNeedsConfirmation
+		if hard {
+			action = trajectory.ActionContinue
+			reason += " This exact call has now been denied repeatedly and will be denied again; stop retrying it, and tell the user what you wanted to do."
+		}
 		c.ex.cfg.Sink.Emit(c.t.number, &trajectory.DefenseTrigger{Defense: trajectory.DefenseDenialFuse,
-			Action: trajectory.ActionNeedsConfirmation, ToolUseID: c.id, Count: 1,
-			Evidence: map[string]string{"tool": c.name}})
+			Action: action, ToolUseID: c.id, Count: int(c.ex.fuseTrips.Add(1)),
+			Evidence: map[string]string{"tool": c.name, "source": string(by)}})
 	}
 	c.finish(outcome{kind: trajectory.FailurePermissionDenied, text: reason})
 }

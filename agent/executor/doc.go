@@ -24,6 +24,15 @@
 // then tool_end with the tool's own duration (§5.8, §14): no path can skip
 // an event, and the trajectory invariants checker verifies it in the tests.
 //
+// Every final denial also goes through one function, deny, which counts it
+// for the permission checker's denial fuse (seed §8.7) and, at the denial
+// that trips the fuse, records a denial_fuse defense_trigger with what the
+// fuse does from then on: needs_confirmation when the call came through an
+// ask (later attempts go to a person), continue when the chain denied it
+// outright (a deny rule or a hard block stays a deny and nothing is asked;
+// the model is told to stop retrying). Count is the fuse's triggers in the
+// session, and the evidence names the tool and the deciding source.
+//
 // Stream is the scheduler of a streamed turn (seed §7): calls are offered
 // as their tool_use blocks complete and pass through four states —
 // queued, executing, completed, yielded (§7.3). A call starts when

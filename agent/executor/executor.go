@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"regexp"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/retrace-dev/retrace/agent/hooks"
@@ -80,6 +81,9 @@ type Executor struct {
 	cfg     Config
 	reg     *tools.Registry
 	schemas *schemaCache
+	// fuseTrips counts the denial fuse's triggers in the session, for
+	// their Count; denials of parallel calls may trip it at once.
+	fuseTrips atomic.Int32
 }
 
 // New checks cfg and returns an Executor.

@@ -86,6 +86,10 @@ type harnessOpts struct {
 	hooks  []hooks.Config
 	extra  []tools.Tool
 	prompt Prompter
+	// maxConcurrent, timeout and schemaSent go to the Config as they are.
+	maxConcurrent int
+	timeout       time.Duration
+	schemaSent    func(string) bool
 }
 
 func newHarness(t *testing.T, o harnessOpts) *harness {
@@ -112,7 +116,7 @@ func newHarness(t *testing.T, o harnessOpts) *harness {
 	buf := &bytes.Buffer{}
 	rec := recorder.New(buf, recorder.Options{})
 	ex, err := New(Config{Env: env, Permission: perm, Hooks: hr, Sink: rec, Blobs: recorder.OpenBlobs(filepath.Join(t.TempDir(), "blobs")),
-		Prompter: o.prompt, SessionID: rec.SessionID()})
+		Prompter: o.prompt, SessionID: rec.SessionID(), MaxConcurrent: o.maxConcurrent, Timeout: o.timeout, SchemaSent: o.schemaSent})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -395,15 +399,81 @@ func TestHeadlessAskIsRecordedAsAPromptThenANonInteractiveDeny(t *testing.T) {
 	}
 }
 
-func TestTheDenialFuseFiresOnceWhereItActs(t *testing.T) {
-	h := newHarness(t, harnessOpts{perm: permission.Config{Deny: []string{"Bash(rm:*)"}, FuseThreshold: 3}})
-	for i := 0; i < 5; i++ {
-		h.turnWith(context.Background(), use(fmt.Sprintf("toolu_%d", i), "bash", `{"command":"rm -f notes.txt"}`))
+// The fuse trips once per operation, at its third denial, and records
+// what it does from then on (seed §8.7). On the ask path the same call
+// then goes to a person with the fuse's reason: needs_confirmation. A
+// hard deny stays a deny and nothing is ever asked, so there the fuse
+// tells the model to stop retrying and the session continues: continue,
+// never needs_confirmation.
+func TestTheDenialFuseFiresOnceWhereItActsWithTheActionItTakes(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		perm    permission.Config
+		command string
+		action  trajectory.DefenseAction
+		source  trajectory.PermissionSource
+		// fusePrompts is how many permission_prompt events name the fuse.
+		fusePrompts int
+	}{
+		{"A deny rule refused five times trips the fuse at the third with continue; nothing is asked.",
+			permission.Config{Deny: []string{"Bash(rm:*)"}, FuseThreshold: 3}, "rm -f notes.txt", trajectory.ActionContinue, trajectory.SourceRule, 0},
+		{"An ask refused headless five times trips the fuse at the third with needs_confirmation; the later calls go to a person.",
+			permission.Config{FuseThreshold: 3}, "touch notes.txt", trajectory.ActionNeedsConfirmation, trajectory.SourceNonInteractive, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, harnessOpts{perm: tc.perm})
+			in, _ := json.Marshal(map[string]string{"command": tc.command})
+			var res [][]trajectory.ContentBlock
+			for i := 0; i < 5; i++ {
+				res = append(res, h.turnWith(context.Background(), use(fmt.Sprintf("toolu_%d", i), "bash", string(in))))
+			}
+			evs := h.events()
+			triggers := payloads[*trajectory.DefenseTrigger](evs)
+			if len(triggers) != 1 || triggers[0].Defense != trajectory.DefenseDenialFuse || triggers[0].ToolUseID != "toolu_2" {
+				t.Fatalf("defense triggers = %+v, want exactly one denial_fuse at the third denial (toolu_2)", triggers)
+			}
+			tr := triggers[0]
+			if tr.Action != tc.action || tr.Count != 1 || tr.Evidence["source"] != string(tc.source) || tr.Evidence["tool"] != "bash" {
+				t.Fatalf("trigger = %+v, want action %s, count 1, source %s", tr, tc.action, tc.source)
+			}
+			fused := 0
+			for _, p := range payloads[*trajectory.PermissionPrompt](evs) {
+				if p.Source == trajectory.SourceFuse {
+					fused++
+				}
+			}
+			if fused != tc.fusePrompts {
+				t.Fatalf("%d permission prompts came from the fuse, want %d", fused, tc.fusePrompts)
+			}
+			for i, r := range res {
+				if !r[0].IsError {
+					t.Fatalf("call %d was not denied: %q", i, r[0].Content)
+				}
+			}
+			if tc.action == trajectory.ActionContinue {
+				for i := 2; i < 5; i++ {
+					if !strings.Contains(res[i][0].Content, "stop retrying") {
+						t.Errorf("denial %d does not tell the model to stop retrying: %q", i, res[i][0].Content)
+					}
+				}
+				if strings.Contains(res[1][0].Content, "stop retrying") {
+					t.Errorf("the second denial, before the fuse tripped, already says stop retrying: %q", res[1][0].Content)
+				}
+			}
+		})
 	}
-	evs := h.events()
-	triggers := payloads[*trajectory.DefenseTrigger](evs)
-	if len(triggers) != 1 || triggers[0].Defense != trajectory.DefenseDenialFuse || triggers[0].ToolUseID != "toolu_2" {
-		t.Fatalf("defense triggers = %+v, want exactly one denial_fuse at the third denial (toolu_2)", triggers)
+}
+
+// Count is the fuse's triggers in the session: two operations that each
+// trip it count 1 and 2.
+func TestTheDenialFuseCountsItsTriggersAcrossOperations(t *testing.T) {
+	h := newHarness(t, harnessOpts{perm: permission.Config{Deny: []string{"Bash(rm:*)"}, FuseThreshold: 2}})
+	for i := 0; i < 4; i++ {
+		h.turnWith(context.Background(), use(fmt.Sprintf("toolu_%d", i), "bash", fmt.Sprintf(`{"command":"rm -f f%d"}`, i/2)))
+	}
+	triggers := payloads[*trajectory.DefenseTrigger](h.events())
+	if len(triggers) != 2 || triggers[0].Count != 1 || triggers[1].Count != 2 || triggers[1].ToolUseID != "toolu_3" {
+		t.Fatalf("triggers = %+v, want counts 1 and 2, the second at toolu_3", triggers)
 	}
 }
 

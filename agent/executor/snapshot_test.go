@@ -151,3 +151,86 @@ func TestWritingProgramsAreSnapshottedBeforeTheyRun(t *testing.T) {
 		})
 	}
 }
+
+// More of the write analysis reaches stage ②: the files of truncate, dd
+// of=, chmod, install and of every part of a compound command are saved
+// with their content before the command runs, and a file that did not
+// exist yet is listed as such. Each command is then checked to have
+// really changed the file, so the saved content is the "before".
+func TestEveryWriteTheAnalysisKnowsIsSnapshottedBeforeTheCommandChangesIt(t *testing.T) {
+	tests := []struct {
+		name    string
+		cmd     string
+		saved   []string // existing files saved with their content before
+		created []string // files listed as not existing before
+	}{
+		{"truncate saves the file it empties", "truncate -s 0 a.txt", []string{"a.txt"}, nil},
+		{"dd of= saves the file it overwrites", "dd if=b.txt of=a.txt status=none", []string{"a.txt"}, nil},
+		{"chmod saves the file whose mode it changes", "chmod 600 a.txt", []string{"a.txt"}, nil},
+		{"install saves the destination it replaces", "install -m 644 b.txt a.txt", []string{"a.txt"}, nil},
+		{"touch lists a new file as not existing before", "touch new.txt", nil, []string{"new.txt"}},
+		{"a compound command saves the files of each part", "cp b.txt a.txt && echo y >> b.txt; mv b.txt c.txt",
+			[]string{"a.txt", "b.txt"}, []string{"c.txt"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, harnessOpts{perm: permission.Config{Mode: trajectory.PermBypass}})
+			before := map[string]os.FileInfo{}
+			for _, n := range []string{"a.txt", "b.txt"} {
+				p := filepath.Join(h.ws, n)
+				os.WriteFile(p, []byte("content of "+n), 0o644)
+				before[n], _ = os.Stat(p)
+			}
+			m, data := manifestOf(t, h, tt.cmd)
+			files := map[string]snapshotFile{}
+			for _, f := range m.Files {
+				files[f.Path] = f
+			}
+			for _, n := range tt.saved {
+				f, ok := files[filepath.Join(h.ws, n)]
+				if !ok || !f.Existed || f.Blob == "" || blobOf(t, h, f.Blob) != "content of "+n {
+					t.Errorf("%s was not saved before the call: manifest %s", n, data)
+				}
+				after, err := os.Stat(filepath.Join(h.ws, n))
+				changed := err != nil || after.Size() != before[n].Size() || after.Mode() != before[n].Mode()
+				if !changed {
+					if got, _ := os.ReadFile(filepath.Join(h.ws, n)); string(got) != "content of "+n {
+						changed = true
+					}
+				}
+				if !changed {
+					t.Errorf("%s is unchanged after %q, so the test proves nothing", n, tt.cmd)
+				}
+			}
+			for _, n := range tt.created {
+				if f, ok := files[filepath.Join(h.ws, n)]; !ok || f.Existed {
+					t.Errorf("%s is not listed as a new file: manifest %s", n, data)
+				}
+				if _, err := os.Stat(filepath.Join(h.ws, n)); err != nil {
+					t.Errorf("%q did not create %s: %v", tt.cmd, n, err)
+				}
+			}
+			if m.Partial {
+				t.Errorf("the manifest of %q is partial, but every target is static: %s", tt.cmd, data)
+			}
+		})
+	}
+}
+
+// The control: commands that write nothing make no snapshot at all.
+func TestACommandThatWritesNothingHasNoSnapshot(t *testing.T) {
+	for _, cmd := range []string{"cat a.txt", "grep -n content a.txt", "ls -la", "echo hi > /dev/null"} {
+		t.Run(cmd, func(t *testing.T) {
+			h := newHarness(t, harnessOpts{perm: permission.Config{Mode: trajectory.PermBypass}})
+			os.WriteFile(filepath.Join(h.ws, "a.txt"), []byte("content of a.txt"), 0o644)
+			in, _ := json.Marshal(map[string]string{"command": cmd})
+			res := h.turnWith(context.Background(), use("toolu_1", "bash", string(in)))
+			if res[0].IsError {
+				t.Fatalf("%q failed: %q", cmd, res[0].Content)
+			}
+			if ref := endOf(t, h.events(), "toolu_1").Snapshot; ref != "" {
+				t.Fatalf("%q has the snapshot %s, but it writes nothing", cmd, ref)
+			}
+		})
+	}
+}
