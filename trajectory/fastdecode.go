@@ -47,6 +47,8 @@ import (
 type fastState struct {
 	strings *[internSlots]string
 	list    []string
+	// slices holds a scratch slice per slice decoder (see sliceDecoder).
+	slices []reflect.Value
 }
 
 // The intern table is direct-mapped: a string takes the slot its hash
@@ -56,19 +58,6 @@ const (
 	internSlots    = 1 << 10
 	maxInternedLen = 64
 )
-
-// tables keeps the intern tables of the Decoders that reached their end.
-// A table handed on still holds strings of the file before, which are
-// only strings: a look-up compares contents.
-var tables sync.Pool
-
-// release gives the intern table back, for the next Decoder.
-func (st *fastState) release() {
-	if st.strings != nil {
-		tables.Put(st.strings)
-		st.strings = nil
-	}
-}
 
 // intern returns b as a string, the same string for the same bytes while
 // they hold their slot.
@@ -81,10 +70,10 @@ func (st *fastState) intern(b []byte) string {
 		h = (h ^ uint32(c)) * 16777619
 	}
 	if st.strings == nil {
-		st.strings, _ = tables.Get().(*[internSlots]string)
-		if st.strings == nil {
-			st.strings = new([internSlots]string)
-		}
+		// A table handed on with its line parser (see parsers) still
+		// holds strings of the file before, which are only strings: a
+		// look-up compares contents.
+		st.strings = new([internSlots]string)
 	}
 	slot := &st.strings[h%internSlots]
 	if *slot != string(b) {
@@ -210,6 +199,9 @@ func fieldOf(v reflect.Value, index []int) reflect.Value {
 type compiler struct {
 	structs map[reflect.Type]*structDecoder
 	bad     map[reflect.Type]bool
+	// slices counts the slice decoders compiled: each has a scratch
+	// slot of that number in fastState.slices.
+	slices int
 }
 
 var (
@@ -254,7 +246,8 @@ func (c *compiler) decoderOf(t reflect.Type) (valueDecoder, bool) {
 		if !ok {
 			return nil, false
 		}
-		return sliceDecoder(t, elem), true
+		c.slices++
+		return sliceDecoder(t, elem, c.slices-1), true
 	case reflect.Map:
 		if t.Key().Kind() != reflect.String || t.Key() != reflect.TypeFor[string]() {
 			return nil, false
@@ -766,7 +759,13 @@ func pointerDecoder(elemType reflect.Type, elem valueDecoder) valueDecoder {
 	}
 }
 
-func sliceDecoder(t reflect.Type, elem valueDecoder) valueDecoder {
+// sliceDecoder decodes an array into a slice of type t. The elements are
+// decoded into a scratch slice the Decoder keeps (slot names it in
+// fastState.slices) and copied once into a slice of the exact length:
+// growing the result element by element allocated about twice the bytes
+// the elements take, most of a corpus's allocations (payload lists of
+// content blocks are large elements).
+func sliceDecoder(t reflect.Type, elem valueDecoder, slot int) valueDecoder {
 	return func(st *fastState, b []byte, i int, v reflect.Value) (int, bool) {
 		if end, ok := isNull(b, i); ok {
 			return end, true
@@ -774,29 +773,56 @@ func sliceDecoder(t reflect.Type, elem valueDecoder) valueDecoder {
 		if i >= len(b) || b[i] != '[' {
 			return 0, false
 		}
-		// An empty array is an empty slice, not nil, as in encoding/json.
-		v.Set(reflect.MakeSlice(t, 0, 0))
 		i = skipSpace(b, i+1)
 		if i < len(b) && b[i] == ']' {
+			// An empty array is an empty slice, not nil, as in encoding/json.
+			v.Set(reflect.MakeSlice(t, 0, 0))
 			return i + 1, true
 		}
+		scratch := st.takeSlice(slot, t)
+		// The scratch goes back to its slot however this ends, cleared, so
+		// that every element starts at its zero value and no string of
+		// this line stays reachable from it.
+		defer func() {
+			scratch.Clear()
+			scratch.SetLen(0)
+			st.slices[slot] = scratch
+		}()
 		for n := 0; ; n++ {
-			if n >= v.Cap() {
-				v.Grow(max(1, n))
+			if n >= scratch.Cap() {
+				scratch.Grow(max(4, n))
 			}
-			v.SetLen(n + 1)
+			scratch.SetLen(n + 1)
 			var ok bool
-			if i, ok = elem(st, b, i, v.Index(n)); !ok {
+			if i, ok = elem(st, b, i, scratch.Index(n)); !ok {
 				return 0, false
 			}
 			if i, ok = nextMember(b, i, ']'); !ok {
 				return 0, false
 			}
 			if b[i-1] == ']' {
+				out := reflect.MakeSlice(t, n+1, n+1)
+				reflect.Copy(out, scratch)
+				v.Set(out)
 				return i, true
 			}
 		}
 	}
+}
+
+// takeSlice returns the scratch slice of slot, empty, and leaves the slot
+// empty until it is given back, so that a slice of the same type nested in
+// an element gets a scratch of its own.
+func (st *fastState) takeSlice(slot int, t reflect.Type) reflect.Value {
+	for len(st.slices) <= slot {
+		st.slices = append(st.slices, reflect.Value{})
+	}
+	s := st.slices[slot]
+	st.slices[slot] = reflect.Value{}
+	if !s.IsValid() {
+		s = reflect.New(t).Elem()
+	}
+	return s
 }
 
 // decodeStrings decodes a list of strings, the most common list (tool
