@@ -284,12 +284,27 @@ type member struct {
 
 var envelopeKeys = []string{"v", "session", "seq", "ts", "turn", "type"}
 
-func isEnvelopeKey(k []byte) bool {
+func isEnvelopeKey(k []byte) bool { return envelopeIndex(k) >= 0 }
+
+// envelopeIndex returns the index of k in envelopeKeys, or -1: a switch,
+// which compiles to a few comparisons, where a loop over the list would
+// compare every key of a line with six names.
+func envelopeIndex(k []byte) int {
 	switch string(k) {
-	case "v", "session", "seq", "ts", "turn", "type":
-		return true
+	case "v":
+		return 0
+	case "session":
+		return 1
+	case "seq":
+		return 2
+	case "ts":
+		return 3
+	case "turn":
+		return 4
+	case "type":
+		return 5
 	}
-	return false
+	return -1
 }
 
 // decode decodes one line. On error the event is returned too when its
@@ -304,15 +319,15 @@ func (p *lineParser) decode(line []byte) (Event, error) {
 	if !ok {
 		return Event{}, syntaxError(line)
 	}
-	if dup := duplicateKey(members); dup != "" {
-		return Event{}, &FieldError{Field: dup, Err: ErrMalformed, Detail: "appears twice"}
+	if !p.distinctKeys(members) {
+		if dup := duplicateKey(members); dup != "" {
+			return Event{}, &FieldError{Field: dup, Err: ErrMalformed, Detail: "appears twice"}
+		}
 	}
 	var env [6][]byte
 	for _, m := range members {
-		for k, name := range envelopeKeys {
-			if string(m.key) == name {
-				env[k] = m.val
-			}
+		if k := envelopeIndex(m.key); k >= 0 {
+			env[k] = m.val
 		}
 	}
 	var ev Event
@@ -466,6 +481,35 @@ func (p *lineParser) unmarshalMembers(line []byte, members []member, fields payl
 	}
 	p.scratch = append(p.scratch, '}')
 	return p.unmarshal(p.scratch, payload)
+}
+
+// distinctKeys reports, cheaply, that no key of members appears twice,
+// when every key is an envelope key or a field of the payload the scan
+// found the type of: each then has a number (its envelope index or field
+// index), and a key given twice is a number seen twice. False means only
+// that duplicateKey must look (an unknown key, no type found yet, or a
+// duplicate, which duplicateKey then names as it always has).
+func (p *lineParser) distinctKeys(members []member) bool {
+	sd := p.early.sd
+	if sd == nil {
+		return false
+	}
+	var env, fields uint64
+	for _, m := range members {
+		if k := envelopeIndex(m.key); k >= 0 {
+			if env&(1<<k) != 0 {
+				return false
+			}
+			env |= 1 << k
+			continue
+		}
+		k, ok := sd.lookup(m.key)
+		if !ok || fields&(1<<k) != 0 {
+			return false
+		}
+		fields |= 1 << k
+	}
+	return true
 }
 
 // duplicateKey returns a key that appears twice, or "". Events have a

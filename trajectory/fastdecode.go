@@ -2,7 +2,9 @@ package trajectory
 
 import (
 	"encoding"
+	"encoding/binary"
 	"encoding/json"
+	"math/bits"
 	"reflect"
 	"strconv"
 	"strings"
@@ -55,7 +57,8 @@ type fastState struct {
 // names, replacing what was there, so memory stays constant on any input
 // and a look-up is a hash and one comparison.
 const (
-	internSlots    = 1 << 10
+	internBits     = 10
+	internSlots    = 1 << internBits
 	maxInternedLen = 64
 )
 
@@ -65,17 +68,26 @@ func (st *fastState) intern(b []byte) string {
 	if len(b) > maxInternedLen {
 		return string(b)
 	}
-	h := uint32(2166136261)
-	for _, c := range b {
-		h = (h ^ uint32(c)) * 16777619
+	// The slot is chosen from the length and the first and last eight
+	// bytes, which tell apart the strings a file repeats (hashes differ
+	// everywhere, names at their ends) at a fraction of hashing every
+	// byte; two strings that share a slot only take turns in it.
+	var h uint64
+	if len(b) >= 8 {
+		h = binary.LittleEndian.Uint64(b) ^ bits.RotateLeft64(binary.LittleEndian.Uint64(b[len(b)-8:]), 29)
+	} else {
+		for _, c := range b {
+			h = h<<8 | uint64(c)
+		}
 	}
+	h = (h ^ uint64(len(b))) * 0x9e3779b97f4a7c15
 	if st.strings == nil {
 		// A table handed on with its line parser (see parsers) still
 		// holds strings of the file before, which are only strings: a
 		// look-up compares contents.
 		st.strings = new([internSlots]string)
 	}
-	slot := &st.strings[h%internSlots]
+	slot := &st.strings[h>>(64-internBits)]
 	if *slot != string(b) {
 		*slot = string(b)
 	}

@@ -81,6 +81,15 @@ func skipSpace(b []byte, i int) int {
 
 // skipString returns the offset just past the string starting at b[i] == '"'.
 func skipString(b []byte, i int) (end int, escaped, ok bool) {
+	// Keys and closed-set values are short: a plain loop finds their end
+	// before a call to IndexByte would have started.
+	for j := i + 1; j < len(b) && j <= i+32; j++ {
+		if c := b[j]; c == '"' {
+			return j + 1, false, true
+		} else if c == '\\' {
+			break
+		}
+	}
 	// Most strings hold no escape: find the closing quote at memory speed.
 	if q := bytes.IndexByte(b[i+1:], '"'); q >= 0 && bytes.IndexByte(b[i+1:i+1+q], '\\') < 0 {
 		return i + q + 2, false, true
