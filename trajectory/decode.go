@@ -233,6 +233,7 @@ type lineParser struct {
 	dec     *json.Decoder
 	fast    fastState
 	early   earlyDecode
+	checks  checks
 	// lastSession is the session id of the last line decoded.
 	lastSession string
 	// reference makes every payload go through encoding/json, the
@@ -353,18 +354,13 @@ func (p *lineParser) decode(line []byte) (Event, error) {
 	if ev.Seq, err = strconv.ParseInt(string(env[2]), 10, 64); err != nil {
 		return ev, &FieldError{Field: "seq", Err: ErrMalformed, Detail: fmt.Sprintf("got %s, want an integer", truncate(env[2], 40))}
 	}
-	ts, err := jsonString("ts", env[3])
-	if err != nil {
+	if ev.TS, err = parseTS(env[3]); err != nil {
 		return ev, err
 	}
-	if ev.TS, err = time.Parse(time.RFC3339Nano, ts); err != nil {
-		return ev, &FieldError{Field: "ts", Err: ErrMalformed, Detail: fmt.Sprintf("got %q, want an RFC 3339 time such as 2026-01-02T15:04:05Z", truncate([]byte(ts), 40))}
-	}
-	ev.TS = ev.TS.UTC()
 	if ev.Turn, err = strconv.Atoi(string(env[4])); err != nil {
 		return ev, &FieldError{Field: "turn", Err: ErrMalformed, Detail: fmt.Sprintf("got %s, want an integer", truncate(env[4], 40))}
 	}
-	typ, err := jsonString("type", env[5])
+	typ, err := p.typeString(env[5])
 	if err != nil {
 		return ev, err
 	}
@@ -379,9 +375,88 @@ func (p *lineParser) decode(line []byte) (Event, error) {
 		return ev, fieldErr
 	}
 	if fieldErr == nil {
-		fieldErr = ev.Validate()
+		// The checks live in the parser: through the payload's validate
+		// method they would escape, an allocation per event.
+		p.checks = checks{}
+		fieldErr = ev.validate(&p.checks)
 	}
 	return ev, fieldErr
+}
+
+// typeString decodes the type member, interned: a file repeats a handful
+// of types, and the plain case needs no allocation then.
+func (p *lineParser) typeString(raw []byte) (string, error) {
+	if len(raw) >= 2 && raw[0] == '"' && raw[len(raw)-1] == '"' && isPlainASCII(raw[1:len(raw)-1]) {
+		return p.fast.intern(raw[1 : len(raw)-1]), nil
+	}
+	return jsonString("type", raw)
+}
+
+// isPlainASCII reports whether b holds only printable ASCII other than a
+// backslash: a JSON string body that decodes to itself.
+func isPlainASCII(b []byte) bool {
+	for _, c := range b {
+		if c < 0x20 || c >= 0x80 || c == '\\' {
+			return false
+		}
+	}
+	return true
+}
+
+// parseTS decodes the ts member as time.Parse(time.RFC3339Nano) does, in
+// UTC. The canonical form the recorder writes, 2026-01-02T15:04:05.123Z,
+// is parsed from the line's bytes by time.Time.UnmarshalText, which for
+// that form runs the same RFC 3339 parser time.Parse tries first, without
+// making a string of the bytes. Anything else, and any value that parser
+// refuses, goes the way it always went, so what is accepted and every
+// error text stay as they were (TestParseTSAgreesWithTimeParse).
+func parseTS(raw []byte) (time.Time, error) {
+	if len(raw) >= 2 && raw[0] == '"' && raw[len(raw)-1] == '"' && canonicalTS(raw[1:len(raw)-1]) {
+		var t time.Time
+		if t.UnmarshalText(raw[1:len(raw)-1]) == nil {
+			return t.UTC(), nil
+		}
+	}
+	ts, err := jsonString("ts", raw)
+	if err != nil {
+		return time.Time{}, err
+	}
+	t, err := time.Parse(time.RFC3339Nano, ts)
+	if err != nil {
+		return time.Time{}, &FieldError{Field: "ts", Err: ErrMalformed, Detail: fmt.Sprintf("got %q, want an RFC 3339 time such as 2026-01-02T15:04:05Z", truncate([]byte(ts), 40))}
+	}
+	return t.UTC(), nil
+}
+
+// canonicalTS reports whether b has the form YYYY-MM-DDTHH:MM:SSZ, with
+// an optional fraction of 1 to 9 digits before the Z.
+func canonicalTS(b []byte) bool {
+	const layout = "dddd-dd-ddTdd:dd:dd"
+	if len(b) < len(layout)+1 || len(b) > len(layout)+11 || b[len(b)-1] != 'Z' {
+		return false
+	}
+	for i := 0; i < len(layout); i++ {
+		if layout[i] == 'd' {
+			if b[i] < '0' || b[i] > '9' {
+				return false
+			}
+		} else if b[i] != layout[i] {
+			return false
+		}
+	}
+	frac := b[len(layout) : len(b)-1]
+	if len(frac) == 0 {
+		return true
+	}
+	if len(frac) < 2 || frac[0] != '.' {
+		return false
+	}
+	for _, c := range frac[1:] {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // decodePayload decodes the payload members of a line of type typ. It
