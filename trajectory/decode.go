@@ -281,6 +281,39 @@ type member struct {
 	// decoded is set when scanObject decoded the value into the payload
 	// of earlyDecode already.
 	decoded bool
+	// id names the key once it is looked up (resolveKeys), so that a key
+	// is compared with the names once per line, not once per use: the
+	// index of a field of the early payload's decoder, idEnvelope plus
+	// the index in envelopeKeys, idNone for a key that is neither, or
+	// idUnresolved before the look-up (or without a decoder to look in).
+	id int
+}
+
+// The ids of member keys besides field indexes (0 to 63).
+const (
+	idEnvelope   = 64
+	idNone       = -1
+	idUnresolved = -2
+)
+
+// resolveKeys gives every member its id, looking keys up in sd (the early
+// payload's decoder; nil leaves payload keys unresolved).
+func resolveKeys(members []member, sd *structDecoder) {
+	for i := range members {
+		m := &members[i]
+		if m.id != idUnresolved {
+			continue
+		}
+		if k := envelopeIndex(m.key); k >= 0 {
+			m.id = idEnvelope + k
+		} else if sd != nil {
+			if k, ok := sd.lookup(m.key); ok {
+				m.id = k
+			} else {
+				m.id = idNone
+			}
+		}
+	}
 }
 
 var envelopeKeys = []string{"v", "session", "seq", "ts", "turn", "type"}
@@ -320,15 +353,16 @@ func (p *lineParser) decode(line []byte) (Event, error) {
 	if !ok {
 		return Event{}, syntaxError(line)
 	}
-	if !p.distinctKeys(members) {
+	resolveKeys(members, p.early.sd)
+	if !distinctKeys(members) {
 		if dup := duplicateKey(members); dup != "" {
 			return Event{}, &FieldError{Field: dup, Err: ErrMalformed, Detail: "appears twice"}
 		}
 	}
 	var env [6][]byte
 	for _, m := range members {
-		if k := envelopeIndex(m.key); k >= 0 {
-			env[k] = m.val
+		if m.id >= idEnvelope {
+			env[m.id-idEnvelope] = m.val
 		}
 	}
 	var ev Event
@@ -488,11 +522,19 @@ func (p *lineParser) decodePayload(line []byte, members []member, typ EventType)
 			}
 		}
 		v := reflect.ValueOf(payload).Elem()
+		// The ids resolveKeys gave are indexes of sd's fields when sd is
+		// the early decoder; otherwise every key is looked up here.
+		ids := sd == p.early.sd
 		for _, m := range members {
-			if isEnvelopeKey(m.key) {
+			k, known := m.id, m.id >= 0
+			if !ids || m.id == idUnresolved {
+				if isEnvelopeKey(m.key) {
+					continue
+				}
+				k, known = sd.lookup(m.key)
+			} else if m.id >= idEnvelope {
 				continue
 			}
-			k, known := sd.lookup(m.key)
 			if !known {
 				if fieldErr == nil {
 					fieldErr = unknown(m.key)
@@ -560,29 +602,27 @@ func (p *lineParser) unmarshalMembers(line []byte, members []member, fields payl
 
 // distinctKeys reports, cheaply, that no key of members appears twice,
 // when every key is an envelope key or a field of the payload the scan
-// found the type of: each then has a number (its envelope index or field
-// index), and a key given twice is a number seen twice. False means only
-// that duplicateKey must look (an unknown key, no type found yet, or a
-// duplicate, which duplicateKey then names as it always has).
-func (p *lineParser) distinctKeys(members []member) bool {
-	sd := p.early.sd
-	if sd == nil {
-		return false
-	}
-	var env, fields uint64
+// found the type of: each then has an id (resolveKeys), and a key given
+// twice is an id seen twice. False means only that duplicateKey must look
+// (an unknown key, no type found yet, or a duplicate, which duplicateKey
+// then names as it always has).
+func distinctKeys(members []member) bool {
+	var fields, env uint64
 	for _, m := range members {
-		if k := envelopeIndex(m.key); k >= 0 {
-			if env&(1<<k) != 0 {
+		switch {
+		case m.id >= idEnvelope:
+			if env&(1<<(m.id-idEnvelope)) != 0 {
 				return false
 			}
-			env |= 1 << k
-			continue
-		}
-		k, ok := sd.lookup(m.key)
-		if !ok || fields&(1<<k) != 0 {
+			env |= 1 << (m.id - idEnvelope)
+		case m.id >= 0:
+			if fields&(1<<m.id) != 0 {
+				return false
+			}
+			fields |= 1 << m.id
+		default:
 			return false
 		}
-		fields |= 1 << k
 	}
 	return true
 }

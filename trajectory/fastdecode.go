@@ -152,6 +152,9 @@ type earlyDecode struct {
 	// failed is set when a value did not decode: the payload is then
 	// thrown away and decoded again whole.
 	failed bool
+	// id is the member id (see member.id) of the key value last saw,
+	// idUnresolved when it did not look the key up.
+	id int
 }
 
 // value is called by scanObject for the value of key at b[i]. It returns
@@ -161,8 +164,9 @@ type earlyDecode struct {
 // a number or literal that decodes ends where skipValue ends only if a
 // delimiter follows, which is checked.
 func (e *earlyDecode) value(key, b []byte, i int) (int, bool) {
+	e.id = idUnresolved
 	switch {
-	case e.off || e.failed:
+	case e.off:
 		return 0, false
 	case e.payload == nil:
 		if string(key) == "type" {
@@ -175,11 +179,18 @@ func (e *earlyDecode) value(key, b []byte, i int) (int, bool) {
 			}
 		}
 		return 0, false
-	case isEnvelopeKey(key):
+	}
+	if k := envelopeIndex(key); k >= 0 {
+		e.id = idEnvelope + k
 		return 0, false
 	}
 	k, ok := e.sd.lookup(key)
 	if !ok {
+		e.id = idNone
+		return 0, false
+	}
+	e.id = k
+	if e.failed {
 		return 0, false
 	}
 	f := &e.sd.fields[k]

@@ -47,16 +47,17 @@ func scanObject(b []byte, out []member, early *earlyDecode) ([]member, bool) {
 		}
 		i = skipSpace(b, i+1)
 		vs := i
-		decoded := false
+		decoded, id := false, idUnresolved
 		if early != nil {
 			i, decoded = early.value(key, b, vs)
+			id = early.id
 		}
 		if !decoded {
 			if i, ok = skipValue(b, vs); !ok {
 				return out, false
 			}
 		}
-		out = append(out, member{key: key, start: start, end: i, val: b[vs:i], decoded: decoded})
+		out = append(out, member{key: key, start: start, end: i, val: b[vs:i], decoded: decoded, id: id})
 		i = skipSpace(b, i)
 		if i >= len(b) {
 			return out, false
