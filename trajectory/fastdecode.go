@@ -487,17 +487,35 @@ func (st *fastState) readString(b []byte, i int) (string, int, bool) {
 	if i >= len(b) || b[i] != '"' {
 		return "", 0, false
 	}
-	j := i + 1
-	for ; j < len(b); j++ {
-		c := b[j]
-		if c == '"' {
-			return st.intern(b[i+1 : j]), j + 1, true
-		}
-		if c == '\\' || c < 0x20 || c >= 0x80 {
+	j := plainRun(b, i+1)
+	if j < len(b) && b[j] == '"' {
+		return st.intern(b[i+1 : j]), j + 1, true
+	}
+	return readEscaped(b, i, j)
+}
+
+// plainRun returns the offset of the first byte from b[j] on that is a
+// quote, a backslash, a control character or not ASCII, or len(b). Text
+// and tool output make long strings: eight bytes are tested at a time,
+// and a word holding any such byte is read byte by byte.
+func plainRun(b []byte, j int) int {
+	const lo, hi = 0x0101010101010101, 0x8080808080808080
+	for ; j+8 <= len(b); j += 8 {
+		w := binary.LittleEndian.Uint64(b[j:])
+		q, bs := w^(lo*'"'), w^(lo*'\\')
+		// A byte of q or bs is zero where w holds a quote or a backslash;
+		// (x-lo)&^x has the high bit of a zero byte set, (w-0x20*lo)&^w
+		// that of a byte below 0x20 (w's bytes being ASCII, else w&hi).
+		if ((q-lo)&^q|(bs-lo)&^bs|(w-0x20*lo)&^w|w)&hi != 0 {
 			break
 		}
 	}
-	return readEscaped(b, i, j)
+	for ; j < len(b); j++ {
+		if c := b[j]; c == '"' || c == '\\' || c < 0x20 || c >= 0x80 {
+			return j
+		}
+	}
+	return j
 }
 
 // readEscaped decodes a string holding escapes or non-ASCII bytes; b[i]

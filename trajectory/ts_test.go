@@ -62,3 +62,34 @@ func FuzzParseTS(f *testing.F) {
 	f.Add([]byte(`"2026-02-30T15:04:05Z"`))
 	f.Fuzz(func(t *testing.T, raw []byte) { checkTS(t, raw) })
 }
+
+// TestPlainRun checks plainRun against a byte loop at every offset of
+// strings with each kind of stop byte at each position of a word.
+func TestPlainRun(t *testing.T) {
+	slow := func(b []byte, j int) int {
+		for ; j < len(b); j++ {
+			if c := b[j]; c == '"' || c == '\\' || c < 0x20 || c >= 0x80 {
+				return j
+			}
+		}
+		return j
+	}
+	for _, stop := range []byte{'"', '\\', 0, 0x1f, 0x80, 0xff, 0x7f, ' ', '!', '#', '[', ']'} {
+		for n := 0; n < 40; n++ {
+			for at := 0; at <= n; at++ {
+				b := make([]byte, n)
+				for k := range b {
+					b[k] = 'a' + byte(k%26)
+				}
+				if at < n {
+					b[at] = stop
+				}
+				for j := 0; j <= n; j++ {
+					if got, want := plainRun(b, j), slow(b, j); got != want {
+						t.Fatalf("stop %#x at %d of %d, from %d: got %d, want %d", stop, at, n, j, got, want)
+					}
+				}
+			}
+		}
+	}
+}
