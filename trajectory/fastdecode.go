@@ -842,9 +842,11 @@ func sliceDecoder(t reflect.Type, elem valueDecoder, slot int) valueDecoder {
 				return 0, false
 			}
 			if b[i-1] == ']' {
-				out := reflect.MakeSlice(t, n+1, n+1)
-				reflect.Copy(out, scratch)
-				v.Set(out)
+				// Grown in place: a slice made by reflect.MakeSlice
+				// costs a second allocation, for its header.
+				v.Grow(n + 1)
+				v.SetLen(n + 1)
+				reflect.Copy(v, scratch)
 				return i, true
 			}
 		}
@@ -878,8 +880,12 @@ func decodeStrings(st *fastState, b []byte, i int, v reflect.Value) (int, bool) 
 	}
 	list := st.list[:0]
 	i = skipSpace(b, i+1)
+	// v is a []string (decoderOf gives this decoder no other type) and
+	// addressable; it is set through a pointer, since reflect.ValueOf of
+	// a slice allocates its header.
+	dst := v.Addr().Interface().(*[]string)
 	if i < len(b) && b[i] == ']' {
-		v.Set(reflect.ValueOf([]string{}))
+		*dst = []string{}
 		return i + 1, true
 	}
 	for {
@@ -896,7 +902,7 @@ func decodeStrings(st *fastState, b []byte, i int, v reflect.Value) (int, bool) 
 		}
 	}
 	st.list = list
-	v.Set(reflect.ValueOf(append([]string(nil), list...)))
+	*dst = append([]string(nil), list...)
 	clear(list)
 	return i, true
 }
