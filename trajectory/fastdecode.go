@@ -36,6 +36,13 @@ import (
 // what is accepted nor any error: it only has to agree with encoding/json on
 // the lines it accepts, which FuzzFastDecoderAgreesWithReference checks.
 //
+// What a line costs beyond its payload is kept small too: a key is looked
+// up once per line (member.id), the envelope's type and ts are read without
+// a string made of them, the buffers a Decoder grows (line, members,
+// intern table, list scratch) go on to the next Decoder with its line
+// parser, and a list is decoded into scratch and copied once at its length.
+// BenchmarkDecodeCorpus reports events/cpu-s and allocations per corpus.
+//
 // Supported kinds: strings (named string types too), bools, signed
 // integers, float64, json.RawMessage, pointers, slices and string-keyed
 // maps of these, and structs of these (embedded structs included, as
