@@ -48,8 +48,7 @@ type Decoder struct {
 	name     string
 	line     int
 	maxLine  int
-	buf      []byte
-	parser   lineParser
+	parser   *lineParser
 	raw      []byte
 	warnings []Warning
 	done     bool
@@ -63,9 +62,12 @@ func NewDecoder(r io.Reader, name string) *Decoder {
 	} else {
 		br.Reset(r)
 	}
-	d := &Decoder{r: br, name: name, maxLine: DefaultMaxLineBytes}
-	d.parser.reference = referenceDecoding.Load()
-	return d
+	p, _ := parsers.Get().(*lineParser)
+	if p == nil {
+		p = &lineParser{}
+	}
+	p.reference = referenceDecoding.Load()
+	return &Decoder{r: br, name: name, maxLine: DefaultMaxLineBytes, parser: p}
 }
 
 // readers keeps the read buffers of the Decoders that reached their end:
@@ -73,15 +75,40 @@ func NewDecoder(r io.Reader, name string) *Decoder {
 // more than the events of a file take.
 var readers sync.Pool
 
+// parsers keeps the line parsers of the Decoders that reached their end,
+// with the buffers they grew (line, members, scratch lists, intern
+// table): a corpus of many small files would otherwise grow them again
+// for every file, a fifth of a corpus decode's allocated bytes.
+var parsers sync.Pool
+
+// maxPooledLine is the largest line buffer kept for the next Decoder: a
+// rare huge line must not stay in memory for the life of the process.
+const maxPooledLine = 1 << 20
+
 // finish marks the input as read to its end and gives the buffers back.
+// Raw is nil from then on: its bytes belong to the next Decoder.
 func (d *Decoder) finish() {
 	d.done = true
+	d.raw = nil
 	if d.r != nil {
 		d.r.Reset(nil)
 		readers.Put(d.r)
 		d.r = nil
 	}
-	d.parser.fast.release()
+	if p := d.parser; p != nil {
+		d.parser = nil
+		if cap(p.line) > maxPooledLine {
+			p.line = nil
+		}
+		if cap(p.scratch) > maxPooledLine {
+			p.scratch = nil
+		}
+		p.dec, p.feed.data, p.lastSession = nil, nil, ""
+		clear(p.members[:cap(p.members)])
+		p.members = p.members[:0]
+		p.early = earlyDecode{}
+		parsers.Put(p)
+	}
 }
 
 // referenceDecoding is set by SetReferenceDecoding.
@@ -159,36 +186,37 @@ func (d *Decoder) Next() (Event, error) {
 // reported; NUL bytes mean binary input.
 func (d *Decoder) readLine() (line []byte, complete bool, err error) {
 	d.line++
-	d.buf = d.buf[:0]
+	buf := d.parser.line[:0]
+	defer func() { d.parser.line = buf }()
 	tooLong := false
 	for {
 		chunk, err := d.r.ReadSlice('\n')
 		if bytes.IndexByte(chunk, 0) >= 0 {
 			return nil, false, fmt.Errorf("%w (NUL byte found); point retrace at .jsonl trajectory files", ErrBinary)
 		}
-		if !tooLong && len(d.buf)+len(chunk) > d.maxLine {
+		if !tooLong && len(buf)+len(chunk) > d.maxLine {
 			tooLong = true
-			d.buf = d.buf[:0]
+			buf = buf[:0]
 		}
 		if !tooLong {
-			d.buf = append(d.buf, chunk...)
+			buf = append(buf, chunk...)
 		}
 		switch {
 		case err == nil:
 			if tooLong {
 				return nil, true, fmt.Errorf("%w: over %d bytes; the line was skipped", ErrLineTooLong, d.maxLine)
 			}
-			return bytes.TrimSuffix(d.buf[:len(d.buf)-1], []byte("\r")), true, nil
+			return bytes.TrimSuffix(buf[:len(buf)-1], []byte("\r")), true, nil
 		case errors.Is(err, bufio.ErrBufferFull):
 			continue
 		case errors.Is(err, io.EOF):
 			if tooLong {
 				return nil, false, fmt.Errorf("%w: over %d bytes; the line was skipped", ErrLineTooLong, d.maxLine)
 			}
-			if len(d.buf) == 0 {
+			if len(buf) == 0 {
 				return nil, false, io.EOF
 			}
-			return d.buf, false, nil
+			return buf, false, nil
 		default:
 			return nil, false, fmt.Errorf("read: %w", err)
 		}
@@ -197,12 +225,15 @@ func (d *Decoder) readLine() (line []byte, complete bool, err error) {
 
 // lineParser holds the buffers reused from line to line.
 type lineParser struct {
+	// line holds the line being decoded (Decoder.readLine).
+	line    []byte
 	scratch []byte
 	members []member
 	feed    feedReader
 	dec     *json.Decoder
 	fast    fastState
 	early   earlyDecode
+	checks  checks
 	// lastSession is the session id of the last line decoded.
 	lastSession string
 	// reference makes every payload go through encoding/json, the
@@ -250,16 +281,64 @@ type member struct {
 	// decoded is set when scanObject decoded the value into the payload
 	// of earlyDecode already.
 	decoded bool
+	// id names the key once it is looked up (resolveKeys), so that a key
+	// is compared with the names once per line, not once per use: the
+	// index of a field of the early payload's decoder, idEnvelope plus
+	// the index in envelopeKeys, idNone for a key that is neither, or
+	// idUnresolved before the look-up (or without a decoder to look in).
+	id int
+}
+
+// The ids of member keys besides field indexes (0 to 63).
+const (
+	idEnvelope   = 64
+	idNone       = -1
+	idUnresolved = -2
+)
+
+// resolveKeys gives every member its id, looking keys up in sd (the early
+// payload's decoder; nil leaves payload keys unresolved).
+func resolveKeys(members []member, sd *structDecoder) {
+	for i := range members {
+		m := &members[i]
+		if m.id != idUnresolved {
+			continue
+		}
+		if k := envelopeIndex(m.key); k >= 0 {
+			m.id = idEnvelope + k
+		} else if sd != nil {
+			if k, ok := sd.lookup(m.key); ok {
+				m.id = k
+			} else {
+				m.id = idNone
+			}
+		}
+	}
 }
 
 var envelopeKeys = []string{"v", "session", "seq", "ts", "turn", "type"}
 
-func isEnvelopeKey(k []byte) bool {
+func isEnvelopeKey(k []byte) bool { return envelopeIndex(k) >= 0 }
+
+// envelopeIndex returns the index of k in envelopeKeys, or -1: a switch,
+// which compiles to a few comparisons, where a loop over the list would
+// compare every key of a line with six names.
+func envelopeIndex(k []byte) int {
 	switch string(k) {
-	case "v", "session", "seq", "ts", "turn", "type":
-		return true
+	case "v":
+		return 0
+	case "session":
+		return 1
+	case "seq":
+		return 2
+	case "ts":
+		return 3
+	case "turn":
+		return 4
+	case "type":
+		return 5
 	}
-	return false
+	return -1
 }
 
 // decode decodes one line. On error the event is returned too when its
@@ -274,15 +353,16 @@ func (p *lineParser) decode(line []byte) (Event, error) {
 	if !ok {
 		return Event{}, syntaxError(line)
 	}
-	if dup := duplicateKey(members); dup != "" {
-		return Event{}, &FieldError{Field: dup, Err: ErrMalformed, Detail: "appears twice"}
+	resolveKeys(members, p.early.sd)
+	if !distinctKeys(members) {
+		if dup := duplicateKey(members); dup != "" {
+			return Event{}, &FieldError{Field: dup, Err: ErrMalformed, Detail: "appears twice"}
+		}
 	}
 	var env [6][]byte
 	for _, m := range members {
-		for k, name := range envelopeKeys {
-			if string(m.key) == name {
-				env[k] = m.val
-			}
+		if m.id >= idEnvelope {
+			env[m.id-idEnvelope] = m.val
 		}
 	}
 	var ev Event
@@ -308,18 +388,13 @@ func (p *lineParser) decode(line []byte) (Event, error) {
 	if ev.Seq, err = strconv.ParseInt(string(env[2]), 10, 64); err != nil {
 		return ev, &FieldError{Field: "seq", Err: ErrMalformed, Detail: fmt.Sprintf("got %s, want an integer", truncate(env[2], 40))}
 	}
-	ts, err := jsonString("ts", env[3])
-	if err != nil {
+	if ev.TS, err = parseTS(env[3]); err != nil {
 		return ev, err
 	}
-	if ev.TS, err = time.Parse(time.RFC3339Nano, ts); err != nil {
-		return ev, &FieldError{Field: "ts", Err: ErrMalformed, Detail: fmt.Sprintf("got %q, want an RFC 3339 time such as 2026-01-02T15:04:05Z", truncate([]byte(ts), 40))}
-	}
-	ev.TS = ev.TS.UTC()
 	if ev.Turn, err = strconv.Atoi(string(env[4])); err != nil {
 		return ev, &FieldError{Field: "turn", Err: ErrMalformed, Detail: fmt.Sprintf("got %s, want an integer", truncate(env[4], 40))}
 	}
-	typ, err := jsonString("type", env[5])
+	typ, err := p.typeString(env[5])
 	if err != nil {
 		return ev, err
 	}
@@ -334,9 +409,88 @@ func (p *lineParser) decode(line []byte) (Event, error) {
 		return ev, fieldErr
 	}
 	if fieldErr == nil {
-		fieldErr = ev.Validate()
+		// The checks live in the parser: through the payload's validate
+		// method they would escape, an allocation per event.
+		p.checks = checks{}
+		fieldErr = ev.validate(&p.checks)
 	}
 	return ev, fieldErr
+}
+
+// typeString decodes the type member, interned: a file repeats a handful
+// of types, and the plain case needs no allocation then.
+func (p *lineParser) typeString(raw []byte) (string, error) {
+	if len(raw) >= 2 && raw[0] == '"' && raw[len(raw)-1] == '"' && isPlainASCII(raw[1:len(raw)-1]) {
+		return p.fast.intern(raw[1 : len(raw)-1]), nil
+	}
+	return jsonString("type", raw)
+}
+
+// isPlainASCII reports whether b holds only printable ASCII other than a
+// backslash: a JSON string body that decodes to itself.
+func isPlainASCII(b []byte) bool {
+	for _, c := range b {
+		if c < 0x20 || c >= 0x80 || c == '\\' {
+			return false
+		}
+	}
+	return true
+}
+
+// parseTS decodes the ts member as time.Parse(time.RFC3339Nano) does, in
+// UTC. The canonical form the recorder writes, 2026-01-02T15:04:05.123Z,
+// is parsed from the line's bytes by time.Time.UnmarshalText, which for
+// that form runs the same RFC 3339 parser time.Parse tries first, without
+// making a string of the bytes. Anything else, and any value that parser
+// refuses, goes the way it always went, so what is accepted and every
+// error text stay as they were (TestParseTSAgreesWithTimeParse).
+func parseTS(raw []byte) (time.Time, error) {
+	if len(raw) >= 2 && raw[0] == '"' && raw[len(raw)-1] == '"' && canonicalTS(raw[1:len(raw)-1]) {
+		var t time.Time
+		if t.UnmarshalText(raw[1:len(raw)-1]) == nil {
+			return t.UTC(), nil
+		}
+	}
+	ts, err := jsonString("ts", raw)
+	if err != nil {
+		return time.Time{}, err
+	}
+	t, err := time.Parse(time.RFC3339Nano, ts)
+	if err != nil {
+		return time.Time{}, &FieldError{Field: "ts", Err: ErrMalformed, Detail: fmt.Sprintf("got %q, want an RFC 3339 time such as 2026-01-02T15:04:05Z", truncate([]byte(ts), 40))}
+	}
+	return t.UTC(), nil
+}
+
+// canonicalTS reports whether b has the form YYYY-MM-DDTHH:MM:SSZ, with
+// an optional fraction of 1 to 9 digits before the Z.
+func canonicalTS(b []byte) bool {
+	const layout = "dddd-dd-ddTdd:dd:dd"
+	if len(b) < len(layout)+1 || len(b) > len(layout)+11 || b[len(b)-1] != 'Z' {
+		return false
+	}
+	for i := 0; i < len(layout); i++ {
+		if layout[i] == 'd' {
+			if b[i] < '0' || b[i] > '9' {
+				return false
+			}
+		} else if b[i] != layout[i] {
+			return false
+		}
+	}
+	frac := b[len(layout) : len(b)-1]
+	if len(frac) == 0 {
+		return true
+	}
+	if len(frac) < 2 || frac[0] != '.' {
+		return false
+	}
+	for _, c := range frac[1:] {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // decodePayload decodes the payload members of a line of type typ. It
@@ -368,11 +522,19 @@ func (p *lineParser) decodePayload(line []byte, members []member, typ EventType)
 			}
 		}
 		v := reflect.ValueOf(payload).Elem()
+		// The ids resolveKeys gave are indexes of sd's fields when sd is
+		// the early decoder; otherwise every key is looked up here.
+		ids := sd == p.early.sd
 		for _, m := range members {
-			if isEnvelopeKey(m.key) {
+			k, known := m.id, m.id >= 0
+			if !ids || m.id == idUnresolved {
+				if isEnvelopeKey(m.key) {
+					continue
+				}
+				k, known = sd.lookup(m.key)
+			} else if m.id >= idEnvelope {
 				continue
 			}
-			k, known := sd.lookup(m.key)
 			if !known {
 				if fieldErr == nil {
 					fieldErr = unknown(m.key)
@@ -436,6 +598,33 @@ func (p *lineParser) unmarshalMembers(line []byte, members []member, fields payl
 	}
 	p.scratch = append(p.scratch, '}')
 	return p.unmarshal(p.scratch, payload)
+}
+
+// distinctKeys reports, cheaply, that no key of members appears twice,
+// when every key is an envelope key or a field of the payload the scan
+// found the type of: each then has an id (resolveKeys), and a key given
+// twice is an id seen twice. False means only that duplicateKey must look
+// (an unknown key, no type found yet, or a duplicate, which duplicateKey
+// then names as it always has).
+func distinctKeys(members []member) bool {
+	var fields, env uint64
+	for _, m := range members {
+		switch {
+		case m.id >= idEnvelope:
+			if env&(1<<(m.id-idEnvelope)) != 0 {
+				return false
+			}
+			env |= 1 << (m.id - idEnvelope)
+		case m.id >= 0:
+			if fields&(1<<m.id) != 0 {
+				return false
+			}
+			fields |= 1 << m.id
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // duplicateKey returns a key that appears twice, or "". Events have a

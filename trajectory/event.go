@@ -69,7 +69,13 @@ func isNilPayload(p Payload) bool {
 // as an error that wraps ErrMalformed, ErrMissingField, ErrUnknownValue or
 // ErrUnsupportedVersion.
 func (e Event) Validate() error {
-	c := &checks{v: e.V}
+	return e.validate(&checks{})
+}
+
+// validate is Validate with the checks state given by the caller, so that
+// the decoder reuses one instead of allocating one per event.
+func (e Event) validate(c *checks) error {
+	c.v = e.V
 	switch {
 	case !Readable(e.V):
 		return &FieldError{Field: "v", Err: ErrUnsupportedVersion, Detail: versionDetail(e.V)}

@@ -2,7 +2,9 @@ package trajectory
 
 import (
 	"encoding"
+	"encoding/binary"
 	"encoding/json"
+	"math/bits"
 	"reflect"
 	"strconv"
 	"strings"
@@ -34,6 +36,13 @@ import (
 // what is accepted nor any error: it only has to agree with encoding/json on
 // the lines it accepts, which FuzzFastDecoderAgreesWithReference checks.
 //
+// What a line costs beyond its payload is kept small too: a key is looked
+// up once per line (member.id), the envelope's type and ts are read without
+// a string made of them, the buffers a Decoder grows (line, members,
+// intern table, list scratch) go on to the next Decoder with its line
+// parser, and a list is decoded into scratch and copied once at its length.
+// BenchmarkDecodeCorpus reports events/cpu-s and allocations per corpus.
+//
 // Supported kinds: strings (named string types too), bools, signed
 // integers, float64, json.RawMessage, pointers, slices and string-keyed
 // maps of these, and structs of these (embedded structs included, as
@@ -47,28 +56,18 @@ import (
 type fastState struct {
 	strings *[internSlots]string
 	list    []string
+	// slices holds a scratch slice per slice decoder (see sliceDecoder).
+	slices []reflect.Value
 }
 
 // The intern table is direct-mapped: a string takes the slot its hash
 // names, replacing what was there, so memory stays constant on any input
 // and a look-up is a hash and one comparison.
 const (
-	internSlots    = 1 << 10
+	internBits     = 10
+	internSlots    = 1 << internBits
 	maxInternedLen = 64
 )
-
-// tables keeps the intern tables of the Decoders that reached their end.
-// A table handed on still holds strings of the file before, which are
-// only strings: a look-up compares contents.
-var tables sync.Pool
-
-// release gives the intern table back, for the next Decoder.
-func (st *fastState) release() {
-	if st.strings != nil {
-		tables.Put(st.strings)
-		st.strings = nil
-	}
-}
 
 // intern returns b as a string, the same string for the same bytes while
 // they hold their slot.
@@ -76,17 +75,26 @@ func (st *fastState) intern(b []byte) string {
 	if len(b) > maxInternedLen {
 		return string(b)
 	}
-	h := uint32(2166136261)
-	for _, c := range b {
-		h = (h ^ uint32(c)) * 16777619
-	}
-	if st.strings == nil {
-		st.strings, _ = tables.Get().(*[internSlots]string)
-		if st.strings == nil {
-			st.strings = new([internSlots]string)
+	// The slot is chosen from the length and the first and last eight
+	// bytes, which tell apart the strings a file repeats (hashes differ
+	// everywhere, names at their ends) at a fraction of hashing every
+	// byte; two strings that share a slot only take turns in it.
+	var h uint64
+	if len(b) >= 8 {
+		h = binary.LittleEndian.Uint64(b) ^ bits.RotateLeft64(binary.LittleEndian.Uint64(b[len(b)-8:]), 29)
+	} else {
+		for _, c := range b {
+			h = h<<8 | uint64(c)
 		}
 	}
-	slot := &st.strings[h%internSlots]
+	h = (h ^ uint64(len(b))) * 0x9e3779b97f4a7c15
+	if st.strings == nil {
+		// A table handed on with its line parser (see parsers) still
+		// holds strings of the file before, which are only strings: a
+		// look-up compares contents.
+		st.strings = new([internSlots]string)
+	}
+	slot := &st.strings[h>>(64-internBits)]
 	if *slot != string(b) {
 		*slot = string(b)
 	}
@@ -151,6 +159,9 @@ type earlyDecode struct {
 	// failed is set when a value did not decode: the payload is then
 	// thrown away and decoded again whole.
 	failed bool
+	// id is the member id (see member.id) of the key value last saw,
+	// idUnresolved when it did not look the key up.
+	id int
 }
 
 // value is called by scanObject for the value of key at b[i]. It returns
@@ -160,8 +171,9 @@ type earlyDecode struct {
 // a number or literal that decodes ends where skipValue ends only if a
 // delimiter follows, which is checked.
 func (e *earlyDecode) value(key, b []byte, i int) (int, bool) {
+	e.id = idUnresolved
 	switch {
-	case e.off || e.failed:
+	case e.off:
 		return 0, false
 	case e.payload == nil:
 		if string(key) == "type" {
@@ -174,11 +186,18 @@ func (e *earlyDecode) value(key, b []byte, i int) (int, bool) {
 			}
 		}
 		return 0, false
-	case isEnvelopeKey(key):
+	}
+	if k := envelopeIndex(key); k >= 0 {
+		e.id = idEnvelope + k
 		return 0, false
 	}
 	k, ok := e.sd.lookup(key)
 	if !ok {
+		e.id = idNone
+		return 0, false
+	}
+	e.id = k
+	if e.failed {
 		return 0, false
 	}
 	f := &e.sd.fields[k]
@@ -210,6 +229,9 @@ func fieldOf(v reflect.Value, index []int) reflect.Value {
 type compiler struct {
 	structs map[reflect.Type]*structDecoder
 	bad     map[reflect.Type]bool
+	// slices counts the slice decoders compiled: each has a scratch
+	// slot of that number in fastState.slices.
+	slices int
 }
 
 var (
@@ -254,7 +276,8 @@ func (c *compiler) decoderOf(t reflect.Type) (valueDecoder, bool) {
 		if !ok {
 			return nil, false
 		}
-		return sliceDecoder(t, elem), true
+		c.slices++
+		return sliceDecoder(t, elem, c.slices-1), true
 	case reflect.Map:
 		if t.Key().Kind() != reflect.String || t.Key() != reflect.TypeFor[string]() {
 			return nil, false
@@ -471,17 +494,35 @@ func (st *fastState) readString(b []byte, i int) (string, int, bool) {
 	if i >= len(b) || b[i] != '"' {
 		return "", 0, false
 	}
-	j := i + 1
-	for ; j < len(b); j++ {
-		c := b[j]
-		if c == '"' {
-			return st.intern(b[i+1 : j]), j + 1, true
-		}
-		if c == '\\' || c < 0x20 || c >= 0x80 {
+	j := plainRun(b, i+1)
+	if j < len(b) && b[j] == '"' {
+		return st.intern(b[i+1 : j]), j + 1, true
+	}
+	return readEscaped(b, i, j)
+}
+
+// plainRun returns the offset of the first byte from b[j] on that is a
+// quote, a backslash, a control character or not ASCII, or len(b). Text
+// and tool output make long strings: eight bytes are tested at a time,
+// and a word holding any such byte is read byte by byte.
+func plainRun(b []byte, j int) int {
+	const lo, hi = 0x0101010101010101, 0x8080808080808080
+	for ; j+8 <= len(b); j += 8 {
+		w := binary.LittleEndian.Uint64(b[j:])
+		q, bs := w^(lo*'"'), w^(lo*'\\')
+		// A byte of q or bs is zero where w holds a quote or a backslash;
+		// (x-lo)&^x has the high bit of a zero byte set, (w-0x20*lo)&^w
+		// that of a byte below 0x20 (w's bytes being ASCII, else w&hi).
+		if ((q-lo)&^q|(bs-lo)&^bs|(w-0x20*lo)&^w|w)&hi != 0 {
 			break
 		}
 	}
-	return readEscaped(b, i, j)
+	for ; j < len(b); j++ {
+		if c := b[j]; c == '"' || c == '\\' || c < 0x20 || c >= 0x80 {
+			return j
+		}
+	}
+	return j
 }
 
 // readEscaped decodes a string holding escapes or non-ASCII bytes; b[i]
@@ -766,7 +807,13 @@ func pointerDecoder(elemType reflect.Type, elem valueDecoder) valueDecoder {
 	}
 }
 
-func sliceDecoder(t reflect.Type, elem valueDecoder) valueDecoder {
+// sliceDecoder decodes an array into a slice of type t. The elements are
+// decoded into a scratch slice the Decoder keeps (slot names it in
+// fastState.slices) and copied once into a slice of the exact length:
+// growing the result element by element allocated about twice the bytes
+// the elements take, most of a corpus's allocations (payload lists of
+// content blocks are large elements).
+func sliceDecoder(t reflect.Type, elem valueDecoder, slot int) valueDecoder {
 	return func(st *fastState, b []byte, i int, v reflect.Value) (int, bool) {
 		if end, ok := isNull(b, i); ok {
 			return end, true
@@ -774,29 +821,58 @@ func sliceDecoder(t reflect.Type, elem valueDecoder) valueDecoder {
 		if i >= len(b) || b[i] != '[' {
 			return 0, false
 		}
-		// An empty array is an empty slice, not nil, as in encoding/json.
-		v.Set(reflect.MakeSlice(t, 0, 0))
 		i = skipSpace(b, i+1)
 		if i < len(b) && b[i] == ']' {
+			// An empty array is an empty slice, not nil, as in encoding/json.
+			v.Set(reflect.MakeSlice(t, 0, 0))
 			return i + 1, true
 		}
+		scratch := st.takeSlice(slot, t)
+		// The scratch goes back to its slot however this ends, cleared, so
+		// that every element starts at its zero value and no string of
+		// this line stays reachable from it.
+		defer func() {
+			scratch.Clear()
+			scratch.SetLen(0)
+			st.slices[slot] = scratch
+		}()
 		for n := 0; ; n++ {
-			if n >= v.Cap() {
-				v.Grow(max(1, n))
+			if n >= scratch.Cap() {
+				scratch.Grow(max(4, n))
 			}
-			v.SetLen(n + 1)
+			scratch.SetLen(n + 1)
 			var ok bool
-			if i, ok = elem(st, b, i, v.Index(n)); !ok {
+			if i, ok = elem(st, b, i, scratch.Index(n)); !ok {
 				return 0, false
 			}
 			if i, ok = nextMember(b, i, ']'); !ok {
 				return 0, false
 			}
 			if b[i-1] == ']' {
+				// Grown in place: a slice made by reflect.MakeSlice
+				// costs a second allocation, for its header.
+				v.Grow(n + 1)
+				v.SetLen(n + 1)
+				reflect.Copy(v, scratch)
 				return i, true
 			}
 		}
 	}
+}
+
+// takeSlice returns the scratch slice of slot, empty, and leaves the slot
+// empty until it is given back, so that a slice of the same type nested in
+// an element gets a scratch of its own.
+func (st *fastState) takeSlice(slot int, t reflect.Type) reflect.Value {
+	for len(st.slices) <= slot {
+		st.slices = append(st.slices, reflect.Value{})
+	}
+	s := st.slices[slot]
+	st.slices[slot] = reflect.Value{}
+	if !s.IsValid() {
+		s = reflect.New(t).Elem()
+	}
+	return s
 }
 
 // decodeStrings decodes a list of strings, the most common list (tool
@@ -811,8 +887,12 @@ func decodeStrings(st *fastState, b []byte, i int, v reflect.Value) (int, bool) 
 	}
 	list := st.list[:0]
 	i = skipSpace(b, i+1)
+	// v is a []string (decoderOf gives this decoder no other type) and
+	// addressable; it is set through a pointer, since reflect.ValueOf of
+	// a slice allocates its header.
+	dst := v.Addr().Interface().(*[]string)
 	if i < len(b) && b[i] == ']' {
-		v.Set(reflect.ValueOf([]string{}))
+		*dst = []string{}
 		return i + 1, true
 	}
 	for {
@@ -829,7 +909,7 @@ func decodeStrings(st *fastState, b []byte, i int, v reflect.Value) (int, bool) 
 		}
 	}
 	st.list = list
-	v.Set(reflect.ValueOf(append([]string(nil), list...)))
+	*dst = append([]string(nil), list...)
 	clear(list)
 	return i, true
 }

@@ -47,16 +47,17 @@ func scanObject(b []byte, out []member, early *earlyDecode) ([]member, bool) {
 		}
 		i = skipSpace(b, i+1)
 		vs := i
-		decoded := false
+		decoded, id := false, idUnresolved
 		if early != nil {
 			i, decoded = early.value(key, b, vs)
+			id = early.id
 		}
 		if !decoded {
 			if i, ok = skipValue(b, vs); !ok {
 				return out, false
 			}
 		}
-		out = append(out, member{key: key, start: start, end: i, val: b[vs:i], decoded: decoded})
+		out = append(out, member{key: key, start: start, end: i, val: b[vs:i], decoded: decoded, id: id})
 		i = skipSpace(b, i)
 		if i >= len(b) {
 			return out, false
@@ -81,6 +82,15 @@ func skipSpace(b []byte, i int) int {
 
 // skipString returns the offset just past the string starting at b[i] == '"'.
 func skipString(b []byte, i int) (end int, escaped, ok bool) {
+	// Keys and closed-set values are short: a plain loop finds their end
+	// before a call to IndexByte would have started.
+	for j := i + 1; j < len(b) && j <= i+32; j++ {
+		if c := b[j]; c == '"' {
+			return j + 1, false, true
+		} else if c == '\\' {
+			break
+		}
+	}
 	// Most strings hold no escape: find the closing quote at memory speed.
 	if q := bytes.IndexByte(b[i+1:], '"'); q >= 0 && bytes.IndexByte(b[i+1:i+1+q], '\\') < 0 {
 		return i + q + 2, false, true
