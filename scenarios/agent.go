@@ -149,7 +149,7 @@ func joinWires() string {
 // runtime's config, person and plant belong to retrace's own agent, and a
 // live model would leave the agent nothing to be driven by.
 func (p *parser) agentSpec(s *Scenario, has map[string]int) {
-	for _, k := range []string{"config", "person", "plant"} {
+	for _, k := range []string{"config", "person", "plant", "follow_ups"} {
 		if line, ok := has[k]; ok {
 			p.addf(line, "%s: applies to retrace's own runtime, not to an agent CLI; give the agent's own flags in agent.args or agent.env", k)
 		}

@@ -127,7 +127,7 @@ func (p *parser) checkExhibit(s *Scenario, has map[string]int) {
 	if !s.Exhibit() {
 		return
 	}
-	for _, k := range []string{"prompt", "model", "person", "config", "limits", "repeat", "plant"} {
+	for _, k := range []string{"prompt", "model", "person", "config", "limits", "repeat", "plant", "follow_ups"} {
 		if line, ok := has[k]; ok {
 			p.addf(line, "%s: an exhibit plays a recording, not a model; drop %s (an exhibit takes no %s)", k, k, exhibitOnlyFields)
 		}

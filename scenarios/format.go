@@ -108,6 +108,10 @@ type Scenario struct {
 	// call starts as soon as its tool_use is complete (seed §7);
 	// BatchTools, with Stream, starts them only once the reply is whole.
 	Stream, BatchTools bool
+	// FollowUps are the person's next prompts (seed §4.6), given one by
+	// one each time the model finishes its turn; the session ends after
+	// the last. Each is recorded as a user_prompt event.
+	FollowUps []string
 	// MaxTurns bounds the session's model turns (0: the config's, else
 	// DefaultMaxTurns); Timeout the wall time of one run.
 	MaxTurns int
@@ -306,7 +310,7 @@ func (p *parser) yamlProblems(err error, fallback int, prefix string) {
 	}
 }
 
-var specKeys = []string{"name", "description", "tags", "prompt", "repeat", "limits", "config", "model", "person", "stream", "batch_tools", "expect", "agent", "plant"}
+var specKeys = []string{"name", "description", "tags", "prompt", "repeat", "limits", "config", "model", "person", "stream", "batch_tools", "follow_ups", "expect", "agent", "plant"}
 
 func (p *parser) spec(s *Scenario, data []byte) {
 	doc := padded(data, s.Line)
@@ -417,6 +421,13 @@ func (p *parser) spec(s *Scenario, data []byte) {
 			s.Stream = p.boolean(f.val, "stream")
 		case "batch_tools":
 			s.BatchTools = p.boolean(f.val, "batch_tools")
+		case "follow_ups":
+			s.FollowUps = p.strs(f.val, "follow_ups")
+			for i, u := range s.FollowUps {
+				if strings.TrimSpace(u) == "" {
+					p.at(f.val.Content[i], "follow_ups entry %d is empty: give the person's next prompt", i+1)
+				}
+			}
 		case "expect":
 			s.Expect = p.expect(f.val, s)
 		case "agent":

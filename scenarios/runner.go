@@ -269,6 +269,9 @@ func (r *runner) run(ctx context.Context, s *Scenario, index, repeat int) (res R
 	if s.Plant != nil {
 		spec.Plant = s.Plant.apply
 	}
+	if len(s.FollowUps) > 0 {
+		spec.NextPrompt = followUps(s.FollowUps)
+	}
 	if r.opts.Out != "" {
 		spec.Snapshot = &recorder.SnapshotOptions{}
 	}
@@ -514,3 +517,16 @@ type person bool
 
 // Confirm answers yes for an approving person, no otherwise.
 func (p person) Confirm(context.Context, executor.Prompt) (bool, error) { return bool(p), nil }
+
+// followUps gives prompts one by one, as a person typing them would, and
+// then ends the session.
+func followUps(prompts []string) func(context.Context) (string, bool) {
+	next := 0
+	return func(context.Context) (string, bool) {
+		if next == len(prompts) {
+			return "", false
+		}
+		next++
+		return prompts[next-1], true
+	}
+}
