@@ -23,7 +23,7 @@
 //	person: approve                 # answers every permission question (approve or deny); default: nobody, headless
 //	stream: true                    # streamed replies: each call starts once its tool_use is complete (seed §7)
 //	batch_tools: true               # with stream: calls start only once the reply is whole (the comparison mode)
-//	follow_ups: [Now add a test.]    # the person's next prompts, one each time the model finishes (seed §4.6)
+//	follow_ups: [Now add a test.]   # the person's next prompts, one each time the model finishes (seed §4.6)
 //	agent: claude-code              # optional: run this agent CLI instead of retrace's runtime (see Agent CLIs)
 //	plant: {cache_breaker: tools_reordered, from_turn: 3}  # optional: a fault planted in the requests (see Planted faults)
 //	config:                         # the session's trusted retrace.yaml (see retrace run --help)
