@@ -233,9 +233,19 @@ func TestAFailedReplyAbandonsQueuedCallsAndKeepsTheRunningOnesResults(t *testing
 	st := h.streamTurn()
 	st.Offer(gateUse("toolu_1", "peek", "r"))
 	st.Offer(gateUse("toolu_2", "poke", "w"))
+	// The reply fails while the read still runs: the queued write must
+	// never start, even once the read is done. The read is let finish
+	// only after Abandon closed the write; were it done first, the write
+	// would rightly start (nothing had failed yet).
+	abandoned := make(chan map[string]trajectory.ContentBlock)
+	go func() { abandoned <- st.Abandon("the model's reply failed before this call could start") }()
+	for deadline := time.Now().Add(10 * time.Second); st.States()[1] != StateCompleted; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("Abandon did not close the queued call: states %v", st.States())
+		}
+	}
 	reader.open("r")
-	// The reply fails now: the write never started and must not start.
-	res := st.Abandon("the model's reply failed before this call could start")
+	res := <-abandoned
 	h.rec.Emit(h.turn, &trajectory.ModelError{ErrorKind: trajectory.ModelConnection, Attempt: 1})
 	if writer.runs.Load() != 0 {
 		t.Fatal("the queued call ran after the reply failed")
