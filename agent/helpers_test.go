@@ -216,3 +216,18 @@ func startMock(t testing.TB, script *mockllm.Script) string {
 	t.Cleanup(func() { srv.Close() })
 	return url
 }
+
+// runRecorded runs cfg, whose sink is rec writing to buf, closes the
+// recorder, checks the trajectory validates and returns it decoded.
+func runRecorded(t testing.TB, cfg Config, rec *recorder.Recorder, buf *bytes.Buffer) (Result, []trajectory.Event) {
+	t.Helper()
+	res, err := Run(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rec.Close(); err != nil {
+		t.Fatal(err)
+	}
+	validate(t, buf.Bytes())
+	return res, decode(t, buf.Bytes())
+}

@@ -300,18 +300,10 @@ func TestARealProviderRecordsEveryFailedAttempt(t *testing.T) {
 	rec := recorder.New(&buf, recorder.Options{})
 	cfg := baseConfig(t, t.TempDir(), script, rec)
 	cfg.Provider, cfg.Model, cfg.Retries = prov, "mock-1", retries
-	res, err := Run(t.Context(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := rec.Close(); err != nil {
-		t.Fatal(err)
-	}
-	validate(t, buf.Bytes())
+	res, evs := runRecorded(t, cfg, rec, &buf)
 	if res.Reason != trajectory.EndTurn {
 		t.Fatalf("reason %s (%v)", res.Reason, res.Err)
 	}
-	evs := decode(t, buf.Bytes())
 	errs := payloads[*trajectory.ModelError](evs)
 	if len(errs) != 1 || errs[0].ErrorKind != trajectory.ModelOverloaded || !errs[0].WillRetry || errs[0].Attempt != 1 {
 		t.Fatalf("model errors %+v, want one overloaded attempt that is retried", errs)

@@ -123,15 +123,8 @@ func runOpenAIResponses(t *testing.T, opts llm.Options) (Result, []trajectory.Ev
 	rec := recorder.New(&buf, recorder.Options{})
 	cfg := baseConfig(t, t.TempDir(), script, rec, servers.Tools()...)
 	cfg.Provider, cfg.Model = prov, "mock-1"
-	res, err := Run(t.Context(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := rec.Close(); err != nil {
-		t.Fatal(err)
-	}
-	validate(t, buf.Bytes())
-	return res, decode(t, buf.Bytes()), tap
+	res, evs := runRecorded(t, cfg, rec, &buf)
+	return res, evs, tap
 }
 
 // An MCP tool whose schema strict mode cannot express is sent with strict
@@ -224,19 +217,12 @@ func TestALateOneOfToolRecordsItsNonStrictDecision(t *testing.T) {
 	defer servers.Close()
 	reg.SetPending(servers.Pending)
 	cfg.MCPEvents = lifecycle.Drain
-	res, err := Run(t.Context(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := rec.Close(); err != nil {
-		t.Fatal(err)
-	}
-	validate(t, buf.Bytes())
+	res, evs := runRecorded(t, cfg, rec, &buf)
 	if res.Reason != trajectory.EndTurn {
 		t.Fatalf("ended %s (%v)", res.Reason, res.Err)
 	}
 	var added *trajectory.MCPServer
-	for _, ev := range payloads[*trajectory.MCPServer](decode(t, buf.Bytes())) {
+	for _, ev := range payloads[*trajectory.MCPServer](evs) {
 		if len(ev.Added) > 0 {
 			added = ev
 		}

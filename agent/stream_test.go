@@ -375,15 +375,8 @@ func runSSE(t *testing.T, srv *sseServer) (Result, []trajectory.Event, int) {
 	rec := recorder.New(&buf, recorder.Options{})
 	cfg := baseConfig(t, t.TempDir(), nil, rec, probe)
 	cfg.Provider, cfg.Stream, cfg.Retries = provider, true, retries
-	res, err := Run(t.Context(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := rec.Close(); err != nil {
-		t.Fatal(err)
-	}
-	validate(t, buf.Bytes())
-	return res, decode(t, buf.Bytes()), int(probe.runs.Load())
+	res, evs := runRecorded(t, cfg, rec, &buf)
+	return res, evs, int(probe.runs.Load())
 }
 
 func TestAStreamCutAfterACallStartedIsNotRetriedSoTheCallNeverRunsTwice(t *testing.T) {
