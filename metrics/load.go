@@ -595,9 +595,8 @@ func (in *inserter) run() {
 	defer close(in.done)
 	for c := range in.chunks {
 		if in.err == nil {
-			cols := columnsSQL(append(typeColumns(c.typ), where()...))
-			q := "INSERT INTO " + typeTable(c.typ) + " SELECT * FROM read_json(" + quoteString(c.path) +
-				", format = 'newline_delimited', columns = " + cols + ")"
+			q := "INSERT INTO " + typeTable(c.typ) + " SELECT " + stagedSelect(c.typ) + " FROM read_json(" + quoteString(c.path) +
+				", format = 'newline_delimited', columns = " + columnsSQL(stagedColumns(c.typ)) + ")"
 			if _, err := in.tx.ExecContext(in.ctx, q); err != nil {
 				in.err = fmt.Errorf("load: %w", err)
 			}

@@ -169,6 +169,36 @@ func schemaSQL() string {
 	return b.String()
 }
 
+// stagedColumns returns the columns read_json reads a staged chunk of t's
+// events with: the table's, but the timestamps read with their offset, as
+// TIMESTAMPTZ, which stagedSelect makes UTC. Read as TIMESTAMP, DuckDB
+// drops a timestamp's offset: an event stamped 09:00+02:00 would load as
+// 09:00 UTC, two hours off.
+func stagedColumns(t trajectory.EventType) []Column {
+	cols := append(typeColumns(t), where()...)
+	for i, c := range cols {
+		if c.Type == "TIMESTAMP" {
+			cols[i].Type = "TIMESTAMPTZ"
+		}
+	}
+	return cols
+}
+
+// stagedSelect returns the select list that reads a staged chunk of t's
+// events (read with stagedColumns) into t's table: its columns, in order,
+// the timestamps made UTC.
+func stagedSelect(t trajectory.EventType) string {
+	var cols []string
+	for _, c := range stagedColumns(t) {
+		name := quoteIdent(c.Name)
+		if c.Type == "TIMESTAMPTZ" {
+			name = "timezone('UTC', " + name + ") AS " + name
+		}
+		cols = append(cols, name)
+	}
+	return strings.Join(cols, ", ")
+}
+
 // columnsSQL renders cols as read_json's columns struct literal.
 func columnsSQL(cols []Column) string {
 	var b strings.Builder
