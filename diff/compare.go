@@ -154,8 +154,8 @@ func Compare(ctx context.Context, base, cand Input, opts Options) (*Result, erro
 	}
 	// The two sides are read at once when each has a database of its
 	// own: most of the reading is DuckDB planning, which uses one core per
-	// query. Under selectors both sides share one database and its
-	// snapshot tables, so they are read one after the other.
+	// query. Under selectors both sides share one database (and its one
+	// connection), so they are read one after the other.
 	sides := []*side{nil, nil}
 	err = onBothSides(base.DB != cand.DB, func(i int) error {
 		in, name := base, "base"
@@ -236,32 +236,8 @@ func onBothSides(parallel bool, f func(i int) error) error {
 	return errors.Join(errs[0], errs[1])
 }
 
-// snapshotViews are the views the rows read, each a join or an aggregate
-// over the raw events that DuckDB recomputes on every query.
-var snapshotViews = []string{"tool_calls", "model_turns", "sessions", "defenses"}
-
-// snapshot computes the views the rows read once, into temporary tables of
-// the same names, which DuckDB resolves before the main schema's views: a
-// diff asks some hundred questions of each side, and over 200k events
-// recomputing tool_calls for each costs about 30 times more than reading
-// its snapshot. The database must be the diff's own (retrace diff opens
-// one per side, in memory); it answers with the snapshot afterwards. A
-// side sharing another's database (label selectors) finds the snapshot
-// made.
-func snapshot(ctx context.Context, db *metrics.DB) error {
-	for _, v := range snapshotViews {
-		if _, err := db.Query(ctx, "CREATE TEMP TABLE IF NOT EXISTS "+v+" AS SELECT * FROM main."+v); err != nil {
-			return fmt.Errorf("snapshot the %s view: %w", v, err)
-		}
-	}
-	return nil
-}
-
 // readSide lists the side's sessions and keeps its findings.
 func readSide(ctx context.Context, in Input) (*side, error) {
-	if err := snapshot(ctx, in.DB); err != nil {
-		return nil, err
-	}
 	c, err := newCorpus(ctx, in.DB, in.Cond)
 	if err != nil {
 		return nil, err

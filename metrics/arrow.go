@@ -58,5 +58,11 @@ func (db *DB) WriteArrow(ctx context.Context, w io.Writer, query string) (int64,
 	if err != nil {
 		return rows, fmt.Errorf("arrow export: %w", err)
 	}
+	if !readOnly(query) {
+		// On conn: the database's one connection is held until return.
+		if err := refreshDerived(ctx, conn); err != nil {
+			return rows, fmt.Errorf("arrow export: the statement ran, but %w", err)
+		}
+	}
 	return rows, nil
 }

@@ -52,3 +52,17 @@ func TestWriteArrowReportsBadSQL(t *testing.T) {
 		t.Fatal("bad SQL was accepted")
 	}
 }
+
+// An export of a statement that writes refreshes the derived views, as
+// Query does.
+func TestWriteArrowOfAWriteRefreshesTheDerivedViews(t *testing.T) {
+	db := open(t, Options{}, filepath.Join(validDir, "parallel_batch.jsonl"), filepath.Join(validDir, "defenses.jsonl"))
+	before := rows(t, db, "SELECT count(*) FROM tool_calls")[0]
+	if _, err := db.WriteArrow(context.Background(), &bytes.Buffer{}, "DELETE FROM raw_tool_call WHERE tool_use_id = (SELECT min(tool_use_id) FROM raw_tool_call)"); err != nil {
+		t.Fatal(err)
+	}
+	sameAsDerivedSelect(t, db)
+	if after := rows(t, db, "SELECT count(*) FROM tool_calls")[0]; after == before {
+		t.Errorf("tool_calls holds %s rows after deleting a call, as before", after)
+	}
+}

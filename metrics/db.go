@@ -99,7 +99,7 @@ func Open(ctx context.Context, opts Options) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open metrics database %q: %w", opts.Path, err)
 	}
-	if _, err := db.ExecContext(ctx, openSQL()); err != nil {
+	if _, err := db.ExecContext(ctx, openSQL(opts.Path != "")); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("create metrics schema in %q: %w (a database file from another retrace version may need deleting)", opts.Path, err)
 	}
@@ -160,11 +160,20 @@ func (db *DB) capBigLoad(ctx context.Context, size int64) error {
 	return db.limitMemory(ctx, bigLoadLimit)
 }
 
-// openSQL is the batch Open runs, built once per process: the schema is
-// derived from the Go types by reflection and never changes while it runs.
-var openSQL = sync.OnceValue(func() string {
-	return schemaSQL() + loadedFilesSQL + viewsSQL
-})
+// openSQL returns the batch Open runs, for a kept database or one in
+// memory, each built once per process: the schema is derived from the Go
+// types by reflection and never changes while it runs.
+func openSQL(kept bool) string {
+	if kept {
+		return keptOpenSQL()
+	}
+	return memoryOpenSQL()
+}
+
+var (
+	keptOpenSQL   = sync.OnceValue(func() string { return schemaSQL() + loadedFilesSQL + derivedOpenSQL(true) + viewsSQL })
+	memoryOpenSQL = sync.OnceValue(func() string { return schemaSQL() + loadedFilesSQL + derivedOpenSQL(false) + viewsSQL })
+)
 
 // Close closes the database and the statements Metric prepared.
 func (db *DB) Close() error {
@@ -188,8 +197,13 @@ func sqlList(ss []string) string { return "(" + strings.Join(quoteAll(ss), ", ")
 
 // Query runs sql and returns its result. A bad statement's error carries
 // DuckDB's message, which names the position.
+//
+// A statement that may write (anything but plainly read-only, see
+// readOnly) refreshes the derived views afterwards, so that tool_calls
+// and model_turns show the rows as the statement left them.
 func (db *DB) Query(ctx context.Context, query string) (Table, error) {
-	if !readOnly(query) {
+	ro := readOnly(query)
+	if !ro {
 		// It may change rows or settings the prepared metrics were planned
 		// with; drop them before and after, so none outlives the change.
 		db.dropPrepared()
@@ -199,7 +213,14 @@ func (db *DB) Query(ctx context.Context, query string) (Table, error) {
 	if err != nil {
 		return Table{}, fmt.Errorf("query: %w", err)
 	}
-	return scan(rows)
+	t, err := scan(rows)
+	if err != nil || ro {
+		return t, err
+	}
+	if err := refreshDerived(ctx, db.sql); err != nil {
+		return t, fmt.Errorf("query: the statement ran, but %w", err)
+	}
+	return t, nil
 }
 
 // scan reads every row of rows into a Table and closes rows.
