@@ -29,6 +29,7 @@ func (db *DB) WriteArrow(ctx context.Context, w io.Writer, query string) (int64,
 		return 0, fmt.Errorf("arrow export: %w", err)
 	}
 	defer conn.Close()
+	db.materialize(ctx, conn, query)
 	var rows int64
 	err = conn.Raw(func(c any) error {
 		a, err := duckdb.NewArrowFromConn(c.(driver.Conn))
@@ -60,7 +61,7 @@ func (db *DB) WriteArrow(ctx context.Context, w io.Writer, query string) (int64,
 	}
 	if !readOnly(query) {
 		// On conn: the database's one connection is held until return.
-		if err := refreshDerived(ctx, conn); err != nil {
+		if err := db.changed(ctx, conn); err != nil {
 			return rows, fmt.Errorf("arrow export: the statement ran, but %w", err)
 		}
 	}

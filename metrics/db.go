@@ -85,6 +85,11 @@ type DB struct {
 	// (see Metric).
 	mu    sync.Mutex
 	stmts map[string]*sql.Stmt
+
+	// dmu guards materialized, set while the derived views read tables
+	// made from the rows as they are (see materialize).
+	dmu          sync.Mutex
+	materialized bool
 }
 
 // Table is a query result.
@@ -99,7 +104,7 @@ func Open(ctx context.Context, opts Options) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open metrics database %q: %w", opts.Path, err)
 	}
-	if _, err := db.ExecContext(ctx, openSQL(opts.Path != "")); err != nil {
+	if _, err := db.ExecContext(ctx, openSQL()); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("create metrics schema in %q: %w (a database file from another retrace version may need deleting)", opts.Path, err)
 	}
@@ -160,20 +165,13 @@ func (db *DB) capBigLoad(ctx context.Context, size int64) error {
 	return db.limitMemory(ctx, bigLoadLimit)
 }
 
-// openSQL returns the batch Open runs, for a kept database or one in
-// memory, each built once per process: the schema is derived from the Go
-// types by reflection and never changes while it runs.
-func openSQL(kept bool) string {
-	if kept {
-		return keptOpenSQL()
-	}
-	return memoryOpenSQL()
-}
-
-var (
-	keptOpenSQL   = sync.OnceValue(func() string { return schemaSQL() + loadedFilesSQL + derivedOpenSQL(true) + viewsSQL })
-	memoryOpenSQL = sync.OnceValue(func() string { return schemaSQL() + loadedFilesSQL + derivedOpenSQL(false) + viewsSQL })
-)
+// openSQL is the batch Open runs, built once per process: the schema is
+// derived from the Go types by reflection and never changes while it runs.
+// The derived views start plain: a kept database's derived tables are made
+// again from its rows when a query first asks (see materialize).
+var openSQL = sync.OnceValue(func() string {
+	return schemaSQL() + loadedFilesSQL + plainDerivedSQL() + viewsSQL
+})
 
 // Close closes the database and the statements Metric prepared.
 func (db *DB) Close() error {
@@ -198,9 +196,10 @@ func sqlList(ss []string) string { return "(" + strings.Join(quoteAll(ss), ", ")
 // Query runs sql and returns its result. A bad statement's error carries
 // DuckDB's message, which names the position.
 //
-// A statement that may write (anything but plainly read-only, see
-// readOnly) refreshes the derived views afterwards, so that tool_calls
-// and model_turns show the rows as the statement left them.
+// A statement naming a derived view (tool_calls, model_turns, sessions,
+// defenses) first has their tables made, when the rows changed since; a
+// statement that may write (anything but plainly read-only, see readOnly)
+// makes them plain views again afterwards (see derived.go).
 func (db *DB) Query(ctx context.Context, query string) (Table, error) {
 	ro := readOnly(query)
 	if !ro {
@@ -209,18 +208,22 @@ func (db *DB) Query(ctx context.Context, query string) (Table, error) {
 		db.dropPrepared()
 		defer db.dropPrepared()
 	}
+	db.materialize(ctx, db.sql, query)
 	rows, err := db.sql.QueryContext(ctx, query)
 	if err != nil {
+		if !ro {
+			db.changed(ctx, db.sql)
+		}
 		return Table{}, fmt.Errorf("query: %w", err)
 	}
 	t, err := scan(rows)
-	if err != nil || ro {
+	if ro {
 		return t, err
 	}
-	if err := refreshDerived(ctx, db.sql); err != nil {
-		return t, fmt.Errorf("query: the statement ran, but %w", err)
+	if cerr := db.changed(ctx, db.sql); err == nil && cerr != nil {
+		return t, fmt.Errorf("query: the statement ran, but %w", cerr)
 	}
-	return t, nil
+	return t, err
 }
 
 // scan reads every row of rows into a Table and closes rows.
@@ -283,6 +286,7 @@ func (db *DB) Metric(ctx context.Context, name string) (Table, error) {
 	if err != nil {
 		return Table{}, err
 	}
+	db.materialize(ctx, db.sql, q)
 	st := db.prepared(ctx, name, q)
 	var t Table
 	if st == nil {

@@ -12,14 +12,16 @@ import (
 // tool_calls joins every call with its permission, pre-hooks, outcome
 // and end, model_turns unpacks the usage JSON of every response, sessions
 // aggregates every event by session, and defenses lists the triggers. As
-// plain views, each query made those joins, parses and aggregates again,
+// plain views, each query made those joins, parses and aggregates again:
 // six metrics the same tool_calls join, and a diff some hundred queries
-// (it copied them into temporary tables of its own). So each is a view over a
-// table of its rows (derivedTable), which every change of the rows
-// refreshes in the same transaction: the end of a load, and a Query or
-// Arrow export that may write (doc.go has the numbers). A view, so that a
-// query names it as before and a user may still replace it with one of
-// their own.
+// (it copied them into temporary tables of its own). So the first query
+// that names one after a change of the rows materializes them: their rows
+// go into tables of their own (derivedTable) and the views read those.
+// Every change (a load, a Query or Arrow export that may write) makes them
+// plain views again, at once, so that a view never shows rows the tables
+// no longer hold; the tables are made again only when a query asks for
+// them, so a load or a query that does not read them does not pay for
+// them (at 1M events, 0.6 s). doc.go has the numbers.
 //
 //go:embed derived/*.sql
 var derivedFiles embed.FS
@@ -40,41 +42,74 @@ func derivedSelect(name string) string {
 	return string(b)
 }
 
-// derivedOpenSQL makes the derived views when a database is opened. A
-// new database in memory holds no rows yet, so they are plain views over
-// their queries, as cheap to make as any view (making the tables would
-// plan and run both queries, which cost every command a quarter more
-// start-up, `query 'select 1'` included); the first load puts them over
-// their tables. A kept database gets its tables where it has none, and
-// views over them.
-func derivedOpenSQL(kept bool) string {
+// plainDerivedSQL makes the derived views plain views over their queries:
+// at Open, and after every change of the rows. It costs what making any
+// view costs (binding the query), a few milliseconds.
+func plainDerivedSQL() string {
 	var b strings.Builder
 	for _, name := range derivedViews {
-		if kept {
-			fmt.Fprintf(&b, "CREATE TABLE IF NOT EXISTS %s AS\n%s;\n", derivedTable(name), derivedSelect(name))
-			fmt.Fprintf(&b, "CREATE OR REPLACE VIEW %s AS SELECT * FROM %s;\n", quoteIdent(name), derivedTable(name))
-			continue
-		}
 		fmt.Fprintf(&b, "CREATE OR REPLACE VIEW %s AS\n%s;\n", quoteIdent(name), derivedSelect(name))
 	}
 	return b.String()
 }
 
-// execer runs a statement: the database, or a load's transaction.
-type execer interface {
-	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
-}
-
-// refreshDerived makes the derived tables again from the rows as they are
-// now, through ex.
-func refreshDerived(ctx context.Context, ex execer) error {
+// materializeSQL makes the derived tables from the rows as they are now
+// and puts the views over them.
+func materializeSQL() string {
 	var b strings.Builder
 	for _, name := range derivedViews {
 		fmt.Fprintf(&b, "CREATE OR REPLACE TABLE %s AS\n%s;\n", derivedTable(name), derivedSelect(name))
 		fmt.Fprintf(&b, "CREATE OR REPLACE VIEW %s AS SELECT * FROM %s;\n", quoteIdent(name), derivedTable(name))
 	}
-	if _, err := ex.ExecContext(ctx, b.String()); err != nil {
-		return fmt.Errorf("refresh the derived views (%s): %w", strings.Join(derivedViews, ", "), err)
+	return b.String()
+}
+
+// execer runs a statement: the database, a connection, or a load's
+// transaction.
+type execer interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+}
+
+// namesDerived reports whether q names a derived view. It may say yes
+// wrongly (the name in a string or a comment), which only costs making
+// the tables; a query that reads a derived view through a view of the
+// user's own that it does not name reads the plain view, slower but
+// right.
+func namesDerived(q string) bool {
+	q = strings.ToLower(q)
+	for _, name := range derivedViews {
+		if strings.Contains(q, name) {
+			return true
+		}
+	}
+	return false
+}
+
+// materialize makes the derived tables when q names a derived view and
+// they are not made from the rows as they are now. A failure leaves the
+// views that were not materialized plain, which still answer right, so
+// it is not an error of the query: the next query tries again.
+func (db *DB) materialize(ctx context.Context, ex execer, q string) {
+	db.dmu.Lock()
+	defer db.dmu.Unlock()
+	if db.materialized || !namesDerived(q) {
+		return
+	}
+	if _, err := ex.ExecContext(ctx, materializeSQL()); err == nil {
+		db.materialized = true
+		// Prepared over the plain views, the metrics would still join.
+		db.dropPrepared()
+	}
+}
+
+// changed makes the derived views plain again after the rows may have
+// changed, through ex (within the change's transaction, for a load).
+func (db *DB) changed(ctx context.Context, ex execer) error {
+	db.dmu.Lock()
+	defer db.dmu.Unlock()
+	db.materialized = false
+	if _, err := ex.ExecContext(ctx, plainDerivedSQL()); err != nil {
+		return fmt.Errorf("make the derived views (%s) again: %w", strings.Join(derivedViews, ", "), err)
 	}
 	return nil
 }

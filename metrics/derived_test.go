@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -31,8 +32,8 @@ func sameAsDerivedSelect(t *testing.T, db *DB) {
 // The derived views show the rows their queries make of the raw tables
 // after every change: a load, a second load of a changed file, a write
 // through Query, a refused load (which changes nothing), and in a kept
-// database opened again. After a load they read their tables, in memory
-// too, where Open made them plain views.
+// database opened again. Every change makes them plain views, and a query
+// naming one puts them over their tables again.
 func TestDerivedViewsFollowEveryChange(t *testing.T) {
 	for _, where := range []string{"memory", "kept"} {
 		t.Run(where, func(t *testing.T) {
@@ -62,13 +63,9 @@ func derivedFollow(t *testing.T, kept string) {
 		t.Fatal(err)
 	}
 	db := open(t, Options{Path: kept}, file)
+	overTables(t, db, false)
 	sameAsDerivedSelect(t, db)
-	for _, name := range derivedViews {
-		def := rows(t, db, "SELECT sql FROM duckdb_views() WHERE view_name = "+quoteString(name))
-		if len(def) != 1 || !strings.Contains(def[0], "derived_"+name) {
-			t.Errorf("after a load the view %s is %q, want it over its table", name, def)
-		}
-	}
+	overTables(t, db, true)
 	calls := rows(t, db, "SELECT count(*) FROM tool_calls")[0]
 
 	// A write through Query: a call's end deleted shows as a call without
@@ -76,6 +73,7 @@ func derivedFollow(t *testing.T, kept string) {
 	if _, err := db.Query(ctx, "DELETE FROM raw_tool_end WHERE tool_use_id = (SELECT min(tool_use_id) FROM raw_tool_end)"); err != nil {
 		t.Fatal(err)
 	}
+	overTables(t, db, false)
 	sameAsDerivedSelect(t, db)
 	if got := rows(t, db, "SELECT count(*) FROM tool_calls WHERE duration_ms IS NULL AND output_bytes IS NULL")[0]; got != "1" {
 		t.Errorf("%s calls without an end after deleting one end, want 1", got)
@@ -116,4 +114,54 @@ func derivedFollow(t *testing.T, kept string) {
 	if got := rows(t, again, "SELECT count(*) FROM tool_calls")[0]; got != calls {
 		t.Errorf("%s tool calls in the kept database opened again, want %s", got, calls)
 	}
+}
+
+// overTables fails t unless the derived views read their tables (over)
+// or are plain views (!over), asking the catalog in words that name none
+// of them, which would make the tables.
+func overTables(t *testing.T, db *DB, over bool) {
+	t.Helper()
+	defs := rows(t, db, "SELECT view_name, sql FROM duckdb_views() WHERE view_name IN ('tool_'||'calls', 'model_'||'turns', 'sess'||'ions', 'def'||'enses') ORDER BY view_name")
+	if len(defs) != len(derivedViews) {
+		t.Fatalf("derived views in the catalog: %q", defs)
+	}
+	for _, d := range defs {
+		name, sql, _ := strings.Cut(d, "|")
+		if got := strings.Contains(sql, "derived_"+name); got != over {
+			t.Errorf("view %s over its table: %v, want %v (%.80s)", name, got, over, sql)
+		}
+	}
+	if db.materialized != over {
+		t.Errorf("materialized = %v, want %v", db.materialized, over)
+	}
+}
+
+// A named metric that reads a derived view has the tables made, and its
+// rows are those of the plain views.
+func TestAMetricReadsTheDerivedTables(t *testing.T) {
+	db := open(t, Options{}, validDir+"/parallel_batch.jsonl", validDir+"/defenses.jsonl")
+	overTables(t, db, false)
+	// Past Query, which would make the tables.
+	r, err := db.sql.QueryContext(context.Background(), mustSQL(t, "funnel"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tb, err := scan(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain := renderRows(tb)
+	overTables(t, db, false)
+	if got := preparedRows(t, db, "funnel"); !slices.Equal(got, plain) || len(plain) == 0 {
+		t.Errorf("funnel over the tables = %q, over the plain views %q", got, plain)
+	}
+	overTables(t, db, true) // the funnel names tool_calls
+	if _, err := db.Query(context.Background(), "SET threads = 2"); err != nil {
+		t.Fatal(err)
+	}
+	overTables(t, db, false)
+	if _, err := db.Metric(context.Background(), "funnel"); err != nil {
+		t.Fatal(err)
+	}
+	overTables(t, db, true)
 }

@@ -333,7 +333,7 @@ func (db *DB) load(ctx context.Context, obs Observer, paths []string) (LoadRepor
 		return rep, err
 	}
 	rep.Events += n
-	if err := refreshDerived(ctx, tx); err != nil {
+	if err := db.changed(ctx, tx); err != nil {
 		return rep, fmt.Errorf("load: %w", err)
 	}
 	if err := tx.Commit(); err != nil {
