@@ -24,6 +24,8 @@ func (db *DB) WriteArrow(ctx context.Context, w io.Writer, query string) (int64,
 		db.dropPrepared() // as Query does: it may write (see Metric)
 		defer db.dropPrepared()
 	}
+	db.dmu.Lock() // as Query does: see DB.dmu
+	defer db.dmu.Unlock()
 	conn, err := db.sql.Conn(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("arrow export: %w", err)

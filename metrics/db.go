@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	// The duckdb driver registers itself with database/sql as "duckdb".
 	_ "github.com/duckdb/duckdb-go/v2"
@@ -86,10 +87,14 @@ type DB struct {
 	mu    sync.Mutex
 	stmts map[string]*sql.Stmt
 
-	// dmu guards materialized, set while the derived views read tables
-	// made from the rows as they are (see materialize).
+	// materialized is set while the derived views read tables made from
+	// the rows as they are (see materialize). dmu is held by every Query,
+	// Metric and WriteArrow from its check of materialized to the end of
+	// its statement (and of the views' change after a write), so that no
+	// statement reads the tables between a write and that change. A load
+	// needs no part of it: it changes the views in its own transaction.
 	dmu          sync.Mutex
-	materialized bool
+	materialized atomic.Bool
 }
 
 // Table is a query result.
@@ -201,6 +206,13 @@ func sqlList(ss []string) string { return "(" + strings.Join(quoteAll(ss), ", ")
 // statement that may write (anything but plainly read-only, see readOnly)
 // makes them plain views again afterwards (see derived.go).
 func (db *DB) Query(ctx context.Context, query string) (Table, error) {
+	db.dmu.Lock()
+	defer db.dmu.Unlock()
+	return db.query(ctx, query)
+}
+
+// query is Query, with db.dmu held.
+func (db *DB) query(ctx context.Context, query string) (Table, error) {
 	ro := readOnly(query)
 	if !ro {
 		// It may change rows or settings the prepared metrics were planned
@@ -286,11 +298,13 @@ func (db *DB) Metric(ctx context.Context, name string) (Table, error) {
 	if err != nil {
 		return Table{}, err
 	}
+	db.dmu.Lock()
+	defer db.dmu.Unlock()
 	db.materialize(ctx, db.sql, q)
 	st := db.prepared(ctx, name, q)
 	var t Table
 	if st == nil {
-		t, err = db.Query(ctx, q)
+		t, err = db.query(ctx, q)
 	} else {
 		var rows *sql.Rows
 		if rows, err = st.QueryContext(ctx); err == nil {

@@ -86,28 +86,26 @@ func namesDerived(q string) bool {
 }
 
 // materialize makes the derived tables when q names a derived view and
-// they are not made from the rows as they are now. A failure leaves the
-// views that were not materialized plain, which still answer right, so
-// it is not an error of the query: the next query tries again.
+// they are not made from the rows as they are now; the caller holds
+// db.dmu. A failure leaves the views that were not materialized plain,
+// which still answer right, so it is not an error of the query: the next
+// query tries again.
 func (db *DB) materialize(ctx context.Context, ex execer, q string) {
-	db.dmu.Lock()
-	defer db.dmu.Unlock()
-	if db.materialized || !namesDerived(q) {
+	if db.materialized.Load() || !namesDerived(q) {
 		return
 	}
 	if _, err := ex.ExecContext(ctx, materializeSQL()); err == nil {
-		db.materialized = true
+		db.materialized.Store(true)
 		// Prepared over the plain views, the metrics would still join.
 		db.dropPrepared()
 	}
 }
 
 // changed makes the derived views plain again after the rows may have
-// changed, through ex (within the change's transaction, for a load).
+// changed, through ex: within the change's transaction for a load, with
+// db.dmu held for a statement.
 func (db *DB) changed(ctx context.Context, ex execer) error {
-	db.dmu.Lock()
-	defer db.dmu.Unlock()
-	db.materialized = false
+	db.materialized.Store(false)
 	if _, err := ex.ExecContext(ctx, plainDerivedSQL()); err != nil {
 		return fmt.Errorf("make the derived views (%s) again: %w", strings.Join(derivedViews, ", "), err)
 	}

@@ -131,8 +131,8 @@ func overTables(t *testing.T, db *DB, over bool) {
 			t.Errorf("view %s over its table: %v, want %v (%.80s)", name, got, over, sql)
 		}
 	}
-	if db.materialized != over {
-		t.Errorf("materialized = %v, want %v", db.materialized, over)
+	if db.materialized.Load() != over {
+		t.Errorf("materialized = %v, want %v", db.materialized.Load(), over)
 	}
 }
 
