@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/retrace-dev/retrace/trajectory"
@@ -497,6 +498,7 @@ func (st *stage) write(typ trajectory.EventType, line, file []byte, lineNo int) 
 	if !utf8.Valid(line) {
 		line = bytes.ToValidUTF8(line, []byte("\uFFFD"))
 	}
+	line = fixSurrogates(line)
 	// The line decoded as one JSON object, so it ends with its closing brace.
 	line = bytes.TrimRight(line, " \t\r")
 	cw.w.Write(line[:len(line)-1])
@@ -521,6 +523,55 @@ func (st *stage) write(typ trajectory.EventType, line, file []byte, lineNo int) 
 		}
 	}
 	return nil
+}
+
+// fixSurrogates returns line with every lone surrogate escape (\uD800 to
+// \uDFFF not in a high-low pair) spelled \ufffd, which is how the Decoder
+// (as encoding/json) reads it; DuckDB refuses the line otherwise. The rest
+// of the line is left as it is, pairs included. Such escapes are rare, so
+// a line without any is returned as it is, unscanned but for one search.
+func fixSurrogates(line []byte) []byte {
+	if !bytes.Contains(line, []byte(`\u`)) {
+		return line
+	}
+	var out []byte
+	last := 0
+	for i := 0; i+1 < len(line); i++ {
+		if line[i] != '\\' {
+			continue
+		}
+		if line[i+1] != 'u' {
+			i++ // an escaped character, a backslash among them
+			continue
+		}
+		r, ok := hex4(line[i+2:])
+		switch {
+		case !ok || !utf16.IsSurrogate(r):
+		case r < 0xDC00 && i+12 <= len(line) && line[i+6] == '\\' && line[i+7] == 'u':
+			if r2, ok := hex4(line[i+8:]); ok && 0xDC00 <= r2 && r2 <= 0xDFFF {
+				i += 6 // a pair: past its high half
+				break
+			}
+			fallthrough
+		default:
+			out = append(append(out, line[last:i]...), `\ufffd`...)
+			last = i + 6
+		}
+		i += 5
+	}
+	if out == nil {
+		return line
+	}
+	return append(out, line[last:]...)
+}
+
+// hex4 reads the four hex digits opening s as a UTF-16 code unit.
+func hex4(s []byte) (rune, bool) {
+	if len(s) < 4 {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(string(s[:4]), 16, 16)
+	return rune(n), err == nil
 }
 
 // end closes the chunk of typ and hands it to the inserter.

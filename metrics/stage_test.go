@@ -2,7 +2,9 @@ package metrics
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -35,6 +37,9 @@ func TestLoadedRowsEqualReadJSON(t *testing.T) {
 	odd = strings.Replace(odd, `"tool":"read"`, `"tool":"r\u0065ad"`, 1)
 	odd = strings.Replace(odd, `"input":{"file_path":"main.go"}`, `"input":{ "file_path" : "m\u0061in.go", "n": 1.50 }`, 1)
 	odd = strings.Replace(odd, `Z"`, `+02:00"`, 1)
+	// A surrogate pair (a lone one read_json refuses: see
+	// TestALoneSurrogateLoadsAsTheDecoderReadsIt).
+	odd = strings.Replace(odd, `"file_path":"go.mod"`, `"file_path":"go\ud83d\ude00.mod"`, 1)
 	// DuckDB keeps microseconds, dropping the rest.
 	odd = strings.Replace(odd, `.021000000Z"`, `.021999999Z"`, 1)
 	// Its own session, or the load would leave it out as a copy.
@@ -229,4 +234,69 @@ func TestARefusedLoadLeavesNoRows(t *testing.T) {
 	if got := rows(t, db, "SELECT count(*) = count(DISTINCT seq) FROM raw_events"); got[0] != "true" {
 		t.Fatal("the load after a refused one holds a row twice")
 	}
+}
+
+// A lone surrogate escape, which DuckDB's read_json refuses, loads as the
+// Decoder reads it, U+FFFD, and the rest of its line as it is.
+func TestALoneSurrogateLoadsAsTheDecoderReadsIt(t *testing.T) {
+	src, err := os.ReadFile(filepath.Join(validDir, "parallel_batch.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Lone high, escaped backslash (text, not an escape), pair, lone low.
+	odd := strings.Replace(string(src), `"tool":"read"`, `"tool":"re\ud800a\\ud800d\ud83d\ude00\udc00"`, 1)
+	if odd == string(src) {
+		t.Fatal("the fixture changed; respell another line")
+	}
+	file := filepath.Join(t.TempDir(), "a.jsonl")
+	if err := os.WriteFile(file, []byte(odd), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	db := open(t, Options{}, file)
+	got := rows(t, db, "SELECT tool, count(*) FROM raw_events WHERE tool LIKE 're%' GROUP BY tool ORDER BY tool")
+	want := []string{"read|" + fmt.Sprint(strings.Count(odd, `"tool":"read"`)), "re\uFFFDa\\ud800d\U0001F600\uFFFD|1"}
+	if !slices.Equal(got, want) {
+		t.Errorf("tools %q, want %q", got, want)
+	}
+}
+
+// fixSurrogates changes no JSON string's text as encoding/json reads it
+// (which is how the Decoder reads it), and leaves no lone surrogate for
+// DuckDB to refuse.
+func FuzzFixSurrogates(f *testing.F) {
+	for _, s := range []string{`a`, `\ud800`, `\udc00x`, `\ud83d\ude00`, `\\ud800`, `\ud800\ud800\udc00`, `\u12`, `\ud800\u`, `\"\ud800`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		in := []byte(`"` + s + `"`)
+		var want string
+		if json.Unmarshal(in, &want) != nil {
+			return
+		}
+		out := fixSurrogates(in)
+		var got string
+		if err := json.Unmarshal(out, &got); err != nil || got != want {
+			t.Fatalf("%s became %s: %q (%v), want %q", in, out, got, err, want)
+		}
+		for i := 0; i+5 < len(out); i++ {
+			if out[i] == '\\' && out[i+1] != 'u' {
+				i++
+				continue
+			}
+			if out[i] == '\\' {
+				r, _ := hex4(out[i+2:])
+				if 0xDC00 <= r && r <= 0xDFFF {
+					t.Fatalf("%s became %s, a lone low surrogate at %d", in, out, i)
+				}
+				if 0xD800 <= r && r < 0xDC00 {
+					r2, _ := hex4(out[min(i+8, len(out)):])
+					if i+12 > len(out) || out[i+6] != '\\' || r2 < 0xDC00 || r2 > 0xDFFF {
+						t.Fatalf("%s became %s, a lone high surrogate at %d", in, out, i)
+					}
+					i += 6
+				}
+				i += 5
+			}
+		}
+	})
 }
