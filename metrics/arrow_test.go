@@ -53,8 +53,8 @@ func TestWriteArrowReportsBadSQL(t *testing.T) {
 	}
 }
 
-// An export of a statement that writes refreshes the derived views, as
-// Query does.
+// After an export of a statement that writes, the derived views show the
+// change, as after a Query.
 func TestWriteArrowOfAWriteRefreshesTheDerivedViews(t *testing.T) {
 	db := open(t, Options{}, filepath.Join(validDir, "parallel_batch.jsonl"), filepath.Join(validDir, "defenses.jsonl"))
 	before := rows(t, db, "SELECT count(*) FROM tool_calls")[0]

@@ -6,6 +6,7 @@ import (
 	"embed"
 	"fmt"
 	"strings"
+	"sync"
 )
 
 // The derived views are what most metrics, the diff and the report read:
@@ -44,25 +45,26 @@ func derivedSelect(name string) string {
 
 // plainDerivedSQL makes the derived views plain views over their queries:
 // at Open, and after every change of the rows. It costs what making any
-// view costs (binding the query), a few milliseconds.
-func plainDerivedSQL() string {
+// view costs (binding the query), a few milliseconds. Built once per
+// process, as openSQL is.
+var plainDerivedSQL = sync.OnceValue(func() string {
 	var b strings.Builder
 	for _, name := range derivedViews {
 		fmt.Fprintf(&b, "CREATE OR REPLACE VIEW %s AS\n%s;\n", quoteIdent(name), derivedSelect(name))
 	}
 	return b.String()
-}
+})
 
 // materializeSQL makes the derived tables from the rows as they are now
 // and puts the views over them.
-func materializeSQL() string {
+var materializeSQL = sync.OnceValue(func() string {
 	var b strings.Builder
 	for _, name := range derivedViews {
 		fmt.Fprintf(&b, "CREATE OR REPLACE TABLE %s AS\n%s;\n", derivedTable(name), derivedSelect(name))
 		fmt.Fprintf(&b, "CREATE OR REPLACE VIEW %s AS SELECT * FROM %s;\n", quoteIdent(name), derivedTable(name))
 	}
 	return b.String()
-}
+})
 
 // execer runs a statement: the database, a connection, or a load's
 // transaction.
