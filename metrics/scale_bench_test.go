@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/retrace-dev/retrace/trajectory"
 )
 
 // eventsPerSession turns a corpus size in events into synth sessions: a
@@ -139,8 +141,11 @@ func measure(b *testing.B, events int, f func()) {
 // --metric all does. The baseline, measured in the same run over the same
 // files, is DuckDB's own typed read_json of the files into one table (no
 // check, no metric; left out above 3M events, as it holds about 3 GB per
-// million events). Each reports s/op, cpu-s/op, events/s and the peak
-// RSS of the process. Run it as
+// million events). insert-floor is what no loader can go below: DuckDB
+// copying the rows a load made into new tables of the same columns, with
+// nothing to parse or check (the peak RSS then holds the loaded rows and
+// their copy). Each reports s/op, cpu-s/op, events/s and the peak RSS of
+// the process. Run it as
 //
 //	RETRACE_BENCH_EVENTS=100k,1M,3M RETRACE_BENCH_CORPUS=/tmp/corpus \
 //	  go test -run XXX -bench BenchmarkLoadAndMetrics -benchtime 1x ./metrics/
@@ -171,6 +176,24 @@ func BenchmarkLoadAndMetrics(b *testing.B) {
 			})
 			b.ReportMetric(load.Seconds()/float64(b.N), "load-s/op")
 			b.ReportMetric((all-load).Seconds()/float64(b.N), "metrics-s/op")
+		})
+		b.Run("events="+sizeName(size)+"/insert-floor", func(b *testing.B) {
+			db, err := Open(ctx, Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer db.Close()
+			if _, err := db.Load(ctx, dir); err != nil {
+				b.Fatal(err)
+			}
+			measure(b, events, func() {
+				for _, t := range trajectory.EventTypes() {
+					q := "CREATE OR REPLACE TABLE " + quoteIdent("copy_"+string(t)) + " AS SELECT * FROM " + typeTable(t)
+					if _, err := db.sql.ExecContext(ctx, q); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
 		})
 		if size > 3000000 {
 			// read_json into memory holds about 3 GB per million events.
