@@ -135,6 +135,21 @@ func measure(b *testing.B, events int, f func()) {
 	b.ReportMetric(peakRSS()/(1<<20), "peak-RSS-MB")
 }
 
+// openLoaded opens an in-memory database and loads dir into it; the
+// caller closes it.
+func openLoaded(ctx context.Context, b *testing.B, dir string) *DB {
+	b.Helper()
+	db, err := Open(ctx, Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := db.Load(ctx, dir); err != nil {
+		db.Close()
+		b.Fatal(err)
+	}
+	return db
+}
+
 // BenchmarkLoadAndMetrics loads a synth corpus and runs every named
 // metric over it, at each size RETRACE_BENCH_EVENTS names (default 1M
 // events; e.g. RETRACE_BENCH_EVENTS=100k,1M,3M), as retrace metrics
@@ -157,14 +172,8 @@ func BenchmarkLoadAndMetrics(b *testing.B) {
 			var load, all time.Duration
 			measure(b, events, func() {
 				start := time.Now()
-				db, err := Open(ctx, Options{})
-				if err != nil {
-					b.Fatal(err)
-				}
+				db := openLoaded(ctx, b, dir)
 				defer db.Close()
-				if _, err := db.Load(ctx, dir); err != nil {
-					b.Fatal(err)
-				}
 				loaded := time.Now()
 				for _, m := range Metrics() {
 					if _, err := db.Metric(ctx, m); err != nil {
@@ -178,14 +187,8 @@ func BenchmarkLoadAndMetrics(b *testing.B) {
 			b.ReportMetric((all-load).Seconds()/float64(b.N), "metrics-s/op")
 		})
 		b.Run("events="+sizeName(size)+"/insert-floor", func(b *testing.B) {
-			db, err := Open(ctx, Options{})
-			if err != nil {
-				b.Fatal(err)
-			}
+			db := openLoaded(ctx, b, dir)
 			defer db.Close()
-			if _, err := db.Load(ctx, dir); err != nil {
-				b.Fatal(err)
-			}
 			measure(b, events, func() {
 				for _, t := range trajectory.EventTypes() {
 					q := "CREATE OR REPLACE TABLE " + quoteIdent("copy_"+string(t)) + " AS SELECT * FROM " + typeTable(t)
