@@ -455,7 +455,11 @@ func (db *DB) checkPart(file string, p part, st *stage, keep bool) (res partResu
 			cur = res.seqs.add(seqRange{session: ev.Session, first: ev.Seq, firstLine: dec.Line()})
 		}
 		res.seqs.ranges[cur].max = ev.Seq
-		if err := st.write(ev.Payload.EventType(), dec.Raw(), name, p.lines+dec.Line()); err != nil {
+		line := dec.Raw()
+		if start, end, ok := dec.Member("ts"); ok {
+			line = st.utcTS(line, start, end, ev.TS)
+		}
+		if err := st.write(ev.Payload.EventType(), line, name, p.lines+dec.Line()); err != nil {
 			res.err = fmt.Errorf("load: %w", err)
 			return res
 		}

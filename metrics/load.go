@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"time"
 	"unicode/utf16"
 	"unicode/utf8"
 
@@ -469,12 +470,28 @@ type stage struct {
 	n         int
 	ins       *inserter
 	disk      *diskUse
+	// scratch holds a line utcTS respelled.
+	scratch []byte
 }
 
 type chunkWriter struct {
 	f *os.File
 	w *bufio.Writer
 	chunk
+}
+
+// utcTS returns line with its ts value, line[start:end], spelled as ts,
+// in UTC, unless it is spelled so already: DuckDB reads the chunks' ts as
+// TIMESTAMP, which ignores an offset. The recorder writes UTC, so a line
+// is only copied when another writer used an offset or an escape.
+func (st *stage) utcTS(line []byte, start, end int, ts time.Time) []byte {
+	if v := line[start:end]; len(v) >= 2 && v[0] == '"' && v[len(v)-1] == '"' && trajectory.CanonicalTS(v[1:len(v)-1]) {
+		return line
+	}
+	b := append(append(st.scratch[:0], line[:start]...), '"')
+	b = append(ts.UTC().AppendFormat(b, time.RFC3339Nano), '"')
+	st.scratch = append(b, line[end:]...)
+	return st.scratch
 }
 
 func (st *stage) write(typ trajectory.EventType, line, file []byte, lineNo int) error {
@@ -649,8 +666,8 @@ func (in *inserter) run() {
 	defer close(in.done)
 	for c := range in.chunks {
 		if in.err == nil {
-			q := "INSERT INTO " + typeTable(c.typ) + " SELECT " + stagedSelect(c.typ) + " FROM read_json(" + quoteString(c.path) +
-				", format = 'newline_delimited', columns = " + columnsSQL(stagedColumns(c.typ)) + ")"
+			q := "INSERT INTO " + typeTable(c.typ) + " SELECT * FROM read_json(" + quoteString(c.path) +
+				", format = 'newline_delimited', columns = " + columnsSQL(tableColumns(c.typ)) + ")"
 			if _, err := in.tx.ExecContext(in.ctx, q); err != nil {
 				in.err = fmt.Errorf("load: %w", err)
 			}

@@ -153,7 +153,7 @@ func schemaSQL() string {
 	var union []string
 	for _, t := range trajectory.EventTypes() {
 		var defs []string
-		for _, c := range append(typeColumns(t), where()...) {
+		for _, c := range tableColumns(t) {
 			defs = append(defs, quoteIdent(c.Name)+" "+c.Type)
 		}
 		fmt.Fprintf(&b, "CREATE TABLE IF NOT EXISTS %s (%s);\n", typeTable(t), strings.Join(defs, ", "))
@@ -169,34 +169,14 @@ func schemaSQL() string {
 	return b.String()
 }
 
-// stagedColumns returns the columns read_json reads a staged chunk of t's
-// events with: the table's, but the timestamps read with their offset, as
-// TIMESTAMPTZ, which stagedSelect makes UTC. Read as TIMESTAMP, DuckDB
-// drops a timestamp's offset: an event stamped 09:00+02:00 would load as
-// 09:00 UTC, two hours off.
-func stagedColumns(t trajectory.EventType) []Column {
-	cols := append(typeColumns(t), where()...)
-	for i, c := range cols {
-		if c.Type == "TIMESTAMP" {
-			cols[i].Type = "TIMESTAMPTZ"
-		}
-	}
-	return cols
-}
-
-// stagedSelect returns the select list that reads a staged chunk of t's
-// events (read with stagedColumns) into t's table: its columns, in order,
-// the timestamps made UTC.
-func stagedSelect(t trajectory.EventType) string {
-	var cols []string
-	for _, c := range stagedColumns(t) {
-		name := quoteIdent(c.Name)
-		if c.Type == "TIMESTAMPTZ" {
-			name = "timezone('UTC', " + name + ") AS " + name
-		}
-		cols = append(cols, name)
-	}
-	return strings.Join(cols, ", ")
+// tableColumns returns the columns of t's table, which are also those
+// read_json reads a staged chunk of t's events with: ts as TIMESTAMP, which
+// is right because the staging spells every ts in UTC (see utcTS). Read as
+// TIMESTAMP, DuckDB drops an offset, so that 09:00+02:00 would load as
+// 09:00 UTC, two hours off; reading TIMESTAMPTZ and converting it costs
+// DuckDB a time-zone calendar per row instead.
+func tableColumns(t trajectory.EventType) []Column {
+	return append(typeColumns(t), where()...)
 }
 
 // columnsSQL renders cols as read_json's columns struct literal.

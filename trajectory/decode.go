@@ -135,6 +135,22 @@ func (d *Decoder) Line() int { return d.line }
 // elsewhere uses them instead of re-encoding the event.
 func (d *Decoder) Raw() []byte { return d.raw }
 
+// Member returns where the value of the top-level member key of the last
+// line sits in Raw, Raw()[start:end] being its JSON text, and whether the
+// line has that member. It is meant for an event Next returned without an
+// error, until the next call; at the end of the input there is no line.
+func (d *Decoder) Member(key string) (start, end int, ok bool) {
+	if d.parser == nil {
+		return 0, 0, false
+	}
+	for _, m := range d.parser.members {
+		if string(m.key) == key {
+			return m.end - len(m.val), m.end, true
+		}
+	}
+	return 0, 0, false
+}
+
 // Warnings returns the warnings noticed so far.
 func (d *Decoder) Warnings() []Warning { return d.warnings }
 
@@ -445,7 +461,7 @@ func isPlainASCII(b []byte) bool {
 // refuses, goes the way it always went, so what is accepted and every
 // error text stay as they were (TestParseTSAgreesWithTimeParse).
 func parseTS(raw []byte) (time.Time, error) {
-	if len(raw) >= 2 && raw[0] == '"' && raw[len(raw)-1] == '"' && canonicalTS(raw[1:len(raw)-1]) {
+	if len(raw) >= 2 && raw[0] == '"' && raw[len(raw)-1] == '"' && CanonicalTS(raw[1:len(raw)-1]) {
 		var t time.Time
 		if t.UnmarshalText(raw[1:len(raw)-1]) == nil {
 			return t.UTC(), nil
@@ -462,9 +478,11 @@ func parseTS(raw []byte) (time.Time, error) {
 	return t.UTC(), nil
 }
 
-// canonicalTS reports whether b has the form YYYY-MM-DDTHH:MM:SSZ, with
-// an optional fraction of 1 to 9 digits before the Z.
-func canonicalTS(b []byte) bool {
+// CanonicalTS reports whether b, a ts value without its quotes, has the
+// form the recorder writes, YYYY-MM-DDTHH:MM:SSZ with an optional fraction
+// of 1 to 9 digits before the Z: a UTC time every RFC 3339 reader reads as
+// the same instant, offset-free parsers included.
+func CanonicalTS(b []byte) bool {
 	const layout = "dddd-dd-ddTdd:dd:dd"
 	if len(b) < len(layout)+1 || len(b) > len(layout)+11 || b[len(b)-1] != 'Z' {
 		return false

@@ -97,6 +97,29 @@ func TestDecoderRawIsTheLineWithoutBOMOrLineEnd(t *testing.T) {
 	}
 }
 
+func TestDecoderMemberIsWhereAValueSitsInRaw(t *testing.T) {
+	line := "\xef\xbb\xbf" + `{"v":1, "session":"s1","seq":1,"ts" : "2026-11-30T11:00:00+02:00" ,"turn":0,"type":"tool_success","tool_use_id":"toolu_1","tool":"read"}`
+	dec := NewDecoder(strings.NewReader(line+"\n"), "in.jsonl")
+	if _, err := dec.Next(); err != nil {
+		t.Fatal(err)
+	}
+	for key, want := range map[string]string{"ts": `"2026-11-30T11:00:00+02:00"`, "seq": "1", "tool": `"read"`} {
+		start, end, ok := dec.Member(key)
+		if got := string(dec.Raw()[start:end]); !ok || got != want {
+			t.Errorf("Member(%q) = %q, %v; want %q", key, got, ok, want)
+		}
+	}
+	if _, _, ok := dec.Member("exit_code"); ok {
+		t.Error("Member found a member the line does not have")
+	}
+	if _, err := dec.Next(); !errors.Is(err, io.EOF) {
+		t.Fatal(err)
+	}
+	if _, _, ok := dec.Member("ts"); ok {
+		t.Error("Member found a member after the end of the input")
+	}
+}
+
 func TestDecoderKeepsGoingAfterABadLine(t *testing.T) {
 	input := goodLine + "\n{broken\n" + strings.Replace(goodLine, `"seq":1`, `"seq":3`, 1) + "\n"
 	events, errs, _ := decodeAll(t, input)
