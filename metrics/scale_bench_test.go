@@ -159,8 +159,12 @@ func openLoaded(ctx context.Context, b *testing.B, dir string) *DB {
 // million events). insert-floor is what no loader can go below: DuckDB
 // copying the rows a load made into new tables of the same columns, with
 // nothing to parse or check (the peak RSS then holds the loaded rows and
-// their copy). Each reports s/op, cpu-s/op, events/s and the peak RSS of
-// the process. Run it as
+// their copy). read-json-floor is what no loader that hands DuckDB JSON
+// can go below: DuckDB reading the rows a load made back from JSONL files
+// of one event type each (written by DuckDB before the timing starts)
+// into new tables, typed as the load reads its staged chunks. Each
+// reports s/op, cpu-s/op, events/s and the peak RSS of the process. Run
+// it as
 //
 //	RETRACE_BENCH_EVENTS=100k,1M,3M RETRACE_BENCH_CORPUS=/tmp/corpus \
 //	  go test -run XXX -bench BenchmarkLoadAndMetrics -benchtime 1x ./metrics/
@@ -192,6 +196,26 @@ func BenchmarkLoadAndMetrics(b *testing.B) {
 			measure(b, events, func() {
 				for _, t := range trajectory.EventTypes() {
 					q := "CREATE OR REPLACE TABLE " + quoteIdent("copy_"+string(t)) + " AS SELECT * FROM " + typeTable(t)
+					if _, err := db.sql.ExecContext(ctx, q); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		})
+		b.Run("events="+sizeName(size)+"/read-json-floor", func(b *testing.B) {
+			db := openLoaded(ctx, b, dir)
+			defer db.Close()
+			tmp := b.TempDir()
+			for _, t := range trajectory.EventTypes() {
+				q := "COPY " + typeTable(t) + " TO " + quoteString(filepath.Join(tmp, string(t)+".jsonl")) + " (FORMAT json)"
+				if _, err := db.sql.ExecContext(ctx, q); err != nil {
+					b.Fatal(err)
+				}
+			}
+			measure(b, events, func() {
+				for _, t := range trajectory.EventTypes() {
+					q := "CREATE OR REPLACE TABLE " + quoteIdent("copy_"+string(t)) + " AS SELECT * FROM read_json(" +
+						quoteString(filepath.Join(tmp, string(t)+".jsonl")) + ", format = 'newline_delimited', columns = " + columnsSQL(tableColumns(t)) + ")"
 					if _, err := db.sql.ExecContext(ctx, q); err != nil {
 						b.Fatal(err)
 					}
