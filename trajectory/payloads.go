@@ -248,17 +248,19 @@ func (b *ContentBlock) validate(c *checks) {
 	}
 }
 
+// isJSONObject reports whether raw is one JSON object, as json.Valid
+// judges it. A decoded input was checked already, so the fast decoder's
+// validator, which only ever accepts valid JSON, answers first, and
+// json.Valid has the last word on what it gives up on.
 func isJSONObject(raw json.RawMessage) bool {
-	for _, ch := range raw {
-		switch ch {
-		case ' ', '\t', '\r', '\n':
-			continue
-		case '{':
-			return json.Valid(raw)
-		}
+	i := skipSpace(raw, 0)
+	if i >= len(raw) || raw[i] != '{' {
 		return false
 	}
-	return false
+	if end, ok := validValue(raw, i, 0); ok && skipSpace(raw, end) == len(raw) {
+		return true
+	}
+	return json.Valid(raw)
 }
 
 // Message is one message of a model request.
