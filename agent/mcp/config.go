@@ -38,6 +38,12 @@ type Config struct {
 	Headers map[string]string `yaml:"headers"`
 	// Timeout bounds one tool call; zero means DefaultTimeout.
 	Timeout time.Duration `yaml:"timeout"`
+	// ReconnectBackoff is the first wait before reconnecting this server
+	// after it died, doubled at each further attempt; zero means the
+	// runtime's base (DefaultReconnectBase unless the caller set one). A
+	// test or scenario that kills a server on purpose sets it short so
+	// it does not spend seconds waiting.
+	ReconnectBackoff time.Duration `yaml:"reconnect_backoff"`
 	// Deferred says whether the server's tools wait for tool_search before
 	// the model sees them; unset means true, because a few servers can
 	// bring dozens of tools (seed §10, §12.5).
@@ -107,6 +113,9 @@ func Validate(cfgs []Config) error {
 			if len(c.Headers) > 0 {
 				bad("headers", "only apply to an HTTP server (url); remove them or use url instead of command")
 			}
+		}
+		if c.ReconnectBackoff < 0 {
+			bad("reconnect_backoff", fmt.Sprintf("is %v; give a positive duration such as \"100ms\", or leave it out for the default %v", c.ReconnectBackoff, DefaultReconnectBase))
 		}
 		if c.Timeout < 0 {
 			bad("timeout", fmt.Sprintf("is %v; give a positive duration such as \"30s\", or leave it out for the default %v", c.Timeout, DefaultTimeout))

@@ -127,6 +127,7 @@ func TestValidate(t *testing.T) {
 		{"headers on a stdio server are reported", []Config{{Name: "x", Command: "c", Headers: map[string]string{"a": "b"}}}, "headers", "only apply to an HTTP server"},
 		{"args on an HTTP server are reported", []Config{{Name: "x", URL: "http://h", Args: []string{"a"}}}, "args", "only apply to a stdio server"},
 		{"a negative timeout is reported", []Config{{Name: "x", Command: "c", Timeout: -time.Second}}, "timeout", "positive duration"},
+		{"a negative reconnect_backoff is reported", []Config{{Name: "x", Command: "c", ReconnectBackoff: -time.Second}}, "reconnect_backoff", "positive duration"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

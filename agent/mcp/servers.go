@@ -352,8 +352,8 @@ func (s *Servers) monitor(life context.Context, session *sdk.ClientSession) erro
 	}
 }
 
-// reconnect makes up to MaxReconnects attempts, waiting ReconnectBase,
-// then twice as long each time. It returns the new session, or nil when
+// reconnect makes up to MaxReconnects attempts, waiting the server's
+// reconnect_backoff (or ReconnectBase), then twice as long each time. It returns the new session, or nil when
 // the server was given up as failed or life ended.
 func (s *Servers) reconnect(life context.Context, srv *server, lost error) *sdk.ClientSession {
 	max := s.opts.MaxReconnects
@@ -362,6 +362,9 @@ func (s *Servers) reconnect(life context.Context, srv *server, lost error) *sdk.
 		return nil
 	}
 	wait := s.opts.ReconnectBase
+	if srv.cfg.ReconnectBackoff > 0 {
+		wait = srv.cfg.ReconnectBackoff
+	}
 	last := lost
 	for attempt := 1; attempt <= max; attempt++ {
 		s.mu.Lock()
