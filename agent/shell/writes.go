@@ -38,6 +38,7 @@ var writers = map[string]*writerSpec{
 	"mv":       {valued: "tS", long: []string{"--target-directory", "--suffix"}},
 	"cp":       {valued: "tS", long: []string{"--target-directory", "--suffix", "--sparse", "--no-preserve"}, lastOnly: true},
 	"ln":       {valued: "tS", long: []string{"--target-directory", "--suffix"}, lastOnly: true},
+	"link":     {},
 	"install":  {valued: "mogtS", long: []string{"--mode", "--owner", "--group", "--target-directory", "--suffix"}, lastOnly: true},
 }
 
@@ -59,10 +60,20 @@ func (an *analyzer) writeTargets(fs []field) {
 			// xargs feed operands known only at run time.
 			if name == "find" || name == "xargs" {
 				if inner := avs[k+1]; len(inner) > 0 && !inner[0].dynamic {
-					if _, ok := writers[path.Base(inner[0].value)]; ok || !isReadOnlyName(path.Base(inner[0].value)) {
+					innerName := path.Base(inner[0].value)
+					if _, ok := writers[innerName]; ok || !isReadOnlyName(innerName) {
 						an.writesUnknown = true
 					}
+					if _, ok := writers[innerName]; ok || fileWriters[innerName] {
+						an.writesFiles = true
+					}
 				}
+			}
+			if name == "find" {
+				an.findWrites(av[1:])
+			}
+			if outputs, ok := outputOptions[name]; ok {
+				an.optionWrites(name, outputs, av[1:len(av)-len(avs[k+1])])
 			}
 			continue
 		}
@@ -88,6 +99,28 @@ func (an *analyzer) writeTargets(fs []field) {
 		case "tar":
 			an.tarWrites(av[1:])
 			continue
+		case "find":
+			an.findWrites(av[1:])
+			continue
+		}
+		if fileWriters[name] {
+			// It writes files named inside its input (a patch, an
+			// archive): what it writes is only known when it runs.
+			an.writesUnknown = true
+			an.writesFiles = true
+			if name == "rsync" {
+				an.copyDestination(name, av[1:])
+			}
+			continue
+		}
+		if name == "scp" {
+			an.writesUnknown = true
+			an.copyDestination(name, av[1:])
+			continue
+		}
+		if outputs, ok := outputOptions[name]; ok {
+			an.optionWrites(name, outputs, av[1:])
+			continue
 		}
 		spec, ok := writers[name]
 		if !ok {
@@ -109,7 +142,9 @@ func isReadOnlyName(name string) bool {
 func (an *analyzer) writeField(f field, value, by string) {
 	if f.dynamic {
 		an.writesUnknown = true
+		an.writesFiles = true
 		an.notReadOnly("%s writes %s, a path only known at run time", by, f.source)
+		an.checkDynamicTarget(f, by)
 		return
 	}
 	if f.glob {
@@ -129,6 +164,9 @@ func (an *analyzer) specWrites(name string, s *writerSpec, args []field) {
 	target := field{}
 	hasTarget, reference := false, false
 	dashdash := false
+	// symbolic: ln -s; hard: cp -l. A hard link is the file it names, so
+	// making one writes that file as much as the link.
+	symbolic, hard := false, false
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		v := a.value
@@ -142,6 +180,8 @@ func (an *analyzer) specWrites(name string, s *writerSpec, args []field) {
 			if opt == "--reference" {
 				reference = true
 			}
+			symbolic = symbolic || opt == "--symbolic"
+			hard = hard || opt == "--link"
 			valField := field{value: val}
 			if !hasVal && slices.Contains(s.long, opt) && i+1 < len(args) {
 				i++
@@ -157,6 +197,8 @@ func (an *analyzer) specWrites(name string, s *writerSpec, args []field) {
 			}
 			for j := 1; j < len(v); j++ {
 				c := v[j]
+				symbolic = symbolic || name == "ln" && c == 's'
+				hard = hard || name == "cp" && c == 'l'
 				if strings.IndexByte(s.valued, c) < 0 {
 					continue
 				}
@@ -177,6 +219,16 @@ func (an *analyzer) specWrites(name string, s *writerSpec, args []field) {
 	}
 	if s.skipFirst && !reference && len(ops) > 0 {
 		ops = ops[1:]
+	}
+	if (name == "ln" && !symbolic) || (name == "cp" && hard) {
+		// Every source is the file a new hard link names.
+		sources := ops
+		if !hasTarget && len(ops) > 1 {
+			sources = ops[:len(ops)-1]
+		}
+		for _, o := range sources {
+			an.writeField(o, o.value, name+" (a hard link is the file it links to)")
+		}
 	}
 	switch {
 	case hasTarget:
@@ -206,47 +258,108 @@ func (an *analyzer) specWrites(name string, s *writerSpec, args []field) {
 	}
 }
 
-// sedWrites records the files sed -i edits.
+// sedWrites records the files sed -i edits and the files its scripts'
+// w, W and s///w commands write (sed -n "1w ~/.profile" writes a start-up
+// file as surely as a redirection). A script from a file, or one only
+// known at run time, makes the writes unknown.
 func (an *analyzer) sedWrites(args []field) {
 	explicit := false
 	scriptSeen := false
 	inPlace := false
-	var files []field
+	var files, scripts []field
+	unknown := false
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		v := a.value
 		switch {
 		case a.dynamic:
+			if !explicit && !scriptSeen {
+				scriptSeen = true
+				unknown = true
+				continue
+			}
 			files = append(files, a)
-		case v == "-e" || v == "--expression" || v == "-f" || v == "--file" || v == "-l" || v == "--line-length":
-			explicit = explicit || v != "-l" && v != "--line-length"
-			i++
-		case strings.HasPrefix(v, "--expression=") || strings.HasPrefix(v, "--file="):
+		case v == "-e" || v == "--expression":
 			explicit = true
+			if i+1 < len(args) {
+				i++
+				scripts = append(scripts, args[i])
+			}
+		case v == "-f" || v == "--file":
+			explicit, unknown = true, true
+			i++
+		case v == "-l" || v == "--line-length":
+			i++
+		case strings.HasPrefix(v, "--expression="):
+			explicit = true
+			scripts = append(scripts, field{value: strings.TrimPrefix(v, "--expression="), source: a.source})
+		case strings.HasPrefix(v, "--file="):
+			explicit, unknown = true, true
 		case strings.HasPrefix(v, "--in-place") || v == "-i" || (shortFlag(v, 'i') && !strings.HasPrefix(v, "-e") && !strings.HasPrefix(v, "-f")):
 			inPlace = true
 			if strings.HasSuffix(v, "e") || strings.HasSuffix(v, "f") {
 				explicit = true
-				i++
+				unknown = unknown || strings.HasSuffix(v, "f")
+				if i+1 < len(args) {
+					i++
+					if strings.HasSuffix(v, "e") {
+						scripts = append(scripts, args[i])
+					}
+				}
 			}
-		case strings.HasPrefix(v, "-e") || strings.HasPrefix(v, "-f"):
+		case strings.HasPrefix(v, "-e"):
 			explicit = true
+			scripts = append(scripts, field{value: v[2:], source: a.source})
+		case strings.HasPrefix(v, "-f"):
+			explicit, unknown = true, true
 		case strings.HasPrefix(v, "-") && v != "-":
 			if strings.HasSuffix(v, "e") || strings.HasSuffix(v, "f") {
 				explicit = true
-				i++
+				unknown = unknown || strings.HasSuffix(v, "f")
+				if i+1 < len(args) {
+					i++
+					if strings.HasSuffix(v, "e") {
+						scripts = append(scripts, args[i])
+					}
+				}
 			}
 		default:
 			if !explicit && !scriptSeen {
 				scriptSeen = true
+				scripts = append(scripts, a)
 				continue
 			}
 			files = append(files, a)
 		}
 	}
+	for _, sc := range scripts {
+		if sc.dynamic {
+			unknown = true
+			continue
+		}
+		_, writes, other := sedScript(sc.value)
+		unknown = unknown || other
+		for _, w := range writes {
+			switch w {
+			case "/dev/stdout", "/dev/stderr":
+			case "":
+				unknown = true
+			default:
+				an.writeField(field{value: w, source: w}, w, "sed w")
+			}
+		}
+	}
 	if !inPlace {
-		an.writesUnknown = true // sed w or e, which the read-only check refused
+		// Not read-only (the caller checked): sed w, e or an option the
+		// read-only check refused.
+		an.writesUnknown = true
+		if unknown {
+			an.writesFiles = true
+		}
 		return
+	}
+	if unknown {
+		an.writesUnknown = true
 	}
 	for _, f := range files {
 		an.writeField(f, f.value, "sed -i")
@@ -326,5 +439,135 @@ func (an *analyzer) tarWrites(args []field) {
 		an.writeField(*archive, archive.value, "tar -c")
 	default:
 		an.writesUnknown = true
+	}
+}
+
+// fileWriters are programs that write files named inside their input (a
+// patch, an archive, a script of edits), so that the command line never
+// holds the names: they write, but where is only known when they run.
+var fileWriters = map[string]bool{
+	"patch": true, "unzip": true, "cpio": true, "rsync": true, "git-apply": true, "ed": true, "ex": true,
+	"split": true, "csplit": true, "zip": true, "7z": true, "gzip": true, "gunzip": true, "bzip2": true,
+	"bunzip2": true, "xz": true, "unxz": true, "zstd": true, "unzstd": true, "mktemp": true,
+}
+
+// outputSpec names the options of a program whose value is a file the
+// program writes, besides its ordinary output: sort -o, tree -o.
+type outputSpec struct {
+	short string
+	long  []string
+}
+
+// outputOptions are programs, most of them otherwise read-only, with an
+// option that writes a file. Wrappers are here too (strace -o, time -o):
+// their options come before the command they run.
+var outputOptions = map[string]outputSpec{
+	"sort": {"o", []string{"--output"}}, "tree": {"o", []string{"--output"}}, "base64": {"o", []string{"--output"}},
+	"iconv": {"o", []string{"--output"}}, "strace": {"o", []string{"--output"}}, "ltrace": {"o", []string{"--output"}},
+	"time": {"o", []string{"--output"}}, "script": {"", []string{"--log-out", "--log-in", "--log-io", "--log-timing"}},
+	"ssh": {"E", nil}, "gcc": {"o", nil}, "cc": {"o", nil}, "clang": {"o", nil}, "g++": {"o", nil}, "c++": {"o", nil},
+	"pandoc": {"o", []string{"--output"}}, "xmllint": {"", []string{"--output"}}, "msgfmt": {"o", []string{"--output-file"}},
+}
+
+// optionWrites lists the files a program's own output options name. The
+// writes stay unknown as well: the reasons the call is not read-only are
+// not all read here.
+func (an *analyzer) optionWrites(name string, spec outputSpec, args []field) {
+	an.writesUnknown = true
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		v := a.value
+		switch {
+		case a.dynamic || v == "--":
+			if v == "--" {
+				return
+			}
+		case strings.HasPrefix(v, "--"):
+			opt, val, hasVal := strings.Cut(v, "=")
+			if !slices.Contains(spec.long, opt) {
+				continue
+			}
+			if hasVal {
+				an.writeField(field{value: val, source: val}, val, name+" "+opt)
+			} else if i+1 < len(args) {
+				i++
+				an.writeField(args[i], args[i].value, name+" "+opt)
+			}
+		case strings.HasPrefix(v, "-") && len(v) > 1 && spec.short != "":
+			// Clustered short options (sort -uo f) for the programs whose
+			// read-only spec says which letters take a value; only the
+			// first letter for the others (gcc -Wno-x is no -o).
+			valued := ""
+			last := 2
+			if ro, ok := specs[name]; ok {
+				valued, last = ro.valued, len(v)
+			}
+			for j := 1; j < last; j++ {
+				c := v[j]
+				if strings.IndexByte(spec.short, c) >= 0 {
+					rest := v[j+1:]
+					if rest != "" {
+						an.writeField(field{value: rest, source: rest}, rest, name+" -"+string(c))
+					} else if i+1 < len(args) {
+						i++
+						an.writeField(args[i], args[i].value, name+" -"+string(c))
+					}
+					break
+				}
+				if strings.IndexByte(valued, c) >= 0 {
+					break
+				}
+			}
+		}
+	}
+}
+
+// findWrites lists the files find's own actions write (-fprint, -fprint0,
+// -fprintf, -fls), and the start points -delete deletes under. The
+// actions of the command -exec runs are that command's.
+func (an *analyzer) findWrites(args []field) {
+	var starts []field
+	i := findOptions(args)
+	for ; i < len(args); i++ {
+		v := args[i].value
+		if !args[i].dynamic && (strings.HasPrefix(v, "-") || v == "(" || v == "!") {
+			break
+		}
+		starts = append(starts, args[i])
+	}
+	if len(starts) == 0 {
+		starts = []field{{value: ".", source: "."}}
+	}
+	for ; i < len(args); i++ {
+		switch args[i].value {
+		case "-exec", "-execdir", "-ok", "-okdir":
+			for i < len(args) && args[i].value != ";" && args[i].value != "+" {
+				i++
+			}
+		case "-fprint", "-fprint0", "-fls", "-fprintf":
+			if i+1 < len(args) {
+				an.writeField(args[i+1], args[i+1].value, "find "+args[i].value)
+				i++
+			}
+			an.writesUnknown = true
+		case "-delete":
+			for _, s := range starts {
+				an.writeField(s, s.value, "find -delete")
+			}
+			an.writesUnknown = true
+		}
+	}
+}
+
+// copyDestination lists the last operand of rsync or scp, the destination,
+// unless it is on another host: rsync -a x ~/.bashrc writes a start-up
+// file like cp does.
+func (an *analyzer) copyDestination(name string, args []field) {
+	ops := operandFields(args)
+	if len(ops) < 2 {
+		return
+	}
+	if d := ops[len(ops)-1]; d.dynamic || !isRemote(d.value) {
+		an.writeField(d, d.value, name)
 	}
 }
