@@ -516,6 +516,19 @@ func (c *Checker) pathDenials(cl *call) (Decision, bool) {
 		if !pl.write || pl.unknown {
 			continue
 		}
+		if pl.real != "" && pl.inside() {
+			if why := gitCodePath(pl.rel); why != "" {
+				return deny("Writing %s is not allowed in any permission mode: %s. If the repository needs it, tell the user and let them do it.", pl.given, why)
+			}
+			if rel := pl.relOrEmpty(c); rel != "" {
+				if why := gitCodePath(rel); why != "" {
+					return deny("Writing %s is not allowed in any permission mode: %s. If the repository needs it, tell the user and let them do it.", pl.given, why)
+				}
+			}
+			if info, err := os.Stat(pl.real); err == nil && workspace.HardLinked(info) {
+				return deny("Writing %s is not allowed in any permission mode: it has %d hard links, so it is one file with several names, some of which may be outside the workspace, and writing it would change them all. Do not write it another way; tell the user if it must change.", pl.given, workspace.LinkCount(info))
+			}
+		}
 		switch {
 		case pl.real == "":
 			return deny("The path %s cannot be resolved (for example a symlink loop). Use a plain path inside the workspace %s.", pl.given, c.workspace)
@@ -531,6 +544,24 @@ func (c *Checker) pathDenials(cl *call) (Decision, bool) {
 		}
 	}
 	return Decision{}, false
+}
+
+// gitCodePath says why a path relative to the workspace is one whose
+// content git runs as code: a hook (git runs it on its own at the next
+// commit, checkout or push) or the repository's configuration (which can
+// set core.fsmonitor or core.hooksPath). Writing one is denied in every
+// mode, as the shell analysis hard-blocks it; "" for any other path.
+func gitCodePath(rel string) string {
+	if ok, _ := doublestar.Match("**/.git/hooks", rel); ok {
+		return "it is the git hooks directory, whose files git runs as code on its own"
+	}
+	if ok, _ := doublestar.Match("**/.git/hooks/**", rel); ok {
+		return "it is a git hook, code that git runs on its own at the next commit, checkout or push"
+	}
+	if ok, _ := doublestar.Match("**/.git/{config,config.worktree}", rel); ok {
+		return "it is git's configuration, which can make git run a program (core.fsmonitor, core.hooksPath)"
+	}
+	return ""
 }
 
 // pathQuestions is the other half of path validation: reads outside the
