@@ -608,6 +608,12 @@ func (c *Checker) pathQuestions(cl *call) (Decision, bool) {
 // file it matches now plus the pattern itself; a path only the run will
 // show is one unknown place.
 func (c *Checker) shellPlaces(word string, write bool) []place {
+	if c.home == "" && (word == "~" || strings.HasPrefix(word, "~/")) {
+		// Bash will expand ~ to a home directory the checker does not
+		// know: the path cannot be resolved, so a write is denied and a
+		// read asks, never a file of the workspace named ~.
+		return []place{{given: word, abs: word, write: write, shell: true}}
+	}
 	self, matches, known := c.root.ResolveShell(word, c.home)
 	if !known {
 		return []place{{given: word, write: write, shell: true, unknown: true}}

@@ -543,3 +543,23 @@ func TestAWriteThroughAPreExistingHardLinkIsDeniedInEveryMode(t *testing.T) {
 		}
 	}
 }
+
+func TestATildePathIsUnresolvableWhenTheHomeIsUnknown(t *testing.T) {
+	// Without a known home, ~/x must not be taken for a workspace file
+	// named ~/x: bash expands it to a home directory outside.
+	t.Setenv("HOME", "")
+	f := newFixture(t)
+	c, err := New(Config{Mode: trajectory.PermBypass}, f.ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Home() != "" {
+		t.Skipf("the home is known (%s) without HOME", c.Home())
+	}
+	if d := c.Check(bash("echo x > ~/notes.txt")); d.Behavior != Deny || d.Step != trajectory.StepPathValidation {
+		t.Errorf("a write to ~/notes.txt with an unknown home: %s/%s %q, want a path_validation deny", d.Behavior, d.Step, d.Reason)
+	}
+	if d := c.Check(bash("cat ~/notes.txt")); d.Behavior != Ask {
+		t.Errorf("a read of ~/notes.txt with an unknown home: %s/%s, want a question", d.Behavior, d.Step)
+	}
+}

@@ -680,10 +680,14 @@ func (an *analyzer) call(call *syntax.CallExpr, src string, depth int) {
 	}
 	env := an.assignedEnv(call.Assigns, src, false)
 	for _, av := range unwrapFields(fs) {
-		if len(av) > 0 && !av[0].dynamic && path.Base(av[0].value) == "env" {
+		if len(av) == 0 || av[0].dynamic {
+			continue
+		}
+		switch path.Base(av[0].value) {
+		case "env", "sudo", "doas":
 			for _, a := range av[1:] {
 				name, val, ok := strings.Cut(a.value, "=")
-				if a.dynamic || strings.HasPrefix(a.value, "-") || !ok {
+				if a.dynamic || !isEnvAssignment(a.value) || !ok {
 					continue
 				}
 				env[name] = field{value: val, source: a.source}
@@ -851,6 +855,12 @@ func nestedScripts(fs []field) []field {
 			}
 		case "tar", "rsync", "zip", "ssh", "scp", "sftp", "slogin":
 			out = append(out, execOptions(path.Base(av[0].value), av[1:])...)
+		case "git":
+			out = append(out, gitExecOptions(av[1:])...)
+		case "awk", "gawk", "mawk", "nawk":
+			if program, _, _, _ := awkProgram(av[1:]); !program.dynamic {
+				out = append(out, awkCommands(program.value)...)
+			}
 		case "env":
 			for i := 1; i < len(av); i++ {
 				v := av[i].value
@@ -1028,4 +1038,84 @@ func (an *analyzer) checkGitEnv(env map[string]field) {
 			}
 		}
 	}
+}
+
+// gitExecOptions returns the command lines git subcommands run through a
+// shell: git rebase -x/--exec, git submodule foreach, git bisect run and
+// git filter-branch's filters.
+func gitExecOptions(args []field) []field {
+	i := 0
+	for i < len(args) && strings.HasPrefix(args[i].value, "-") {
+		switch args[i].value {
+		case "-c", "-C", "--git-dir", "--work-tree", "--namespace", "--config-env":
+			i++
+		}
+		i++
+	}
+	if i >= len(args) {
+		return nil
+	}
+	sub, rest := args[i].value, args[i+1:]
+	var out []field
+	join := func(fs []field) {
+		var parts []string
+		dyn := false
+		for _, f := range fs {
+			parts = append(parts, f.value)
+			dyn = dyn || f.dynamic
+		}
+		if len(parts) > 0 {
+			out = append(out, field{value: strings.Join(parts, " "), dynamic: dyn})
+		}
+	}
+	switch sub {
+	case "rebase":
+		for j := 0; j < len(rest); j++ {
+			v := rest[j].value
+			switch {
+			case (v == "-x" || v == "--exec") && j+1 < len(rest):
+				out = append(out, rest[j+1])
+				j++
+			case strings.HasPrefix(v, "--exec="):
+				out = append(out, field{value: strings.TrimPrefix(v, "--exec="), dynamic: rest[j].dynamic})
+			case strings.HasPrefix(v, "-x") && len(v) > 2:
+				out = append(out, field{value: v[2:], dynamic: rest[j].dynamic})
+			}
+		}
+	case "submodule":
+		for j, f := range rest {
+			if f.value == "foreach" {
+				k := j + 1
+				for k < len(rest) && strings.HasPrefix(rest[k].value, "-") {
+					k++
+				}
+				join(rest[k:])
+				break
+			}
+		}
+	case "bisect":
+		// git bisect run runs its arguments as a command, not a script:
+		// each word is quoted so the script says the same.
+		if len(rest) > 1 && rest[0].value == "run" {
+			var words []string
+			dyn := false
+			for _, f := range rest[1:] {
+				q, err := syntax.Quote(f.value, syntax.LangBash)
+				if err != nil {
+					dyn = true
+				}
+				words = append(words, q)
+				dyn = dyn || f.dynamic
+			}
+			out = append(out, field{value: strings.Join(words, " "), dynamic: dyn})
+		}
+	case "filter-branch":
+		for j := 0; j+1 < len(rest); j++ {
+			if strings.HasSuffix(rest[j].value, "-filter") || rest[j].value == "--commit-filter" {
+				out = append(out, rest[j+1])
+				j++
+			}
+		}
+	}
+	return out
 }

@@ -127,7 +127,7 @@ scan:
 		case a == "--":
 			i++
 			break scan
-		case name == "env" && strings.Contains(a, "=") && !strings.HasPrefix(a, "-"):
+		case (name == "env" || name == "sudo" || name == "doas") && isEnvAssignment(a):
 			i++ // NAME=value
 		case name == "command" && (a == "-v" || a == "-V"):
 			return -1 // command -v only prints where a command is
@@ -147,6 +147,13 @@ scan:
 		return -1
 	}
 	return i
+}
+
+// isEnvAssignment reports a NAME=value word, which env, sudo and doas
+// put into the environment of the command they run.
+func isEnvAssignment(a string) bool {
+	name, _, ok := strings.Cut(a, "=")
+	return ok && name != "" && isIdentifier(name)
 }
 
 // Inner returns the command that a wrapper such as sudo, env, nice,
@@ -910,6 +917,13 @@ func gitDanger(args []field) (string, string) {
 			continue
 		}
 		break
+	}
+	if i < len(args) && (args[i].value == "init" || args[i].value == "clone") {
+		for _, a := range args[i+1:] {
+			if a.value == "--template" || strings.HasPrefix(a.value, "--template=") {
+				return DangerGitConfigExec, fmt.Sprintf("installs git hooks from a template directory (git %s --template)", args[i].value)
+			}
+		}
 	}
 	if i >= len(args) || args[i].value != "config" {
 		return "", ""

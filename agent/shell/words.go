@@ -72,7 +72,7 @@ func (an *analyzer) evalWord(w *syntax.Word, src string) []field {
 	}
 	if len(w.Parts) == 1 {
 		// The common case: one plain literal with nothing to expand.
-		if l, ok := w.Parts[0].(*syntax.Lit); ok && !strings.ContainsAny(l.Value, "\\*?[{") {
+		if l, ok := w.Parts[0].(*syntax.Lit); ok && !strings.ContainsAny(l.Value, "\\*?[{") && !strings.HasPrefix(l.Value, "~") {
 			return []field{{value: l.Value, source: source, empty: l.Value, hasEmpty: true}}
 		}
 	}
@@ -167,11 +167,23 @@ func (s *evalState) split() {
 // evalParts expands the parts of one brace-free word.
 func (an *analyzer) evalParts(parts []syntax.WordPart) []field {
 	s := &evalState{cur: field{hasEmpty: true}}
-	for _, part := range parts {
+	for i, part := range parts {
 		switch p := part.(type) {
 		case *syntax.Lit:
 			// A leading ~ is kept as "~": tilde expansion is left to the
-			// caller, and the checks read "~" as the home directory.
+			// caller, and the checks read "~" as the home directory. The
+			// other tilde prefixes are expanded here (see tilde).
+			if i == 0 && strings.HasPrefix(p.Value, "~") {
+				v, dynamic := an.tilde(p.Value)
+				if dynamic {
+					s.dynamicPart(false)
+					s.cur.hasHome = true
+					s.cur.home += "~" + v
+					continue
+				}
+				s.addUnquotedLit(v)
+				continue
+			}
 			s.addUnquotedLit(p.Value)
 		case *syntax.SglQuoted:
 			v := p.Value
@@ -738,4 +750,60 @@ func decodeANSIC(s string) string {
 
 func isHex(c byte) bool {
 	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')
+}
+
+// tilde expands the tilde prefix that starts an unquoted word, as far as
+// the analysis can: "~" stays "~" (the home directory, for the caller),
+// unless HOME was assigned earlier in the command line, when it is that
+// value, or only known at run time (HOME=/etc; echo x > ~/passwd writes
+// /etc/passwd, not the home's passwd). "~+" is the working directory (the
+// workspace, or the target of a static cd), "~-" the previous one, only
+// known at run time, and "~name" the home of the user name: /root for
+// root and /home/name for the others, which is outside the workspace as
+// the real one is. dynamic reports a value only known at run time; v is
+// then the rest of the word after the prefix.
+func (an *analyzer) tilde(lit string) (v string, dynamic bool) {
+	prefix, rest := lit, ""
+	if i := strings.IndexByte(lit, '/'); i >= 0 {
+		prefix, rest = lit[:i], lit[i:]
+	}
+	switch {
+	case prefix == "~":
+		h, assigned := an.vars["HOME"]
+		if !assigned {
+			return lit, false
+		}
+		if h == nil {
+			return rest, true
+		}
+		return *h + rest, false
+	case prefix == "~+":
+		if an.cwdUnknown {
+			return rest, true
+		}
+		if an.cwd == "" {
+			return "." + rest, false
+		}
+		return an.cwd + rest, false
+	case prefix == "~-":
+		return rest, true
+	case len(prefix) > 1 && isUserName(prefix[1:]):
+		if prefix == "~root" {
+			return "/root" + rest, false
+		}
+		return "/home/" + prefix[1:] + rest, false
+	}
+	return lit, false
+}
+
+// isUserName reports a login name a tilde prefix can name.
+func isUserName(s string) bool {
+	for i, r := range s {
+		ok := r == '_' || (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') ||
+			(i > 0 && (r == '-' || r == '.' || (r >= '0' && r <= '9')))
+		if !ok {
+			return false
+		}
+	}
+	return s != ""
 }

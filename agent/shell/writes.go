@@ -2,6 +2,7 @@ package shell
 
 import (
 	"path"
+	"regexp"
 	"slices"
 	"strings"
 )
@@ -24,22 +25,25 @@ type writerSpec struct {
 // writers are the programs whose written paths the analysis reads from
 // their operands.
 var writers = map[string]*writerSpec{
-	"rm":       {},
-	"rmdir":    {},
-	"unlink":   {},
-	"shred":    {valued: "ns", long: []string{"--iterations", "--size", "--random-source"}},
-	"touch":    {valued: "dtr", long: []string{"--date", "--reference", "--time"}},
-	"mkdir":    {valued: "m", long: []string{"--mode"}},
-	"truncate": {valued: "sr", long: []string{"--size", "--reference"}},
-	"chmod":    {skipFirst: true, long: []string{"--reference"}},
-	"chown":    {skipFirst: true, long: []string{"--reference", "--from"}},
-	"chgrp":    {skipFirst: true, long: []string{"--reference"}},
-	"tee":      {},
-	"mv":       {valued: "tS", long: []string{"--target-directory", "--suffix"}},
-	"cp":       {valued: "tS", long: []string{"--target-directory", "--suffix", "--sparse", "--no-preserve"}, lastOnly: true},
-	"ln":       {valued: "tS", long: []string{"--target-directory", "--suffix"}, lastOnly: true},
-	"link":     {},
-	"install":  {valued: "mogtS", long: []string{"--mode", "--owner", "--group", "--target-directory", "--suffix"}, lastOnly: true},
+	"rm":        {},
+	"rmdir":     {},
+	"unlink":    {},
+	"shred":     {valued: "ns", long: []string{"--iterations", "--size", "--random-source"}},
+	"touch":     {valued: "dtr", long: []string{"--date", "--reference", "--time"}},
+	"mkdir":     {valued: "m", long: []string{"--mode"}},
+	"truncate":  {valued: "sr", long: []string{"--size", "--reference"}},
+	"chmod":     {skipFirst: true, long: []string{"--reference"}},
+	"chown":     {skipFirst: true, long: []string{"--reference", "--from"}},
+	"chgrp":     {skipFirst: true, long: []string{"--reference"}},
+	"tee":       {},
+	"mv":        {valued: "tS", long: []string{"--target-directory", "--suffix"}},
+	"cp":        {valued: "tS", long: []string{"--target-directory", "--suffix", "--sparse", "--no-preserve"}, lastOnly: true},
+	"ln":        {valued: "tS", long: []string{"--target-directory", "--suffix"}, lastOnly: true},
+	"link":      {},
+	"sponge":    {},
+	"mkfifo":    {valued: "mZ", long: []string{"--mode", "--context"}},
+	"fallocate": {valued: "lo", long: []string{"--length", "--offset"}},
+	"install":   {valued: "mogtS", long: []string{"--mode", "--owner", "--group", "--target-directory", "--suffix"}, lastOnly: true},
 }
 
 // writeTargets records what one simple command writes: the operands of a
@@ -101,6 +105,15 @@ func (an *analyzer) writeTargets(fs []field) {
 			continue
 		case "find":
 			an.findWrites(av[1:])
+			continue
+		}
+		switch name {
+		case "perl", "ruby":
+			an.inPlaceWrites(name, av[1:])
+			an.writesUnknown = true
+			continue
+		case "awk", "gawk", "mawk", "nawk":
+			an.awkWrites(av[1:])
 			continue
 		}
 		if fileWriters[name] {
@@ -369,7 +382,7 @@ func (an *analyzer) sedWrites(args []field) {
 // tarWrites records tar -c -f archive, and the -C directory of tar -x,
 // whose members are unknown.
 func (an *analyzer) tarWrites(args []field) {
-	create, extract := false, false
+	create, extract, absolute := false, false, false
 	var archive, dir *field
 	for i := 0; i < len(args); i++ {
 		a := args[i]
@@ -397,6 +410,9 @@ func (an *analyzer) tarWrites(args []field) {
 		case v == "--create":
 			create = true
 			continue
+		case v == "--absolute-names":
+			absolute = true
+			continue
 		case v == "--extract" || v == "--get":
 			extract = true
 			continue
@@ -411,6 +427,8 @@ func (an *analyzer) tarWrites(args []field) {
 				create = true
 			case 'x':
 				extract = true
+			case 'P':
+				absolute = true
 			case 'C':
 				if i+1 < len(args) {
 					i++
@@ -428,6 +446,11 @@ func (an *analyzer) tarWrites(args []field) {
 		}
 	}
 	switch {
+	case extract && absolute:
+		// Members with absolute names are written where they say, any
+		// file of the machine: a write outside the workspace.
+		an.writesUnknown = true
+		an.write("/")
 	case extract:
 		an.writesUnknown = true // the members' names are in the archive
 		if dir != nil {
@@ -569,5 +592,156 @@ func (an *analyzer) copyDestination(name string, args []field) {
 	}
 	if d := ops[len(ops)-1]; d.dynamic || !isRemote(d.value) {
 		an.writeField(d, d.value, name)
+	}
+}
+
+// inPlaceWrites lists the files perl -i and ruby -i edit in place: the
+// operands after the script (after the script file when no -e gives
+// one). It reports whether the command edits in place at all.
+func (an *analyzer) inPlaceWrites(name string, args []field) bool {
+	inPlace, explicit := false, false
+	var ops []field
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		v := a.value
+		switch {
+		case a.dynamic || v == "-" || !strings.HasPrefix(v, "-"):
+			ops = append(ops, a)
+			continue
+		case v == "--":
+			ops = append(ops, args[i+1:]...)
+			i = len(args)
+			continue
+		case strings.HasPrefix(v, "--"):
+			continue
+		}
+	cluster:
+		for j := 1; j < len(v); j++ {
+			switch v[j] {
+			case 'i':
+				inPlace = true
+				break cluster // the rest is the backup suffix
+			case 'e', 'E':
+				explicit = true
+				if j+1 == len(v) {
+					i++ // the script is the next word
+				}
+				break cluster
+			case 'r', 'C', 'I', 'M', 'm', 'F', 'x', 'd', 'D', 'l', '0', 'K':
+				if j+1 == len(v) && (v[j] == 'r' || v[j] == 'C' || (name == "ruby" && v[j] == 'I')) {
+					i++ // ruby -r lib, -C dir, -I dir take the next word
+				}
+				break cluster
+			}
+		}
+	}
+	if !inPlace {
+		return false
+	}
+	if !explicit && len(ops) > 0 {
+		ops = ops[1:] // the script file
+	}
+	for _, o := range ops {
+		an.writeField(o, o.value, name+" -i")
+	}
+	return true
+}
+
+// awkProgram returns an awk command's program text and file operands,
+// and whether it edits them in place (gawk -i inplace). fromFile reports
+// a program read from a file (-f), which cannot be inspected.
+func awkProgram(args []field) (program field, files []field, inPlace, fromFile bool) {
+	have := false
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		v := a.value
+		switch {
+		case !a.dynamic && (v == "-F" || v == "-v"):
+			i++
+		case !a.dynamic && (v == "-f" || v == "--file"):
+			fromFile, have = true, true
+			i++
+		case !a.dynamic && (v == "-i" || v == "--include"):
+			if i+1 < len(args) && strings.TrimSuffix(args[i+1].value, ".awk") == "inplace" {
+				inPlace = true
+			}
+			i++
+		case !a.dynamic && (v == "-e" || v == "--source"):
+			if i+1 < len(args) {
+				program, have = args[i+1], true
+			}
+			i++
+		case !a.dynamic && strings.HasPrefix(v, "--source="):
+			program, have = field{value: strings.TrimPrefix(v, "--source="), source: a.source}, true
+		case !a.dynamic && strings.HasPrefix(v, "-i") && strings.TrimSuffix(v[2:], ".awk") == "inplace":
+			inPlace = true
+		case !a.dynamic && v == "--":
+			for _, f := range args[i+1:] {
+				if !have {
+					program, have = f, true
+					continue
+				}
+				files = append(files, f)
+			}
+			i = len(args)
+		case !a.dynamic && strings.HasPrefix(v, "-") && len(v) > 1:
+		case !have:
+			program, have = a, true
+		default:
+			if !strings.Contains(v, "=") || a.dynamic {
+				files = append(files, a)
+			}
+		}
+	}
+	return program, files, inPlace, fromFile
+}
+
+var (
+	awkString   = `"((?:[^"\\\n]|\\.)*)"`
+	awkSystem   = regexp.MustCompile(`\bsystem\s*\(\s*` + awkString + `\s*\)`)
+	awkPipeTo   = regexp.MustCompile(`(?:^|[^|])\|&?\s*` + awkString)
+	awkPipeFrom = regexp.MustCompile(awkString + `\s*\|&?\s*getline`)
+	awkRedirect = regexp.MustCompile(`\bprintf?\b[^;}\n]*?>>?\s*` + awkString)
+)
+
+// awkUnquote decodes an awk string literal's escapes.
+func awkUnquote(s string) string {
+	return strings.NewReplacer(`\"`, `"`, `\\`, `\`, `\n`, "\n", `\t`, "\t", `\/`, "/").Replace(s)
+}
+
+// awkCommands returns the command lines an awk program runs through a
+// shell (system("…"), print | "…", "…" | getline) when they are string
+// literals, so they are analysed like sh -c scripts.
+func awkCommands(program string) []field {
+	var out []field
+	for _, re := range []*regexp.Regexp{awkSystem, awkPipeTo, awkPipeFrom} {
+		for _, m := range re.FindAllStringSubmatch(program, -1) {
+			out = append(out, field{value: awkUnquote(m[1]), source: m[0]})
+		}
+	}
+	return out
+}
+
+// awkWrites lists the files an awk command writes: print > "file" and
+// print >> "file" with a literal name, and the operands of gawk -i
+// inplace. A program from a file, or one only known at run time, makes
+// the writes unknown.
+func (an *analyzer) awkWrites(args []field) {
+	an.writesUnknown = true // not read-only: the caller checked
+	program, files, inPlace, fromFile := awkProgram(args)
+	if inPlace {
+		for _, f := range files {
+			an.writeField(f, f.value, "awk -i inplace")
+		}
+	}
+	if fromFile || program.dynamic {
+		an.writesFiles = true
+		return
+	}
+	for _, m := range awkRedirect.FindAllStringSubmatch(program.value, -1) {
+		t := awkUnquote(m[1])
+		if t != "/dev/stdout" && t != "/dev/stderr" && t != "-" {
+			an.writeField(field{value: t, source: m[0]}, t, "awk print >")
+		}
 	}
 }
