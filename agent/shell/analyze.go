@@ -120,6 +120,7 @@ func Analyze(command string) (a Analysis) {
 				Err:           err,
 				Why:           "the command could not be analysed",
 				WritesUnknown: true,
+				WritesFiles:   true,
 				Danger:        unparseable(err),
 			}
 		}
