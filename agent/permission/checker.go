@@ -37,6 +37,9 @@ type Checker struct {
 	denials          map[string]int
 	readDirs         []string // resolved; reads below them need no confirmation
 	fuseOff          bool     // the denial_fuse defense is not enabled
+	// hooksDir is the repository's core.hooksPath, relative to the
+	// workspace and cleaned, when it names a directory inside it.
+	hooksDir string
 }
 
 // DisableFuse turns the denial fuse off for the session this checker
@@ -178,6 +181,7 @@ func New(cfg Config, dir string) (*Checker, error) {
 				}
 			}
 		}
+		c.hooksDir = repoHooksPath(root)
 	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
@@ -517,6 +521,9 @@ func (c *Checker) pathDenials(cl *call) (Decision, bool) {
 			continue
 		}
 		if pl.real != "" && pl.inside() {
+			if c.hooksDir != "" && (pl.rel == c.hooksDir || within(filepath.Join(c.workspace, pl.rel), filepath.Join(c.workspace, c.hooksDir))) {
+				return deny("Writing %s is not allowed in any permission mode: the repository's core.hooksPath is %s, so git runs the files there as hooks, on its own, at the next commit, checkout or push. If the repository needs it, tell the user and let them do it.", pl.given, c.hooksDir)
+			}
 			if why := gitCodePath(pl.rel); why != "" {
 				return deny("Writing %s is not allowed in any permission mode: %s. If the repository needs it, tell the user and let them do it.", pl.given, why)
 			}
@@ -544,6 +551,46 @@ func (c *Checker) pathDenials(cl *call) (Decision, bool) {
 		}
 	}
 	return Decision{}, false
+}
+
+// repoHooksPath reads core.hooksPath from the workspace repository's own
+// configuration (.git/config), and returns it relative to the workspace
+// when it names a directory inside it: git runs the files there as hooks
+// (husky sets it to .husky). It reads only the plain form
+// "[core] hooksPath = dir"; anything it cannot read gives "".
+func repoHooksPath(root *workspace.Root) string {
+	t, err := root.Resolve(filepath.Join(root.Dir(), ".git", "config"))
+	if err != nil || !t.Inside {
+		return ""
+	}
+	data, err := root.ReadFile(t)
+	if err != nil || len(data) > 1<<20 {
+		return ""
+	}
+	section, value := "", ""
+	for _, line := range strings.Split(string(data), "\n") {
+		line = strings.TrimSpace(line)
+		if strings.HasPrefix(line, "[") {
+			section = strings.ToLower(strings.Trim(strings.Fields(strings.Trim(line, "[]") + " x")[0], "\""))
+			continue
+		}
+		key, val, ok := strings.Cut(line, "=")
+		if ok && section == "core" && strings.EqualFold(strings.TrimSpace(key), "hookspath") {
+			value = strings.Trim(strings.TrimSpace(val), "\"")
+		}
+	}
+	if value == "" || strings.HasPrefix(value, "~") {
+		return ""
+	}
+	dir := value
+	if !filepath.IsAbs(dir) {
+		dir = filepath.Join(root.Dir(), dir)
+	}
+	ht, err := root.Resolve(dir)
+	if err != nil || !ht.Inside || ht.Rel == "" || ht.Rel == "." {
+		return ""
+	}
+	return ht.Rel
 }
 
 // gitCodePath says why a path relative to the workspace is one whose

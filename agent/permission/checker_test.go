@@ -563,3 +563,26 @@ func TestATildePathIsUnresolvableWhenTheHomeIsUnknown(t *testing.T) {
 		t.Errorf("a read of ~/notes.txt with an unknown home: %s/%s, want a question", d.Behavior, d.Step)
 	}
 }
+
+func TestWritesIntoTheRepositoryHooksPathAreDeniedInEveryMode(t *testing.T) {
+	// husky points core.hooksPath at .husky: git runs the files there as
+	// hooks, so they are hooks as much as .git/hooks is.
+	f := newFixture(t)
+	if err := os.WriteFile(filepath.Join(f.ws, ".git", "config"), []byte("[core]\n\tbare = false\n\thooksPath = .husky\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(f.ws, ".husky"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range []trajectory.PermissionMode{trajectory.PermDefault, trajectory.PermAcceptEdits, trajectory.PermBypass} {
+		c := f.checker(t, Config{Mode: m, Allow: []string{"Bash", "Edit", "Write"}})
+		for _, req := range []Request{edit(".husky/pre-commit"), bash("echo id > .husky/pre-push"), bash("cp main.go ./.husky/x")} {
+			if d := c.Check(req); d.Behavior != Deny || !strings.Contains(d.Reason, "core.hooksPath") {
+				t.Errorf("%s %s in %s mode: %s/%s %q, want the hooksPath deny", req.Tool, req.Command, m, d.Behavior, d.Step, d.Reason)
+			}
+		}
+		if d := c.Check(bash("echo x > src/a.go")); d.Behavior == Deny {
+			t.Errorf("an ordinary write was denied in %s mode: %s", m, d.Reason)
+		}
+	}
+}

@@ -13,7 +13,8 @@
 //  4. disallowed tools;
 //  5. path validation's denials: a write whose target, resolved as the tool
 //     will open it, is outside the workspace or cannot be resolved, is a
-//     git hook or git's configuration (code git runs later), or is a
+//     git hook (.git/hooks, or the repository's core.hooksPath) or git's
+//     configuration (code git runs later), or is a
 //     regular file with more than one hard link (the same file as another
 //     name, which may be outside the workspace);
 //  6. a PreToolUse hook's ask;
