@@ -36,6 +36,11 @@ func TestProgramsOwnOutputsOutsideTheWorkspaceAreDeniedInEveryMode(t *testing.T)
 		"HOME=" + f.outside + "; echo x > ~/notes.txt",
 		"echo x > \"${HOME%/}/notes.txt\"",
 		"ssh -o ProxyCommand='cp main.go " + f.outside + "/y' host",
+		"unzip -o x.zip -d " + f.outside,
+		"git clone https://127.0.0.1/x " + f.outside + "/clone",
+		"git -C " + f.outside + " init",
+		"xz -d " + f.outside + "/notes.txt.xz",
+		"uniq main.go " + f.outside + "/u",
 	}
 	for _, m := range []trajectory.PermissionMode{trajectory.PermDefault, trajectory.PermAcceptEdits, trajectory.PermBypass} {
 		c := f.checker(t, Config{Mode: m, Allow: []string{"Bash"}})

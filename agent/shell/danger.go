@@ -580,6 +580,16 @@ func commandDanger(av []field) (class, reason string) {
 			switch a.value {
 			case "poweroff", "reboot", "halt", "kexec", "0", "6":
 				return DangerShutdown, fmt.Sprintf("stops the machine (%s %s)", name, a.value)
+			case "enable", "link", "edit", "preset", "add-wants", "add-requires":
+				if name == "systemctl" {
+					return DangerPersistence, fmt.Sprintf("installs a service that starts later on its own (systemctl %s)", a.value)
+				}
+			}
+		}
+	case name == "launchctl":
+		for _, a := range operandFields(args) {
+			if a.value == "load" || a.value == "bootstrap" || a.value == "submit" || a.value == "enable" {
+				return DangerPersistence, fmt.Sprintf("installs a job that starts later on its own (launchctl %s)", a.value)
 			}
 		}
 	case name == "crontab":

@@ -515,6 +515,16 @@ func (an *analyzer) lookup(name string) (string, bool) {
 		return "~", true
 	case "IFS":
 		return an.ifsValue(), true
+	case "PWD":
+		// The working directory: the workspace, or the target of a
+		// static cd (rm -rf "$PWD" deletes the workspace).
+		if an.cwdUnknown {
+			return "", false
+		}
+		if an.cwd == "" {
+			return ".", true
+		}
+		return an.cwd, true
 	}
 	return "", false
 }

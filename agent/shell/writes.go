@@ -116,6 +116,35 @@ func (an *analyzer) writeTargets(fs []field) {
 			an.awkWrites(av[1:])
 			continue
 		}
+		switch name {
+		case "xxd", "uniq":
+			// The second file operand is the output.
+			an.writesUnknown = true
+			if ops := plainOperands(av[1:], map[string]bool{"-c": true, "-g": true, "-l": true, "-s": true, "-o": true, "-n": true,
+				"-cols": true, "-len": true, "-seek": true, "-name": true, "-groupsize": true, "-offset": true, "-f": true, "-w": true}); len(ops) > 1 {
+				an.writeField(ops[1], ops[1].value, name)
+			}
+			continue
+		case "gzip", "gunzip", "bzip2", "bunzip2", "xz", "unxz", "zstd", "unzstd", "lzma", "unlzma", "compress", "uncompress":
+			an.compressorWrites(name, av[1:])
+			continue
+		case "unzip":
+			an.writesUnknown, an.writesFiles = true, true
+			for i, a := range av[1:] {
+				if a.value == "-d" && i+2 < len(av) {
+					an.writeField(av[i+2], av[i+2].value, "unzip -d")
+				} else if d, ok := strings.CutPrefix(a.value, "-d"); ok && d != "" && !a.dynamic {
+					an.writeField(field{value: d, source: d}, d, "unzip -d")
+				}
+			}
+			if !slices.ContainsFunc(av[1:], func(f field) bool { return strings.HasPrefix(f.value, "-d") }) {
+				an.write(".")
+			}
+			continue
+		case "git":
+			an.gitWrites(av[1:])
+			continue
+		}
 		if fileWriters[name] {
 			// It writes files named inside its input (a patch, an
 			// archive): what it writes is only known when it runs.
@@ -742,6 +771,94 @@ func (an *analyzer) awkWrites(args []field) {
 		t := awkUnquote(m[1])
 		if t != "/dev/stdout" && t != "/dev/stderr" && t != "-" {
 			an.writeField(field{value: t, source: m[0]}, t, "awk print >")
+		}
+	}
+}
+
+// plainOperands returns the operands of a command whose options in valued
+// take a separate value.
+func plainOperands(args []field, valued map[string]bool) []field {
+	var out []field
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a.dynamic || a.value == "-" || !strings.HasPrefix(a.value, "-"):
+			out = append(out, a)
+		case a.value == "--":
+			return append(out, args[i+1:]...)
+		case valued[a.value]:
+			i++
+		}
+	}
+	return out
+}
+
+// compressorWrites lists the operands of gzip, xz and the like, which
+// replace each file by its compressed or decompressed form, unless they
+// only write to standard output, test or list.
+func (an *analyzer) compressorWrites(name string, args []field) {
+	an.writesUnknown, an.writesFiles = true, true
+	for _, a := range args {
+		v := a.value
+		if v == "--stdout" || v == "--to-stdout" || v == "--test" || v == "--list" ||
+			(strings.HasPrefix(v, "-") && !strings.HasPrefix(v, "--") && strings.ContainsAny(v[1:], "ctl")) {
+			return
+		}
+	}
+	for _, o := range plainOperands(args, map[string]bool{"-S": true, "--suffix": true, "-T": true, "--threads": true, "-o": true}) {
+		an.writeField(o, o.value, name)
+	}
+}
+
+// gitWrites lists what a git command that is not read-only writes
+// outside the working directory: the directory of git -C, --git-dir and
+// --work-tree, and the destination of git clone. What git writes inside
+// the repository is unknown.
+func (an *analyzer) gitWrites(args []field) {
+	an.writesUnknown = true
+	i := 0
+	for ; i < len(args); i++ {
+		v := args[i].value
+		switch {
+		case (v == "-C" || v == "--git-dir" || v == "--work-tree") && i+1 < len(args):
+			an.writeField(args[i+1], args[i+1].value, "git "+v)
+			i++
+		case strings.HasPrefix(v, "--git-dir=") || strings.HasPrefix(v, "--work-tree="):
+			_, d, _ := strings.Cut(v, "=")
+			an.writeField(field{value: d, source: args[i].source, dynamic: args[i].dynamic}, d, "git")
+		case v == "-c" || v == "--namespace" || v == "--config-env":
+			i++
+		case strings.HasPrefix(v, "-"):
+		default:
+			goto sub
+		}
+	}
+	return
+sub:
+	if args[i].value != "clone" {
+		return
+	}
+	var ops []field
+	for j := i + 1; j < len(args); j++ {
+		v := args[j].value
+		switch {
+		case args[j].dynamic || !strings.HasPrefix(v, "-"):
+			ops = append(ops, args[j])
+		case v == "-b" || v == "--branch" || v == "-o" || v == "--origin" || v == "--depth" || v == "-c" || v == "--config" ||
+			v == "--reference" || v == "--separate-git-dir" || v == "-u" || v == "--upload-pack" || v == "-j" || v == "--jobs" || v == "--filter":
+			if v == "--separate-git-dir" && j+1 < len(args) {
+				an.writeField(args[j+1], args[j+1].value, "git clone --separate-git-dir")
+			}
+			j++
+		}
+	}
+	switch {
+	case len(ops) >= 2:
+		an.writeField(ops[1], ops[1].value, "git clone")
+	case len(ops) == 1 && !ops[0].dynamic:
+		u := strings.TrimSuffix(strings.TrimSuffix(ops[0].value, "/"), ".git")
+		if b := path.Base(strings.ReplaceAll(u, ":", "/")); b != "" && b != "." && b != "/" {
+			an.write(b)
 		}
 	}
 }
