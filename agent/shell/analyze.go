@@ -1110,6 +1110,28 @@ func gitExecOptions(args []field) []field {
 			}
 			out = append(out, field{value: strings.Join(words, " "), dynamic: dyn})
 		}
+	case "grep", "difftool":
+		// git grep -O runs its value on the matching files; git difftool
+		// -x runs its value on each pair.
+		for j := 0; j < len(rest); j++ {
+			v := rest[j].value
+			short, long := "-O", "--open-files-in-pager"
+			if sub == "difftool" {
+				short, long = "-x", "--extcmd"
+			}
+			switch {
+			case (v == short || v == long) && j+1 < len(rest) && (sub == "difftool" || v == long):
+				out = append(out, rest[j+1])
+				j++
+			case strings.HasPrefix(v, long+"="):
+				out = append(out, field{value: strings.TrimPrefix(v, long+"="), dynamic: rest[j].dynamic})
+			case strings.HasPrefix(v, short) && len(v) > 2:
+				out = append(out, field{value: v[2:], dynamic: rest[j].dynamic})
+			case sub == "grep" && v == short:
+				// git grep -O alone uses the pager; a value must be attached.
+				out = append(out, field{value: "less"})
+			}
+		}
 	case "filter-branch":
 		for j := 0; j+1 < len(rest); j++ {
 			if strings.HasSuffix(rest[j].value, "-filter") || rest[j].value == "--commit-filter" {

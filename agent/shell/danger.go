@@ -928,6 +928,18 @@ func gitDanger(args []field) (string, string) {
 		}
 		break
 	}
+	if i < len(args) {
+		sub := args[i].value
+		switch sub {
+		case "clone", "fetch", "pull", "push", "ls-remote", "archive", "send-pack", "fetch-pack":
+			for _, a := range args[i+1:] {
+				opt, _, _ := strings.Cut(a.value, "=")
+				if opt == "--upload-pack" || opt == "--receive-pack" || opt == "--exec" || (sub == "clone" && opt == "-u") {
+					return DangerGitConfigExec, fmt.Sprintf("makes git run a program (git %s %s), like remote.<name>.uploadpack", sub, opt)
+				}
+			}
+		}
+	}
 	if i < len(args) && (args[i].value == "init" || args[i].value == "clone") {
 		for _, a := range args[i+1:] {
 			if a.value == "--template" || strings.HasPrefix(a.value, "--template=") {

@@ -519,6 +519,7 @@ var outputOptions = map[string]outputSpec{
 	"time": {"o", []string{"--output"}}, "script": {"", []string{"--log-out", "--log-in", "--log-io", "--log-timing"}},
 	"ssh": {"E", nil}, "gcc": {"o", nil}, "cc": {"o", nil}, "clang": {"o", nil}, "g++": {"o", nil}, "c++": {"o", nil},
 	"pandoc": {"o", []string{"--output"}}, "xmllint": {"", []string{"--output"}}, "msgfmt": {"o", []string{"--output-file"}},
+	"less": {"oO", []string{"--log-file", "--LOG-FILE"}},
 }
 
 // optionWrites lists the files a program's own output options name. The
@@ -835,7 +836,24 @@ func (an *analyzer) gitWrites(args []field) {
 	}
 	return
 sub:
-	if args[i].value != "clone" {
+	switch args[i].value {
+	case "log", "diff", "show", "format-patch", "whatchanged", "range-diff":
+		for j := i + 1; j < len(args); j++ {
+			v := args[j].value
+			switch {
+			case strings.HasPrefix(v, "--output="):
+				an.writeField(field{value: strings.TrimPrefix(v, "--output="), source: args[j].source, dynamic: args[j].dynamic}, strings.TrimPrefix(v, "--output="), "git --output")
+			case (v == "--output" || v == "--output-directory" || (args[i].value == "format-patch" && v == "-o")) && j+1 < len(args):
+				an.writeField(args[j+1], args[j+1].value, "git "+v)
+				j++
+			case strings.HasPrefix(v, "--output-directory="):
+				d := strings.TrimPrefix(v, "--output-directory=")
+				an.writeField(field{value: d, source: args[j].source, dynamic: args[j].dynamic}, d, "git --output-directory")
+			}
+		}
+		return
+	case "clone":
+	default:
 		return
 	}
 	var ops []field
