@@ -684,14 +684,24 @@ func (an *analyzer) call(call *syntax.CallExpr, src string, depth int) {
 		if len(av) == 0 || av[0].dynamic {
 			continue
 		}
-		switch path.Base(av[0].value) {
+		switch name := path.Base(av[0].value); name {
 		case "env", "sudo", "doas":
-			for _, a := range av[1:] {
-				name, val, ok := strings.Cut(a.value, "=")
+			// Only the words before the command it runs are its
+			// assignments; NAME=value after it is that command's argument.
+			words := make([]string, len(av)-1)
+			for k, f := range av[1:] {
+				words[k] = f.value
+			}
+			end := innerStart(name, words)
+			if end < 0 {
+				end = len(words)
+			}
+			for _, a := range av[1 : 1+end] {
+				key, val, ok := strings.Cut(a.value, "=")
 				if a.dynamic || !isEnvAssignment(a.value) || !ok {
 					continue
 				}
-				env[name] = field{value: val, source: a.source}
+				env[key] = field{value: val, source: a.source}
 			}
 		}
 	}

@@ -372,14 +372,11 @@ func (r *Root) ResolveShell(word, home string) (self Target, matches []Target, k
 	return self, matches, true
 }
 
-// ErrHardLinked is the error for a regular file with more than one hard
-// link: its content is shared with another name that may lie outside the
-// workspace (a link made to ~/.bashrc before the session), so a write
-// through it would change that file too. The file tools refuse such a
-// file and the permission chain denies writing it.
-var ErrHardLinked = errors.New("the file has more than one hard link, so writing it also changes another file that may be outside the workspace")
-
-// HardLinked reports a regular file with more than one hard link.
+// HardLinked reports a regular file with more than one hard link: its
+// content is shared with another name that may lie outside the workspace
+// (a link made to ~/.bashrc before the session), so a write through it
+// would change that file too. The file tools refuse such a file and the
+// permission chain denies writing it.
 func HardLinked(info fs.FileInfo) bool {
 	return info.Mode().IsRegular() && LinkCount(info) > 1
 }
