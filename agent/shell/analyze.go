@@ -2,6 +2,7 @@ package shell
 
 import (
 	"fmt"
+	"maps"
 	"path"
 	"strconv"
 	"strings"
@@ -680,7 +681,11 @@ func (an *analyzer) call(call *syntax.CallExpr, src string, depth int) {
 		an.prefixAssign(as)
 	}
 	env := an.assignedEnv(call.Assigns, src, false)
-	for _, av := range unwrapFields(fs) {
+	var layers [][]field
+	if _, wrapped := wrappers[path.Base(fs[0].value)]; wrapped && !fs[0].dynamic {
+		layers = unwrapFields(fs) // env, sudo and doas may be wrapped in turn
+	}
+	for _, av := range layers {
 		if len(av) == 0 || av[0].dynamic {
 			continue
 		}
@@ -700,6 +705,9 @@ func (an *analyzer) call(call *syntax.CallExpr, src string, depth int) {
 				key, val, ok := strings.Cut(a.value, "=")
 				if a.dynamic || !isEnvAssignment(a.value) || !ok {
 					continue
+				}
+				if env == nil {
+					env = map[string]field{}
 				}
 				env[key] = field{value: val, source: a.source}
 			}
@@ -964,13 +972,16 @@ func execOptions(name string, args []field) []field {
 // (GIT_CONFIG_COUNT=1; export GIT_CONFIG_COUNT), which every later check
 // sees too.
 func (an *analyzer) assignedEnv(list []*syntax.Assign, src string, keep bool) map[string]field {
-	out := map[string]field{}
-	for k, v := range an.gitEnvSet {
-		out[k] = v
+	var out map[string]field
+	if len(an.gitEnvSet) > 0 {
+		out = maps.Clone(an.gitEnvSet)
 	}
 	for _, as := range list {
 		if as.Name == nil || !strings.HasPrefix(as.Name.Value, "GIT_") {
 			continue
+		}
+		if out == nil {
+			out = map[string]field{}
 		}
 		f := field{dynamic: true, source: as.Name.Value}
 		if v, ok := an.staticString(as.Value); ok && as.Array == nil && as.Index == nil {
