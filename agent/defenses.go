@@ -225,32 +225,20 @@ func callSig(tool string, input json.RawMessage) string {
 	return tool + "\x00" + b.String()
 }
 
-// fileChangers are commands that change files without a redirection.
-var fileChangers = []string{"rm", "mv", "cp", "touch", "mkdir", "rmdir", "tee", "ln", "chmod", "truncate", "patch", "dd", "install"}
-
 // classify says whether a call is read-only and whether it may have
-// written a file. For bash both come from the command itself: a command
-// that is not provably read-only (a pipeline through an unknown tool, say)
-// still writes nothing unless it redirects to a file or runs a command that
-// changes files, which is what "no file landed on disk" means in §13.8.
+// written a file. For bash both come from the shell analysis, the one
+// list of what writes that the permission chain reads too: a command that
+// is not provably read-only (a pipeline through an unknown tool, say)
+// still wrote nothing unless some step of it writes files by what it is,
+// a redirection or a writing program (shell.Analysis.WritesFiles), which
+// is what "no file landed on disk" means in §13.8.
 func classify(t tools.Tool, input json.RawMessage) (readOnly, writes bool) {
 	if t == nil {
 		return false, false
 	}
 	if ct, ok := t.(tools.CommandTool); ok {
 		a := shell.Analyze(ct.Command(input))
-		if a.ReadOnly {
-			return true, false
-		}
-		if len(a.Writes) > 0 || a.Err != nil {
-			return false, true
-		}
-		for _, c := range a.Commands {
-			if slices.Contains(fileChangers, c.Name) || (c.Name == "sed" && slices.ContainsFunc(c.Args, func(s string) bool { return strings.HasPrefix(s, "-i") })) {
-				return false, true
-			}
-		}
-		return false, false
+		return a.ReadOnly, !a.ReadOnly && a.WritesFiles
 	}
 	ro := t.Spec().ReadOnly
 	return ro, !ro

@@ -189,14 +189,24 @@ func (c *call) modelResult() trajectory.ContentBlock {
 // is the dependency order, so [read a, edit a, read a] stays three batches.
 func partition(calls []*call) []batch {
 	var out []batch
+	var prev *call
 	for _, c := range calls {
-		if c.safe && len(out) > 0 && out[len(out)-1].safe {
+		if joinsBatch(prev, c) {
 			out[len(out)-1].calls = append(out[len(out)-1].calls, c)
-			continue
+		} else {
+			out = append(out, batch{safe: c.safe, calls: []*call{c}})
 		}
-		out = append(out, batch{safe: c.safe, calls: []*call{c}})
+		prev = c
 	}
 	return out
+}
+
+// joinsBatch is the one batching rule, which partition and the stream's
+// batchOf both apply: a call joins the batch of the call just before it
+// (prev, nil for the first) when both are concurrency-safe; any other
+// call opens a batch of its own.
+func joinsBatch(prev, c *call) bool {
+	return prev != nil && prev.safe && c.safe
 }
 
 // runBatch runs one batch to completion and then applies the calls'

@@ -84,7 +84,7 @@ type Stream struct {
 	streaming bool // the reply has not completed: a start now is recorded with its offset
 	stopped   bool // Abandon was called: nothing starts any more
 	batch     int
-	lastSafe  bool
+	last      *call // the call announced last, for batchOf
 	wg        sync.WaitGroup
 }
 
@@ -167,13 +167,14 @@ func (s *Stream) pump() {
 	}
 }
 
-// batchOf numbers a call's partition batch as partition would: a safe
-// call joins the batch of a safe call just before it. s.mu is held.
+// batchOf numbers a call's partition batch with partition's rule
+// (joinsBatch): calls leave the queue in order, so the call announced
+// before this one is the one before it. s.mu is held.
 func (s *Stream) batchOf(c *call) int {
-	if c.index > 0 && !(c.safe && s.lastSafe) {
+	if s.last != nil && !joinsBatch(s.last, c) {
 		s.batch++
 	}
-	s.lastSafe = c.safe
+	s.last = c
 	return s.batch
 }
 

@@ -37,6 +37,9 @@ type Checker struct {
 	denials          map[string]int
 	readDirs         []string // resolved; reads below them need no confirmation
 	fuseOff          bool     // the denial_fuse defense is not enabled
+	// hooksDir is the repository's core.hooksPath, relative to the
+	// workspace and cleaned, when it names a directory inside it.
+	hooksDir string
 }
 
 // DisableFuse turns the denial fuse off for the session this checker
@@ -178,6 +181,7 @@ func New(cfg Config, dir string) (*Checker, error) {
 				}
 			}
 		}
+		c.hooksDir = repoHooksPath(root)
 	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
@@ -516,6 +520,22 @@ func (c *Checker) pathDenials(cl *call) (Decision, bool) {
 		if !pl.write || pl.unknown {
 			continue
 		}
+		if pl.real != "" && pl.inside() {
+			if c.hooksDir != "" && (pl.rel == c.hooksDir || within(filepath.Join(c.workspace, pl.rel), filepath.Join(c.workspace, c.hooksDir))) {
+				return deny("Writing %s is not allowed in any permission mode: the repository's core.hooksPath is %s, so git runs the files there as hooks, on its own, at the next commit, checkout or push. If the repository needs it, tell the user and let them do it.", pl.given, c.hooksDir)
+			}
+			if why := gitCodePath(pl.rel); why != "" {
+				return deny("Writing %s is not allowed in any permission mode: %s. If the repository needs it, tell the user and let them do it.", pl.given, why)
+			}
+			if rel := pl.relOrEmpty(c); rel != "" {
+				if why := gitCodePath(rel); why != "" {
+					return deny("Writing %s is not allowed in any permission mode: %s. If the repository needs it, tell the user and let them do it.", pl.given, why)
+				}
+			}
+			if info, err := os.Stat(pl.real); err == nil && workspace.HardLinked(info) {
+				return deny("Writing %s is not allowed in any permission mode: it has %d hard links, so it is one file with several names, some of which may be outside the workspace, and writing it would change them all. Do not write it another way; tell the user if it must change.", pl.given, workspace.LinkCount(info))
+			}
+		}
 		switch {
 		case pl.real == "":
 			return deny("The path %s cannot be resolved (for example a symlink loop). Use a plain path inside the workspace %s.", pl.given, c.workspace)
@@ -531,6 +551,64 @@ func (c *Checker) pathDenials(cl *call) (Decision, bool) {
 		}
 	}
 	return Decision{}, false
+}
+
+// repoHooksPath reads core.hooksPath from the workspace repository's own
+// configuration (.git/config), and returns it relative to the workspace
+// when it names a directory inside it: git runs the files there as hooks
+// (husky sets it to .husky). It reads only the plain form
+// "[core] hooksPath = dir"; anything it cannot read gives "".
+func repoHooksPath(root *workspace.Root) string {
+	t, err := root.Resolve(filepath.Join(root.Dir(), ".git", "config"))
+	if err != nil || !t.Inside {
+		return ""
+	}
+	data, err := root.ReadFile(t)
+	if err != nil || len(data) > 1<<20 {
+		return ""
+	}
+	section, value := "", ""
+	for _, line := range strings.Split(string(data), "\n") {
+		line = strings.TrimSpace(line)
+		if strings.HasPrefix(line, "[") {
+			section = strings.ToLower(strings.Trim(strings.Fields(strings.Trim(line, "[]") + " x")[0], "\""))
+			continue
+		}
+		key, val, ok := strings.Cut(line, "=")
+		if ok && section == "core" && strings.EqualFold(strings.TrimSpace(key), "hookspath") {
+			value = strings.Trim(strings.TrimSpace(val), "\"")
+		}
+	}
+	if value == "" || strings.HasPrefix(value, "~") {
+		return ""
+	}
+	dir := value
+	if !filepath.IsAbs(dir) {
+		dir = filepath.Join(root.Dir(), dir)
+	}
+	ht, err := root.Resolve(dir)
+	if err != nil || !ht.Inside || ht.Rel == "" || ht.Rel == "." {
+		return ""
+	}
+	return ht.Rel
+}
+
+// gitCodePath says why a path relative to the workspace is one whose
+// content git runs as code: a hook (git runs it on its own at the next
+// commit, checkout or push) or the repository's configuration (which can
+// set core.fsmonitor or core.hooksPath). Writing one is denied in every
+// mode, as the shell analysis hard-blocks it; "" for any other path.
+func gitCodePath(rel string) string {
+	if ok, _ := doublestar.Match("**/.git/hooks", rel); ok {
+		return "it is the git hooks directory, whose files git runs as code on its own"
+	}
+	if ok, _ := doublestar.Match("**/.git/hooks/**", rel); ok {
+		return "it is a git hook, code that git runs on its own at the next commit, checkout or push"
+	}
+	if ok, _ := doublestar.Match("**/.git/{config,config.worktree}", rel); ok {
+		return "it is git's configuration, which can make git run a program (core.fsmonitor, core.hooksPath)"
+	}
+	return ""
 }
 
 // pathQuestions is the other half of path validation: reads outside the
@@ -577,6 +655,12 @@ func (c *Checker) pathQuestions(cl *call) (Decision, bool) {
 // file it matches now plus the pattern itself; a path only the run will
 // show is one unknown place.
 func (c *Checker) shellPlaces(word string, write bool) []place {
+	if c.home == "" && (word == "~" || strings.HasPrefix(word, "~/")) {
+		// Bash will expand ~ to a home directory the checker does not
+		// know: the path cannot be resolved, so a write is denied and a
+		// read asks, never a file of the workspace named ~.
+		return []place{{given: word, abs: word, write: write, shell: true}}
+	}
 	self, matches, known := c.root.ResolveShell(word, c.home)
 	if !known {
 		return []place{{given: word, write: write, shell: true, unknown: true}}

@@ -103,7 +103,8 @@ func TestCheckFollowsTheChainOrder(t *testing.T) {
 		{"a hook's ask wins over bypass mode", Config{Mode: bypass}, withHook(edit("main.go"), Ask), Ask, trajectory.SourceHook, trajectory.StepHook, ""},
 		{"a hook's allow cannot pass a deny rule", Config{Deny: []string{"Bash(git push:*)"}}, withHook(bash("git push"), Allow), Deny, trajectory.SourceRule, trajectory.StepDenyRule, "Bash(git push:*)"},
 		{"a hook's allow cannot pass a dangerous command", Config{}, withHook(bash("rm -rf /"), Allow), Deny, trajectory.SourceSafety, trajectory.StepDangerousCommand, ""},
-		{"a hook's allow cannot pass a protected path", Config{}, withHook(edit(".git/hooks/pre-commit"), Allow), Ask, trajectory.SourceSafety, trajectory.StepProtectedPath, ""},
+		{"a hook's allow cannot pass a protected path", Config{}, withHook(edit(".git/HEAD"), Allow), Ask, trajectory.SourceSafety, trajectory.StepProtectedPath, ""},
+		{"a hook's allow cannot pass a write to a git hook", Config{}, withHook(edit(".git/hooks/pre-commit"), Allow), Deny, trajectory.SourceSafety, trajectory.StepPathValidation, ""},
 		{"a hook's allow cannot pass a write outside the workspace", Config{}, withHook(edit("../outside/x"), Allow), Deny, trajectory.SourceSafety, trajectory.StepPathValidation, ""},
 		{"a hook's allow allows an ordinary edit", Config{}, withHook(edit("main.go"), Allow), Allow, trajectory.SourceHook, trajectory.StepHook, ""},
 		// Step 2: deny rules.
@@ -144,8 +145,9 @@ func TestCheckFollowsTheChainOrder(t *testing.T) {
 		{"a read-only bash command is allowed by the tool check", Config{}, bash("ls -la && wc -l *.go"), Allow, trajectory.SourceReadOnly, trajectory.StepToolCheck, ""},
 		{"a read-only bash command is allowed in plan mode", Config{Mode: trajectory.PermPlan}, bash("git status"), Allow, trajectory.SourceReadOnly, trajectory.StepToolCheck, ""},
 		// Step 8: protected paths.
-		{"a write to .git/hooks needs confirmation even in bypass mode", Config{Mode: bypass}, edit(".git/hooks/pre-commit"), Ask, trajectory.SourceSafety, trajectory.StepProtectedPath, ""},
-		{"a write to .git/config needs confirmation even with an allow rule", Config{Allow: []string{"Edit"}}, edit(".git/config"), Ask, trajectory.SourceSafety, trajectory.StepProtectedPath, ""},
+		{"a write to .git/hooks is denied even in bypass mode", Config{Mode: bypass}, edit(".git/hooks/pre-commit"), Deny, trajectory.SourceSafety, trajectory.StepPathValidation, ""},
+		{"a write to .git/config is denied even with an allow rule", Config{Allow: []string{"Edit"}}, edit(".git/config"), Deny, trajectory.SourceSafety, trajectory.StepPathValidation, ""},
+		{"a write to git's other data needs confirmation even in bypass mode", Config{Mode: bypass}, edit(".git/HEAD"), Ask, trajectory.SourceSafety, trajectory.StepProtectedPath, ""},
 		{"a write to retrace.yaml needs confirmation in bypass mode", Config{Mode: bypass}, edit("retrace.yaml"), Ask, trajectory.SourceSafety, trajectory.StepProtectedPath, ""},
 		{"a write to .retrace/ needs confirmation in bypass mode", Config{Mode: bypass}, edit(".retrace/state.json"), Ask, trajectory.SourceSafety, trajectory.StepProtectedPath, ""},
 		{"a configured protected path needs confirmation in bypass mode", Config{Mode: bypass, ProtectedPaths: []string{"deploy/**"}}, edit("deploy/prod.yaml"), Ask, trajectory.SourceSafety, trajectory.StepProtectedPath, ""},
@@ -196,14 +198,17 @@ func TestCheckFollowsTheChainOrder(t *testing.T) {
 	}
 }
 
-func TestABashWriteIntoGitHooksIsNeverAllowedInBypassMode(t *testing.T) {
-	// The protected-path step asks; the shell analysis may hard-block it
-	// as code that git runs later. Either way, bypass does not let it run.
+func TestABashWriteIntoGitHooksIsDeniedInEveryMode(t *testing.T) {
+	// Code that git runs later is hard-blocked, not a question: in
+	// bypass mode a question is an allow.
 	f := newFixture(t)
-	c := f.checker(t, Config{Mode: trajectory.PermBypass, Allow: []string{"Bash"}})
-	for _, cmd := range []string{"cp evil.sh .git/hooks/pre-commit", "echo x > .git/hooks/post-checkout", "echo x >> .git/config"} {
-		if d := c.Check(bash(cmd)); d.Behavior == Allow {
-			t.Errorf("%s was allowed in bypass mode by %s/%s", cmd, d.Source, d.Step)
+	for _, m := range []trajectory.PermissionMode{trajectory.PermDefault, trajectory.PermAcceptEdits, trajectory.PermBypass} {
+		c := f.checker(t, Config{Mode: m, Allow: []string{"Bash"}})
+		for _, cmd := range []string{"cp evil.sh .git/hooks/pre-commit", "echo x > .git/hooks/post-checkout", "echo x >> .git/config",
+			"sed 's/a/b/w .git/hooks/post-commit' a.txt", "cd .git/hooks && echo id > pre-push"} {
+			if d := c.Check(bash(cmd)); d.Behavior != Deny {
+				t.Errorf("%s in %s mode: %s by %s/%s, want a deny", cmd, m, d.Behavior, d.Source, d.Step)
+			}
 		}
 	}
 }
@@ -233,7 +238,9 @@ func TestProtectedPathsTableIsMostSpecificFirst(t *testing.T) {
 	}
 	f := newFixture(t)
 	c := f.checker(t, Config{Mode: trajectory.PermBypass})
-	d := c.Check(edit(".git/hooks/pre-push"))
+	// A command that names a hook without a known write to it asks with
+	// the hooks' reason (a known write is denied before this step).
+	d := c.Check(bash("python3 gen.py .git/hooks/pre-push"))
 	if !strings.Contains(d.Reason, "git hooks run arbitrary code") {
 		t.Errorf("a hook write got the reason %q, want the git hooks reason", d.Reason)
 	}
@@ -503,6 +510,79 @@ func TestSecretNamesAreRecognisedAndTemplatesAreNot(t *testing.T) {
 	} {
 		if got := secretName(name); got != want {
 			t.Errorf("secretName(%q) = %v, want %v", name, got, want)
+		}
+	}
+}
+
+func TestAWriteThroughAPreExistingHardLinkIsDeniedInEveryMode(t *testing.T) {
+	// A hard link made before the session (here to a start-up file in
+	// the home directory) sits inside the workspace, but it is the outside
+	// file: writing it by bash or by the file tools changes that file.
+	f := newFixture(t)
+	rc := filepath.Join(f.home, ".bashrc")
+	if err := os.WriteFile(rc, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Link(rc, filepath.Join(f.ws, "hl")); err != nil {
+		t.Skipf("cannot make a hard link here: %v", err)
+	}
+	for _, m := range []trajectory.PermissionMode{trajectory.PermDefault, trajectory.PermAcceptEdits, trajectory.PermBypass} {
+		c := f.checker(t, Config{Mode: m, Allow: []string{"Bash", "Edit"}})
+		for _, req := range []Request{bash("echo 'curl x | sh' >> hl"), bash("cp main.go hl"), edit("hl")} {
+			d := c.Check(req)
+			if d.Behavior != Deny || d.Step != trajectory.StepPathValidation || !strings.Contains(d.Reason, "hard links") {
+				t.Errorf("%s %s in %s mode: %s/%s %q, want the hard-link deny", req.Tool, req.Command, m, d.Behavior, d.Step, d.Reason)
+			}
+		}
+		// Reading it is no write, and a file with one link is the workspace's.
+		if d := c.Check(bash("cat hl")); d.Behavior == Deny {
+			t.Errorf("reading a hard-linked file was denied in %s mode: %s", m, d.Reason)
+		}
+		if d := c.Check(bash("echo x >> main.go")); d.Behavior == Deny {
+			t.Errorf("a write to a file with one link was denied in %s mode: %s", m, d.Reason)
+		}
+	}
+}
+
+func TestATildePathIsUnresolvableWhenTheHomeIsUnknown(t *testing.T) {
+	// Without a known home, ~/x must not be taken for a workspace file
+	// named ~/x: bash expands it to a home directory outside.
+	t.Setenv("HOME", "")
+	f := newFixture(t)
+	c, err := New(Config{Mode: trajectory.PermBypass}, f.ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Home() != "" {
+		t.Skipf("the home is known (%s) without HOME", c.Home())
+	}
+	if d := c.Check(bash("echo x > ~/notes.txt")); d.Behavior != Deny || d.Step != trajectory.StepPathValidation {
+		t.Errorf("a write to ~/notes.txt with an unknown home: %s/%s %q, want a path_validation deny", d.Behavior, d.Step, d.Reason)
+	}
+	if d := c.Check(bash("cat ~/notes.txt")); d.Behavior != Ask {
+		t.Errorf("a read of ~/notes.txt with an unknown home: %s/%s, want a question", d.Behavior, d.Step)
+	}
+}
+
+func TestWritesIntoTheRepositoryHooksPathAreDeniedInEveryMode(t *testing.T) {
+	// husky points core.hooksPath at .husky: git runs the files there as
+	// hooks, so they are hooks as much as .git/hooks is.
+	f := newFixture(t)
+	if err := os.WriteFile(filepath.Join(f.ws, ".git", "config"), []byte("[core]\n\tbare = false\n\thooksPath = .husky\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(f.ws, ".husky"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range []trajectory.PermissionMode{trajectory.PermDefault, trajectory.PermAcceptEdits, trajectory.PermBypass} {
+		c := f.checker(t, Config{Mode: m, Allow: []string{"Bash", "Edit", "Write"}})
+		for _, req := range []Request{edit(".husky/pre-commit"), bash("echo id > .husky/pre-push"), bash("cp main.go ./.husky/x")} {
+			if d := c.Check(req); d.Behavior != Deny || !strings.Contains(d.Reason, "core.hooksPath") {
+				t.Errorf("%s %s in %s mode: %s/%s %q, want the hooksPath deny", req.Tool, req.Command, m, d.Behavior, d.Step, d.Reason)
+			}
+		}
+		if d := c.Check(bash("echo x > src/a.go")); d.Behavior == Deny {
+			t.Errorf("an ordinary write was denied in %s mode: %s", m, d.Reason)
 		}
 	}
 }

@@ -12,7 +12,11 @@
 //     parsed (what cannot be parsed cannot be checked);
 //  4. disallowed tools;
 //  5. path validation's denials: a write whose target, resolved as the tool
-//     will open it, is outside the workspace or cannot be resolved;
+//     will open it, is outside the workspace or cannot be resolved, is a
+//     git hook (.git/hooks, or the repository's core.hooksPath) or git's
+//     configuration (code git runs later), or is a
+//     regular file with more than one hard link (the same file as another
+//     name, which may be outside the workspace);
 //  6. a PreToolUse hook's ask;
 //  7. the session's memory of this exact call being approved by a person;
 //  8. path validation's questions: reads outside the workspace, reads of
@@ -21,8 +25,9 @@
 //  10. ask rules;
 //  11. the bash read-only fast path (never for a command with write
 //     targets or with writes only its run will show);
-//  12. protected paths such as .git/hooks, which need confirmation even in
-//     bypass mode;
+//  12. protected paths such as .git/HEAD, which need confirmation even in
+//     bypass mode (writes to .git/hooks and .git/config are denied at
+//     step 5);
 //  13. bypass mode;
 //  14. allow rules;
 //  15. plan mode, which denies what is not read-only;
@@ -36,6 +41,8 @@
 // may skip the questions of rules and modes (steps 10 and later) but not
 // the person's questions of steps 8 and 12. Writes outside the workspace
 // are denied in every mode, bypass included; the tools refuse them too.
+//
+// How bash commands are classified is described in docs/permissions.md.
 //
 // Every path, the file tools' and the paths a bash command reads and
 // writes (shell.Analysis Reads and Writes), is resolved with

@@ -2,7 +2,9 @@ package shell
 
 import (
 	"fmt"
+	"maps"
 	"path"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -50,6 +52,16 @@ type Analysis struct {
 	// git commit…). Such a command is never treated as an edit confined to
 	// the workspace. It is false for a read-only command.
 	WritesUnknown bool
+	// WritesFiles reports that some step of the command writes files by
+	// what it is: Writes is not empty, or a redirection, a writing program
+	// (rm, unlink, shred, cp, tee, sed -i, sed w, tar -x, patch, curl -o…)
+	// or xargs or find -exec feeding one writes a file only known at run
+	// time. A program the analysis does not know (make, python, a dynamic
+	// name) makes WritesUnknown true but not WritesFiles: it may write,
+	// but nothing in the command says it does. The low-yield-spin defense
+	// reads "wrote nothing" from it, so that it and the permission chain
+	// judge writes by one list.
+	WritesFiles bool
 	// ReadOnly is true only when the whole command provably changes
 	// nothing: see the package documentation.
 	ReadOnly bool
@@ -109,6 +121,7 @@ func Analyze(command string) (a Analysis) {
 				Err:           err,
 				Why:           "the command could not be analysed",
 				WritesUnknown: true,
+				WritesFiles:   true,
 				Danger:        unparseable(err),
 			}
 		}
@@ -130,6 +143,7 @@ type analyzer struct {
 	writes        []string
 	reads         []string
 	writesUnknown bool
+	writesFiles   bool
 	why           string
 	danger        *Danger
 	err           error
@@ -165,6 +179,9 @@ type analyzer struct {
 	inLoop bool
 	// stmts counts the statements, so that [[ -f x ]] alone is a command.
 	stmts int
+	// gitEnvSet holds the GIT_* variables assigned earlier in the command
+	// line (GIT_CONFIG_COUNT=1; export GIT_CONFIG_KEY_0=…).
+	gitEnvSet map[string]field
 }
 
 // notReadOnly records the first reason the command is not read-only.
@@ -186,6 +203,7 @@ func (an *analyzer) dangerous(name, reason string) {
 // directory only known at run time it is unknown as well.
 func (an *analyzer) write(target string) {
 	an.writes = append(an.writes, an.relPaths(target)...)
+	an.writesFiles = true
 	if an.cwdUnknown && !path.IsAbs(target) && !strings.HasPrefix(target, "~") {
 		an.writesUnknown = true
 	}
@@ -198,6 +216,7 @@ func (an *analyzer) result() Analysis {
 		Writes:        an.writes,
 		Reads:         an.reads,
 		WritesUnknown: an.writesUnknown,
+		WritesFiles:   an.writesFiles || len(an.writes) > 0 || an.err != nil,
 		Danger:        an.danger,
 		Err:           an.err,
 		Why:           an.why,
@@ -273,6 +292,11 @@ func (an *analyzer) walk(f *syntax.File, src string, depth int) {
 		switch n := n.(type) {
 		case *syntax.Stmt:
 			an.stmts++
+			if n.Background || n.Coprocess {
+				// A background job outlives the call: it runs on after the
+				// tool returns, unseen by the checks that follow.
+				an.notReadOnly("runs a job in the background (&), which keeps running after the command returns")
+			}
 		case *syntax.CmdSubst:
 			if n.Backquotes {
 				an.notReadOnly("command substitution `…`")
@@ -523,6 +547,7 @@ func (an *analyzer) decl(d *syntax.DeclClause, src string) {
 		}
 		an.assign(as, exported, src)
 	}
+	an.checkGitEnv(an.assignedEnv(d.Args, src, true))
 	if variant != "export" && variant != "local" && variant != "declare" && variant != "typeset" && variant != "readonly" {
 		an.notReadOnly("%s is not known to be read-only", variant)
 	}
@@ -573,7 +598,9 @@ func (an *analyzer) redirect(r *syntax.Redirect, src string) {
 	}
 	if f.dynamic {
 		an.writesUnknown = true
+		an.writesFiles = true
 		an.notReadOnly("redirection writes to %s, a file only known at run time", f.source)
+		an.checkDynamicTarget(f, "the redirection")
 		return
 	}
 	target := f.value
@@ -621,6 +648,7 @@ func (an *analyzer) call(call *syntax.CallExpr, src string, depth int) {
 		for _, as := range call.Assigns {
 			an.assign(as, false, src)
 		}
+		an.checkGitEnv(an.assignedEnv(call.Assigns, src, true))
 		return
 	}
 	cmd := Command{Text: src[call.Pos().Offset():call.End().Offset()]}
@@ -652,6 +680,40 @@ func (an *analyzer) call(call *syntax.CallExpr, src string, depth int) {
 	for _, as := range call.Assigns {
 		an.prefixAssign(as)
 	}
+	env := an.assignedEnv(call.Assigns, src, false)
+	var layers [][]field
+	if _, wrapped := wrappers[path.Base(fs[0].value)]; wrapped && !fs[0].dynamic {
+		layers = unwrapFields(fs) // env, sudo and doas may be wrapped in turn
+	}
+	for _, av := range layers {
+		if len(av) == 0 || av[0].dynamic {
+			continue
+		}
+		switch name := path.Base(av[0].value); name {
+		case "env", "sudo", "doas":
+			// Only the words before the command it runs are its
+			// assignments; NAME=value after it is that command's argument.
+			words := make([]string, len(av)-1)
+			for k, f := range av[1:] {
+				words[k] = f.value
+			}
+			end := innerStart(name, words)
+			if end < 0 {
+				end = len(words)
+			}
+			for _, a := range av[1 : 1+end] {
+				key, val, ok := strings.Cut(a.value, "=")
+				if a.dynamic || !isEnvAssignment(a.value) || !ok {
+					continue
+				}
+				if env == nil {
+					env = map[string]field{}
+				}
+				env[key] = field{value: val, source: a.source}
+			}
+		}
+	}
+	an.checkGitEnv(env)
 	an.classify(fs, depth)
 }
 
@@ -810,6 +872,14 @@ func nestedScripts(fs []field) []field {
 			if len(parts) > 0 {
 				out = append(out, field{value: strings.Join(parts, " "), dynamic: dyn})
 			}
+		case "tar", "rsync", "zip", "ssh", "scp", "sftp", "slogin":
+			out = append(out, execOptions(path.Base(av[0].value), av[1:])...)
+		case "git":
+			out = append(out, gitExecOptions(av[1:])...)
+		case "awk", "gawk", "mawk", "nawk":
+			if program, _, _, _ := awkProgram(av[1:]); !program.dynamic {
+				out = append(out, awkCommands(program.value)...)
+			}
 		case "env":
 			for i := 1; i < len(av); i++ {
 				v := av[i].value
@@ -827,6 +897,267 @@ func nestedScripts(fs []field) []field {
 					out = append(out, field{value: s})
 					break
 				}
+			}
+		}
+	}
+	return out
+}
+
+// execValued are, per program, its options whose value is a command line
+// that it runs through a shell: tar --to-command, rsync -e, zip -TT,
+// scp -S. ssh's -o ProxyCommand and LocalCommand are read apart.
+var execValued = map[string][]string{
+	"tar": {"--to-command", "--use-compress-program", "-I", "--info-script", "--new-volume-script", "-F",
+		"--rsh-command", "--checkpoint-action"},
+	"rsync": {"-e", "--rsh", "--rsync-path"},
+	"zip":   {"-TT", "--unzip-command"},
+	"scp":   {"-S"},
+	"sftp":  {"-S", "-D"},
+}
+
+// execOptions returns the command lines a program's own options make it
+// run, so that they are analysed like sh -c scripts: what they do is the
+// command's danger, and the command is never read-only.
+func execOptions(name string, args []field) []field {
+	var out []field
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		v := a.value
+		if a.dynamic {
+			continue
+		}
+		for _, opt := range execValued[name] {
+			switch {
+			case v == opt && i+1 < len(args):
+				out = append(out, args[i+1])
+			case strings.HasPrefix(opt, "--") && strings.HasPrefix(v, opt+"="):
+				out = append(out, field{value: strings.TrimPrefix(v, opt+"="), source: a.source})
+			case !strings.HasPrefix(opt, "--") && len(opt) == 2 && strings.HasPrefix(v, opt) && len(v) > 2 && name != "zip":
+				out = append(out, field{value: v[2:], source: a.source})
+			}
+		}
+		if name == "tar" && strings.HasPrefix(v, "--checkpoint-action=exec=") {
+			out = append(out, field{value: strings.TrimPrefix(v, "--checkpoint-action=exec="), source: a.source})
+		}
+		if name == "ssh" || name == "scp" || name == "sftp" || name == "slogin" || name == "rsync" {
+			// -o Key=value, -oKey=value, -o "Key value".
+			opt := ""
+			switch {
+			case v == "-o" && i+1 < len(args):
+				if args[i+1].dynamic {
+					continue
+				}
+				opt = args[i+1].value
+			case strings.HasPrefix(v, "-o") && len(v) > 2:
+				opt = v[2:]
+			default:
+				continue
+			}
+			key, val, ok := strings.Cut(opt, "=")
+			if !ok {
+				key, val, _ = strings.Cut(opt, " ")
+			}
+			switch strings.ToLower(strings.TrimSpace(key)) {
+			case "proxycommand", "localcommand", "knownhostscommand", "remotecommand":
+				out = append(out, field{value: strings.TrimSpace(val), source: a.source})
+			}
+		}
+	}
+	return out
+}
+
+// assignedEnv returns the GIT_* variables an assignment list sets, with
+// their values; a value only known at run time is a dynamic field. keep
+// adds them to the variables the whole command line has set
+// (GIT_CONFIG_COUNT=1; export GIT_CONFIG_COUNT), which every later check
+// sees too.
+func (an *analyzer) assignedEnv(list []*syntax.Assign, src string, keep bool) map[string]field {
+	var out map[string]field
+	if len(an.gitEnvSet) > 0 {
+		out = maps.Clone(an.gitEnvSet)
+	}
+	for _, as := range list {
+		if as.Name == nil || !strings.HasPrefix(as.Name.Value, "GIT_") {
+			continue
+		}
+		if out == nil {
+			out = map[string]field{}
+		}
+		f := field{dynamic: true, source: as.Name.Value}
+		if v, ok := an.staticString(as.Value); ok && as.Array == nil && as.Index == nil {
+			f = field{value: v, source: v}
+		}
+		out[as.Name.Value] = f
+		if keep {
+			if an.gitEnvSet == nil {
+				an.gitEnvSet = map[string]field{}
+			}
+			an.gitEnvSet[as.Name.Value] = f
+		}
+	}
+	return out
+}
+
+// gitProgramEnv are git's environment variables that name a program git
+// runs, with the configuration key each stands for.
+var gitProgramEnv = map[string]string{
+	"GIT_SSH_COMMAND": "git -c core.sshCommand", "GIT_SSH": "git -c core.sshCommand", "GIT_PROXY_COMMAND": "git -c core.gitProxy",
+	"GIT_EXTERNAL_DIFF": "git -c diff.external", "GIT_ASKPASS": "git -c core.askPass", "GIT_EXEC_PATH": "git --exec-path",
+	"GIT_TEMPLATE_DIR": "git -c init.templateDir",
+}
+
+// maxGitConfigCount bounds the GIT_CONFIG_COUNT the check reads entry by
+// entry; a larger count is dangerous as such.
+const maxGitConfigCount = 64
+
+// checkGitEnv finds configuration given to git through its environment
+// that makes git run a program: GIT_CONFIG_COUNT with GIT_CONFIG_KEY_n and
+// GIT_CONFIG_VALUE_n, GIT_CONFIG_PARAMETERS (what git -c passes on), a
+// configuration file of the model's choosing (GIT_CONFIG_GLOBAL), and the
+// variables that name a program outright (GIT_SSH_COMMAND). It is
+// git_config_exec, as git -c core.fsmonitor=… is: git status then runs
+// the program. A count whose keys the same command does not give
+// statically is dangerous too, because the keys may come from elsewhere.
+func (an *analyzer) checkGitEnv(env map[string]field) {
+	if len(env) == 0 || an.danger != nil {
+		return
+	}
+	danger := func(format string, args ...any) {
+		an.dangerous(DangerGitConfigExec, fmt.Sprintf(format, args...))
+	}
+	for name, f := range env {
+		switch {
+		case name == "GIT_CONFIG_PARAMETERS":
+			danger("sets GIT_CONFIG_PARAMETERS, git configuration that can make git run a program")
+			return
+		case name == "GIT_CONFIG_GLOBAL" || name == "GIT_CONFIG_SYSTEM" || name == "GIT_CONFIG":
+			if f.dynamic || f.value != "/dev/null" {
+				danger("points git at the configuration file %s (%s), which can make git run a program", f.source, name)
+				return
+			}
+		case strings.HasPrefix(name, "GIT_CONFIG_KEY_"):
+			if f.dynamic || codeRunningConfig(f.value, "x") {
+				danger("makes git run a program through its configuration (%s=%s)", name, f.source)
+				return
+			}
+		case gitProgramEnv[name] != "":
+			if f.dynamic || !benignPrograms[strings.TrimSpace(f.value)] {
+				danger("makes git run a program (%s, like %s)", name, gitProgramEnv[name])
+				return
+			}
+		}
+	}
+	if c, ok := env["GIT_CONFIG_COUNT"]; ok {
+		n, err := strconv.Atoi(strings.TrimSpace(c.value))
+		if c.dynamic || err != nil || n < 0 || n > maxGitConfigCount {
+			danger("sets GIT_CONFIG_COUNT to %s, git configuration the analysis cannot read", c.source)
+			return
+		}
+		for i := range n {
+			if _, ok := env[fmt.Sprintf("GIT_CONFIG_KEY_%d", i)]; !ok {
+				danger("sets GIT_CONFIG_COUNT=%d without GIT_CONFIG_KEY_%d, git configuration the analysis cannot read", n, i)
+				return
+			}
+		}
+	}
+}
+
+// gitExecOptions returns the command lines git subcommands run through a
+// shell: git rebase -x/--exec, git submodule foreach, git bisect run and
+// git filter-branch's filters.
+func gitExecOptions(args []field) []field {
+	i := 0
+	for i < len(args) && strings.HasPrefix(args[i].value, "-") {
+		switch args[i].value {
+		case "-c", "-C", "--git-dir", "--work-tree", "--namespace", "--config-env":
+			i++
+		}
+		i++
+	}
+	if i >= len(args) {
+		return nil
+	}
+	sub, rest := args[i].value, args[i+1:]
+	var out []field
+	join := func(fs []field) {
+		var parts []string
+		dyn := false
+		for _, f := range fs {
+			parts = append(parts, f.value)
+			dyn = dyn || f.dynamic
+		}
+		if len(parts) > 0 {
+			out = append(out, field{value: strings.Join(parts, " "), dynamic: dyn})
+		}
+	}
+	switch sub {
+	case "rebase":
+		for j := 0; j < len(rest); j++ {
+			v := rest[j].value
+			switch {
+			case (v == "-x" || v == "--exec") && j+1 < len(rest):
+				out = append(out, rest[j+1])
+				j++
+			case strings.HasPrefix(v, "--exec="):
+				out = append(out, field{value: strings.TrimPrefix(v, "--exec="), dynamic: rest[j].dynamic})
+			case strings.HasPrefix(v, "-x") && len(v) > 2:
+				out = append(out, field{value: v[2:], dynamic: rest[j].dynamic})
+			}
+		}
+	case "submodule":
+		for j, f := range rest {
+			if f.value == "foreach" {
+				k := j + 1
+				for k < len(rest) && strings.HasPrefix(rest[k].value, "-") {
+					k++
+				}
+				join(rest[k:])
+				break
+			}
+		}
+	case "bisect":
+		// git bisect run runs its arguments as a command, not a script:
+		// each word is quoted so the script says the same.
+		if len(rest) > 1 && rest[0].value == "run" {
+			var words []string
+			dyn := false
+			for _, f := range rest[1:] {
+				q, err := syntax.Quote(f.value, syntax.LangBash)
+				if err != nil {
+					dyn = true
+				}
+				words = append(words, q)
+				dyn = dyn || f.dynamic
+			}
+			out = append(out, field{value: strings.Join(words, " "), dynamic: dyn})
+		}
+	case "grep", "difftool":
+		// git grep -O runs its value on the matching files; git difftool
+		// -x runs its value on each pair.
+		for j := 0; j < len(rest); j++ {
+			v := rest[j].value
+			short, long := "-O", "--open-files-in-pager"
+			if sub == "difftool" {
+				short, long = "-x", "--extcmd"
+			}
+			switch {
+			case (v == short || v == long) && j+1 < len(rest) && (sub == "difftool" || v == long):
+				out = append(out, rest[j+1])
+				j++
+			case strings.HasPrefix(v, long+"="):
+				out = append(out, field{value: strings.TrimPrefix(v, long+"="), dynamic: rest[j].dynamic})
+			case strings.HasPrefix(v, short) && len(v) > 2:
+				out = append(out, field{value: v[2:], dynamic: rest[j].dynamic})
+			case sub == "grep" && v == short:
+				// git grep -O alone uses the pager; a value must be attached.
+				out = append(out, field{value: "less"})
+			}
+		}
+	case "filter-branch":
+		for j := 0; j+1 < len(rest); j++ {
+			if strings.HasSuffix(rest[j].value, "-filter") || rest[j].value == "--commit-filter" {
+				out = append(out, rest[j+1])
+				j++
 			}
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path"
 	"regexp"
+	"slices"
 	"strings"
 
 	"mvdan.cc/sh/v3/syntax"
@@ -126,7 +127,7 @@ scan:
 		case a == "--":
 			i++
 			break scan
-		case name == "env" && strings.Contains(a, "=") && !strings.HasPrefix(a, "-"):
+		case (name == "env" || name == "sudo" || name == "doas") && isEnvAssignment(a):
 			i++ // NAME=value
 		case name == "command" && (a == "-v" || a == "-V"):
 			return -1 // command -v only prints where a command is
@@ -146,6 +147,13 @@ scan:
 		return -1
 	}
 	return i
+}
+
+// isEnvAssignment reports a NAME=value word, which env, sudo and doas
+// put into the environment of the command they run.
+func isEnvAssignment(a string) bool {
+	name, _, ok := strings.Cut(a, "=")
+	return ok && name != "" && isIdentifier(name)
 }
 
 // Inner returns the command that a wrapper such as sudo, env, nice,
@@ -286,6 +294,8 @@ func criticalTree(p string) string {
 		return "the root directory"
 	case n == "~" || (strings.HasPrefix(n, "~") && !strings.Contains(n, "/")):
 		return "a home directory"
+	case homeTrees[n]:
+		return "the home directory's " + strings.TrimPrefix(n, "~/")
 	case n == "/root" || (path.Dir(n) == "/home" || path.Dir(n) == "/Users") && n != "/home" && n != "/Users":
 		return "the home directory " + n
 	case systemDirs[n]:
@@ -294,6 +304,14 @@ func criticalTree(p string) string {
 		return "the system directory " + n
 	}
 	return ""
+}
+
+// homeTrees are directories of a home directory whose loss loses the
+// user's configuration, keys or installed programs: what the XDG
+// variables usually name, and the key stores.
+var homeTrees = map[string]bool{
+	"~/.config": true, "~/.local": true, "~/.local/share": true, "~/.local/state": true,
+	"~/.local/bin": true, "~/.ssh": true, "~/.gnupg": true,
 }
 
 // workspaceTree reports the working directory, its parents and a bare *,
@@ -372,6 +390,11 @@ func treeOf(f field, workspace bool) (what string, ok bool) {
 	if f.hasEmpty && f.empty != "" {
 		if w := check(f.empty); w != "" {
 			return fmt.Sprintf("%s when the variables in %s are unset or empty", w, f.source), true
+		}
+	}
+	if f.hasHome && f.home != "" {
+		if w := check(f.home); w != "" {
+			return fmt.Sprintf("%s, derived from the home directory by %s", w, f.source), true
 		}
 	}
 	return "", false
@@ -557,6 +580,16 @@ func commandDanger(av []field) (class, reason string) {
 			switch a.value {
 			case "poweroff", "reboot", "halt", "kexec", "0", "6":
 				return DangerShutdown, fmt.Sprintf("stops the machine (%s %s)", name, a.value)
+			case "enable", "link", "edit", "preset", "add-wants", "add-requires":
+				if name == "systemctl" {
+					return DangerPersistence, fmt.Sprintf("installs a service that starts later on its own (systemctl %s)", a.value)
+				}
+			}
+		}
+	case name == "launchctl":
+		for _, a := range operandFields(args) {
+			if a.value == "load" || a.value == "bootstrap" || a.value == "submit" || a.value == "enable" {
+				return DangerPersistence, fmt.Sprintf("installs a job that starts later on its own (launchctl %s)", a.value)
 			}
 		}
 	case name == "crontab":
@@ -895,6 +928,25 @@ func gitDanger(args []field) (string, string) {
 		}
 		break
 	}
+	if i < len(args) {
+		sub := args[i].value
+		switch sub {
+		case "clone", "fetch", "pull", "push", "ls-remote", "archive", "send-pack", "fetch-pack":
+			for _, a := range args[i+1:] {
+				opt, _, _ := strings.Cut(a.value, "=")
+				if opt == "--upload-pack" || opt == "--receive-pack" || opt == "--exec" || (sub == "clone" && opt == "-u") {
+					return DangerGitConfigExec, fmt.Sprintf("makes git run a program (git %s %s), like remote.<name>.uploadpack", sub, opt)
+				}
+			}
+		}
+	}
+	if i < len(args) && (args[i].value == "init" || args[i].value == "clone") {
+		for _, a := range args[i+1:] {
+			if a.value == "--template" || strings.HasPrefix(a.value, "--template=") {
+				return DangerGitConfigExec, fmt.Sprintf("installs git hooks from a template directory (git %s --template)", args[i].value)
+			}
+		}
+	}
 	if i >= len(args) || args[i].value != "config" {
 		return "", ""
 	}
@@ -1129,6 +1181,19 @@ func persistencePath(p string) bool {
 	return false
 }
 
+// checkDynamicTarget checks a write target only known at run time by the
+// values it takes when its variables are empty ("$D/.bashrc" is
+// /.bashrc) and when its home expansions name what they usually name
+// ("${HOME%/}/.bashrc" is ~/.bashrc).
+func (an *analyzer) checkDynamicTarget(f field, by string) {
+	if f.hasEmpty && f.empty != "" {
+		an.checkWriteTarget(f.empty, by)
+	}
+	if f.hasHome && f.home != "" {
+		an.checkWriteTarget(f.home, by)
+	}
+}
+
 // checkWriteTarget checks a static file a command writes for the device
 // and persistence classes.
 func (an *analyzer) checkWriteTarget(target, by string) {
@@ -1137,7 +1202,24 @@ func (an *analyzer) checkWriteTarget(target, by string) {
 		an.dangerous(DangerDeviceWrite, fmt.Sprintf("overwrites the disk device %s (%s)", target, by))
 	case persistencePath(target):
 		an.dangerous(DangerPersistence, fmt.Sprintf("writes %s, which runs code later on its own (%s)", target, by))
+	case gitHookPath(target):
+		an.dangerous(DangerPersistence, fmt.Sprintf("writes %s, a git hook: code that git runs on its own at the next commit, checkout or push (%s)", target, by))
+	case gitConfigPath(target):
+		an.dangerous(DangerGitConfigExec, fmt.Sprintf("writes %s, git's configuration, which can make git run a program (core.fsmonitor, core.hooksPath) (%s)", target, by))
 	}
+}
+
+// gitHookPath reports the hooks directory of a git repository or a file
+// in it: .git/hooks, x/.git/hooks/pre-commit.
+func gitHookPath(p string) bool {
+	n := "/" + strings.TrimPrefix(normPath(p), "./")
+	return strings.HasSuffix(n, "/.git/hooks") || strings.Contains(n, "/.git/hooks/")
+}
+
+// gitConfigPath reports a repository's own configuration file.
+func gitConfigPath(p string) bool {
+	n := "/" + strings.TrimPrefix(normPath(p), "./")
+	return strings.HasSuffix(n, "/.git/config") || strings.HasSuffix(n, "/.git/config.worktree")
 }
 
 var downloaders = map[string]bool{"curl": true, "wget": true, "fetch": true, "aria2c": true, "lwp-download": true, "http": true, "xh": true}
@@ -1412,9 +1494,13 @@ func (an *analyzer) substFetches(part syntax.WordPart, src string) bool {
 	return false
 }
 
-// trackDownloads records the files a downloader writes (curl -o/-O, wget
-// default name, -O, -P), for the download-then-run check, and lists them
-// in Writes (a dynamic one makes the writes unknown).
+// trackDownloads records the files a downloader writes (curl -o/-O,
+// wget's default name, -O, -P), for the download-then-run check, and
+// lists every file it writes in Writes: the document and also its logs,
+// header dumps, cookie jars and traces (curl -D ~/.bashrc writes a start-up
+// file as surely as curl -o). A dynamic output makes the writes unknown,
+// and so do a configuration file or command (curl -K, wget -e), which can
+// name any output, and names the server chooses (curl -J, wget -r).
 func (an *analyzer) trackDownloads(fs []field) {
 	for _, av := range unwrapFields(fs) {
 		if len(av) == 0 || av[0].dynamic {
@@ -1424,52 +1510,203 @@ func (an *analyzer) trackDownloads(fs []field) {
 		if !downloaders[name] {
 			continue
 		}
-		var urls []string
-		var outs []field
-		remoteName, dir := name == "wget", ""
-		for i := 1; i < len(av); i++ {
-			v := av[i].value
-			switch {
-			case (v == "-o" || v == "--output" || (name == "wget" && (v == "-O" || v == "--output-document"))) && i+1 < len(av):
-				i++
-				if name == "wget" && v == "-o" {
-					continue // wget -o is the log file
-				}
-				outs = append(outs, av[i])
-				remoteName = false
-			case name == "wget" && strings.HasPrefix(v, "--output-document="):
-				outs = append(outs, field{value: strings.TrimPrefix(v, "--output-document="), source: av[i].source})
-				remoteName = false
-			case name == "curl" && (v == "-O" || v == "--remote-name" || v == "--remote-name-all" || shortFlag(v, 'O')):
-				remoteName = true
-			case (v == "-P" || v == "--directory-prefix" || v == "--output-dir") && i+1 < len(av):
-				i++
-				dir = av[i].value
-			case strings.Contains(v, "://"):
-				urls = append(urls, v)
-			}
+		dl := parseDownload(name, av[1:])
+		if dl.unknown {
+			an.writesUnknown = true
+			an.writesFiles = true
 		}
-		if remoteName {
-			for _, u := range urls {
-				u, _, _ = strings.Cut(u, "?")
-				b := path.Base(u)
-				if dir != "" {
-					b = path.Join(dir, b)
-				}
-				outs = append(outs, field{value: b, source: b})
-			}
-		}
-		for _, o := range outs {
+		for _, o := range dl.documents {
 			if o.dynamic {
 				an.downloads = append(an.downloads, o.source)
 			} else {
 				an.downloads = append(an.downloads, o.value)
 			}
-			if o.value != "-" {
+		}
+		for _, o := range append(dl.documents, dl.others...) {
+			if o.value != "-" || o.dynamic {
 				an.writeField(o, o.value, name)
 			}
 		}
 	}
+}
+
+// download is what one curl or wget command writes.
+type download struct {
+	// documents are the files the fetched content lands in.
+	documents []field
+	// others are logs, header dumps, cookie jars and traces.
+	others []field
+	// unknown: it may write files whose names the command does not hold.
+	unknown bool
+}
+
+// downloadOptions says, for one downloader, which short options take a
+// value and which options name files it writes.
+type downloadOptions struct {
+	valued               string   // short options with a value
+	docShort, otherShort string   // short options whose value is a written file
+	docLong, otherLong   []string // long options whose value is a written file
+	dirShort             string   // the directory option for remote names
+	dirLong              []string
+	unknownShort         string // options that make the outputs unknowable
+	unknownLong          []string
+	remoteShort          string // options that name the file after the URL
+	remoteLong           []string
+	valuedLong           []string // other long options that take a separate value
+	remoteByDefault      bool
+	pairedShort          string // short options followed by one more letter (wget -nv)
+}
+
+var downloadSpecs = map[string]*downloadOptions{
+	"curl": {
+		valued: "AbcCdDeEFHKmoPQrtTuUwxXyYz", docShort: "o", otherShort: "Dc",
+		docLong:   []string{"--output"},
+		otherLong: []string{"--dump-header", "--cookie-jar", "--trace", "--trace-ascii", "--stderr", "--libcurl", "--etag-save", "--hsts", "--alt-svc"},
+		dirLong:   []string{"--output-dir"}, unknownShort: "KJ", unknownLong: []string{"--config", "--remote-header-name"},
+		remoteShort: "O", remoteLong: []string{"--remote-name", "--remote-name-all"},
+		valuedLong: []string{"--user-agent", "--cookie", "--data", "--data-binary", "--data-raw", "--data-urlencode", "--json", "--form",
+			"--form-string", "--header", "--max-time", "--connect-timeout", "--proxy", "--request", "--user", "--referer", "--range",
+			"--upload-file", "--cert", "--key", "--cacert", "--write-out", "--retry", "--resolve", "--connect-to", "--url", "--limit-rate"},
+	},
+	"wget": {
+		valued: "oaOPiBtTwQeUlADIXR", docShort: "O", otherShort: "oa", pairedShort: "n",
+		docLong:   []string{"--output-document"},
+		otherLong: []string{"--output-file", "--append-output", "--save-cookies", "--rejected-log", "--warc-file", "--hsts-file"},
+		dirShort:  "P", dirLong: []string{"--directory-prefix"},
+		unknownShort: "erpmx", unknownLong: []string{"--execute", "--config", "--recursive", "--mirror", "--page-requisites",
+			"--content-disposition", "--trust-server-names", "--force-directories", "--input-file"},
+		remoteByDefault: true,
+		valuedLong: []string{"--user-agent", "--header", "--tries", "--timeout", "--wait", "--quota", "--level", "--accept", "--reject",
+			"--domains", "--user", "--password", "--post-data", "--post-file", "--body-data", "--body-file", "--method", "--load-cookies",
+			"--base", "--ca-certificate", "--certificate", "--private-key"},
+	},
+}
+
+// parseDownload reads a downloader's arguments, options clustered (curl
+// -sSLo f) or not, long options with = or a separate value.
+func parseDownload(name string, args []field) download {
+	var dl download
+	spec := downloadSpecs[name]
+	if spec == nil {
+		// A downloader whose options the analysis does not read.
+		dl.unknown = true
+		return dl
+	}
+	var urls []string
+	remote, dir := spec.remoteByDefault, ""
+	explicitDoc := false
+	take := func(kind byte, val field) {
+		switch kind {
+		case 'd':
+			dl.documents = append(dl.documents, val)
+			explicitDoc = true
+		case 'o':
+			dl.others = append(dl.others, val)
+		case 'D':
+			dir = val.value
+			if val.dynamic {
+				dl.unknown = true
+			}
+		}
+	}
+	dashdash := false
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		v := a.value
+		switch {
+		case a.dynamic:
+			// An option only known at run time may be an output option.
+			if !strings.Contains(a.source, "://") {
+				dl.unknown = true
+			}
+		case dashdash || !strings.HasPrefix(v, "-") || v == "-":
+			if strings.Contains(v, "://") || !strings.HasPrefix(v, "-") {
+				urls = append(urls, v)
+			}
+		case v == "--":
+			dashdash = true
+		case strings.HasPrefix(v, "--"):
+			opt, val, hasVal := strings.Cut(v, "=")
+			kind := byte(0)
+			switch {
+			case slices.Contains(spec.docLong, opt):
+				kind = 'd'
+			case slices.Contains(spec.otherLong, opt):
+				kind = 'o'
+			case slices.Contains(spec.dirLong, opt):
+				kind = 'D'
+			case slices.Contains(spec.unknownLong, opt):
+				dl.unknown = true
+			case slices.Contains(spec.remoteLong, opt):
+				remote = true
+			}
+			needsValue := kind != 0 || slices.Contains(spec.valuedLong, opt) || opt == "--config" || opt == "--execute" || opt == "--input-file"
+			if !needsValue {
+				continue
+			}
+			valField := field{value: val, source: val}
+			if !hasVal {
+				if i+1 >= len(args) {
+					continue
+				}
+				i++
+				valField = args[i]
+			}
+			if kind != 0 {
+				take(kind, valField)
+			}
+		default:
+			for j := 1; j < len(v); j++ {
+				c := v[j]
+				if strings.IndexByte(spec.pairedShort, c) >= 0 {
+					j++ // wget -nv, -nc, -nd: two letters
+					continue
+				}
+				if strings.IndexByte(spec.unknownShort, c) >= 0 {
+					dl.unknown = true
+				}
+				if strings.IndexByte(spec.remoteShort, c) >= 0 {
+					remote = true
+				}
+				if strings.IndexByte(spec.valued, c) < 0 {
+					continue
+				}
+				valField := field{value: v[j+1:], source: v[j+1:]}
+				if valField.value == "" {
+					if i+1 >= len(args) {
+						break
+					}
+					i++
+					valField = args[i]
+				}
+				switch {
+				case strings.IndexByte(spec.docShort, c) >= 0:
+					take('d', valField)
+				case strings.IndexByte(spec.otherShort, c) >= 0:
+					take('o', valField)
+				case strings.IndexByte(spec.dirShort, c) >= 0:
+					take('D', valField)
+				}
+				break
+			}
+		}
+	}
+	if remote && !explicitDoc {
+		for _, u := range urls {
+			if !strings.Contains(u, "://") {
+				continue
+			}
+			u, _, _ = strings.Cut(u, "?")
+			b := path.Base(u)
+			if dir != "" {
+				b = path.Join(dir, b)
+			}
+			dl.documents = append(dl.documents, field{value: b, source: b})
+		}
+	} else if remote && dir != "" {
+		dl.unknown = true
+	}
+	return dl
 }
 
 // downloaded reports a path that names a file downloaded earlier.

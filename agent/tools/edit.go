@@ -96,6 +96,9 @@ func (EditTool) Run(_ context.Context, env *Env, input json.RawMessage) (Result,
 		return Result{IsError: true, ErrorCode: "EISDIR",
 			Output: abs + " is a directory. Give the path of a file inside it."}, nil
 	}
+	if workspace.HardLinked(info) {
+		return hardLinked(abs, info), nil
+	}
 	if !env.WasRead(abs) {
 		return Result{IsError: true, ErrorCode: "not_read",
 			Output: "You have not read " + abs + " in this session. Call read on it first, so the edit is based on its current content, then retry the edit."}, nil

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -208,4 +209,14 @@ func readHead(r io.Reader, n int) ([]byte, error) {
 		err = nil
 	}
 	return buf[:k], err
+}
+
+// hardLinked is the refusal to write a file with more than one hard link:
+// the file is the same as its other names, one of which may be outside
+// the workspace (a link to ~/.bashrc made before the session), and the
+// sandbox's path rules cannot tell.
+func hardLinked(abs string, info fs.FileInfo) Result {
+	return Result{IsError: true, ErrorCode: "hard_linked", Output: fmt.Sprintf(
+		"%s has %d hard links: it is one file with several names, some of which may be outside the workspace, so writing it would change them all. It is not written. "+
+			"If you need different content here, tell the user; do not try to write it another way.", abs, workspace.LinkCount(info))}
 }

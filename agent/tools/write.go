@@ -76,6 +76,8 @@ func (WriteTool) Run(_ context.Context, env *Env, input json.RawMessage) (Result
 	case err == nil && info.IsDir():
 		return Result{IsError: true, ErrorCode: "EISDIR",
 			Output: abs + " is a directory. Give the path of a file inside it instead."}, nil
+	case err == nil && workspace.HardLinked(info):
+		return hardLinked(abs, info), nil
 	case err == nil:
 		existed = true
 	case !errors.Is(err, fs.ErrNotExist):

@@ -371,3 +371,12 @@ func (r *Root) ResolveShell(word, home string) (self Target, matches []Target, k
 	}
 	return self, matches, true
 }
+
+// HardLinked reports a regular file with more than one hard link: its
+// content is shared with another name that may lie outside the workspace
+// (a link made to ~/.bashrc before the session), so a write through it
+// would change that file too. The file tools refuse such a file and the
+// permission chain denies writing it.
+func HardLinked(info fs.FileInfo) bool {
+	return info.Mode().IsRegular() && LinkCount(info) > 1
+}
