@@ -249,7 +249,7 @@ func runEval(ctx context.Context, sys *IO, opts *evalOptions, args []string) err
 		selected = skipMissingAgents(sys, selected)
 	}
 	if opts.out != "" {
-		if err := os.MkdirAll(opts.out, 0o755); err != nil {
+		if err := mkdirPrivate(opts.out); err != nil {
 			return err
 		}
 	}
@@ -370,7 +370,7 @@ func parseShard(s string) (int, int, error) {
 }
 
 func writeResults(path string, res *scenarios.Results) error {
-	f, err := os.Create(path)
+	f, err := createPrivate(path)
 	if err != nil {
 		return err
 	}
@@ -411,7 +411,7 @@ func reportEval(sys *IO, res *scenarios.Results, format, junit string, gone bool
 		fmt.Fprintln(sys.Err, "The recordings named above were in a temporary directory; add --out DIR to keep them.")
 	}
 	if junit != "" {
-		f, err := os.Create(junit)
+		f, err := createPrivate(junit)
 		if err != nil {
 			return err
 		}
@@ -505,7 +505,7 @@ func runEvalMerge(sys *IO, opts *evalMergeOptions, args []string) error {
 		res.Baseline = scenarios.Compare(base, res, opts.baseline)
 	}
 	if opts.out != "" {
-		if err := os.MkdirAll(opts.out, 0o755); err != nil {
+		if err := mkdirPrivate(opts.out); err != nil {
 			return err
 		}
 		if err := writeResults(filepath.Join(opts.out, resultsFile), res); err != nil {
