@@ -165,7 +165,7 @@ var builtins = []pattern{
 	// whole escape pairs, never \", so the match stays in its string
 	// (group 1); or the same in YAML and other name: value text
 	// (password: ..., API_TOKEN: ...), to the end of the word (group 2).
-	withAlt(withValid(builtin("secret_field", `(?:`+secretFieldNames+`)(?:(?:"\s*:\s*"|\\"\s*:\s*\\")((?:[^"\\]|\\[^"]){4,})|[ \t]*:[ \t]+(?:'|\\")?([^\s'"\\$<>{}()\[\];&|,`+"`"+`][^\s'"\\<>{}()\[\];&|,`+"`"+`]{3,}))`,
+	withAlt(withValid(builtin("secret_field", `(?:`+secretFieldNames+`)(?:(?:"\s*:\s*"|\\"\s*:\s*\\")((?:[^"\\]|\\[^"]){4,})|[ \t]*:[ \t]+(?:'|\\")?([^\s'"\\$<>{}()\[\];&|,`+"`"+`][^\s'"\\$<>{}()\[\];&|,`+"`"+`]{3,}))`,
 		findField), looksSecretValue), 2),
 }
 

@@ -53,7 +53,7 @@ func redactText(patterns []pattern, b []byte, filter bool) (out []byte, n int) {
 	return out, n
 }
 
-// hidingChars are the characters an escape may spell to hide a key: those
+// isHidingChar reports the characters an escape may spell to hide a key: those
 // keys and their separators are made of. An escape of anything else (a
 // control character, a quote, an accented letter) is what encoders write
 // anyway and is left to the raw patterns.
