@@ -19,6 +19,7 @@ import (
 	"github.com/retrace-dev/retrace/agent/llm"
 	"github.com/retrace-dev/retrace/harness"
 	"github.com/retrace-dev/retrace/scenarios"
+	"github.com/retrace-dev/retrace/terminal"
 )
 
 type evalOptions struct {
@@ -385,13 +386,15 @@ func writeResults(path string, res *scenarios.Results) error {
 // maps the worst verdict to the exit code.
 func reportEval(sys *IO, res *scenarios.Results, format, junit string, gone bool) error {
 	var err error
+	// The summary holds what scenarios got, model text included.
+	out := terminal.NewWriter(sys.Out)
 	switch format {
 	case "json":
 		err = res.WriteJSON(sys.Out)
 	case "markdown":
-		err = res.WriteMarkdown(sys.Out)
+		err = res.WriteMarkdown(out)
 	default:
-		err = res.WriteTable(sys.Out)
+		err = res.WriteTable(out)
 	}
 	if err != nil {
 		return err
@@ -399,9 +402,9 @@ func reportEval(sys *IO, res *scenarios.Results, format, junit string, gone bool
 	if res.Baseline != nil {
 		switch format {
 		case "markdown":
-			err = res.Baseline.WriteMarkdown(sys.Out)
+			err = res.Baseline.WriteMarkdown(out)
 		case "table":
-			err = res.Baseline.WriteTable(sys.Out)
+			err = res.Baseline.WriteTable(out)
 		}
 		if err != nil {
 			return err
