@@ -105,7 +105,7 @@ func TestHostileModelOutputReachesNoTerminalRaw(t *testing.T) {
 		wantSafeForTerminal(t, "query --format "+format, out)
 	}
 	for _, format := range []string{"table", "markdown"} {
-		_, out, errOut := runCLI(t, nil, "replay", files[0], "--format", format, "--details")
+		_, out, errOut := runCLI(t, nil, "replay", files[0], "--format", format, "--details", "--out", t.TempDir())
 		wantSafeForTerminal(t, "replay --format "+format, out)
 		wantSafeForTerminal(t, "replay --format "+format+" (stderr)", errOut)
 	}
