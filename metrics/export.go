@@ -56,7 +56,14 @@ func (db *DB) copyParquet(ctx context.Context, dir string, overwrite bool, query
 			return rep, fmt.Errorf("export to %s: %w", dir, err)
 		}
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	// The export holds what models and tools wrote: private to the user,
+	// like the trajectories it came from. DuckDB creates the partitions
+	// and files with the umask's modes; inside a 0700 directory nobody
+	// else can reach them meanwhile, and they are narrowed once written.
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return rep, fmt.Errorf("export to %s: %w", dir, err)
+	}
+	if err := os.Chmod(dir, 0o700); err != nil {
 		return rep, fmt.Errorf("export to %s: %w", dir, err)
 	}
 	q := "COPY (" + query + ") TO " + quoteString(dir) +
@@ -67,11 +74,15 @@ func (db *DB) copyParquet(ctx context.Context, dir string, overwrite bool, query
 	}
 	rep.Events, _ = res.RowsAffected()
 	err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err == nil && !d.IsDir() {
-			rel, _ := filepath.Rel(dir, p)
-			rep.Files = append(rep.Files, rel)
+		if err != nil {
+			return err
 		}
-		return err
+		if d.IsDir() {
+			return os.Chmod(p, 0o700)
+		}
+		rel, _ := filepath.Rel(dir, p)
+		rep.Files = append(rep.Files, rel)
+		return os.Chmod(p, 0o600)
 	})
 	if err != nil {
 		return rep, fmt.Errorf("export to %s: %w", dir, err)

@@ -23,8 +23,11 @@ import (
 // patterns carry no such guarantee; when one breaks the line, the line is
 // decoded and every string redacted one by one instead.
 //
-// Redaction is a safety net for accidents, not a defence against an
-// adversary: a secret spelled with JSON \u escapes is not recognised.
+// Secrets are recognised on decoded values too (see redact_hidden.go): a
+// key spelled with escapes (JSON's \/ and \u002d, \xXX, %XX, nested) is
+// replaced in place, escapes included, and a base64 run that decodes to a
+// key is replaced whole. Redaction is still a safety net for accidents,
+// not a proof against an adversary who encrypts a key before printing it.
 type Redactor struct {
 	patterns []pattern
 }
@@ -35,6 +38,9 @@ type pattern struct {
 	name  string
 	re    *regexp.Regexp
 	group int
+	// alt, when not 0, is the group that holds the secret when group
+	// did not match.
+	alt int
 	// find is a cheap test that returns the offset from which re may
 	// match, or -1 when it cannot match at all, so that the regexp runs on
 	// few lines and, when it does, only near each candidate (see next).
@@ -78,7 +84,7 @@ var builtins = []pattern{
 	builtin("openai", boundary+`(sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,})`,
 		func(b []byte) int { return findToken(b, "sk-", 1, isKeyChar, 20) }),
 
-	builtin("aws_access_key", boundary+`((?:AKIA|ASIA)[0-9A-Z]{16})`,
+	builtin("aws_access_key", boundary+`((?:AKIA|ASIA)[0-9A-Z]{16}[0-9A-Za-z]*)`,
 		func(b []byte) int {
 			return first(findToken(b, "AKIA", 1, isUpperDigit, 16), findToken(b, "ASIA", 1, isUpperDigit, 16))
 		}),
@@ -90,7 +96,7 @@ var builtins = []pattern{
 	// The names are those of the credentials file and environment
 	// (aws_secret_access_key, AWS_SECRET_KEY) and of the JSON the AWS CLI
 	// prints (SecretAccessKey).
-	builtin("aws_secret", `(?:`+ci("aws_secret_access_key")+`|`+ci("secretaccesskey")+`|`+ci("aws_secret_key")+`)(?:"\s*:\s*"|\\"\s*[:=]\s*\\"|\s*[:=]\s*(?:\\"|')?)([A-Za-z0-9/+]{40})`,
+	builtin("aws_secret", `(?:`+ci("aws_secret_access_key")+`|`+ci("secretaccesskey")+`|`+ci("aws_secret_key")+`)(?:"\s*:\s*"|\\"\s*[:=]\s*\\"|\s*[:=]\s*(?:\\"|')?)([A-Za-z0-9/+]{40,}=*)`,
 		func(b []byte) int {
 			return findNames(b, 'k', []string{"aws_secret_access_key", "secretaccesskey", "aws_secret_key"}, awsSecretFollows)
 		}),
@@ -119,10 +125,10 @@ var builtins = []pattern{
 	builtin("stripe", boundary+`((?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,})`,
 		findStripe),
 
-	builtin("google_api_key", boundary+`(AIza[0-9A-Za-z_-]{35})`,
+	builtin("google_api_key", boundary+`(AIza[0-9A-Za-z_-]{35,})`,
 		func(b []byte) int { return findToken(b, "AIza", 1, isKeyChar, 35) }),
 
-	builtin("npm", boundary+`(npm_[A-Za-z0-9]{36})`,
+	builtin("npm", boundary+`(npm_[A-Za-z0-9]{36,})`,
 		func(b []byte) int { return findToken(b, "npm_", 1, isAlnum, 36) }),
 
 	builtin("huggingface", boundary+`(hf_[A-Za-z0-9]{34,})`,
@@ -151,7 +157,16 @@ var builtins = []pattern{
 	// what tells configuration from code (token = compute()); the value
 	// must look like a secret (see looksSecret) and cannot be a $variable
 	// or a <placeholder>.
-	withGroup(withValid(builtin("secret_assignment", `([A-Za-z0-9_-]*(?:`+ci("password")+`|`+ci("passwd")+`|`+ci("secret")+`|`+ci("token")+`|`+ci("api")+`[_-]?`+ci("key")+`|`+ci("access")+`_?`+ci("key")+`|`+ci("private")+`_?`+ci("key")+`)[A-Za-z0-9_-]*)=(?:'|\\")?([^\s'"\\$<>{}()\[\];&|,=`+"`"+`][^\s'"\\$<>{}()\[\];&|,`+"`"+`]{3,})`, findAssignment), looksSecret), 2),
+	withGroup(withValid(builtin("secret_assignment", `([A-Za-z0-9_-]*(?:`+ci("password")+`|`+ci("passwd")+`|`+ci("passphrase")+`|`+ci("credential")+`|`+ci("secret")+`|`+ci("token")+`|`+ci("api")+`[_-]?`+ci("key")+`|`+ci("access")+`_?`+ci("key")+`|`+ci("private")+`_?`+ci("key")+`)[A-Za-z0-9_-]*)=(?:'|\\")?([^\s'"\\$<>{}()\[\];&|,=`+"`"+`][^\s'"\\$<>{}()\[\];&|,`+"`"+`]{3,})`, findAssignment), looksSecret), 2),
+
+	// A member of a JSON object whose name says it holds a secret
+	// ("db_password": "...", \"client_secret\": \"...\" in JSON
+	// escaped inside a string), the value redacted to its closing quote:
+	// whole escape pairs, never \", so the match stays in its string
+	// (group 1); or the same in YAML and other name: value text
+	// (password: ..., API_TOKEN: ...), to the end of the word (group 2).
+	withAlt(withValid(builtin("secret_field", `(?:`+secretFieldNames+`)(?:(?:"\s*:\s*"|\\"\s*:\s*\\")((?:[^"\\]|\\[^"]){4,})|[ \t]*:[ \t]+(?:'|\\")?([^\s'"\\$<>{}()\[\];&|,`+"`"+`][^\s'"\\$<>{}()\[\];&|,`+"`"+`]{3,}))`,
+		findField), looksSecretValue), 2),
 }
 
 // builtin makes a built-in pattern whose group 1 is the secret.
@@ -177,6 +192,14 @@ func ci(w string) string {
 // withValid returns p with a last test of each match's secret.
 func withValid(p pattern, valid func(secret []byte) bool) pattern {
 	p.valid = func(src []byte, s, e int) bool { return valid(src[s:e]) }
+	return p
+}
+
+// withAlt returns p with a second capture group that is the secret when
+// the first one did not match: the pattern's alternatives each capture
+// their own.
+func withAlt(p pattern, group int) pattern {
+	p.alt = group
 	return p
 }
 
@@ -251,6 +274,25 @@ func (r *Redactor) RedactString(s string) (string, int) {
 // that finds a secret in b, or "" when there is none. It is what Redact
 // would replace, without making the copy.
 func (r *Redactor) Detect(b []byte) string {
+	if name := r.detectRaw(b); name != "" {
+		return name
+	}
+	if hidesEscapes(b) || hasBase64Text(b) {
+		if _, n := redactText(r.list(), b, true); n > 0 {
+			view, from := decodedView(b)
+			if from != nil {
+				if name := r.detectRaw(view); name != "" {
+					return name
+				}
+			}
+			return "base64"
+		}
+	}
+	return ""
+}
+
+// detectRaw is Detect on the text as it stands.
+func (r *Redactor) detectRaw(b []byte) string {
 	for i := range r.list() {
 		p := &r.list()[i]
 		from := 0
@@ -279,7 +321,7 @@ func (r *Redactor) list() []pattern {
 // patterns never need it.
 func (r *Redactor) redact(line []byte) (out []byte, n int, slow bool) {
 	patterns := r.list()
-	out, n = redactAll(patterns, line, true)
+	out, n = redactText(patterns, line, true)
 	// Only a replacement can break the JSON, and replacements are rare, so
 	// checking then costs nothing on the common path.
 	if n == 0 || json.Valid(out) {
@@ -333,10 +375,17 @@ func redactAll(patterns []pattern, b []byte, filter bool) (out []byte, n int) {
 const window = 1 << 10
 
 // replace replaces every match of the pattern's group in src that starts
-// at or after from. It returns src itself when there is none. With a find
+// at or after from. It returns src itself when there is none.
+func (p *pattern) replace(src []byte, from int) ([]byte, int) {
+	return replaceSpans(src, p.secrets(src, from), p.repl)
+}
+
+// secrets returns the spans of src that replace would replace: the
+// pattern's group of every match that starts at or after from, but for
+// those already replaced and those its valid test refuses. With a find
 // function, from is its first candidate, and the regexp runs only near
 // each candidate (see next).
-func (p *pattern) replace(src []byte, from int) ([]byte, int) {
+func (p *pattern) secrets(src []byte, from int) [][2]int {
 	var locs [][]int
 	if p.find == nil {
 		locs = p.re.FindAllSubmatchIndex(src[from:], -1)
@@ -365,13 +414,12 @@ func (p *pattern) replace(src []byte, from int) ([]byte, int) {
 			}
 		}
 	}
-	if len(locs) == 0 {
-		return src, 0
-	}
-	var out []byte
-	last, n := 0, 0
+	var spans [][2]int
 	for _, loc := range locs {
 		s, e := loc[2*p.group], loc[2*p.group+1]
+		if s < 0 && p.alt > 0 {
+			s, e = loc[2*p.alt], loc[2*p.alt+1]
+		}
 		if s < 0 || s == e {
 			continue
 		}
@@ -380,18 +428,9 @@ func (p *pattern) replace(src []byte, from int) ([]byte, int) {
 		if string(src[s:e]) == p.repl || (p.valid != nil && !p.valid(src, s, e)) {
 			continue
 		}
-		if out == nil {
-			out = make([]byte, 0, len(src)+len(p.repl)*len(locs))
-		}
-		out = append(out, src[last:s]...)
-		out = append(out, p.repl...)
-		last = e
-		n++
+		spans = append(spans, [2]int{s, e})
 	}
-	if n == 0 {
-		return src, 0
-	}
-	return append(out, src[last:]...), n
+	return spans
 }
 
 // next returns the first match at or after the candidate c, with indexes
@@ -465,7 +504,7 @@ func redactStrings(line []byte, patterns []pattern) ([]byte, int, error) {
 			out.WriteByte(byte(v))
 		case string:
 			separate()
-			s, k := redactAll(patterns, []byte(v), false)
+			s, k := redactText(patterns, []byte(v), false)
 			n += k
 			if err := enc.Encode(string(s)); err != nil {
 				return nil, 0, err
@@ -882,7 +921,7 @@ func skipSpace(b []byte, i int) int {
 // secretNames are the words that make a name a secret one in
 // secret_assignment, lower case; each is searched for in the name before
 // an '='.
-var secretNames = []string{"password", "passwd", "secret", "token", "apikey", "api_key", "api-key", "access_key", "accesskey", "private_key", "privatekey"}
+var secretNames = []string{"password", "passwd", "passphrase", "credential", "secret", "token", "apikey", "api_key", "api-key", "access_key", "accesskey", "private_key", "privatekey"}
 
 // findAssignment returns the offset of the first name=value whose name
 // holds a secret word and whose value has four characters: a necessary
@@ -970,4 +1009,178 @@ func looksSecret(v []byte) bool {
 		return true
 	}
 	return len(v) >= 12 && upper > 0 && lower > 0
+}
+
+// secretFieldWords are the endings of a name that says its value is a
+// secret in the secret_member and secret_field patterns, lower case: a
+// name is taken by its ending (db_password, client_secret, API_TOKEN,
+// GCP_CREDENTIAL), so that max_tokens or token_type are not.
+var secretFieldWords = []string{
+	"password", "passwd", "passphrase", "pwd", "secret", "token", "credential", "credentials",
+	"apikey", "api_key", "api-key", "accesskey", "access_key", "access-key",
+	"privatekey", "private_key", "private-key", "secretkey", "secret_key", "secret-key",
+}
+
+// secretFieldNames is secretFieldWords as a regexp, in any letter case.
+var secretFieldNames = func() string {
+	var alts []string
+	for _, w := range secretFieldWords {
+		alts = append(alts, ci(w))
+	}
+	return strings.Join(alts, "|")
+}()
+
+// secretFieldByLast groups secretFieldWords by their last letter, so that
+// a name is compared only with the words it may end with.
+var secretFieldByLast = func() (m [256][]string) {
+	for _, w := range secretFieldWords {
+		c := w[len(w)-1]
+		m[c] = append(m[c], w)
+		if c >= 'a' && c <= 'z' {
+			m[c-'a'+'A'] = append(m[c-'a'+'A'], w)
+		}
+	}
+	return m
+}()
+
+// secretFieldName returns the start of the earliest of secretFieldWords
+// that ends b[:e], in any letter case, or -1.
+func secretFieldName(b []byte, e int) int {
+	if e == 0 {
+		return -1
+	}
+	at := -1
+	for _, w := range secretFieldByLast[b[e-1]] {
+		if s := e - len(w); s >= 0 && bytes.EqualFold(b[s:e], []byte(w)) {
+			at = first(at, s)
+		}
+	}
+	return at
+}
+
+// findField returns the offset of the first name that ends in one of
+// secretFieldWords and is followed by what one of secret_field's
+// alternatives requires, or -1. It looks at each ':' and tests exactly what
+// the pattern's regexp would, so that the regexp runs only where it
+// matches: a false candidate would send it over the rest of the text.
+func findField(b []byte) int {
+	for i := 0; ; {
+		j := bytes.IndexByte(b[i:], ':')
+		if j < 0 {
+			return -1
+		}
+		k := i + j
+		i = k + 1
+		if e := memberNameEnd(b, k); e >= 0 {
+			if s := secretFieldName(b, e); s >= 0 {
+				return s
+			}
+		}
+		if e := fieldNameEnd(b, k); e >= 0 {
+			if s := secretFieldName(b, e); s >= 0 {
+				return s
+			}
+		}
+	}
+}
+
+// memberNameEnd returns where the name ends when the ':' at b[k] separates
+// a JSON member as secret_field's first alternative requires
+// ("name"\s*:\s*"value or \"name\"\s*:\s*\"value), or -1.
+func memberNameEnd(b []byte, k int) int {
+	e := k
+	for e > 0 && isSpace(b[e-1]) {
+		e--
+	}
+	if e == 0 || b[e-1] != '"' {
+		return -1
+	}
+	e--
+	v := skipSpace(b, k+1)
+	if e > 0 && b[e-1] == '\\' {
+		e--
+		if v+1 >= len(b) || b[v] != '\\' || b[v+1] != '"' {
+			return -1
+		}
+		v += 2
+	} else {
+		if v >= len(b) || b[v] != '"' {
+			return -1
+		}
+		v++
+	}
+	if !memberValue(b[v:]) {
+		return -1
+	}
+	return e
+}
+
+// fieldNameEnd returns where the name ends when the ':' at b[k] separates
+// name: value as secret_field's second alternative requires
+// (name[ \t]*:[ \t]+('|\\")?value), or -1.
+func fieldNameEnd(b []byte, k int) int {
+	v := k + 1
+	for v < len(b) && (b[v] == ' ' || b[v] == '\t') {
+		v++
+	}
+	if v == k+1 {
+		return -1
+	}
+	if v < len(b) && b[v] == '\'' {
+		v++
+	} else if v+1 < len(b) && b[v] == '\\' && b[v+1] == '"' {
+		v += 2
+	}
+	if v >= len(b) || b[v] == '$' || !hasRun(b[v:], isValueChar, 4) {
+		return -1
+	}
+	e := k
+	for e > 0 && (b[e-1] == ' ' || b[e-1] == '\t') {
+		e--
+	}
+	return e
+}
+
+// memberValue reports whether b starts with the four characters or escape
+// pairs (never \") that secret_member's value needs.
+func memberValue(b []byte) bool {
+	n := 0
+	for k := 0; k < len(b) && n < 4; n++ {
+		switch {
+		case b[k] == '"':
+			return false
+		case b[k] == '\\':
+			if k+1 >= len(b) || b[k+1] == '"' {
+				return false
+			}
+			k += 2
+		default:
+			k++
+		}
+	}
+	return n == 4
+}
+
+// looksSecretValue is looksSecret for the value of a secret-named field,
+// which is not a reference or a placeholder ($VAR, ${VAR}, <changeme>,
+// {{ secrets.x }}) nor a value already redacted.
+func looksSecretValue(v []byte) bool {
+	v, _ = decodedView(v) // <changeme> may be spelled \u003cchangeme\u003e
+	if len(v) == 0 || bytes.IndexByte([]byte("$<{%"), v[0]) >= 0 || isMarker(v) {
+		return false
+	}
+	return looksSecret(v)
+}
+
+// isMarker reports whether v is one redaction marker, [REDACTED:name].
+func isMarker(v []byte) bool {
+	if !bytes.HasPrefix(v, []byte("[REDACTED:")) || len(v) < len("[REDACTED:]") || v[len(v)-1] != ']' {
+		return false
+	}
+	for _, c := range v[len("[REDACTED:") : len(v)-1] {
+		if !isWordChar(c) {
+			return false
+		}
+	}
+	return true
 }

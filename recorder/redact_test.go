@@ -376,6 +376,11 @@ func FuzzRedact(f *testing.F) {
 	f.Add(textLine(f, "glpat-"+fakeAlnum(20)+" xoxb-1234567890-ab sk_live_"+fakeAlnum(16)+" AIza"+fakeAlnum(35)+" npm_"+fakeAlnum(36)+" hf_"+fakeAlnum(34)))
 	f.Add(textLine(f, fakeBearerToken+" eyJ0eXAiOiJKV1QiLCJhbGciOiJub25lIn0.eyJzdWIiOiIxIn0."))
 	f.Add([]byte("plain text, not JSON: PRIVATE_KEY=-----BEGIN EC PRIVATE KEY-----\nMHcCAQEE\n-----END EC PRIVATE KEY-----\n"))
+	f.Add([]byte(`{"k":"sk\u002dant\u002dapi03\u002d` + fakeAlnum(30) + `","u":"https:\/\/a:b1c2d3@h"}`))
+	f.Add(textLine(f, `{"db_password": "Tr0ub4dor&3", "aws_secret_access_key":"wJalrXUtnFEMI\/K7MDENG\/bPxRfiCYEXAMPLEKEY"}`))
+	f.Add(textLine(f, "password: Zq9-kV2_mW7x\nGCP_CREDENTIAL=abc123def\nk=sk%2Dant%2Dapi03%2D"+fakeAlnum(24)))
+	f.Add(textLine(f, "v: c2stYW50LWFwaTAzLVhxN3ZMbTJOcDlSdDRLdzhaczFCYzZEZjNHaDVKeTBVYS1FaV9Pb1B4\nQUtJQUlPU0ZPRE5ON0VYQU1QTEU="))
+	f.Add([]byte(`{"private_key":"-----BEGIN EC PRIVATE KEY-----\nMHcCAQEE\u002d\n-----END EC PRIVATE KEY-----","x":"\\u0041KIA"}`))
 	custom, err := NewRedactor([]string{`pw=\S+`, `"[a-z]+":`})
 	if err != nil {
 		f.Fatal(err)
@@ -392,7 +397,9 @@ func FuzzRedact(f *testing.F) {
 		if valid && !json.Valid(out) {
 			t.Fatalf("valid JSON became invalid:\nin:  %s\nout: %s", line, out)
 		}
-		if valid && slow {
+		if valid && slow && !hidesEscapes(line) {
+			// Only a secret found in the decoded view of the line's own
+			// escapes may span a string boundary of the raw line.
 			t.Fatalf("a built-in pattern broke the JSON and needed the slow path:\nin: %s", line)
 		}
 		if want, _, _ := unfiltered.redact(line); !bytes.Equal(out, want) {

@@ -17,6 +17,7 @@ import (
 	"github.com/retrace-dev/retrace/agent/config"
 	"github.com/retrace-dev/retrace/detectors"
 	"github.com/retrace-dev/retrace/metrics"
+	"github.com/retrace-dev/retrace/terminal"
 )
 
 // detectFormats are the output formats of retrace detect.
@@ -362,6 +363,9 @@ func writeDetectReport(w io.Writer, format string, rep detectors.Report, limit i
 	case "github":
 		return writeGitHub(w, rep)
 	}
+	// What findings say comes from the trajectories: safe for a terminal
+	// (writeTable escapes each cell as well).
+	w = terminal.NewWriter(w)
 	// table and markdown: counts per detector first, then the worst
 	// findings (Findings are sorted worst first), then the next steps.
 	// A detector's findings can be of several severities (a hallucinated
@@ -469,14 +473,18 @@ func writeGitHub(w io.Writer, rep detectors.Report) error {
 	return nil
 }
 
-// ghData escapes a workflow command's message.
+// ghData escapes a workflow command's message: a line break cannot end
+// the command and start another one (::add-mask::, ::stop-commands::), and
+// what the runner would pass to the log unescaped (ESC, BEL, bidi
+// overrides) is shown escaped (terminal.Line).
 func ghData(s string) string {
-	return strings.NewReplacer("%", "%25", "\r", "%0D", "\n", "%0A").Replace(s)
+	return terminal.Line(strings.NewReplacer("%", "%25", "\r", "%0D", "\n", "%0A").Replace(s))
 }
 
-// ghProperty escapes a workflow command's property value.
+// ghProperty escapes a workflow command's property value, which cannot
+// end the properties (:, ,) either.
 func ghProperty(s string) string {
-	return strings.NewReplacer("%", "%25", "\r", "%0D", "\n", "%0A", ":", "%3A", ",", "%2C").Replace(s)
+	return terminal.Line(strings.NewReplacer("%", "%25", "\r", "%0D", "\n", "%0A", ":", "%3A", ",", "%2C").Replace(s))
 }
 
 // The SARIF 2.1.0 log detect writes: one run, a rule per detector that

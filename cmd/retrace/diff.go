@@ -11,6 +11,7 @@ import (
 	"github.com/retrace-dev/retrace/detectors"
 	"github.com/retrace-dev/retrace/diff"
 	"github.com/retrace-dev/retrace/metrics"
+	"github.com/retrace-dev/retrace/terminal"
 )
 
 // diffFormats are the output formats of retrace diff.
@@ -236,13 +237,14 @@ func runDiff(ctx context.Context, sys *IO, opts *diffOptions) error {
 	if err != nil {
 		return err
 	}
+	out := terminal.NewWriter(sys.Out)
 	switch opts.format.value {
 	case "json":
 		err = diff.WriteJSON(sys.Out, res)
 	case "markdown":
-		err = diff.WriteMarkdown(sys.Out, res)
+		err = diff.WriteMarkdown(out, res)
 	default:
-		err = diff.WriteTable(sys.Out, res)
+		err = diff.WriteTable(out, res)
 	}
 	if err != nil {
 		return err

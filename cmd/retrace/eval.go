@@ -19,6 +19,7 @@ import (
 	"github.com/retrace-dev/retrace/agent/llm"
 	"github.com/retrace-dev/retrace/harness"
 	"github.com/retrace-dev/retrace/scenarios"
+	"github.com/retrace-dev/retrace/terminal"
 )
 
 type evalOptions struct {
@@ -249,7 +250,7 @@ func runEval(ctx context.Context, sys *IO, opts *evalOptions, args []string) err
 		selected = skipMissingAgents(sys, selected)
 	}
 	if opts.out != "" {
-		if err := os.MkdirAll(opts.out, 0o755); err != nil {
+		if err := mkdirPrivate(opts.out); err != nil {
 			return err
 		}
 	}
@@ -370,7 +371,7 @@ func parseShard(s string) (int, int, error) {
 }
 
 func writeResults(path string, res *scenarios.Results) error {
-	f, err := os.Create(path)
+	f, err := createPrivate(path)
 	if err != nil {
 		return err
 	}
@@ -385,13 +386,15 @@ func writeResults(path string, res *scenarios.Results) error {
 // maps the worst verdict to the exit code.
 func reportEval(sys *IO, res *scenarios.Results, format, junit string, gone bool) error {
 	var err error
+	// The summary holds what scenarios got, model text included.
+	out := terminal.NewWriter(sys.Out)
 	switch format {
 	case "json":
 		err = res.WriteJSON(sys.Out)
 	case "markdown":
-		err = res.WriteMarkdown(sys.Out)
+		err = res.WriteMarkdown(out)
 	default:
-		err = res.WriteTable(sys.Out)
+		err = res.WriteTable(out)
 	}
 	if err != nil {
 		return err
@@ -399,9 +402,9 @@ func reportEval(sys *IO, res *scenarios.Results, format, junit string, gone bool
 	if res.Baseline != nil {
 		switch format {
 		case "markdown":
-			err = res.Baseline.WriteMarkdown(sys.Out)
+			err = res.Baseline.WriteMarkdown(out)
 		case "table":
-			err = res.Baseline.WriteTable(sys.Out)
+			err = res.Baseline.WriteTable(out)
 		}
 		if err != nil {
 			return err
@@ -411,7 +414,7 @@ func reportEval(sys *IO, res *scenarios.Results, format, junit string, gone bool
 		fmt.Fprintln(sys.Err, "The recordings named above were in a temporary directory; add --out DIR to keep them.")
 	}
 	if junit != "" {
-		f, err := os.Create(junit)
+		f, err := createPrivate(junit)
 		if err != nil {
 			return err
 		}
@@ -505,7 +508,7 @@ func runEvalMerge(sys *IO, opts *evalMergeOptions, args []string) error {
 		res.Baseline = scenarios.Compare(base, res, opts.baseline)
 	}
 	if opts.out != "" {
-		if err := os.MkdirAll(opts.out, 0o755); err != nil {
+		if err := mkdirPrivate(opts.out); err != nil {
 			return err
 		}
 		if err := writeResults(filepath.Join(opts.out, resultsFile), res); err != nil {

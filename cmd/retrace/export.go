@@ -153,7 +153,7 @@ func writeArrowTo(ctx context.Context, sys *IO, db *metrics.DB, path, query stri
 	var f *os.File
 	if path != "-" {
 		var err error
-		if f, err = os.Create(path); err != nil {
+		if f, err = createPrivate(path); err != nil {
 			return 0, invalid(fmt.Errorf("--arrow: %w", err))
 		}
 		w = f

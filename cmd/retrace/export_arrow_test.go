@@ -42,3 +42,14 @@ func TestExportArrowWithBadSQLLeavesNoFile(t *testing.T) {
 		t.Fatalf("exit %d, stderr %q, file left: %v; want 2 and no file", code, stderr, err == nil)
 	}
 }
+
+func TestExportArrowIsCreatedPrivate(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "calls.arrow")
+	if err := os.WriteFile(out, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, stderr := runCLI(t, nil, "export", fixtures+"/valid", "--arrow", out, "--query", "select tool from tool_calls"); code != ExitOK {
+		t.Fatalf("exit %d, stderr %q", code, stderr)
+	}
+	wantPrivate(t, out, 0o600)
+}

@@ -140,7 +140,7 @@ func runOTLPExport(ctx context.Context, sys *IO, opts *exportOptions, o *otlpExp
 		send = (&otlp.FileWriter{W: sys.Out}).Send
 	default:
 		res.File = o.file
-		if out, err = os.Create(o.file); err != nil {
+		if out, err = createPrivate(o.file); err != nil {
 			return invalid(fmt.Errorf("--otlp-file: %w", err))
 		}
 		send = (&otlp.FileWriter{W: out}).Send

@@ -388,7 +388,7 @@ type lazyRecorder struct {
 // newLazyRecorder checks now that dir can take the trajectory file, so a
 // bad --record fails at start rather than at the first request.
 func newLazyRecorder(dir string, opts recorder.Options) (*lazyRecorder, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("--record: cannot create %s: %w", dir, err)
 	}
 	probe, err := os.CreateTemp(dir, ".retrace-probe-*")

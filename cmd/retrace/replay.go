@@ -16,6 +16,7 @@ import (
 
 	"github.com/retrace-dev/retrace/compare"
 	"github.com/retrace-dev/retrace/replay"
+	"github.com/retrace-dev/retrace/terminal"
 	"github.com/retrace-dev/retrace/trajectory"
 )
 
@@ -209,6 +210,8 @@ func replayOne(ctx context.Context, sys *IO, opts *replayOptions, ropts replay.R
 		return replayError(s.Err)
 	}
 	res := s.Result
+	// What was replayed holds model and tool text: safe for a terminal.
+	out := terminal.NewWriter(sys.Out)
 	switch opts.format.value {
 	case "json":
 		enc := json.NewEncoder(sys.Out)
@@ -221,31 +224,31 @@ func replayOne(ctx context.Context, sys *IO, opts *replayOptions, ropts replay.R
 			return err
 		}
 	case "markdown":
-		if err := res.Report.Markdown(sys.Out); err != nil {
+		if err := res.Report.Markdown(out); err != nil {
 			return err
 		}
 		if opts.details {
-			if err := res.Report.MarkdownDetails(sys.Out); err != nil {
+			if err := res.Report.MarkdownDetails(out); err != nil {
 				return err
 			}
 		}
 	default:
 		if !res.Report.Identical() {
-			if err := res.Report.Table(sys.Out); err != nil {
+			if err := res.Report.Table(out); err != nil {
 				return err
 			}
 			if opts.details {
-				if err := res.Report.Details(sys.Out); err != nil {
+				if err := res.Report.Details(out); err != nil {
 					return err
 				}
 			}
 			break
 		}
-		if err := res.Report.WriteNotes(sys.Out); err != nil {
+		if err := res.Report.WriteNotes(out); err != nil {
 			return err
 		}
-		fmt.Fprintln(sys.Out, "identical: the replay matches the recording at every step (after normalising times and paths)")
-		if err := res.Report.WriteNormalized(sys.Out); err != nil {
+		fmt.Fprintln(out, "identical: the replay matches the recording at every step (after normalising times and paths)")
+		if err := res.Report.WriteNormalized(out); err != nil {
 			return err
 		}
 	}
@@ -290,15 +293,16 @@ func replayBatch(ctx context.Context, sys *IO, opts *replayOptions, ropts replay
 		b.Sessions = append(b.Sessions, replay.Session{Recording: problemPath(p), Verdict: replay.VerdictFailed, Err: fmt.Errorf("%w: %w", replay.ErrInput, p)})
 		b.Failed++
 	}
+	out := terminal.NewWriter(sys.Out)
 	switch opts.format.value {
 	case "json":
 		enc := json.NewEncoder(sys.Out)
 		enc.SetIndent("", "  ")
 		err = enc.Encode(b.Summary())
 	case "markdown":
-		err = b.Markdown(sys.Out)
+		err = b.Markdown(out)
 	default:
-		err = b.Table(sys.Out)
+		err = b.Table(out)
 	}
 	if err != nil {
 		return err

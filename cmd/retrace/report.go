@@ -230,7 +230,7 @@ func writeFileWhole(path string, data []byte) error {
 	if err := tmp.Close(); err != nil {
 		return fmt.Errorf("-o %s: %w", path, err)
 	}
-	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
+	if err := os.Chmod(tmp.Name(), 0o600); err != nil { // private, as every export
 		return fmt.Errorf("-o %s: %w", path, err)
 	}
 	if err := os.Rename(tmp.Name(), path); err != nil {

@@ -27,6 +27,7 @@ import (
 	"github.com/retrace-dev/retrace/mockllm"
 	"github.com/retrace-dev/retrace/recorder"
 	"github.com/retrace-dev/retrace/scenarios"
+	"github.com/retrace-dev/retrace/terminal"
 	"github.com/retrace-dev/retrace/trajectory"
 )
 
@@ -450,7 +451,9 @@ func (p *terminalPrompter) Confirm(ctx context.Context, q executor.Prompt) (bool
 	if ctx.Err() != nil {
 		return false, ctx.Err()
 	}
-	fmt.Fprintf(p.out, "\n  ? allow %s %s\n    %s\n    [y/N] ", q.Tool, inputSummary(q.Input), q.Reason)
+	// The question holds what the model asked for: it is redacted and
+	// shown escaped, so that no escape sequence can hide what is asked.
+	fmt.Fprintf(p.out, "\n  ? allow %s %s\n    %s\n    [y/N] ", terminal.Line(q.Tool), terminal.Line(inputSummary(q.Input)), terminal.Line(redacted(q.Reason)))
 	line, err := p.in.ReadString('\n')
 	if err != nil && line == "" {
 		return false, err

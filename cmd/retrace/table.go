@@ -15,14 +15,21 @@ import (
 	"github.com/olekukonko/tablewriter"
 	"github.com/olekukonko/tablewriter/tw"
 	"github.com/retrace-dev/retrace/metrics"
+	"github.com/retrace-dev/retrace/terminal"
 )
 
 // writeTable writes t in format: table, csv, json (an array of objects)
-// or markdown.
+// or markdown. A cell may hold what a model or tool wrote (a tool name, a
+// detector's message, a query over the trajectories), so every format but
+// JSON, which escapes it, goes through terminal.Writer; the terminal table
+// and Markdown escape newlines in a cell too, and Markdown escapes what
+// would render as HTML, a link or an image.
 func writeTable(w io.Writer, format string, t metrics.Table) error {
-	switch format {
-	case "json":
+	if format == "json" {
 		return writeTableJSON(w, t, "")
+	}
+	w = terminal.NewWriter(w)
+	switch format {
 	case "csv":
 		cw := csv.NewWriter(w)
 		cw.Write(t.Columns)
@@ -34,7 +41,7 @@ func writeTable(w io.Writer, format string, t metrics.Table) error {
 	case "markdown":
 		esc := func(ss []string) string {
 			for i, s := range ss {
-				ss[i] = strings.ReplaceAll(s, "|", `\|`)
+				ss[i] = markdownText(s)
 			}
 			return "| " + strings.Join(ss, " | ") + " |\n"
 		}
@@ -51,6 +58,17 @@ func writeTable(w io.Writer, format string, t metrics.Table) error {
 	}
 	return writeTerminalTable(w, t)
 }
+
+// markdownText escapes s for a Markdown table cell or line: as one line
+// without controls (terminal.Line), with a backslash before what would
+// render as HTML, an entity, a link, an image, code or a cell boundary, so
+// that text a model wrote shows as the text it is, in a PR comment too.
+func markdownText(s string) string {
+	return markdownEscaper.Replace(terminal.Line(s))
+}
+
+var markdownEscaper = strings.NewReplacer(
+	`\`, `\\`, "|", `\|`, "<", `\<`, ">", `\>`, "&", `\&`, "[", `\[`, "]", `\]`, "!", `\!`, "`", "\\`")
 
 // writeTerminalTable draws t for people: a bordered table, numbers right
 // aligned, NULL as an empty cell.
@@ -73,7 +91,11 @@ func writeTerminalTable(w io.Writer, t metrics.Table) error {
 		tablewriter.WithRowAlignmentConfig(tw.CellAlignment{PerColumn: align}))
 	tbl.Header(t.Columns)
 	for _, r := range t.Rows {
-		if err := tbl.Append(cells(r)); err != nil {
+		row := cells(r)
+		for i, c := range row {
+			row[i] = terminal.Line(c)
+		}
+		if err := tbl.Append(row); err != nil {
 			return err
 		}
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/retrace-dev/retrace/agent"
 	"github.com/retrace-dev/retrace/recorder"
+	"github.com/retrace-dev/retrace/terminal"
 	"github.com/retrace-dev/retrace/trajectory"
 )
 
@@ -19,7 +20,8 @@ import (
 // defenses — as they happen. What it prints is redacted like the
 // trajectory: text is redacted before it is shortened to a line, and every
 // write is redacted again on its way out, so no secret reaches the
-// terminal (or a log of it).
+// terminal (or a log of it), and nothing a model or tool wrote is obeyed
+// by the terminal (see terminalWriter).
 //
 // A tool's card is printed at its tool_result, in call order, by the
 // result's display mode (seed §9.4): full shows the card and the first
@@ -51,7 +53,7 @@ type liveCall struct {
 }
 
 func newLiveTranscript(out io.Writer, rec *recorder.Recorder) *liveTranscript {
-	return &liveTranscript{rec: rec, out: redactingWriter{out}, calls: map[string]*liveCall{}, failures: map[trajectory.FailureKind]int{}}
+	return &liveTranscript{rec: rec, out: terminalWriter{out}, calls: map[string]*liveCall{}, failures: map[trajectory.FailureKind]int{}}
 }
 
 // transcriptRedactor redacts what the live transcript and the permission
@@ -59,13 +61,16 @@ func newLiveTranscript(out io.Writer, rec *recorder.Recorder) *liveTranscript {
 // run records with.
 var transcriptRedactor = recorder.DefaultRedactor()
 
-// redactingWriter redacts each write before passing it on. The transcript
-// writes whole lines, so a secret is never split between two writes.
-type redactingWriter struct{ w io.Writer }
+// terminalWriter redacts each write and makes it safe for a terminal
+// (terminal.Text: escape sequences, carriage returns and the like shown
+// escaped, no line that starts a workflow command) before passing it on.
+// The transcript writes whole lines, so a secret or an escape sequence is
+// never split between two writes.
+type terminalWriter struct{ w io.Writer }
 
-func (r redactingWriter) Write(p []byte) (int, error) {
+func (r terminalWriter) Write(p []byte) (int, error) {
 	out, _ := transcriptRedactor.Redact(p)
-	if _, err := r.w.Write(out); err != nil {
+	if _, err := io.WriteString(r.w, terminal.Text(string(out))); err != nil {
 		return 0, err
 	}
 	return len(p), nil
@@ -178,12 +183,12 @@ func (l *liveTranscript) card(e *trajectory.ToolResult) {
 	if mode == trajectory.DisplayHidden {
 		if panel := panels[e.Tool]; panel != nil {
 			for _, line := range panel(c.raw) {
-				fmt.Fprintf(l.out, "  %s\n", line)
+				fmt.Fprintf(l.out, "  %s\n", terminal.Line(line))
 			}
 		}
 		return
 	}
-	header := fmt.Sprintf("  ⏺ %s", e.Tool)
+	header := fmt.Sprintf("  ⏺ %s", terminal.Line(e.Tool))
 	if c.input != "" {
 		header += " " + c.input
 	}
