@@ -41,8 +41,8 @@ WITH calls AS (
     -- imported or wire-seen call) is NULL, never a 0 ms call.
     SELECT session, tool_use_id,
            any_value(duration_ms) FILTER (WHERE NOT coalesce(duration_unknown, false)) AS measured_ms,
-           bool_or(coalesce(duration_unknown, false)) AS duration_unknown,
-           bool_or(coalesce(not_run, false)) AS not_run,
+           bool_or(duration_unknown) AS duration_unknown,
+           bool_or(not_run) AS not_run,
            any_value(output_bytes) AS output_bytes,
            bool_or(coalesce(truncated, false)) AS truncated,
            bool_or(spill IS NOT NULL) AS spilled
@@ -54,7 +54,7 @@ WITH calls AS (
            h.hook_outcome,
            CASE WHEN r.succeeded THEN 'success' WHEN r.failed THEN 'failure' ELSE 'lost' END AS outcome,
            r.failure_kind, r.error_code,
-           f.measured_ms, coalesce(f.duration_unknown, false) AS duration_unknown, coalesce(f.not_run, false) AS not_run,
+           f.measured_ms, f.duration_unknown, f.not_run,
            f.output_bytes, f.truncated, f.spilled,
            c.input, c.file, c.line, c.seq
     FROM calls c
@@ -72,7 +72,7 @@ WITH calls AS (
            CASE WHEN outcome = 'lost' THEN NULL
                 WHEN failure_kind IN ('not_found', 'hook_blocked', 'invalid_input', 'permission_denied') THEN false
                 WHEN not_run THEN false
-                WHEN failure_kind = 'aborted' AND coalesce(measured_ms, 0) = 0 AND NOT duration_unknown THEN false
+                WHEN failure_kind = 'aborted' AND coalesce(measured_ms, 0) = 0 AND NOT coalesce(duration_unknown, false) THEN false
                 ELSE true END AS ran
     FROM joined
 )
