@@ -304,7 +304,7 @@ func specOf(a *metrics.Aggregate) spec {
 		sp.kind = KindRate
 		sp.denom = calls
 		if a.Filter("among") == metrics.AmongExecuted {
-			sp.denom = "executed " + calls + " (success+failure)"
+			sp.denom = calls + " that ran"
 		}
 		if a.Subject == "success" {
 			sp.better = BetterHigher
@@ -339,7 +339,9 @@ func defaultSpecs(ctx context.Context, b, c *side, dets []detectors.Info, extra 
 		if s.in.Cond != "" {
 			cond = " AND " + s.in.Cond
 		}
-		t, err := distinct(ctx, s.in.DB, "SELECT DISTINCT tool FROM tool_calls WHERE true"+cond)
+		// Tools are labels: a name the model made up (tool_label
+		// '(unknown tool)') gets no rows of its own.
+		t, err := distinct(ctx, s.in.DB, "SELECT DISTINCT tool FROM tool_calls WHERE tool_label = tool"+cond)
 		if err != nil {
 			return nil, fmt.Errorf("list tools: %w", err)
 		}

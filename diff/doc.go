@@ -18,9 +18,11 @@
 //
 // Every row is a metrics.Aggregate, the grammar eval scenarios' thresholds
 // use, written in canonical form, and names its denominator: the failure
-// rate among executed calls (success+failure; rate(failure, among=executed))
-// overall, per tool and per failure kind; each tool's p50 and p95 duration
-// (calls whose duration was measured); the permission prompt, denial and
+// rate among the calls that ran (rate(failure, among=executed); ran is
+// the metrics glossary's term, docs/glossary.md) overall, per tool and per
+// failure kind; each tool's p50 and p95 latency (the calls that ran, with
+// a measured duration; a denied call is no sample); a tool name the model
+// made up gets no rows of its own; the permission prompt, denial and
 // lost-call rates among all calls; the share of sessions that ended with
 // end_turn; turns, tool calls and defense triggers per session; p50
 // context and output tokens per model response; p95 model duration; and per

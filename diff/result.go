@@ -77,8 +77,8 @@ type Row struct {
 	// Unit is the unit of Base, Cand and Diff: "ms", "tokens", "fraction"
 	// or "" (a count).
 	Unit string `json:"unit"`
-	// Denominator names what a rate is among ("executed bash calls
-	// (success+failure)") or what a distribution is over.
+	// Denominator names what a rate is among ("bash calls that ran") or
+	// what a distribution is over.
 	Denominator string `json:"denominator"`
 	// Base and Cand are the values on each side; Diff is Cand − Base.
 	Base float64 `json:"base"`

@@ -363,6 +363,7 @@ func (st *cxState) finish() {
 			r.isError = true
 			r.failureKind = trajectory.FailureToolError
 			r.errorCode = "not_run"
+			r.notRun = true
 		}
 		if code != nil || !r.isError || cxExecTools[c.name] {
 			ran[c.name] = true

@@ -83,6 +83,9 @@ type result struct {
 	perm        *permission
 	failureKind trajectory.FailureKind // when isError or perm denies
 	errorCode   string
+	// notRun is set when the transcript shows the client never ran the
+	// call (a command it refused).
+	notRun bool
 	// durationMs is the tool's own run time, when the transcript states it.
 	durationMs    float64
 	durationKnown bool
@@ -341,10 +344,14 @@ func (s *session) emitCall(sink trajectory.Sink, turn int, c *call, at func(time
 		sink.Emit(turn, &trajectory.ToolSuccess{ToolRef: ref(trajectory.ObservedInferred)})
 	}
 	end := &trajectory.ToolEnd{ToolRef: ref(trajectory.ObservedInferred), OutputBytes: int64(len(r.text))}
-	if r.durationKnown {
+	switch {
+	case failed && (r.notRun || r.failureKind.NeverRuns()):
+		// A call refused before its tool started has no duration at all.
+		end.NotRun = true
+	case r.durationKnown:
 		end.ToolRef.Observed = trajectory.ObservedTranscript
 		end.DurationMs = r.durationMs
-	} else {
+	default:
 		end.DurationUnknown = true
 	}
 	sink.Emit(turn, end)

@@ -27,8 +27,11 @@ import (
 // the tool calls (failure, success, lost, truncated, spilled, denied,
 // prompted), or completed (sessions that ended with end_turn, among the
 // sessions). rate(failure) and rate(success) take among=executed to count
-// among the calls that ran to a result (success+failure) instead of all
-// calls. count takes an event type.
+// among the calls that ran (tool_calls.ran: the tool's code started; a
+// denied or refused call did not) instead of all calls. count takes an
+// event type. Every term is read from the one definition in the views
+// (doc.go's glossary), never derived here: a duration is a call's
+// latency (tool_calls.duration_ms, NULL for a call that did not run).
 
 // Func is an aggregate's function.
 type Func string
@@ -75,7 +78,9 @@ func (f Func) MinSamples() int {
 // The subjects of pN, mean, min and max. Any other name is a tool: p95(bash)
 // is p95(duration, tool=bash).
 const (
-	// SubjectDuration is a tool call's own run time (tool_end duration_ms).
+	// SubjectDuration is a tool call's latency: the own run time of a
+	// call that ran (tool_calls.duration_ms); a call that did not run is
+	// no sample.
 	SubjectDuration = "duration"
 	// SubjectModelDuration is a model response's time (model_response duration_ms).
 	SubjectModelDuration = "model_duration"
@@ -104,7 +109,7 @@ var rateSubjects = []string{"failure", "success", "lost", "truncated", "spilled"
 var countKeys = []string{"tool", "failure_kind", "defense", "action", "kind", "source", "reason", "stop_reason"}
 
 // AmongExecuted is the value of the among filter that counts a rate among
-// the executed calls (success+failure).
+// the calls that ran (tool_calls.ran), the glossary's "ran".
 const AmongExecuted = "executed"
 
 // Filter is one key=value of an aggregate.
@@ -433,7 +438,7 @@ func (p *ExprParser) CheckAggregate(a *Aggregate) bool {
 		case f.Key == "failure_kind" && !trajectory.FailureKind(f.Value).Valid():
 			p.Errorf(p.filterCols[i], "failure_kind=%s is not a failure kind", f.Value)
 		case f.Key == "among" && f.Value != AmongExecuted && f.Value != "calls":
-			p.Errorf(p.filterCols[i], "among=%s: a rate is among calls (the default) or among=executed (success+failure)", f.Value)
+			p.Errorf(p.filterCols[i], "among=%s: a rate is among calls (the default) or among=executed (the calls that ran)", f.Value)
 		}
 		seen[f.Key] = true
 	}
@@ -558,7 +563,7 @@ func (a *Aggregate) RateCond() string {
 }
 
 // callsWhere is the condition on tool_calls of the aggregate's filters
-// (tool, among=executed) and of cond.
+// (tool, among=executed: the calls that ran) and of cond.
 func (a *Aggregate) callsWhere(cond string) string {
 	w := []string{"true"}
 	if cond != "" {
@@ -568,7 +573,7 @@ func (a *Aggregate) callsWhere(cond string) string {
 		w = append(w, "tool = "+quoteString(v))
 	}
 	if a.Filter("among") == AmongExecuted {
-		w = append(w, "outcome IN ('success', 'failure')")
+		w = append(w, "ran")
 	}
 	return strings.Join(w, " AND ")
 }
@@ -603,7 +608,8 @@ func (a *Aggregate) ValueSQL(cond string) string {
 // (or the session itself, for completed) counted and in the denominator.
 // For count they are (session, value): the session's matching events.
 // Otherwise they are (session, value), one per sample: a call's duration
-// (only measured ones), a model response's number, or a session's count.
+// (latency: only calls that ran, measured), a model response's number,
+// or a session's count.
 func (a *Aggregate) SamplesSQL(cond string) string {
 	sessCond := "true"
 	if cond != "" {

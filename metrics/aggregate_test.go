@@ -76,7 +76,11 @@ func TestAnAggregatesValueIsItsSamplesAggregated(t *testing.T) {
 			t.Errorf("%s: value (den, num) %v, samples sum to %v", src, v, s)
 		}
 	}
-	exec := one("SELECT count(*) FROM tool_calls WHERE tool = 'bash' AND outcome IN ('success', 'failure') AND " + cond)
+	// The calls that ran, counted from the raw events: a success, a
+	// failure inside the tool, or an abort after a measured start.
+	exec := one(`SELECT count(*) FROM tool_calls c LEFT JOIN raw_tool_end e USING (session, tool_use_id)
+WHERE c.tool = 'bash' AND (c.outcome = 'success' OR c.failure_kind IN ('tool_error', 'timeout', 'exception')
+  OR (c.failure_kind = 'aborted' AND NOT coalesce(e.not_run, false) AND e.duration_ms > 0)) AND ` + cond)
 	all := one("SELECT count(*) FROM tool_calls WHERE tool = 'bash' AND " + cond)
 	a, _ := ParseAggregate("rate(failure, tool=bash, among=executed)")
 	if v := one(a.ValueSQL(cond)); fmt.Sprint(v[0]) != fmt.Sprint(exec[0]) {

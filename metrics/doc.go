@@ -53,6 +53,53 @@
 // time, so an unchanged file is not read again, a changed one is read
 // again, and the rows of a file not given any more are dropped.
 //
+// # Glossary
+//
+// Every number retrace prints about tool calls is made of these terms.
+// Each is one SQL definition, a column of the tool_calls view
+// (derived/tool_calls.sql), that the named metrics, eval thresholds and
+// diff rows (Aggregate), the report's data model and the detectors read;
+// none of them derives a term again from the raw events.
+// docs/glossary.md says the same for users.
+//
+//   - called: a tool_call event; every row of tool_calls. The denominator
+//     of a rate that names no other.
+//   - decided: the permission decision, permission: 'allow', 'deny', or
+//     NULL when none was recorded (a call refused before the permission
+//     check: unknown tool, hook block). asked: permission_prompted, the
+//     decision needed a prompt (answered by a person or refused because
+//     nobody could answer). denied: permission = 'deny'.
+//   - ran: the tool's code started (column ran; trajectory.Ran is the same
+//     rule in Go). A success ran. A failure of kind tool_error, timeout or
+//     exception ran; not_found, hook_blocked, invalid_input and
+//     permission_denied never ran; an aborted call ran when the abort
+//     came while it ran. The recorder marks a call that did not run with
+//     tool_end not_run and no duration; in files older than not_run, an
+//     aborted call whose tool_end says 0 ms did not run. NULL for a lost
+//     call (nobody knows). retrace diff's and the thresholds'
+//     among=executed means ran.
+//   - succeeded: outcome = 'success' (a tool_success). A call that
+//     succeeded ran.
+//   - failed: outcome = 'failure' (a tool_failure), by failure_kind; the
+//     kinds that mean "ran" are above. error_code is a label of a closed
+//     format (trajectory.IsErrorCode: exit:N, signal:NAME, http:NNN, an
+//     errno name, or a named code).
+//   - lost: outcome = 'lost': a call with neither a tool_success nor a
+//     tool_failure (a harness bug, or a process that died mid-call).
+//   - latency: duration_ms, the own run time of a call that ran, from its
+//     tool_end; never a batch average, and never a sample for a call that
+//     did not run (NULL), so a stricter policy cannot make a tool look
+//     faster. p95(bash) is over these samples; with none it has no value
+//     (NULL), never 0.
+//   - failure rate among X: failed calls among X, with X named: among
+//     called (every call, the default) or among ran (among=executed: the
+//     failures that ran among the calls that ran).
+//   - tool label: tool_label, the tool as a metric label, a closed set: a
+//     tool name the executor found no tool for (not_found with error_code
+//     unknown_tool: the model made it up) is one '(unknown tool)'; the
+//     unknown_tools metric lists the names. The funnel and latency group
+//     by it.
+//
 // The named metrics are the embedded sql/*.sql files (Metrics, Metric);
 // each file's header comment says what it counts and its denominator.
 //
@@ -65,15 +112,18 @@
 // Parquet export that predates the column), so findings can point at it.
 //
 // tool_calls: one row per tool_call event: session, turn, tool_use_id, tool,
-// batch, call_index, input_bytes (the size of the input as DuckDB
+// tool_label (the tool as a metric label: '(unknown tool)' for a name the
+// model made up), batch, call_index, input_bytes (the size of the input as DuckDB
 // re-serialises it), permission ('allow', 'deny' or NULL when no decision was
 // recorded), permission_source (the source of that decision),
 // permission_prompted (a prompt was needed), hook_outcome (the worst outcome
 // of the call's pre hooks, in the order block, timeout, error, modified,
 // continue; NULL without hooks), outcome ('success', 'failure', or 'lost'
-// when the call has neither), failure_kind, error_code, duration_ms (the
-// call's own run time from its tool_end, never a batch average),
-// output_bytes, truncated, spilled (the full output went to a blob), input
+// when the call has neither), failure_kind, error_code, ran (the tool's
+// code started; NULL for a lost call), duration_ms (the call's latency:
+// its own run time from its tool_end, never a batch average, and NULL
+// for a call that did not run or whose run time its source did not
+// measure), output_bytes, truncated, spilled (the full output went to a blob), input
 // (the call's input as recorded, after the recorder's redaction; JSON), and
 // file, line and seq of the tool_call event, for a finding to point at.
 //

@@ -9,11 +9,19 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/retrace-dev/retrace/synth"
 )
 
 func TestParquetRoundTripGivesTheSameMetricsAsTheJSONL(t *testing.T) {
 	ctx := context.Background()
-	src := open(t, Options{}, validDir, filepath.Join(invalidDir, "lost_call.jsonl"))
+	// A small synth corpus beside the fixtures gives every metric rows
+	// (unknown_tools needs a tool name the model made up).
+	corpus := filepath.Join(t.TempDir(), "synth")
+	if _, err := synth.Write(ctx, corpus, synth.Options{Sessions: 12, Seed: 1}); err != nil {
+		t.Fatal(err)
+	}
+	src := open(t, Options{}, validDir, filepath.Join(invalidDir, "lost_call.jsonl"), corpus)
 	dir := filepath.Join(t.TempDir(), "export")
 	rep, err := src.ExportParquet(ctx, dir, false)
 	if err != nil {

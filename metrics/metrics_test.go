@@ -80,8 +80,8 @@ func TestMetricsOverTheValidFixturesEqualHandCountedValues(t *testing.T) {
 		query string // or a metric name
 		want  []string
 	}{
-		{"The funnel counts 13 calls over all fixtures, 7 successes, 6 failures and none lost.",
-			"funnel", []string{"(all)|13|7|6|0", "bash|5|0|5|0", "read|7|7|0|0", "write|1|0|1|0"}},
+		{"The funnel counts 13 calls over all fixtures: 2 denied, 9 ran (the 7 reads, a bash tool_error and a bash aborted while running), 7 successes, 6 failures and none lost.",
+			"funnel", []string{"(all)|13|2|9|7|6|0", "bash|5|2|2|0|5|0", "read|7|0|7|7|0|0", "write|1|0|0|0|1|0"}},
 		{"The parallel batch has four calls of which one failed with tool_error.",
 			"select count(*), count(*) filter (outcome = 'failure'), string_agg(failure_kind, ',') from tool_calls where session = '" + pb + "'",
 			[]string{"4|1|tool_error"}},
@@ -91,8 +91,8 @@ func TestMetricsOverTheValidFixturesEqualHandCountedValues(t *testing.T) {
 		{"The permission denial session has two permission_denied failures, both denied.",
 			"select count(*), string_agg(DISTINCT permission, ','), string_agg(DISTINCT failure_kind, ',') from tool_calls where session = '" + pd + "'",
 			[]string{"2|deny|permission_denied"}},
-		{"Failure kinds keep tool_error apart and shares add up over the six failures.",
-			"failure_kinds", []string{"aborted|2|0.3333", "permission_denied|2|0.3333", "hook_blocked|1|0.1667", "tool_error|1|0.1667"}},
+		{"Failure kinds keep tool_error apart, shares add up over the six failures, and of the two aborts one ran (4210 ms) and one was abandoned before it started (0 ms in a file older than not_run).",
+			"failure_kinds", []string{"aborted|2|1|0.3333", "permission_denied|2|0|0.3333", "hook_blocked|1|0|0.1667", "tool_error|1|1|0.1667"}},
 		{"The torn session has no session_end, so no end reason.",
 			"select session, coalesce(reason, '(none)'), turns from sessions where ended is null", []string{torn + "|(none)|2"}},
 		{"The hook-blocked write carries the block as its hook outcome.",

@@ -21,7 +21,8 @@
 // per-span duration is the tool's measured run time, never a batch's. A
 // call whose duration is unknown (duration_unknown, or no tool_end at all)
 // gets a zero-length span at its tool_call's time with
-// retrace.tool.duration_unknown = true, never an invented duration.
+// retrace.tool.duration_unknown = true, never an invented duration; a call
+// whose tool never started (not_run) has retrace.tool.not_run = true.
 //
 // Trace and span ids are derived from the session id and the seq of the
 // event that opens the span, so exporting a session again sends the very
@@ -39,7 +40,12 @@
 // that holds GenAI spans as a trajectory through the recorder: chat spans
 // become model turns, execute_tool spans tool calls with their span's
 // duration as the tool's duration (observed: transcript), or
-// duration_unknown where the span says so. Spans of other operations are
+// duration_unknown where the span says so, or not_run (no duration) for a
+// call refused before it ran (error.type naming a failure kind that never
+// runs, or retrace.tool.not_run). A failed call's error_code is
+// retrace.tool.error_code or else error.type, kept only in the closed
+// format of trajectory.IsErrorCode: another agent's own code (an exception
+// class) is recorded as other. Spans of other operations are
 // counted and reported, never fatal; input that is not OTLP/JSON is an
 // error naming the file, line and JSON path.
 package otlp

@@ -307,6 +307,11 @@ func (b *sessionBuilder) event(ev trajectory.Event) {
 		if p.Truncated {
 			t.span.Attributes = append(t.span.Attributes, boolAttr("retrace.tool.truncated", true))
 		}
+		if p.NotRun {
+			// The tool never started: a zero-length span, flagged, so an
+			// import reads it back as a call that did not run.
+			t.span.Attributes = append(t.span.Attributes, boolAttr("retrace.tool.not_run", true))
+		}
 		if p.DurationUnknown {
 			// No measurement: a zero-length span at the call, flagged.
 			t.span.StartTimeUnixNano, t.span.EndTimeUnixNano = nanos(t.callTS), nanos(t.callTS)

@@ -555,8 +555,13 @@ func (c *otCall) emit(sink trajectory.Sink, turn, index int, at func(time.Time))
 				code = errType
 			}
 		}
-		if !trajectory.IsLabel(code) {
+		switch {
+		case !trajectory.IsLabel(code):
 			code = ""
+		case !trajectory.IsErrorCode(code):
+			// A code of the other agent's own (an exception class) is
+			// no label of the closed set: it becomes other.
+			code = trajectory.ErrorCodeOther
 		}
 		sink.Emit(turn, &trajectory.ToolFailure{ToolRef: ref(trajectory.ObservedTranscript), FailureKind: kind, ErrorCode: code})
 	} else {
@@ -567,9 +572,14 @@ func (c *otCall) emit(sink trajectory.Sink, turn, index int, at func(time.Time))
 		end.OutputBytes = ob
 	}
 	end.Truncated = c.a.bool("retrace.tool.truncated")
-	if c.a.bool("retrace.tool.duration_unknown") {
+	switch {
+	case c.failed && trajectory.FailureKind(c.a.str("error.type")).NeverRuns(), c.a.bool("retrace.tool.not_run"):
+		// A refused call did not run: the span's length is the refusal's,
+		// no duration of the tool.
+		end.NotRun = true
+	case c.a.bool("retrace.tool.duration_unknown"):
 		end.DurationUnknown = true
-	} else {
+	default:
 		// The span's own length is the tool's run time, to the microsecond.
 		end.DurationMs = trajectory.Millis(c.end.Sub(c.start))
 	}

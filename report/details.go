@@ -37,6 +37,17 @@ ORDER BY session, seq`)
 				durationMs: toFloat(r[21]), durationUnknown: toBool(r[22]), truncated: toBool(r[23])})
 		}
 	}
+	// Whether a call ran is the glossary's one definition (tool_calls.ran),
+	// never re-derived from the events: a call that did not run has no
+	// duration to draw or to call measured.
+	for _, r := range g.query(`SELECT session, tool_use_id, coalesce(ran, false) FROM tool_calls WHERE session IN (` + strings.Join(ids, ", ") + `)`) {
+		if b := index[toString(r[0])]; b != nil {
+			if c := b.call(toString(r[1])); c != nil {
+				c.Ran = toBool(r[2])
+				c.Measured = c.Measured && c.Ran
+			}
+		}
+	}
 	return out
 }
 

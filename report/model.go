@@ -24,6 +24,10 @@ type Model struct {
 	EndReasons []EndReason
 	// Funnel is the tool funnel: the total first, then one row per tool.
 	Funnel []FunnelRow
+	// UnknownTools are the tool names the model made up, the drill-down of
+	// the funnel's '(unknown tool)' row (the unknown_tools metric), most
+	// called first.
+	UnknownTools []Count
 	// Latency has one entry per tool with at least one measured duration.
 	Latency []ToolLatency
 	// FailureKinds count failed calls per tool and failure kind.
@@ -69,9 +73,9 @@ type FunnelRow struct {
 	// Allowed and Denied count calls whose permission decision was allow
 	// or deny; Undecided those with no recorded decision.
 	Allowed, Denied, Undecided int64
-	// Executed counts calls that reached the tool: a success, or a failure
-	// of a kind that happens while running (timeout, exception, tool_error,
-	// aborted). It is the denominator of Successes and ExecFailures.
+	// Executed counts the calls that ran (tool_calls.ran, the glossary's
+	// one definition: the tool's code started). It is the denominator of
+	// Successes and ExecFailures.
 	Executed int64
 	// Successes count tool_success; Failures every tool_failure, and
 	// ExecFailures those among Executed.
@@ -80,8 +84,9 @@ type FunnelRow struct {
 	Lost int64
 }
 
-// ToolLatency is one tool's measured durations (tool_end duration_ms; never
-// batch averages) and the latency metric's percentiles of them.
+// ToolLatency is one tool's latency samples (tool_calls.duration_ms: the
+// own durations of the calls that ran; never batch averages, never a call
+// that did not run) and the latency metric's percentiles of them.
 type ToolLatency struct {
 	Tool string
 	// N counts calls with a measured duration: the denominator.
@@ -213,9 +218,11 @@ type Call struct {
 	PermissionSource string
 	Prompted         bool
 	// DurationMs is the tool_end's duration; Measured is false when the
-	// source did not measure it.
+	// source did not measure it or the call did not run.
 	DurationMs float64
 	Measured   bool
+	// Ran is tool_calls.ran: the tool's code started.
+	Ran bool
 	// EndUs is the tool_end's time in µs since the session started; the
 	// call started DurationMs before it.
 	EndUs     int64
@@ -323,30 +330,31 @@ func (g *gatherer) endReasons(m *Model) {
 	}
 }
 
-// executedKinds are the failure kinds of a call that reached its tool; the
-// others (not_found, invalid_input, permission_denied, hook_blocked) stop a
-// call before it runs.
-const executedKinds = `('timeout', 'exception', 'tool_error', 'aborted')`
-
+// funnel reads the glossary's terms from tool_calls (ran, permission,
+// outcome, tool_label), never deriving them: a made-up tool name is one
+// '(unknown tool)' row, whose names UnknownTools lists.
 func (g *gatherer) funnel(m *Model) {
-	for _, r := range g.query(`SELECT coalesce(tool, '(all)') AS tool, count(*),
+	for _, r := range g.query(`SELECT coalesce(tool_label, '(all)') AS tool, count(*),
        count(*) FILTER (WHERE permission = 'allow'), count(*) FILTER (WHERE permission = 'deny'),
        count(*) FILTER (WHERE permission IS NULL),
-       count(*) FILTER (WHERE outcome = 'success' OR (outcome = 'failure' AND failure_kind IN ` + executedKinds + `)),
+       count(*) FILTER (WHERE ran),
        count(*) FILTER (WHERE outcome = 'success'), count(*) FILTER (WHERE outcome = 'failure'),
-       count(*) FILTER (WHERE outcome = 'failure' AND failure_kind IN ` + executedKinds + `),
+       count(*) FILTER (WHERE outcome = 'failure' AND ran),
        count(*) FILTER (WHERE outcome = 'lost')
 FROM tool_calls
-GROUP BY GROUPING SETS ((tool), ())
-ORDER BY grouping(tool) DESC, count(*) DESC, tool`) {
+GROUP BY GROUPING SETS ((tool_label), ())
+ORDER BY grouping(tool_label) DESC, count(*) DESC, tool_label`) {
 		m.Funnel = append(m.Funnel, FunnelRow{Tool: toString(r[0]), Calls: toInt(r[1]), Allowed: toInt(r[2]), Denied: toInt(r[3]),
 			Undecided: toInt(r[4]), Executed: toInt(r[5]), Successes: toInt(r[6]), Failures: toInt(r[7]), ExecFailures: toInt(r[8]), Lost: toInt(r[9])})
+	}
+	for _, r := range g.metric("unknown_tools") {
+		m.UnknownTools = append(m.UnknownTools, Count{Name: toString(r[0]), N: toInt(r[1])})
 	}
 }
 
 func (g *gatherer) latency(m *Model) {
 	byTool := map[string][]float64{}
-	for _, r := range g.query(`SELECT tool, list(duration_ms ORDER BY duration_ms) FROM tool_calls WHERE duration_ms IS NOT NULL GROUP BY tool`) {
+	for _, r := range g.query(`SELECT tool_label, list(duration_ms ORDER BY duration_ms) FROM tool_calls WHERE duration_ms IS NOT NULL GROUP BY tool_label`) {
 		list, _ := r[1].([]any)
 		ds := make([]float64, 0, len(list))
 		for _, v := range list {

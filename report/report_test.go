@@ -80,10 +80,10 @@ func TestTheModelCountsWhatRetraceMetricsCounts(t *testing.T) {
 		if !ok {
 			t.Fatalf("tool %v of the funnel metric is not in the report", r[0])
 		}
-		want := FunnelRow{Calls: toInt(r[1]), Successes: toInt(r[2]), Failures: toInt(r[3]), Lost: toInt(r[4])}
-		if got.Calls != want.Calls || got.Successes != want.Successes || got.Failures != want.Failures || got.Lost != want.Lost {
-			t.Errorf("%v: report calls/successes/failures/lost %d/%d/%d/%d, metric %d/%d/%d/%d", r[0],
-				got.Calls, got.Successes, got.Failures, got.Lost, want.Calls, want.Successes, want.Failures, want.Lost)
+		want := FunnelRow{Calls: toInt(r[1]), Denied: toInt(r[2]), Executed: toInt(r[3]), Successes: toInt(r[4]), Failures: toInt(r[5]), Lost: toInt(r[6])}
+		if got.Calls != want.Calls || got.Denied != want.Denied || got.Executed != want.Executed || got.Successes != want.Successes || got.Failures != want.Failures || got.Lost != want.Lost {
+			t.Errorf("%v: report calls/denied/ran/successes/failures/lost %d/%d/%d/%d/%d/%d, metric %d/%d/%d/%d/%d/%d", r[0],
+				got.Calls, got.Denied, got.Executed, got.Successes, got.Failures, got.Lost, want.Calls, want.Denied, want.Executed, want.Successes, want.Failures, want.Lost)
 		}
 		if got.Allowed+got.Denied+got.Undecided != got.Calls {
 			t.Errorf("%v: allowed %d + denied %d + undecided %d is not the %d calls", r[0], got.Allowed, got.Denied, got.Undecided, got.Calls)

@@ -166,7 +166,10 @@ func timelineSVG(d SessionDetail) template.HTML {
 			if c.FailureKind != "" {
 				tip += " (" + c.FailureKind + ")"
 			}
-			if !c.Measured {
+			switch {
+			case !c.Ran:
+				tip += " · did not run"
+			case !c.Measured:
 				tip += " · duration not measured"
 			}
 			if c.Prompted {

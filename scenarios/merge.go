@@ -319,6 +319,10 @@ func mergeOne(file string, imported map[string][]trajectory.Event, runs string, 
 			if f := byCall[p.ToolUseID]; f != nil && f.end != nil && !f.end.DurationUnknown && p.DurationUnknown {
 				p.DurationMs, p.DurationUnknown, p.Observed = f.end.DurationMs, false, f.end.Observed
 			}
+			// A call the client refused did not run, whatever the wire saw.
+			if f := byCall[p.ToolUseID]; f != nil && f.end != nil && f.end.NotRun {
+				p.DurationMs, p.DurationUnknown, p.NotRun = 0, false, true
+			}
 			rec.Emit(ev.Turn, p)
 		default:
 			rec.Emit(ev.Turn, ev.Payload)

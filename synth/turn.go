@@ -478,6 +478,11 @@ func (g *session) finish(c *call) {
 		g.emit(g.turn, &trajectory.ToolFailure{ToolRef: c.ref(), FailureKind: o.kind, ErrorCode: o.code})
 	}
 	end := &trajectory.ToolEnd{ToolRef: c.ref(), DurationMs: trajectory.Millis(o.dur), OutputBytes: o.bytes, Truncated: o.truncated}
+	if !o.ran || o.kind.NeverRuns() {
+		// As the executor records it: the time the refusal took passed
+		// on the clock, but a call that did not run has no duration.
+		end.DurationMs, end.NotRun = 0, true
+	}
 	if o.truncated {
 		end.Spill = g.spillRef(c)
 	}

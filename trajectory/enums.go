@@ -88,6 +88,40 @@ var failureKinds = closedSet[FailureKind]{
 // Valid reports whether k is a known failure kind.
 func (k FailureKind) Valid() bool { return failureKinds.has(k) }
 
+// NeverRuns reports whether a failure of kind k stops a call before the
+// tool's code starts: not_found, hook_blocked, invalid_input and
+// permission_denied are decided before stage 7 of the executor. A
+// tool_error, timeout or exception happens while the tool runs; an
+// aborted call may have started or not, which its tool_end's not_run
+// says (see Ran).
+func (k FailureKind) NeverRuns() bool {
+	switch k {
+	case FailureNotFound, FailureHookBlocked, FailureInvalidInput, FailurePermissionDenied:
+		return true
+	}
+	return false
+}
+
+// Ran reports whether a call's tool code started, from its failure kind
+// (kind "" for a success) and its tool_end: the contract's one
+// definition of "ran", which the metrics column tool_calls.ran computes
+// the same way (metrics' glossary). A success ran; a failure of a kind
+// that NeverRuns did not; a tool_end marked not_run did not; and, for
+// files written before not_run existed, an aborted call whose measured
+// duration is exactly 0 did not (the runtime wrote 0 for a call it
+// abandoned before starting it; a call that ran measures at least a
+// microsecond).
+func Ran(kind FailureKind, end *ToolEnd) bool {
+	if kind.NeverRuns() {
+		return false
+	}
+	var e ToolEnd
+	if end != nil {
+		e = *end
+	}
+	return !e.NotRun && (kind != FailureAborted || e.DurationMs != 0 || e.DurationUnknown)
+}
+
 // PermissionSource says which part of the permission system decided.
 type PermissionSource string
 

@@ -72,6 +72,8 @@ func TestEveryInvalidFixtureNamesItsProblemAtItsLine(t *testing.T) {
 		{file: "label_is_a_path", line: 6, sentinel: ErrMalformed, text: "want a label"},
 		{file: "totals_mismatch", line: 11, kind: ViolationTotals, text: "counts 3 tool calls"},
 		{file: "torn_middle_line", line: 4, sentinel: ErrMalformed, text: "invalid JSON"},
+		{file: "denied_call_with_duration", line: 8, kind: ViolationRan, text: "a call that did not run has no duration"},
+		{file: "error_code_carries_data", line: 18, kind: ViolationErrorCode, text: `"exit:1:20261130-091500" of toolu_14 is outside the closed format`},
 	}
 	covered := map[string]bool{}
 	for _, tt := range tests {

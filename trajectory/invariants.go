@@ -43,6 +43,13 @@ const (
 	// previous request had, or its prefix_hash is not the chain of the
 	// session's message hashes (a request lost, reordered or edited).
 	ViolationMessages ViolationKind = "messages"
+	// ViolationRan: a call that did not run has a duration, or a call
+	// that succeeded is marked not_run (see Ran): a call that did not run
+	// is never a latency sample.
+	ViolationRan ViolationKind = "ran"
+	// ViolationErrorCode: a tool_failure's error_code is outside the
+	// closed format (IsErrorCode).
+	ViolationErrorCode ViolationKind = "error_code"
 )
 
 // Violation is one broken invariant, located at the line that shows it.
@@ -65,6 +72,10 @@ type callState struct {
 	tool     string
 	outcomes int
 	ends     int
+	// succeeded and kind are the call's outcome: a tool_success, or the
+	// failure kind of its tool_failure.
+	succeeded bool
+	kind      FailureKind
 }
 
 type useState struct {
@@ -192,12 +203,25 @@ func (c *Checker) Add(line int, ev Event) {
 	case *PermissionDeny:
 		c.openCall(line, ev, p.ToolRef)
 	case *ToolSuccess:
-		c.outcome(line, ev, p.ToolRef)
+		if cs := c.outcome(line, ev, p.ToolRef); cs != nil {
+			cs.succeeded = true
+		}
 	case *ToolFailure:
 		c.toolFailures++
-		c.outcome(line, ev, p.ToolRef)
+		if cs := c.outcome(line, ev, p.ToolRef); cs != nil {
+			cs.kind = p.FailureKind
+		}
+		if p.ErrorCode != "" && !IsErrorCode(p.ErrorCode) {
+			c.report(line, ev.Seq, ViolationErrorCode, p.ToolUseID, "error_code %q of %s is outside the closed format (%s)", p.ErrorCode, p.ToolUseID, ErrorCodeFormat)
+		}
 	case *ToolEnd:
 		if cs := c.call(line, ev, p.ToolRef); cs != nil {
+			switch {
+			case p.NotRun && cs.succeeded:
+				c.report(line, ev.Seq, ViolationRan, p.ToolUseID, "tool_end for %s has not_run but the call succeeded; a call that succeeded ran", p.ToolUseID)
+			case cs.kind.NeverRuns() && p.DurationMs > 0:
+				c.report(line, ev.Seq, ViolationRan, p.ToolUseID, "tool_end for %s has duration_ms %g but the call failed with %s, which stops a call before its tool starts; a call that did not run has no duration (0, not_run)", p.ToolUseID, p.DurationMs, cs.kind)
+			}
 			switch {
 			case cs.ends > 0:
 				c.report(line, ev.Seq, ViolationToolEnd, p.ToolUseID, "second tool_end for %s", p.ToolUseID)
@@ -289,13 +313,17 @@ func (c *Checker) openCall(line int, ev Event, ref ToolRef) {
 	}
 }
 
-func (c *Checker) outcome(line int, ev Event, ref ToolRef) {
-	if cs := c.call(line, ev, ref); cs != nil {
+// outcome checks a tool_success or tool_failure and returns the call's
+// state, nil for an orphan.
+func (c *Checker) outcome(line int, ev Event, ref ToolRef) *callState {
+	cs := c.call(line, ev, ref)
+	if cs != nil {
 		if cs.outcomes > 0 {
 			c.report(line, ev.Seq, ViolationOutcome, ref.ToolUseID, "%s for %s, which already has an outcome; a call gets exactly one tool_success or tool_failure", ev.Type(), ref.ToolUseID)
 		}
 		cs.outcomes++
 	}
+	return cs
 }
 
 // checkStreamed reports the tool_calls started while the reply streamed

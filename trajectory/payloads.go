@@ -645,9 +645,17 @@ type ToolEnd struct {
 	// tell its own run time; DurationMs is then 0 and is no measurement,
 	// since splitting a batch's wall time would invent one (seed §14.7).
 	// Optional.
-	DurationUnknown bool  `json:"duration_unknown,omitempty"`
-	OutputBytes     int64 `json:"output_bytes"`
-	Truncated       bool  `json:"truncated,omitempty"`
+	DurationUnknown bool `json:"duration_unknown,omitempty"`
+	// NotRun is true when the tool's code never started: the call was
+	// refused (permission_denied, hook_blocked, invalid_input, not_found)
+	// or aborted before it began. DurationMs is then 0 and is no
+	// measurement, so a call that did not run is never a latency sample.
+	// A reader of a file without the field (written before it) takes the
+	// failure kind's word (FailureKind.NeverRuns) and reads an aborted
+	// call with a duration_ms of 0 as not run (see Ran). Optional.
+	NotRun      bool  `json:"not_run,omitempty"`
+	OutputBytes int64 `json:"output_bytes"`
+	Truncated   bool  `json:"truncated,omitempty"`
 	// Spill is the BlobRef of the full output when it was truncated.
 	Spill string `json:"spill,omitempty"`
 	// Snapshot is the BlobRef of the manifest of the files the call was
@@ -661,6 +669,12 @@ func (*ToolEnd) EventType() EventType { return TypeToolEnd }
 func (p *ToolEnd) validate(c *checks) {
 	p.ToolRef.validate(c)
 	c.nonNegative("duration_ms", p.DurationMs)
+	if p.NotRun && p.DurationMs != 0 {
+		c.fail("duration_ms", ErrMalformed, "got %g with not_run; a call that did not run has no duration (0)", p.DurationMs)
+	}
+	if p.NotRun && p.DurationUnknown {
+		c.fail("duration_unknown", ErrMalformed, "set with not_run; a call that did not run has no duration to be unknown")
+	}
 	c.nonNegative("output_bytes", float64(p.OutputBytes))
 	c.blobRef("spill", p.Spill)
 	c.blobRef("snapshot", p.Snapshot)

@@ -96,11 +96,16 @@ type outcome struct {
 	trunc    bool
 	spill    string
 	snapshot string
+	// ran is set once the tool's code started (execute); every other
+	// exit finishes a call that did not run, recorded with not_run and
+	// no duration.
+	ran bool
 }
 
 // finish is the single exit of every call (seed §5.8): it emits
 // tool_success or tool_failure with the kind its caller gave, then tool_end
-// with the tool's own duration, and keeps the model-side result for the
+// with the tool's own duration (or not_run, and no duration, for a call
+// whose tool never started), and keeps the model-side result for the
 // tool_result that Execute emits in order. A second finish for the same
 // call is ignored, so no path can emit twice.
 func (c *call) finish(o outcome) {
@@ -114,8 +119,13 @@ func (c *call) finish(o outcome) {
 	} else {
 		sink.Emit(turnNo, &trajectory.ToolFailure{ToolRef: c.ref(), FailureKind: o.kind, ErrorCode: o.code})
 	}
-	sink.Emit(turnNo, &trajectory.ToolEnd{ToolRef: c.ref(), DurationMs: trajectory.Millis(o.duration), OutputBytes: int64(o.bytes),
-		Truncated: o.trunc, Spill: o.spill, Snapshot: o.snapshot})
+	end := &trajectory.ToolEnd{ToolRef: c.ref(), OutputBytes: int64(o.bytes), Truncated: o.trunc, Spill: o.spill, Snapshot: o.snapshot}
+	if o.ran {
+		end.DurationMs = trajectory.Millis(o.duration)
+	} else {
+		end.NotRun = true
+	}
+	sink.Emit(turnNo, end)
 	c.text, c.isError = o.text, o.kind != ""
 	c.display = trajectory.DisplayFull
 	if !c.isError && c.spec.Display.Valid() {
@@ -321,7 +331,7 @@ func (c *call) execute(ctx context.Context, input json.RawMessage) outcome {
 	}
 	start := time.Now()
 	res, err := runTool(runCtx, c.tool, c.ex.cfg.Env, input)
-	o := outcome{duration: time.Since(start), text: res.Output, code: res.ErrorCode}
+	o := outcome{ran: true, duration: time.Since(start), text: res.Output, code: res.ErrorCode}
 	var p errPanic
 	switch {
 	case errors.As(err, &p):

@@ -48,9 +48,9 @@ corpus by label: --base tag:prompt=v1 --cand tag:prompt=v2 [RUNS...]
 harness_version:V; with no RUNS, --runs or the runs directory is read).
 ` + readingDupes + `
 
-Rows: the failure rate among executed calls (success+failure), overall, per
-tool and per failure kind; p50 and p95 of each tool's own durations (calls
-whose duration was measured); the permission prompt, denial and lost-call
+Rows: the failure rate among the calls that ran (a denied or refused call
+did not run; docs/glossary.md), overall, per tool and per failure kind; p50
+and p95 of each tool's latency (the calls that ran, measured); the permission prompt, denial and lost-call
 rates among calls; the share of sessions that completed (end_turn); turns,
 tool calls and defense triggers per session; p50 context and output tokens
 per response; p95 model duration; per detector the share of sessions with

@@ -16,7 +16,7 @@ func TestMetricsPrintsEveryNamedMetricByDefault(t *testing.T) {
 			t.Errorf("output lacks %q:\n%s", h, stdout)
 		}
 	}
-	if !strings.Contains(stdout, "│ (all) │    13 │         7 │        6 │    0 │") {
+	if !strings.Contains(stdout, "│ (all) │    13 │      2 │   9 │         7 │        6 │    0 │") {
 		t.Errorf("funnel total row missing or wrong:\n%s", stdout)
 	}
 }

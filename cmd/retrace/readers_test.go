@@ -39,7 +39,7 @@ type reader struct {
 
 var readers = []reader{
 	{"validate", func(*testing.T) []string { return []string{"validate"} }, "ok: 1 file, 11 events, no problems"},
-	{"metrics", func(*testing.T) []string { return []string{"metrics", "--metric", "funnel", "--format", "csv"} }, "(all),1,1,0,0\n"},
+	{"metrics", func(*testing.T) []string { return []string{"metrics", "--metric", "funnel", "--format", "csv"} }, "(all),1,0,1,1,0,0\n"},
 	{"query", func(*testing.T) []string {
 		return []string{"query", "select count(*) AS n from events", "--format", "csv"}
 	}, "n\n11\n"},

@@ -45,6 +45,7 @@ type liveCall struct {
 	notes   []string
 	// ended is set at tool_end: the call went through the executor.
 	ended      bool
+	notRun     bool // the tool never started: no duration to show
 	durationMs float64
 	truncated  bool
 	// streamed is the call's stream_offset_ms: it started while the
@@ -131,7 +132,7 @@ func (l *liveTranscript) Emit(turn int, p trajectory.Payload) {
 		}
 	case *trajectory.ToolEnd:
 		if c := l.calls[e.ToolUseID]; c != nil {
-			c.ended, c.durationMs, c.truncated = true, e.DurationMs, e.Truncated
+			c.ended, c.notRun, c.durationMs, c.truncated = true, e.NotRun, e.DurationMs, e.Truncated
 		}
 	case *trajectory.ToolResult:
 		l.card(e)
@@ -195,6 +196,8 @@ func (l *liveTranscript) card(e *trajectory.ToolResult) {
 	switch {
 	case !c.ended:
 		header += " · not run"
+	case c.notRun:
+		header += " · " + c.outcome + " · not run"
 	default:
 		header += fmt.Sprintf(" · %s · %.1f ms", c.outcome, c.durationMs)
 	}

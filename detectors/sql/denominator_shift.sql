@@ -1,6 +1,6 @@
 -- denominator_shift: one tool's success rate over the calls requested
--- (every tool_call) and over the calls executed (those that ran: a
--- success, or a failure inside the tool: tool_error, exception, timeout)
+-- (every tool_call) and over the calls executed (those that ran:
+-- tool_calls.ran, the glossary's one definition)
 -- differ by more than max_gap, over at least min_calls calls in the
 -- corpus (seed §13.4). The calls between the two denominators (denied,
 -- blocked by a hook, invalid input, unknown tool, aborted) are policy and
@@ -10,14 +10,14 @@
 -- mode. One corpus-level finding per tool, at the first call that did not
 -- run.
 WITH calls AS (
+    -- executed is the glossary's ran (tool_calls.ran), never derived here.
     SELECT c.session, c.turn, c.tool_use_id, c.tool, c.file, c.line, c.seq,
            s.permission_mode, s.model, s.config_hash,
-           ts.session IS NOT NULL AS ok,
-           ts.session IS NOT NULL OR tf.failure_kind IN ('tool_error', 'exception', 'timeout') AS executed,
-           tf.failure_kind, tf.file AS ffile, tf.line AS fline, tf.seq AS fseq
-    FROM raw_tool_call c
+           c.outcome = 'success' AS ok,
+           coalesce(c.ran, false) AS executed,
+           c.failure_kind, tf.file AS ffile, tf.line AS fline, tf.seq AS fseq
+    FROM tool_calls c
     JOIN raw_session_start s USING (session)
-    LEFT JOIN raw_tool_success ts USING (session, tool_use_id)
     LEFT JOIN raw_tool_failure tf USING (session, tool_use_id)
 ), tools AS (
     SELECT tool, count(*) AS requested, count(*) FILTER (WHERE executed) AS executed,

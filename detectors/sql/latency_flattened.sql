@@ -1,16 +1,18 @@
 -- latency_flattened: a batch of two or more calls whose tool_end events
 -- all report the same duration_ms, of min_duration_ms or more (a batch
 -- total divided among the calls, seed §14.7). Calls that never ran
--- (denied, blocked) report 0 and are left out; calls quicker than
+-- (denied, blocked) have no latency and are left out; calls quicker than
 -- min_duration_ms (two reads of a cached file) can meet to the
 -- microsecond on their own. The flat batches are found first, so the evidence is
 -- built for them alone.
 WITH calls AS (
-    SELECT c.session, c.turn, c.batch, c.tool_use_id, c.tool, e.duration_ms,
+    -- duration_ms of tool_calls is the glossary's latency: only a call
+    -- that ran and was measured has one.
+    SELECT c.session, c.turn, c.batch, c.tool_use_id, c.tool, c.duration_ms,
            e.file, e.line, e.seq
-    FROM raw_tool_call c
+    FROM tool_calls c
     JOIN raw_tool_end e USING (session, tool_use_id)
-    WHERE e.duration_ms > 0
+    WHERE c.duration_ms > 0
 ), flat AS (
     SELECT session, turn, batch
     FROM calls
