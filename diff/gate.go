@@ -8,6 +8,7 @@ import (
 
 	"github.com/retrace-dev/retrace/detectors"
 	"github.com/retrace-dev/retrace/metrics"
+	"github.com/retrace-dev/retrace/scenarios"
 	"github.com/retrace-dev/retrace/stats"
 )
 
@@ -223,7 +224,12 @@ func (g *Gate) check(res *Result, b, c *side, opts Options) GateResult {
 		}
 		return gr
 	case GateNoRegressed:
+		// Scenarios first: a scenario that broke is the plainest
+		// regression there is, and needs no statistics when scripted.
 		var names []string
+		for _, n := range res.RegressedScenarios() {
+			names = append(names, "scenario "+n)
+		}
 		for _, r := range res.Rows {
 			if r.Verdict == VerdictRegressed {
 				names = append(names, r.Metric)
@@ -232,11 +238,19 @@ func (g *Gate) check(res *Result, b, c *side, opts Options) GateResult {
 		if res.Paired != nil && res.Paired.Verdict == VerdictRegressed {
 			names = append(names, "paired scenarios (McNemar)")
 		}
-		gr.Detail = fmt.Sprintf("%d regressed: %s", len(names), strings.Join(names, ", "))
-		if len(names) > 0 {
+		undecided := 0
+		if res.Scenarios != nil {
+			undecided = res.Scenarios.Count(scenarios.ChangeInconclusive)
+		}
+		switch {
+		case len(names) > 0:
 			gr.Status = GateFail
-		} else {
-			gr.Detail = "no row regressed"
+			gr.Detail = fmt.Sprintf("%d regressed: %s", len(names), strings.Join(names, ", "))
+		case undecided > 0:
+			gr.Status = GateInconclusive
+			gr.Detail = fmt.Sprintf("no row or scenario regressed, but %d live scenarios went from pass to fail within chance; more runs would decide", undecided)
+		default:
+			gr.Detail = "no row or scenario regressed"
 		}
 		return gr
 	}

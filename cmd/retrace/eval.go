@@ -194,6 +194,8 @@ func runEval(ctx context.Context, sys *IO, opts *evalOptions, args []string) err
 		}
 	}
 	selected := scenarios.Filter(suite, runRe, opts.tags)
+	// Hashed before --shard: every shard of one run records the same.
+	suiteHash := scenarios.SuiteHash(selected)
 	shard := ""
 	if opts.shard != "" {
 		i, n, err := parseShard(opts.shard)
@@ -252,6 +254,11 @@ func runEval(ctx context.Context, sys *IO, opts *evalOptions, args []string) err
 		if err := os.MkdirAll(opts.out, 0o755); err != nil {
 			return err
 		}
+		release, err := scenarios.LockOut(opts.out, sys.Now())
+		if err != nil {
+			return invalid(err)
+		}
+		defer release()
 	}
 	if golden != nil {
 		ro.AfterRun = golden.AfterRun
@@ -260,9 +267,9 @@ func runEval(ctx context.Context, sys *IO, opts *evalOptions, args []string) err
 	if err != nil {
 		return err
 	}
-	res.Shard = shard
+	res.Shard, res.SuiteHash, res.RetraceVersion = shard, suiteHash, currentVersion().Version
 	if base != nil {
-		res.Baseline = scenarios.Compare(base, res, opts.baseline)
+		res.Baseline = scenarios.Compare(base, res, opts.baseline, 0)
 	}
 	if opts.out != "" {
 		if err := writeResults(filepath.Join(opts.out, resultsFile), res); err != nil {
@@ -270,7 +277,7 @@ func runEval(ctx context.Context, sys *IO, opts *evalOptions, args []string) err
 		}
 	}
 	err = reportEval(sys, res, opts.format.value, opts.junit, opts.out == "")
-	if golden == nil {
+	if golden == nil || res.Interrupted {
 		return err
 	}
 	var ee *exitError
@@ -407,6 +414,12 @@ func reportEval(sys *IO, res *scenarios.Results, format, junit string, gone bool
 			return err
 		}
 	}
+	if res.Interrupted {
+		fmt.Fprintf(sys.Err, "retrace: interrupted: the summary holds the runs that finished; %s did not\n", plural(res.NotRun, "run"))
+	}
+	if res.Partial {
+		fmt.Fprintf(sys.Err, "retrace: partial: these results lack %s\n", strings.Join(res.Missing, ", "))
+	}
 	if gone && res.Worst() != scenarios.VerdictPass && format != "json" {
 		fmt.Fprintln(sys.Err, "The recordings named above were in a temporary directory; add --out DIR to keep them.")
 	}
@@ -441,18 +454,23 @@ func evalExit(res *scenarios.Results) error {
 	if regressed {
 		return &exitError{code: ExitGate, err: errReported}
 	}
-	switch res.Worst() {
-	case scenarios.VerdictFlaky, scenarios.VerdictInconclusive:
+	// What could not be decided: a flaky or inconclusive scenario, a live
+	// scenario's change within chance, a run cut short, missing shards.
+	undecided := res.Baseline != nil && res.Baseline.Count(scenarios.ChangeInconclusive) > 0
+	switch {
+	case res.Worst() == scenarios.VerdictFlaky, res.Worst() == scenarios.VerdictInconclusive,
+		undecided, res.Interrupted, res.Partial:
 		return &exitError{code: ExitInconclusive, err: errReported}
 	}
 	return nil
 }
 
 type evalMergeOptions struct {
-	junit    string
-	out      string
-	baseline string
-	format   *formatFlag
+	allowPartial bool
+	junit        string
+	out          string
+	baseline     string
+	format       *formatFlag
 }
 
 func newEvalMergeCmd(sys *IO) *cobra.Command {
@@ -462,8 +480,16 @@ func newEvalMergeCmd(sys *IO) *cobra.Command {
 		Short: "Join the results of eval shards into one run's results",
 		Long: `Merge reads the results of several 'retrace eval --shard i/n --out DIR' runs
 (each DIR, or its results.json) and reports them as one run of the whole
-suite: the same summary, JUnit file and exit code. A scenario in two of
-them is an error: the shards overlap.`,
+suite: the same summary, JUnit file and exit code.
+
+The results must be the shards 1/n to n/n of one run, each once, of the
+same suite (its hash, recorded by each shard) by the same retrace
+version: a missing shard, a shard given twice, a scenario in two shards
+or shards of different suites or versions are refused (exit 2) with what
+is wrong, e.g. "missing shards 2/3 and 3/3", so that a CI job whose other
+shards failed to upload does not go green. --allow-partial merges a set
+with missing shards anyway: the results are marked partial, name the
+missing shards, and exit 4 at best.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return usage(errors.New("give the results to merge: the --out directories of the shards, or their results.json"))
@@ -475,6 +501,7 @@ them is an error: the shards overlap.`,
 		},
 	}
 	cmd.Flags().StringVar(&opts.junit, "junit", "", "write a JUnit XML report to this file")
+	cmd.Flags().BoolVar(&opts.allowPartial, "allow-partial", false, "merge a set of shards with some missing; the results are marked partial and exit 4 at best")
 	cmd.Flags().StringVar(&opts.out, "out", "", "write the merged results.json to this directory")
 	cmd.Flags().StringVar(&opts.baseline, "baseline", "", "compare the merged results with a saved run's results, as eval --baseline does")
 	opts.format = addFormatFlag(cmd, "table", "markdown", "json")
@@ -493,7 +520,7 @@ func runEvalMerge(sys *IO, opts *evalMergeOptions, args []string) error {
 		}
 		parts = append(parts, r)
 	}
-	res, err := scenarios.Merge(parts...)
+	res, err := scenarios.Merge(scenarios.MergeOptions{AllowPartial: opts.allowPartial}, parts...)
 	if err != nil {
 		return invalid(err)
 	}
@@ -502,12 +529,17 @@ func runEvalMerge(sys *IO, opts *evalMergeOptions, args []string) error {
 		if err != nil {
 			return invalid(fmt.Errorf("--baseline: %w", err))
 		}
-		res.Baseline = scenarios.Compare(base, res, opts.baseline)
+		res.Baseline = scenarios.Compare(base, res, opts.baseline, 0)
 	}
 	if opts.out != "" {
 		if err := os.MkdirAll(opts.out, 0o755); err != nil {
 			return err
 		}
+		release, err := scenarios.LockOut(opts.out, sys.Now())
+		if err != nil {
+			return invalid(err)
+		}
+		defer release()
 		if err := writeResults(filepath.Join(opts.out, resultsFile), res); err != nil {
 			return err
 		}
