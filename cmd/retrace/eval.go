@@ -108,9 +108,23 @@ run's session_start.tags next to eval_scenario and eval_repeat, so that
 query and diff can tell this run's sessions from another's.
 
 --baseline RESULTS compares with a saved run (its --out DIR or
-results.json), matching scenarios by name: a scenario that passed there
-and does not now is a regression, listed first, and exits 3; fixed,
-changed, new and removed scenarios are listed too.
+results.json), matching scenarios by name: a scenario whose runs all
+passed there and not all do now is a regression, listed first, and exits
+3; fixed, changed, new and removed scenarios are listed too. A scripted
+scenario needs no statistics to regress; a live one (--provider) regresses
+only when Fisher's exact test on its runs' pass counts says so at 0.05,
+else its change is inconclusive (exit 4: run it more). retrace diff of the
+two --out directories gives the same verdict (its gate 'no regressed').
+
+--out DIR is locked while an eval writes it: a second eval (or eval
+merge) into the same DIR at once exits 2 naming the holder (its pid and
+start time), so results.json and runs/ never tell two runs' stories. The
+lock (DIR/.retrace-eval.lock, flock) is released when the eval ends, even
+killed.
+
+An eval stopped by SIGINT or SIGTERM still judges the runs that finished,
+writes results.json marked interrupted (with the number of runs that did
+not finish), prints their summary and exits 4 at best.
 
 --update rewrites the expectations of the golden scenarios (tag: golden)
 from what their runs did: the outcome, a count per tool called, and the
