@@ -208,7 +208,7 @@ func Compare(ctx context.Context, base, cand Input, opts Options) (*Result, erro
 		res.Paired = pair(base.Results, cand.Results, opts.Alpha)
 	}
 	for _, g := range opts.Gates {
-		res.Gates = append(res.Gates, g.check(res, b, c, opts))
+		res.Gates = append(res.Gates, checkGate(g, res, b, c, opts))
 	}
 	if opts.AA > 0 {
 		progress("diff: A/A calibration over %d splits of the base", opts.AA)

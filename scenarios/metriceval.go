@@ -9,6 +9,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/retrace-dev/retrace/condition"
 	"github.com/retrace-dev/retrace/metrics"
 )
 
@@ -290,7 +291,7 @@ func evalThreshold(ctx context.Context, db *metrics.DB, m MetricExpect, sessions
 	}
 	tr.Value = &v
 	tr.Verdict = VerdictFail
-	if t.holds(v) {
+	if t.decide(v) == condition.Pass {
 		tr.Verdict = VerdictPass
 		return tr, nil
 	}
