@@ -99,7 +99,7 @@ func WriteMarkdown(w io.Writer, r *Result) error {
 	n := r.Counts()
 	scen := ""
 	if r.Scenarios != nil {
-		scen = fmt.Sprintf("%d scenarios regressed; metrics: ", len(r.RegressedScenarios()))
+		scen = fmt.Sprintf("regressed scenarios: %d; metrics: ", len(r.RegressedScenarios()))
 	}
 	fmt.Fprintf(&b, "## retrace diff: %s%d regressed, %d improved, %d inconclusive, %d unchanged\n\n",
 		scen, n[VerdictRegressed], n[VerdictImproved], n[VerdictInconclusive], n[VerdictUnchanged])
