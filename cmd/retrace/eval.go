@@ -149,6 +149,12 @@ flags, 1 retrace could not run a scenario.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
+			go func() {
+				// The first signal asks the eval to wind down and report
+				// what finished; a second one stops the process at once.
+				<-ctx.Done()
+				stop()
+			}()
 			return runEval(ctx, sys, opts, args)
 		},
 	}

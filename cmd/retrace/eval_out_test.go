@@ -142,12 +142,18 @@ func TestTwoEvalsIntoOneOutNeverBothGoGreen(t *testing.T) {
 	}
 }
 
-// An eval stopped by SIGINT still writes results.json, marked
+// An eval stopped by SIGINT or SIGTERM still writes results.json, marked
 // interrupted, with the runs that finished, and prints their summary.
 func TestAnInterruptedEvalKeepsWhatFinished(t *testing.T) {
 	if testing.Short() {
 		t.Skip("interrupts an eval process")
 	}
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
+		t.Run(sig.String(), func(t *testing.T) { interruptEval(t, sig) })
+	}
+}
+
+func interruptEval(t *testing.T, sig syscall.Signal) {
 	bin := selfAsRetrace(t)
 	dir := t.TempDir()
 	suite := filepath.Join(dir, "suite")
@@ -181,7 +187,7 @@ func TestAnInterruptedEvalKeepsWhatFinished(t *testing.T) {
 	}
 	time.Sleep(300 * time.Millisecond)
 	start := time.Now()
-	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+	if err := cmd.Process.Signal(sig); err != nil {
 		t.Fatal(err)
 	}
 	code := processExit(cmd.Wait())
