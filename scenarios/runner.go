@@ -86,7 +86,10 @@ func (o Options) clock() func() time.Time {
 // records each run, runs the detectors over the recordings, checks every
 // expectation and returns the results, sorted by file and name. An error
 // is retrace's own (a directory that cannot be made); a run that cannot
-// be run is a result with the error verdict.
+// be run is a result with the error verdict. When ctx is cancelled (the
+// eval was interrupted), the runs under way are cut off and left out, no
+// other run starts, and the runs that finished are judged as usual and
+// returned in results marked Interrupted, NotRun counting the others.
 func Run(ctx context.Context, suite []*Scenario, opts Options) (*Results, error) {
 	clock := opts.clock()
 	start := clock()
