@@ -202,10 +202,13 @@ func Compare(ctx context.Context, base, cand Input, opts Options) (*Result, erro
 	res.Rows, res.Skipped = compareAll(specs, b.c, c.c, nil, nil, opts, opts.Resamples)
 	res.Findings = diffFindings(ctx, b, c)
 	if base.Results != nil && cand.Results != nil {
+		// The scenarios' verdict is eval --baseline's, by the same
+		// function; McNemar's test adds the suite-wide view.
+		res.Scenarios = scenarios.Compare(base.Results, cand.Results, base.Side.Label, opts.Alpha)
 		res.Paired = pair(base.Results, cand.Results, opts.Alpha)
 	}
 	for _, g := range opts.Gates {
-		res.Gates = append(res.Gates, g.check(res, b, c, opts))
+		res.Gates = append(res.Gates, checkGate(g, res, b, c, opts))
 	}
 	if opts.AA > 0 {
 		progress("diff: A/A calibration over %d splits of the base", opts.AA)

@@ -67,12 +67,18 @@ func cells(r Row) []string {
 
 var columns = []string{"metric", "base", "cand", "diff", "ci", "p_adj", "verdict", "n (base/cand)", "test"}
 
-// WriteTable writes the result for a terminal: the header, every row
-// (regressed first), the skipped rows, the paired comparison, the
-// findings, the gates and the calibration.
+// WriteTable writes the result for a terminal: the header, the
+// scenarios that changed (regressed first), every row (regressed
+// first), the skipped rows, the paired comparison, the findings, the
+// gates and the calibration.
 func WriteTable(w io.Writer, r *Result) error {
 	var b strings.Builder
 	b.WriteString(header(r))
+	if r.Scenarios != nil {
+		if err := r.Scenarios.WriteTable(&b); err != nil {
+			return err
+		}
+	}
 	b.WriteString("\n")
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, strings.Join(columns, "\t"))
@@ -91,10 +97,20 @@ func WriteTable(w io.Writer, r *Result) error {
 func WriteMarkdown(w io.Writer, r *Result) error {
 	var b strings.Builder
 	n := r.Counts()
-	fmt.Fprintf(&b, "## retrace diff: %d regressed, %d improved, %d inconclusive, %d unchanged\n\n",
-		n[VerdictRegressed], n[VerdictImproved], n[VerdictInconclusive], n[VerdictUnchanged])
+	scen := ""
+	if r.Scenarios != nil {
+		scen = fmt.Sprintf("regressed scenarios: %d; metrics: ", len(r.RegressedScenarios()))
+	}
+	fmt.Fprintf(&b, "## retrace diff: %s%d regressed, %d improved, %d inconclusive, %d unchanged\n\n",
+		scen, n[VerdictRegressed], n[VerdictImproved], n[VerdictInconclusive], n[VerdictUnchanged])
 	for _, line := range strings.Split(strings.TrimSpace(header(r)), "\n") {
 		fmt.Fprintf(&b, "%s  \n", md(line))
+	}
+	if r.Scenarios != nil && len(r.Scenarios.Changes) > 0 {
+		b.WriteString("### Scenarios\n")
+		if err := r.Scenarios.WriteMarkdown(&b); err != nil {
+			return err
+		}
 	}
 	b.WriteString("\n")
 	table := func(rows []Row) {

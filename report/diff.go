@@ -27,6 +27,9 @@ type diffView struct {
 	// drawn.
 	Rows   []diffRowView
 	Counts map[string]int
+	// RegressedScenarios names the scenarios that regressed, which the
+	// header counts before any metric.
+	RegressedScenarios []string
 	// Correction names the multiple-testing correction in words.
 	Correction string
 }
@@ -48,6 +51,7 @@ func RenderDiff(w io.Writer, r *diff.Result, title string) error {
 	}
 	v := diffView{Title: cmp.Or(title, "retrace diff"), R: r, CSS: template.CSS(css), Counts: map[string]int{}, // our own stylesheet.
 		Correction: map[string]string{"bh": "Benjamini–Hochberg"}[r.Correction]}
+	v.RegressedScenarios = r.RegressedScenarios()
 	for verdict, n := range r.Counts() {
 		v.Counts[string(verdict)] = n
 	}

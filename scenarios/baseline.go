@@ -4,8 +4,11 @@ import (
 	"cmp"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"strings"
+
+	"github.com/retrace-dev/retrace/stats"
 )
 
 // Change is what became of one scenario since a baseline run.
@@ -13,9 +16,16 @@ type Change string
 
 // The changes, in the order they are listed.
 const (
-	// ChangeRegressed: it passed in the baseline and does not now (it
-	// fails, is flaky, inconclusive or errors).
+	// ChangeRegressed: every run passed in the baseline and not every run
+	// passes now (it fails, is flaky, inconclusive or errors). A scripted
+	// scenario is deterministic, so one such flip is a regression; a live
+	// one (its runs talked to a real model) regresses only when the runs'
+	// pass counts differ beyond chance (Fisher's exact test at alpha).
 	ChangeRegressed Change = "regressed"
+	// ChangeInconclusive: a live scenario went from every run passing to
+	// some failing, but its runs are too few to tell the change from a
+	// real model's chance: run it more times (--repeat) to decide.
+	ChangeInconclusive Change = "inconclusive"
 	// ChangeFixed: it did not pass in the baseline and passes now.
 	ChangeFixed Change = "fixed"
 	// ChangeChanged: it did not pass either time, with another verdict.
@@ -26,7 +36,7 @@ const (
 	ChangeRemoved Change = "removed"
 )
 
-var changeOrder = []Change{ChangeRegressed, ChangeFixed, ChangeChanged, ChangeNew, ChangeRemoved}
+var changeOrder = []Change{ChangeRegressed, ChangeInconclusive, ChangeFixed, ChangeChanged, ChangeNew, ChangeRemoved}
 
 // ScenarioChange is one scenario whose verdict is not what it was.
 type ScenarioChange struct {
@@ -36,6 +46,9 @@ type ScenarioChange struct {
 	// Before and After are the verdicts; "" where the scenario is absent.
 	Before Verdict `json:"before,omitempty"`
 	After  Verdict `json:"after,omitempty"`
+	// Detail says what decided a live scenario's change: the runs that
+	// passed on each side and the test's p.
+	Detail string `json:"detail,omitempty"`
 }
 
 // Comparison is what changed between a baseline run's results and this
@@ -49,11 +62,23 @@ type Comparison struct {
 	Changes []ScenarioChange `json:"changes"`
 	// Unchanged counts the scenarios with the same verdict both times.
 	Unchanged int `json:"unchanged"`
+	// Alpha is the significance level of a live scenario's test.
+	Alpha float64 `json:"alpha,omitempty"`
 }
 
-// Compare compares cur with the baseline results base, read from name.
-func Compare(base, cur *Results, name string) *Comparison {
-	c := &Comparison{Baseline: name, Changes: []ScenarioChange{}}
+// DefaultAlpha is the significance level eval --baseline decides a live
+// scenario's change at.
+const DefaultAlpha = 0.05
+
+// Compare compares cur with the baseline results base, read from name:
+// the one verdict on two sets of eval results, which retrace eval
+// --baseline and retrace diff both report. alpha is the significance
+// level of a live scenario's test (0: DefaultAlpha).
+func Compare(base, cur *Results, name string, alpha float64) *Comparison {
+	if alpha <= 0 {
+		alpha = DefaultAlpha
+	}
+	c := &Comparison{Baseline: name, Changes: []ScenarioChange{}, Alpha: alpha}
 	before := map[string]ScenarioResult{}
 	for _, s := range base.Scenarios {
 		before[s.Name] = s
@@ -70,7 +95,7 @@ func Compare(base, cur *Results, name string) *Comparison {
 			c.Unchanged++
 			continue
 		case b.Verdict == VerdictPass:
-			ch.Change = ChangeRegressed
+			ch.Change, ch.Detail = regression(b, s, alpha)
 		case s.Verdict == VerdictPass:
 			ch.Change = ChangeFixed
 		default:
@@ -89,6 +114,35 @@ func Compare(base, cur *Results, name string) *Comparison {
 	return c
 }
 
+// regression decides a scenario that passed in the baseline (b) and does
+// not now (s). A scripted scenario plays the same script every run, so
+// any run that fails now is a regression, with no statistics. A live one
+// talked to a real model: its runs' pass counts are compared with
+// Fisher's exact test, and a difference within chance is inconclusive.
+func regression(b, s ScenarioResult, alpha float64) (Change, string) {
+	if !b.Live && !s.Live {
+		return ChangeRegressed, ""
+	}
+	nb, nc := len(b.Runs), len(s.Runs)
+	t := stats.Fisher(b.Passed, nb, s.Passed, nc)
+	detail := fmt.Sprintf("live: %d/%d runs passed, now %d/%d; %s p=%.3g", b.Passed, nb, s.Passed, nc, t.Name, t.P)
+	if !math.IsNaN(t.P) && t.P < alpha && s.Passed*nb < b.Passed*nc {
+		return ChangeRegressed, detail
+	}
+	return ChangeInconclusive, detail + fmt.Sprintf(" is not below %g: more runs (--repeat) would decide", alpha)
+}
+
+// Regressed returns the names of the regressed scenarios, in order.
+func (c *Comparison) Regressed() []string {
+	var out []string
+	for _, s := range c.Changes {
+		if s.Change == ChangeRegressed {
+			out = append(out, s.Name)
+		}
+	}
+	return out
+}
+
 // Count returns the number of scenarios with change ch.
 func (c *Comparison) Count(ch Change) int {
 	n := 0
@@ -102,8 +156,12 @@ func (c *Comparison) Count(ch Change) int {
 
 // Summary is the one-line count of the changes.
 func (c *Comparison) Summary() string {
-	return fmt.Sprintf("since the baseline %s: %d regressed, %d fixed, %d changed, %d new, %d removed, %d unchanged",
-		c.Baseline, c.Count(ChangeRegressed), c.Count(ChangeFixed), c.Count(ChangeChanged), c.Count(ChangeNew), c.Count(ChangeRemoved), c.Unchanged)
+	inconclusive := ""
+	if n := c.Count(ChangeInconclusive); n > 0 {
+		inconclusive = fmt.Sprintf(", %d inconclusive", n)
+	}
+	return fmt.Sprintf("since the baseline %s: %d regressed%s, %d fixed, %d changed, %d new, %d removed, %d unchanged",
+		c.Baseline, c.Count(ChangeRegressed), inconclusive, c.Count(ChangeFixed), c.Count(ChangeChanged), c.Count(ChangeNew), c.Count(ChangeRemoved), c.Unchanged)
 }
 
 // verdicts says a change's verdicts: "pass -> fail", "new: pass".
@@ -124,6 +182,9 @@ func (c *Comparison) WriteTable(w io.Writer) error {
 	b.WriteString("\n")
 	for _, s := range c.Changes {
 		fmt.Fprintf(&b, "%-9s %s  %s  (%s)\n", strings.ToUpper(string(s.Change)), s.Name, s.verdicts(), s.File)
+		if s.Detail != "" {
+			fmt.Fprintf(&b, "          %s\n", s.Detail)
+		}
 	}
 	b.WriteString(strings.ToUpper(c.Summary()[:1]) + c.Summary()[1:] + "\n")
 	_, err := io.WriteString(w, b.String())
@@ -136,7 +197,11 @@ func (c *Comparison) WriteMarkdown(w io.Writer) error {
 	if len(c.Changes) > 0 {
 		b.WriteString("\n| change | scenario | verdicts | file |\n|---|---|---|---|\n")
 		for _, s := range c.Changes {
-			fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", s.Change, md(s.Name), s.verdicts(), md(s.File))
+			v := s.verdicts()
+			if s.Detail != "" {
+				v += "; " + s.Detail
+			}
+			fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", s.Change, md(s.Name), md(v), md(s.File))
 		}
 	}
 	b.WriteString("\n" + md(strings.ToUpper(c.Summary()[:1])+c.Summary()[1:]) + "\n")

@@ -19,7 +19,7 @@ func results(verdicts map[string]Verdict) *Results {
 func TestCompareSortsWhatBecameOfEachScenarioSinceTheBaseline(t *testing.T) {
 	base := results(map[string]Verdict{"a": VerdictPass, "b": VerdictFail, "c": VerdictPass, "d": VerdictPass, "e": VerdictFail, "f": VerdictPass})
 	cur := results(map[string]Verdict{"a": VerdictPass, "b": VerdictPass, "c": VerdictFail, "d": VerdictFlaky, "e": VerdictError, "g": VerdictPass})
-	c := Compare(base, cur, "base.json")
+	c := Compare(base, cur, "base.json", 0)
 	var got []string
 	for _, ch := range c.Changes {
 		got = append(got, string(ch.Change)+" "+ch.Name+" "+ch.verdicts())
@@ -57,7 +57,7 @@ func TestCompareSortsWhatBecameOfEachScenarioSinceTheBaseline(t *testing.T) {
 
 func TestAComparisonSurvivesTheResultsJSON(t *testing.T) {
 	cur := results(map[string]Verdict{"a": VerdictFail})
-	cur.Baseline = Compare(results(map[string]Verdict{"a": VerdictPass}), cur, "base.json")
+	cur.Baseline = Compare(results(map[string]Verdict{"a": VerdictPass}), cur, "base.json", 0)
 	var b bytes.Buffer
 	if err := cur.WriteJSON(&b); err != nil {
 		t.Fatal(err)

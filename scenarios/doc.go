@@ -167,13 +167,9 @@
 // expect.metrics holds thresholds over all of a scenario's runs, checked
 // once after they ran (as k6 does), over the recordings loaded into the
 // metrics package's DuckDB views, so that a number is the one retrace
-// metrics reports. The grammar:
-//
-//	threshold  = aggregate comparison number [unit]
-//	aggregate  = function "(" subject { "," key "=" value } ")"
-//	function   = p50 | p90 | p95 | p99 | mean | min | max | rate | count
-//	comparison = < | <= | > | >= | == | !=
-//	unit       = ms | s | m (a duration, required) | % (a rate, optional)
+// metrics reports. A threshold is a condition of package condition (the
+// grammar and decision retrace diff's gates share; docs/conditions.md):
+// an aggregate, a comparison and a number, such as p95(bash) < 2s.
 //
 // pN, mean, min and max aggregate one of: a tool's name (p95(bash) is
 // p95(duration, tool=bash)); duration, each tool call's own run time
@@ -195,7 +191,8 @@
 //
 // A threshold over too few runs or samples to decide is inconclusive,
 // never a pass: fewer runs that recorded a session than its min_runs
-// (default 1), a rate without calls in its denominator, no samples, or a
+// (default 1), a rate without calls in its denominator, no samples (a
+// duration over calls none of which ran says "no bash call ran"), or a
 // pN over fewer than 1/(1-N) samples (p95: 20; below that it is only the
 // largest sample). A bad threshold is refused with the suite, as
 // file:line:col: what is wrong, each problem of it listed.
@@ -223,5 +220,12 @@
 // could not run it). Results are JSON (Results), so that shards of one
 // suite run on several machines can be merged (Merge) into what one run
 // would have reported, and compared with a baseline run's (Compare): a
-// scenario that passed there and does not now is a regression.
+// scenario whose runs all passed there and not all do now is a
+// regression (a live one only beyond chance, by Fisher's exact test);
+// retrace diff reports the same Compare. Merge refuses shards that are
+// not one whole run of one suite (ShardSetError). An interrupted Run
+// returns the runs that finished, marked Interrupted. LockOut keeps two
+// evals from writing one --out directory at once. A scenario's summary
+// line names the thresholds that decided a verdict its runs do not
+// explain.
 package scenarios

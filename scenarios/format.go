@@ -2,6 +2,8 @@ package scenarios
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -133,6 +135,9 @@ type Scenario struct {
 	// instead of retrace's runtime, against the mock LLM serving Script
 	// (agent.go, agentrun.go).
 	Agent *Agent
+	// Digest is the SHA-256 of the archive's bytes, in hex: what
+	// SuiteHash is made of.
+	Digest string
 }
 
 // DefaultMaxTurns is the turn limit of a scenario that sets none.
@@ -159,6 +164,8 @@ func Parse(data []byte, name string) (*Scenario, error) {
 		slices.SortStableFunc(p.problems, func(a, b Problem) int { return a.Line - b.Line })
 		return nil, &ProblemsError{Problems: p.problems}
 	}
+	sum := sha256.Sum256(data)
+	s.Digest = hex.EncodeToString(sum[:])
 	return s, nil
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/retrace-dev/retrace/condition"
 	"github.com/retrace-dev/retrace/metrics"
 )
 
@@ -28,6 +29,9 @@ type MetricExpect struct {
 type ThresholdResult struct {
 	// Expect says the threshold and where it is written (file:line: path: threshold).
 	Expect string `json:"expect"`
+	// Threshold is the threshold alone, in canonical form, for a summary
+	// line.
+	Threshold string `json:"threshold,omitempty"`
 	// Verdict is pass, fail or inconclusive.
 	Verdict Verdict `json:"verdict"`
 	// Value is the aggregate, in milliseconds for a duration; absent when
@@ -121,7 +125,7 @@ func (r *runner) thresholds(ctx context.Context, suite []*Scenario, results *Res
 		for i, s := range suite {
 			for _, m := range s.Expect.Metrics {
 				results.Scenarios[i].Thresholds = append(results.Scenarios[i].Thresholds, ThresholdResult{
-					Expect: m.Place.String() + ": " + m.Source, Verdict: VerdictInconclusive,
+					Expect: m.Place.String() + ": " + m.Source, Threshold: m.Threshold.String(), Verdict: VerdictInconclusive,
 					Got: "inconclusive: no run recorded a session",
 				})
 			}
@@ -218,7 +222,7 @@ func formatValue(t *Threshold, v float64) string {
 // evalThreshold checks m over the runs that recorded sessions.
 func evalThreshold(ctx context.Context, db *metrics.DB, m MetricExpect, sessions []string) (ThresholdResult, error) {
 	t := m.Threshold
-	tr := ThresholdResult{Expect: m.Place.String() + ": " + m.Source, Verdict: VerdictInconclusive}
+	tr := ThresholdResult{Expect: m.Place.String() + ": " + m.Source, Threshold: t.String(), Verdict: VerdictInconclusive}
 	runs := runsOf(len(sessions))
 	if len(sessions) < m.MinRuns {
 		tr.Got = fmt.Sprintf("inconclusive: min_runs is %d and %s recorded a session; run it more (--repeat or repeat:)", m.MinRuns, runs)
@@ -261,6 +265,16 @@ func evalThreshold(ctx context.Context, db *metrics.DB, m MetricExpect, sessions
 		tr.Got = fmt.Sprintf("%s: %g of %g %s (the denominator) %s%s, over %s", formatValue(t, v), num, den, calls(t), rateVerb[t.Subject], what, runs)
 	default:
 		n, _ := metrics.ValueNumber(row[0])
+		if n == 0 && t.Subject == metrics.SubjectDuration {
+			// A call that did not run has no duration: the threshold
+			// cannot pass for calls that never ran (all denied, say).
+			tr.Got = fmt.Sprintf("inconclusive: no %s ran over %s, so there is no duration to compare", strings.TrimSuffix(calls(t), "s"), runs)
+			return tr, nil
+		}
+		if n == 0 {
+			tr.Got = fmt.Sprintf("inconclusive: no %s over %s", samples(t), runs)
+			return tr, nil
+		}
 		if int(n) < t.Func.MinSamples() {
 			tr.Got = fmt.Sprintf("inconclusive: %s needs at least %d samples, and %s gave %g (%s); run it more (--repeat or repeat:)", t.Func, t.Func.MinSamples(), runs, n, samples(t))
 			return tr, nil
@@ -277,7 +291,7 @@ func evalThreshold(ctx context.Context, db *metrics.DB, m MetricExpect, sessions
 	}
 	tr.Value = &v
 	tr.Verdict = VerdictFail
-	if t.holds(v) {
+	if t.decide(v) == condition.Pass {
 		tr.Verdict = VerdictPass
 		return tr, nil
 	}

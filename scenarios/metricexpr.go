@@ -1,42 +1,25 @@
 package scenarios
 
 import (
-	"fmt"
-	"strconv"
-
+	"github.com/retrace-dev/retrace/condition"
 	"github.com/retrace-dev/retrace/metrics"
 )
 
 // A threshold is one line of expect.metrics: an aggregate over a
-// scenario's runs, a comparison and a number. The aggregate is the
-// metrics package's (metrics.ParseAggregate), the one retrace diff's rows
-// and gates name. The grammar (doc.go says what each function and subject
-// means):
-//
-//	threshold  = aggregate comparison number [unit]
-//	aggregate  = function "(" subject { "," key "=" value } ")"
-//	function   = "p50" | "p90" | "p95" | "p99" | "mean" | "min" | "max" | "rate" | "count"
-//	comparison = "<" | "<=" | ">" | ">=" | "==" | "!="
-//	number     = digit { digit } [ "." digit { digit } ]
-//	unit       = "ms" | "s" | "m"   (a duration)   | "%"   (a rate)
-//	subject, key, value = a name: a letter or _ then letters, digits, _ . : -
-//
-// Spaces may stand between tokens, but not between a number and its unit.
+// scenario's runs, a comparison and a number. It is a condition of
+// package condition, written for condition.Threshold: the grammar and its
+// decision are the ones retrace diff's gates use, documented there (and
+// in docs/conditions.md); doc.go says what each function and subject
+// means over a scenario's runs.
 
 // Func is a threshold's aggregate function.
 type Func = metrics.Func
 
-// Threshold is one parsed metric threshold.
+// Threshold is one parsed metric threshold: a condition whose limit is a
+// number (Limit, in the aggregate's unit: milliseconds for a duration, a
+// fraction for a rate).
 type Threshold struct {
-	metrics.Aggregate
-	Op string
-	// Limit is the number compared with, in the aggregate's unit:
-	// milliseconds for a duration, a fraction for a rate.
-	Limit float64
-	// Number is the number as written, in Unit; Unit is the unit as
-	// written ("" when none).
-	Number float64
-	Unit   string
+	*condition.Condition
 }
 
 // ThresholdFilter is one key=value of an aggregate.
@@ -48,27 +31,9 @@ func (t *Threshold) filter(key string) string { return t.Filter(key) }
 // isDuration reports whether the aggregate is a time in milliseconds.
 func (t *Threshold) isDuration() bool { return t.IsDuration() }
 
-// String writes the threshold back in canonical form; it parses to an
-// equal Threshold.
-func (t *Threshold) String() string {
-	return fmt.Sprintf("%s %s %s%s", t.Aggregate.String(), t.Op, strconv.FormatFloat(t.Number, 'f', -1, 64), t.Unit)
-}
-
-// holds compares a value with the limit.
-func (t *Threshold) holds(v float64) bool {
-	switch t.Op {
-	case "<":
-		return v < t.Limit
-	case "<=":
-		return v <= t.Limit
-	case ">":
-		return v > t.Limit
-	case ">=":
-		return v >= t.Limit
-	case "==":
-		return v == t.Limit
-	}
-	return v != t.Limit
+// decide decides the threshold on a value computed over the runs.
+func (t *Threshold) decide(v float64) condition.Status {
+	return t.Decide(condition.Point(v), t.Limit)
 }
 
 // ExprError is one thing wrong in a threshold, at a column of it (from 1).
@@ -81,32 +46,15 @@ type ExprErrors = metrics.ExprErrors
 // metrics package's error of a bad expression.
 var ErrThreshold = metrics.ErrExpr
 
-// ParseThreshold parses one threshold. A syntax error stops the parse;
-// the meaning (function, subject, filters, unit) is then checked in
-// full, so that every such problem is listed. The error is ExprErrors.
+// ParseThreshold parses one threshold (condition.Parse for
+// condition.Threshold). The error is ExprErrors, every problem at its
+// column.
 func ParseThreshold(src string) (*Threshold, error) {
-	p := metrics.NewExprParser(src)
-	t := &Threshold{}
-	a := p.Aggregate()
-	var num metrics.Number
-	if len(p.Errs) == 0 {
-		if op, ok := p.Expect("op", "a comparison: <, <=, >, >=, == or !="); ok {
-			t.Op = op.Text
-			if num, ok = p.Number("a number to compare with"); ok && p.Tok.Kind != "eof" {
-				p.Errorf(p.Tok.Col, "want the end of the threshold, got %s", p.Tok.Describe())
-			}
-		}
+	c, err := condition.Parse(src, condition.Threshold)
+	if err != nil {
+		return nil, err
 	}
-	if len(p.Errs) == 0 {
-		if p.CheckAggregate(a) {
-			t.Limit, _ = p.ConvertNumber(a, num, true)
-		}
-	}
-	if len(p.Errs) > 0 {
-		return nil, p.Errs
-	}
-	t.Aggregate, t.Number, t.Unit = *a, num.Value, num.Unit
-	return t, nil
+	return &Threshold{Condition: c}, nil
 }
 
 // countKeys are the columns of the events view count() may filter on.

@@ -33,6 +33,41 @@ func (r *Results) byVerdict() []ScenarioResult {
 	return out
 }
 
+// runsLine says how the runs went and, when the runs alone do not
+// explain the verdict, which thresholds decided it, so that a summary
+// line never contradicts itself: "5/5 runs passed, threshold p95(read) <
+// 2s failed".
+func (s ScenarioResult) runsLine() string {
+	return fmt.Sprintf("%d/%d runs passed", s.Passed, len(s.Runs)) + s.thresholdsNote()
+}
+
+// thresholdsNote names the thresholds that failed or could not be
+// decided: ", threshold p95(read) < 2s failed"; "" when none.
+func (s ScenarioResult) thresholdsNote() string {
+	line := ""
+	for _, v := range []Verdict{VerdictFail, VerdictInconclusive} {
+		var names []string
+		for _, t := range s.Thresholds {
+			if t.Verdict == v {
+				names = append(names, cmp.Or(t.Threshold, t.Expect))
+			}
+		}
+		if len(names) == 0 {
+			continue
+		}
+		word := "threshold"
+		if len(names) > 1 {
+			word = "thresholds"
+		}
+		what := "failed"
+		if v == VerdictInconclusive {
+			what = "inconclusive"
+		}
+		line += fmt.Sprintf(", %s %s %s", word, strings.Join(names, "; "), what)
+	}
+	return line
+}
+
 // Summary is the one-line count of the verdicts.
 func (r *Results) Summary() string {
 	noun := "scenarios"
@@ -53,7 +88,7 @@ func (r *Results) Summary() string {
 func (r *Results) WriteTable(w io.Writer) error {
 	var b strings.Builder
 	for _, s := range r.byVerdict() {
-		fmt.Fprintf(&b, "%-5s %s  %d/%d runs passed  (%s)\n", strings.ToUpper(string(s.Verdict)), s.Name, s.Passed, len(s.Runs), s.File)
+		fmt.Fprintf(&b, "%-5s %s  %s  (%s)\n", strings.ToUpper(string(s.Verdict)), s.Name, s.runsLine(), s.File)
 		if s.Verdict == VerdictPass {
 			continue
 		}
@@ -97,7 +132,7 @@ func (r *Results) WriteMarkdown(w io.Writer) error {
 	b.WriteString("| verdict | scenario | runs passed | file |\n|---|---|---|---|\n")
 	scen := r.byVerdict()
 	for _, s := range scen {
-		fmt.Fprintf(&b, "| %s | %s | %d/%d | %s |\n", s.Verdict, md(s.Name), s.Passed, len(s.Runs), md(s.File))
+		fmt.Fprintf(&b, "| %s | %s | %d/%d%s | %s |\n", s.Verdict, md(s.Name), s.Passed, len(s.Runs), md(s.thresholdsNote()), md(s.File))
 	}
 	for _, s := range scen {
 		if s.Verdict == VerdictPass {

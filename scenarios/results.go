@@ -3,10 +3,15 @@ package scenarios
 import (
 	"bytes"
 	"cmp"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/retrace-dev/retrace/trajectory"
 )
@@ -85,6 +90,10 @@ type ScenarioResult struct {
 	// Thresholds are the scenario's metric thresholds, checked over all
 	// of its runs.
 	Thresholds []ThresholdResult `json:"thresholds,omitempty"`
+	// Live says the runs talked to a real model (eval --provider), not
+	// a script: they may differ by chance, so a change since a baseline
+	// is decided with a test (Compare).
+	Live bool `json:"live,omitempty"`
 }
 
 // decide sets Passed and Verdict from the runs and the thresholds.
@@ -125,9 +134,24 @@ func (s *ScenarioResult) decide() {
 type Results struct {
 	Version int `json:"version"`
 	// Shard is "i/n" for the results of one shard.
-	Shard      string           `json:"shard,omitempty"`
-	Scenarios  []ScenarioResult `json:"scenarios"`
-	DurationMs float64          `json:"duration_ms"`
+	Shard string `json:"shard,omitempty"`
+	// SuiteHash identifies the suite that was run, after --run and
+	// --filter-tag and before --shard (SuiteHash), so that Merge can
+	// tell shards of one suite from shards of two.
+	SuiteHash string `json:"suite_hash,omitempty"`
+	// RetraceVersion is the version of retrace that ran the suite.
+	RetraceVersion string `json:"retrace_version,omitempty"`
+	// Partial says the results lack shards (MergeOptions.AllowPartial);
+	// Missing names them ("2/3").
+	Partial bool     `json:"partial,omitempty"`
+	Missing []string `json:"missing_shards,omitempty"`
+	// Interrupted says the run was stopped (SIGINT, SIGTERM) before
+	// every run of every scenario ran: the scenarios hold the runs that
+	// finished, and NotRun counts the runs that did not.
+	Interrupted bool             `json:"interrupted,omitempty"`
+	NotRun      int              `json:"not_run,omitempty"`
+	Scenarios   []ScenarioResult `json:"scenarios"`
+	DurationMs  float64          `json:"duration_ms"`
 	// Baseline is the comparison with a baseline run's results, when
 	// one was given (baseline.go).
 	Baseline *Comparison `json:"baseline,omitempty"`
@@ -179,14 +203,167 @@ func ReadResults(data []byte, name string) (*Results, error) {
 	return &r, nil
 }
 
+// SuiteHash identifies a suite: the SHA-256 over its scenarios' files,
+// names and archive digests, in file and name order. Each shard of one
+// suite records the same hash (the suite is hashed before --shard), so
+// that Merge can refuse shards of different suites.
+func SuiteHash(suite []*Scenario) string {
+	h := sha256.New()
+	for _, s := range sorted(suite) {
+		fmt.Fprintf(h, "%s\x00%s\x00%s\n", s.File, s.Name, s.Digest)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// ErrShardSet is wrapped by the error of Merge for shards that are not
+// one whole suite (ShardSetError).
+var ErrShardSet = fmt.Errorf("%w: the shards are not one whole suite", ErrResults)
+
+// ShardSetError says why the results given to Merge are not the shards
+// of one whole run of one suite.
+type ShardSetError struct {
+	// Missing are the shards absent from the set, as "2/3".
+	Missing []string
+	// Problems are the other faults: a shard given twice, results that
+	// are no shard's, shards of different suites, totals or versions.
+	Problems []string
+}
+
+func (e *ShardSetError) Error() string {
+	var parts []string
+	if len(e.Missing) > 0 {
+		word := "shard"
+		if len(e.Missing) > 1 {
+			word = "shards"
+		}
+		parts = append(parts, fmt.Sprintf("missing %s %s", word, andList(e.Missing)))
+	}
+	parts = append(parts, e.Problems...)
+	return strings.Join(parts, "; ")
+}
+
+func (e *ShardSetError) Unwrap() error { return ErrShardSet }
+
+// andList joins items as "a", "a and b", "a, b and c".
+func andList(items []string) string {
+	if len(items) <= 1 {
+		return strings.Join(items, "")
+	}
+	return strings.Join(items[:len(items)-1], ", ") + " and " + items[len(items)-1]
+}
+
+// MergeOptions are the options of Merge.
+type MergeOptions struct {
+	// AllowPartial merges a set that lacks shards: the result is marked
+	// Partial and names the missing shards. Any other fault of the set is
+	// refused all the same.
+	AllowPartial bool
+}
+
+// checkShards checks that parts are the shards 1/n to n/n of one run of
+// one suite, by one retrace, each once. A single result without a shard
+// is a whole run and stands alone.
+func checkShards(parts []*Results) *ShardSetError {
+	e := &ShardSetError{}
+	if len(parts) == 1 && parts[0].Shard == "" {
+		return nil
+	}
+	total := 0
+	seen := map[int]bool{}
+	for _, p := range parts {
+		i, n, ok := splitShard(p.Shard)
+		switch {
+		case p.Shard == "":
+			e.Problems = append(e.Problems, "a result given is no shard's (it has no shard i/n): merge only the results of eval --shard")
+			continue
+		case !ok:
+			e.Problems = append(e.Problems, fmt.Sprintf("shard %q is not i/n", p.Shard))
+			continue
+		case total != 0 && n != total:
+			e.Problems = append(e.Problems, fmt.Sprintf("shard %s is of %d shards, another of %d: they split different runs", p.Shard, n, total))
+			continue
+		case seen[i]:
+			e.Problems = append(e.Problems, fmt.Sprintf("shard %s is given twice", p.Shard))
+			continue
+		}
+		total = n
+		seen[i] = true
+	}
+	for i := 1; i <= total; i++ {
+		if !seen[i] {
+			e.Missing = append(e.Missing, fmt.Sprintf("%d/%d", i, total))
+		}
+	}
+	for _, field := range []struct {
+		name string
+		get  func(*Results) string
+	}{
+		{"suite hash", func(r *Results) string { return r.SuiteHash }},
+		{"retrace version", func(r *Results) string { return r.RetraceVersion }},
+	} {
+		values := map[string][]string{}
+		for _, p := range parts {
+			v := field.get(p)
+			values[v] = append(values[v], cmp.Or(p.Shard, "?"))
+		}
+		if len(values) > 1 {
+			var say []string
+			for _, v := range slices.Sorted(maps.Keys(values)) {
+				say = append(say, fmt.Sprintf("%s in %s", cmp.Or(shortHash(v), "none"), strings.Join(values[v], ", ")))
+			}
+			e.Problems = append(e.Problems, fmt.Sprintf("the shards differ in %s (%s): they ran different suites or retraces", field.name, strings.Join(say, "; ")))
+		}
+	}
+	if len(e.Missing) == 0 && len(e.Problems) == 0 {
+		return nil
+	}
+	return e
+}
+
+// shortHash shortens a suite hash for a message; other values stay.
+func shortHash(v string) string {
+	if len(v) == 64 {
+		return v[:12]
+	}
+	return v
+}
+
+// splitShard reads "i/n".
+func splitShard(s string) (i, n int, ok bool) {
+	a, b, found := strings.Cut(s, "/")
+	i, err1 := strconv.Atoi(a)
+	n, err2 := strconv.Atoi(b)
+	if !found || err1 != nil || err2 != nil || n < 1 || i < 1 || i > n {
+		return 0, 0, false
+	}
+	return i, n, true
+}
+
 // Merge joins the results of shards into the results one run of the
-// whole suite would have given: the scenarios in file and name order. A
-// scenario in two of them is an error (the shards overlap). The duration
-// is the longest shard's, the wall time of a matrix run at once.
-func Merge(parts ...*Results) (*Results, error) {
+// whole suite would have given: the scenarios in file and name order.
+// The shards must be 1/n to n/n of one suite run by one retrace, each
+// once (a *ShardSetError otherwise); with opts.AllowPartial, missing
+// shards are merged anyway into results marked Partial. A scenario in two
+// of them is an error (the shards overlap). The duration is the longest
+// shard's, the wall time of a matrix run at once.
+func Merge(opts MergeOptions, parts ...*Results) (*Results, error) {
 	out := &Results{Version: ResultsVersion, Scenarios: []ScenarioResult{}}
+	if len(parts) == 0 {
+		return nil, fmt.Errorf("%w: no results to merge", ErrResults)
+	}
+	if e := checkShards(parts); e != nil {
+		if len(e.Problems) > 0 || !opts.AllowPartial {
+			return nil, e
+		}
+		out.Partial, out.Missing = true, e.Missing
+	}
+	out.SuiteHash, out.RetraceVersion = parts[0].SuiteHash, parts[0].RetraceVersion
 	seen := map[string]string{}
 	for _, p := range parts {
+		out.Interrupted = out.Interrupted || p.Interrupted
+		out.NotRun += p.NotRun
+		out.Partial = out.Partial || p.Partial
+		out.Missing = append(out.Missing, p.Missing...)
 		for _, s := range p.Scenarios {
 			key := s.File + "\x00" + s.Name
 			if prev, dup := seen[key]; dup {

@@ -86,7 +86,10 @@ func (o Options) clock() func() time.Time {
 // records each run, runs the detectors over the recordings, checks every
 // expectation and returns the results, sorted by file and name. An error
 // is retrace's own (a directory that cannot be made); a run that cannot
-// be run is a result with the error verdict.
+// be run is a result with the error verdict. When ctx is cancelled (the
+// eval was interrupted), the runs under way are cut off and left out, no
+// other run starts, and the runs that finished are judged as usual and
+// returned in results marked Interrupted, NotRun counting the others.
 func Run(ctx context.Context, suite []*Scenario, opts Options) (*Results, error) {
 	clock := opts.clock()
 	start := clock()
@@ -124,7 +127,7 @@ func Run(ctx context.Context, suite []*Scenario, opts Options) (*Results, error)
 			n = 1
 		}
 		sr := &results.Scenarios[i]
-		*sr = ScenarioResult{Name: s.Name, File: s.File, Description: s.Description, Tags: s.Tags, Runs: make([]RunResult, n)}
+		*sr = ScenarioResult{Name: s.Name, File: s.File, Description: s.Description, Tags: s.Tags, Runs: make([]RunResult, n), Live: opts.Provider != nil}
 		for r := range n {
 			jobs = append(jobs, job{s: s, index: i, repeat: r + 1, res: &sr.Runs[r]})
 		}
@@ -146,7 +149,12 @@ func Run(ctx context.Context, suite []*Scenario, opts Options) (*Results, error)
 		go func() {
 			defer wg.Done()
 			for j := range next {
-				*j.res = r.run(ctx, j.s, j.index, j.repeat)
+				res := r.run(ctx, j.s, j.index, j.repeat)
+				if ctx.Err() != nil {
+					// Cut off by the interruption: not a finished run.
+					continue
+				}
+				*j.res = res
 			}
 		}()
 	}
@@ -158,8 +166,12 @@ func Run(ctx context.Context, suite []*Scenario, opts Options) (*Results, error)
 	}
 	close(next)
 	wg.Wait()
-	if err := ctx.Err(); err != nil {
-		return nil, err
+	if ctx.Err() != nil {
+		// Interrupted: the results hold the runs that finished, judged
+		// as usual, so that what ran is not lost.
+		results.Interrupted = true
+		suite, results.NotRun = keepFinished(suite, results)
+		ctx = context.WithoutCancel(ctx)
 	}
 	if err := r.detect(ctx, suite, results); err != nil {
 		return nil, err
@@ -175,6 +187,33 @@ func Run(ctx context.Context, suite []*Scenario, opts Options) (*Results, error)
 	}
 	results.DurationMs = trajectory.Millis(clock().Sub(start))
 	return results, nil
+}
+
+// keepFinished drops the runs that never finished (Repeat still 0) and
+// the scenarios left with none, from results and from suite alike (their
+// indexes match), and returns the suite kept and how many runs it
+// dropped.
+func keepFinished(suite []*Scenario, results *Results) ([]*Scenario, int) {
+	dropped := 0
+	kept := []ScenarioResult{}
+	var keptSuite []*Scenario
+	for i, s := range results.Scenarios {
+		runs := s.Runs[:0]
+		for _, run := range s.Runs {
+			if run.Repeat == 0 {
+				dropped++
+				continue
+			}
+			runs = append(runs, run)
+		}
+		s.Runs = runs
+		if len(runs) > 0 {
+			kept = append(kept, s)
+			keptSuite = append(keptSuite, suite[i])
+		}
+	}
+	results.Scenarios = kept
+	return keptSuite, dropped
 }
 
 // runner holds what the runs of one Run share.

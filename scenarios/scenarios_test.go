@@ -268,7 +268,7 @@ func TestMergingTheShardsGivesTheUnshardedResults(t *testing.T) {
 		}
 		parts = append(parts, back)
 	}
-	merged, err := Merge(parts[2], parts[0], parts[1])
+	merged, err := Merge(MergeOptions{}, parts[2], parts[0], parts[1])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -279,7 +279,7 @@ func TestMergingTheShardsGivesTheUnshardedResults(t *testing.T) {
 	if merged.Worst() != VerdictFail || merged.Count(VerdictFail) != 1 {
 		t.Fatalf("merged verdicts: %s", got)
 	}
-	if _, err := Merge(parts[0], parts[0]); err == nil {
+	if _, err := Merge(MergeOptions{}, parts[0], parts[0]); err == nil {
 		t.Fatal("merging a shard with itself was accepted")
 	}
 }

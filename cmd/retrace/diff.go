@@ -70,8 +70,12 @@ Mann–Whitney U over each session's own quantile. Means per session: a
 session bootstrap of the difference of means and Mann–Whitney U. The
 p-values are corrected for the many rows with Holm (--correction holm,
 family-wise) or Benjamini–Hochberg (bh, false discovery rate), stated in
-the output. Both results.json with scenarios in common: McNemar's test on
-per-scenario pass/fail, naming each scenario that flipped, pass→fail first.
+the output. Both results.json with scenarios in common: each scenario's
+change, listed before the metrics, with eval --baseline's verdict (a
+scenario whose runs all passed in the base and not all in the candidate is
+regressed; a live one only beyond chance, by Fisher's exact test), and
+McNemar's test on per-scenario pass/fail, naming each scenario that
+flipped, pass→fail first.
 
 Verdict: regressed (improved) when the adjusted p is below --alpha AND the
 interval lies wholly on the worse (better) side of zero; unchanged when the
@@ -88,8 +92,8 @@ naming its column):
   AGGREGATE OP RHS   e.g. 'p95(bash) <= 1.2*base', 'rate(failure) <= base + 0.02',
                      'p50(read) < 300ms', 'mean(turns) <= base' (OP: < <= > >=)
   no new detector error|warning|info
-  no regressed
-A gate is decided with the interval, never the point estimate: against
+  no regressed       fails on a regressed scenario (named first), row or McNemar verdict
+The grammar is eval thresholds' too (docs/conditions.md). A gate is decided with the interval, never the point estimate: against
 base with the difference's interval, against a number with the candidate's
 own interval. Exit 3 when a gate fails, 4 when one cannot be decided (with
 roughly how many times the runs would decide it: a half-width shrinks as

@@ -109,9 +109,23 @@ run's session_start.tags next to eval_scenario and eval_repeat, so that
 query and diff can tell this run's sessions from another's.
 
 --baseline RESULTS compares with a saved run (its --out DIR or
-results.json), matching scenarios by name: a scenario that passed there
-and does not now is a regression, listed first, and exits 3; fixed,
-changed, new and removed scenarios are listed too.
+results.json), matching scenarios by name: a scenario whose runs all
+passed there and not all do now is a regression, listed first, and exits
+3; fixed, changed, new and removed scenarios are listed too. A scripted
+scenario needs no statistics to regress; a live one (--provider) regresses
+only when Fisher's exact test on its runs' pass counts says so at 0.05,
+else its change is inconclusive (exit 4: run it more). retrace diff of the
+two --out directories gives the same verdict (its gate 'no regressed').
+
+--out DIR is locked while an eval writes it: a second eval (or eval
+merge) into the same DIR at once exits 2 naming the holder (its pid and
+start time), so results.json and runs/ never tell two runs' stories. The
+lock (DIR/.retrace-eval.lock, flock) is released when the eval ends, even
+killed.
+
+An eval stopped by SIGINT or SIGTERM still judges the runs that finished,
+writes results.json marked interrupted (with the number of runs that did
+not finish), prints their summary and exits 4 at best.
 
 --update rewrites the expectations of the golden scenarios (tag: golden)
 from what their runs did: the outcome, a count per tool called, and the
@@ -136,6 +150,12 @@ flags, 1 retrace could not run a scenario.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
+			go func() {
+				// The first signal asks the eval to wind down and report
+				// what finished; a second one stops the process at once.
+				<-ctx.Done()
+				stop()
+			}()
 			return runEval(ctx, sys, opts, args)
 		},
 	}
@@ -195,6 +215,8 @@ func runEval(ctx context.Context, sys *IO, opts *evalOptions, args []string) err
 		}
 	}
 	selected := scenarios.Filter(suite, runRe, opts.tags)
+	// Hashed before --shard: every shard of one run records the same.
+	suiteHash := scenarios.SuiteHash(selected)
 	shard := ""
 	if opts.shard != "" {
 		i, n, err := parseShard(opts.shard)
@@ -253,6 +275,11 @@ func runEval(ctx context.Context, sys *IO, opts *evalOptions, args []string) err
 		if err := mkdirPrivate(opts.out); err != nil {
 			return err
 		}
+		release, err := scenarios.LockOut(opts.out, sys.Now())
+		if err != nil {
+			return invalid(err)
+		}
+		defer release()
 	}
 	if golden != nil {
 		ro.AfterRun = golden.AfterRun
@@ -261,9 +288,9 @@ func runEval(ctx context.Context, sys *IO, opts *evalOptions, args []string) err
 	if err != nil {
 		return err
 	}
-	res.Shard = shard
+	res.Shard, res.SuiteHash, res.RetraceVersion = shard, suiteHash, currentVersion().Version
 	if base != nil {
-		res.Baseline = scenarios.Compare(base, res, opts.baseline)
+		res.Baseline = scenarios.Compare(base, res, opts.baseline, 0)
 	}
 	if opts.out != "" {
 		if err := writeResults(filepath.Join(opts.out, resultsFile), res); err != nil {
@@ -271,7 +298,7 @@ func runEval(ctx context.Context, sys *IO, opts *evalOptions, args []string) err
 		}
 	}
 	err = reportEval(sys, res, opts.format.value, opts.junit, opts.out == "")
-	if golden == nil {
+	if golden == nil || res.Interrupted {
 		return err
 	}
 	var ee *exitError
@@ -410,6 +437,12 @@ func reportEval(sys *IO, res *scenarios.Results, format, junit string, gone bool
 			return err
 		}
 	}
+	if res.Interrupted {
+		fmt.Fprintf(sys.Err, "retrace: interrupted: the summary holds the runs that finished; %s did not\n", plural(res.NotRun, "run"))
+	}
+	if res.Partial {
+		fmt.Fprintf(sys.Err, "retrace: partial: these results lack %s\n", strings.Join(res.Missing, ", "))
+	}
 	if gone && res.Worst() != scenarios.VerdictPass && format != "json" {
 		fmt.Fprintln(sys.Err, "The recordings named above were in a temporary directory; add --out DIR to keep them.")
 	}
@@ -444,18 +477,23 @@ func evalExit(res *scenarios.Results) error {
 	if regressed {
 		return &exitError{code: ExitGate, err: errReported}
 	}
-	switch res.Worst() {
-	case scenarios.VerdictFlaky, scenarios.VerdictInconclusive:
+	// What could not be decided: a flaky or inconclusive scenario, a live
+	// scenario's change within chance, a run cut short, missing shards.
+	undecided := res.Baseline != nil && res.Baseline.Count(scenarios.ChangeInconclusive) > 0
+	switch {
+	case res.Worst() == scenarios.VerdictFlaky, res.Worst() == scenarios.VerdictInconclusive,
+		undecided, res.Interrupted, res.Partial:
 		return &exitError{code: ExitInconclusive, err: errReported}
 	}
 	return nil
 }
 
 type evalMergeOptions struct {
-	junit    string
-	out      string
-	baseline string
-	format   *formatFlag
+	allowPartial bool
+	junit        string
+	out          string
+	baseline     string
+	format       *formatFlag
 }
 
 func newEvalMergeCmd(sys *IO) *cobra.Command {
@@ -465,8 +503,16 @@ func newEvalMergeCmd(sys *IO) *cobra.Command {
 		Short: "Join the results of eval shards into one run's results",
 		Long: `Merge reads the results of several 'retrace eval --shard i/n --out DIR' runs
 (each DIR, or its results.json) and reports them as one run of the whole
-suite: the same summary, JUnit file and exit code. A scenario in two of
-them is an error: the shards overlap.`,
+suite: the same summary, JUnit file and exit code.
+
+The results must be the shards 1/n to n/n of one run, each once, of the
+same suite (its hash, recorded by each shard) by the same retrace
+version: a missing shard, a shard given twice, a scenario in two shards
+or shards of different suites or versions are refused (exit 2) with what
+is wrong, e.g. "missing shards 2/3 and 3/3", so that a CI job whose other
+shards failed to upload does not go green. --allow-partial merges a set
+with missing shards anyway: the results are marked partial, name the
+missing shards, and exit 4 at best.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return usage(errors.New("give the results to merge: the --out directories of the shards, or their results.json"))
@@ -478,6 +524,7 @@ them is an error: the shards overlap.`,
 		},
 	}
 	cmd.Flags().StringVar(&opts.junit, "junit", "", "write a JUnit XML report to this file")
+	cmd.Flags().BoolVar(&opts.allowPartial, "allow-partial", false, "merge a set of shards with some missing; the results are marked partial and exit 4 at best")
 	cmd.Flags().StringVar(&opts.out, "out", "", "write the merged results.json to this directory")
 	cmd.Flags().StringVar(&opts.baseline, "baseline", "", "compare the merged results with a saved run's results, as eval --baseline does")
 	opts.format = addFormatFlag(cmd, "table", "markdown", "json")
@@ -496,7 +543,7 @@ func runEvalMerge(sys *IO, opts *evalMergeOptions, args []string) error {
 		}
 		parts = append(parts, r)
 	}
-	res, err := scenarios.Merge(parts...)
+	res, err := scenarios.Merge(scenarios.MergeOptions{AllowPartial: opts.allowPartial}, parts...)
 	if err != nil {
 		return invalid(err)
 	}
@@ -505,12 +552,17 @@ func runEvalMerge(sys *IO, opts *evalMergeOptions, args []string) error {
 		if err != nil {
 			return invalid(fmt.Errorf("--baseline: %w", err))
 		}
-		res.Baseline = scenarios.Compare(base, res, opts.baseline)
+		res.Baseline = scenarios.Compare(base, res, opts.baseline, 0)
 	}
 	if opts.out != "" {
 		if err := mkdirPrivate(opts.out); err != nil {
 			return err
 		}
+		release, err := scenarios.LockOut(opts.out, sys.Now())
+		if err != nil {
+			return invalid(err)
+		}
+		defer release()
 		if err := writeResults(filepath.Join(opts.out, resultsFile), res); err != nil {
 			return err
 		}

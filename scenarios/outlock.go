@@ -1,0 +1,69 @@
+package scenarios
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// LockFile is the file in an eval's --out directory that says which eval
+// writes it.
+const LockFile = ".retrace-eval.lock"
+
+// ErrOutLocked is wrapped by the error of LockOut when another eval
+// holds the directory (OutLockedError).
+var ErrOutLocked = errors.New("the --out directory is being written by another eval")
+
+// OutLockedError names the eval that holds an --out directory.
+type OutLockedError struct {
+	// Dir is the directory; Holder is what its holder wrote in the lock
+	// file: "pid 1234 started 2026-12-05T23:10:00Z" ("" when it had not
+	// written it yet).
+	Dir, Holder string
+}
+
+func (e *OutLockedError) Error() string {
+	holder := e.Holder
+	if holder == "" {
+		holder = "an eval that is starting"
+	}
+	return fmt.Sprintf("%s: %v (%s); wait for it to finish, or give another --out", e.Dir, ErrOutLocked, holder)
+}
+
+func (e *OutLockedError) Unwrap() error { return ErrOutLocked }
+
+// LockOut takes the --out directory dir for one eval until release is
+// called (or the process ends, whichever is first: the lock is the
+// operating system's, so a killed eval leaves none behind). Two evals
+// writing one directory at once would leave results.json and runs/
+// telling different stories, so the second is refused with an
+// *OutLockedError naming the first: its pid and when it started.
+func LockOut(dir string, started time.Time) (release func() error, err error) {
+	path := filepath.Join(dir, LockFile)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("eval: lock %s: %w", dir, err)
+	}
+	ok, err := tryLock(f)
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("eval: lock %s: %w", dir, err)
+	}
+	if !ok {
+		held, _ := os.ReadFile(path)
+		f.Close()
+		return nil, &OutLockedError{Dir: dir, Holder: strings.TrimSpace(string(held))}
+	}
+	holder := fmt.Sprintf("pid %d started %s\n", os.Getpid(), started.UTC().Format(time.RFC3339))
+	if err := f.Truncate(0); err == nil {
+		_, err = f.WriteAt([]byte(holder), 0)
+	}
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("eval: lock %s: %w", dir, err)
+	}
+	return f.Close, nil
+}
