@@ -306,7 +306,16 @@ func runRun(ctx context.Context, sys *IO, opts *runOptions) error {
 	if err != nil {
 		return err
 	}
-	live.summary(res, sess.Recorder.Path(), stats)
+	path := sess.Recorder.Path()
+	if stats.Events == 0 {
+		// Not even session_start reached the file, which then never
+		// took its name: there is no trajectory to point at.
+		path = ""
+	}
+	live.summary(res, sess.Recorder.SessionID(), path, stats)
+	if res.Reason == trajectory.EndRecordFailed {
+		return res.Err
+	}
 	if cerr != nil {
 		return fmt.Errorf("the trajectory %s may be incomplete: %w", sess.Recorder.Path(), cerr)
 	}
