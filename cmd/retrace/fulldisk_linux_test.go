@@ -2,11 +2,15 @@ package main
 
 import (
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/retrace-dev/retrace/trajectory"
 )
 
 // mountTmpfs mounts a tmpfs of the given size on a new directory under
@@ -142,10 +146,63 @@ func fill(t *testing.T, path string) {
 	}
 }
 
-// tail is the end of a long output, for failure messages.
-func tail(s string) string {
-	if len(s) > 3000 {
-		return "…" + s[len(s)-3000:]
+// TestMockServeRecordOnAFullDiskAnswersWithAnError records a client's
+// calls onto a small tmpfs until it is full: every reply the client got
+// is on disk, and from the failure on every call is answered with an
+// error naming it, which the server logs as it happens.
+func TestMockServeRecordOnAFullDiskAnswersWithAnError(t *testing.T) {
+	dir := mountTmpfs(t, "64k")
+	script := filepath.Join(t.TempDir(), "script.yaml")
+	if err := os.WriteFile(script, []byte("repeat: true\nturns:\n  - content: [{text: \"ok\"}]\n"), 0o644); err != nil {
+		t.Fatal(err)
 	}
-	return s
+	m := serveCLI(t, "--script", script, "--record", dir)
+	served, refused := 0, 0
+	for i := range 100 {
+		// A growing conversation: each request adds a 2 KB message.
+		var msgs []string
+		for j := 0; j <= i; j++ {
+			msgs = append(msgs, fmt.Sprintf(`{"role":"user","content":"message %d %s"}`, j, strings.Repeat("x", 2000)), `{"role":"assistant","content":"ok"}`)
+		}
+		body := fmt.Sprintf(`{"model":"m","max_tokens":5,"messages":[%s]}`, strings.Join(msgs[:len(msgs)-1], ","))
+		res, err := http.Post(m.url+"/v1/messages", "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		reply, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		switch {
+		case res.StatusCode == http.StatusOK && refused == 0:
+			served++
+		case res.StatusCode == http.StatusInternalServerError && strings.Contains(string(reply), "no space left on device"):
+			refused++
+		default:
+			t.Fatalf("call %d: status %d after %d served and %d refused: %s", i, res.StatusCode, served, refused, reply)
+		}
+	}
+	if served == 0 || refused == 0 {
+		t.Fatalf("%d served, %d refused: the disk should fill up in between", served, refused)
+	}
+	if !strings.Contains(m.stderr.String(), "no space left on device; the client gets an error") {
+		t.Errorf("the server did not log the failure:\n%s", tail(m.stderr.String()))
+	}
+	m.stop(t)
+	files, _ := filepath.Glob(filepath.Join(dir, "*"+trajectory.Ext))
+	if len(files) != 1 {
+		t.Fatalf("want one trajectory, got %q", files)
+	}
+	events, err := trajectory.ReadFile(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	responses := 0
+	for _, ev := range events {
+		if ev.Type() == trajectory.TypeModelResponse {
+			responses++
+		}
+	}
+	if responses != served {
+		t.Errorf("%d replies served, %d model_responses on disk: every reply served must be recorded", served, responses)
+	}
+	t.Logf("%d calls served and recorded, then %d refused", served, refused)
 }
