@@ -199,6 +199,12 @@ func DefaultDefenses() []trajectory.DefenseName {
 // ErrConfig is wrapped by Run's errors for a Config that cannot start a session.
 var ErrConfig = errors.New("agent: invalid config")
 
+// ErrRecordFailed is wrapped by Result.Err when the session ended with
+// reason record_failed: the recorder could not write (Executor.RecordErr),
+// so the session stopped before the next effect. The recorder's error,
+// which names the file, is wrapped with it.
+var ErrRecordFailed = errors.New("the trajectory could not be written, so the session stopped")
+
 func (c *Config) check() error {
 	var errs []error
 	if c.Provider == nil {

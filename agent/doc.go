@@ -69,4 +69,13 @@
 // recorded, the queued ones are abandoned, and the session ends on the
 // error. Config.BatchTools (retrace run --batch-tools) keeps the batch
 // mode for comparison: the same calls under the same rules, later.
+//
+// The session stops as soon as its record cannot be written (a full disk,
+// an I/O error, a removed run directory): the loop and the executor ask
+// executor.Config.RecordErr before every effect — each model request,
+// each call's hooks, tool and confirmation prompt — and start none once it
+// reports an error. The calls already running finish, the calls not yet
+// started end as aborted with error code record_failed, and the session
+// ends with reason record_failed, whatever else was ending it, with
+// Result.Err wrapping ErrRecordFailed and the recorder's error.
 package agent

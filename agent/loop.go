@@ -153,9 +153,27 @@ func newSession(cfg Config) (*session, error) {
 
 func (s *session) emit(p trajectory.Payload) { s.sink.Emit(s.turn, p) }
 
+// recordErr is nil while the session's events are recorded, and from the
+// recorder's first failure to write on an error wrapping ErrRecordFailed
+// and the recorder's error. The loop asks it before each model request;
+// the executor before each effect of a call.
+func (s *session) recordErr() error {
+	if s.cfg.Executor.RecordErr == nil {
+		return nil
+	}
+	if err := s.cfg.Executor.RecordErr(); err != nil {
+		return fmt.Errorf("%w: %w", ErrRecordFailed, err)
+	}
+	return nil
+}
+
 func (s *session) run(ctx context.Context) Result {
 	s.start = s.clock()
 	s.emitStart()
+	if err := s.recordErr(); err != nil {
+		// Not even session_start is on disk: nothing starts at all.
+		return s.end(ctx, ending{explicit: trajectory.EndRecordFailed, err: err})
+	}
 	if s.cfg.SnapshotWorkspace != nil {
 		if snap := s.cfg.SnapshotWorkspace(); snap != nil {
 			s.emit(snap)
@@ -169,6 +187,9 @@ func (s *session) run(ctx context.Context) Result {
 		}
 		s.turn++
 		resp, err := s.ask(ctx)
+		if errors.Is(err, ErrRecordFailed) {
+			return s.end(ctx, ending{explicit: trajectory.EndRecordFailed, err: err})
+		}
 		if err != nil {
 			return s.end(ctx, ending{err: err, code: errorCode(err)})
 		}
@@ -212,7 +233,7 @@ func (s *session) addPrompt(prompt string) {
 // whether the session goes on. Any other ending (a limit, a defense, an
 // error, an abort) ends the session.
 func (s *session) followUp(ctx context.Context, e ending) bool {
-	if s.cfg.NextPrompt == nil || ctx.Err() != nil || (e.explicit != trajectory.EndTurn && e.explicit != trajectory.EndStopSequence) {
+	if s.cfg.NextPrompt == nil || ctx.Err() != nil || s.recordErr() != nil || (e.explicit != trajectory.EndTurn && e.explicit != trajectory.EndStopSequence) {
 		return false
 	}
 	prompt, ok := s.cfg.NextPrompt(ctx)
@@ -338,6 +359,9 @@ func configHash(model string, perm trajectory.PermissionMode, cfg Config, system
 // beforeRequest checks the bounds, relieves context pressure and delivers
 // the queued reminders, in that order, before the next model request.
 func (s *session) beforeRequest(ctx context.Context) (ending, bool) {
+	if err := s.recordErr(); err != nil {
+		return ending{explicit: trajectory.EndRecordFailed, err: err}, true
+	}
 	if ctx.Err() != nil {
 		return ending{}, true
 	}
@@ -418,6 +442,10 @@ func (s *session) send(ctx context.Context, req llm.Request) (llm.Response, erro
 		ev.PendingSources = s.reg.Pending()
 	}
 	s.emit(ev)
+	if err := s.recordErr(); err != nil {
+		// The request is not on disk: it is not sent.
+		return llm.Response{}, err
+	}
 	s.prev = &req
 	started, attempts := s.clock(), s.cfg.Retries.count()
 	var resp llm.Response
@@ -622,6 +650,11 @@ func (s *session) notRun(uses []trajectory.ContentBlock, why string) {
 // end attributes the end reason by priority — explicit, then abort, then
 // the turn limit, then error (seed §4.4) — and records session_end.
 func (s *session) end(ctx context.Context, e ending) Result {
+	if err := s.recordErr(); err != nil && e.explicit != trajectory.EndRecordFailed {
+		// Whatever else ended the session, its record is cut short, and
+		// that is what the person has to know first.
+		e = ending{explicit: trajectory.EndRecordFailed, err: err}
+	}
 	reason := attribute(e.explicit, ctx.Err() != nil, s.maxTurnsReached())
 	code := ""
 	if reason == trajectory.EndError {

@@ -250,7 +250,9 @@ func Build(ctx context.Context, spec Spec) (_ *Session, err error) {
 		Stream: spec.Stream, BatchTools: spec.BatchTools, OnStream: spec.OnStream, Retries: spec.Retries,
 		Defenses: spec.Config.Defenses.Apply(spec.BaseDefenses),
 		Executor: executor.Config{Env: env, Permission: perm, Hooks: hr, Prompter: spec.Prompter, Blobs: s.Blobs,
-			SessionID: s.Recorder.SessionID(), MaxConcurrent: spec.MaxConcurrent},
+			SessionID: s.Recorder.SessionID(), MaxConcurrent: spec.MaxConcurrent,
+			// Nothing starts once the recorder cannot write.
+			RecordErr: s.Recorder.Err},
 		PolicyHash: policy, Mode: mode, PermissionMode: spec.Config.Permissions.Mode,
 		HarnessVersion: spec.HarnessVersion, HarnessRevision: spec.HarnessRevision, Tags: spec.Tags, ReplayOf: spec.ReplayOf, Clock: spec.Clock,
 		WorkspaceSnapshot: spec.WorkspaceSnapshot,

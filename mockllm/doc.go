@@ -46,7 +46,13 @@
 // the tool results it carried), a malformed reply (invalid_response), one
 // the client hung up on (aborted, undelivered). NewTranscriptSessions
 // gives each conversation its own session, a subagent's linked to the
-// parent session and the tool_use whose input holds its prompt.
+// parent session and the tool_use whose input holds its prompt. Each
+// request is matched to its own hooks by Logged.ID, so many clients in
+// one conversation have each request recorded once with its own outcome;
+// requests that overlap go to further sessions of the conversation
+// (lanes), since a trajectory holds one request at a time. When the
+// recording cannot be written, OnAccept and OnAnswer return the error and
+// the server does not serve the reply: the client gets HTTP 500.
 //
 // Connections have a read-header, a read (whole request) and an idle
 // timeout (Options.ReadHeaderTimeout, ReadTimeout, IdleTimeout); a client

@@ -312,7 +312,9 @@ func (responsesDialect) writeSSE(x *exchange, rep *Reply, _ wireOptions) {
 	if status == "incomplete" {
 		final = "response.incomplete"
 	}
-	x.answer()
+	if !x.answer() {
+		return // not recorded: the stream ends without its last frame
+	}
 	emit(final, map[string]any{"response": responseObject(x, id, r, items, status, incomplete, responsesUsage(r.Usage))})
 }
 

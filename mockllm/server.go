@@ -75,13 +75,20 @@ type Options struct {
 	// OnAccept is called when a model call has been decoded and the
 	// source has chosen its reply, before the first byte of the reply is
 	// sent: Status is 200 with Response set, or the injected fault's
-	// status. It is the hook for recording a request as it arrives.
-	OnAccept func(Logged)
+	// status. It is the hook for recording a request as it arrives. When
+	// it returns an error (the recording cannot be written), the chosen
+	// reply is not served: the client gets HTTP 500 with x-should-retry:
+	// false and the error's text, since a reply that is not recorded must
+	// not be served.
+	OnAccept func(Logged) error
 	// OnAnswer is called when a model call's 200 reply is complete, just
 	// before its last bytes (the final SSE frame, the JSON body) are sent,
 	// so that whatever a client received is already recorded. A reply cut
 	// short (the client left, an injected malformed frame) gets no call.
-	OnAnswer func(Logged)
+	// When it returns an error the reply is not completed: a JSON reply
+	// becomes HTTP 500 with the error's text, a stream ends without its
+	// last frame, which a client reads as a broken stream.
+	OnAnswer func(Logged) error
 	// OnRequest is called after each request has been answered. It is the
 	// hook for logging lines.
 	OnRequest func(Logged)
@@ -94,6 +101,10 @@ type Options struct {
 
 // Logged is one request the server received, as an agent sent it.
 type Logged struct {
+	// ID numbers the requests of a Server from 1, so that the hooks
+	// called for one request (OnAccept, OnAnswer, OnRequest) can be told
+	// from those of another sent at the same time.
+	ID       uint64
 	Time     time.Time
 	Endpoint string
 	Method   string
@@ -202,6 +213,8 @@ type Server struct {
 	src  Source
 	opts Options
 	ids  atomic.Uint64
+	// exchanges numbers the requests (Logged.ID).
+	exchanges atomic.Uint64
 
 	requests, answered, failed, cut atomic.Int64
 
@@ -310,7 +323,7 @@ func (s *Server) keep(lg Logged) {
 
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	lg := Logged{Time: s.opts.Now(), Method: r.Method, Path: loggedPath(r), Header: http.Header{}}
+	lg := Logged{ID: s.exchanges.Add(1), Time: s.opts.Now(), Method: r.Method, Path: loggedPath(r), Header: http.Header{}}
 	for _, h := range loggedHeaders {
 		if v := r.Header.Values(h); len(v) > 0 {
 			lg.Header[h] = v
@@ -431,34 +444,55 @@ type exchange struct {
 	r       *http.Request
 	lg      *Logged
 	dialect dialect
-	// answered is set once OnAnswer has been called.
-	answered bool
+	// answered is set once OnAnswer has been called, unanswered when it
+	// failed: the reply's end is then not sent.
+	answered, unanswered bool
+	answerErr            error
 	// stream is the SSE writer of a streamed reply.
 	stream *sse
 }
 
-// accept calls OnAccept: the source has chosen the reply.
-func (x *exchange) accept() {
+// accept calls OnAccept: the source has chosen the reply. It reports
+// whether to serve it; when not, the client got an error.
+func (x *exchange) accept() bool {
 	x.lg.Accepted = true
 	if x.lg.Status != http.StatusOK {
 		x.lg.End = x.s.opts.Now()
 	}
-	if f := x.s.opts.OnAccept; f != nil {
-		f(*x.lg)
+	f := x.s.opts.OnAccept
+	if f == nil {
+		return true
 	}
+	if err := f(*x.lg); err != nil {
+		x.lg.Response = nil
+		x.unrecorded(err)
+		return false
+	}
+	return true
+}
+
+// unrecorded answers a model call whose reply cannot be recorded.
+func (x *exchange) unrecorded(err error) {
+	x.w.Header().Set("X-Should-Retry", "false")
+	x.fail(http.StatusInternalServerError, errServer, "mock: the reply is not served because it cannot be recorded: "+err.Error(), "")
 }
 
 // answer calls OnAnswer once, when a 200 reply to a model call is about
-// to be complete.
-func (x *exchange) answer() {
+// to be complete. It reports whether to send the rest; when not, the
+// reply is not complete.
+func (x *exchange) answer() bool {
 	if x.answered || x.lg.Response == nil {
-		return
+		return !x.unanswered
 	}
 	x.answered = true
 	x.lg.Complete, x.lg.End = true, x.s.opts.Now()
 	if f := x.s.opts.OnAnswer; f != nil {
-		f(*x.lg)
+		if err := f(*x.lg); err != nil {
+			x.lg.Complete, x.unanswered, x.answerErr = false, true, err
+			return false
+		}
 	}
+	return true
 }
 
 func (x *exchange) fail(status int, kind errKind, msg, param string) {
@@ -527,13 +561,16 @@ func (x *exchange) handleModelCall() {
 	x.lg.Turn, x.lg.Conversation = rep.Turn, rep.Conversation
 	if f := rep.Fault; f.Status != 0 {
 		x.lg.Status = f.Status
-		x.accept()
-		x.faultStatus(&rep)
+		if x.accept() {
+			x.faultStatus(&rep)
+		}
 		return
 	}
 	x.lg.Status = http.StatusOK
 	x.lg.Response = &rep.Response
-	x.accept()
+	if !x.accept() {
+		return
+	}
 	x.w.Header().Set(x.dialect.requestIDHeader(), x.s.newID("req_"))
 	if stream {
 		x.w.Header().Set("Content-Type", "text/event-stream; charset=utf-8")
@@ -618,8 +655,10 @@ func (x *exchange) writeJSONBody(v any, malformed bool) {
 	}
 	if malformed {
 		b = b[:len(b)/2]
-	} else {
-		x.answer()
+	} else if !x.answer() {
+		x.lg.Response = nil
+		x.unrecorded(x.answerErr)
+		return
 	}
 	x.w.Header().Set("Content-Length", strconv.Itoa(len(b)))
 	x.lg.FirstByte = x.s.opts.Now()
@@ -755,10 +794,12 @@ func (s *sse) endFrame(data []byte) {
 	}
 }
 
-// last writes the final frame of a complete reply, after OnAnswer.
+// last writes the final frame of a complete reply, after OnAnswer; when
+// OnAnswer failed, the stream ends without it.
 func (s *sse) last(name string, v any) {
-	s.x.answer()
-	s.event(name, v)
+	if s.x.answer() {
+		s.event(name, v)
+	}
 }
 
 // send writes the gathered frames, and flushes them to the client when

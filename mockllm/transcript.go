@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -34,21 +35,42 @@ import (
 // model_request and the tool results it carried are recorded first), a
 // reply that broke (malformed_sse: invalid_response) and one the client
 // hung up on (aborted, undelivered). A client that sends the same request
-// again before getting a reply is retrying: it adds an attempt, not a
+// again after its attempt failed is retrying: it adds an attempt, not a
 // model_request.
+//
+// Several clients may share one conversation (parallel requests of one
+// agent, many agents routed alike), so several of its requests may wait
+// for their replies at once. A trajectory holds one request at a time, so
+// with NewTranscriptSessions a request that arrives while every session
+// of its conversation waits for a reply starts another session of the
+// conversation, a lane (tagged lane: 2, 3, …); a request goes to the
+// idle lane whose failed request it retries, else the one whose tool_uses
+// it answers, else the first idle one. Each HTTP request is matched to
+// its own model_request by Logged.ID, never by "the latest request": each
+// is recorded exactly once, and its reply or failure against it. A request
+// the same as one still waiting is a request of its own (another client
+// asks the same), not a retry. With one sink (NewTranscript) there are no
+// lanes: overlapping requests are each recorded once, interleaved in the
+// one session.
 //
 // Every event is emitted when it happens and, when the sink has a Flush
 // method (a *recorder.Recorder does), flushed at once, so a killed server
-// leaves on disk every reply a client received. It is safe for
-// concurrent use.
+// leaves on disk every reply a client received. When that flush fails
+// (the disk is full), Accept and Answer return the error, and the server
+// answers the client with an error instead of a reply that is not
+// recorded. It is safe for concurrent use.
 type Transcript struct {
 	mu sync.Mutex
 	// open returns the sink of a conversation's session; nil: one sink
 	// for every conversation.
-	open     func(conversation string) trajectory.Sink
-	one      trajectory.Sink
-	sessions map[string]*tsession
+	open func(conversation string) trajectory.Sink
+	one  trajectory.Sink
+	// sessions are the lanes of each conversation, first lane first.
+	sessions map[string][]*tsession
 	order    []*tsession
+	// byID is the lane of each request waiting for its outcome, by
+	// Logged.ID.
+	byID map[uint64]*tsession
 	// answeredSeq counts answered calls across sessions, to find the
 	// most recent one (see link).
 	answeredSeq int
@@ -58,21 +80,35 @@ type Transcript struct {
 type tsession struct {
 	sink         trajectory.Sink
 	conversation string
+	lane         int // 1 for a conversation's first session
 	started      bool
 	turn         int
 	prev         *llm.Request
-	prevEv       *trajectory.ModelRequest
 	conv         trajectory.Conversation // the messages prev sent
-	awaiting     bool                    // a model_request waits for its response
-	attempt      int
-	pending      map[string]pendingUse // tool_use id → the block, awaiting a result
-	answered     []answeredUse         // the most recent answered calls, oldest first
-	replyEnd     time.Time             // when the last reply ended
-	last         trajectory.StopReason
-	usage        trajectory.Usage
-	calls        int
-	failures     int
+	// flights are the requests recorded and waiting for their reply or
+	// failure, by Logged.ID.
+	flights map[uint64]*flight
+	// failed are the latest requests whose attempt failed, newest last:
+	// the same request sent again is their next attempt.
+	failed   []*flight
+	pending  map[string]pendingUse // tool_use id → the block, awaiting a result
+	answered []answeredUse         // the most recent answered calls, oldest first
+	replyEnd time.Time             // when the last reply ended
+	last     trajectory.StopReason
+	usage    trajectory.Usage
+	calls    int
+	failures int
 }
+
+// flight is one recorded model_request: its turn and its attempts.
+type flight struct {
+	turn    int
+	ev      *trajectory.ModelRequest
+	attempt int
+}
+
+// keepFailed bounds tsession.failed: a retry follows its failure closely.
+const keepFailed = 16
 
 // pendingUse is a tool_use of a reply, waiting for its tool_result.
 type pendingUse struct {
@@ -83,7 +119,7 @@ type pendingUse struct {
 // NewTranscript returns a Transcript that records every conversation into
 // sink, as one session.
 func NewTranscript(sink trajectory.Sink) *Transcript {
-	return &Transcript{one: sink, sessions: map[string]*tsession{}}
+	return &Transcript{one: sink, sessions: map[string][]*tsession{}, byID: map[uint64]*tsession{}}
 }
 
 // NewTranscriptSessions returns a Transcript that records each
@@ -95,25 +131,86 @@ func NewTranscript(sink trajectory.Sink) *Transcript {
 // names the parent's session, when the parent's sink has a SessionID
 // method, and the parent's tool_use id.
 func NewTranscriptSessions(open func(conversation string) trajectory.Sink) *Transcript {
-	return &Transcript{open: open, sessions: map[string]*tsession{}}
+	return &Transcript{open: open, sessions: map[string][]*tsession{}, byID: map[uint64]*tsession{}}
 }
 
-// session returns the recording of l's conversation, creating it.
+// session returns the recording request l belongs to: the lane it was
+// recorded in, else the lane it goes to now (see Transcript).
 func (t *Transcript) session(l Logged) *tsession {
+	if s := t.byID[l.ID]; s != nil {
+		return s
+	}
 	key := ""
 	if t.open != nil {
 		key = l.Conversation
 	}
-	if s := t.sessions[key]; s != nil {
-		return s
+	lanes := t.sessions[key]
+	if t.open == nil && len(lanes) > 0 {
+		return lanes[0] // one sink: one lane
 	}
-	s := &tsession{conversation: l.Conversation, pending: map[string]pendingUse{}, sink: t.one}
+	var idle []*tsession
+	for _, s := range lanes {
+		if len(s.flights) == 0 {
+			idle = append(idle, s)
+		}
+	}
+	if len(idle) > 0 {
+		if l.Request == nil {
+			return idle[0]
+		}
+		if s := retried(idle, l.Request); s != nil {
+			return s
+		}
+		if s := answering(idle, l.Request); s != nil {
+			return s
+		}
+		return idle[0]
+	}
+	s := &tsession{conversation: l.Conversation, lane: len(lanes) + 1, pending: map[string]pendingUse{}, flights: map[uint64]*flight{}, sink: t.one}
 	if t.open != nil {
 		s.sink = t.open(key)
 	}
-	t.sessions[key] = s
+	t.sessions[key] = append(lanes, s)
 	t.order = append(t.order, s)
 	return s
+}
+
+// retried returns the lane among idle whose failed request req sends
+// again, or nil. It hashes req's messages only when a lane has a failed
+// request, which is rare.
+func retried(idle []*tsession, req *llm.Request) *tsession {
+	var system, tools, prefix string
+	for _, s := range idle {
+		for _, f := range s.failed {
+			if prefix == "" {
+				system, tools = trajectory.Hash([]byte(req.System)), llm.ToolsHash(req.Tools)
+				prefix = trajectory.PrefixHashOf(llm.MessageHashes(req.Messages))
+			}
+			if f.ev.SystemHash == system && f.ev.ToolsHash == tools && f.ev.PrefixHash == prefix {
+				return s
+			}
+		}
+	}
+	return nil
+}
+
+// answering returns the lane among idle with a pending tool_use that req's
+// last user messages answer, or nil: the lane whose conversation req
+// carries on.
+func answering(idle []*tsession, req *llm.Request) *tsession {
+	for i := len(req.Messages) - 1; i >= 0 && req.Messages[i].Role == trajectory.RoleUser; i-- {
+		for _, b := range req.Messages[i].Content {
+			if b.Type != trajectory.BlockToolResult {
+				continue
+			}
+			for _, s := range idle {
+				if _, ok := s.pending[b.ToolUseID]; ok {
+					return s
+				}
+			}
+		}
+	}
+	return nil
 }
 
 // isModelCall reports whether l is a call to one of the model endpoints.
@@ -128,35 +225,40 @@ func isModelCall(l Logged) bool {
 // Accept records a model call the server accepted (Options.OnAccept):
 // its request and, when the reply is an injected error status, the failed
 // attempt. Whether a 200 reply reached the client whole is recorded by
-// Answer and Done.
-func (t *Transcript) Accept(l Logged) {
+// Answer and Done. The error is the sink's when it could not write them:
+// the reply must then not be served.
+func (t *Transcript) Accept(l Logged) error {
 	if l.Request == nil || (l.Status != http.StatusOK && l.Status < 400) || (l.Status == http.StatusOK && l.Response == nil) {
-		return
+		return nil
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	s := t.session(l)
-	t.request(s, l)
+	f := t.request(s, l)
 	if l.Status != http.StatusOK {
-		s.sink.Emit(s.turn, &trajectory.ModelError{ErrorKind: kindForStatus(l.Status), StatusCode: l.Status, Attempt: s.attempt,
+		s.sink.Emit(f.turn, &trajectory.ModelError{ErrorKind: kindForStatus(l.Status), StatusCode: l.Status, Attempt: f.attempt,
 			DurationMs: msBetween(l.Time, l.End)})
+		t.fail(s, l.ID, f)
 	}
-	s.flush()
+	return s.flush()
 }
 
 // Answer records a complete reply (Options.OnAnswer), with its measured
-// duration and time to first byte.
-func (t *Transcript) Answer(l Logged) {
+// duration and time to first byte. The error is the sink's when it could
+// not write it: the reply must then not be completed.
+func (t *Transcript) Answer(l Logged) error {
 	if l.Status != http.StatusOK || l.Request == nil || l.Response == nil {
-		return
+		return nil
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	s := t.session(l)
-	if !s.awaiting {
-		t.request(s, l) // fed without Accept: the request comes first all the same
+	f := s.flights[l.ID]
+	if f == nil {
+		f = t.request(s, l) // fed without Accept: the request comes first all the same
 	}
-	s.awaiting = false
+	delete(s.flights, l.ID)
+	delete(t.byID, l.ID)
 	ev := llm.ResponseEvent(*l.Response)
 	ev.DurationMs = msBetween(l.Time, l.End)
 	if l.Stream {
@@ -167,7 +269,7 @@ func (t *Transcript) Answer(l Logged) {
 			ev.TTFTMs = msBetween(l.Time, l.FirstByte)
 		}
 	}
-	s.sink.Emit(s.turn, ev)
+	s.sink.Emit(f.turn, ev)
 	s.replyEnd = l.End
 	s.last = l.Response.StopReason
 	u := l.Response.Usage
@@ -178,7 +280,7 @@ func (t *Transcript) Answer(l Logged) {
 	for i, b := range l.Response.ToolUses() {
 		s.pending[b.ID] = pendingUse{block: b, index: i}
 	}
-	s.flush()
+	return s.flush()
 }
 
 // Done records how a model call ended (Options.OnRequest): an attempt
@@ -206,20 +308,34 @@ func (t *Transcript) Done(l Logged) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	s := t.session(l)
+	turn := s.turn
+	me.Attempt = 1 // a body that did not decode retries nothing
 	switch {
-	case l.Request != nil && !l.Accepted:
-		// Refused before the source answered: the client sent it all the
-		// same, with the tool results it carried.
-		t.request(s, l)
-	case l.Request == nil && !s.started:
+	case l.Request != nil:
+		// A request refused before the source answered was sent all the
+		// same, with the tool results it carried: it is recorded now.
+		f := s.flights[l.ID]
+		if f == nil {
+			f = t.request(s, l)
+		}
+		turn, me.Attempt = f.turn, f.attempt
+		t.fail(s, l.ID, f)
+	case !s.started:
 		return // nothing to open a session with: the body did not decode
 	}
-	me.Attempt = max(s.attempt, 1)
-	if l.Request == nil {
-		me.Attempt = 1 // a body that did not decode retries nothing
+	s.sink.Emit(turn, me)
+	_ = s.flush() // a failure is the sink's, reported when it closes
+}
+
+// fail ends the flight of request id in s as failed: the same request
+// sent again is its next attempt.
+func (t *Transcript) fail(s *tsession, id uint64, f *flight) {
+	delete(s.flights, id)
+	delete(t.byID, id)
+	if len(s.failed) == keepFailed {
+		s.failed = append(s.failed[:0], s.failed[1:]...)
 	}
-	s.sink.Emit(s.turn, me)
-	s.flush()
+	s.failed = append(s.failed, f)
 }
 
 // msBetween is the time from a to b in milliseconds, 0 when unknown.
@@ -230,24 +346,34 @@ func msBetween(a, b time.Time) float64 {
 	return float64(b.Sub(a).Microseconds()) / 1000
 }
 
-// request emits the model_request of l, unless l retries the request
-// that waits for its response.
-func (t *Transcript) request(s *tsession, l Logged) {
+// request emits the model_request of l and returns its flight, waiting
+// for its reply under l.ID, unless l retries a request whose attempt
+// failed: then it is that request's next attempt.
+func (t *Transcript) request(s *tsession, l Logged) *flight {
 	req := l.Request
 	if !s.started {
 		t.start(s, req)
 	}
 	ev := llm.RequestEvent(*req, s.prev, &s.conv, l.BodyBytes, l.Stream)
-	if s.awaiting && sameRequest(ev, s.prevEv) {
-		s.attempt++
-		return
+	for i := len(s.failed) - 1; i >= 0; i-- {
+		if f := s.failed[i]; sameRequest(ev, f.ev) {
+			s.failed = append(s.failed[:i], s.failed[i+1:]...)
+			f.attempt++
+			s.flights[l.ID] = f
+			t.byID[l.ID] = s
+			return f
+		}
 	}
 	if s.results(t, req) > 0 && !s.replyEnd.IsZero() {
 		ev.BatchMs = msBetween(s.replyEnd, l.Time)
 	}
 	s.turn++
 	s.sink.Emit(s.turn, ev)
-	s.prev, s.prevEv, s.awaiting, s.attempt = req, ev, true, 1
+	s.prev = req
+	f := &flight{turn: s.turn, ev: ev, attempt: 1}
+	s.flights[l.ID] = f
+	t.byID[l.ID] = s
+	return f
 }
 
 // sameRequest reports whether two requests ask the same: same system
@@ -256,11 +382,14 @@ func sameRequest(a, b *trajectory.ModelRequest) bool {
 	return b != nil && a.SystemHash == b.SystemHash && a.ToolsHash == b.ToolsHash && a.PrefixHash == b.PrefixHash
 }
 
-// flush writes what was emitted to the sink's file, when it has one.
-func (s *tsession) flush() {
+// flush writes what was emitted to the sink's file, when it has one, and
+// returns the sink's error when it cannot (a recorder's error is sticky:
+// once a write failed, every flush reports it).
+func (s *tsession) flush() error {
 	if f, ok := s.sink.(interface{ Flush() error }); ok {
-		_ = f.Flush() // a failure is counted by the sink and reported when it closes
+		return f.Flush()
 	}
+	return nil
 }
 
 func (t *Transcript) start(s *tsession, req *llm.Request) {
@@ -274,6 +403,9 @@ func (t *Transcript) start(s *tsession, req *llm.Request) {
 	tags := map[string]string{"source": "mock_serve"}
 	if s.conversation != "" {
 		tags["conversation"] = s.conversation
+	}
+	if s.lane > 1 {
+		tags["lane"] = strconv.Itoa(s.lane)
 	}
 	start := &trajectory.SessionStart{
 		HarnessVersion: "retrace mock serve", Provider: "mock", Model: req.Model, Mode: trajectory.ModeHeadless,
@@ -466,13 +598,13 @@ func (t *Transcript) Close() bool {
 		if !s.started {
 			continue
 		}
-		if s.awaiting || len(s.pending) > 0 || s.last != trajectory.StopEndTurn {
+		if len(s.flights) > 0 || len(s.pending) > 0 || s.last != trajectory.StopEndTurn {
 			all = false
 			continue
 		}
 		s.sink.Emit(s.turn, &trajectory.SessionEnd{Reason: trajectory.EndTurn, Turns: s.turn, Usage: s.usage,
 			ToolCalls: s.calls, ToolFailures: s.failures})
-		s.flush()
+		_ = s.flush() // a failure is the sink's, reported when it closes
 	}
 	return all
 }

@@ -118,9 +118,10 @@ func TestTheTranscriptWritesEachEventWhenItHappensAndRecordsRetriesAsAttempts(t 
 		}
 	}
 	var atAnswer []trajectory.EventType
-	srv := mockllm.NewServer(script, mockllm.Options{OnAccept: tr.Accept, OnAnswer: func(l mockllm.Logged) {
-		tr.Answer(l)
+	srv := mockllm.NewServer(script, mockllm.Options{OnAccept: tr.Accept, OnAnswer: func(l mockllm.Logged) error {
+		err := tr.Answer(l)
 		atAnswer = onDisk()
+		return err
 	}})
 	url, err := srv.Start("127.0.0.1:0")
 	if err != nil {

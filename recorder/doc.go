@@ -54,6 +54,19 @@
 //     call; a recorder whose files already survive the process's crash
 //     does not pay that by default.
 //
+// When the recorder cannot write (a full disk, an I/O error) the error is
+// sticky: Err returns it from then on, and the runtime checks Err before
+// every effect (a hook, a tool, a model request) and starts none after a
+// failure. A tool never runs without its tool_call in the file. Err also
+// notices a file whose directory was deleted, which write(2) does not
+// report. The session then ends with reason record_failed. What could not
+// be written since the failure (the rest of a torn line, the outcomes of
+// the calls that were running, session_end) is kept, up to 1 MiB, and
+// written in one go with session_end and at Close, so the file ends whole
+// when the space came back; otherwise it stops at the failure, maybe in a
+// torn line, which readers take for a crash. A file that never got its
+// first line keeps no name (see above), so no path is reported for it.
+//
 // The tool processes a session starts (bash commands, hooks, stdio MCP
 // servers) run in process groups tied to retrace's life (package
 // agent/procgroup), so when retrace dies, by SIGKILL included, they die
@@ -90,5 +103,6 @@
 // Emit never returns an error and never panics: telemetry must not break the
 // main flow. Problems (encode failures, write failures, events emitted after
 // Close) are counted in Stats, reported in session_end's recorder_errors and
-// returned by Close for the CLI to show.
+// returned by Close for the CLI to show; a write failure is also what Err
+// returns, which is how the runtime learns it must stop.
 package recorder

@@ -58,14 +58,32 @@ type Recorder struct {
 	clock   func() time.Time
 	red     *Redactor
 
-	seq      int64
-	line     []byte // encode buffer, reused
-	pending  []byte // lines waiting to be written
-	werr     error  // first write error; nothing is written after it
-	closed   bool
-	closeErr error
-	stats    Stats
+	seq     int64
+	line    []byte // encode buffer, reused
+	pending []byte // lines waiting to be written
+	// werr is the first write error. It is sticky: nothing is written in
+	// the normal way after it, Err returns it, and the runtime starts no
+	// effect from then on.
+	werr error
+	// held are the bytes that did not reach the file since werr (the rest
+	// of a torn line, then every line emitted after it), heldLines their
+	// count of lines. They are written in one go when session_end is
+	// emitted and at Close (see retryHeld), so that the end of the
+	// session is in the file when the space came back; a hole in the
+	// middle never is. After more than heldMax bytes they are dropped
+	// for good (dropped is then set).
+	held      []byte
+	heldLines int64
+	dropped   bool
+	recovered bool // everything held was written after all
+	closed    bool
+	closeErr  error
+	stats     Stats
 }
+
+// heldMax bounds the bytes a Recorder keeps after a write error: enough
+// for the outcomes of the running calls, their results and session_end.
+const heldMax = 1 << 20
 
 var _ trajectory.Sink = (*Recorder)(nil)
 
@@ -251,6 +269,7 @@ func (r *Recorder) emit(turn int, p trajectory.Payload) {
 	switch {
 	case ev.Type() == trajectory.TypeSessionEnd:
 		_ = r.flush()
+		r.retryHeld()
 		_ = r.sync()
 	case writesAhead(ev.Type()):
 		_ = r.flush()
@@ -284,6 +303,7 @@ func (r *Recorder) write(line []byte) {
 	}
 	if r.werr != nil {
 		r.stats.WriteErrors++
+		r.hold(line, 1)
 		return
 	}
 	r.stats.Events++
@@ -327,8 +347,77 @@ func (r *Recorder) writeOut(b []byte) error {
 	r.stats.Events -= lost
 	r.stats.Bytes -= int64(len(b) - kept)
 	r.stats.WriteErrors += lost
-	r.werr = fmt.Errorf("recorder: write %s: %w", r.name, err)
+	r.werr = fmt.Errorf("recorder: write %s: %w", r.name, bareErr(err))
 	r.fail(r.werr)
+	// The file ends where the write stopped, maybe inside a line: what
+	// is held starts with the rest of that line.
+	r.hold(b[n:], lost)
+	return r.werr
+}
+
+// hold keeps bytes that could not be written since werr, lines of them,
+// for retryHeld; past heldMax it drops them all for good, since writing
+// what comes after a dropped line would leave a hole in the file.
+func (r *Recorder) hold(b []byte, lines int64) {
+	r.recovered = false
+	if r.dropped {
+		return
+	}
+	if len(r.held)+len(b) > heldMax {
+		r.held, r.heldLines, r.dropped = nil, 0, true
+		return
+	}
+	r.held = append(r.held, b...)
+	r.heldLines += lines
+}
+
+// retryHeld tries once more to write what did not reach the file since
+// werr, so that a session stopped by a full disk ends with its last
+// outcomes and session_end when space came back meanwhile. werr stays: the
+// session was stopped and stays stopped. A retry that fails again keeps
+// what it could not write for the next one (Close).
+func (r *Recorder) retryHeld() {
+	if r.werr == nil || r.dropped || len(r.held) == 0 {
+		return
+	}
+	n, err := r.w.Write(r.held)
+	if err == nil && n < len(r.held) {
+		err = io.ErrShortWrite
+	}
+	if err == nil {
+		r.stats.Events += r.heldLines
+		r.stats.Bytes += int64(len(r.held))
+		r.stats.WriteErrors -= r.heldLines
+		r.held, r.heldLines = nil, 0
+		r.recovered = r.publish() == nil
+		return
+	}
+	n = min(max(n, 0), len(r.held))
+	done := int64(bytes.Count(r.held[:n], []byte{'\n'}))
+	r.stats.Events += done
+	r.stats.Bytes += int64(n)
+	r.stats.WriteErrors -= done
+	r.heldLines -= done
+	r.held = r.held[n:]
+}
+
+// Err returns the error that stopped the recorder: nil while every event
+// emitted so far is in the file or waits in the buffer for the next event
+// written ahead, and from the first write failure on (a full disk, an I/O
+// error) that failure, for good. It also notices that the file was
+// removed (its run directory deleted), which write(2) does not report: the
+// writes would succeed into a file no one can read. The runtime calls it
+// before each effect starts, and starts none once it is not nil (see the
+// package doc, Durability). The error names the file.
+func (r *Recorder) Err() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.werr == nil && r.file != nil {
+		if removed(r.file) {
+			r.werr = fmt.Errorf("recorder: the trajectory file %s was removed while the session ran: %w", r.name, fs.ErrNotExist)
+			r.fail(r.werr)
+		}
+	}
 	return r.werr
 }
 
@@ -418,6 +507,11 @@ func (r *Recorder) Close() (Stats, error) {
 	}
 	r.closed = true
 	ferr := r.flush()
+	r.retryHeld()
+	if ferr != nil && r.recovered {
+		// Everything lost to the write error was written after all.
+		ferr = nil
+	}
 	serr := r.sync()
 	var cerr error
 	if r.file != nil {

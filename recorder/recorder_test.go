@@ -703,3 +703,69 @@ func TestInvalidEventsAreWrittenAndCounted(t *testing.T) {
 		t.Errorf("Problems() = %d, want 0: the event is in the file", st.Problems())
 	}
 }
+
+func TestAWriteErrorIsStickyAndTheEndIsWrittenWhenSpaceComesBack(t *testing.T) {
+	w := &failAfter{limit: 1 << 20}
+	r := New(w, Options{Clock: stepClock()})
+	bash := trajectory.ToolRef{ToolUseID: "toolu_01", Tool: "bash"}
+	r.Emit(0, sessionStart())
+	w.limit = w.buf.Len() + 100
+	if err := r.Err(); err != nil {
+		t.Fatalf("Err before any failure = %v", err)
+	}
+	r.Emit(1, modelRequest(40)) // does not fit: the disk is full in the middle of this line
+	err := r.Err()
+	if !errors.Is(err, errDiskFull) || !strings.Contains(err.Error(), "no space left on device") {
+		t.Fatalf("Err after the failure = %v, want the disk error", err)
+	}
+	// The runtime stops; what it still records is held, and written with
+	// session_end once the space is back.
+	r.Emit(1, &trajectory.ToolCall{ToolRef: bash, Input: json.RawMessage(`{"command":"true"}`)})
+	r.Emit(1, &trajectory.ToolFailure{ToolRef: bash, FailureKind: trajectory.FailureAborted, ErrorCode: "record_failed"})
+	r.Emit(1, &trajectory.ToolEnd{ToolRef: bash})
+	r.Emit(1, &trajectory.ToolResult{ToolRef: bash, Text: "Not run.", IsError: true, Display: trajectory.DisplayFull})
+	if got := bytes.Count(w.buf.Bytes(), []byte{'\n'}); got != 1 {
+		t.Fatalf("%d whole lines written after the failure began, want only session_start", got)
+	}
+	w.limit = 1 << 20
+	r.Emit(1, &trajectory.SessionEnd{Reason: trajectory.EndRecordFailed, Turns: 1, ToolCalls: 1, ToolFailures: 1})
+	if err := r.Err(); !errors.Is(err, errDiskFull) {
+		t.Errorf("Err after the retry = %v, want it sticky", err)
+	}
+	st, cerr := r.Close()
+	if cerr != nil || !bytes.HasSuffix(w.buf.Bytes(), []byte("\n")) {
+		t.Fatalf("the file is not whole after the retry (close: %v)", cerr)
+	}
+	path := filepath.Join(t.TempDir(), "s.jsonl")
+	if err := os.WriteFile(path, w.buf.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	evs := readEvents(t, path)
+	assertSeqs(t, evs)
+	if len(evs) != 7 || evs[6].Type() != trajectory.TypeSessionEnd {
+		t.Fatalf("got %d events, want all 7 ending in session_end", len(evs))
+	}
+	if st.Events != 7 || st.WriteErrors != 0 || !errors.Is(st.FirstError, errDiskFull) {
+		t.Errorf("stats = %+v, want 7 events, none lost, the disk error kept", st)
+	}
+}
+
+func TestErrNoticesARemovedRunDirectory(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "runs")
+	r, err := Create(dir, Options{Clock: stepClock()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	r.Emit(0, sessionStart())
+	if err := r.Err(); err != nil {
+		t.Fatalf("Err = %v before the directory was removed", err)
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	err = r.Err()
+	if !errors.Is(err, os.ErrNotExist) || !strings.Contains(err.Error(), r.Path()) {
+		t.Fatalf("Err = %v, want ErrNotExist naming %s", err, r.Path())
+	}
+}

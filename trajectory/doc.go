@@ -38,6 +38,16 @@
 //	user_prompt        a person's prompt entering a session that has a conversation already (a follow-up, a continued session)
 //	session_end        end reason, turns, token and call totals, recorder errors
 //
+// A session_end's reason is one of end_turn, stop_sequence, max_turns,
+// max_tokens, token_budget, cost_budget, refused, stuck, aborted, error
+// and record_failed. record_failed says the recorder could not write (a
+// full disk, an I/O error, a removed run directory) and the runtime
+// stopped before the next effect started instead of running it
+// unrecorded: the calls that were running finished, none started after.
+// It is in the file only when the recorder managed to write the last
+// events after the failure (the space came back); otherwise the file
+// stops at the failure, like a crash.
+//
 // Events about a tool call that retrace did not run itself (an imported
 // transcript) say where they come from in the optional observed field:
 // transcript when the client's own transcript states the event, inferred

@@ -267,11 +267,16 @@ const (
 	EndStuck        EndReason = "stuck"
 	EndAborted      EndReason = "aborted"
 	EndError        EndReason = "error"
+	// EndRecordFailed: the recorder could not write (a full disk, an I/O
+	// error, a removed run directory), so the runtime stopped before the
+	// next effect rather than run it unrecorded. Such a session_end is in
+	// the file only when the recorder could write it after all.
+	EndRecordFailed EndReason = "record_failed"
 )
 
 var endReasons = closedSet[EndReason]{
 	EndTurn, EndStopSequence, EndMaxTurns, EndMaxTokens, EndTokenBudget,
-	EndCostBudget, EndRefused, EndStuck, EndAborted, EndError,
+	EndCostBudget, EndRefused, EndStuck, EndAborted, EndError, EndRecordFailed,
 }
 
 // Valid reports whether r is a known end reason.

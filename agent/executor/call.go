@@ -145,6 +145,9 @@ func (c *call) run() {
 		c.finish(outcome{kind: trajectory.FailureAborted, code: "user_abort", text: "Not run: the user interrupted the turn before this call started."})
 		return
 	}
+	if c.unrecorded() {
+		return
+	}
 	input, changed, hookDecision, ok := c.preHooks(ctx)
 	if !ok {
 		return
@@ -169,6 +172,9 @@ func (c *call) run() {
 		}
 	}
 	snapshot := c.snapshot(input)
+	if c.unrecorded() {
+		return
+	}
 	o := c.execute(ctx, input)
 	o.snapshot = snapshot
 	// An MCP tool's PostToolUse hooks get the output before shaping, so a
@@ -181,12 +187,41 @@ func (c *call) run() {
 	if c.spec.Source != trajectory.ToolMCP {
 		raw = o.text
 	}
-	c.postHooks(ctx, input, raw, &o)
+	if c.ex.recordErr() == nil {
+		// PostToolUse hooks are effects of their own: after a failure to
+		// record they do not run, and the outcome says what the tool did.
+		c.postHooks(ctx, input, raw, &o)
+	}
 	c.outside = (o.kind == "" || o.kind == trajectory.FailureToolError) && fromOutside(c.spec)
 	if changed {
 		o.text = "Note: a PreToolUse hook changed the input of this call before it ran. The result below is for the changed input, not exactly the one you sent.\n\n" + o.text
 	}
 	c.finish(o)
+}
+
+// RecordFailedCode is the error_code of the tool_failure (kind aborted)
+// of a call that did not run because the recorder could not write: the
+// call's tool_call, or an event before it, is not on disk (see
+// Config.RecordErr).
+const RecordFailedCode = "record_failed"
+
+// recordErr is the recorder's error, nil while the events are written.
+func (ex *Executor) recordErr() error {
+	if ex.cfg.RecordErr == nil {
+		return nil
+	}
+	return ex.cfg.RecordErr()
+}
+
+// unrecorded finishes the call as not run when the recorder cannot write,
+// and reports whether it did.
+func (c *call) unrecorded() bool {
+	if c.ex.recordErr() == nil {
+		return false
+	}
+	c.finish(outcome{kind: trajectory.FailureAborted, code: RecordFailedCode,
+		text: "Not run: the session's trajectory could not be written, so the session stopped before this call ran; nothing runs unrecorded."})
+	return true
 }
 
 // preHooks runs stage 3. ok is false when a hook blocked the call, which
@@ -254,6 +289,9 @@ func (c *call) permit(ctx context.Context, input json.RawMessage, hook *permissi
 		sink.Emit(turnNo, &trajectory.PermissionDeny{PermissionDecision: decision(trajectory.SourceNonInteractive, true)})
 		c.deny(req, "This call needs a person's confirmation, but the session is non-interactive, so it was refused. "+d.Reason, trajectory.SourceNonInteractive, false)
 		return false
+	}
+	if c.unrecorded() {
+		return false // no one is asked about a call that will not run
 	}
 	allowed, err := c.ex.cfg.Prompter.Confirm(ctx, Prompt{ToolUseID: c.id, Tool: c.name, Input: input, Reason: d.Reason})
 	if err == nil && allowed {

@@ -24,6 +24,14 @@
 // then tool_end with the tool's own duration (§5.8, §14): no path can skip
 // an event, and the trajectory invariants checker verifies it in the tests.
 //
+// Nothing runs unrecorded: before a call's PreToolUse hooks, before a
+// person is asked to confirm it, before the tool and before its
+// PostToolUse hooks, the executor asks Config.RecordErr whether the
+// events so far are on disk. Once the recorder has failed to write, the
+// call ends there, as aborted with error code RecordFailedCode (its
+// PostToolUse hooks are skipped; the tool's outcome is still what is
+// recorded), and so does every later call.
+//
 // Every final denial also goes through one function, deny, which counts it
 // for the permission checker's denial fuse (seed §8.7) and, at the denial
 // that trips the fuse, records a denial_fuse defense_trigger with what the

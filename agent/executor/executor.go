@@ -69,6 +69,14 @@ type Config struct {
 	MaxConcurrent int
 	// Timeout bounds each call; 0 means DefaultTimeout.
 	Timeout time.Duration
+	// RecordErr reports whether the events emitted so far are recorded:
+	// nil while they are, the recorder's error (recorder.Recorder.Err)
+	// from the first failure to write on. It is asked before each effect
+	// of a call (its PreToolUse hooks, the tool, its PostToolUse hooks);
+	// once it is not nil, no effect starts: the call ends as aborted with
+	// error code RecordFailedCode, so that nothing runs unrecorded. Nil
+	// means the sink cannot fail.
+	RecordErr func() error
 	// SchemaSent reports whether a tool's schema was in the request that
 	// produced the calls. When it was not, an input validation error gets
 	// a hint to load the tool first (seed §5.5). Nil means always sent.

@@ -6,10 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -90,6 +92,25 @@ type harnessOpts struct {
 	maxConcurrent int
 	timeout       time.Duration
 	schemaSent    func(string) bool
+	// failWrite, when set, makes the trajectory's writer fail (no space
+	// left) from the first write it returns true for.
+	failWrite func(p []byte) bool
+}
+
+// fullDisk is a trajectory writer that fails from the first write its
+// full function picks on, as a disk that filled up.
+type fullDisk struct {
+	buf    *bytes.Buffer
+	full   func(p []byte) bool
+	failed bool
+}
+
+func (d *fullDisk) Write(p []byte) (int, error) {
+	if d.failed || d.full(p) {
+		d.failed = true
+		return 0, syscall.ENOSPC
+	}
+	return d.buf.Write(p)
 }
 
 func newHarness(t *testing.T, o harnessOpts) *harness {
@@ -114,9 +135,14 @@ func newHarness(t *testing.T, o harnessOpts) *harness {
 		}
 	}
 	buf := &bytes.Buffer{}
-	rec := recorder.New(buf, recorder.Options{})
+	var w io.Writer = buf
+	if o.failWrite != nil {
+		w = &fullDisk{buf: buf, full: o.failWrite}
+	}
+	rec := recorder.New(w, recorder.Options{})
 	ex, err := New(Config{Env: env, Permission: perm, Hooks: hr, Sink: rec, Blobs: recorder.OpenBlobs(filepath.Join(t.TempDir(), "blobs")),
-		Prompter: o.prompt, SessionID: rec.SessionID(), MaxConcurrent: o.maxConcurrent, Timeout: o.timeout, SchemaSent: o.schemaSent})
+		Prompter: o.prompt, SessionID: rec.SessionID(), MaxConcurrent: o.maxConcurrent, Timeout: o.timeout, SchemaSent: o.schemaSent,
+		RecordErr: rec.Err})
 	if err != nil {
 		t.Fatal(err)
 	}

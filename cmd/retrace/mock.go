@@ -265,7 +265,18 @@ func runMockServe(ctx context.Context, sys *IO, opts *mockServeOptions) error {
 		},
 	}
 	if transcript != nil {
-		sopts.OnAccept, sopts.OnAnswer = transcript.Accept, transcript.Answer
+		// A call whose recording fails is answered with an error, and
+		// the failure is logged as it happens, not only at shutdown.
+		recorded := func(record func(mockllm.Logged) error) func(mockllm.Logged) error {
+			return func(l mockllm.Logged) error {
+				err := record(l)
+				if err != nil {
+					logf("retrace: --record: %v; the client gets an error instead of a reply that cannot be recorded\n", err)
+				}
+				return err
+			}
+		}
+		sopts.OnAccept, sopts.OnAnswer = recorded(transcript.Accept), recorded(transcript.Answer)
 	}
 	srv := mockllm.NewServer(src, sopts)
 	url, err := srv.Start(opts.addr)

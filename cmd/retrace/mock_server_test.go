@@ -287,7 +287,9 @@ func TestMockServeMemoryStaysFlatUnderSustainedLoad(t *testing.T) {
 	}
 }
 
-func TestMockServeRecordThatCannotCreateItsFileSaysSoAndStillAnswers(t *testing.T) {
+// A reply that cannot be recorded is not served: the client gets an error
+// naming why, and the server says so when it happens.
+func TestMockServeRecordThatCannotCreateItsFileAnswersWithAnErrorAndSaysSo(t *testing.T) {
 	runs := t.TempDir() + "/runs"
 	var stderr syncBuffer
 	m := serveMock(t, &mockServeOptions{script: "../../mockllm/testdata/read_then_answer.yaml", addr: "127.0.0.1:0", record: runs}, &stderr)
@@ -302,16 +304,17 @@ func TestMockServeRecordThatCannotCreateItsFileSaysSoAndStillAnswers(t *testing.
 	if err != nil {
 		t.Fatal(err)
 	}
+	body, _ := io.ReadAll(res.Body)
 	res.Body.Close()
-	if res.StatusCode != 200 {
-		t.Fatalf("status %d: a recording problem must not fail the agent's call", res.StatusCode)
+	if res.StatusCode != http.StatusInternalServerError || !strings.Contains(string(body), "cannot be recorded") || !strings.Contains(string(body), runs) {
+		t.Fatalf("status %d, body %s: a reply that cannot be recorded must not be served, and the error must say why", res.StatusCode, body)
+	}
+	if !strings.Contains(stderr.String(), "retrace: --record: ") || !strings.Contains(stderr.String(), "the client gets an error") {
+		t.Fatalf("stderr %q does not report the recording failure when it happens", stderr.String())
 	}
 	m.cancel()
 	err = <-m.done
 	if err == nil || !strings.Contains(err.Error(), "record in "+runs) {
 		t.Fatalf("mock serve returned %v, want the recording error", err)
-	}
-	if !strings.Contains(stderr.String(), "retrace: --record: ") || !strings.Contains(stderr.String(), "the conversation is not recorded") {
-		t.Fatalf("stderr %q does not report the recording failure when it happens", stderr.String())
 	}
 }

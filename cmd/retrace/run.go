@@ -85,6 +85,10 @@ the output), summary (the card alone) or hidden (no card; todo_write's list
 is shown as a todo panel). A failed call and one that never ran always show
 their card and the reason. Ctrl-C aborts: every pending tool call gets an
 aborted result, the session is closed, and the trajectory still validates.
+If the trajectory cannot be written (a full disk, an I/O error, the runs
+directory deleted), nothing starts after the failure — no tool, hook or
+model request — the session ends with reason record_failed, and run exits 1
+naming the file and the error; a file that got no line is not printed.
 
 The configuration holds permission rules and mode, hooks, MCP servers,
 limits, defenses (defenses: {enable: [loop_detection], disable: [...]}) and
@@ -307,7 +311,16 @@ func runRun(ctx context.Context, sys *IO, opts *runOptions) error {
 	if err != nil {
 		return err
 	}
-	live.summary(res, sess.Recorder.Path(), stats)
+	path := sess.Recorder.Path()
+	if stats.Events == 0 {
+		// Not even session_start reached the file, which then never
+		// took its name: there is no trajectory to point at.
+		path = ""
+	}
+	live.summary(res, sess.Recorder.SessionID(), path, stats)
+	if res.Reason == trajectory.EndRecordFailed {
+		return res.Err
+	}
 	if cerr != nil {
 		return fmt.Errorf("the trajectory %s may be incomplete: %w", sess.Recorder.Path(), cerr)
 	}

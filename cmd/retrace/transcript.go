@@ -295,10 +295,10 @@ func ruleSuffix(rule string) string {
 }
 
 // summary prints the one-screen summary after the session.
-func (l *liveTranscript) summary(res agent.Result, path string, st recorder.Stats) {
+func (l *liveTranscript) summary(res agent.Result, session, path string, st recorder.Stats) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	fmt.Fprintf(l.out, "\nsession %s ended: %s after %s\n", strings.TrimSuffix(pathBase(path), trajectory.Ext), res.Reason, plural(res.Turns, "turn"))
+	fmt.Fprintf(l.out, "\nsession %s ended: %s after %s\n", session, res.Reason, plural(res.Turns, "turn"))
 	if res.ErrorCode != "" {
 		fmt.Fprintf(l.out, "  error: %s %v\n", res.ErrorCode, res.Err)
 	}
@@ -324,15 +324,12 @@ func (l *liveTranscript) summary(res agent.Result, path string, st recorder.Stat
 	if st.Problems() > 0 || st.Redactions > 0 {
 		fmt.Fprintf(l.out, "  recorder: %s\n", st)
 	}
+	if path == "" {
+		fmt.Fprintln(l.out, "trajectory: none written")
+		return
+	}
 	fmt.Fprintf(l.out, "trajectory: %s\n", path)
 	fmt.Fprintf(l.out, "  check it with: retrace validate %s\n", path)
-}
-
-func pathBase(p string) string {
-	if i := strings.LastIndexAny(p, `/\`); i >= 0 {
-		return p[i+1:]
-	}
-	return p
 }
 
 // inputSummary shows a tool input in a few words: its most telling value,
