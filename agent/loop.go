@@ -287,6 +287,8 @@ func (s *session) emitStart() {
 		ReplayOf:          s.cfg.ReplayOf,
 		Tags:              s.cfg.Tags,
 		Continues:         s.cfg.Continues,
+		Config:            s.cfg.EffectiveConfig,
+		ConfigSources:     s.cfg.ConfigSources,
 	})
 }
 

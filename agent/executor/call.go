@@ -96,6 +96,8 @@ type outcome struct {
 	trunc    bool
 	spill    string
 	snapshot string
+	// pid is the process the tool started, 0 for none.
+	pid int
 }
 
 // finish is the single exit of every call (seed §5.8): it emits
@@ -115,7 +117,7 @@ func (c *call) finish(o outcome) {
 		sink.Emit(turnNo, &trajectory.ToolFailure{ToolRef: c.ref(), FailureKind: o.kind, ErrorCode: o.code})
 	}
 	sink.Emit(turnNo, &trajectory.ToolEnd{ToolRef: c.ref(), DurationMs: trajectory.Millis(o.duration), OutputBytes: int64(o.bytes),
-		Truncated: o.trunc, Spill: o.spill, Snapshot: o.snapshot})
+		Truncated: o.trunc, Spill: o.spill, Snapshot: o.snapshot, PID: o.pid})
 	c.text, c.isError = o.text, o.kind != ""
 	c.display = trajectory.DisplayFull
 	if !c.isError && c.spec.Display.Valid() {
@@ -321,7 +323,7 @@ func (c *call) execute(ctx context.Context, input json.RawMessage) outcome {
 	}
 	start := time.Now()
 	res, err := runTool(runCtx, c.tool, c.ex.cfg.Env, input)
-	o := outcome{duration: time.Since(start), text: res.Output, code: res.ErrorCode}
+	o := outcome{duration: time.Since(start), text: res.Output, code: res.ErrorCode, pid: res.PID}
 	var p errPanic
 	switch {
 	case errors.As(err, &p):
