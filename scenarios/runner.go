@@ -71,6 +71,10 @@ type Options struct {
 	// runs, such as an agent running without network isolation (from
 	// several goroutines at once).
 	Warn func(string)
+	// Key, when set, signs every recording as the user's own (see
+	// recorder.Key), so that the user's replay of Out applies each run's
+	// permission mode and rules.
+	Key *recorder.Key
 }
 
 // clock returns the clock of the runs.
@@ -241,7 +245,7 @@ func (r *runner) run(ctx context.Context, s *Scenario, index, repeat int) (res R
 		res.Error = err.Error()
 		return res
 	}
-	cfg, name, err := sessionConfig(s, ws, r.home)
+	cfg, err := sessionConfig(s, ws, r.home)
 	if err != nil {
 		res.Error = err.Error()
 		return res
@@ -252,7 +256,8 @@ func (r *runner) run(ctx context.Context, s *Scenario, index, repeat int) (res R
 		return res
 	}
 	spec := harness.Spec{
-		Workspace: ws, Config: cfg, ConfigName: name, Provider: provider, Model: r.opts.Model,
+		Workspace: ws, Config: cfg.Config, ConfigName: s.File + " (config) + " + cfg.Name(), ConfigSources: cfg.Sources, Key: r.opts.Key,
+		Provider: provider, Model: r.opts.Model,
 		System: SystemPrompt, Prompt: s.Prompt, Runs: r.runs, Clock: r.opts.Clock, Stream: s.Stream, BatchTools: s.BatchTools,
 		HarnessVersion: cmp.Or(r.opts.HarnessVersion, "retrace eval"),
 		Tags:           map[string]string{"eval_scenario": s.Name, "eval_repeat": strconv.Itoa(repeat)},
@@ -267,7 +272,8 @@ func (r *runner) run(ctx context.Context, s *Scenario, index, repeat int) (res R
 		spec.Prompter = person(s.Person == PersonApprove)
 	}
 	if s.Plant != nil {
-		spec.Plant = s.Plant.apply
+		spec.Plant = s.Plant.Apply
+		spec.Tags[harness.PlantTag] = s.Plant.String()
 	}
 	if len(s.FollowUps) > 0 {
 		spec.NextPrompt = followUps(s.FollowUps)
@@ -357,17 +363,18 @@ func writeWorkspace(dir string, files map[string][]byte) error {
 // the defaults, the scenario's config as the trusted file, and the
 // workspace's own retrace.yaml over it, restrict-only. The home directory
 // is one of the run's own, so that no user's file is read.
-func sessionConfig(s *Scenario, ws, home string) (config.Config, string, error) {
-	res, err := config.Resolve(config.Sources{Workspace: filepath.Join(ws, config.FileName), Defaults: baseConfig(s)})
+func sessionConfig(s *Scenario, ws, home string) (config.Resolved, error) {
+	res, err := config.Resolve(config.Sources{Workspace: filepath.Join(ws, config.FileName), Defaults: baseConfig(s),
+		DefaultsName: s.File + " (config)"})
 	if err != nil {
-		return config.Config{}, "", err
+		return res, err
 	}
-	cfg := res.Config
 	if s.MaxTurns > 0 {
-		cfg.Limits.MaxTurns = s.MaxTurns
+		res.Config.Limits.MaxTurns = s.MaxTurns
+		res.Sources["limits.max_turns"] = s.File + " (limits)"
 	}
-	cfg.Permissions.Home = home
-	return cfg, s.File + " (config) + " + res.Name(), nil
+	res.Config.Permissions.Home = home
+	return res, nil
 }
 
 // baseConfig is the trusted configuration of s's sessions: the

@@ -157,7 +157,7 @@ first that applies of 2, 1, 3 wins.`,
 			return usage(err)
 		}
 		opts.details = cmpFlags.details
-		ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+		ctx, stop := signalContext(cmd.Context())
 		defer stop()
 		out := opts.out
 		if out == "" {
@@ -167,7 +167,8 @@ first that applies of 2, 1, 3 wins.`,
 			// A directory is a batch, whatever it holds.
 			args = []string{opts.runs}
 		}
-		ropts := replay.RunOptions{Out: out, Workspace: opts.workspace, Config: opts.config, Keep: opts.keep, TrustRecording: opts.trust, Compare: copts}
+		ropts := replay.RunOptions{Out: out, Workspace: opts.workspace, Config: opts.config, Keep: opts.keep, TrustRecording: opts.trust, Compare: copts,
+			Key: userKey(sys)}
 		if !isBatch(args) {
 			return replayOne(ctx, sys, opts, ropts, args[0])
 		}
@@ -205,6 +206,13 @@ func replayOne(ctx context.Context, sys *IO, opts *replayOptions, ropts replay.R
 		return replayError(err)
 	}
 	s := b.Sessions[0]
+	switch s.Verdict {
+	case replay.VerdictExhibit:
+		fmt.Fprintf(sys.Out, "%s: %s\n", path, s.Reason())
+		return nil
+	case replay.VerdictInterrupted:
+		return interrupted(ctx, s.Err)
+	}
 	if s.Err != nil {
 		return replayError(s.Err)
 	}
@@ -312,6 +320,8 @@ func replayBatch(ctx context.Context, sys *IO, opts *replayOptions, ropts replay
 	}
 	fmt.Fprintf(sys.Err, "replays: %s\n", ropts.Out)
 	switch {
+	case b.Interrupted > 0:
+		return interrupted(ctx, errReported)
 	case b.BadInput():
 		return &exitError{code: ExitInvalid, err: errReported}
 	case b.HarnessFailed():
@@ -372,4 +382,45 @@ func (f *compareFlags) options() (compare.Options, error) {
 		opts.Tools[tool] = l
 	}
 	return opts, nil
+}
+
+// signalError is the cause of a context that SIGINT or SIGTERM cancelled.
+type signalError struct{ sig os.Signal }
+
+func (e signalError) Error() string { return "interrupted by " + e.sig.String() }
+
+// signalContext is cancelled, with a signalError as its cause, when the
+// process gets SIGINT or SIGTERM, so that a command can report what it
+// finished and exit as the signal says (interrupted).
+func signalContext(parent context.Context) (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(parent)
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case sig := <-ch:
+			cancel(signalError{sig})
+		case <-done:
+		}
+	}()
+	return ctx, func() {
+		signal.Stop(ch)
+		close(done)
+		cancel(nil)
+	}
+}
+
+// interrupted is the exit of a command that a signal stopped: 130 for
+// SIGINT, 143 for SIGTERM, 1 when the context ended otherwise.
+func interrupted(ctx context.Context, err error) error {
+	var se signalError
+	if errors.As(context.Cause(ctx), &se) {
+		code := ExitInterrupted
+		if se.sig == syscall.SIGTERM {
+			code = ExitTerminated
+		}
+		return &exitError{code: code, err: err}
+	}
+	return err
 }

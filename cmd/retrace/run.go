@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -214,22 +215,22 @@ func runRun(ctx context.Context, sys *IO, opts *runOptions) error {
 		runs = runsDir(sys)
 	}
 	workspace := opts.workspace
-	var cont *continuation
+	var cont *harness.Continuation
 	if opts.continueSession != "" {
 		c, err := loadContinuation(runs, opts.continueSession)
 		if err != nil {
 			return err
 		}
-		if workspace != "" && !sameDir(workspace, c.workspace) {
-			return invalid(fmt.Errorf("--continue %s: the session ran in %s; a continued session runs in the same workspace (leave out --workspace, or give that one)", c.session, c.workspace))
+		if workspace != "" && !sameDir(workspace, c.Workspace) {
+			return invalid(fmt.Errorf("--continue %s: the session ran in %s; a continued session runs in the same workspace (leave out --workspace, or give that one)", c.Session, c.Workspace))
 		}
-		if _, err := os.Stat(c.workspace); err != nil {
-			return invalid(fmt.Errorf("--continue %s: its workspace %s is gone: %w", c.session, c.workspace, err))
+		if _, err := os.Stat(c.Workspace); err != nil {
+			return invalid(fmt.Errorf("--continue %s: its workspace %s is gone: %w", c.Session, c.Workspace, err))
 		}
-		if opts.runs != "" && !sameDir(opts.runs, c.dir) {
-			return invalid(fmt.Errorf("--continue %s: the continued session is recorded next to the one it continues, in %s; leave out --runs", c.session, c.dir))
+		if opts.runs != "" && !sameDir(opts.runs, c.Dir) {
+			return invalid(fmt.Errorf("--continue %s: the continued session is recorded next to the one it continues, in %s; leave out --runs", c.Session, c.Dir))
 		}
-		workspace, runs, cont = c.workspace, c.dir, &c
+		workspace, runs, cont = c.Workspace, c.Dir, &c
 	}
 	if opts.prompt == "" && opts.interactive {
 		if p, ok := prompts.next(ctx); ok {
@@ -242,16 +243,18 @@ func runRun(ctx context.Context, sys *IO, opts *runOptions) error {
 	if workspace == "" {
 		workspace = "."
 	}
-	cfg, cfgName, err := loadRunConfig(sys, opts, workspace, demo)
+	resolved, err := loadRunConfig(sys, opts, workspace, demo)
 	if err != nil {
 		return err
 	}
+	cfg, cfgName := resolved.Config, resolved.Name()
 	provider, err := runProvider(sys, opts, demo)
 	if err != nil {
 		return err
 	}
 	if opts.maxTurns > 0 {
 		cfg.Limits.MaxTurns = opts.maxTurns
+		resolved.Sources["limits.max_turns"] = "--max-turns"
 	}
 	if cfg.Limits.MaxTurns == 0 {
 		cfg.Limits.MaxTurns = defaultMaxTurns
@@ -265,7 +268,7 @@ func runRun(ctx context.Context, sys *IO, opts *runOptions) error {
 		maxConcurrent = n
 	}
 	spec := harness.Spec{
-		Workspace: workspace, Config: cfg, ConfigName: cfgName,
+		Workspace: workspace, Config: cfg, ConfigName: cfgName, ConfigSources: resolved.Sources, Key: userKey(sys),
 		Provider: provider, Model: opts.model, Stream: opts.stream, BatchTools: opts.batch,
 		System: runSystemPrompt, Prompt: opts.prompt,
 		MCPGrace: mcpGrace, Runs: runs, Clock: sys.Now,
@@ -281,7 +284,7 @@ func runRun(ctx context.Context, sys *IO, opts *runOptions) error {
 		spec.NextPrompt = prompts.next
 	}
 	if cont != nil {
-		spec.History, spec.Continues = cont.history, cont.session
+		spec.History, spec.Continues = cont.History, cont.Session
 	}
 	if opts.provider != "" {
 		warnUnknownModel(sys, opts.model, cfg)
@@ -347,7 +350,7 @@ const defaultMaxTurns = 50
 // over it, restrict-only unless --trust-workspace (see config.Resolve).
 // The demo's policy ships in the binary, in its scenario: it is the
 // trusted base, and the user's own file does not change the demo.
-func loadRunConfig(sys *IO, opts *runOptions, workspace string, demo *scenarios.Scenario) (config.Config, string, error) {
+func loadRunConfig(sys *IO, opts *runOptions, workspace string, demo *scenarios.Scenario) (config.Resolved, error) {
 	src := config.Sources{
 		Explicit:       opts.config,
 		Workspace:      filepath.Join(workspace, config.FileName),
@@ -356,14 +359,37 @@ func loadRunConfig(sys *IO, opts *runOptions, workspace string, demo *scenarios.
 	}
 	if demo != nil {
 		src.Defaults = config.Overlay(src.Defaults, demo.Config)
+		src.DefaultsName = demo.File + " (config)"
 	} else if dir := userConfigDir(sys.Getenv); dir != "" {
 		src.User = config.UserFile(dir)
 	}
 	res, err := config.Resolve(src)
 	if err != nil {
-		return res.Config, res.Name(), invalid(err)
+		return res, invalid(err)
 	}
-	return res.Config, res.Name(), nil
+	return res, nil
+}
+
+// userKey is the key that signs the user's recordings (recorder.UserKey),
+// kept in the user's configuration directory; retrace run, eval --out and
+// replay share it. Without one the recordings are unsigned, and a replay
+// treats them as someone else's: that is said, and nothing else changes.
+func userKey(sys *IO) *recorder.Key {
+	dir := userConfigDir(sys.Getenv)
+	if dir == "" {
+		return nil
+	}
+	k, err := recorder.UserKey(dir)
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) {
+		// No configuration directory of one's own (a container, a CI
+		// runner's HOME=/): nothing to sign with, nothing to say.
+		return nil
+	}
+	if err != nil {
+		fmt.Fprintf(sys.Err, "warning: %v; the recordings are not signed as yours, so a replay applies only the settings it applies to anyone's\n", err)
+		return nil
+	}
+	return k
 }
 
 // userConfigDir is os.UserConfigDir read through the injected environment,
