@@ -12,7 +12,6 @@ import (
 	"github.com/retrace-dev/retrace/agent"
 	"github.com/retrace-dev/retrace/compare"
 	"github.com/retrace-dev/retrace/harness"
-	"github.com/retrace-dev/retrace/mockllm"
 	"github.com/retrace-dev/retrace/recorder"
 	"github.com/retrace-dev/retrace/trajectory"
 )
@@ -181,7 +180,9 @@ func (rec *recording) replay(ctx context.Context, opts RunOptions) (res Result, 
 	}
 	out, env, replayBlobs := sess.Recorder, sess.Env, sess.Blobs
 	if setup.answers != nil {
-		notes = append(notes, setup.answers.mismatches()...)
+		for _, id := range setup.answers.Mismatches() {
+			notes = append(notes, fmt.Sprintf("%s: the recorded approval was not re-applied, because the call's input differs from the one the person approved", id))
+		}
 	}
 	replayed, err := trajectory.ReadFile(out.Path())
 	if err != nil {
@@ -325,9 +326,14 @@ func inspect(events []trajectory.Event) (recording, error) {
 // recorded set. The model answers from the recording, so a request past it
 // is a replay miss, never a live call.
 func sessionSpec(rec recording, s setup, ws, out string) (harness.Spec, error) {
+	// The model answers from the recording, as harness.Model says.
+	model, err := harness.NewProvider(harness.Model{Recording: rec.events})
+	if err != nil {
+		return harness.Spec{}, err
+	}
 	spec := harness.Spec{
 		Workspace: ws, Config: s.cfg, ConfigName: s.name, ConfigSources: s.sources, BaseDefenses: rec.start.Defenses,
-		Provider: mockllm.NewReplay(rec.events), Stream: rec.stream, System: rec.system, Prompt: rec.prompt,
+		Provider: model, Stream: rec.stream, System: rec.system, Prompt: rec.prompt,
 		Runs: out, Mode: trajectory.ModeReplay, HarnessVersion: rec.start.HarnessVersion,
 		ReplayOf: rec.session, Tags: rec.start.Tags,
 		History: rec.history, Continues: rec.start.Continues,

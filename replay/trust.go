@@ -1,7 +1,6 @@
 package replay
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,11 +11,10 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 
 	"github.com/retrace-dev/retrace/agent/config"
-	"github.com/retrace-dev/retrace/agent/executor"
+	"github.com/retrace-dev/retrace/harness"
 	"github.com/retrace-dev/retrace/recorder"
 	"github.com/retrace-dev/retrace/trajectory"
 )
@@ -99,7 +97,7 @@ type setup struct {
 	// each setting came from.
 	name    string
 	sources map[string]string
-	answers *answers
+	answers *harness.RecordedAnswers
 	notes   []string
 	// modeRefused says a note already explains that the recording's mode
 	// was not applied.
@@ -165,15 +163,16 @@ func loadConfig(opts RunOptions, ws string, rec *recording) (setup, error) {
 	if len(res.WhatIf) > 0 {
 		s.notes = append(s.notes, fmt.Sprintf("what-if: %s changes %s over the recording's configuration; the divergences below are its effect", opts.Config, strings.Join(res.WhatIf, ", ")))
 	}
-	approved := recordedApprovals(rec.events)
+	answers := harness.NewRecordedAnswers(rec.events)
+	approved := answers.Approved()
 	switch {
 	case trust != config.TrustStranger && (len(approved) > 0 || rec.start.Mode == trajectory.ModeInteractive):
 		// The person answered then; their answers stand, and a question
 		// they were never asked is refused, as they did not answer it.
-		s.answers = &answers{approved: approved}
+		s.answers = answers
 	case len(approved) > 0:
 		s.notes = append(s.notes, fmt.Sprintf("the recording shows a person approving %s (%s); not re-approved: a call that needs a person is refused, as in a headless session (%s)",
-			plural(len(approved), "call"), strings.Join(sortedKeys(approved), ", "), trustHint))
+			plural(len(approved), "call"), strings.Join(approved, ", "), trustHint))
 	}
 	return s, nil
 }
@@ -223,62 +222,6 @@ func leftOutNotes(r config.Recorded, applied config.Config, refused []config.Ref
 		who = "it is your own recording, but hooks and MCP servers run code outside the replay's workspace"
 	}
 	return append(notes, fmt.Sprintf("divergences these settings cause are expected, not a what-if (%s)", who))
-}
-
-// recordedApprovals returns, for every call the recording shows a person
-// approving, the input of its recorded tool_call.
-func recordedApprovals(events []trajectory.Event) map[string]json.RawMessage {
-	inputs := map[string]json.RawMessage{}
-	approved := map[string]json.RawMessage{}
-	for _, ev := range events {
-		switch p := ev.Payload.(type) {
-		case *trajectory.ToolCall:
-			inputs[p.ToolUseID] = p.Input
-		case *trajectory.PermissionAllow:
-			if p.Source == trajectory.SourceUser {
-				approved[p.ToolUseID] = inputs[p.ToolUseID]
-			}
-		}
-	}
-	return approved
-}
-
-// answers replays a person's recorded answers to permission prompts: a call
-// the recording shows a person approving is approved again only when its
-// input is byte-identical to the recorded call's, so a what-if change, a
-// rewriting hook or a tampered response cannot borrow the approval;
-// anything else is refused, as in a headless session.
-type answers struct {
-	approved map[string]json.RawMessage
-	mu       sync.Mutex
-	differ   []string
-}
-
-// Confirm implements executor.Prompter.
-func (a *answers) Confirm(_ context.Context, p executor.Prompt) (bool, error) {
-	want, ok := a.approved[p.ToolUseID]
-	if !ok {
-		return false, nil
-	}
-	if len(want) == 0 || !bytes.Equal(want, p.Input) {
-		a.mu.Lock()
-		a.differ = append(a.differ, p.ToolUseID)
-		a.mu.Unlock()
-		return false, nil
-	}
-	return true, nil
-}
-
-// mismatches says which recorded approvals were not re-applied because the
-// call's input had changed.
-func (a *answers) mismatches() []string {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	var notes []string
-	for _, id := range a.differ {
-		notes = append(notes, fmt.Sprintf("%s: the recorded approval was not re-applied, because the call's input differs from the one the person approved", id))
-	}
-	return notes
 }
 
 // modeOf is the permission mode a configuration runs in.
@@ -394,13 +337,4 @@ func plural(n int, noun string) string {
 		return "1 " + noun
 	}
 	return fmt.Sprintf("%d %ss", n, noun)
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }

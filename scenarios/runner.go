@@ -16,12 +16,10 @@ import (
 	"time"
 
 	"github.com/retrace-dev/retrace/agent/config"
-	"github.com/retrace-dev/retrace/agent/executor"
 	"github.com/retrace-dev/retrace/agent/llm"
 	"github.com/retrace-dev/retrace/detectors"
 	"github.com/retrace-dev/retrace/harness"
 	"github.com/retrace-dev/retrace/metrics"
-	"github.com/retrace-dev/retrace/mockllm"
 	"github.com/retrace-dev/retrace/recorder"
 	"github.com/retrace-dev/retrace/trajectory"
 )
@@ -269,7 +267,7 @@ func (r *runner) run(ctx context.Context, s *Scenario, index, repeat int) (res R
 		}
 	}
 	if s.Person != "" {
-		spec.Prompter = person(s.Person == PersonApprove)
+		spec.Prompter = harness.Person(s.Person == PersonApprove)
 	}
 	if s.Plant != nil {
 		spec.Plant = s.Plant.Apply
@@ -327,7 +325,7 @@ func (r *runner) provider(s *Scenario) (llm.Provider, error) {
 	if s.Live {
 		return nil, fmt.Errorf("%s: scenario %s has model: live and runs only against a real model (retrace eval --provider)", s.File, s.Name)
 	}
-	return mockllm.ParseScript(s.Script, s.File)
+	return harness.NewProvider(harness.Model{Script: s.Script, ScriptName: s.File})
 }
 
 // ExitCodeOf is the exit code retrace run gives a session that ended
@@ -517,13 +515,6 @@ func Shard(suite []*Scenario, i, n int) ([]*Scenario, error) {
 	}
 	return out, nil
 }
-
-// person is a scripted person who answers every permission question the
-// same way (Scenario.Person): the session is then interactive.
-type person bool
-
-// Confirm answers yes for an approving person, no otherwise.
-func (p person) Confirm(context.Context, executor.Prompt) (bool, error) { return bool(p), nil }
 
 // followUps gives prompts one by one, as a person typing them would, and
 // then ends the session.

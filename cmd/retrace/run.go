@@ -5,15 +5,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"runtime"
 	"strconv"
-	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -21,11 +18,8 @@ import (
 
 	"github.com/retrace-dev/retrace/agent"
 	"github.com/retrace-dev/retrace/agent/config"
-	"github.com/retrace-dev/retrace/agent/executor"
 	"github.com/retrace-dev/retrace/agent/llm"
-	"github.com/retrace-dev/retrace/agent/llm/dialect"
 	"github.com/retrace-dev/retrace/harness"
-	"github.com/retrace-dev/retrace/mockllm"
 	"github.com/retrace-dev/retrace/recorder"
 	"github.com/retrace-dev/retrace/scenarios"
 	"github.com/retrace-dev/retrace/trajectory"
@@ -278,7 +272,7 @@ func runRun(ctx context.Context, sys *IO, opts *runOptions) error {
 		Warn: func(msg string) { fmt.Fprintf(sys.Err, "warning: %s\n", msg) },
 	}
 	if !opts.headless {
-		spec.Prompter = &terminalPrompter{in: in, out: sys.Err}
+		spec.Prompter = &harness.TerminalPrompter{In: in, Out: sys.Err, Describe: inputSummary}
 	}
 	if opts.interactive {
 		spec.NextPrompt = prompts.next
@@ -418,69 +412,36 @@ func userConfigDir(getenv func(string) string) string {
 	return ""
 }
 
-// runProvider builds the model: the demo scenario's script, a script
-// file, or a real provider configured from the environment.
+// runProvider builds the model (harness.NewProvider, as eval and replay
+// do): the demo scenario's script, a script file, or a real provider
+// configured from the environment.
 func runProvider(sys *IO, opts *runOptions, demo *scenarios.Scenario) (llm.Provider, error) {
-	switch {
-	case demo != nil:
-		return mockllm.ParseScript(demo.Script, demo.File)
-	case opts.script != "":
-		s, err := mockllm.LoadScript(opts.script)
-		if err != nil {
-			return nil, invalid(err)
-		}
-		return s, nil
+	if demo != nil {
+		return modelError(harness.NewProvider(harness.Model{Script: demo.Script, ScriptName: demo.File}))
+	}
+	if opts.script != "" {
+		return modelError(harness.NewProvider(harness.Model{ScriptFile: opts.script}))
 	}
 	return liveProvider(sys.Getenv, opts.provider, opts.model, opts.baseURL)
 }
 
 // liveProvider builds a real provider, name, for model, its key and
-// endpoint read through getenv as llm.OptionsFromEnv reads them; a
-// non-empty baseURL replaces the endpoint. retrace run --provider and
-// retrace eval --provider share it, so that both talk to a model the same
-// way. The key stays in the provider: nothing here prints or writes it.
+// endpoint read through getenv; a non-empty baseURL replaces the endpoint
+// (harness.Model.Live). retrace run --provider and retrace eval --provider
+// share it, so that both talk to a model the same way.
 func liveProvider(getenv func(string) string, name, model, baseURL string) (llm.Provider, error) {
-	o := llm.OptionsFromEnv(name, getenv)
-	o.Model = model
-	if baseURL != "" {
-		o.BaseURL = baseURL
+	p, err := harness.NewProvider(harness.Model{Live: name, Name: model, BaseURL: baseURL, Getenv: getenv})
+	if errors.Is(err, harness.ErrSpec) {
+		return nil, usage(err)
 	}
-	if o.Model == "" {
-		return nil, usage(errors.New("--provider needs --model"))
-	}
-	switch name {
-	case "anthropic":
-		o.ToolSchema = dialect.Anthropic
-		return llm.NewAnthropic(o)
-	case "openai":
-		o.ToolSchema, o.StrictTools, o.NonStrictSchema = dialect.OpenAIStrict, true, dialect.OpenAI
-		return llm.NewOpenAIResponses(o)
-	case "openai-chat":
-		o.ToolSchema = dialect.OpenAI
-		return llm.NewOpenAIChat(o)
-	}
-	return nil, usage(fmt.Errorf("--provider %q is not supported; use anthropic, openai or openai-chat", name))
+	return p, err
 }
 
-// terminalPrompter asks on the terminal whether a call may run. Parallel
-// calls may ask at once, so questions are asked one at a time.
-type terminalPrompter struct {
-	mu  sync.Mutex
-	in  *bufio.Reader
-	out io.Writer
-}
-
-func (p *terminalPrompter) Confirm(ctx context.Context, q executor.Prompt) (bool, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if ctx.Err() != nil {
-		return false, ctx.Err()
+// modelError maps a model the user gave that cannot be used to the
+// invalid-input exit.
+func modelError(p llm.Provider, err error) (llm.Provider, error) {
+	if errors.Is(err, harness.ErrSpec) {
+		return nil, invalid(err)
 	}
-	fmt.Fprintf(p.out, "\n  ? allow %s %s\n    %s\n    [y/N] ", q.Tool, inputSummary(q.Input), q.Reason)
-	line, err := p.in.ReadString('\n')
-	if err != nil && line == "" {
-		return false, err
-	}
-	answer := strings.ToLower(strings.TrimSpace(line))
-	return answer == "y" || answer == "yes", nil
+	return p, err
 }
