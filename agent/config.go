@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -177,6 +178,12 @@ type Config struct {
 	// ReplayOf is the session id this session replays, recorded in
 	// session_start.
 	ReplayOf string
+	// EffectiveConfig and ConfigSources are recorded in session_start:
+	// the configuration the session runs under, as a JSON object, and
+	// the layer each setting came from (see trajectory.SessionStart).
+	// Whoever built the session gives them (the harness package).
+	EffectiveConfig json.RawMessage
+	ConfigSources   map[string]string
 	// Clock times the session; nil means time.Now.
 	Clock func() time.Time
 }

@@ -308,6 +308,8 @@ func (s *session) emitStart() {
 		ReplayOf:          s.cfg.ReplayOf,
 		Tags:              s.cfg.Tags,
 		Continues:         s.cfg.Continues,
+		Config:            s.cfg.EffectiveConfig,
+		ConfigSources:     s.cfg.ConfigSources,
 	})
 }
 

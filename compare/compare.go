@@ -86,6 +86,8 @@ func Sessions(recorded, replayed []trajectory.Event, opts Options) Result {
 	rec := index(recorded)
 	rep := index(replayed)
 	rec.n, rep.n = c.rn, c.pn
+	withPIDs(c.rn, c.pn, processIDs(recorded), processIDs(replayed))
+	c.markPIDTexts(rec, rep)
 	c.tools = map[string]string{}
 	for _, s := range []*session{rep, rec} {
 		for id, cl := range s.calls {
@@ -296,4 +298,36 @@ func (c *comparer) canonJSON(n *normalizer, raw json.RawMessage, tool string) st
 		return n.text(string(raw), ScopeToolInput, tool)
 	}
 	return n.text(string(b), ScopeToolInput, tool)
+}
+
+// processIDs maps each call of a session that started a process to its
+// process id, as tool_end recorded it.
+func processIDs(events []trajectory.Event) map[string]int {
+	out := map[string]int{}
+	for _, ev := range events {
+		if end, ok := ev.Payload.(*trajectory.ToolEnd); ok && end.PID > 0 {
+			out[end.ToolUseID] = end.PID
+		}
+	}
+	return out
+}
+
+// markPIDTexts chooses the tool outputs whose process ids are mapped: a
+// call's output on both sides when the two differ without the mapping.
+func (c *comparer) markPIDTexts(rec, rep *session) {
+	if c.rn.pids == nil && c.pn.pids == nil {
+		return
+	}
+	c.rn.pidTexts, c.pn.pidTexts = map[string]bool{}, map[string]bool{}
+	for id, r := range rec.calls {
+		p, ok := rep.calls[id]
+		if !ok || r.result == nil || p.result == nil {
+			continue
+		}
+		a := c.rn.apply(r.result.Text, ScopeToolOutput, r.tool, map[string]int{}, false)
+		b := c.pn.apply(p.result.Text, ScopeToolOutput, r.tool, map[string]int{}, false)
+		if a != b {
+			c.rn.pidTexts[r.result.Text], c.pn.pidTexts[p.result.Text] = true, true
+		}
+	}
 }

@@ -3,9 +3,11 @@ package compare
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 )
@@ -298,6 +300,14 @@ type normalizer struct {
 	// done caches text's results, so each distinct text is rewritten and
 	// counted once.
 	done map[textKey]string
+	// pids matches the process ids this side's tool_end events recorded,
+	// and pidNames names each after the call that started it, the same
+	// on both sides (see withPIDs).
+	pids     *regexp.Regexp
+	pidNames map[string]string
+	// pidTexts are the tool outputs the pids are mapped in: those that
+	// differ from the other side's without the mapping (see withPIDs).
+	pidTexts map[string]bool
 }
 
 type textKey struct {
@@ -357,11 +367,26 @@ func (n *normalizer) text(s string, scope Scope, tool string) string {
 	if t, ok := n.done[key]; ok {
 		return t
 	}
-	defer func() { n.done[key] = s }()
+	out := n.apply(s, scope, tool, n.uses, n.pidTexts[s])
+	n.done[key] = out
+	return out
+}
+
+// apply rewrites s as text does, counting the rules' matches in uses;
+// pids says whether the process ids are mapped.
+func (n *normalizer) apply(s string, scope Scope, tool string, uses map[string]int, pids bool) string {
 	for _, r := range n.rewrites {
 		if strings.Contains(s, r.Old) {
 			s = strings.ReplaceAll(s, r.Old, r.New)
 		}
+	}
+	if pids && n.pids != nil && scope == ScopeToolOutput {
+		var count int
+		s = n.pids.ReplaceAllStringFunc(s, func(m string) string {
+			count++
+			return n.pidNames[m]
+		})
+		uses[pidRule] += count
 	}
 	for _, r := range n.rules {
 		if !r.applies(scope, tool) || r.need != nil && !r.need(s) {
@@ -369,7 +394,7 @@ func (n *normalizer) text(s string, scope Scope, tool string) string {
 		}
 		var count int
 		s, count = replaceAll(r, s)
-		n.uses[r.Name] += count
+		uses[r.Name] += count
 	}
 	return s
 }
@@ -391,9 +416,52 @@ func replaceAll(r Rule, s string) (string, int) {
 	return string(append(out, s[last:]...)), len(matches)
 }
 
+// pidRule names the exact process id mapping in the rule counts.
+const pidRule = "pid_map"
+
+// withPIDs gives the two sides the process ids their calls started, as
+// tool_end recorded them (tool_use_id to pid): a recorded call's pid and
+// the replayed same call's pid are both replaced by "<pid:ID>" in the
+// tool output of either side, wherever they stand as a whole number, so
+// that `echo $$` replays identically and a pid that is not one of these
+// still counts as a difference. Only tool output is mapped (tool input
+// and model text come from the recording on both sides), and only a call's
+// output that differs without the mapping: a number that happens to equal
+// a pid (seq's output, say) is left alone in an output that matches as it
+// is.
+func withPIDs(rn, pn *normalizer, recorded, replayed map[string]int) {
+	set := func(n *normalizer, pids map[string]int) {
+		names := map[string]string{}
+		var alts []string
+		for _, id := range slices.Sorted(maps.Keys(pids)) {
+			if _, both := recorded[id]; !both {
+				continue
+			}
+			if _, both := replayed[id]; !both {
+				continue
+			}
+			num := strconv.Itoa(pids[id])
+			if _, dup := names[num]; dup || pids[id] <= 0 {
+				continue
+			}
+			names[num] = "<pid:" + id + ">"
+			alts = append(alts, num)
+		}
+		if len(alts) == 0 {
+			return
+		}
+		n.pids, n.pidNames = regexp.MustCompile(`\b(?:`+strings.Join(alts, "|")+`)\b`), names
+	}
+	set(rn, recorded)
+	set(pn, replayed)
+}
+
 // used lists the rules that matched on either side, in the order they ran.
 func used(rec, rep *normalizer) []RuleUse {
 	out := []RuleUse{}
+	if a, b := rec.uses[pidRule], rep.uses[pidRule]; a+b > 0 {
+		out = append(out, RuleUse{Rule: pidRule, Recorded: a, Replayed: b})
+	}
 	seen := map[string]bool{}
 	for _, r := range rec.rules {
 		if seen[r.Name] {

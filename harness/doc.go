@@ -13,6 +13,14 @@
 // that changes a recorded session is a Spec field, and the replay sets it
 // from what the recording says.
 //
+// The inputs a Spec is made of are shared too: the configuration is
+// layered by agent/config.Resolve for run, eval and replay alike; a
+// continued session's conversation comes from LoadContinuation for
+// retrace run --continue and for the replay of what it recorded; an eval's
+// planted fault is a Plant, recorded in session_start's tags and planted
+// again by the replay; and Spec.Key signs the recording as its user's own
+// (recorder.Key), which a replay checks.
+//
 // The package is called harness, at the top level, rather than
 // agent/session, because it sits above the runtime: it imports agent and
 // its subpackages, recorder and trajectory, and the runtime's own packages

@@ -51,6 +51,10 @@ type Spec struct {
 	Config config.Config
 	// ConfigName names the configuration in error messages.
 	ConfigName string
+	// ConfigSources say which layer each setting of Config came from
+	// (config.Resolved.Sources); session_start records them with the
+	// effective configuration itself.
+	ConfigSources map[string]string
 	// BaseDefenses is the set Config.Defenses is applied to: nil means
 	// agent.DefaultDefenses(); a replay gives the recorded set.
 	BaseDefenses []trajectory.DefenseName
@@ -105,6 +109,10 @@ type Spec struct {
 	Observe func(*recorder.Recorder) trajectory.Sink
 	// Clock times the session and names its file; nil means time.Now.
 	Clock func() time.Time
+	// Key, when set, signs the recording as the user's own (see
+	// recorder.Key), so that the user's replays apply its permission mode
+	// and rules. retrace run, eval --out and replay give the user's key.
+	Key *recorder.Key
 
 	// Snapshot, when set, stores the workspace the session starts from
 	// (after session_start is on disk), so that a replay can restore it.
@@ -206,6 +214,10 @@ func Build(ctx context.Context, spec Spec) (_ *Session, err error) {
 	if err != nil {
 		return nil, &specError{err}
 	}
+	effective, err := config.Effective(spec.Config)
+	if err != nil {
+		return nil, &specError{err}
+	}
 	life, stop := context.WithCancel(context.Background())
 	s := &Session{Env: env, Permission: perm, Hooks: hr, stop: stop}
 	defer func() {
@@ -255,7 +267,7 @@ func Build(ctx context.Context, spec Spec) (_ *Session, err error) {
 			RecordErr: s.Recorder.Err},
 		PolicyHash: policy, Mode: mode, PermissionMode: spec.Config.Permissions.Mode,
 		HarnessVersion: spec.HarnessVersion, HarnessRevision: spec.HarnessRevision, Tags: spec.Tags, ReplayOf: spec.ReplayOf, Clock: spec.Clock,
-		WorkspaceSnapshot: spec.WorkspaceSnapshot,
+		WorkspaceSnapshot: spec.WorkspaceSnapshot, EffectiveConfig: effective, ConfigSources: spec.ConfigSources,
 	}
 	if lifecycle != nil {
 		s.Agent.MCPEvents = lifecycle.Drain
@@ -278,7 +290,7 @@ func (spec Spec) warn(msg string) {
 }
 
 func newRecorder(spec Spec) (*recorder.Recorder, error) {
-	opts := recorder.Options{Clock: spec.Clock}
+	opts := recorder.Options{Clock: spec.Clock, Key: spec.Key}
 	if spec.Output != nil {
 		return recorder.New(spec.Output, opts), nil
 	}

@@ -40,6 +40,9 @@ type Options struct {
 	// Redactor removes secrets from every line. The default is
 	// DefaultRedactor; there is no way to record without one.
 	Redactor *Redactor
+	// Key, when set, signs session_start (see Key): the recording is then
+	// recognised as this key's user's own.
+	Key *Key
 }
 
 // Recorder is the trajectory.Sink that writes one session's events as a
@@ -57,6 +60,7 @@ type Recorder struct {
 	session string
 	clock   func() time.Time
 	red     *Redactor
+	key     *Key
 
 	seq     int64
 	line    []byte // encode buffer, reused
@@ -161,7 +165,7 @@ func New(w io.Writer, opts Options) *Recorder {
 }
 
 func newRecorder(w io.Writer, opts Options) *Recorder {
-	r := &Recorder{w: w, session: opts.SessionID, clock: opts.Clock, red: opts.Redactor}
+	r := &Recorder{w: w, session: opts.SessionID, clock: opts.Clock, red: opts.Redactor, key: opts.Key}
 	if r.clock == nil {
 		r.clock = time.Now
 	}
@@ -235,6 +239,15 @@ func (r *Recorder) emit(turn int, p trajectory.Payload) {
 	}
 	p, fixes := fixLabels(p)
 	r.stats.LabelFixes += int64(fixes)
+	if start, ok := p.(*trajectory.SessionStart); ok && r.key != nil {
+		// Signed as written; a line the redactor then changes no longer
+		// checks, so such a recording is treated as someone else's.
+		c := *start // p may be the caller's
+		if sig, err := r.key.Sign(r.session, &c); err == nil {
+			c.Signature = sig
+		}
+		p = &c
+	}
 	if end, ok := p.(*trajectory.SessionEnd); ok {
 		c := *end // p may be the caller's
 		c.RecorderErrors = r.stats.Problems()

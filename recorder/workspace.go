@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
 
@@ -149,6 +150,11 @@ type ManifestEntry struct {
 	Mode uint32 `json:"mode,omitempty"`
 	// Size is a file's size in bytes.
 	Size int64 `json:"size,omitempty"`
+	// MTime is a file's modification time in Unix nanoseconds, restored
+	// with it, because tools list files by it (glob puts the newest
+	// first). Optional: 0 in older manifests, and the restored file then
+	// has the time of its restore.
+	MTime int64 `json:"mtime_ns,omitempty"`
 	// Blob is the reference of a file's content; empty when Skipped.
 	Blob string `json:"blob,omitempty"`
 	// Link is a symlink's target, exactly as read, never followed.
@@ -297,7 +303,7 @@ func (s *snapshotter) file(full, p string) {
 		s.skip(e, SkippedUnreadable)
 		return
 	}
-	e.Mode, e.Size = uint32(info.Mode().Perm()), info.Size()
+	e.Mode, e.Size, e.MTime = uint32(info.Mode().Perm()), info.Size(), info.ModTime().UnixNano()
 	if pat, ok := SecretFileName(path.Base(p)); ok {
 		e.Reason = "the name matches " + pat
 		s.skip(e, SkippedSecret)
@@ -604,6 +610,13 @@ func restoreEntry(blobs *Blobs, dst string, e ManifestEntry) error {
 		merr := f.Chmod(fs.FileMode(e.Mode) & fs.ModePerm)
 		if err := errors.Join(werr, merr, f.Close()); err != nil {
 			return fmt.Errorf("restore %s: %w", e.Path, err)
+		}
+		if e.MTime > 0 {
+			// The file was just created by O_EXCL, so this is no link.
+			t := time.Unix(0, e.MTime)
+			if err := os.Chtimes(full, t, t); err != nil {
+				return fmt.Errorf("restore %s: %w", e.Path, err)
+			}
 		}
 	}
 	return nil

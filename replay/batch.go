@@ -14,7 +14,7 @@ import (
 
 	"github.com/retrace-dev/retrace/agent/config"
 	"github.com/retrace-dev/retrace/compare"
-	"github.com/retrace-dev/retrace/trajectory"
+	"github.com/retrace-dev/retrace/recorder"
 )
 
 // Verdict is how one recording of a batch came out.
@@ -28,6 +28,18 @@ const (
 	VerdictDiverged Verdict = "diverged"
 	// VerdictFailed: the recording could not be replayed; Session.Err says why.
 	VerdictFailed Verdict = "failed"
+	// VerdictExpected: the replay differs, and it left out settings of the
+	// recording (Result.LeftOut: hooks and MCP servers it did not run,
+	// or the mode and rules of a recording not proven the user's own),
+	// which explain such divergences; --trust-recording applies them.
+	VerdictExpected Verdict = "expected"
+	// VerdictExhibit: the recording is a failure museum exhibit, written
+	// by hand rather than by the runtime (recorder.NotReplayable): not
+	// replayable, and no failure.
+	VerdictExhibit Verdict = "exhibit"
+	// VerdictInterrupted: the batch was interrupted (SIGINT, SIGTERM)
+	// before this replay finished, or before it started.
+	VerdictInterrupted Verdict = "interrupted"
 )
 
 // BatchOptions say which recordings to replay and how.
@@ -55,14 +67,18 @@ type Session struct {
 	// Result is the replay's result; its Report is empty when the
 	// verdict is failed.
 	Result Result
-	// Err is why the replay failed, nil otherwise.
+	// Err is why the replay failed or was interrupted, nil otherwise.
 	Err error
+	// Why says why an exhibit is not replayable.
+	Why string
 }
 
 // BadInput reports whether the session failed because of its input (a
 // file that is not a trajectory, a recording that cannot be replayed, a
 // bad --config), as opposed to a failure of retrace itself.
-func (s Session) BadInput() bool { return s.Err != nil && isInputError(s.Err) }
+func (s Session) BadInput() bool {
+	return s.Err != nil && s.Verdict == VerdictFailed && isInputError(s.Err)
+}
 
 func isInputError(err error) bool {
 	return errors.Is(err, ErrInput) || errors.Is(err, ErrNotReplayable) || errors.Is(err, fs.ErrNotExist)
@@ -72,8 +88,10 @@ func isInputError(err error) bool {
 type Batch struct {
 	// Sessions are in the order of BatchOptions.Recordings.
 	Sessions []Session
-	// Identical, Diverged and Failed count the sessions per verdict.
-	Identical, Diverged, Failed int
+	// Identical, Diverged and Failed count the sessions per verdict, and
+	// so do Expected, Exhibits and Interrupted.
+	Identical, Diverged, Failed     int
+	Expected, Exhibits, Interrupted int
 	// Classes counts the divergences of every diverged session per class.
 	Classes map[Class]int
 }
@@ -92,7 +110,7 @@ func (b Batch) BadInput() bool {
 // than its input: retrace itself could not replay it.
 func (b Batch) HarnessFailed() bool {
 	for _, s := range b.Sessions {
-		if s.Err != nil && !s.BadInput() {
+		if s.Verdict == VerdictFailed && !s.BadInput() {
 			return true
 		}
 	}
@@ -106,8 +124,9 @@ func (b Batch) HarnessFailed() bool {
 // that is wrong at once. RunBatch itself fails only for options that make
 // every replay impossible: a --workspace for more than one recording, a
 // --config that cannot be loaded.
-// When ctx is cancelled, the recordings not yet started fail with the
-// context's error.
+// When ctx is cancelled, the replays under way and the recordings not yet
+// started are interrupted, never diverged or failed: what finished keeps
+// its verdict.
 func RunBatch(ctx context.Context, opts BatchOptions) (Batch, error) {
 	if len(opts.Recordings) > 1 && opts.Run.Workspace != "" {
 		return Batch{}, fmt.Errorf("%w: --workspace %s names one directory for %d recordings; leave --workspace out so that each recording is restored into its own temporary workspace, or replay one recording at a time", ErrInput, opts.Run.Workspace, len(opts.Recordings))
@@ -149,7 +168,7 @@ feed:
 		case next <- i:
 		case <-ctx.Done():
 			for j := i; j < len(opts.Recordings); j++ {
-				sessions[j] = Session{Recording: opts.Recordings[j], Verdict: VerdictFailed, Err: fmt.Errorf("not replayed: %w", context.Cause(ctx))}
+				sessions[j] = Session{Recording: opts.Recordings[j], Verdict: VerdictInterrupted, Err: fmt.Errorf("not replayed: %w", context.Cause(ctx))}
 			}
 			break feed
 		}
@@ -166,6 +185,12 @@ feed:
 			for c, n := range s.Result.Report.Counts {
 				b.Classes[c] += n
 			}
+		case VerdictExpected:
+			b.Expected++
+		case VerdictExhibit:
+			b.Exhibits++
+		case VerdictInterrupted:
+			b.Interrupted++
 		default:
 			b.Failed++
 		}
@@ -185,55 +210,46 @@ func checkConfig(path string) error {
 	return err
 }
 
-// replayOne replays one recording and gives it its verdict.
+// replayOne replays one recording and gives it its verdict. The recording
+// is read once; an exhibit is not read at all.
 func replayOne(ctx context.Context, template RunOptions, path string) Session {
 	opts := template
 	opts.Recording = path
-	if isMockServeRecording(path) {
-		// Checked before Run: with --workspace or --trust-recording such a
-		// recording would otherwise run retrace's own tools against
-		// another agent's tool calls and report divergences that mean
-		// nothing.
-		return Session{Recording: path, Verdict: VerdictFailed, Err: explainNotReplayable(path, ErrNotReplayable)}
+	if why, ok := recorder.NotReplayable(path); ok {
+		return Session{Recording: path, Verdict: VerdictExhibit, Why: why}
 	}
-	res, err := Run(ctx, opts)
-	switch {
-	case err != nil:
-		if errors.Is(err, ErrNotReplayable) {
-			err = explainNotReplayable(path, err)
+	rec, err := load(ctx, path)
+	if err == nil {
+		var res Result
+		res, err = rec.replay(ctx, opts)
+		switch {
+		case ctx.Err() != nil:
+			// Stopped part way: what differs is the interruption's doing.
+		case err != nil:
+		case res.Report.Identical():
+			return Session{Recording: path, Verdict: VerdictIdentical, Result: res}
+		case len(res.LeftOut) > 0:
+			return Session{Recording: path, Verdict: VerdictExpected, Result: res}
+		default:
+			return Session{Recording: path, Verdict: VerdictDiverged, Result: res}
 		}
-		return Session{Recording: path, Verdict: VerdictFailed, Err: err}
-	case res.Report.Identical():
-		return Session{Recording: path, Verdict: VerdictIdentical, Result: res}
 	}
-	return Session{Recording: path, Verdict: VerdictDiverged, Result: res}
-}
-
-// mockServeSource is the session_start tag value of a conversation
-// recorded by retrace mock serve --record.
-const mockServeSource = "mock_serve"
-
-// explainNotReplayable replaces the generic reason with what to do for a
-// recording made by retrace mock serve --record: it holds the model's side
-// of a third-party agent's conversation, with no workspace snapshot and no
-// retrace runtime behind its tool calls, so replay cannot rebuild it; mock
-// serve --from answers that agent again instead.
-func explainNotReplayable(path string, err error) error {
-	events, rerr := trajectory.ReadFile(path)
-	if rerr != nil || len(events) == 0 {
-		return err
+	if ctx.Err() != nil {
+		return Session{Recording: path, Verdict: VerdictInterrupted, Err: fmt.Errorf("interrupted: %w", context.Cause(ctx))}
 	}
-	start, ok := events[0].Payload.(*trajectory.SessionStart)
-	if !ok || start.Tags["source"] != mockServeSource {
-		return err
-	}
-	return fmt.Errorf("%s: %w: not replayable here: it was recorded by retrace mock serve --record (another agent's conversation, no workspace snapshot); use retrace mock serve --from %s and run that agent against it", path, ErrNotReplayable, path)
+	return Session{Recording: path, Verdict: VerdictFailed, Err: err}
 }
 
 // Reason is a session's failure in one line, "" for a session that ran.
 // The sentinel's "bad replay input: " prefix is left out: the summary's
 // rows are read side by side, and it says nothing the row does not.
 func (s Session) Reason() string {
+	if s.Why != "" {
+		return "not replayable: " + compare.OneLine(s.Why)
+	}
+	if s.Verdict == VerdictExpected {
+		return "left out " + strings.Join(s.Result.LeftOut, ", ")
+	}
 	if s.Err == nil {
 		return ""
 	}
@@ -260,7 +276,17 @@ func (s Session) firstLine() string {
 // Totals is the batch's one-line verdict, e.g.
 // "20 recordings: 18 identical, 2 diverged, 0 failed".
 func (b Batch) Totals() string {
-	return fmt.Sprintf("%s: %d identical, %d diverged, %d failed", plural(len(b.Sessions), "recording"), b.Identical, b.Diverged, b.Failed)
+	s := fmt.Sprintf("%s: %d identical, %d diverged, %d failed", plural(len(b.Sessions), "recording"), b.Identical, b.Diverged, b.Failed)
+	if b.Expected > 0 {
+		s += fmt.Sprintf(", %d expected (settings left out)", b.Expected)
+	}
+	if b.Exhibits > 0 {
+		s += fmt.Sprintf(", %s (not replayable)", plural(b.Exhibits, "exhibit"))
+	}
+	if b.Interrupted > 0 {
+		s += fmt.Sprintf(", %d interrupted", b.Interrupted)
+	}
+	return s
 }
 
 // classLine lists the divergence classes with their counts in report order.
@@ -284,8 +310,11 @@ func (b Batch) Table(w io.Writer) error {
 		what := s.firstLine()
 		n := "-"
 		switch s.Verdict {
-		case VerdictFailed:
+		case VerdictFailed, VerdictExhibit, VerdictInterrupted:
 			what = s.Reason()
+		case VerdictExpected:
+			n = fmt.Sprint(len(s.Result.Report.Divergences))
+			what = s.firstLine() + "; " + s.Reason()
 		case VerdictDiverged:
 			n = fmt.Sprint(len(s.Result.Report.Divergences))
 		case VerdictIdentical:
@@ -323,7 +352,7 @@ func (b Batch) Markdown(w io.Writer) error {
 	if line := b.classLine(" · "); line != "" {
 		fmt.Fprintf(&sb, "\nDivergence classes: %s\n", line)
 	}
-	if b.Diverged+b.Failed > 0 {
+	if b.Diverged+b.Failed+b.Expected+b.Interrupted > 0 {
 		sb.WriteString("\n| recording | result | divergences | first divergence / reason |\n|---|---|---|---|\n")
 		for _, s := range b.Sessions {
 			switch s.Verdict {
@@ -331,6 +360,8 @@ func (b Batch) Markdown(w io.Writer) error {
 				fmt.Fprintf(&sb, "| %s | diverged | %d | %s |\n", compare.MarkdownCell(s.Recording), len(s.Result.Report.Divergences), compare.MarkdownCell(s.firstLine()))
 			case VerdictFailed:
 				fmt.Fprintf(&sb, "| %s | **failed** | | %s |\n", compare.MarkdownCell(s.Recording), compare.MarkdownCell(s.Reason()))
+			case VerdictExpected, VerdictInterrupted:
+				fmt.Fprintf(&sb, "| %s | %s | %d | %s |\n", compare.MarkdownCell(s.Recording), s.Verdict, len(s.Result.Report.Divergences), compare.MarkdownCell(s.Reason()))
 			}
 		}
 	}
@@ -358,21 +389,26 @@ type SessionSummary struct {
 
 // BatchSummary is the JSON form of a Batch.
 type BatchSummary struct {
-	Recordings int              `json:"recordings"`
-	Identical  int              `json:"identical"`
-	Diverged   int              `json:"diverged"`
-	Failed     int              `json:"failed"`
-	Classes    map[Class]int    `json:"classes"`
-	Sessions   []SessionSummary `json:"sessions"`
+	Recordings int `json:"recordings"`
+	Identical  int `json:"identical"`
+	Diverged   int `json:"diverged"`
+	Failed     int `json:"failed"`
+	// Expected, Exhibits and Interrupted count those verdicts.
+	Expected    int              `json:"expected,omitempty"`
+	Exhibits    int              `json:"exhibits,omitempty"`
+	Interrupted int              `json:"interrupted,omitempty"`
+	Classes     map[Class]int    `json:"classes"`
+	Sessions    []SessionSummary `json:"sessions"`
 }
 
 // Summary returns the batch in the shape of its JSON summary.
 func (b Batch) Summary() BatchSummary {
 	out := BatchSummary{Recordings: len(b.Sessions), Identical: b.Identical, Diverged: b.Diverged, Failed: b.Failed,
+		Expected: b.Expected, Exhibits: b.Exhibits, Interrupted: b.Interrupted,
 		Classes: b.Classes, Sessions: make([]SessionSummary, 0, len(b.Sessions))}
 	for _, s := range b.Sessions {
 		ss := SessionSummary{Recording: s.Recording, Verdict: s.Verdict, Reason: s.Reason(), BadInput: s.BadInput()}
-		if s.Verdict != VerdictFailed {
+		if s.Result.Path != "" {
 			ss.Replay, ss.Divergences, ss.Notes = s.Result.Path, len(s.Result.Report.Divergences), s.Result.Report.Notes
 			if len(s.Result.Report.Counts) > 0 {
 				ss.Counts = s.Result.Report.Counts
@@ -387,21 +423,4 @@ func (b Batch) Summary() BatchSummary {
 		out.Sessions = append(out.Sessions, ss)
 	}
 	return out
-}
-
-// isMockServeRecording reports whether the first event of the file at path
-// is the session_start of a recording made by retrace mock serve --record.
-// Only that first event is read, so checking a batch stays cheap.
-func isMockServeRecording(path string) bool {
-	r, err := trajectory.Open(path)
-	if err != nil {
-		return false
-	}
-	defer r.Close()
-	ev, err := r.Next()
-	if err != nil {
-		return false
-	}
-	start, ok := ev.Payload.(*trajectory.SessionStart)
-	return ok && start.Tags["source"] == mockServeSource
 }

@@ -164,7 +164,7 @@ func TestRunBatchRefusesWhatNoReplayOfItCanUse(t *testing.T) {
 	}
 }
 
-func TestRunBatchAfterCancelFailsTheRecordingsNotStarted(t *testing.T) {
+func TestRunBatchAfterCancelInterruptsTheRecordingsNotFinished(t *testing.T) {
 	rec := recordBash(t, "cat notes.txt")
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
@@ -172,12 +172,15 @@ func TestRunBatchAfterCancelFailsTheRecordingsNotStarted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(b.Sessions) != 3 || b.Failed == 0 || b.Identical+b.Diverged+b.Failed != 3 {
-		t.Fatalf("after cancel: %d sessions, %d failed", len(b.Sessions), b.Failed)
+	if len(b.Sessions) != 3 || b.Interrupted != 3 || b.Diverged+b.Failed != 0 {
+		t.Fatalf("after cancel: %s", b.Totals())
 	}
 	for _, s := range b.Sessions {
-		if s.Verdict == VerdictFailed && (s.BadInput() || !errors.Is(s.Err, context.Canceled)) {
-			t.Fatalf("%s: %v, want a context error that is not bad input", s.Recording, s.Err)
+		if s.Verdict != VerdictInterrupted || s.BadInput() || !errors.Is(s.Err, context.Canceled) {
+			t.Fatalf("%s: %s %v, want interrupted with a context error that is not bad input", s.Recording, s.Verdict, s.Err)
 		}
+	}
+	if b.BadInput() || b.HarnessFailed() {
+		t.Fatal("an interrupted batch reports bad input or a harness failure")
 	}
 }

@@ -3,6 +3,7 @@ package replay
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -122,8 +123,10 @@ func TestDateAndLsOutputReplayIdenticallyOnlyWithTheDefaultNormalisation(t *test
 		if d.Class != compare.ClassToolOutput || d.ToolUseID != "toolu_date" || d.Tool != "bash" {
 			t.Fatalf("the first divergence is %+v, want the bash call's output:\n%s", d, tableWithDetails(res.Report))
 		}
-		if !strings.Contains(d.Diff, "-Wed Jan  1 00:00:00 UTC 2020") {
-			t.Errorf("the diff does not show the recorded date:\n%s", d.Diff)
+		// The files' times are restored with them; the directory's is
+		// the restore's, so ls -la sub's "." line shows the 2020 one.
+		if !regexp.MustCompile(`(?m)^-.*Jan  1  2020 \.$`).MatchString(d.Diff) {
+			t.Errorf("the diff does not show the recorded time of the directory:\n%s", d.Diff)
 		}
 		if len(res.Report.Normalized) != 0 {
 			t.Errorf("rules applied with the defaults off: %+v", res.Report.Normalized)
@@ -146,7 +149,7 @@ func TestARecordingsReplaySectionNormalisesItsReplay(t *testing.T) {
 	if !res.Report.Identical() {
 		t.Fatalf("the recording's own rules did not cover its volatile output:\n%s", tableWithDetails(res.Report))
 	}
-	if len(res.Report.Normalized) != 2 || res.Report.Normalized[0].Rule != "retrace.yaml:5" || res.Report.Normalized[1].Rule != "retrace.yaml:8" {
+	if len(res.Report.Normalized) != 2 || !strings.HasSuffix(res.Report.Normalized[0].Rule, "/retrace.yaml:5") || !strings.HasSuffix(res.Report.Normalized[1].Rule, "/retrace.yaml:8") {
 		t.Fatalf("the report names %+v, want the two rules by file and line", res.Report.Normalized)
 	}
 	if !hasNote(res.Report, "sets 2 normalisation rules") {

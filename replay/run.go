@@ -4,15 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 
 	"github.com/retrace-dev/retrace/agent"
-	"github.com/retrace-dev/retrace/agent/config"
 	"github.com/retrace-dev/retrace/compare"
 	"github.com/retrace-dev/retrace/harness"
-	"github.com/retrace-dev/retrace/mockllm"
 	"github.com/retrace-dev/retrace/recorder"
 	"github.com/retrace-dev/retrace/trajectory"
 )
@@ -57,6 +56,11 @@ type RunOptions struct {
 	// refused, as in a headless session), and the report says what was
 	// left out.
 	TrustRecording bool
+	// Key is the user's recording key (recorder.UserKey): a recording
+	// whose session_start it signed is the user's own, and its permission
+	// mode, rules and recorded answers apply without TrustRecording (its
+	// hooks and MCP servers still need it). nil proves nothing.
+	Key *recorder.Key
 	// Compare tunes the comparison: the caller's normalisation rules
 	// (after the configuration's replay.normalize), tool levels (over the
 	// configuration's replay.tools) and NoDefaults. The workspace and blob
@@ -76,6 +80,12 @@ type Result struct {
 	Removed bool
 	// End is how the replayed session ended.
 	End agent.Result
+	// LeftOut are the recording's settings the replay did not apply
+	// (config.Refused, as "field: value"): divergences they cause are
+	// expected, not a what-if.
+	LeftOut []string
+	// WhatIf lists the settings the what-if configuration changed.
+	WhatIf []string
 }
 
 // Run replays a recorded session through the real runtime: it restores the
@@ -84,23 +94,42 @@ type Result struct {
 // miss, never a live call), records a new trajectory and compares the two.
 // What the recording's own configuration would have run, and what its
 // workspace snapshot left out, is said in Report.Notes.
-func Run(ctx context.Context, opts RunOptions) (res Result, err error) {
-	events, err := readRecording(opts.Recording)
+func Run(ctx context.Context, opts RunOptions) (Result, error) {
+	rec, err := load(ctx, opts.Recording)
 	if err != nil {
 		return Result{}, err
+	}
+	return rec.replay(ctx, opts)
+}
+
+// load reads the recording at path, once, and what a replay needs to know
+// about it.
+func load(ctx context.Context, path string) (*recording, error) {
+	events, err := readRecording(ctx, path)
+	if err != nil {
+		return nil, err
+	}
+	if isMockServe(events) {
+		return nil, fmt.Errorf("%s: %w: not replayable here: it was recorded by retrace mock serve --record (another agent's conversation, no workspace snapshot); use retrace mock serve --from %s and run that agent against it", path, ErrNotReplayable, path)
 	}
 	rec, err := inspect(events)
 	if err != nil {
-		return Result{}, fmt.Errorf("%s: %w", opts.Recording, err)
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	if rec.history, err = carriedOn(opts.Recording, rec); err != nil {
-		return Result{}, err
+	rec.path, rec.events = path, events
+	if rec.history, err = carriedOn(path, rec); err != nil {
+		return nil, err
 	}
-	if filepath.Clean(opts.Out) == filepath.Clean(filepath.Dir(opts.Recording)) {
+	return &rec, nil
+}
+
+// replay runs the recorded session again under opts and compares.
+func (rec *recording) replay(ctx context.Context, opts RunOptions) (res Result, err error) {
+	if filepath.Clean(opts.Out) == filepath.Clean(filepath.Dir(rec.path)) {
 		return Result{}, fmt.Errorf("%w: --out %s is the recording's own directory: write the replay elsewhere so the original run stays as it was", ErrInput, opts.Out)
 	}
-	blobs := recorder.OpenBlobs(recorder.BlobsDir(opts.Recording))
-	ws, temporary, err := workspaceDir(opts, rec)
+	blobs := recorder.OpenBlobs(recorder.BlobsDir(rec.path))
+	ws, temporary, err := workspaceDir(opts, *rec)
 	if err != nil {
 		return Result{}, err
 	}
@@ -120,7 +149,7 @@ func Run(ctx context.Context, opts RunOptions) (res Result, err error) {
 		}
 		notes = append(notes, skipped...)
 	}
-	setup, err := loadConfig(opts, ws, events)
+	setup, err := loadConfig(opts, ws, rec)
 	if err != nil {
 		return Result{}, err
 	}
@@ -128,7 +157,11 @@ func Run(ctx context.Context, opts RunOptions) (res Result, err error) {
 	if rec.start.PermissionMode != "" && rec.start.PermissionMode != modeOf(setup.cfg) && !setup.modeRefused {
 		notes = append(notes, fmt.Sprintf("the recorded session ran in permission mode %s; the replay runs in %s mode", rec.start.PermissionMode, modeOf(setup.cfg)))
 	}
-	spec := sessionSpec(rec, events, setup, ws, opts.Out)
+	spec, err := sessionSpec(*rec, setup, ws, opts.Out)
+	if err != nil {
+		return Result{}, fmt.Errorf("%s: %w", rec.path, err)
+	}
+	spec.Key = opts.Key
 	spec.Warn = func(msg string) { notes = append(notes, "MCP: "+msg) }
 	sess, err := harness.Build(ctx, spec)
 	if errors.Is(err, harness.ErrSpec) {
@@ -147,7 +180,9 @@ func Run(ctx context.Context, opts RunOptions) (res Result, err error) {
 	}
 	out, env, replayBlobs := sess.Recorder, sess.Env, sess.Blobs
 	if setup.answers != nil {
-		notes = append(notes, setup.answers.mismatches()...)
+		for _, id := range setup.answers.Mismatches() {
+			notes = append(notes, fmt.Sprintf("%s: the recorded approval was not re-applied, because the call's input differs from the one the person approved", id))
+		}
 	}
 	replayed, err := trajectory.ReadFile(out.Path())
 	if err != nil {
@@ -163,13 +198,38 @@ func Run(ctx context.Context, opts RunOptions) (res Result, err error) {
 	copts.PathRewrites = append(copts.PathRewrites,
 		compare.PathRewrite{Old: rec.start.Workspace, New: env.Workspace()},
 		compare.PathRewrite{Old: blobs.Dir(), New: replayBlobs.Dir()})
-	report := compare.Sessions(events, replayed, copts)
+	if temporary {
+		// A path beside the recorded workspace (a write outside it that
+		// was refused) names the replay's temporary directory instead.
+		if from, to := filepath.Dir(rec.start.Workspace), filepath.Dir(env.Workspace()); rec.start.Workspace != "" && from != "/" && from != "." {
+			copts.PathRewrites = append(copts.PathRewrites, compare.PathRewrite{Old: from, New: to})
+		}
+	}
+	report := compare.Sessions(rec.events, replayed, copts)
 	report.Notes = append(report.Notes, notes...)
-	return Result{Report: report, Path: out.Path(), Workspace: env.Workspace(), End: end}, nil
+	return Result{Report: report, Path: out.Path(), Workspace: env.Workspace(), End: end, LeftOut: setup.leftOut, WhatIf: setup.whatIf}, nil
 }
+
+// isMockServe reports whether events are a conversation recorded by
+// retrace mock serve --record: its session_start carries the mock_serve
+// source tag.
+func isMockServe(events []trajectory.Event) bool {
+	if len(events) == 0 {
+		return false
+	}
+	start, ok := events[0].Payload.(*trajectory.SessionStart)
+	return ok && start.Tags["source"] == mockServeSource
+}
+
+// mockServeSource is the session_start tag value of a conversation
+// recorded by retrace mock serve --record.
+const mockServeSource = "mock_serve"
 
 // recording is what a replay needs to know about the recorded session.
 type recording struct {
+	// path is the trajectory file, events its events, read once.
+	path    string
+	events  []trajectory.Event
 	session string
 	start   *trajectory.SessionStart
 	// snapshot is the workspace snapshot's manifest reference, from
@@ -188,25 +248,22 @@ type recording struct {
 
 // carriedOn rebuilds the conversation a continued recording carried on,
 // from the trajectory of the session it continues, which retrace run
-// records next to it; nil for a recording that continues nothing.
-func carriedOn(recording string, rec recording) ([]trajectory.Message, error) {
+// records next to it, as retrace run --continue rebuilt it
+// (harness.LoadContinuation); nil for a recording that continues nothing.
+func carriedOn(path string, rec recording) ([]trajectory.Message, error) {
 	if rec.start.Continues == "" {
 		return nil, nil
 	}
-	prev := filepath.Join(filepath.Dir(recording), rec.start.Continues+trajectory.Ext)
-	events, err := trajectory.ReadFile(prev)
-	if errors.Is(err, os.ErrNotExist) {
+	prev := harness.ContinuationOf(path, rec.start.Continues)
+	c, err := harness.LoadContinuation(prev)
+	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("%w: %s continues session %s, whose trajectory %s is not next to it; put it there to replay the continued session",
-			ErrNotReplayable, recording, rec.start.Continues, prev)
+			ErrNotReplayable, path, rec.start.Continues, prev)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s continues session %s: %w", ErrInput, recording, rec.start.Continues, err)
+		return nil, fmt.Errorf("%w: %s continues session %s: %w", ErrNotReplayable, path, rec.start.Continues, err)
 	}
-	history, err := agent.ConversationOf(events)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %s continues %s: %w", ErrNotReplayable, recording, prev, err)
-	}
-	return history, nil
+	return c.History, nil
 }
 
 func inspect(events []trajectory.Event) (recording, error) {
@@ -268,11 +325,15 @@ func inspect(events []trajectory.Event) (recording, error) {
 // recorded ones they set, and its defenses are turned on or off over the
 // recorded set. The model answers from the recording, so a request past it
 // is a replay miss, never a live call.
-func sessionSpec(rec recording, events []trajectory.Event, s setup, ws, out string) harness.Spec {
-	cfg := config.Overlay(config.Config{Limits: recordedLimits(rec.start.Limits)}, s.cfg)
+func sessionSpec(rec recording, s setup, ws, out string) (harness.Spec, error) {
+	// The model answers from the recording, as harness.Model says.
+	model, err := harness.NewProvider(harness.Model{Recording: rec.events})
+	if err != nil {
+		return harness.Spec{}, err
+	}
 	spec := harness.Spec{
-		Workspace: ws, Config: cfg, ConfigName: s.name, BaseDefenses: rec.start.Defenses,
-		Provider: mockllm.NewReplay(events), Stream: rec.stream, System: rec.system, Prompt: rec.prompt,
+		Workspace: ws, Config: s.cfg, ConfigName: s.name, ConfigSources: s.sources, BaseDefenses: rec.start.Defenses,
+		Provider: model, Stream: rec.stream, System: rec.system, Prompt: rec.prompt,
 		Runs: out, Mode: trajectory.ModeReplay, HarnessVersion: rec.start.HarnessVersion,
 		ReplayOf: rec.session, Tags: rec.start.Tags,
 		History: rec.history, Continues: rec.start.Continues,
@@ -293,7 +354,17 @@ func sessionSpec(rec recording, events []trajectory.Event, s setup, ws, out stri
 	if s.answers != nil {
 		spec.Prompter = s.answers
 	}
-	return spec
+	if v, ok := rec.start.Tags[harness.PlantTag]; ok {
+		// The fault an eval planted in the requests is part of what
+		// the session ran under: planted again, the requests are sent
+		// as they were.
+		pl, err := harness.ParsePlant(v)
+		if err != nil {
+			return spec, fmt.Errorf("%w: session_start.tags.%s: %w", ErrInput, harness.PlantTag, err)
+		}
+		spec.Plant = pl.Apply
+	}
+	return spec, nil
 }
 
 // recordedLimits are the limits session_start recorded; a recording of

@@ -29,6 +29,8 @@ type recordOpts struct {
 	snap     recorder.SnapshotOptions
 	// runs is where the recording is written; "" is a new temporary directory.
 	runs string
+	// key, when set, signs the recording as its user's own.
+	key *recorder.Key
 }
 
 // recordSession records a scripted session the way retrace run does:
@@ -55,7 +57,7 @@ func recordSession(tb testing.TB, o recordOpts) string {
 		o.runs = filepath.Join(tb.TempDir(), "runs")
 	}
 	snap := o.snap
-	sess, err := harness.Build(tb.Context(), harness.Spec{Workspace: o.ws, Config: cfg, ConfigName: res.Name(),
+	sess, err := harness.Build(tb.Context(), harness.Spec{Workspace: o.ws, Config: cfg, ConfigName: res.Name(), ConfigSources: res.Sources, Key: o.key,
 		Provider: script, Stream: o.stream, System: o.system, Prompt: o.prompt, Prompter: o.prompter, Runs: o.runs, Snapshot: &snap})
 	if err != nil {
 		tb.Fatal(err)

@@ -1,22 +1,20 @@
 package replay
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 
 	"github.com/retrace-dev/retrace/agent/config"
-	"github.com/retrace-dev/retrace/agent/executor"
-	"github.com/retrace-dev/retrace/agent/permission"
+	"github.com/retrace-dev/retrace/harness"
 	"github.com/retrace-dev/retrace/recorder"
 	"github.com/retrace-dev/retrace/trajectory"
 )
@@ -95,159 +93,135 @@ func restore(blobs *recorder.Blobs, ref, dst string) ([]string, error) {
 // setup is the configuration a replay runs under and what it left out.
 type setup struct {
 	cfg config.Config
-	// name names cfg's file in messages.
+	// name names cfg's files in messages, and sources say which layer
+	// each setting came from.
 	name    string
-	answers *answers
+	sources map[string]string
+	answers *harness.RecordedAnswers
 	notes   []string
 	// modeRefused says a note already explains that the recording's mode
 	// was not applied.
 	modeRefused bool
+	// leftOut are the recording's settings not applied, whatIf the
+	// settings the what-if file changed.
+	leftOut []string
+	whatIf  []string
 }
 
-// loadConfig chooses the replay's configuration: the what-if file when one
-// is given (trusted: the user named it), else the restored workspace's
-// retrace.yaml, which is the recording's and so restricted unless
-// TrustRecording. The person's recorded approvals are re-applied only to a
-// trusted recording.
-func loadConfig(opts RunOptions, ws string, events []trajectory.Event) (setup, error) {
-	var s setup
-	name := opts.Config
+// trustOf is how far a replay trusts the recording: all of it with
+// TrustRecording; the user's own (its signature checks with the user's
+// key) except what runs code outside the throwaway workspace; anyone
+// else's only to restrict.
+func trustOf(opts RunOptions, rec *recording) config.Trust {
 	switch {
-	case opts.Config != "":
-		f, err := config.LoadFile(opts.Config)
-		if err != nil {
-			return s, fmt.Errorf("%w: --config: %w", ErrInput, err)
-		}
-		s.cfg = f.Config
-	default:
-		name = config.FileName
+	case opts.TrustRecording:
+		return config.TrustAll
+	case opts.Key.Verify(rec.session, rec.start):
+		return config.TrustOwn
+	}
+	return config.TrustStranger
+}
+
+// loadConfig chooses the replay's configuration (config.Resolve, as run
+// and eval do): the configuration the recording ran under, from
+// session_start (an older recording's: the restored workspace's
+// retrace.yaml), as far as trustOf allows, with the what-if file, when one
+// is given, layered over it (trusted: the user named it). The person's
+// recorded answers are given again to a recording trusted that far.
+func loadConfig(opts RunOptions, ws string, rec *recording) (setup, error) {
+	var s setup
+	trust := trustOf(opts, rec)
+	recorded := config.Recorded{Name: "the recording's configuration (session_start.config)", Data: rec.start.Config,
+		Sources: rec.start.ConfigSources, Trust: trust}
+	if len(rec.start.Config) == 0 {
+		// Recorded before session_start carried its configuration: the
+		// workspace's own file is the best witness left.
+		recorded.Name = config.FileName
 		data, err := os.ReadFile(filepath.Join(ws, config.FileName))
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
-			name = "(defaults)"
+			recorded.Name = "(defaults)"
 		case err != nil:
 			return s, fmt.Errorf("the recording's %s: %w", config.FileName, err)
-		default:
-			f, err := config.ParseFile(data, config.FileName)
-			if err != nil {
-				return s, fmt.Errorf("%w: the recording's configuration: %w; replay it with --config FILE", ErrInput, err)
-			}
-			s.cfg = f.Config
-			if !opts.TrustRecording {
-				// The ceiling is accept_edits, not default: a replay
-				// runs in a workspace of its own that it throws away,
-				// writes outside a workspace are denied in every mode,
-				// and accept_edits never lets bash run unasked, so the
-				// recording's edits may land there as they did when it
-				// was made. Bypass, allow rules, hooks and MCP servers
-				// run code on this machine and stay refused.
-				var refused []config.Refused
-				s.cfg, refused = config.Restrict(config.Config{Permissions: permission.Config{Mode: trajectory.PermAcceptEdits}}, f)
-				if f.Config.Permissions.Mode == "" {
-					s.cfg.Permissions.Mode = "" // the recording ran in default mode
-				}
-				s.notes = append(s.notes, untrustedNotes(f.Config, s.cfg, refused)...)
-				s.modeRefused = slices.ContainsFunc(refused, func(r config.Refused) bool { return r.Field == "permissions.mode" })
-			}
 		}
+		recorded.Data = data
 	}
-	approved := recordedApprovals(events)
+	res, err := config.Resolve(config.Sources{Explicit: opts.Config, Recorded: &recorded,
+		Defaults: config.Config{Limits: recordedLimits(rec.start.Limits)}, DefaultsName: "session_start.limits"})
 	switch {
-	case opts.TrustRecording && len(approved) > 0:
-		s.answers = &answers{approved: approved}
+	case err != nil && opts.Config != "" && !strings.Contains(err.Error(), recorded.Name):
+		return s, fmt.Errorf("%w: --config: %w", ErrInput, err)
+	case err != nil:
+		return s, fmt.Errorf("%w: %w; replay it with --config FILE", ErrInput, err)
+	}
+	s.cfg, s.name, s.sources, s.whatIf = res.Config, res.Name(), res.Sources, res.WhatIf
+	for _, r := range res.Refused {
+		s.leftOut = append(s.leftOut, r.Field+": "+r.Value)
+	}
+	s.notes = append(s.notes, leftOutNotes(recorded, res.Config, res.Refused)...)
+	s.modeRefused = slices.ContainsFunc(res.Refused, func(r config.Refused) bool { return r.Field == "permissions.mode" })
+	if len(res.WhatIf) > 0 {
+		s.notes = append(s.notes, fmt.Sprintf("what-if: %s changes %s over the recording's configuration; the divergences below are its effect", opts.Config, strings.Join(res.WhatIf, ", ")))
+	}
+	answers := harness.NewRecordedAnswers(rec.events)
+	approved := answers.Approved()
+	switch {
+	case trust != config.TrustStranger && (len(approved) > 0 || rec.start.Mode == trajectory.ModeInteractive):
+		// The person answered then; their answers stand, and a question
+		// they were never asked is refused, as they did not answer it.
+		s.answers = answers
 	case len(approved) > 0:
 		s.notes = append(s.notes, fmt.Sprintf("the recording shows a person approving %s (%s); not re-approved: a call that needs a person is refused, as in a headless session (%s)",
-			plural(len(approved), "call"), strings.Join(sortedKeys(approved), ", "), trustHint))
+			plural(len(approved), "call"), strings.Join(approved, ", "), trustHint))
 	}
-	// The session builder checks the rules, hooks and MCP servers.
-	s.name = name
 	return s, nil
 }
 
-// untrustedNotes says what of an untrusted recording's configuration was
-// not applied: first what would have run, then every refused setting.
-func untrustedNotes(c, restricted config.Config, refused []config.Refused) []string {
-	var notes []string
-	var parts []string
-	if n := len(c.Hooks); n > 0 {
-		parts = append(parts, plural(n, "hook"))
+// leftOutNotes says what of the recording's configuration was not
+// applied: first what would have run, then every other refused setting,
+// and that the divergences they cause are expected.
+func leftOutNotes(r config.Recorded, applied config.Config, refused []config.Refused) []string {
+	if len(refused) == 0 {
+		return nil
 	}
-	if n := len(c.MCPServers); n > 0 {
-		parts = append(parts, plural(n, "MCP server"))
+	var notes []string
+	var hooks, servers int
+	for _, f := range refused {
+		switch {
+		case strings.HasPrefix(f.Field, "hooks["):
+			hooks++
+		case strings.HasPrefix(f.Field, "mcp_servers["):
+			servers++
+		}
+	}
+	var parts []string
+	if hooks > 0 {
+		parts = append(parts, plural(hooks, "hook"))
+	}
+	if servers > 0 {
+		parts = append(parts, plural(servers, "MCP server"))
 	}
 	if len(parts) > 0 {
 		notes = append(notes, fmt.Sprintf("the recording's config has %s; not run (%s)", strings.Join(parts, " and "), trustHint))
 	}
-	for _, r := range refused {
-		if strings.HasPrefix(r.Field, "hooks[") || strings.HasPrefix(r.Field, "mcp_servers[") {
+	for _, f := range refused {
+		if strings.HasPrefix(f.Field, "hooks[") || strings.HasPrefix(f.Field, "mcp_servers[") {
 			continue
 		}
-		note := "not applied: " + r.String()
-		if r.Field == "permissions.mode" {
+		note := "not applied: " + f.String()
+		if f.Field == "permissions.mode" {
 			// The general reason speaks of files; for a recording what
 			// matters is what the replay does instead.
 			note = fmt.Sprintf("not applied: %s: %s: %s; the replay runs in %s mode, and a call that needs a person is refused as in a headless session",
-				r.Where(), r.Field, r.Value, modeOf(restricted))
+				f.Where(), f.Field, f.Value, modeOf(applied))
 		}
 		notes = append(notes, note+" ("+trustHint+")")
 	}
-	return notes
-}
-
-// recordedApprovals returns, for every call the recording shows a person
-// approving, the input of its recorded tool_call.
-func recordedApprovals(events []trajectory.Event) map[string]json.RawMessage {
-	inputs := map[string]json.RawMessage{}
-	approved := map[string]json.RawMessage{}
-	for _, ev := range events {
-		switch p := ev.Payload.(type) {
-		case *trajectory.ToolCall:
-			inputs[p.ToolUseID] = p.Input
-		case *trajectory.PermissionAllow:
-			if p.Source == trajectory.SourceUser {
-				approved[p.ToolUseID] = inputs[p.ToolUseID]
-			}
-		}
+	who := "it is not signed with your key, so it may be someone else's"
+	if r.Trust == config.TrustOwn {
+		who = "it is your own recording, but hooks and MCP servers run code outside the replay's workspace"
 	}
-	return approved
-}
-
-// answers replays a person's recorded answers to permission prompts: a call
-// the recording shows a person approving is approved again only when its
-// input is byte-identical to the recorded call's, so a what-if change, a
-// rewriting hook or a tampered response cannot borrow the approval;
-// anything else is refused, as in a headless session.
-type answers struct {
-	approved map[string]json.RawMessage
-	mu       sync.Mutex
-	differ   []string
-}
-
-// Confirm implements executor.Prompter.
-func (a *answers) Confirm(_ context.Context, p executor.Prompt) (bool, error) {
-	want, ok := a.approved[p.ToolUseID]
-	if !ok {
-		return false, nil
-	}
-	if len(want) == 0 || !bytes.Equal(want, p.Input) {
-		a.mu.Lock()
-		a.differ = append(a.differ, p.ToolUseID)
-		a.mu.Unlock()
-		return false, nil
-	}
-	return true, nil
-}
-
-// mismatches says which recorded approvals were not re-applied because the
-// call's input had changed.
-func (a *answers) mismatches() []string {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	var notes []string
-	for _, id := range a.differ {
-		notes = append(notes, fmt.Sprintf("%s: the recorded approval was not re-applied, because the call's input differs from the one the person approved", id))
-	}
-	return notes
+	return append(notes, fmt.Sprintf("divergences these settings cause are expected, not a what-if (%s)", who))
 }
 
 // modeOf is the permission mode a configuration runs in.
@@ -260,8 +234,9 @@ func modeOf(c config.Config) trajectory.PermissionMode {
 
 // readRecording reads the trajectory to replay. Every way the path can be
 // wrong — missing, a directory, a symlink loop, not a trajectory, a line
-// too long — is an ErrInput error that says what to give instead.
-func readRecording(path string) ([]trajectory.Event, error) {
+// too long — is an ErrInput error that says what to give instead. A named
+// pipe is read as it comes; ctx ends the wait for its writer and the read.
+func readRecording(ctx context.Context, path string) ([]trajectory.Event, error) {
 	info, err := os.Stat(path)
 	switch {
 	case err != nil && isLoop(err):
@@ -273,7 +248,18 @@ func readRecording(path string) ([]trajectory.Event, error) {
 	case !info.Mode().IsRegular() && info.Mode()&fs.ModeNamedPipe == 0:
 		return nil, fmt.Errorf("%w: %s is not a regular file (%s); give a trajectory file (.jsonl) written by retrace run", ErrInput, path, info.Mode().Type())
 	}
-	events, err := trajectory.ReadFile(path)
+	f, err := openRecording(ctx, path, info.Mode()&fs.ModeNamedPipe != 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	// A pipe's writer may stall: closing the file ends the read.
+	stop := context.AfterFunc(ctx, func() { f.Close() })
+	defer stop()
+	events, err := decodeAll(f, path)
+	if ctx.Err() != nil {
+		return nil, fmt.Errorf("read %s: %w", path, context.Cause(ctx))
+	}
 	switch {
 	case err == nil:
 		return events, nil
@@ -286,6 +272,63 @@ func readRecording(path string) ([]trajectory.Event, error) {
 	return nil, fmt.Errorf("%w: read %s: %w", ErrInput, path, err)
 }
 
+// openRecording opens the recording; a named pipe's open waits for a
+// writer, and ctx ends that wait.
+func openRecording(ctx context.Context, path string, pipe bool) (*os.File, error) {
+	if !pipe {
+		f, err := os.Open(path)
+		if err != nil {
+			return nil, fmt.Errorf("%w: read %s: %w", ErrInput, path, err)
+		}
+		return f, nil
+	}
+	type opened struct {
+		f   *os.File
+		err error
+	}
+	ch := make(chan opened, 1)
+	go func() {
+		f, err := os.Open(path)
+		ch <- opened{f, err}
+	}()
+	select {
+	case o := <-ch:
+		if o.err != nil {
+			return nil, fmt.Errorf("%w: read %s: %w", ErrInput, path, o.err)
+		}
+		return o.f, nil
+	case <-ctx.Done():
+		// Release the waiting open with a writer that comes and goes,
+		// so that no goroutine stays blocked in it.
+		if w, err := os.OpenFile(path, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+			w.Close()
+		}
+		go func() {
+			if o := <-ch; o.f != nil {
+				o.f.Close()
+			}
+		}()
+		return nil, fmt.Errorf("read %s: no writer opened the pipe: %w", path, context.Cause(ctx))
+	}
+}
+
+// decodeAll decodes every event of r; the first malformed line is an
+// error, a torn last line is not (as trajectory.ReadFile).
+func decodeAll(r io.Reader, name string) ([]trajectory.Event, error) {
+	dec := trajectory.NewDecoder(r, name)
+	var out []trajectory.Event
+	for {
+		ev, err := dec.Next()
+		if errors.Is(err, io.EOF) {
+			return out, nil
+		}
+		if err != nil {
+			return out, err
+		}
+		out = append(out, ev)
+	}
+}
+
 // isLoop reports a symlink loop (ELOOP from the kernel).
 func isLoop(err error) bool { return errors.Is(err, syscall.ELOOP) }
 
@@ -294,13 +337,4 @@ func plural(n int, noun string) string {
 		return "1 " + noun
 	}
 	return fmt.Sprintf("%d %ss", n, noun)
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/retrace-dev/retrace/detectors"
 	"github.com/retrace-dev/retrace/metrics"
+	"github.com/retrace-dev/retrace/recorder"
 	"github.com/retrace-dev/retrace/trajectory"
 )
 
@@ -177,6 +178,15 @@ func (r *runner) exhibit(ctx context.Context, s *Scenario, index int) (res RunRe
 	if err := os.MkdirAll(filepath.Join(dir, "recordings"), 0o755); err != nil {
 		res.Error = err.Error()
 		return res
+	}
+	// The recordings were written by hand, not by the runtime: replay
+	// lists them as an exhibit rather than failing on them.
+	why := fmt.Sprintf("exhibit: %s (%s) carries recordings of the failure museum, not a session retrace ran", s.Name, s.File)
+	for _, d := range []string{dir, filepath.Join(dir, "recordings")} {
+		if err := recorder.MarkNotReplayable(d, why); err != nil {
+			res.Error = err.Error()
+			return res
+		}
 	}
 	var files []string
 	for _, rec := range s.Recordings {

@@ -16,12 +16,10 @@ import (
 	"time"
 
 	"github.com/retrace-dev/retrace/agent/config"
-	"github.com/retrace-dev/retrace/agent/executor"
 	"github.com/retrace-dev/retrace/agent/llm"
 	"github.com/retrace-dev/retrace/detectors"
 	"github.com/retrace-dev/retrace/harness"
 	"github.com/retrace-dev/retrace/metrics"
-	"github.com/retrace-dev/retrace/mockllm"
 	"github.com/retrace-dev/retrace/recorder"
 	"github.com/retrace-dev/retrace/trajectory"
 )
@@ -71,6 +69,10 @@ type Options struct {
 	// runs, such as an agent running without network isolation (from
 	// several goroutines at once).
 	Warn func(string)
+	// Key, when set, signs every recording as the user's own (see
+	// recorder.Key), so that the user's replay of Out applies each run's
+	// permission mode and rules.
+	Key *recorder.Key
 }
 
 // clock returns the clock of the runs.
@@ -280,7 +282,7 @@ func (r *runner) run(ctx context.Context, s *Scenario, index, repeat int) (res R
 		res.Error = err.Error()
 		return res
 	}
-	cfg, name, err := sessionConfig(s, ws, r.home)
+	cfg, err := sessionConfig(s, ws, r.home)
 	if err != nil {
 		res.Error = err.Error()
 		return res
@@ -291,7 +293,8 @@ func (r *runner) run(ctx context.Context, s *Scenario, index, repeat int) (res R
 		return res
 	}
 	spec := harness.Spec{
-		Workspace: ws, Config: cfg, ConfigName: name, Provider: provider, Model: r.opts.Model,
+		Workspace: ws, Config: cfg.Config, ConfigName: s.File + " (config) + " + cfg.Name(), ConfigSources: cfg.Sources, Key: r.opts.Key,
+		Provider: provider, Model: r.opts.Model,
 		System: SystemPrompt, Prompt: s.Prompt, Runs: r.runs, Clock: r.opts.Clock, Stream: s.Stream, BatchTools: s.BatchTools,
 		HarnessVersion: cmp.Or(r.opts.HarnessVersion, "retrace eval"),
 		Tags:           map[string]string{"eval_scenario": s.Name, "eval_repeat": strconv.Itoa(repeat)},
@@ -303,10 +306,11 @@ func (r *runner) run(ctx context.Context, s *Scenario, index, repeat int) (res R
 		}
 	}
 	if s.Person != "" {
-		spec.Prompter = person(s.Person == PersonApprove)
+		spec.Prompter = harness.Person(s.Person == PersonApprove)
 	}
 	if s.Plant != nil {
-		spec.Plant = s.Plant.apply
+		spec.Plant = s.Plant.Apply
+		spec.Tags[harness.PlantTag] = s.Plant.String()
 	}
 	if len(s.FollowUps) > 0 {
 		spec.NextPrompt = followUps(s.FollowUps)
@@ -360,7 +364,7 @@ func (r *runner) provider(s *Scenario) (llm.Provider, error) {
 	if s.Live {
 		return nil, fmt.Errorf("%s: scenario %s has model: live and runs only against a real model (retrace eval --provider)", s.File, s.Name)
 	}
-	return mockllm.ParseScript(s.Script, s.File)
+	return harness.NewProvider(harness.Model{Script: s.Script, ScriptName: s.File})
 }
 
 // ExitCodeOf is the exit code retrace run gives a session that ended
@@ -396,17 +400,18 @@ func writeWorkspace(dir string, files map[string][]byte) error {
 // the defaults, the scenario's config as the trusted file, and the
 // workspace's own retrace.yaml over it, restrict-only. The home directory
 // is one of the run's own, so that no user's file is read.
-func sessionConfig(s *Scenario, ws, home string) (config.Config, string, error) {
-	res, err := config.Resolve(config.Sources{Workspace: filepath.Join(ws, config.FileName), Defaults: baseConfig(s)})
+func sessionConfig(s *Scenario, ws, home string) (config.Resolved, error) {
+	res, err := config.Resolve(config.Sources{Workspace: filepath.Join(ws, config.FileName), Defaults: baseConfig(s),
+		DefaultsName: s.File + " (config)"})
 	if err != nil {
-		return config.Config{}, "", err
+		return res, err
 	}
-	cfg := res.Config
 	if s.MaxTurns > 0 {
-		cfg.Limits.MaxTurns = s.MaxTurns
+		res.Config.Limits.MaxTurns = s.MaxTurns
+		res.Sources["limits.max_turns"] = s.File + " (limits)"
 	}
-	cfg.Permissions.Home = home
-	return cfg, s.File + " (config) + " + res.Name(), nil
+	res.Config.Permissions.Home = home
+	return res, nil
 }
 
 // baseConfig is the trusted configuration of s's sessions: the
@@ -549,13 +554,6 @@ func Shard(suite []*Scenario, i, n int) ([]*Scenario, error) {
 	}
 	return out, nil
 }
-
-// person is a scripted person who answers every permission question the
-// same way (Scenario.Person): the session is then interactive.
-type person bool
-
-// Confirm answers yes for an approving person, no otherwise.
-func (p person) Confirm(context.Context, executor.Prompt) (bool, error) { return bool(p), nil }
 
 // followUps gives prompts one by one, as a person typing them would, and
 // then ends the session.

@@ -18,7 +18,7 @@
 //
 // # Event types
 //
-//	session_start      harness, provider/model, modes, config hash (see SessionStart.ConfigHash for what it covers), base system prompt and its hash as sent, tool catalog, defenses enabled, every limit and price, workspace snapshot
+//	session_start      harness, provider/model, modes, config hash (see SessionStart.ConfigHash for what it covers), base system prompt and its hash as sent, tool catalog, defenses enabled, every limit and price, workspace snapshot; the effective configuration (config, redacted) with the layer each setting came from (config_sources), and the recording user's signature
 //	workspace_snapshot the workspace snapshot's manifest reference, file and byte counts, taken after session_start is on disk
 //	model_request      hashes of system and tools (in order); the messages as a change since the previous request (see Linear requests)
 //	model_response     content blocks as received, stop reason (normalised and raw), usage, ttft_ms, duration_ms
@@ -28,7 +28,7 @@
 //	permission_allow   /permission_prompt /permission_deny: source and chain step of the decision, needed_prompt, rule
 //	tool_success       the call succeeded
 //	tool_failure       the call failed: failure_kind given at the call site, error_code (a label)
-//	tool_end           the tool's own duration_ms, output bytes, truncated, spill
+//	tool_end           the tool's own duration_ms, output bytes, truncated, spill, the process id it started (pid)
 //	tool_result        the model-side text, is_error, the user-side display mode
 //	defense_trigger    a defense acted (not merely evaluated): defense, action, evidence
 //	reminder           a harness message injected into the conversation

@@ -131,6 +131,27 @@ type SessionStart struct {
 	// session's trajectory, in the same directory, and the prompt it
 	// starts with is in a user_prompt event. Optional.
 	Continues string `json:"continues,omitempty"`
+	// Config is the effective configuration the session ran under, after
+	// every layer (defaults, the user's or --config file, the workspace's
+	// retrace.yaml, a scenario's config): a JSON object with
+	// retrace.yaml's keys, so that a replay starts from exactly it. Secret
+	// values (MCP headers, environment variables named like credentials)
+	// are replaced by "<redacted>", and the recorder's redaction applies
+	// as to every field. Optional: older recordings lack it, and a replay
+	// then reads the restored workspace's retrace.yaml.
+	Config json.RawMessage `json:"config,omitempty"`
+	// ConfigSources says which layer each setting of Config came from:
+	// the setting's path as retrace.yaml spells it ("permissions.mode",
+	// "permissions.allow[0]", "limits.max_turns") to the layer ("defaults",
+	// a file's path, "scenario X"). Optional.
+	ConfigSources map[string]string `json:"config_sources,omitempty"`
+	// Signature proves to the user who recorded the session that the
+	// recording is their own: "hmac-sha256:" and the hex HMAC, with a key
+	// kept in that user's configuration directory, over this
+	// session_start (Signature empty) and the session id. A replay
+	// applies the permission mode and allow rules of a recording whose
+	// signature it can check. Optional.
+	Signature string `json:"signature,omitempty"`
 }
 
 // EventType implements Payload.
@@ -176,6 +197,9 @@ func (p *SessionStart) validate(c *checks) {
 		c.nonNegative("limits.cache_write_per_mtok", p.Limits.CacheWritePerMTok)
 	}
 	c.blobRef("workspace_snapshot", p.WorkspaceSnapshot)
+	if len(p.Config) > 0 && !isJSONObject(p.Config) {
+		c.fail("config", ErrMalformed, "want a JSON object")
+	}
 	for k := range p.Tags {
 		c.label("tags key", k)
 	}
@@ -661,6 +685,10 @@ type ToolEnd struct {
 	// Snapshot is the BlobRef of the manifest of the files the call was
 	// about to change, saved before it ran (seed §5.4).
 	Snapshot string `json:"snapshot,omitempty"`
+	// PID is the process id of the process the call started (bash's
+	// shell, whose $$ it is), so that a replay maps the recorded id to the
+	// replayed one exactly. Optional: 0 for a call that started none.
+	PID int `json:"pid,omitempty"`
 }
 
 // EventType implements Payload.
@@ -678,6 +706,7 @@ func (p *ToolEnd) validate(c *checks) {
 	c.nonNegative("output_bytes", float64(p.OutputBytes))
 	c.blobRef("spill", p.Spill)
 	c.blobRef("snapshot", p.Snapshot)
+	c.nonNegative("pid", float64(p.PID))
 }
 
 // ToolResult records the tool_result block the model receives for a call.

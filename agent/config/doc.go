@@ -33,8 +33,20 @@
 // are added, the settings it gives replace the base's). A workspace file
 // that is itself the --config file is read once, as trusted.
 //
-// Restrict is also what a replay applies to an untrusted recording's
-// configuration: there the refused settings are reported, not fatal.
+// Resolve also records in Resolved.Sources which layer each setting came
+// from (the defaults, or a file's "path:line"), and Effective encodes the
+// result as session_start records it (retrace.yaml's keys as JSON, zero
+// values and the home directory left out, secret headers and environment
+// values redacted), so that a replay starts from exactly what the session
+// ran under.
+//
+// A replay resolves through the same function: Sources.Recorded is the
+// recording's configuration, applied as far as its Trust allows (all of
+// it; the user's own recording without its hooks and MCP servers; or, for
+// anyone else's, through Restrict with accept_edits as the ceiling), and
+// the --config file is layered over it as the what-if, whose changed
+// settings Resolved.WhatIf lists. What was left out is in Resolved.Refused,
+// reported, not fatal.
 //
 // The replay section (Replay: normalisation rules and per-tool comparison
 // levels) is layered as it is by both Overlay and Restrict: it only

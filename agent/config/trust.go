@@ -1,6 +1,7 @@
 package config
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -353,6 +354,14 @@ type Sources struct {
 	// file sets them, so that a workspace's limits are compared with what
 	// would really apply (e.g. the default turn limit).
 	Defaults Config
+	// DefaultsName names Defaults in Resolved.Sources; "" means
+	// LayerDefaults. An eval gives its scenario's config here.
+	DefaultsName string
+	// Recorded, for a replay, is the configuration the recording ran
+	// under: it replaces the user's file and the workspace's (both are
+	// in it already), as its Trust allows, and Explicit is layered over
+	// it as the what-if.
+	Recorded *Recorded
 }
 
 // Resolved is a session's configuration and the files it came from.
@@ -361,6 +370,15 @@ type Resolved struct {
 	Config Config
 	// Files are the files read, trusted first.
 	Files []string
+	// Sources say which layer each setting came from (see
+	// trajectory.SessionStart.ConfigSources): LayerDefaults, a file's
+	// path, or what Sources.Recorded said.
+	Sources map[string]string
+	// Refused are the settings of Sources.Recorded a replay left out.
+	Refused []Refused
+	// WhatIf lists the settings the Explicit file changed over
+	// Sources.Recorded: a replay's what-if.
+	WhatIf []string
 }
 
 // Name names the configuration in messages: its files joined with " + ",
@@ -377,7 +395,11 @@ func (r Resolved) Name() string {
 // or restricted. Every problem names its file and, when YAML knows it, its
 // line.
 func Resolve(src Sources) (Resolved, error) {
-	res := Resolved{Config: clone(src.Defaults)}
+	res := Resolved{Config: clone(src.Defaults), Sources: map[string]string{}}
+	attribute(res.Sources, Config{}, src.Defaults, cmp.Or(src.DefaultsName, LayerDefaults))
+	if src.Recorded != nil {
+		return resolveRecorded(res, src)
+	}
 	trusted := src.Explicit
 	if trusted == "" && src.User != "" {
 		if exists, err := present(src.User); err != nil {
@@ -391,6 +413,7 @@ func Resolve(src Sources) (Resolved, error) {
 		if err != nil {
 			return res, err
 		}
+		attributeFile(res.Sources, res.Config, f)
 		res.Config = Overlay(res.Config, f.Config)
 		res.Files = append(res.Files, trusted)
 	}
@@ -407,6 +430,7 @@ func Resolve(src Sources) (Resolved, error) {
 	}
 	res.Files = append(res.Files, src.Workspace)
 	if src.TrustWorkspace {
+		attributeFile(res.Sources, res.Config, f)
 		res.Config = Overlay(res.Config, f.Config)
 		return res, nil
 	}
@@ -414,7 +438,29 @@ func Resolve(src Sources) (Resolved, error) {
 	if len(refused) > 0 {
 		return res, &UntrustedError{File: f.Name, Refused: refused}
 	}
+	attributeFile(res.Sources, res.Config, f)
 	res.Config = cfg
+	return res, nil
+}
+
+// resolveRecorded layers a replay's configuration: the recorded one as its
+// trust allows, then the what-if file, whose changes are listed.
+func resolveRecorded(res Resolved, src Sources) (Resolved, error) {
+	if err := recordedLayer(&res, *src.Recorded); err != nil {
+		return res, err
+	}
+	if src.Explicit == "" {
+		return res, nil
+	}
+	f, err := LoadFile(src.Explicit)
+	if err != nil {
+		return res, err
+	}
+	attributeFile(res.Sources, res.Config, f)
+	over := Overlay(res.Config, f.Config)
+	res.WhatIf = Changed(res.Config, over)
+	res.Config = over
+	res.Files = append(res.Files, src.Explicit)
 	return res, nil
 }
 

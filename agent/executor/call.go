@@ -100,6 +100,8 @@ type outcome struct {
 	// exit finishes a call that did not run, recorded with not_run and
 	// no duration.
 	ran bool
+	// pid is the process the tool started, 0 for none.
+	pid int
 }
 
 // finish is the single exit of every call (seed §5.8): it emits
@@ -119,7 +121,7 @@ func (c *call) finish(o outcome) {
 	} else {
 		sink.Emit(turnNo, &trajectory.ToolFailure{ToolRef: c.ref(), FailureKind: o.kind, ErrorCode: o.code})
 	}
-	end := &trajectory.ToolEnd{ToolRef: c.ref(), OutputBytes: int64(o.bytes), Truncated: o.trunc, Spill: o.spill, Snapshot: o.snapshot}
+	end := &trajectory.ToolEnd{ToolRef: c.ref(), OutputBytes: int64(o.bytes), Truncated: o.trunc, Spill: o.spill, Snapshot: o.snapshot, PID: o.pid}
 	if o.ran {
 		end.DurationMs = trajectory.Millis(o.duration)
 	} else {
@@ -369,7 +371,7 @@ func (c *call) execute(ctx context.Context, input json.RawMessage) outcome {
 	}
 	start := time.Now()
 	res, err := runTool(runCtx, c.tool, c.ex.cfg.Env, input)
-	o := outcome{ran: true, duration: time.Since(start), text: res.Output, code: res.ErrorCode}
+	o := outcome{ran: true, duration: time.Since(start), text: res.Output, code: res.ErrorCode, pid: res.PID}
 	var p errPanic
 	switch {
 	case errors.As(err, &p):

@@ -180,12 +180,17 @@ func (BashTool) Run(ctx context.Context, env *Env, input json.RawMessage) (Resul
 	err = cmd.Run()
 	unlock()
 	group.Release()
+	// The shell's pid is its $$: a replay maps the recorded one to its own.
+	var pid int
+	if cmd.Process != nil {
+		pid = cmd.Process.Pid
+	}
 
 	// A command that finished on its own keeps its result even if a
 	// deadline passed a moment later; only a failed run after the context
 	// was done was killed by us.
 	if err != nil && !errors.Is(err, exec.ErrWaitDelay) && runCtx.Err() != nil {
-		partial := Result{Output: out.String()}
+		partial := Result{Output: out.String(), PID: pid}
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			return partial, fmt.Errorf("bash: the call was stopped: %w", ctxErr)
 		}
@@ -197,15 +202,15 @@ func (BashTool) Run(ctx context.Context, env *Env, input json.RawMessage) (Resul
 	case err == nil, errors.Is(err, exec.ErrWaitDelay):
 		// ErrWaitDelay alone means the shell exited 0 but a background
 		// child still held the output pipe.
-		return Result{Output: text}, nil
+		return Result{Output: text, PID: pid}, nil
 	case errors.As(err, &exitErr):
 		if ws, ok := exitErr.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 			name := signalName(ws.Signal())
-			return Result{IsError: true, ErrorCode: "signal:" + name,
+			return Result{IsError: true, ErrorCode: "signal:" + name, PID: pid,
 				Output: withTrailer(text, "killed by signal "+name)}, nil
 		}
 		code := exitErr.ExitCode()
-		return Result{IsError: true, ErrorCode: fmt.Sprintf("exit:%d", code),
+		return Result{IsError: true, ErrorCode: fmt.Sprintf("exit:%d", code), PID: pid,
 			Output: withTrailer(text, fmt.Sprintf("exit status %d", code))}, nil
 	default:
 		// bash itself could not be started: the harness is broken, not the command.

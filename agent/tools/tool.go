@@ -108,6 +108,10 @@ type Result struct {
 	// ErrorCode is a structured code for a failure (ENOENT, exit:2); a
 	// label, never text.
 	ErrorCode string
+	// PID is the process id of the process the tool started (bash's
+	// shell), 0 for none; tool_end records it so that a replay maps the
+	// recorded id to its own.
+	PID int
 	// Modify, when set, changes the session state (files read, tools
 	// loaded). The executor applies modifiers in the calls' original order
 	// after a parallel batch, never in completion order (seed §6.8).

@@ -26,6 +26,11 @@ const (
 	ExitGate ExitCode = 3
 	// ExitInconclusive: the command could not decide.
 	ExitInconclusive ExitCode = 4
+	// ExitInterrupted and ExitTerminated: a command that reports what it
+	// finished before SIGINT or SIGTERM stopped it exits as a shell says
+	// a process killed by them did (128 + the signal's number).
+	ExitInterrupted ExitCode = 130
+	ExitTerminated  ExitCode = 143
 )
 
 // exitError carries the exit code a command's error maps to.

@@ -249,7 +249,7 @@ func runEval(ctx context.Context, sys *IO, opts *evalOptions, args []string) err
 		HarnessVersion: "retrace " + currentVersion().Version, Clock: sys.Now,
 		HarnessRevision: harness.Version().Revision, Tags: opts.labels.labels,
 	}
-	for _, k := range []string{"eval_scenario", "eval_repeat"} {
+	for _, k := range []string{"eval_scenario", "eval_repeat", harness.PlantTag} {
 		if _, ok := opts.labels.labels[k]; ok {
 			return usage(fmt.Errorf("--tag %s: eval sets this label itself; choose another key", k))
 		}
@@ -280,6 +280,9 @@ func runEval(ctx context.Context, sys *IO, opts *evalOptions, args []string) err
 			return invalid(err)
 		}
 		defer release()
+		// The kept runs are the user's own: signed, their replay applies
+		// each scenario's permission mode and rules.
+		ro.Key = userKey(sys)
 	}
 	if golden != nil {
 		ro.AfterRun = golden.AfterRun

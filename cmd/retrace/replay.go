@@ -45,10 +45,22 @@ never a live call), records the replay as a new trajectory (--out, default
 .retrace/replays) and compares the two at every step. The temporary
 workspace is removed at the end; --keep keeps it and prints its path.
 
-A recording is someone else's until you say otherwise: it carries the
-retrace.yaml of the workspace it was made in, and whoever sent it chose
-what that file and its recorded answers say. So by default replay treats
-it like an untrusted workspace:
+The replay starts from the configuration the session ran under: its
+session_start records the effective configuration (after your file,
+--config, the workspace's retrace.yaml and a scenario's config, redacted)
+and the file and line each setting came from.
+
+Your own recordings: retrace run, eval --out and replay sign each
+session_start with a key of yours (recording.key, mode 0600, made on
+first use in your user config directory). A recording whose signature
+checks was made by you on this machine: its permission mode, rules and
+your recorded answers apply as recorded, so it replays as it ran. Its
+hooks and MCP servers run code outside the replay's throwaway workspace
+and still need --trust-recording.
+
+Any other recording is someone else's: whoever sent it chose what its
+configuration and its recorded answers say. So replay treats it like an
+untrusted workspace:
 
   - its hooks and MCP servers are not run;
   - its config may only restrict: bypass mode, allow rules and higher
@@ -58,9 +70,9 @@ it like an untrusted workspace:
     re-applied: a call that needs a person is refused, as in --headless.
 
 The report says each thing it left out ("note: the recording's config has
-2 hooks and 1 MCP server; not run ..."), so the divergences they cause are
-explained. For a recording you made yourself, or one you trust, add
---trust-recording: its config applies as it is, its hooks and MCP servers
+2 hooks and 1 MCP server; not run ...", each setting with the file and
+line it came from), and that the divergences they cause are expected,
+not a what-if. For a recording you trust, add --trust-recording: its config applies as it is, its hooks and MCP servers
 run, and each recorded approval is re-applied to the call it approved, but
 only when that call's input is byte-identical to the approved one.
 
@@ -75,7 +87,9 @@ differs between two runs, in tool output and model text: timestamps
 (RFC 3339, date's "Tue Dec  1 20:05:21 UTC 2026", ls -l's "Dec  1 20:05"),
 durations ("12.3ms", "0.41s", "real 0m0.012s"), the random directory of
 a temporary path (/tmp/X/..., $TMPDIR/X/...), hex ids (UUIDs, 16+ hex
-digits) and process ids ("pid 4242");
+digits, date +%s%N) and process ids ("pid 4242"); the process id of each
+bash call, recorded in its tool_end, is mapped exactly to the replayed
+call's (pid_map), so echo $$ replays identically;
 --no-default-normalize turns them off. Your own rules come from the
 replay.normalize section of the configuration the replay runs under and
 from --normalize 'REGEX=>REPLACEMENT' (RE2 syntax, $1 expands; repeatable);
@@ -91,9 +105,10 @@ extra, end changed; the row says where the text first differs. --details
 adds a unified diff of every changed text (tool output and input, request
 messages, replies); the json format always carries it ("diff").
 
-What-if: --config FILE replays the incident under another policy (rules,
-mode, hooks, limits) instead of the recording's own; the file is yours,
-so it is trusted. The report says where outcomes change, e.g.
+What-if: --config FILE is layered over the recorded configuration to
+replay the incident under another policy (rules, mode, hooks, limits);
+the file is yours, so it is trusted, and the report names the settings
+it changed. The report says where outcomes change, e.g.
 "turn 5, toolu_07: allowed → denied by rule Bash(rm:*)". Once a change
 makes the model requests differ from the recording, that is said once and
 the tool-side events are still compared.
@@ -109,12 +124,19 @@ not stop the others: it is listed as failed, and the batch exits 2 once
 the summary is printed, because a verdict over a set of incidents with a
 broken one in it is no verdict. A recording made by mock serve --record
 is another agent's conversation without a workspace, and is named as
-"not replayable here: use retrace mock serve --from". While a batch runs,
+"not replayable here: use retrace mock serve --from". A failure museum
+exhibit that retrace eval --out keeps (a recording written by hand) is
+listed as "exhibit", not replayable and not a failure. A recording
+replayed without settings it left out and that diverged is "expected",
+which --strict does not fail. Ctrl-C or SIGTERM marks the replays under
+way "interrupted", prints the summary of what finished and exits 130 or
+143. While a batch runs,
 progress is shown on stderr when stderr is a terminal. A single file keeps
 the detailed report above.
 
 Exit codes: 0 identical (after normalising), or divergences without
---strict; 3 divergences with --strict; 2 bad input — a recording that
+--strict, or only expected ones; 3 divergences with --strict; 130/143
+interrupted by SIGINT/SIGTERM; 2 bad input — a recording that
 cannot be read or replayed (a symlink loop, not a trajectory, a line too
 long, a damaged snapshot, a recording of mock serve), a directory with no
 recordings, a --workspace that is not empty or given for several
@@ -137,12 +159,12 @@ first that applies of 2, 1, 3 wins.`,
 		},
 	}
 	cmd.Flags().StringVar(&opts.workspace, "workspace", "", "restore the workspace here (empty or missing; one recording only); default a temporary directory")
-	cmd.Flags().StringVar(&opts.config, "config", "", "what-if configuration, trusted; default the recorded workspace's retrace.yaml")
+	cmd.Flags().StringVar(&opts.config, "config", "", "what-if configuration, trusted, layered over the recorded one")
 	cmd.Flags().StringVar(&opts.out, "out", "", "directory for the replays' trajectories (default .retrace/replays)")
 	cmd.Flags().BoolVar(&opts.strict, "strict", false, "exit 3 on any divergence")
 	cmd.Flags().StringVar(&opts.runs, "runs", "", "replay every recording in this directory, as a batch (instead of RUNS)")
 	cmd.Flags().BoolVar(&opts.keep, "keep", false, "keep the temporary workspaces after the replay and print their paths")
-	cmd.Flags().BoolVar(&opts.trust, "trust-recording", false, "run the recording's hooks and MCP servers, apply its config as it is, re-apply its recorded approvals")
+	cmd.Flags().BoolVar(&opts.trust, "trust-recording", false, "run the recording's hooks and MCP servers, apply its config as it is, re-apply its recorded approvals (your own recordings get all but the hooks and servers without it)")
 	cmd.Flags().IntVarP(&opts.jobs, "jobs", "j", runtime.NumCPU(), "replay this many recordings at once")
 	opts.format = addFormatFlag(cmd, "table", "markdown", "json")
 	cmpFlags := addCompareFlags(cmd)
@@ -158,7 +180,7 @@ first that applies of 2, 1, 3 wins.`,
 			return usage(err)
 		}
 		opts.details = cmpFlags.details
-		ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+		ctx, stop := signalContext(cmd.Context())
 		defer stop()
 		out := opts.out
 		if out == "" {
@@ -168,7 +190,8 @@ first that applies of 2, 1, 3 wins.`,
 			// A directory is a batch, whatever it holds.
 			args = []string{opts.runs}
 		}
-		ropts := replay.RunOptions{Out: out, Workspace: opts.workspace, Config: opts.config, Keep: opts.keep, TrustRecording: opts.trust, Compare: copts}
+		ropts := replay.RunOptions{Out: out, Workspace: opts.workspace, Config: opts.config, Keep: opts.keep, TrustRecording: opts.trust, Compare: copts,
+			Key: userKey(sys)}
 		if !isBatch(args) {
 			return replayOne(ctx, sys, opts, ropts, args[0])
 		}
@@ -206,6 +229,13 @@ func replayOne(ctx context.Context, sys *IO, opts *replayOptions, ropts replay.R
 		return replayError(err)
 	}
 	s := b.Sessions[0]
+	switch s.Verdict {
+	case replay.VerdictExhibit:
+		fmt.Fprintf(sys.Out, "%s: %s\n", path, s.Reason())
+		return nil
+	case replay.VerdictInterrupted:
+		return interrupted(ctx, s.Err)
+	}
 	if s.Err != nil {
 		return replayError(s.Err)
 	}
@@ -316,6 +346,8 @@ func replayBatch(ctx context.Context, sys *IO, opts *replayOptions, ropts replay
 	}
 	fmt.Fprintf(sys.Err, "replays: %s\n", ropts.Out)
 	switch {
+	case b.Interrupted > 0:
+		return interrupted(ctx, errReported)
 	case b.BadInput():
 		return &exitError{code: ExitInvalid, err: errReported}
 	case b.HarnessFailed():
@@ -376,4 +408,45 @@ func (f *compareFlags) options() (compare.Options, error) {
 		opts.Tools[tool] = l
 	}
 	return opts, nil
+}
+
+// signalError is the cause of a context that SIGINT or SIGTERM cancelled.
+type signalError struct{ sig os.Signal }
+
+func (e signalError) Error() string { return "interrupted by " + e.sig.String() }
+
+// signalContext is cancelled, with a signalError as its cause, when the
+// process gets SIGINT or SIGTERM, so that a command can report what it
+// finished and exit as the signal says (interrupted).
+func signalContext(parent context.Context) (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(parent)
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case sig := <-ch:
+			cancel(signalError{sig})
+		case <-done:
+		}
+	}()
+	return ctx, func() {
+		signal.Stop(ch)
+		close(done)
+		cancel(nil)
+	}
+}
+
+// interrupted is the exit of a command that a signal stopped: 130 for
+// SIGINT, 143 for SIGTERM, 1 when the context ended otherwise.
+func interrupted(ctx context.Context, err error) error {
+	var se signalError
+	if errors.As(context.Cause(ctx), &se) {
+		code := ExitInterrupted
+		if se.sig == syscall.SIGTERM {
+			code = ExitTerminated
+		}
+		return &exitError{code: code, err: err}
+	}
+	return err
 }

@@ -5,14 +5,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
+	"io/fs"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"runtime"
 	"strconv"
-	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -20,14 +18,10 @@ import (
 
 	"github.com/retrace-dev/retrace/agent"
 	"github.com/retrace-dev/retrace/agent/config"
-	"github.com/retrace-dev/retrace/agent/executor"
 	"github.com/retrace-dev/retrace/agent/llm"
-	"github.com/retrace-dev/retrace/agent/llm/dialect"
 	"github.com/retrace-dev/retrace/harness"
-	"github.com/retrace-dev/retrace/mockllm"
 	"github.com/retrace-dev/retrace/recorder"
 	"github.com/retrace-dev/retrace/scenarios"
-	"github.com/retrace-dev/retrace/terminal"
 	"github.com/retrace-dev/retrace/trajectory"
 )
 
@@ -219,22 +213,22 @@ func runRun(ctx context.Context, sys *IO, opts *runOptions) error {
 		runs = runsDir(sys)
 	}
 	workspace := opts.workspace
-	var cont *continuation
+	var cont *harness.Continuation
 	if opts.continueSession != "" {
 		c, err := loadContinuation(runs, opts.continueSession)
 		if err != nil {
 			return err
 		}
-		if workspace != "" && !sameDir(workspace, c.workspace) {
-			return invalid(fmt.Errorf("--continue %s: the session ran in %s; a continued session runs in the same workspace (leave out --workspace, or give that one)", c.session, c.workspace))
+		if workspace != "" && !sameDir(workspace, c.Workspace) {
+			return invalid(fmt.Errorf("--continue %s: the session ran in %s; a continued session runs in the same workspace (leave out --workspace, or give that one)", c.Session, c.Workspace))
 		}
-		if _, err := os.Stat(c.workspace); err != nil {
-			return invalid(fmt.Errorf("--continue %s: its workspace %s is gone: %w", c.session, c.workspace, err))
+		if _, err := os.Stat(c.Workspace); err != nil {
+			return invalid(fmt.Errorf("--continue %s: its workspace %s is gone: %w", c.Session, c.Workspace, err))
 		}
-		if opts.runs != "" && !sameDir(opts.runs, c.dir) {
-			return invalid(fmt.Errorf("--continue %s: the continued session is recorded next to the one it continues, in %s; leave out --runs", c.session, c.dir))
+		if opts.runs != "" && !sameDir(opts.runs, c.Dir) {
+			return invalid(fmt.Errorf("--continue %s: the continued session is recorded next to the one it continues, in %s; leave out --runs", c.Session, c.Dir))
 		}
-		workspace, runs, cont = c.workspace, c.dir, &c
+		workspace, runs, cont = c.Workspace, c.Dir, &c
 	}
 	if opts.prompt == "" && opts.interactive {
 		if p, ok := prompts.next(ctx); ok {
@@ -247,16 +241,18 @@ func runRun(ctx context.Context, sys *IO, opts *runOptions) error {
 	if workspace == "" {
 		workspace = "."
 	}
-	cfg, cfgName, err := loadRunConfig(sys, opts, workspace, demo)
+	resolved, err := loadRunConfig(sys, opts, workspace, demo)
 	if err != nil {
 		return err
 	}
+	cfg, cfgName := resolved.Config, resolved.Name()
 	provider, err := runProvider(sys, opts, demo)
 	if err != nil {
 		return err
 	}
 	if opts.maxTurns > 0 {
 		cfg.Limits.MaxTurns = opts.maxTurns
+		resolved.Sources["limits.max_turns"] = "--max-turns"
 	}
 	if cfg.Limits.MaxTurns == 0 {
 		cfg.Limits.MaxTurns = defaultMaxTurns
@@ -270,7 +266,7 @@ func runRun(ctx context.Context, sys *IO, opts *runOptions) error {
 		maxConcurrent = n
 	}
 	spec := harness.Spec{
-		Workspace: workspace, Config: cfg, ConfigName: cfgName,
+		Workspace: workspace, Config: cfg, ConfigName: cfgName, ConfigSources: resolved.Sources, Key: userKey(sys),
 		Provider: provider, Model: opts.model, Stream: opts.stream, BatchTools: opts.batch,
 		System: runSystemPrompt, Prompt: opts.prompt,
 		MCPGrace: mcpGrace, Runs: runs, Clock: sys.Now,
@@ -280,13 +276,13 @@ func runRun(ctx context.Context, sys *IO, opts *runOptions) error {
 		Warn: func(msg string) { fmt.Fprintf(sys.Err, "warning: %s\n", msg) },
 	}
 	if !opts.headless {
-		spec.Prompter = &terminalPrompter{in: in, out: sys.Err}
+		spec.Prompter = &harness.TerminalPrompter{In: in, Out: sys.Err, Describe: inputSummary}
 	}
 	if opts.interactive {
 		spec.NextPrompt = prompts.next
 	}
 	if cont != nil {
-		spec.History, spec.Continues = cont.history, cont.session
+		spec.History, spec.Continues = cont.History, cont.Session
 	}
 	if opts.provider != "" {
 		warnUnknownModel(sys, opts.model, cfg)
@@ -361,7 +357,7 @@ const defaultMaxTurns = 50
 // over it, restrict-only unless --trust-workspace (see config.Resolve).
 // The demo's policy ships in the binary, in its scenario: it is the
 // trusted base, and the user's own file does not change the demo.
-func loadRunConfig(sys *IO, opts *runOptions, workspace string, demo *scenarios.Scenario) (config.Config, string, error) {
+func loadRunConfig(sys *IO, opts *runOptions, workspace string, demo *scenarios.Scenario) (config.Resolved, error) {
 	src := config.Sources{
 		Explicit:       opts.config,
 		Workspace:      filepath.Join(workspace, config.FileName),
@@ -370,14 +366,37 @@ func loadRunConfig(sys *IO, opts *runOptions, workspace string, demo *scenarios.
 	}
 	if demo != nil {
 		src.Defaults = config.Overlay(src.Defaults, demo.Config)
+		src.DefaultsName = demo.File + " (config)"
 	} else if dir := userConfigDir(sys.Getenv); dir != "" {
 		src.User = config.UserFile(dir)
 	}
 	res, err := config.Resolve(src)
 	if err != nil {
-		return res.Config, res.Name(), invalid(err)
+		return res, invalid(err)
 	}
-	return res.Config, res.Name(), nil
+	return res, nil
+}
+
+// userKey is the key that signs the user's recordings (recorder.UserKey),
+// kept in the user's configuration directory; retrace run, eval --out and
+// replay share it. Without one the recordings are unsigned, and a replay
+// treats them as someone else's: that is said, and nothing else changes.
+func userKey(sys *IO) *recorder.Key {
+	dir := userConfigDir(sys.Getenv)
+	if dir == "" {
+		return nil
+	}
+	k, err := recorder.UserKey(dir)
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) {
+		// No configuration directory of one's own (a container, a CI
+		// runner's HOME=/): nothing to sign with, nothing to say.
+		return nil
+	}
+	if err != nil {
+		fmt.Fprintf(sys.Err, "warning: %v; the recordings are not signed as yours, so a replay applies only the settings it applies to anyone's\n", err)
+		return nil
+	}
+	return k
 }
 
 // userConfigDir is os.UserConfigDir read through the injected environment,
@@ -406,71 +425,36 @@ func userConfigDir(getenv func(string) string) string {
 	return ""
 }
 
-// runProvider builds the model: the demo scenario's script, a script
-// file, or a real provider configured from the environment.
+// runProvider builds the model (harness.NewProvider, as eval and replay
+// do): the demo scenario's script, a script file, or a real provider
+// configured from the environment.
 func runProvider(sys *IO, opts *runOptions, demo *scenarios.Scenario) (llm.Provider, error) {
-	switch {
-	case demo != nil:
-		return mockllm.ParseScript(demo.Script, demo.File)
-	case opts.script != "":
-		s, err := mockllm.LoadScript(opts.script)
-		if err != nil {
-			return nil, invalid(err)
-		}
-		return s, nil
+	if demo != nil {
+		return modelError(harness.NewProvider(harness.Model{Script: demo.Script, ScriptName: demo.File}))
+	}
+	if opts.script != "" {
+		return modelError(harness.NewProvider(harness.Model{ScriptFile: opts.script}))
 	}
 	return liveProvider(sys.Getenv, opts.provider, opts.model, opts.baseURL)
 }
 
 // liveProvider builds a real provider, name, for model, its key and
-// endpoint read through getenv as llm.OptionsFromEnv reads them; a
-// non-empty baseURL replaces the endpoint. retrace run --provider and
-// retrace eval --provider share it, so that both talk to a model the same
-// way. The key stays in the provider: nothing here prints or writes it.
+// endpoint read through getenv; a non-empty baseURL replaces the endpoint
+// (harness.Model.Live). retrace run --provider and retrace eval --provider
+// share it, so that both talk to a model the same way.
 func liveProvider(getenv func(string) string, name, model, baseURL string) (llm.Provider, error) {
-	o := llm.OptionsFromEnv(name, getenv)
-	o.Model = model
-	if baseURL != "" {
-		o.BaseURL = baseURL
+	p, err := harness.NewProvider(harness.Model{Live: name, Name: model, BaseURL: baseURL, Getenv: getenv})
+	if errors.Is(err, harness.ErrSpec) {
+		return nil, usage(err)
 	}
-	if o.Model == "" {
-		return nil, usage(errors.New("--provider needs --model"))
-	}
-	switch name {
-	case "anthropic":
-		o.ToolSchema = dialect.Anthropic
-		return llm.NewAnthropic(o)
-	case "openai":
-		o.ToolSchema, o.StrictTools, o.NonStrictSchema = dialect.OpenAIStrict, true, dialect.OpenAI
-		return llm.NewOpenAIResponses(o)
-	case "openai-chat":
-		o.ToolSchema = dialect.OpenAI
-		return llm.NewOpenAIChat(o)
-	}
-	return nil, usage(fmt.Errorf("--provider %q is not supported; use anthropic, openai or openai-chat", name))
+	return p, err
 }
 
-// terminalPrompter asks on the terminal whether a call may run. Parallel
-// calls may ask at once, so questions are asked one at a time.
-type terminalPrompter struct {
-	mu  sync.Mutex
-	in  *bufio.Reader
-	out io.Writer
-}
-
-func (p *terminalPrompter) Confirm(ctx context.Context, q executor.Prompt) (bool, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if ctx.Err() != nil {
-		return false, ctx.Err()
+// modelError maps a model the user gave that cannot be used to the
+// invalid-input exit.
+func modelError(p llm.Provider, err error) (llm.Provider, error) {
+	if errors.Is(err, harness.ErrSpec) {
+		return nil, invalid(err)
 	}
-	// The question holds what the model asked for: it is redacted and
-	// shown escaped, so that no escape sequence can hide what is asked.
-	fmt.Fprintf(p.out, "\n  ? allow %s %s\n    %s\n    [y/N] ", terminal.Line(q.Tool), terminal.Line(inputSummary(q.Input)), terminal.Line(redacted(q.Reason)))
-	line, err := p.in.ReadString('\n')
-	if err != nil && line == "" {
-		return false, err
-	}
-	answer := strings.ToLower(strings.TrimSpace(line))
-	return answer == "y" || answer == "yes", nil
+	return p, err
 }

@@ -11,73 +11,26 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/retrace-dev/retrace/agent"
+	"github.com/retrace-dev/retrace/harness"
 	"github.com/retrace-dev/retrace/trajectory"
 )
 
-// continuation is a recorded session that retrace run --continue carries on.
-type continuation struct {
-	// path is its trajectory file, and dir the directory the continued
-	// session is recorded in: the same, so that the link (session_start's
-	// continues) resolves there, for a replay as for a person.
-	path, dir string
-	session   string
-	workspace string
-	history   []trajectory.Message
-}
-
 // loadContinuation finds the session arg names — a session id in runs, or
-// a trajectory file — and rebuilds its conversation. A session that is
-// unknown, still running or torn, or that cannot be carried on, is an
-// input error that says what to do; nothing is written.
-func loadContinuation(runs, arg string) (continuation, error) {
+// a trajectory file — and rebuilds its conversation (harness.
+// LoadContinuation, which a replay of the continued session shares). A
+// session that is unknown, still running or torn, or that cannot be
+// carried on, is an input error that says what to do; nothing is written.
+func loadContinuation(runs, arg string) (harness.Continuation, error) {
 	path := arg
 	if !strings.HasSuffix(arg, trajectory.Ext) && !strings.ContainsRune(arg, filepath.Separator) {
 		path = filepath.Join(runs, arg+trajectory.Ext)
 	}
-	f, err := os.Open(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return continuation{}, invalid(fmt.Errorf("--continue %s: no recorded session %s (looked for %s); give a session id from the runs directory (--runs) or a trajectory file", arg, arg, path))
-	}
-	if err != nil {
-		return continuation{}, invalid(fmt.Errorf("--continue %s: %w", arg, err))
-	}
-	defer f.Close()
-	dec := trajectory.NewDecoder(f, path)
-	var events []trajectory.Event
-	for {
-		ev, err := dec.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return continuation{}, invalid(fmt.Errorf("--continue: %w; only a valid trajectory can be continued", err))
-		}
-		events = append(events, ev)
-	}
-	if w := dec.Warnings(); len(w) > 0 {
-		return continuation{}, invalid(fmt.Errorf("--continue: %s: the session is still being recorded, or its run crashed; continue a session that ended (retrace validate %s says more)", w[0], path))
-	}
-	c := continuation{path: path, dir: filepath.Dir(path)}
-	var ended bool
-	for _, ev := range events {
-		switch p := ev.Payload.(type) {
-		case *trajectory.SessionStart:
-			c.session, c.workspace = ev.Session, p.Workspace
-		case *trajectory.SessionEnd:
-			ended = true
-		}
-	}
+	c, err := harness.LoadContinuation(path)
 	switch {
-	case c.session == "":
-		return continuation{}, invalid(fmt.Errorf("--continue: %s has no session_start; it is not a recorded session", path))
-	case !ended:
-		return continuation{}, invalid(fmt.Errorf("--continue: %s has no session_end: the session is still running, or it crashed before it ended; continue a session that ended", path))
-	case c.workspace == "":
-		return continuation{}, invalid(fmt.Errorf("--continue: %s does not record its workspace, so the session cannot be carried on where it ran", path))
-	}
-	if c.history, err = agent.ConversationOf(events); err != nil {
-		return continuation{}, invalid(fmt.Errorf("--continue: %s: %w", path, err))
+	case errors.Is(err, fs.ErrNotExist):
+		return c, invalid(fmt.Errorf("--continue %s: no recorded session %s (looked for %s); give a session id from the runs directory (--runs) or a trajectory file", arg, arg, path))
+	case err != nil:
+		return c, invalid(fmt.Errorf("--continue %s: %w", arg, err))
 	}
 	return c, nil
 }

@@ -53,6 +53,9 @@ func TestScripts(t *testing.T) {
 			// FIXTURES are the detectors' trajectories (must-fire and
 			// clean), for scripts to copy rather than repeat.
 			env.Setenv("FIXTURES", fixtures)
+			// The user's configuration directory, where the recording
+			// key lives, is the script's own.
+			env.Setenv("XDG_CONFIG_HOME", filepath.Join(env.WorkDir, ".config"))
 			return nil
 		},
 		UpdateScripts:       *update,

@@ -181,8 +181,11 @@ func TestAHostileRecordingReplaysWithoutRunningAnyOfItUnlessTrusted(t *testing.T
 	}
 	for _, want := range []string{
 		"note: the recording's config has 1 hook and 1 MCP server; not run (use --trust-recording",
-		"note: not applied: retrace.yaml:2: permissions.mode: bypass",
-		"the replay runs in accept_edits mode",
+		// The replay starts from session_start's configuration, not the
+		// snapshot's retrace.yaml the tamper changed; the tampered mode
+		// is named, and not applied.
+		"note: the recorded session ran in permission mode bypass; the replay runs in default mode",
+		"note: divergences these settings cause are expected, not a what-if",
 		"note: the recording shows a person approving 1 call (toolu_plant); not re-approved",
 	} {
 		if !strings.Contains(stdout, want) {
