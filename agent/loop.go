@@ -287,7 +287,20 @@ func (s *session) emitStart() {
 		ReplayOf:          s.cfg.ReplayOf,
 		Tags:              s.cfg.Tags,
 		Continues:         s.cfg.Continues,
+		Sandbox:           sandboxInfo(s.cfg.Executor.Env),
 	})
+}
+
+// sandboxInfo describes the session's sandbox for session_start; nil for
+// an Env without one (a test of the loop alone; harness.Build always
+// sets one).
+func sandboxInfo(env *tools.Env) *trajectory.SandboxInfo {
+	box := env.Sandbox()
+	if box == nil {
+		return nil
+	}
+	in := box.Info()
+	return &trajectory.SandboxInfo{Mode: trajectory.SandboxMode(in.Mode), LandlockABI: in.ABI, Network: in.Network, Limits: in.Limits, Reason: in.Reason}
 }
 
 // configHash is session_start's config_hash: the Hash of everything that

@@ -131,6 +131,24 @@ type SessionStart struct {
 	// session's trajectory, in the same directory, and the prompt it
 	// starts with is in a user_prompt event. Optional.
 	Continues string `json:"continues,omitempty"`
+	// Sandbox says how the session's tool processes were confined
+	// (package agent/sandbox). Optional: older recordings lack it.
+	Sandbox *SandboxInfo `json:"sandbox,omitempty"`
+}
+
+// SandboxInfo describes a session's sandbox.
+type SandboxInfo struct {
+	// Mode is what tool processes could write, off, or unavailable.
+	Mode SandboxMode `json:"mode"`
+	// LandlockABI is the kernel's Landlock ABI version; absent when the
+	// sandbox was off or the kernel has none.
+	LandlockABI int `json:"landlock_abi,omitempty"`
+	// Network is true when tool processes could use the network freely.
+	Network bool `json:"network,omitempty"`
+	// Limits says how the processes were bounded, e.g. "pids cgroup (1024)".
+	Limits string `json:"limits,omitempty"`
+	// Reason says why the sandbox was unavailable.
+	Reason string `json:"reason,omitempty"`
 }
 
 // EventType implements Payload.
@@ -176,6 +194,10 @@ func (p *SessionStart) validate(c *checks) {
 		c.nonNegative("limits.cache_write_per_mtok", p.Limits.CacheWritePerMTok)
 	}
 	c.blobRef("workspace_snapshot", p.WorkspaceSnapshot)
+	if p.Sandbox != nil {
+		checkEnum(c, "sandbox.mode", p.Sandbox.Mode, sandboxModes)
+		c.nonNegative("sandbox.landlock_abi", float64(p.Sandbox.LandlockABI))
+	}
 	for k := range p.Tags {
 		c.label("tags key", k)
 	}

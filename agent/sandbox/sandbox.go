@@ -43,7 +43,9 @@ type Options struct {
 	// Workspace is the absolute, symlink-free workspace directory.
 	Workspace string
 	// Home is the home directory whose secret paths are denied and whose
-	// "~/" the writable extras start from; "" means os.UserHomeDir.
+	// "~/" the writable extras start from; "" means os.UserHomeDir. When
+	// given, it is also the HOME of every process (a throwaway home in
+	// tests and evals, so that a command's "~" never reaches the real one).
 	Home string
 	// probe replaces the kernel check (tests simulate a kernel without
 	// Landlock with it).
@@ -65,6 +67,7 @@ type Sandbox struct {
 	workspace string
 	home      string
 	limits    string
+	setHome   bool
 	cleanup   []func()
 	// unavailable is set when the kernel cannot sandbox: every Wrap fails.
 	unavailable *UnavailableError
@@ -83,7 +86,7 @@ func New(opts Options) (*Sandbox, error) {
 	if err := opts.Policy.Check(); err != nil {
 		return nil, err
 	}
-	s := &Sandbox{mode: opts.Policy.EffectiveMode(), network: opts.Policy.Network, workspace: opts.Workspace, home: opts.Home}
+	s := &Sandbox{mode: opts.Policy.EffectiveMode(), network: opts.Policy.Network, workspace: opts.Workspace, home: opts.Home, setHome: opts.Home != ""}
 	if s.mode == ModeOff {
 		return s, nil
 	}
@@ -234,7 +237,13 @@ func within(p, dir string) bool {
 // sandbox off (or a nil Sandbox) cmd is left as it is; where the kernel
 // cannot sandbox it returns an *UnavailableError and cmd must not run.
 func (s *Sandbox) Wrap(cmd *exec.Cmd) error {
-	if s == nil || s.mode == ModeOff {
+	if s == nil {
+		return nil
+	}
+	if s.setHome {
+		cmd.Env = setEnv(cmd.Env, "HOME", s.home)
+	}
+	if s.mode == ModeOff {
 		return nil
 	}
 	if s.unavailable != nil {
@@ -246,15 +255,20 @@ func (s *Sandbox) Wrap(cmd *exec.Cmd) error {
 	argv := append([]string{cmd.Path}, cmd.Args[1:]...)
 	cmd.Path = selfExe
 	cmd.Args = append([]string{"retrace", ExecArg, s.planFile, "--"}, argv...)
-	env := cmd.Env
+	cmd.Env = setEnv(cmd.Env, "TMPDIR", s.temp)
+	s.wrapNamespaces(cmd)
+	return nil
+}
+
+// setEnv returns env (nil meaning this process's environment) with key
+// set to value.
+func setEnv(env []string, key, value string) []string {
 	if env == nil {
 		env = os.Environ()
 	}
-	cmd.Env = append(slices.DeleteFunc(slices.Clone(env), func(kv string) bool {
-		return strings.HasPrefix(kv, "TMPDIR=")
-	}), "TMPDIR="+s.temp)
-	s.wrapNamespaces(cmd)
-	return nil
+	return append(slices.DeleteFunc(slices.Clone(env), func(kv string) bool {
+		return strings.HasPrefix(kv, key+"=")
+	}), key+"="+value)
 }
 
 // Writable lists what a sandboxed process may write, for messages.
@@ -328,12 +342,12 @@ var denialLine = regexp.MustCompile(`(?i)permission denied|operation not permitt
 // word holding a slash or starting with a dot or a tilde.
 var pathWord = regexp.MustCompile("['‘`\"]([^'’`\"]+)['’`\"]|([~./][^\\s:'\"]*|[^\\s:'\"]*/[^\\s:'\"]*)")
 
-// Refused reports whether a failed process's output shows the sandbox
-// refusing a write, and the path it refused: a line with a refused-access
-// error naming a path outside what is writable, or, when the output names
-// none (curl -s prints nothing), one of the command's known write targets
-// outside it (writes, from the shell analysis; "~" is the home
-// directory). Relative paths are taken from the workspace. This reads what
+// Refused reports whether a process's output shows the sandbox refusing
+// an access, and the path it refused: a line with a refused-access error
+// naming a path outside what is writable, or, for a command that failed
+// and whose output names none (curl -s prints nothing), one of the
+// command's known write targets outside it (writes, from the shell
+// analysis, given only for a failed command; "~" is the home directory). Relative paths are taken from the workspace. This reads what
 // the programs printed, so a program that hides its error, or names the
 // path differently, is not seen (docs/sandbox.md).
 func (s *Sandbox) Refused(output string, writes []string) (string, bool) {
@@ -390,9 +404,10 @@ func (s *Sandbox) outside(w string) (string, bool) {
 	return w, true
 }
 
-// Explain is the text the model gets after a refused write: that the
+// Explain is the text the model gets after a refused access: that the
 // sandbox refused it, and what is writable.
 func (s *Sandbox) Explain(path string) string {
-	return fmt.Sprintf("The sandbox refused a write to %s: in this session (sandbox mode %s) a command may write only %s. "+
+	return fmt.Sprintf("[sandbox] The sandbox refused access to %s: in this session (sandbox mode %s) a command may write only %s, "+
+		"and may not read credentials (~/.ssh, ~/.aws, ~/.config/gcloud, ~/.netrc, ~/.npmrc, .env files outside the workspace). "+
 		"Do not retry it another way; if the change is needed, ask the user to make it.", path, s.Mode(), strings.Join(s.Writable(), ", "))
 }
