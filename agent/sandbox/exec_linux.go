@@ -51,14 +51,52 @@ const netABI = 4
 
 // wrapNamespaces cuts the network with a network namespace of its own
 // where the Landlock ABI cannot restrict TCP (before version 4).
+// It gives the process a mount namespace of its own where workspace paths
+// are to be made read-only (plan.Protect).
 func (s *Sandbox) wrapNamespaces(cmd *exec.Cmd) {
-	if s.network || s.abi >= netABI {
+	var flags uintptr
+	if !s.network && s.abi < netABI {
+		flags |= syscall.CLONE_NEWNET
+	}
+	if len(s.protected) > 0 {
+		flags |= syscall.CLONE_NEWNS
+	}
+	if flags == 0 {
 		return
 	}
 	if cmd.SysProcAttr == nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}
-	cmd.SysProcAttr.Cloneflags |= syscall.CLONE_NEWNET
+	cmd.SysProcAttr.Cloneflags |= flags
+}
+
+// canMount reports whether the process can make bind mounts in a mount
+// namespace of its own: retrace runs as root.
+func canMount() bool { return unix.Geteuid() == 0 }
+
+// protect makes the existing paths read-only in this process's mount
+// namespace, which must be its own (wrapNamespaces): first every mount
+// becomes private, so that nothing done here reaches the rest of the
+// machine, then each path is bound onto itself and remounted read-only.
+func protect(paths []string) error {
+	if len(paths) == 0 {
+		return nil
+	}
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+		return fmt.Errorf("make the mounts private: %w", err)
+	}
+	for _, p := range paths {
+		if _, err := os.Lstat(p); err != nil {
+			continue
+		}
+		if err := unix.Mount(p, p, "", unix.MS_BIND, ""); err != nil {
+			return fmt.Errorf("bind %s: %w", p, err)
+		}
+		if err := unix.Mount("", p, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY, ""); err != nil {
+			return fmt.Errorf("make %s read-only: %w", p, err)
+		}
+	}
+	return nil
 }
 
 // canUnshareNet reports whether a network namespace can be made: retrace
@@ -90,6 +128,9 @@ func restrictAndExec(planFile string, argv []string) error {
 		if err := unix.Setrlimit(unix.RLIMIT_NPROC, &lim); err != nil {
 			return fmt.Errorf("set the process limit: %w", err)
 		}
+	}
+	if err := protect(pl.Protect); err != nil {
+		return err
 	}
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("set no_new_privs: %w", err)

@@ -30,7 +30,17 @@ type plan struct {
 	Cgroups []string `json:"cgroups"`
 	// NProc is RLIMIT_NPROC when no cgroup bounds the process count.
 	NProc uint64 `json:"nproc"`
+	// Protect are paths inside the workspace made read-only with a bind
+	// mount in a mount namespace of the process's own, those of them that
+	// exist when it starts: Landlock can only grant, so it cannot take
+	// back part of the writable workspace.
+	Protect []string `json:"protect"`
 }
+
+// protectedIn are the paths of a workspace whose change runs code on the
+// next git command: its hooks and its configuration (core.fsmonitor,
+// core.hooksPath, aliases…).
+var protectedIn = []string{".git/hooks", ".git/config"}
 
 // readRules covers the whole file system with read rules except the
 // denied paths. Landlock only grants, and a grant on a directory reaches

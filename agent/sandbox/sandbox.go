@@ -68,6 +68,7 @@ type Sandbox struct {
 	home      string
 	limits    string
 	setHome   bool
+	protected []string // read-only inside the workspace
 	cleanup   []func()
 	// unavailable is set when the kernel cannot sandbox: every Wrap fails.
 	unavailable *UnavailableError
@@ -162,6 +163,12 @@ func (s *Sandbox) makePlan(p Policy) (*plan, error) {
 		s.writable = append(s.writable, filepath.Clean(w))
 	}
 	pl.WriteDirs = slices.Clone(s.writable)
+	if s.mode == ModeWorkspaceWrite && s.workspace != "" && canMount() {
+		for _, rel := range protectedIn {
+			s.protected = append(s.protected, filepath.Join(s.workspace, rel))
+		}
+		pl.Protect = slices.Clone(s.protected)
+	}
 	pl.WriteFiles = deviceFiles
 	for _, hp := range p.AllowNetwork {
 		n, _ := port(hp) // checked by Policy.Check
@@ -396,6 +403,11 @@ func (s *Sandbox) outside(w string) (string, bool) {
 		w = filepath.Join(s.workspace, w)
 	}
 	w = filepath.Clean(w)
+	for _, d := range s.protected {
+		if within(w, d) {
+			return w, true
+		}
+	}
 	for _, d := range append(s.Writable(), deviceFiles...) {
 		if within(w, d) {
 			return "", false

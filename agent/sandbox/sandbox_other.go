@@ -22,6 +22,8 @@ func landlockABI() (int, error) {
 
 func canUnshareNet() bool { return false }
 
+func canMount() bool { return false }
+
 func (s *Sandbox) wrapNamespaces(*exec.Cmd) {}
 
 type limits struct {

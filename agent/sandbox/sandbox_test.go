@@ -25,7 +25,7 @@ func newFixture(t *testing.T, p Policy) *fixture {
 	}
 	root := t.TempDir()
 	f := &fixture{home: filepath.Join(root, "home"), ws: filepath.Join(root, "ws"), sibling: filepath.Join(root, "sibling")}
-	for _, d := range []string{f.home + "/.ssh", f.home + "/.config/gcloud", f.home + "/.config/other", f.ws, f.sibling} {
+	for _, d := range []string{f.ws + "/.git/hooks", f.home + "/.ssh", f.home + "/.config/gcloud", f.home + "/.config/other", f.ws, f.sibling} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -33,7 +33,7 @@ func newFixture(t *testing.T, p Policy) *fixture {
 	for path, body := range map[string]string{
 		f.home + "/.ssh/id_ed25519": "PRIVATE KEY", f.home + "/.netrc": "machine x password y",
 		f.home + "/.bashrc": "# rc", f.home + "/.config/other/ok": "fine", f.home + "/.env.local": "TOKEN=z", f.home + "/.config/gcloud/credentials.db": "secret",
-		f.sibling + "/data": "sibling", f.ws + "/a.txt": "hello",
+		f.sibling + "/data": "sibling", f.ws + "/a.txt": "hello", f.ws + "/.git/config": "[core]\n",
 	} {
 		if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
 			t.Fatal(err)
@@ -85,11 +85,17 @@ func TestSandboxConfinesWritesAndSecrets(t *testing.T) {
 		{"cat ~/.ssh/../.ssh/id_ed25519", false},
 		{"ln -s ~/.ssh/id_ed25519 key && cat key", false},
 		{": > /etc/hostname", false},
+		{"sed -n 's/x/y/w .git/hooks/post-commit' a.txt", false},
+		{"echo '[core] fsmonitor = evil' >> .git/config", false},
+		{"echo x > .git/HEAD.new && rm .git/HEAD.new", true},
 	} {
 		out, ok := f.run(t, c.cmd)
 		if ok != c.want {
 			t.Errorf("%s: succeeded %v, want %v; output:\n%s", c.cmd, ok, c.want, out)
 		}
+	}
+	if _, err := os.Stat(f.ws + "/.git/hooks/post-commit"); err == nil {
+		t.Error("a git hook was planted")
 	}
 	b, err := os.ReadFile(f.home + "/.bashrc")
 	if err != nil || string(b) != "# rc" {
@@ -189,5 +195,31 @@ func TestPolicyCheck(t *testing.T) {
 	}
 	if err := (Policy{Mode: ModeReadOnly, AllowNetwork: []string{"proxy:3128"}, Writable: []string{"~/.cache/go-build", "/var/cache/x"}}).Check(); err != nil {
 		t.Error(err)
+	}
+}
+
+func TestRefusedFindsTheRefusedPath(t *testing.T) {
+	f := newFixture(t, Policy{})
+	for _, c := range []struct {
+		out    string
+		writes []string
+		want   string
+	}{
+		{"bash: line 1: " + f.home + "/.bashrc: Permission denied\nexit status 1", nil, f.home + "/.bashrc"},
+		{"ln: failed to create hard link 'hl' => '" + f.home + "/.bashrc': Invalid cross-device link", nil, f.home + "/.bashrc"},
+		{"sed: couldn't open file .git/hooks/post-commit: Read-only file system", nil, f.ws + "/.git/hooks/post-commit"},
+		{"exit status 23", []string{"~/.bashrc"}, f.home + "/.bashrc"},
+		{"rm: cannot remove '../sibling/data': Permission denied", nil, f.sibling + "/data"},
+		{"rm: cannot remove 'build/x': Permission denied", nil, ""},
+		{"make: *** [all] Error 2", []string{"out/bin"}, ""},
+		{"cat: " + f.ws + "/a.txt: No such file or directory", nil, ""},
+	} {
+		got, ok := f.box.Refused(c.out, c.writes)
+		if got != c.want || ok != (c.want != "") {
+			t.Errorf("Refused(%q, %q) = %q, %v; want %q", c.out, c.writes, got, ok, c.want)
+		}
+	}
+	if _, ok := (*Sandbox)(nil).Refused("x: Permission denied", []string{"/etc/passwd"}); ok {
+		t.Error("a nil sandbox refused something")
 	}
 }
