@@ -110,7 +110,7 @@ const (
 
 var permissionSources = closedSet[PermissionSource]{
 	SourceRule, SourceMode, SourceReadOnly, SourceHook, SourceSafety,
-	SourceSessionMemory, SourceUser, SourceNonInteractive, SourceFuse,
+	SourceSessionMemory, SourceUser, SourceNonInteractive, SourceFuse, SourceSandbox,
 }
 
 // Valid reports whether s is a known permission source.

@@ -375,7 +375,7 @@ func (c *call) sandboxRefusal(input json.RawMessage, o *outcome) {
 		if failed {
 			writes = commandWrites(c.tool, input)
 		}
-		path, ok := box.Refused(o.text, writes)
+		path, ok := box.Refused(o.text, writes, commandWords(c.tool, input))
 		if !ok {
 			return
 		}
@@ -404,6 +404,16 @@ func commandWrites(tool tools.Tool, input json.RawMessage) (writes []string) {
 		return nil
 	}
 	return shell.Analyze(ct.Command(input)).Writes
+}
+
+// commandWords are the command line's words split at blanks, for
+// Refused to find the path of a refusal whose message names none.
+func commandWords(tool tools.Tool, input json.RawMessage) []string {
+	ct, ok := tool.(tools.CommandTool)
+	if !ok {
+		return nil
+	}
+	return strings.Fields(ct.Command(input))
 }
 
 func withTrailerLine(text, line string) string {

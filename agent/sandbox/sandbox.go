@@ -350,21 +350,30 @@ var denialLine = regexp.MustCompile(`(?i)permission denied|operation not permitt
 var pathWord = regexp.MustCompile("['‘`\"]([^'’`\"]+)['’`\"]|([~./][^\\s:'\"]*|[^\\s:'\"]*/[^\\s:'\"]*)")
 
 // Refused reports whether a process's output shows the sandbox refusing
-// an access, and the path it refused: a line with a refused-access error
-// naming a path outside what is writable, or, for a command that failed
-// and whose output names none (curl -s prints nothing), one of the
-// command's known write targets outside it (writes, from the shell
-// analysis, given only for a failed command; "~" is the home directory). Relative paths are taken from the workspace. This reads what
-// the programs printed, so a program that hides its error, or names the
-// path differently, is not seen (docs/sandbox.md).
-func (s *Sandbox) Refused(output string, writes []string) (string, bool) {
+// an access, and the path it refused:
+//   - a line with a refused-access error (EACCES, EPERM, EROFS, EXDEV)
+//     naming a path outside what is writable;
+//   - else, when such a line names no path (curl -sS: "Failure writing
+//     output to destination"), one of the command's words that is a path
+//     outside it (words);
+//   - else, for a failed command (the caller gives writes only then), one
+//     of its known write targets outside it (writes, from the shell
+//     analysis), which also covers a program that printed nothing.
+//
+// "~" is the home directory and relative paths start at the workspace.
+// This reads what the programs printed, so a program that hides its error
+// and writes no known target, or names the path differently, is not seen
+// (docs/sandbox.md).
+func (s *Sandbox) Refused(output string, writes, words []string) (string, bool) {
 	if s == nil || s.mode == ModeOff || s.unavailable != nil {
 		return "", false
 	}
+	denial := false
 	for _, line := range strings.Split(output, "\n") {
 		if !denialLine.MatchString(line) {
 			continue
 		}
+		denial = true
 		for _, m := range pathWord.FindAllStringSubmatch(line, -1) {
 			w := m[1]
 			if w == "" {
@@ -375,7 +384,11 @@ func (s *Sandbox) Refused(output string, writes []string) (string, bool) {
 			}
 		}
 	}
-	for _, w := range writes {
+	var candidates []string
+	if denial {
+		candidates = words
+	}
+	for _, w := range append(candidates, writes...) {
 		if p, ok := s.outside(w); ok {
 			return p, true
 		}
@@ -387,7 +400,8 @@ func (s *Sandbox) Refused(output string, writes []string) (string, bool) {
 // lies outside everything writable.
 func (s *Sandbox) outside(w string) (string, bool) {
 	w = strings.TrimRight(strings.TrimSpace(w), ".,;")
-	if w == "" || w == "." || w == ".." || strings.ContainsAny(w, "*?[") || strings.Contains(w, "://") {
+	w = strings.Trim(w, "'\"")
+	if w == "" || w == "." || w == ".." || strings.ContainsAny(w, "*?[$`") || strings.Contains(w, "://") || strings.HasPrefix(w, "-") {
 		return "", false
 	}
 	if rest, ok := strings.CutPrefix(w, "~"); ok {

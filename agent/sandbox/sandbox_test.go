@@ -204,22 +204,25 @@ func TestRefusedFindsTheRefusedPath(t *testing.T) {
 		out    string
 		writes []string
 		want   string
+		words  []string
 	}{
-		{"bash: line 1: " + f.home + "/.bashrc: Permission denied\nexit status 1", nil, f.home + "/.bashrc"},
-		{"ln: failed to create hard link 'hl' => '" + f.home + "/.bashrc': Invalid cross-device link", nil, f.home + "/.bashrc"},
-		{"sed: couldn't open file .git/hooks/post-commit: Read-only file system", nil, f.ws + "/.git/hooks/post-commit"},
-		{"exit status 23", []string{"~/.bashrc"}, f.home + "/.bashrc"},
-		{"rm: cannot remove '../sibling/data': Permission denied", nil, f.sibling + "/data"},
-		{"rm: cannot remove 'build/x': Permission denied", nil, ""},
-		{"make: *** [all] Error 2", []string{"out/bin"}, ""},
-		{"cat: " + f.ws + "/a.txt: No such file or directory", nil, ""},
+		{"bash: line 1: " + f.home + "/.bashrc: Permission denied\nexit status 1", nil, f.home + "/.bashrc", nil},
+		{"ln: failed to create hard link 'hl' => '" + f.home + "/.bashrc': Invalid cross-device link", nil, f.home + "/.bashrc", nil},
+		{"sed: couldn't open file .git/hooks/post-commit: Read-only file system", nil, f.ws + "/.git/hooks/post-commit", nil},
+		{"exit status 23", []string{"~/.bashrc"}, f.home + "/.bashrc", nil},
+		{"rm: cannot remove '../sibling/data': Permission denied", nil, f.sibling + "/data", nil},
+		{"rm: cannot remove 'build/x': Permission denied", nil, "", nil},
+		{"make: *** [all] Error 2", []string{"out/bin"}, "", nil},
+		{"cat: " + f.ws + "/a.txt: No such file or directory", nil, "", nil},
+		{"curl: (23) Failure writing output to destination", nil, f.home + "/.bashrc", []string{"curl", "-sSo", "~/.bashrc", "file:///x"}},
+		{"", nil, "", []string{"grep", "-q", "x", "~/.bashrc"}},
 	} {
-		got, ok := f.box.Refused(c.out, c.writes)
+		got, ok := f.box.Refused(c.out, c.writes, c.words)
 		if got != c.want || ok != (c.want != "") {
 			t.Errorf("Refused(%q, %q) = %q, %v; want %q", c.out, c.writes, got, ok, c.want)
 		}
 	}
-	if _, ok := (*Sandbox)(nil).Refused("x: Permission denied", []string{"/etc/passwd"}); ok {
+	if _, ok := (*Sandbox)(nil).Refused("x: Permission denied", []string{"/etc/passwd"}, nil); ok {
 		t.Error("a nil sandbox refused something")
 	}
 }
