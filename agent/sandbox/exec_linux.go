@@ -58,7 +58,7 @@ func (s *Sandbox) wrapNamespaces(cmd *exec.Cmd) {
 	if !s.network && s.abi < netABI {
 		flags |= syscall.CLONE_NEWNET
 	}
-	if len(s.protected) > 0 {
+	if s.mounts {
 		flags |= syscall.CLONE_NEWNS
 	}
 	if flags == 0 {
@@ -70,38 +70,66 @@ func (s *Sandbox) wrapNamespaces(cmd *exec.Cmd) {
 	cmd.SysProcAttr.Cloneflags |= flags
 }
 
-// canMount reports whether the process can make bind mounts in a mount
+// canUnshareNet reports whether a network namespace can be made: retrace
+// runs as root (without user namespaces, which this does not use).
+func canUnshareNet() bool { return unix.Geteuid() == 0 }
+
+// canMount reports whether the process can make mounts in a mount
 // namespace of its own: retrace runs as root.
 func canMount() bool { return unix.Geteuid() == 0 }
 
-// protect makes the existing paths read-only in this process's mount
-// namespace, which must be its own (wrapNamespaces): first every mount
-// becomes private, so that nothing done here reaches the rest of the
-// machine, then each path is bound onto itself and remounted read-only.
-func protect(paths []string) error {
-	if len(paths) == 0 {
+// remount makes the file system read-only in this process's mount
+// namespace, which must be its own (wrapNamespaces), except the writable
+// directories, and keeps the protected paths read-only within them.
+// First every mount becomes private, so that nothing done here reaches
+// the rest of the machine; then each writable directory and each
+// protected path is bound onto itself, the whole tree is made read-only
+// in one call, and the writable directories' own mounts are made
+// writable again. Device files stay writable on a read-only mount.
+func remount(pl plan) error {
+	if !pl.ReadOnlyRoot {
 		return nil
 	}
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return fmt.Errorf("make the mounts private: %w", err)
 	}
-	for _, p := range paths {
+	var writable []string
+	for _, d := range pl.WriteDirs {
+		if st, err := os.Stat(d); err != nil || !st.IsDir() {
+			continue
+		}
+		if err := unix.Mount(d, d, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+			return fmt.Errorf("bind %s: %w", d, err)
+		}
+		writable = append(writable, d)
+	}
+	for _, p := range pl.Protect {
 		if _, err := os.Lstat(p); err != nil {
 			continue
 		}
 		if err := unix.Mount(p, p, "", unix.MS_BIND, ""); err != nil {
 			return fmt.Errorf("bind %s: %w", p, err)
 		}
-		if err := unix.Mount("", p, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY, ""); err != nil {
-			return fmt.Errorf("make %s read-only: %w", p, err)
+	}
+	ro := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY}
+	if err := unix.MountSetattr(unix.AT_FDCWD, "/", unix.AT_RECURSIVE, &ro); err != nil {
+		return fmt.Errorf("make the file system read-only: %w", err)
+	}
+	rw := unix.MountAttr{Attr_clr: unix.MOUNT_ATTR_RDONLY}
+	for _, d := range writable {
+		if err := unix.MountSetattr(unix.AT_FDCWD, d, 0, &rw); err != nil {
+			return fmt.Errorf("make %s writable: %w", d, err)
+		}
+	}
+	// The working directory still lies on the mount it was entered
+	// through; entering it again goes through the new ones.
+	if wd, err := os.Getwd(); err == nil {
+		if err := os.Chdir(wd); err != nil {
+			return fmt.Errorf("enter %s again: %w", wd, err)
 		}
 	}
 	return nil
 }
-
-// canUnshareNet reports whether a network namespace can be made: retrace
-// runs as root (without user namespaces, which this does not use).
-func canUnshareNet() bool { return unix.Geteuid() == 0 }
 
 // restrictAndExec is the re-exec: it applies the plan to this thread and
 // executes argv. It returns only on failure. Everything it does is per
@@ -129,7 +157,7 @@ func restrictAndExec(planFile string, argv []string) error {
 			return fmt.Errorf("set the process limit: %w", err)
 		}
 	}
-	if err := protect(pl.Protect); err != nil {
+	if err := remount(pl); err != nil {
 		return err
 	}
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {

@@ -35,6 +35,12 @@ type plan struct {
 	// exist when it starts: Landlock can only grant, so it cannot take
 	// back part of the writable workspace.
 	Protect []string `json:"protect"`
+	// ReadOnlyRoot makes every mount read-only in the process's mount
+	// namespace but WriteDirs (and Protect stays read-only within them):
+	// Landlock does not govern chmod, chown, utimes or extended
+	// attributes, so without it a process running as root could still
+	// `chmod u+s /bin/bash`, which it owns.
+	ReadOnlyRoot bool `json:"read_only_root"`
 }
 
 // protectedIn are the paths of a workspace whose change runs code on the

@@ -69,6 +69,7 @@ type Sandbox struct {
 	limits    string
 	setHome   bool
 	protected []string // read-only inside the workspace
+	mounts    bool     // the process gets a mount namespace of its own
 	cleanup   []func()
 	// unavailable is set when the kernel cannot sandbox: every Wrap fails.
 	unavailable *UnavailableError
@@ -135,6 +136,7 @@ func (s *Sandbox) prepare(p Policy) error {
 	if err != nil {
 		return err
 	}
+	s.mounts = pl.ReadOnlyRoot
 	b, err := json.Marshal(pl)
 	if err != nil {
 		return fmt.Errorf("sandbox: encode the plan: %w", err)
@@ -163,11 +165,14 @@ func (s *Sandbox) makePlan(p Policy) (*plan, error) {
 		s.writable = append(s.writable, filepath.Clean(w))
 	}
 	pl.WriteDirs = slices.Clone(s.writable)
-	if s.mode == ModeWorkspaceWrite && s.workspace != "" && canMount() {
-		for _, rel := range protectedIn {
-			s.protected = append(s.protected, filepath.Join(s.workspace, rel))
+	if canMount() {
+		pl.ReadOnlyRoot = true
+		if s.mode == ModeWorkspaceWrite && s.workspace != "" {
+			for _, rel := range protectedIn {
+				s.protected = append(s.protected, filepath.Join(s.workspace, rel))
+			}
+			pl.Protect = slices.Clone(s.protected)
 		}
-		pl.Protect = slices.Clone(s.protected)
 	}
 	pl.WriteFiles = deviceFiles
 	for _, hp := range p.AllowNetwork {
