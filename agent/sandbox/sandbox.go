@@ -47,9 +47,10 @@ type Options struct {
 	// given, it is also the HOME of every process (a throwaway home in
 	// tests and evals, so that a command's "~" never reaches the real one).
 	Home string
-	// probe replaces the kernel check (tests simulate a kernel without
-	// Landlock with it).
-	probe func() (int, error)
+	// Probe replaces the kernel check, which returns the Landlock ABI
+	// version; nil asks the kernel. Tests simulate a kernel without
+	// Landlock with it.
+	Probe func() (int, error)
 }
 
 // Sandbox is a session's sandbox: the plan every tool process of the
@@ -95,7 +96,7 @@ func New(opts Options) (*Sandbox, error) {
 	if s.home == "" {
 		s.home, _ = os.UserHomeDir()
 	}
-	probe := opts.probe
+	probe := opts.Probe
 	if probe == nil {
 		probe = landlockABI
 	}

@@ -163,7 +163,7 @@ func TestSandboxCannotSignalOutside(t *testing.T) {
 }
 
 func TestSandboxUnavailableRefuses(t *testing.T) {
-	box, err := New(Options{Workspace: t.TempDir(), probe: func() (int, error) { return 0, errors.New("Landlock is not enabled (simulated)") }})
+	box, err := New(Options{Workspace: t.TempDir(), Probe: func() (int, error) { return 0, errors.New("Landlock is not enabled (simulated)") }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +181,7 @@ func TestSandboxUnavailableRefuses(t *testing.T) {
 	if in := box.Info(); in.Mode != "unavailable" || in.Reason == "" {
 		t.Errorf("Info = %+v, want mode unavailable with the reason", in)
 	}
-	old, _ := New(Options{Workspace: t.TempDir(), probe: func() (int, error) { return 2, nil }})
+	old, _ := New(Options{Workspace: t.TempDir(), Probe: func() (int, error) { return 2, nil }})
 	if old.Wrap(exec.Command("/bin/true")) == nil {
 		t.Error("ABI 2 was accepted")
 	}
