@@ -310,7 +310,20 @@ func (s *session) emitStart() {
 		Continues:         s.cfg.Continues,
 		Config:            s.cfg.EffectiveConfig,
 		ConfigSources:     s.cfg.ConfigSources,
+		Sandbox:           sandboxInfo(s.cfg.Executor.Env),
 	})
+}
+
+// sandboxInfo describes the session's sandbox for session_start; nil for
+// an Env without one (a test of the loop alone; harness.Build always
+// sets one).
+func sandboxInfo(env *tools.Env) *trajectory.SandboxInfo {
+	box := env.Sandbox()
+	if box == nil {
+		return nil
+	}
+	in := box.Info()
+	return &trajectory.SandboxInfo{Mode: trajectory.SandboxMode(in.Mode), LandlockABI: in.ABI, Network: in.Network, Limits: in.Limits, Reason: in.Reason}
 }
 
 // configHash is session_start's config_hash: the Hash of everything that

@@ -17,6 +17,7 @@ import (
 	"github.com/retrace-dev/retrace/agent/llm"
 	"github.com/retrace-dev/retrace/agent/mcp"
 	"github.com/retrace-dev/retrace/agent/permission"
+	"github.com/retrace-dev/retrace/agent/sandbox"
 	"github.com/retrace-dev/retrace/agent/tools"
 	"github.com/retrace-dev/retrace/recorder"
 	"github.com/retrace-dev/retrace/trajectory"
@@ -157,6 +158,7 @@ type Session struct {
 	Hooks      *hooks.Runner
 
 	servers *mcp.Servers
+	box     *sandbox.Sandbox
 	stop    context.CancelFunc
 	closed  bool
 }
@@ -175,6 +177,7 @@ func (s *Session) Close() (recorder.Stats, error) {
 	s.closed = true
 	stats, err := s.Recorder.Close()
 	s.stop()
+	s.box.Close()
 	if s.servers != nil {
 		// A server that does not stop cleanly costs nothing recorded.
 		_ = s.servers.Close()
@@ -218,11 +221,25 @@ func Build(ctx context.Context, spec Spec) (_ *Session, err error) {
 	if err != nil {
 		return nil, &specError{err}
 	}
+	// Every process a tool starts runs in the session's sandbox, in every
+	// permission mode, in replays and evals alike: this is the one place
+	// sessions are built. A kernel that cannot sandbox leaves the session
+	// able to start, with every tool process refused and the reason
+	// recorded in session_start; it is never a silent downgrade.
+	box, err := sandbox.New(sandbox.Options{Policy: spec.Config.Sandbox, Workspace: env.Workspace(), Home: spec.Config.Permissions.Home})
+	if err != nil {
+		return nil, &specError{fmt.Errorf("config %s: %w", name, err)}
+	}
+	env.SetSandbox(box)
+	if uerr := box.Unavailable(); uerr != nil {
+		spec.warn(uerr.Error())
+	}
 	life, stop := context.WithCancel(context.Background())
-	s := &Session{Env: env, Permission: perm, Hooks: hr, stop: stop}
+	s := &Session{Env: env, Permission: perm, Hooks: hr, stop: stop, box: box}
 	defer func() {
 		if err != nil {
 			stop()
+			box.Close()
 			if s.servers != nil {
 				_ = s.servers.Close()
 			}
@@ -298,7 +315,8 @@ func newRecorder(spec Spec) (*recorder.Recorder, error) {
 }
 
 // PolicyHash is the hash of the parts of a configuration the agent loop
-// cannot see — the permission rules and mode, the hooks, the MCP servers —
+// cannot see — the permission rules and mode, the hooks, the MCP servers,
+// the sandbox policy —
 // that Build passes on as agent.Config.PolicyHash, so that session_start's
 // config_hash covers them. Limits and defenses are hashed by the loop
 // itself. The home directory is left out: it is where the user lives, not
@@ -307,11 +325,18 @@ func newRecorder(spec Spec) (*recorder.Recorder, error) {
 func PolicyHash(c config.Config) (string, error) {
 	p := c.Permissions
 	p.Home = ""
+	// The sandbox policy counts only when it is not the default, so the
+	// hashes of sessions recorded before the sandbox existed still match.
+	var box *sandbox.Policy
+	if c.Sandbox.Mode != "" || c.Sandbox.Network || len(c.Sandbox.AllowNetwork) > 0 || len(c.Sandbox.Writable) > 0 {
+		box = &c.Sandbox
+	}
 	b, err := json.Marshal(struct {
 		Permissions permission.Config
 		Hooks       []hooks.Config
 		MCPServers  []mcp.Config
-	}{p, c.Hooks, c.MCPServers})
+		Sandbox     *sandbox.Policy `json:",omitempty"`
+	}{p, c.Hooks, c.MCPServers, box})
 	if err != nil {
 		return "", fmt.Errorf("hash the configuration: %w", err)
 	}

@@ -317,12 +317,12 @@ func (p *parser) event(n *yaml.Node, where string) EventExpect {
 		case "source":
 			e.Source = p.str(f.val, key)
 			if !trajectory.PermissionSource(e.Source).Valid() {
-				p.at(f.val, "%s %q is not a permission source; use rule, mode, read_only, hook, safety, session_memory, user, non_interactive or fuse", key, e.Source)
+				p.at(f.val, "%s %q is not a permission source; use rule, mode, read_only, hook, safety, session_memory, user, non_interactive, fuse or sandbox", key, e.Source)
 			}
 		case "step":
 			e.Step = p.str(f.val, key)
 			if !trajectory.ChainStep(e.Step).Valid() {
-				p.at(f.val, "%s %q is not a permission chain step; use hook, session_memory, deny_rule, dangerous_command, disallowed_tool, path_validation, ask_rule, tool_check, protected_path, bypass_mode, allow_rule, plan_mode, read_only, accept_edits, default or fuse", key, e.Step)
+				p.at(f.val, "%s %q is not a permission chain step; use hook, session_memory, deny_rule, dangerous_command, disallowed_tool, path_validation, ask_rule, tool_check, protected_path, bypass_mode, allow_rule, plan_mode, read_only, accept_edits, default, fuse or sandbox", key, e.Step)
 			}
 		case "action":
 			e.Action = p.str(f.val, key)

@@ -108,7 +108,7 @@ func Run(ctx context.Context, suite []*Scenario, opts Options) (*Results, error)
 		return nil, fmt.Errorf("eval: %w", err)
 	}
 	home := filepath.Join(root, "home")
-	if err := os.MkdirAll(home, 0o755); err != nil {
+	if err := makeHome(home); err != nil {
 		return nil, fmt.Errorf("eval: %w", err)
 	}
 	suite = sorted(suite)
@@ -412,6 +412,22 @@ func sessionConfig(s *Scenario, ws, home string) (config.Resolved, error) {
 	}
 	res.Config.Permissions.Home = home
 	return res, nil
+}
+
+// makeHome makes the runs' throwaway home directory (the HOME of every
+// tool process, see sandbox.Options.Home) with the shell startup files a
+// hostile command aims at, so that the sandbox scenarios have something
+// to protect.
+func makeHome(home string) error {
+	if err := os.MkdirAll(home, 0o755); err != nil {
+		return err
+	}
+	for _, name := range []string{".bashrc", ".profile", ".zshrc"} {
+		if err := os.WriteFile(filepath.Join(home, name), []byte("# a throwaway home's startup file\n"), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // baseConfig is the trusted configuration of s's sessions: the

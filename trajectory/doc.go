@@ -18,14 +18,14 @@
 //
 // # Event types
 //
-//	session_start      harness, provider/model, modes, config hash (see SessionStart.ConfigHash for what it covers), base system prompt and its hash as sent, tool catalog, defenses enabled, every limit and price, workspace snapshot; the effective configuration (config, redacted) with the layer each setting came from (config_sources), and the recording user's signature
+//	session_start      harness, provider/model, modes, config hash (see SessionStart.ConfigHash for what it covers), base system prompt and its hash as sent, tool catalog, defenses enabled, every limit and price, workspace snapshot, the sandbox (mode, Landlock ABI, network, limits, or why it was unavailable); the effective configuration (config, redacted) with the layer each setting came from (config_sources), and the recording user's signature
 //	workspace_snapshot the workspace snapshot's manifest reference, file and byte counts, taken after session_start is on disk
 //	model_request      hashes of system and tools (in order); the messages as a change since the previous request (see Linear requests)
 //	model_response     content blocks as received, stop reason (normalised and raw), usage, ttft_ms, duration_ms
 //	model_error        a failed model call attempt: error_kind, status code, attempt, will_retry
 //	tool_call          the executor took up a tool_use: input, index in the response, batch, concurrency_safe, stream_offset_ms (started while the reply streamed)
 //	hook_run           one hook run: phase, outcome, input_changed, duration_ms, exit_code, stderr (redacted, cut to 2 KB)
-//	permission_allow   /permission_prompt /permission_deny: source and chain step of the decision, needed_prompt, rule
+//	permission_allow   /permission_prompt /permission_deny: source and chain step of the decision, needed_prompt, rule; source and step sandbox when the kernel sandbox refused what a running call tried
 //	tool_success       the call succeeded
 //	tool_failure       the call failed: failure_kind given at the call site, error_code (a label)
 //	tool_end           the tool's own duration_ms, output bytes, truncated, spill, the process id it started (pid)

@@ -136,11 +136,15 @@ const (
 	SourceUser           PermissionSource = "user"
 	SourceNonInteractive PermissionSource = "non_interactive"
 	SourceFuse           PermissionSource = "fuse"
+	// SourceSandbox is the kernel sandbox refusing what a tool's process
+	// tried (package agent/sandbox): recorded after the call ran, with
+	// step sandbox, because the refusal happens while it runs.
+	SourceSandbox PermissionSource = "sandbox"
 )
 
 var permissionSources = closedSet[PermissionSource]{
 	SourceRule, SourceMode, SourceReadOnly, SourceHook, SourceSafety,
-	SourceSessionMemory, SourceUser, SourceNonInteractive, SourceFuse,
+	SourceSessionMemory, SourceUser, SourceNonInteractive, SourceFuse, SourceSandbox,
 }
 
 // Valid reports whether s is a known permission source.
@@ -168,13 +172,38 @@ const (
 	StepAcceptEdits      ChainStep = "accept_edits"
 	StepDefault          ChainStep = "default"
 	StepFuse             ChainStep = "fuse"
+	// StepSandbox is not a step of the chain: the sandbox refused the
+	// running process after the chain allowed the call.
+	StepSandbox ChainStep = "sandbox"
 )
 
 var chainSteps = closedSet[ChainStep]{
 	StepHook, StepSessionMemory, StepDenyRule, StepDangerousCommand, StepDisallowedTool,
 	StepPathValidation, StepAskRule, StepToolCheck, StepProtectedPath, StepBypassMode,
-	StepAllowRule, StepPlanMode, StepReadOnly, StepAcceptEdits, StepDefault, StepFuse,
+	StepAllowRule, StepPlanMode, StepReadOnly, StepAcceptEdits, StepDefault, StepFuse, StepSandbox,
 }
+
+// SandboxMode is what the sandbox let a session's tool processes do.
+type SandboxMode string
+
+// The sandbox modes.
+const (
+	// SandboxWorkspaceWrite: write only the workspace and a private
+	// temporary directory; read all but the secret paths.
+	SandboxWorkspaceWrite SandboxMode = "workspace-write"
+	// SandboxReadOnly: write only the private temporary directory.
+	SandboxReadOnly SandboxMode = "read-only"
+	// SandboxOff: no sandbox, by an explicit trusted choice.
+	SandboxOff SandboxMode = "off"
+	// SandboxUnavailable: the kernel could not sandbox, so no tool
+	// process ran.
+	SandboxUnavailable SandboxMode = "unavailable"
+)
+
+var sandboxModes = closedSet[SandboxMode]{SandboxWorkspaceWrite, SandboxReadOnly, SandboxOff, SandboxUnavailable}
+
+// Valid reports whether m is a known sandbox mode.
+func (m SandboxMode) Valid() bool { return sandboxModes.has(m) }
 
 // Valid reports whether s is a known chain step.
 func (s ChainStep) Valid() bool { return chainSteps.has(s) }

@@ -152,6 +152,24 @@ type SessionStart struct {
 	// applies the permission mode and allow rules of a recording whose
 	// signature it can check. Optional.
 	Signature string `json:"signature,omitempty"`
+	// Sandbox says how the session's tool processes were confined
+	// (package agent/sandbox). Optional: older recordings lack it.
+	Sandbox *SandboxInfo `json:"sandbox,omitempty"`
+}
+
+// SandboxInfo describes a session's sandbox.
+type SandboxInfo struct {
+	// Mode is what tool processes could write, off, or unavailable.
+	Mode SandboxMode `json:"mode"`
+	// LandlockABI is the kernel's Landlock ABI version; absent when the
+	// sandbox was off or the kernel has none.
+	LandlockABI int `json:"landlock_abi,omitempty"`
+	// Network is true when tool processes could use the network freely.
+	Network bool `json:"network,omitempty"`
+	// Limits says how the processes were bounded, e.g. "pids cgroup (1024)".
+	Limits string `json:"limits,omitempty"`
+	// Reason says why the sandbox was unavailable.
+	Reason string `json:"reason,omitempty"`
 }
 
 // EventType implements Payload.
@@ -199,6 +217,10 @@ func (p *SessionStart) validate(c *checks) {
 	c.blobRef("workspace_snapshot", p.WorkspaceSnapshot)
 	if len(p.Config) > 0 && !isJSONObject(p.Config) {
 		c.fail("config", ErrMalformed, "want a JSON object")
+	}
+	if p.Sandbox != nil {
+		checkEnum(c, "sandbox.mode", p.Sandbox.Mode, sandboxModes)
+		c.nonNegative("sandbox.landlock_abi", float64(p.Sandbox.LandlockABI))
 	}
 	for k := range p.Tags {
 		c.label("tags key", k)

@@ -46,6 +46,7 @@ var closedSetValues = map[reflect.Type][]string{
 	reflect.TypeFor[CompactionStrategy](): compactionStrategies.strings(),
 	reflect.TypeFor[TokenMeasure]():       tokenMeasures.strings(),
 	reflect.TypeFor[WindowSource]():       windowSources.strings(),
+	reflect.TypeFor[SandboxMode]():        sandboxModes.strings(),
 	reflect.TypeFor[Observed]():           observedOrigins.strings(),
 	reflect.TypeFor[MCPServerState]():     mcpServerStates.strings(),
 }

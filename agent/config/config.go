@@ -13,6 +13,7 @@ import (
 	"github.com/retrace-dev/retrace/agent/hooks"
 	"github.com/retrace-dev/retrace/agent/mcp"
 	"github.com/retrace-dev/retrace/agent/permission"
+	"github.com/retrace-dev/retrace/agent/sandbox"
 )
 
 // Config is the content of a retrace.yaml file.
@@ -35,6 +36,10 @@ type Config struct {
 	// threshold name, then value (retrace detect --list names them;
 	// package detectors checks them). The runtime ignores the section.
 	Detectors map[string]map[string]float64 `yaml:"detectors"`
+	// Sandbox confines the processes tools start (package sandbox). Only
+	// a trusted file may turn it off, open the network or add writable
+	// directories; a workspace file may only make it stricter.
+	Sandbox sandbox.Policy `yaml:"sandbox"`
 }
 
 // Load reads and checks the configuration file at path. Every problem is
@@ -85,7 +90,11 @@ func (c Config) Check(name, workspace string) (*permission.Checker, *hooks.Runne
 	if cerr != nil {
 		cerr = fmt.Errorf("config %s: %w", name, cerr)
 	}
-	if err := errors.Join(perr, herr, merr, derr, cerr); err != nil {
+	serr := c.Sandbox.Check()
+	if serr != nil {
+		serr = fmt.Errorf("config %s: %w", name, serr)
+	}
+	if err := errors.Join(perr, herr, merr, derr, cerr, serr); err != nil {
 		return nil, nil, err
 	}
 	return perm, hr, nil

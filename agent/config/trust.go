@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/retrace-dev/retrace/agent"
+	"github.com/retrace-dev/retrace/agent/sandbox"
 	"github.com/retrace-dev/retrace/trajectory"
 )
 
@@ -133,6 +134,7 @@ func Overlay(base, over Config) Config {
 		out.Models = models
 	}
 	out.Cache = overlayCache(out.Cache, over.Cache)
+	out.Sandbox = overlaySandbox(out.Sandbox, over.Sandbox)
 	l, ol := &out.Limits, over.Limits
 	setIf(&l.MaxTurns, ol.MaxTurns)
 	setIf(&l.TokenBudget, ol.TokenBudget)
@@ -172,6 +174,7 @@ func clone(c Config) Config {
 	c.Defenses.Disable = slices.Clone(c.Defenses.Disable)
 	c.Replay = overlayReplay(Replay{}, c.Replay)
 	c.Cache = overlayCache(Cache{}, c.Cache)
+	c.Sandbox = overlaySandbox(sandbox.Policy{}, c.Sandbox)
 	return c
 }
 
@@ -247,7 +250,51 @@ func Restrict(base Config, f File) (Config, []Refused) {
 	// runs nothing and permits nothing, so it is layered as it is.
 	out.Replay = overlayReplay(out.Replay, c.Replay)
 	restrictCache(&out.Cache, c.Cache, f, refuse)
+	restrictSandbox(&out.Sandbox, c.Sandbox, f, refuse)
 	return out, refused
+}
+
+// overlaySandbox layers a trusted file's sandbox section over base's: the
+// mode it sets replaces base's, network turned on stays on, and its
+// allowed destinations and writable directories are added.
+func overlaySandbox(base, over sandbox.Policy) sandbox.Policy {
+	out := base
+	if over.Mode != "" {
+		out.Mode = over.Mode
+	}
+	out.Network = base.Network || over.Network
+	out.AllowNetwork = append(slices.Clone(base.AllowNetwork), over.AllowNetwork...)
+	out.Writable = append(slices.Clone(base.Writable), over.Writable...)
+	return out
+}
+
+// restrictSandbox layers an untrusted file's sandbox section: it may make
+// the sandbox stricter (read-only), and may not turn it off, choose a
+// looser mode, open the network, or add destinations or writable
+// directories, since each would let a command reach further.
+func restrictSandbox(base *sandbox.Policy, w sandbox.Policy, f File, refuse func(line int, field, value, why string)) {
+	switch w.Mode {
+	case "":
+	case sandbox.ModeReadOnly:
+		base.Mode = w.Mode
+	case sandbox.ModeOff:
+		refuse(f.Line("sandbox", "mode"), "sandbox.mode", string(w.Mode), "only your own configuration or --no-sandbox may turn the sandbox off")
+	case sandbox.ModeWorkspaceWrite:
+		if base.EffectiveMode() != sandbox.ModeWorkspaceWrite {
+			refuse(f.Line("sandbox", "mode"), "sandbox.mode", string(w.Mode), fmt.Sprintf("looser than the trusted %s; an untrusted file may only make the sandbox stricter", base.EffectiveMode()))
+		}
+	default:
+		refuse(f.Line("sandbox", "mode"), "sandbox.mode", string(w.Mode), "unknown mode; use read-only or workspace-write")
+	}
+	if w.Network && !base.Network {
+		refuse(f.Line("sandbox", "network"), "sandbox.network", "true", "opening the network to tool processes is a trusted choice")
+	}
+	for i, hp := range w.AllowNetwork {
+		refuse(f.Line("sandbox", "allow_network", i), fmt.Sprintf("sandbox.allow_network[%d]", i), strconv.Quote(hp), "a network destination lets tool processes send data out")
+	}
+	for i, d := range w.Writable {
+		refuse(f.Line("sandbox", "writable", i), fmt.Sprintf("sandbox.writable[%d]", i), strconv.Quote(d), "a writable directory outside the workspace lets commands change files there")
+	}
 }
 
 // restrictLimits applies the limits of an untrusted file that are lower

@@ -13,6 +13,7 @@ import (
 	"github.com/retrace-dev/retrace/agent/hooks"
 	"github.com/retrace-dev/retrace/agent/mcp"
 	"github.com/retrace-dev/retrace/agent/permission"
+	"github.com/retrace-dev/retrace/agent/sandbox"
 	"github.com/retrace-dev/retrace/trajectory"
 )
 
@@ -59,6 +60,11 @@ func TestEverySettingThatWidensIsRefusedWithItsFileLineAndField(t *testing.T) {
 		{"a compaction threshold above the default compacts later", nil, "limits:\n  compact_threshold: 0.99\n", 2, "limits.compact_threshold"},
 		{"a model table entry could claim any window", nil, "models:\n  claude-sonnet-4-5: {context_window: 5000000}\n", 2, "models.claude-sonnet-4-5"},
 		{"a fuse threshold above the default lets a call be denied more often before it trips", nil, "permissions:\n  fuse_threshold: 10\n", 2, "permissions.fuse_threshold"},
+		{"turning the sandbox off is a trusted choice", nil, "sandbox:\n  mode: off\n", 2, "sandbox.mode"},
+		{"workspace-write is looser than a trusted read-only", func(c *Config) { c.Sandbox.Mode = sandbox.ModeReadOnly }, "sandbox:\n  mode: workspace-write\n", 2, "sandbox.mode"},
+		{"opening the network lets commands send data out", nil, "sandbox:\n  network: true\n", 2, "sandbox.network"},
+		{"a network destination lets commands send data out", nil, "sandbox:\n  allow_network:\n    - \"evil.example:443\"\n", 3, "sandbox.allow_network[0]"},
+		{"a writable directory outside the workspace", nil, "sandbox:\n  writable: [\"~/.ssh\"]\n", 2, "sandbox.writable[0]"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -82,7 +88,8 @@ func TestEverySettingThatWidensIsRefusedWithItsFileLineAndField(t *testing.T) {
 				t.Fatalf("refused %+v, want %s line %d", r, path, line)
 			}
 			if got.Permissions.Mode != base.Permissions.Mode || len(got.Permissions.Allow) != 0 || len(got.Hooks) != 0 ||
-				len(got.MCPServers) != 0 || got.Limits != base.Limits || got.Permissions.FuseThreshold != 0 {
+				len(got.MCPServers) != 0 || got.Limits != base.Limits || got.Permissions.FuseThreshold != 0 ||
+				got.Sandbox.Mode != base.Sandbox.Mode || got.Sandbox.Network || len(got.Sandbox.AllowNetwork)+len(got.Sandbox.Writable) != 0 {
 				t.Fatalf("a refused setting was applied: %+v", got)
 			}
 
@@ -153,6 +160,8 @@ func TestEverySettingThatRestrictsIsAcceptedAndApplied(t *testing.T) {
 			}},
 		{"a lower fuse threshold", nil, "permissions:\n  fuse_threshold: 1\n",
 			func(c Config) bool { return c.Permissions.FuseThreshold == 1 }},
+		{"a read-only sandbox is stricter", nil, "sandbox:\n  mode: read-only\n",
+			func(c Config) bool { return c.Sandbox.Mode == sandbox.ModeReadOnly }},
 		{"an empty file changes nothing", nil, "# nothing here\n",
 			func(c Config) bool { return c.Limits == trustedBase().Limits && c.Permissions.Mode == "" }},
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/retrace-dev/retrace/agent/hooks"
 	"github.com/retrace-dev/retrace/agent/permission"
+	"github.com/retrace-dev/retrace/agent/shell"
 	"github.com/retrace-dev/retrace/agent/tools"
 	"github.com/retrace-dev/retrace/trajectory"
 )
@@ -397,10 +398,79 @@ func (c *call) execute(ctx context.Context, input json.RawMessage) outcome {
 	default:
 		c.modify = res.Modify
 	}
+	if shell && (o.kind == "" || o.kind == trajectory.FailureToolError) {
+		c.sandboxRefusal(input, &o)
+	}
 	if shell {
 		c.t.endBash(c, o.kind != "")
 	}
 	return o
+}
+
+// sandboxRefusal records a command whose output shows the sandbox
+// refusing an access (sandbox.Sandbox.Refused), or that the sandbox could
+// not start at all, as permission_deny with source sandbox, after the
+// call ran, so the metrics and detectors count it, and tells the model
+// what is writable. A failed command becomes a permission_denied failure;
+// one that succeeded anyway (`ln ~/.bashrc hl; echo x >> hl` writes a new
+// hl) keeps its success, with the explanation added.
+func (c *call) sandboxRefusal(input json.RawMessage, o *outcome) {
+	box := c.ex.cfg.Env.Sandbox()
+	if box == nil {
+		return
+	}
+	failed := o.kind != ""
+	if o.code != "sandbox_unavailable" {
+		var writes []string
+		if failed {
+			writes = commandWrites(c.tool, input)
+		}
+		path, ok := box.Refused(o.text, writes, commandWords(c.tool, input))
+		if !ok {
+			return
+		}
+		o.text = withTrailerLine(o.text, box.Explain(path))
+		if failed {
+			o.code = "sandbox"
+		}
+	}
+	if failed {
+		o.kind = trajectory.FailurePermissionDenied
+	}
+	c.ex.cfg.Sink.Emit(c.t.number, &trajectory.PermissionDeny{PermissionDecision: trajectory.PermissionDecision{
+		ToolRef: c.ref(), Source: trajectory.SourceSandbox, Step: trajectory.StepSandbox}})
+}
+
+// commandWrites lists the paths the command line is known to write, from
+// the shell analysis; nil when it cannot be analysed.
+func commandWrites(tool tools.Tool, input json.RawMessage) (writes []string) {
+	defer func() {
+		if recover() != nil {
+			writes = nil
+		}
+	}()
+	ct, ok := tool.(tools.CommandTool)
+	if !ok {
+		return nil
+	}
+	return shell.Analyze(ct.Command(input)).Writes
+}
+
+// commandWords are the command line's words split at blanks, for
+// Refused to find the path of a refusal whose message names none.
+func commandWords(tool tools.Tool, input json.RawMessage) []string {
+	ct, ok := tool.(tools.CommandTool)
+	if !ok {
+		return nil
+	}
+	return strings.Fields(ct.Command(input))
+}
+
+func withTrailerLine(text, line string) string {
+	if text != "" && !strings.HasSuffix(text, "\n") {
+		text += "\n"
+	}
+	return text + line
 }
 
 func withPartial(msg, partial string) string {

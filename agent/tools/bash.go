@@ -119,6 +119,9 @@ func (e *TimeoutError) Unwrap() error { return context.DeadlineExceeded }
 //     output followed by a line "exit status N" (a tool_error: the command
 //     ran and failed).
 //   - killed by a signal not sent by Run: IsError, ErrorCode "signal:NAME".
+//   - the kernel cannot sandbox the process (see Env.SetSandbox): IsError,
+//     ErrorCode "sandbox_unavailable", saying why and how to opt out;
+//     nothing ran.
 //   - the call's own timeout fired: a *TimeoutError, which errors.Is
 //     context.DeadlineExceeded → failure kind timeout.
 //   - ctx was done first (the user aborted, or the executor's own
@@ -161,6 +164,11 @@ func (BashTool) Run(ctx context.Context, env *Env, input json.RawMessage) (Resul
 		cmd.Env = withReadOnlyGit(os.Environ())
 	}
 	cmd.Stdin = nil // /dev/null
+	// The process starts inside the session's sandbox (package sandbox);
+	// where the kernel cannot sandbox, it does not start at all.
+	if err := env.Sandbox().Wrap(cmd); err != nil {
+		return Result{IsError: true, ErrorCode: "sandbox_unavailable", Output: err.Error()}, nil
+	}
 	// One writer for both streams: exec then uses one pipe, which keeps
 	// stdout and stderr in the order they were written.
 	cmd.Stdout = out

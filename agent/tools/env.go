@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/retrace-dev/retrace/agent/sandbox"
 	"github.com/retrace-dev/retrace/agent/workspace"
 )
 
@@ -36,6 +37,7 @@ type Todo struct {
 type Env struct {
 	root *workspace.Root
 	reg  *Registry
+	box  *sandbox.Sandbox
 
 	mu    sync.RWMutex
 	read  map[string]bool
@@ -102,6 +104,15 @@ func (e *Env) WasRead(abs string) bool {
 	defer e.mu.RUnlock()
 	return e.read[filepath.Clean(abs)]
 }
+
+// SetSandbox sets the sandbox every process a tool starts runs in. It is
+// called once, before the session's first call; harness.Build always
+// sets one (mode off included, which it records). An Env without one, as
+// tests of single tools make, starts processes unsandboxed.
+func (e *Env) SetSandbox(box *sandbox.Sandbox) { e.box = box }
+
+// Sandbox returns the session's sandbox; nil runs processes unsandboxed.
+func (e *Env) Sandbox() *sandbox.Sandbox { return e.box }
 
 // Registry returns the session's tool registry; it may be nil.
 func (e *Env) Registry() *Registry { return e.reg }

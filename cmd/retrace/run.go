@@ -19,6 +19,7 @@ import (
 	"github.com/retrace-dev/retrace/agent"
 	"github.com/retrace-dev/retrace/agent/config"
 	"github.com/retrace-dev/retrace/agent/llm"
+	"github.com/retrace-dev/retrace/agent/sandbox"
 	"github.com/retrace-dev/retrace/harness"
 	"github.com/retrace-dev/retrace/recorder"
 	"github.com/retrace-dev/retrace/scenarios"
@@ -37,6 +38,7 @@ type runOptions struct {
 	workspace string
 	config    string
 	headless  bool
+	noSandbox bool
 	runs      string
 	maxTurns  int
 	stream    bool
@@ -108,6 +110,17 @@ limits replacing yours), or move those settings into your own file.
 
 --headless refuses everything that would ask a person.
 
+Sandbox. Every process a tool starts (bash) runs in a kernel sandbox, in
+every permission mode, bypass included: it may write only the workspace
+and a private temporary directory, may not read ~/.ssh, ~/.aws,
+~/.config/gcloud, ~/.netrc, ~/.npmrc or .env files outside the workspace,
+has no network, no capabilities, and a process limit (docs/sandbox.md).
+sandbox: {mode: read-only} writes nothing but the temporary directory.
+Turning it off — sandbox: {mode: off} in your own file, or --no-sandbox —
+is recorded in session_start and said in the transcript; a workspace's
+file may not turn it off. Where the kernel has no Landlock, no tool
+process runs and the run says why.
+
 Follow-ups. -i (--interactive) makes the run a conversation: each time the
 model finishes its turn, the next prompt is read from stdin (one a line,
 blank lines skipped) until stdin ends; without a PROMPT argument the first
@@ -174,6 +187,7 @@ failed, 2 bad flags, config or script.`,
 	f.StringVar(&opts.config, "config", "", "your configuration file, trusted; replaces the one in your user config directory")
 	f.BoolVar(&opts.trustWorkspace, "trust-workspace", false, "let the workspace's retrace.yaml widen permissions and run hooks and MCP servers")
 	f.BoolVar(&opts.headless, "headless", false, "never ask a person: every call that needs confirmation is refused")
+	f.BoolVar(&opts.noSandbox, "no-sandbox", false, "run tool processes without the kernel sandbox (recorded in session_start and said in the transcript)")
 	f.StringVar(&opts.runs, "runs", "", "directory to record the trajectory in (default $RETRACE_DIR or .retrace/runs)")
 	f.IntVar(&opts.maxTurns, "max-turns", 0, "stop after this many model turns (default: the config's limit, else 50)")
 	f.BoolVar(&opts.stream, "stream", false, "ask the model for streamed replies; each tool call starts as soon as its tool_use is complete")
@@ -244,6 +258,10 @@ func runRun(ctx context.Context, sys *IO, opts *runOptions) error {
 	resolved, err := loadRunConfig(sys, opts, workspace, demo)
 	if err != nil {
 		return err
+	}
+	if opts.noSandbox {
+		resolved.Config.Sandbox.Mode = sandbox.ModeOff
+		resolved.Sources["sandbox.mode"] = "--no-sandbox"
 	}
 	cfg, cfgName := resolved.Config, resolved.Name()
 	provider, err := runProvider(sys, opts, demo)

@@ -89,6 +89,17 @@ func (l *liveTranscript) Emit(turn int, p trajectory.Payload) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	switch e := p.(type) {
+	case *trajectory.SessionStart:
+		// The sandbox is worth a line only when it is not confining:
+		// an explicit opt-out, or a kernel that cannot sandbox.
+		if sb := e.Sandbox; sb != nil {
+			switch sb.Mode {
+			case trajectory.SandboxOff:
+				fmt.Fprintf(l.out, "sandbox: off — tool processes run unconfined, as the configuration or --no-sandbox asked\n")
+			case trajectory.SandboxUnavailable:
+				fmt.Fprintf(l.out, "sandbox: unavailable — no tool process will run: %s\n", sb.Reason)
+			}
+		}
 	case *trajectory.ModelResponse:
 		fmt.Fprintf(l.out, "turn %d · model: %s · %s · %.0f ms\n", turn, e.StopReason, usageLine(e.Usage), e.DurationMs)
 		for _, b := range e.Content {
