@@ -27,8 +27,8 @@
 //	hook_run           one hook run: phase, outcome, input_changed, duration_ms, exit_code, stderr (redacted, cut to 2 KB)
 //	permission_allow   /permission_prompt /permission_deny: source and chain step of the decision, needed_prompt, rule; source and step sandbox when the kernel sandbox refused what a running call tried
 //	tool_success       the call succeeded
-//	tool_failure       the call failed: failure_kind given at the call site, error_code (a label)
-//	tool_end           the tool's own duration_ms, output bytes, truncated, spill, the process id it started (pid)
+//	tool_failure       the call failed: failure_kind given at the call site, error_code (a label of a closed format, IsErrorCode)
+//	tool_end           the tool's own duration_ms, output bytes, truncated, spill; the process id it started (pid); not_run (and no duration) when the tool never started
 //	tool_result        the model-side text, is_error, the user-side display mode
 //	defense_trigger    a defense acted (not merely evaluated): defense, action, evidence
 //	reminder           a harness message injected into the conversation
@@ -54,6 +54,13 @@
 // when it was derived from what the transcript shows. A tool_end whose
 // source tells no run time for the call has duration_unknown, and its
 // duration_ms of 0 is then no measurement.
+//
+// A call whose tool never started (denied, blocked by a hook, invalid
+// input, an unknown tool, aborted before it began) has a tool_end with
+// not_run and duration_ms 0: it is never a latency sample. Ran is the one
+// rule of whether a call ran, which metrics' tool_calls.ran computes the
+// same way; a file written before not_run is read by its failure kinds,
+// an aborted call with exactly 0 ms being one that never started.
 //
 // # Linear requests
 //
@@ -87,7 +94,10 @@
 // then exactly one tool_end; every tool_use of a model_response answered by
 // exactly one tool_result before the next model_request, unless a
 // defense_trigger naming it took it out of the flow; session_end totals that
-// match the events; in version 2, model_requests whose messages_kept and
+// match the events; no duration for a call whose failure kind never runs,
+// and no not_run on a call that succeeded (ran); every tool_failure's
+// error_code in the closed format of IsErrorCode (error_code: reported in
+// files of every version, which the loaders still read); in version 2, model_requests whose messages_kept and
 // prefix_hash chain (after an unreadable line the chain is not checked
 // further, since a request may be lost in it).
 //
