@@ -46,7 +46,8 @@
 // duration_ms of 0 is then no measurement. An imported session names the
 // client's file it was read from in session_start's origin_file, and each
 // event read from a line of it carries that line as origin_line, so a
-// finding can cite the client's own file:line.
+// finding can cite the client's own file:line. A session whose source
+// does not log the tool catalog says so with session_start.tools_unknown.
 //
 // A tool_failure of failure_kind unknown is a call whose outcome could not
 // be classified from what was observed (a result on a wire with no error

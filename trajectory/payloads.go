@@ -105,6 +105,10 @@ type SessionStart struct {
 	SystemPrompt string `json:"system_prompt,omitempty"`
 	// Tools is the catalog in the stable order it is sent in.
 	Tools []ToolInfo `json:"tools"`
+	// ToolsUnknown says the source did not log the tool catalog (a Codex
+	// rollout): tools is then empty and says nothing about which tools
+	// existed, and a model_request's tool_names neither. Optional.
+	ToolsUnknown bool `json:"tools_unknown,omitempty"`
 	// Defenses lists the defenses enabled for this session.
 	Defenses []DefenseName `json:"defenses"`
 	Limits   *Limits       `json:"limits,omitempty"`
