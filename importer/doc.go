@@ -1,5 +1,6 @@
 // Package importer turns the session transcripts that third-party agents
-// write about themselves — Claude Code's and the Codex CLI's — into
+// write about themselves — Claude Code's, the Codex CLI's and opencode's
+// (its export and its run events; docs/import.md maps them) — into
 // retrace trajectories, so that validate, metrics, detect and report work
 // on them like on one of retrace's own sessions (`retrace import`).
 //

@@ -112,7 +112,11 @@ func TestGenericAndOpenCodeOutcomes(t *testing.T) {
 	}{
 		{"a failing command, status completed", Result{Tool: "bash", Text: "cat: x: No such file", Exit: &one}, trajectory.FailureToolError, "exit:1"},
 		{"a command that worked", Result{Tool: "bash", Text: "ok", Exit: &zero}, "", ""},
-		{"an unknown tool renamed invalid", Result{Tool: OpenCodeInvalid, Text: "Model tried to call unavailable tool 'frobnicate'. Available tools: bash, read."}, trajectory.FailureNotFound, ""},
+		{"an unknown tool renamed invalid", Result{Tool: OpenCodeInvalid, Text: "The arguments provided to the tool are invalid: Model tried to call unavailable tool 'frobnicate'. Available tools: bash, read."}, trajectory.FailureNotFound, ""},
+		{"an unknown tool on the wire", Result{Tool: "frobnicate", Text: "The arguments provided to the tool are invalid: Model tried to call unavailable tool 'frobnicate'. Available tools: bash, read."}, trajectory.FailureNotFound, ""},
+		{"an empty input", Result{Tool: "read", IsError: true, Text: "The read tool was called with invalid arguments: SchemaError(Missing key\n  at [\"filePath\"])."}, trajectory.FailureInvalidInput, ""},
+		{"a command on the wire, whose exit is not there", Result{Tool: "bash", Text: "cat: x: No such file"}, trajectory.FailureUnknown, ""},
+		{"a read on the wire", Result{Tool: "read", Text: "<path>/w/notes.txt</path>"}, "", ""},
 		{"a cut-off call renamed invalid", Result{Tool: OpenCodeInvalid, Text: "The arguments provided to the tool are invalid: expected string"}, trajectory.FailureInvalidInput, ""},
 		{"a rejection", Result{Tool: "write", IsError: true, Text: "The user rejected permission to use this specific tool call."}, trajectory.FailurePermissionDenied, ""},
 		{"an error", Result{Tool: "read", IsError: true, Text: "File not found"}, trajectory.FailureToolError, ""},
