@@ -54,7 +54,7 @@ func recordedSession(turns int, codex bool) []mockllm.Logged {
 }
 
 // BenchmarkRecord measures the wire recorder (mock serve --record) in
-// model calls per CPU second: a session of 200 tool-calling turns fed
+// model calls per second and per CPU second: a session of 200 tool-calling turns fed
 // through a Transcript into a recorder writing to io.Discard, so the
 // number is the recording's own cost, not the disk's. Compare it with
 // the same benchmark on an earlier build in the same run.
@@ -63,6 +63,7 @@ func BenchmarkRecord(b *testing.B) {
 		b.Run(client, func(b *testing.B) {
 			calls := recordedSession(200, client == "codex")
 			b.ResetTimer()
+			cpu0 := processCPU()
 			for b.Loop() {
 				rec := recorder.New(io.Discard, recorder.Options{})
 				tr := mockllm.NewTranscript(rec)
@@ -76,6 +77,11 @@ func BenchmarkRecord(b *testing.B) {
 				}
 			}
 			b.ReportMetric(float64(len(calls))*float64(b.N)/b.Elapsed().Seconds(), "calls/s")
+			// On a shared machine compare calls per CPU second, which
+			// other processes' load does not change.
+			if cpu := processCPU() - cpu0; cpu > 0 {
+				b.ReportMetric(float64(len(calls))*float64(b.N)/cpu.Seconds(), "calls/cpu-s")
+			}
 		})
 	}
 }
