@@ -70,7 +70,9 @@ var catalog = []Detector{
 			"answers and is not a deferred tool of the session's catalog. The finding says how the call was answered: info when the harness answered " +
 			"not_found (the model's signal, handled), warning when it was answered some other way " +
 			"or not at all, error when it ran and succeeded, since then the executor ran a tool the " +
-			"model was never shown.",
+			"model was never shown. In a session whose catalog was not logged (session_start tools_unknown, an imported " +
+			"Codex rollout) the offered names are unknown, so the calls the client itself answered not_found are the " +
+			"findings, at info.",
 		Seed:     "§3.4, §10.5, §12.4",
 		NextStep: "Answer calls to unknown tools with a not_found failure naming the tools that exist; if the name is a deferred tool's, check that tool_search loaded it first (seed §10.5, §12.4).",
 	}},
@@ -461,6 +463,25 @@ func resultOf(s *Session, from int, id string) (Located, bool) {
 
 // callOf returns the index of the tool_call event for id after index from,
 // or -1.
+// notFoundCall is hallucinated_tool's finding for tool_use b of the
+// response at index i in a session whose catalog is unknown: a finding
+// when the call's outcome is a not_found failure, the client's own word
+// that no such tool exists.
+func notFoundCall(d *goDetector, s *Session, i int, e Located, b trajectory.ContentBlock) (Finding, bool) {
+	j := callOf(s, i+1, b.ID)
+	if j < 0 {
+		return Finding{}, false
+	}
+	res, ok := resultOf(s, j+1, b.ID)
+	if p, failed := res.Payload.(*trajectory.ToolFailure); !ok || !failed || p.FailureKind != trajectory.FailureNotFound {
+		return Finding{}, false
+	}
+	f := d.finding(s, "", e, s.Events[j], res)
+	f.ToolUseID, f.Severity = b.ID, SeverityInfo
+	f.Message = fmt.Sprintf("turn %d calls %q, which the client answered as a tool it does not have (not_found); the session's catalog was not logged", e.Turn, b.Name)
+	return f, true
+}
+
 func callOf(s *Session, from int, id string) int {
 	for j := from; j < len(s.Events); j++ {
 		if c, ok := s.Events[j].Payload.(*trajectory.ToolCall); ok && c.ToolUseID == id {
@@ -572,9 +593,14 @@ func hallucinatedTool(d *goDetector, s *Session, _ Params) []Finding {
 	// it made up (the deferred-tool detectors look at those).
 	deferred := map[string]bool{}
 	haveRequest := false
+	// toolsUnknown: the source logged no catalog (an imported Codex
+	// rollout), so tool_names say nothing; the calls the client itself
+	// answered not_found are the ones to a tool that does not exist.
+	toolsUnknown := false
 	for i, e := range s.Events {
 		switch p := e.Payload.(type) {
 		case *trajectory.SessionStart:
+			toolsUnknown = p.ToolsUnknown
 			for _, t := range p.Tools {
 				if t.Deferred {
 					deferred[t.Name] = true
@@ -587,6 +613,12 @@ func hallucinatedTool(d *goDetector, s *Session, _ Params) []Finding {
 				continue
 			}
 			for _, b := range p.ToolUses() {
+				if toolsUnknown {
+					if f, ok := notFoundCall(d, s, i, e, b); ok {
+						out = append(out, f)
+					}
+					continue
+				}
 				if slices.Contains(offered, b.Name) || deferred[b.Name] {
 					continue
 				}

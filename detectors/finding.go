@@ -44,12 +44,18 @@ func ParseSeverity(s string) (Severity, error) {
 }
 
 // Evidence points at one event that proves a finding: the trajectory file,
-// its line (from 1) and the event's seq and type.
+// its line (from 1) and the event's seq and type, and, for an event
+// imported from a client's transcript, the client's own file:line it came
+// from (Origin), so the user can open the transcript they know.
 type Evidence struct {
 	File string `json:"file"`
 	Line int    `json:"line"`
 	Seq  int64  `json:"seq"`
 	Type string `json:"type"`
+	// Origin is "file:line" of the client's transcript (session_start's
+	// origin_file and the event's origin_line); absent for an event
+	// retrace recorded itself.
+	Origin string `json:"origin,omitempty"`
 }
 
 // Finding is one thing a detector found wrong, with the events that prove it.

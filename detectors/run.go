@@ -271,6 +271,9 @@ func (pl plan) finish(ctx context.Context, db *metrics.DB, rep *Report, live []f
 	if pl.dead != nil {
 		rep.Findings = append(rep.Findings, pl.dead.findings(tabulate(live))...)
 	}
+	if err := resolveOrigins(rep.Findings); err != nil {
+		return err
+	}
 	order := map[string]int{}
 	for i, d := range catalog {
 		order[d.Info().ID] = i

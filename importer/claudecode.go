@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/retrace-dev/retrace/tooloutcome"
 	"github.com/retrace-dev/retrace/trajectory"
 )
 
@@ -31,14 +32,16 @@ type ccRecord struct {
 	RequestRef         string          `json:"requestRef"`
 	IsAPIErrorMessage  bool            `json:"isApiErrorMessage"`
 	Subtype            string          `json:"subtype"`
-	Error              *struct {
-		Status int `json:"status"`
-	} `json:"error"`
-	RetryInMs    float64 `json:"retryInMs"`
-	RetryAttempt int     `json:"retryAttempt"`
-	MaxRetries   int     `json:"maxRetries"`
-	ID           string  `json:"id"`
-	Params       *struct {
+	// Error is an object with the status of a failed attempt (system
+	// api_error records) or, on the synthetic assistant record of a
+	// request that failed for good, a string such as "server_error".
+	Error          json.RawMessage `json:"error"`
+	APIErrorStatus int             `json:"apiErrorStatus"`
+	RetryInMs      float64         `json:"retryInMs"`
+	RetryAttempt   int             `json:"retryAttempt"`
+	MaxRetries     int             `json:"maxRetries"`
+	ID             string          `json:"id"`
+	Params         *struct {
 		Model     string `json:"model"`
 		MaxTokens int    `json:"max_tokens"`
 	} `json:"params"`
@@ -162,18 +165,21 @@ type ccState struct {
 	calls    map[string]*call
 	requests map[string]ccRequest
 	errors   []modelError // failed attempts waiting for the response they preceded
+	line     int          // the line of the record being read
 }
 
 type ccRequest struct {
 	ts        time.Time
 	maxTokens int
+	line      int
 }
 
 // claudeFile reads one transcript file into a session; sidechain says the
 // file is a subagent's, whose records all are sidechain records.
 func (fr *fileReader) claudeFile(path string, sidechain bool) (*session, error) {
 	st := &ccState{
-		s:        &session{client: string(ClaudeCode), provider: "anthropic", mode: trajectory.ModeInteractive, permMode: trajectory.PermDefault},
+		s: &session{client: string(ClaudeCode), provider: "anthropic", mode: trajectory.ModeInteractive, permMode: trajectory.PermDefault,
+			originFile: path},
 		calls:    map[string]*call{},
 		requests: map[string]ccRequest{},
 	}
@@ -192,6 +198,7 @@ func (fr *fileReader) claudeFile(path string, sidechain bool) (*session, error) 
 			// importer reads them only from their own files.
 			return nil
 		}
+		st.line = line
 		return st.record(&r)
 	})
 	if err != nil {
@@ -260,7 +267,7 @@ func (st *ccState) record(r *ccRecord) error {
 	switch r.Type {
 	case "api-request":
 		if r.ID != "" {
-			req := ccRequest{ts: ts}
+			req := ccRequest{ts: ts, line: st.line}
 			if r.Params != nil {
 				req.maxTokens = r.Params.MaxTokens
 				if s.model == "" {
@@ -294,9 +301,13 @@ func (st *ccState) record(r *ccRecord) error {
 	case "system":
 		if r.Subtype == "api_error" {
 			// A failed attempt of the next response's call.
-			e := modelError{ts: ts, attempt: r.RetryAttempt, retryAfterMs: r.RetryInMs, willRetry: r.RetryAttempt < r.MaxRetries || r.RetryInMs > 0}
-			if r.Error != nil {
-				e.status = r.Error.Status
+			e := modelError{ts: ts, attempt: r.RetryAttempt, retryAfterMs: r.RetryInMs, willRetry: r.RetryAttempt < r.MaxRetries || r.RetryInMs > 0,
+				line: st.line}
+			var status struct {
+				Status int `json:"status"`
+			}
+			if json.Unmarshal(r.Error, &status) == nil {
+				e.status = status.Status
 			}
 			e.kind = errorKind(e.status)
 			st.errors = append(st.errors, e)
@@ -346,15 +357,21 @@ func (st *ccState) user(r *ccRecord, ts time.Time) error {
 			if c == nil || c.result != nil {
 				continue // a result for no call of this file, or a second one
 			}
-			c.result = ccResult(r, b, out, ts, s.mode)
+			c.result = ccResult(r, b, c, out, ts, s.mode)
+			c.result.line = st.line
 		}
 	}
 	return nil
 }
 
-// ccResult maps a tool_result block and its record onto a result.
-func ccResult(r *ccRecord, b ccBlock, out string, ts time.Time, mode trajectory.RunMode) *result {
-	res := &result{text: out, isError: b.IsError, ts: ts}
+// ccResult maps a tool_result block of call c and its record onto a
+// result: the outcome is tooloutcome's, the one mock serve --record gives
+// the same result on the wire; the record's permission decision, its
+// interruption and the saved output's exact size refine it.
+func ccResult(r *ccRecord, b ccBlock, c *call, out string, ts time.Time, mode trajectory.RunMode) *result {
+	o := tooloutcome.ClaudeCode(tooloutcome.Result{Tool: c.name, Input: c.raw, Text: out, IsError: b.IsError})
+	res := &result{text: out, isError: b.IsError, ts: ts, failureKind: o.Kind, errorCode: o.Code,
+		truncated: o.Truncated, fullBytes: o.FullBytes}
 	if p := r.PermissionDecision; p != nil {
 		res.perm = ccDecision(p, mode)
 	}
@@ -365,13 +382,21 @@ func ccResult(r *ccRecord, b ccBlock, out string, ts time.Time, mode trajectory.
 		}
 	}
 	if res.perm != nil && !res.perm.allow {
-		res.failureKind = trajectory.FailurePermissionDenied
+		res.failureKind, res.errorCode = trajectory.FailurePermissionDenied, ""
 	}
 	var tr struct {
-		Interrupted bool `json:"interrupted"`
+		Interrupted         bool  `json:"interrupted"`
+		PersistedOutputSize int64 `json:"persistedOutputSize"`
 	}
-	if json.Unmarshal(r.ToolUseResult, &tr) == nil && tr.Interrupted {
-		res.failureKind, res.isError = trajectory.FailureAborted, true
+	if json.Unmarshal(r.ToolUseResult, &tr) == nil {
+		if tr.Interrupted {
+			res.failureKind, res.isError = trajectory.FailureAborted, true
+		}
+		if tr.PersistedOutputSize > 0 {
+			// The output was saved to a file and the model got a preview:
+			// the record gives the whole output's exact size.
+			res.truncated, res.fullBytes = true, tr.PersistedOutputSize
+		}
 	}
 	return res
 }
@@ -432,7 +457,14 @@ func (st *ccState) assistant(r *ccRecord, ts time.Time) error {
 		return fmt.Errorf("assistant record: message: %v", err)
 	}
 	if r.IsAPIErrorMessage || m.Model == "<synthetic>" {
-		return nil // the client's own text for a failed call; no model said it
+		// The client's own text for a failed call; no model said it. When
+		// it names the error ("error":"server_error", written after a
+		// request that failed for good), the request is a failed turn.
+		var code string
+		if json.Unmarshal(r.Error, &code) == nil && code != "" {
+			st.failedRequest(r, code, ts)
+		}
+		return nil
 	}
 	var blocks []ccBlock
 	if err := json.Unmarshal(m.Content, &blocks); err != nil {
@@ -457,9 +489,9 @@ func (st *ccState) assistant(r *ccRecord, ts time.Time) error {
 		st.cur, st.curMsg = st.last, st.lastMsg
 	default:
 		st.flush()
-		t := &turn{reqTime: ts, respTime: ts}
+		t := &turn{reqTime: ts, respTime: ts, reqLine: st.line, respLine: st.line}
 		if req, ok := st.requests[r.RequestRef]; ok && !req.ts.IsZero() {
-			t.reqTime, t.maxTokens = req.ts, req.maxTokens
+			t.reqTime, t.maxTokens, t.reqLine = req.ts, req.maxTokens, req.line
 		}
 		if len(st.pending) > 0 {
 			t.newMessages = []trajectory.Message{{Role: trajectory.RoleUser, Content: st.pending}}
@@ -486,7 +518,7 @@ func (st *ccState) assistant(r *ccRecord, ts time.Time) error {
 				input = json.RawMessage(`{}`)
 			}
 			t.content = append(t.content, trajectory.ContentBlock{Type: trajectory.BlockToolUse, ID: b.ID, Name: b.Name, Input: input})
-			c := &call{id: b.ID, name: b.Name, input: input, index: len(t.calls)}
+			c := &call{id: b.ID, name: b.Name, input: input, index: len(t.calls), line: st.line, raw: b.Input}
 			t.calls = append(t.calls, c)
 			st.calls[b.ID] = c
 		}
@@ -500,6 +532,50 @@ func (st *ccState) assistant(r *ccRecord, ts time.Time) error {
 			CacheReadTokens: m.Usage.CacheReadTokens, CacheCreationTokens: m.Usage.CacheCreationTokens}
 	}
 	return nil
+}
+
+// failedRequest records a request that failed for good: a turn with the
+// failed attempts logged before it and the final one, and no response.
+func (st *ccState) failedRequest(r *ccRecord, code string, ts time.Time) {
+	st.flush()
+	t := &turn{reqTime: ts, respTime: ts, failed: true, reqLine: st.line, respLine: st.line}
+	if req, ok := st.requests[r.RequestRef]; ok && !req.ts.IsZero() {
+		t.reqTime, t.maxTokens, t.reqLine = req.ts, req.maxTokens, req.line
+	}
+	if len(st.pending) > 0 {
+		t.newMessages = []trajectory.Message{{Role: trajectory.RoleUser, Content: st.pending}}
+		st.pending = nil
+	}
+	kind := errorKind(r.APIErrorStatus)
+	if r.APIErrorStatus == 0 {
+		kind = ccErrorKind(code)
+	}
+	attempt := 1
+	for _, e := range st.errors {
+		attempt = max(attempt, e.attempt+1)
+	}
+	t.errors = append(st.errors, modelError{ts: ts, kind: kind, status: r.APIErrorStatus, attempt: attempt, line: st.line})
+	st.errors = nil
+	st.s.turns = append(st.s.turns, t)
+	st.last, st.lastMsg = nil, ""
+}
+
+// ccErrorKind maps the error string of Claude Code's synthetic error
+// record, when it gives no status, onto the contract's kinds.
+func ccErrorKind(code string) trajectory.ModelErrorKind {
+	switch code {
+	case "rate_limit", "rate_limit_error":
+		return trajectory.ModelRateLimited
+	case "overloaded", "overloaded_error":
+		return trajectory.ModelOverloaded
+	case "authentication_failed", "authentication_error", "permission_error", "billing_error":
+		return trajectory.ModelAuth
+	case "invalid_request", "invalid_request_error":
+		return trajectory.ModelBadRequest
+	case "unknown", "connection_error":
+		return trajectory.ModelConnection
+	}
+	return trajectory.ModelServerError
 }
 
 // flush closes the response being read.

@@ -3,12 +3,11 @@ package importer
 import (
 	"encoding/json"
 	"fmt"
-	"regexp"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/retrace-dev/retrace/tooloutcome"
 	"github.com/retrace-dev/retrace/trajectory"
 )
 
@@ -58,7 +57,11 @@ type cxPayload struct {
 	Info *struct {
 		Last *cxUsage `json:"last_token_usage"`
 	} `json:"info"`
-	Item     *cxItem    `json:"item"`
+	Item  *cxItem `json:"item"`
+	Error *struct {
+		Message        string `json:"message"`
+		CodexErrorInfo string `json:"codex_error_info"`
+	} `json:"error"`
 	ExitCode *int       `json:"exit_code"`
 	Duration *cxDuraton `json:"duration"`
 }
@@ -104,12 +107,15 @@ type cxState struct {
 	calls     map[string]*call
 	execs     map[string]cxExec
 	usageRecs bool
+	line      int // the line being read
+	inputLine int // the line of the last input item
 }
 
 // parseCodex reads one Codex rollout file.
 func parseCodex(fr *fileReader) ([]*session, error) {
 	st := &cxState{
-		s:     &session{client: string(Codex), provider: "openai", mode: trajectory.ModeInteractive, permMode: trajectory.PermDefault},
+		s: &session{client: string(Codex), provider: "openai", mode: trajectory.ModeInteractive, permMode: trajectory.PermDefault,
+			originFile: fr.path, toolsUnknown: true},
 		calls: map[string]*call{},
 		execs: map[string]cxExec{},
 	}
@@ -131,7 +137,8 @@ func parseCodex(fr *fileReader) ([]*session, error) {
 		if err := json.Unmarshal(l.Payload, &p); err != nil {
 			return fmt.Errorf("%s: payload: %v", l.Type, err)
 		}
-		return st.line(fr, l.Type, &p, ts)
+		st.line = line
+		return st.read(fr, l.Type, &p, ts)
 	})
 	if err != nil {
 		return nil, err
@@ -147,7 +154,7 @@ func parseCodex(fr *fileReader) ([]*session, error) {
 	return []*session{st.s}, nil
 }
 
-func (st *cxState) line(fr *fileReader, typ string, p *cxPayload, ts time.Time) error {
+func (st *cxState) read(fr *fileReader, typ string, p *cxPayload, ts time.Time) error {
 	s := st.s
 	if !ts.IsZero() {
 		if s.start.IsZero() || ts.Before(s.start) {
@@ -213,8 +220,11 @@ func (st *cxState) event(p *cxPayload, ts time.Time) error {
 		if p.CallID != "" {
 			st.execs[p.CallID] = cxExec{exitCode: p.ExitCode, duration: p.Duration}
 		}
-	case "task_complete":
+	case "task_complete", "turn_aborted":
 		st.close()
+		if p.Error != nil {
+			st.taskError(p, ts)
+		}
 	}
 	return nil
 }
@@ -224,7 +234,7 @@ func (st *cxState) open(ts time.Time) *turn {
 	if st.cur != nil {
 		return st.cur
 	}
-	t := &turn{reqTime: st.lastInput, respTime: ts}
+	t := &turn{reqTime: st.lastInput, respTime: ts, reqLine: st.inputLine, respLine: st.line}
 	if t.reqTime.IsZero() {
 		t.reqTime = ts
 	}
@@ -253,7 +263,46 @@ func (st *cxState) close() {
 
 func (st *cxState) input(ts time.Time) {
 	st.close()
-	st.lastInput = ts
+	st.lastInput, st.inputLine = ts, st.line
+}
+
+// taskError records how a task that ended with an error ended: a reply
+// cut at the output limit is the last response's max_tokens stop; any
+// other error is a request that failed for good, a turn with a
+// model_error and no response (Codex logs no status, only its kind).
+func (st *cxState) taskError(p *cxPayload, ts time.Time) {
+	if strings.Contains(p.Error.Message, "max_output_tokens") {
+		if n := len(st.s.turns); n > 0 && !st.s.turns[n-1].failed {
+			st.s.turns[n-1].stop, st.s.turns[n-1].stopRaw = trajectory.StopMaxTokens, "max_output_tokens"
+		}
+		return
+	}
+	t := &turn{reqTime: st.lastInput, respTime: ts, failed: true, reqLine: st.inputLine, respLine: st.line}
+	if t.reqTime.IsZero() {
+		t.reqTime = ts
+	}
+	if len(st.pending) > 0 {
+		t.newMessages = []trajectory.Message{{Role: trajectory.RoleUser, Content: st.pending}}
+		st.pending = nil
+	}
+	t.errors = []modelError{{ts: ts, kind: cxErrorKind(p.Error.CodexErrorInfo), attempt: 1, line: st.line}}
+	st.s.turns = append(st.s.turns, t)
+}
+
+// cxErrorKind maps the codex_error_info of a task's error onto the
+// contract's kinds.
+func cxErrorKind(info string) trajectory.ModelErrorKind {
+	switch info {
+	case "usage_limit_exceeded", "too_many_requests":
+		return trajectory.ModelRateLimited
+	case "unauthorized":
+		return trajectory.ModelAuth
+	case "bad_request", "context_window_exceeded":
+		return trajectory.ModelBadRequest
+	case "http_connection_failed", "response_stream_connection_failed", "response_stream_disconnected":
+		return trajectory.ModelConnection
+	}
+	return trajectory.ModelServerError
 }
 
 func (st *cxState) item(fr *fileReader, p *cxPayload, ts time.Time) error {
@@ -295,7 +344,7 @@ func (st *cxState) item(fr *fileReader, p *cxPayload, ts time.Time) error {
 		t := st.open(ts)
 		t.respTime = ts
 		t.content = append(t.content, trajectory.ContentBlock{Type: trajectory.BlockToolUse, ID: p.CallID, Name: name, Input: input})
-		c := &call{id: p.CallID, name: name, input: input, index: len(t.calls)}
+		c := &call{id: p.CallID, name: name, input: input, index: len(t.calls), line: st.line, raw: input}
 		t.calls = append(t.calls, c)
 		st.calls[p.CallID] = c
 	case "function_call_output", "custom_tool_call_output", "local_shell_call_output":
@@ -306,7 +355,7 @@ func (st *cxState) item(fr *fileReader, p *cxPayload, ts time.Time) error {
 		out := cxOutput(p.Output)
 		st.pending = append(st.pending, trajectory.ContentBlock{Type: trajectory.BlockToolResult, ToolUseID: p.CallID, Content: out})
 		if c := st.calls[p.CallID]; c != nil && c.result == nil {
-			c.result = &result{text: out, ts: ts}
+			c.result = &result{text: out, ts: ts, line: st.line}
 		}
 	default:
 		fr.countUnknown("response_item:" + p.Type)
@@ -317,73 +366,53 @@ func (st *cxState) item(fr *fileReader, p *cxPayload, ts time.Time) error {
 // cxExecTools are Codex's tools that run a command and report its exit.
 var cxExecTools = map[string]bool{"exec_command": true, "shell": true, "shell_command": true, "local_shell": true}
 
-// runningHeader is the line exec_command puts at the head of the output of
-// a command that is still running (continued with write_stdin).
-var runningHeader = regexp.MustCompile(`(?m)^Process running with session ID \d+`)
-
-// exitHeader is the "Process exited with code N" line Codex's exec tools
-// put at the head of their output for the model.
-var exitHeader = regexp.MustCompile(`(?m)^Process exited with code (-?\d+)$`)
-
-// finish joins what Codex's events say about each command to its call:
-// the exit code and the command's own duration.
+// finish gives each call its outcome: tooloutcome's reading of the output
+// (the one mock serve --record gives the same output on the wire), with
+// the header's wall time as the call's duration and only the text after
+// "Output:" as the result. Where the output alone leaves the outcome
+// unknown, what only the rollout knows decides: the exit code of Codex's
+// own completion event, or, for a command tool with neither an exit code
+// nor a completion event, that the command never ran (not_run). The
+// events' own duration (a few microseconds for a command that ran for
+// seconds) is not the call's time and is not used.
 func (st *cxState) finish() {
-	ran := map[string]bool{}
 	for id, c := range st.calls {
 		r := c.result
 		if r == nil {
 			continue
 		}
-		code := (*int)(nil)
-		if e, ok := st.execs[id]; ok {
-			code = e.exitCode
-			if e.duration != nil {
-				r.durationMs = trajectory.Millis(time.Duration(e.duration.Secs)*time.Second + time.Duration(e.duration.Nanos))
-				r.durationKnown = true
+		o := tooloutcome.Codex(tooloutcome.Result{Tool: c.name, Input: c.raw, Text: r.text})
+		r.text, r.truncated = o.Text, o.Truncated
+		r.durationMs, r.durationKnown = o.DurationMs, o.DurationKnown
+		r.failureKind, r.errorCode = o.Kind, o.Code
+		r.isError = o.Failed() && o.Kind != trajectory.FailureUnknown
+		if o.Kind == trajectory.FailurePermissionDenied {
+			// Codex's own refusal (its approval policy): a denial with no
+			// rule named; headless, nobody could have been asked.
+			r.perm = &permission{source: trajectory.SourceMode, step: trajectory.StepDefault}
+			if st.s.mode == trajectory.ModeHeadless {
+				r.perm.source = trajectory.SourceNonInteractive
 			}
 		}
-		if code == nil {
-			if m := exitHeader.FindStringSubmatch(r.text); m != nil {
-				if n, err := strconv.Atoi(m[1]); err == nil {
-					code = &n
-				}
-			}
+		if o.Kind != trajectory.FailureUnknown {
+			continue
 		}
-		_, ranEvent := st.execs[id]
+		e, ran := st.execs[id]
 		switch {
-		case code != nil && *code != 0:
-			r.isError = true
-			r.failureKind = trajectory.FailureToolError
-			r.errorCode = "exit:" + strconv.Itoa(*code)
-		case code == nil && !ranEvent && cxExecTools[c.name] && !runningHeader.MatchString(r.text):
-			// No exit code, no completion event, no running process: the
-			// command never ran (Codex refused it, e.g. an escalation its
-			// approval policy forbids). The rollout gives no structured
-			// reason, so this is a tool_error, never a success.
-			r.isError = true
-			r.failureKind = trajectory.FailureToolError
-			r.errorCode = "not_run"
+		case ran && e.exitCode != nil && *e.exitCode != 0:
+			r.failureKind, r.errorCode, r.isError = trajectory.FailureToolError, "exit:"+strconv.Itoa(*e.exitCode), true
+		case ran && e.exitCode != nil:
+			r.failureKind, r.errorCode = "", ""
+		case !ran && cxExecTools[c.name]:
+			// No header, no completion event: the command never ran
+			// (Codex refused it in a wording tooloutcome does not know).
+			r.failureKind, r.errorCode, r.isError = trajectory.FailureToolError, "not_run", true
 			r.notRun = true
 		}
-		if code != nil || !r.isError || cxExecTools[c.name] {
-			ran[c.name] = true
-		}
 	}
-	// A rollout does not log the tool catalog. The tools it shows running
-	// (a call that succeeded or exited with a code) were certainly
-	// offered, and so were Codex's own command tools when called, so they
-	// stand for the catalog: a lower bound, without
-	// definitions, rather than an empty list that would make every call
-	// look like a call to a tool that does not exist.
-	names := make([]string, 0, len(ran))
-	for n := range ran {
-		names = append(names, n)
-	}
-	sort.Strings(names)
+	// A rollout does not log the tool catalog: session_start says so
+	// (tools_unknown) instead of a list made up from the calls seen.
 	st.s.tools = []trajectory.ToolInfo{}
-	for _, n := range names {
-		st.s.tools = append(st.s.tools, trajectory.ToolInfo{Name: n, DefinitionHash: trajectory.Hash(nil), Source: trajectory.ToolBuiltin, Display: trajectory.DisplayFull})
-	}
 }
 
 // cxText joins the text of a message's content parts (input_text,

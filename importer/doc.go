@@ -1,5 +1,6 @@
 // Package importer turns the session transcripts that third-party agents
-// write about themselves — Claude Code's and the Codex CLI's — into
+// write about themselves — Claude Code's, the Codex CLI's and opencode's
+// (its export and its run events; docs/import.md maps them) — into
 // retrace trajectories, so that validate, metrics, detect and report work
 // on them like on one of retrace's own sessions (`retrace import`).
 //
@@ -8,7 +9,17 @@
 // the transcript states or what follows from it, and says which is which:
 // every tool event carries observed: transcript (the client logged it) or
 // observed: inferred (the importer derived it, e.g. a tool_call from a
-// tool_use block, an outcome from is_error). A value the transcript does
+// tool_use block, an outcome from is_error). Every event read from a line
+// of the transcript carries that line (origin_line; session_start names
+// the file in origin_file), so a finding's evidence can be shown as the
+// client's own file:line.
+//
+// A call's outcome is read by package tooloutcome, the classifier of each
+// client's results that `mock serve --record` uses on the wire too, so a
+// session recorded on the wire and imported from its transcript give
+// every call the same outcome; what only the transcript states (a
+// permission decision, an interruption, the exact size of a saved output,
+// an exit code in Codex's own events) refines it. A value the transcript does
 // not hold is never made up: a tool call's duration comes only from the
 // client's own measurement of that call, and is otherwise 0 with
 // duration_unknown, since splitting the wall time of a batch between its
@@ -76,15 +87,19 @@
 //	model_response.duration_ms     last block record's timestamp − its api-request's timestamp (0 without an api-request)
 //	model_error                    each system record of subtype api_error before a response: error.status → error_kind
 //	                               (429 rate_limited, 529 overloaded, 5xx server_error, 401/403 auth, none connection, else
-//	                               bad_request), retryAttempt → attempt, retryInMs → retry_after_ms; duration_ms 0 (not logged)
+//	                               bad_request), retryAttempt → attempt, retryInMs → retry_after_ms; duration_ms 0 (not logged);
+//	                               the synthetic assistant record of a request that failed for good ("error":"server_error",
+//	                               apiErrorStatus) → a model_request with its model_errors and no model_response
 //	tool_call (inferred)           each tool_use block: id, name, input, index among the response's tool_uses
 //	permission_allow/deny (transcript)  permissionDecision of the tool_result's record: decision accept → allow, reject → deny;
 //	                               reasonType rule → rule/allow_rule or deny_rule, subcommandResults → rule/tool_check,
 //	                               mode → mode/default, source hook → hook/hook, source user → user/default,
 //	                               other denials → non_interactive/default in headless mode; toolDenialKind alone → a denial
-//	tool_success/tool_failure (inferred)  is_error of the tool_result block; a denial → permission_denied,
-//	                               toolUseResult.interrupted → aborted, any other error → tool_error
-//	tool_end (inferred)            output_bytes: the result text's length; duration_unknown (no per-call duration is logged)
+//	tool_success/tool_failure (inferred)  tooloutcome.ClaudeCode of the tool_result block (is_error and the wording:
+//	                               not_found, invalid_input, permission_denied, tool_error exit:N or ENOENT); a
+//	                               denying permissionDecision → permission_denied, toolUseResult.interrupted → aborted
+//	tool_end (inferred)            output_bytes: the result text's length, or toolUseResult.persistedOutputSize with truncated
+//	                               for an output saved to a file; duration_unknown (no per-call duration is logged)
 //	tool_result (transcript)       the tool_result block: content (text blocks joined), is_error
 //	session_end                    reason from the last response's stop reason (end_turn, max_tokens, refused, else aborted);
 //	                               totals summed from the events; duration: last − first timestamp
@@ -101,9 +116,7 @@
 // exact request bytes and the system-reminder attachments' place in each
 // request (the messages are rebuilt from the user records, so
 // message_hashes are of that rebuild, not of the bytes sent); how long a
-// failed attempt took, and a call that failed for good (its synthetic
-// assistant message is skipped, and api_error records after the last
-// response are dropped); time to first token; subagents of versions
+// failed attempt took; time to first token; subagents of versions
 // that wrote them into the session file (isSidechain records there are
 // skipped).
 //
@@ -116,8 +129,8 @@
 //	session_start.mode             headless when session_meta.originator is codex_exec, else interactive
 //	session_start.permission_mode  bypass when turn_context has approval_policy never and sandbox danger-full-access, else default
 //	session_start.system_prompt    session_meta.base_instructions.text and the developer messages before the first response
-//	session_start.tools            not logged: the tools the rollout shows running (a call that succeeded or exited with a
-//	                               code), a lower bound of the catalog, with definition_hash the Hash of nothing
+//	session_start.tools            not logged: empty, with tools_unknown (no catalog is made up from the calls seen;
+//	                               hallucinated_tool then uses the calls Codex answered not_found)
 //	session_start.workspace        session_meta.cwd
 //	session_start.tags             source=import, client, client_version, source_session (session_meta.id)
 //	model_request (one per response)  ts: the last input item before the response; new_messages: the user and later
@@ -131,25 +144,31 @@
 //	model_response.duration_ms     0: the rollout does not log when a request was sent
 //	tool_call (inferred)           each call item: call_id, name, input (arguments when a JSON object, else {"arguments": text};
 //	                               a custom tool's input as {"input": text})
-//	tool_success/tool_failure (inferred)  the exit code of event_msg item_completed CommandExecution (or exec_command_end),
-//	                               else of the output's "Process exited with code N" header: non-zero → tool_error, error_code exit:N;
-//	                               a command tool's call with no exit code, no completion event and no running process never
-//	                               ran (Codex refused it, e.g. an escalation under approval policy never) → tool_error, not_run
-//	tool_end                       duration_ms: the CommandExecution's own duration (observed: transcript); otherwise duration_unknown
-//	tool_result (transcript)       function_call_output.output (text, or an object's output/content)
+//	tool_success/tool_failure (inferred)  tooloutcome.Codex of the output: its header's exit code (non-zero → tool_error
+//	                               exit:N), "unsupported call" → not_found, unparsable arguments → invalid_input, the approval
+//	                               policy's refusal → permission_denied (with a permission_deny: non_interactive when headless);
+//	                               where that leaves it unknown, the exit code of item_completed CommandExecution (or
+//	                               exec_command_end), else for a command tool with no completion event tool_error not_run
+//	tool_end                       duration_ms: the header's Wall time (observed: transcript), not the CommandExecution's own
+//	                               duration, a few µs for a command that ran for seconds; otherwise duration_unknown;
+//	                               truncated when Codex cut the output ("Warning: truncated output")
+//	tool_result (transcript)       function_call_output.output (text, or an object's output/content) after its "Output:" line
+//	model_error                    task_complete's error (other than a cut reply): a model_request with a model_error of
+//	                               the kind codex_error_info names and no model_response; a reply cut at max_output_tokens
+//	                               is the last response's stop_reason max_tokens
 //	session_end                    end_turn after task_complete and a final answer; totals summed from the events
 //
 // Known and skipped on purpose: world_state, compacted, and the event_msg
 // types other than those above.
 //
-// What a Codex rollout cannot tell us: the tool catalog (so a call to a
-// tool Codex does not have is not recognised as one: its error output is
-// a tool_error); stop reasons;
+// What a Codex rollout cannot tell us: the tool catalog (a call to a tool
+// Codex does not have is known only by Codex's not_found answer); stop
+// reasons but a cut reply's;
 // when each request was sent, so model durations (task_complete's
 // duration and time to first token cover a whole task); permission
 // decisions in exec mode (approval requests appear only interactively and
 // are not mapped; a command the sandbox refused shows only as its failing
-// exit code, one Codex refused to run only as not_run, with no structured
-// reason, so neither is a permission_deny); the duration of a call that logged no completion event;
+// exit code; one Codex's approval policy refused only by its wording);
+// the duration of a call whose output has no header;
 // subagents, which this importer does not link.
 package importer

@@ -19,7 +19,7 @@ func fuzzImport(t *testing.T, format Format, data []byte) {
 	if err := os.WriteFile(path, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	parse := map[Format]func(*fileReader) ([]*session, error){ClaudeCode: parseClaudeCode, Codex: parseCodex}[format]
+	parse := map[Format]func(*fileReader) ([]*session, error){ClaudeCode: parseClaudeCode, Codex: parseCodex, OpenCode: parseOpenCode}[format]
 	fr := &fileReader{path: path, unknown: map[string]int{}}
 	sessions, err := fr.run(parse)
 	if err != nil {
@@ -68,6 +68,7 @@ func FuzzClaudeCode(f *testing.F) {
 	if b, err := os.ReadFile(ccFixture); err == nil {
 		f.Add(b)
 	}
+	addSeeds(f, "testdata/claudecode-modes/-home-user-project/3c52ccf9-4179-479b-ae9a-6bec39dfbf13.jsonl")
 	f.Fuzz(func(t *testing.T, data []byte) { fuzzImport(t, ClaudeCode, data) })
 }
 
@@ -81,4 +82,13 @@ func FuzzCodex(f *testing.F) {
 		`{"type":"response_item","payload":{"type":"function_call_output","call_id":"c9","output":{"output":"x"}}}`,
 	)
 	f.Fuzz(func(t *testing.T, data []byte) { fuzzImport(t, Codex, data) })
+}
+
+func FuzzOpenCode(f *testing.F) {
+	addSeeds(f, "testdata/opencode-modes/run.jsonl",
+		`{"info":{"id":"s","version":"1"},"messages":[{"info":{"id":"m1","role":"assistant","time":{"created":1,"completed":2},"finish":"tool-calls"},"parts":[{"type":"tool","tool":"invalid","callID":"c1","messageID":"m1","state":{"status":"completed","input":{"tool":"x"},"output":"Model tried to call unavailable tool 'x'","time":{"start":1,"end":2}}}]}]}`,
+		`{"type":"tool_use","timestamp":5,"sessionID":"s","part":{"type":"tool","tool":"bash","callID":"c","messageID":"m","state":{"status":"completed","input":{},"metadata":{"exit":1}}}}`,
+	)
+	addSeeds(f, "testdata/opencode-modes/export.json")
+	f.Fuzz(func(t *testing.T, data []byte) { fuzzImport(t, OpenCode, data) })
 }

@@ -26,6 +26,10 @@ const (
 	// Codex is the Codex CLI's rollout files:
 	// ~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl.
 	Codex Format = "codex"
+	// OpenCode is opencode's sessions as `opencode export <sessionID>`
+	// prints them (one JSON document), or the JSON lines of `opencode run
+	// --format json`; opencode keeps its own in a SQLite database.
+	OpenCode Format = "opencode"
 )
 
 // ErrMalformedLine is wrapped by the *LineError of a transcript line that
@@ -111,8 +115,10 @@ func Import(ctx context.Context, opts Options) (Report, error) {
 		parse = parseClaudeCode
 	case Codex:
 		parse = parseCodex
+	case OpenCode:
+		parse = parseOpenCode
 	default:
-		return rep, fmt.Errorf("%w %q: want %s or %s", ErrUnknownFormat, opts.Format, ClaudeCode, Codex)
+		return rep, fmt.Errorf("%w %q: want %s, %s or %s", ErrUnknownFormat, opts.Format, ClaudeCode, Codex, OpenCode)
 	}
 	files, err := transcripts(opts.Format, opts.Paths)
 	if err != nil {
@@ -184,7 +190,10 @@ func transcripts(format Format, paths []string) ([]string, error) {
 				if format == ClaudeCode && d.Name() == "subagents" {
 					return filepath.SkipDir
 				}
-			case !d.Type().IsRegular() || !strings.HasSuffix(f, ".jsonl"):
+			case !d.Type().IsRegular():
+			case format == OpenCode && (strings.HasSuffix(f, ".json") || strings.HasSuffix(f, ".jsonl")):
+				found = append(found, f)
+			case !strings.HasSuffix(f, ".jsonl"):
 			case format == Codex && !strings.HasPrefix(d.Name(), "rollout-"):
 			default:
 				found = append(found, f)

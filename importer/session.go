@@ -36,6 +36,11 @@ type session struct {
 	parentToolUseID string
 	agentType       string
 	turns           []*turn
+	// originFile is the client's file the session was read from; the
+	// line fields below are lines of it (0: not from one line).
+	originFile string
+	// toolsUnknown: the transcript does not log the tool catalog.
+	toolsUnknown bool
 }
 
 // turn is one model call: the messages sent since the previous one, and
@@ -54,6 +59,12 @@ type turn struct {
 	// errors are the failed attempts of this call the transcript logs,
 	// before the attempt that answered.
 	errors []modelError
+	// failed says no attempt answered: the turn is a model_request and
+	// its model_errors, with no model_response.
+	failed bool
+	// reqLine and respLine are the transcript lines the request and the
+	// response come from.
+	reqLine, respLine int
 }
 
 // modelError is one failed model call attempt.
@@ -64,6 +75,7 @@ type modelError struct {
 	attempt      int
 	willRetry    bool
 	retryAfterMs float64
+	line         int
 }
 
 // call is one tool_use of a response and what the transcript says became of it.
@@ -72,6 +84,10 @@ type call struct {
 	input    json.RawMessage
 	index    int
 	result   *result
+	line     int
+	// raw is the input as the transcript holds it, for the classifier
+	// (input is made an object for the contract).
+	raw json.RawMessage
 }
 
 // result is a tool call's outcome as the transcript shows it.
@@ -89,6 +105,11 @@ type result struct {
 	// durationMs is the tool's own run time, when the transcript states it.
 	durationMs    float64
 	durationKnown bool
+	// truncated says the client cut the output the model got; fullBytes
+	// is the whole output's size when the transcript states it.
+	truncated bool
+	fullBytes int64
+	line      int
 }
 
 // permission is a decision the transcript records for a call.
@@ -228,6 +249,7 @@ func (s *session) emit(sink trajectory.Sink, at func(time.Time)) {
 		SystemPromptHash: systemHash, SystemPrompt: s.system, Tools: tools,
 		Defenses: []trajectory.DefenseName{}, Workspace: s.cwd, Tags: tags,
 		ParentSession: parentSession, ParentToolUseID: parentCall,
+		OriginFile: s.originFile, ToolsUnknown: s.toolsUnknown,
 	})
 	var (
 		hashes   []string
@@ -246,7 +268,7 @@ func (s *session) emit(sink trajectory.Sink, at func(time.Time)) {
 		}
 		req := &trajectory.ModelRequest{
 			SystemHash: systemHash, ToolsHash: toolsHash, ToolNames: names,
-			NewMessages: t.newMessages, MaxTokens: t.maxTokens, Stream: true,
+			NewMessages: t.newMessages, MaxTokens: t.maxTokens, Stream: true, OriginLine: t.reqLine,
 		}
 		// The rebuilt conversation only grows: every request keeps the
 		// whole previous one.
@@ -261,7 +283,12 @@ func (s *session) emit(sink trajectory.Sink, at func(time.Time)) {
 		for _, e := range t.errors {
 			at(e.ts)
 			sink.Emit(n, &trajectory.ModelError{ErrorKind: e.kind, StatusCode: e.status, Attempt: max(e.attempt, 1),
-				WillRetry: e.willRetry, RetryAfterMs: e.retryAfterMs})
+				WillRetry: e.willRetry, RetryAfterMs: e.retryAfterMs, OriginLine: e.line})
+		}
+		if t.failed {
+			// No attempt answered: the client gave up on the request.
+			last = t
+			continue
 		}
 		at(t.respTime)
 		content := t.content
@@ -270,7 +297,7 @@ func (s *session) emit(sink trajectory.Sink, at func(time.Time)) {
 		}
 		sink.Emit(n, &trajectory.ModelResponse{
 			Content: content, StopReason: t.stop, StopReasonRaw: t.stopRaw,
-			Usage: t.usage, DurationMs: t.durationMs,
+			Usage: t.usage, DurationMs: t.durationMs, OriginLine: t.respLine,
 		})
 		b, _ := json.Marshal(trajectory.Message{Role: trajectory.RoleAssistant, Content: content})
 		hashes = append(hashes, trajectory.Hash(b))
@@ -287,6 +314,8 @@ func (s *session) emit(sink trajectory.Sink, at func(time.Time)) {
 	reason := trajectory.EndAborted
 	switch {
 	case last == nil:
+	case last.failed:
+		reason = trajectory.EndError
 	case last.stop == trajectory.StopMaxTokens:
 		reason = trajectory.EndMaxTokens
 	case last.stop == trajectory.StopRefusal:
@@ -307,8 +336,9 @@ func (s *session) emit(sink trajectory.Sink, at func(time.Time)) {
 // was cut off) ends as aborted, with an empty error tool_result marked
 // inferred.
 func (s *session) emitCall(sink trajectory.Sink, turn int, c *call, at func(time.Time)) bool {
+	line := c.line
 	ref := func(o trajectory.Observed) trajectory.ToolRef {
-		return trajectory.ToolRef{ToolUseID: c.id, Tool: c.name, Observed: o}
+		return trajectory.ToolRef{ToolUseID: c.id, Tool: c.name, Observed: o, OriginLine: line}
 	}
 	input := c.input
 	if len(input) == 0 || !json.Valid(input) {
@@ -325,6 +355,7 @@ func (s *session) emitCall(sink trajectory.Sink, turn int, c *call, at func(time
 		return true
 	}
 	at(r.ts)
+	line = r.line
 	if p := r.perm; p != nil {
 		d := trajectory.PermissionDecision{ToolRef: ref(trajectory.ObservedTranscript), Source: p.source, Step: p.step, Rule: p.rule}
 		if p.allow {
@@ -333,7 +364,7 @@ func (s *session) emitCall(sink trajectory.Sink, turn int, c *call, at func(time
 			sink.Emit(turn, &trajectory.PermissionDeny{PermissionDecision: d})
 		}
 	}
-	failed := r.isError || (r.perm != nil && !r.perm.allow)
+	failed := r.failureKind != "" || r.isError || (r.perm != nil && !r.perm.allow)
 	if failed {
 		kind := r.failureKind
 		if kind == "" {
@@ -343,7 +374,7 @@ func (s *session) emitCall(sink trajectory.Sink, turn int, c *call, at func(time
 	} else {
 		sink.Emit(turn, &trajectory.ToolSuccess{ToolRef: ref(trajectory.ObservedInferred)})
 	}
-	end := &trajectory.ToolEnd{ToolRef: ref(trajectory.ObservedInferred), OutputBytes: int64(len(r.text))}
+	end := &trajectory.ToolEnd{ToolRef: ref(trajectory.ObservedInferred), OutputBytes: max(int64(len(r.text)), r.fullBytes), Truncated: r.truncated}
 	switch {
 	case failed && (r.notRun || r.failureKind.NeverRuns()):
 		// A call refused before its tool started has no duration at all.
@@ -355,7 +386,9 @@ func (s *session) emitCall(sink trajectory.Sink, turn int, c *call, at func(time
 		end.DurationUnknown = true
 	}
 	sink.Emit(turn, end)
-	sink.Emit(turn, &trajectory.ToolResult{ToolRef: ref(trajectory.ObservedTranscript), Text: r.text, IsError: r.isError || failed, Display: trajectory.DisplayFull})
+	// An unknown outcome is no error the model was shown.
+	isError := r.isError || (failed && r.failureKind != trajectory.FailureUnknown)
+	sink.Emit(turn, &trajectory.ToolResult{ToolRef: ref(trajectory.ObservedTranscript), Text: r.text, IsError: isError, Display: trajectory.DisplayFull})
 	return failed
 }
 

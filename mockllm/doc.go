@@ -38,9 +38,13 @@
 // A Transcript records what is on the wire, and says so: a tool_use
 // answered by a tool_result in the next request becomes tool_call,
 // tool_success or tool_failure, tool_end and tool_result, marked observed
-// "wire"; the call's own run time is not on the wire, so tool_end's
-// duration_ms is 0 and the next model_request carries the batch's wall
-// time as batch_ms (seed §14.7). Model responses carry the measured
+// "wire". The outcome is read by the classifier of the client the
+// requests come from (package tooloutcome, chosen by the User-Agent), the
+// one retrace import uses on the client's transcript, so both agree; a
+// result no rule recognises is a tool_failure of kind unknown. The call's
+// own run time is on the wire only when the client states it (Codex's
+// wall time); otherwise tool_end's duration_ms is 0 and the next
+// model_request carries the batch's wall time as batch_ms (seed §14.7). Model responses carry the measured
 // duration_ms and ttft_ms. Every failed attempt is a model_error: an
 // injected status, a request refused before the source answered (with
 // the tool results it carried), a malformed reply (invalid_response), one

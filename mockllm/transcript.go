@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/retrace-dev/retrace/agent/llm"
+	"github.com/retrace-dev/retrace/tooloutcome"
 	"github.com/retrace-dev/retrace/trajectory"
 )
 
@@ -22,13 +23,18 @@ import (
 // model_response with its measured duration_ms (and ttft_ms when
 // streamed). The tool calls are known from the wire: a tool_use of a reply
 // answered by a tool_result in the next request becomes, before that
-// request, a tool_call, its outcome (tool_success, or tool_failure of kind
-// tool_error when is_error is set, permission_denied when the result is
-// the client's own refusal), a tool_end and the tool_result, all marked
-// observed "wire". The call's own run time is not on the wire: tool_end's
-// duration_ms is 0, and the next model_request carries the batch's wall
-// time as batch_ms, never split among the calls (seed §14.7). A tool_use
-// that never got a result has no tool_call.
+// request, a tool_call, its outcome, a tool_end and the tool_result, all
+// marked observed "wire". The outcome is read by the classifier of the
+// client the requests come from (tooloutcome.ForUserAgent: Claude Code,
+// Codex, opencode, else the wire format's generic one), the same one
+// retrace import uses, so a recording and the client's imported
+// transcript agree on every call; a result no rule recognises is a
+// tool_failure of kind unknown, never a success. The call's own run time
+// is on the wire only when the client states it (Codex's wall time);
+// otherwise tool_end's duration_ms is 0 with duration_unknown, and the
+// next model_request carries the batch's wall time as batch_ms, never
+// split among the calls (seed §14.7). A tool_use that never got a result
+// has no tool_call.
 //
 // Every failed attempt is a model_error: an injected status, a request
 // the server refused (invalid, out of turns, a failed expectation; its
@@ -98,6 +104,9 @@ type tsession struct {
 	usage    trajectory.Usage
 	calls    int
 	failures int
+	// classify reads the outcome of the client's tool results; chosen by
+	// the first request's User-Agent (tooloutcome.ForUserAgent).
+	classify tooloutcome.Classifier
 }
 
 // flight is one recorded model_request: its turn and its attempts.
@@ -352,6 +361,7 @@ func msBetween(a, b time.Time) float64 {
 func (t *Transcript) request(s *tsession, l Logged) *flight {
 	req := l.Request
 	if !s.started {
+		s.classify = tooloutcome.ForUserAgent(l.Header.Get("User-Agent"), l.Endpoint == EndpointMessages)
 		t.start(s, req)
 	}
 	ev := llm.RequestEvent(*req, s.prev, &s.conv, l.BodyBytes, l.Stream)
@@ -521,18 +531,6 @@ func (t *Transcript) remember(s *tsession, use trajectory.ContentBlock) {
 	s.answered = append(s.answered, answeredUse{id: use.ID, input: use.Input, seq: t.answeredSeq})
 }
 
-// deniedByClient are the words with which the clients answer a call they
-// refused to run, so that the refusal is a permission_denied failure
-// rather than a tool error. They are the clients' own fixed texts, seen
-// in their real tool_results, never an error message of the tool.
-var deniedByClient = []string{
-	// Claude Code 2.1.328, a Bash call its permission rules did not allow
-	// in -p mode: "touch in '...' needs approval. The path is inside the
-	// working directories for this session ('...'), and Claude Code asks
-	// before a shell command creates, changes or removes files there."
-	"needs approval. ",
-}
-
 // results emits the calls the agent answers in req, in the order of
 // their tool_result blocks, and returns how many: the tool_results of the
 // user messages after the last assistant message that answer a pending
@@ -559,31 +557,40 @@ func (s *tsession) results(t *Transcript, req *llm.Request) int {
 }
 
 // call emits one call observed on the wire: tool_call, outcome, tool_end
-// and tool_result.
+// and tool_result. The outcome is the client's classifier's
+// (tooloutcome), the one the importers use too, and the tool_result's
+// text is the result as the classifier reads it (Codex's output without
+// its header).
 func (s *tsession) call(use pendingUse, res trajectory.ContentBlock) {
 	ref := trajectory.ToolRef{ToolUseID: use.block.ID, Tool: use.block.Name, Observed: trajectory.ObservedWire}
+	classify := s.classify
+	if classify == nil {
+		classify = tooloutcome.Anthropic
+	}
+	o := classify(tooloutcome.Result{Tool: use.block.Name, Input: use.block.Input, Text: res.Content, IsError: res.IsError})
 	input := use.block.Input
 	if len(input) == 0 {
 		input = json.RawMessage(`{}`) // a tool_use cut by max_tokens: its input never parsed
 	}
 	s.calls++
 	s.sink.Emit(s.turn, &trajectory.ToolCall{ToolRef: ref, Input: input, Index: use.index})
-	if res.IsError {
+	if o.Failed() {
 		s.failures++
-		kind := trajectory.FailureToolError
-		for _, d := range deniedByClient {
-			if strings.Contains(res.Content, d) && strings.Contains(res.Content, "Claude Code asks before") {
-				kind = trajectory.FailurePermissionDenied
-			}
-		}
-		s.sink.Emit(s.turn, &trajectory.ToolFailure{ToolRef: ref, FailureKind: kind})
+		s.sink.Emit(s.turn, &trajectory.ToolFailure{ToolRef: ref, FailureKind: o.Kind, ErrorCode: o.Code})
 	} else {
 		s.sink.Emit(s.turn, &trajectory.ToolSuccess{ToolRef: ref})
 	}
-	// The call's own run time is not on the wire: the batch's wall time
-	// goes on the next request as batch_ms, never split among its calls.
-	s.sink.Emit(s.turn, &trajectory.ToolEnd{ToolRef: ref, DurationUnknown: true, OutputBytes: int64(len(res.Content))})
-	s.sink.Emit(s.turn, &trajectory.ToolResult{ToolRef: ref, Text: res.Content, IsError: res.IsError, Display: trajectory.DisplayFull})
+	// The call's own run time is on the wire only when the client states
+	// it in the result (Codex's wall time); otherwise the batch's wall
+	// time goes on the next request as batch_ms, never split among its
+	// calls.
+	end := &trajectory.ToolEnd{ToolRef: ref, DurationUnknown: !o.DurationKnown, DurationMs: o.DurationMs,
+		OutputBytes: int64(len(o.Text)), Truncated: o.Truncated}
+	if o.FullBytes > end.OutputBytes {
+		end.OutputBytes = o.FullBytes
+	}
+	s.sink.Emit(s.turn, end)
+	s.sink.Emit(s.turn, &trajectory.ToolResult{ToolRef: ref, Text: o.Text, IsError: res.IsError || o.Failed(), Display: trajectory.DisplayFull})
 }
 
 // Close ends each session whose conversation ended cleanly: the last

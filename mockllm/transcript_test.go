@@ -467,27 +467,50 @@ func subagentLinking(t *testing.T, background bool) {
 
 func TestARecordingTellsAClientsRefusalFromAToolError(t *testing.T) {
 	const denied = `touch in '/work/project/made-by-test' needs approval. The path is inside the working directories for this session ('/work/project'), and Claude Code asks before a shell command creates, changes or removes files there.`
+	const write = `Claude requested permissions to write to /work/project/out.txt, but you haven't granted it yet.`
 	cases := []struct {
-		name string
-		text string
-		want trajectory.FailureKind
+		name, agent, text string
+		want              trajectory.FailureKind
+		code              string
 	}{
-		{"Claude Code's refusal of a call its rules did not allow is permission_denied.", denied, trajectory.FailurePermissionDenied},
-		{"A tool's own error is tool_error, whatever it says about approval.", "error: needs approval. from the server", trajectory.FailureToolError},
+		{"Claude Code's refusal of a call its rules did not allow is permission_denied.", "claude-cli/2.1.328 (external, sdk-cli)", denied, trajectory.FailurePermissionDenied, ""},
+		{"Claude Code's refusal of a Write nobody granted is permission_denied.", "claude-cli/2.1.328 (external, sdk-cli)", write, trajectory.FailurePermissionDenied, ""},
+		{"Claude Code's failed command is a tool_error with its exit code.", "claude-cli/2.1.328 (external, sdk-cli)", "Exit code 1\ncat: missing.txt: No such file or directory", trajectory.FailureToolError, "exit:1"},
+		{"Claude Code's unknown tool is not_found.", "claude-cli/2.1.328 (external, sdk-cli)", "<tool_use_error>Error: No such tool available: Frobnicate</tool_use_error>", trajectory.FailureNotFound, ""},
+		{"A tool's own error is tool_error, whatever it says about approval.", "claude-cli/2.1.328 (external, sdk-cli)", "error: needs approval. from the server", trajectory.FailureToolError, ""},
+		{"Another client's words are not Claude Code's: its error is a tool_error.", "my-agent/1.0", denied, trajectory.FailureToolError, ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			_, url, finish := wireRecording(t, "turns:\n  - content:\n      - tool_use: {id: toolu_d, name: Bash, input: {command: touch made-by-test}}\n  - content: [{text: Done.}]\n")
 			use := `{"role":"assistant","content":[{"type":"tool_use","id":"toolu_d","name":"Bash","input":{"command":"touch made-by-test"}}]}`
 			result, _ := json.Marshal(map[string]any{"role": "user", "content": []any{map[string]any{"type": "tool_result", "tool_use_id": "toolu_d", "content": tc.text, "is_error": true}}})
-			post(t, url, messagesBody(false, userHi))
-			if st := post(t, url, messagesBody(false, userHi, use, string(result))); st != 200 {
+			postAs(t, url, tc.agent, messagesBody(false, userHi))
+			if st := postAs(t, url, tc.agent, messagesBody(false, userHi, use, string(result))); st != 200 {
 				t.Fatalf("status %d", st)
 			}
 			f := eventsOf[*trajectory.ToolFailure](finish())
-			if len(f) != 1 || f[0].FailureKind != tc.want {
-				t.Fatalf("tool_failures %+v, want one %s", f, tc.want)
+			if len(f) != 1 || f[0].FailureKind != tc.want || f[0].ErrorCode != tc.code {
+				t.Fatalf("tool_failures %+v, want one %s with error code %q", f, tc.want, tc.code)
 			}
 		})
 	}
+}
+
+// postAs posts a Messages API body as the client with the User-Agent agent.
+func postAs(t *testing.T, url, agent, body string) int {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, url+"/v1/messages", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", agent)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	_ = resp.Body.Close()
+	return resp.StatusCode
 }

@@ -27,7 +27,7 @@
 //	hook_run           one hook run: phase, outcome, input_changed, duration_ms, exit_code, stderr (redacted, cut to 2 KB)
 //	permission_allow   /permission_prompt /permission_deny: source and chain step of the decision, needed_prompt, rule; source and step sandbox when the kernel sandbox refused what a running call tried
 //	tool_success       the call succeeded
-//	tool_failure       the call failed: failure_kind given at the call site, error_code (a label of a closed format, IsErrorCode)
+//	tool_failure       the call failed: failure_kind given at the call site (unknown when it could not be classified), error_code (a label of a closed format, IsErrorCode)
 //	tool_end           the tool's own duration_ms, output bytes, truncated, spill; the process id it started (pid); not_run (and no duration) when the tool never started
 //	tool_result        the model-side text, is_error, the user-side display mode
 //	defense_trigger    a defense acted (not merely evaluated): defense, action, evidence
@@ -53,7 +53,18 @@
 // transcript when the client's own transcript states the event, inferred
 // when it was derived from what the transcript shows. A tool_end whose
 // source tells no run time for the call has duration_unknown, and its
-// duration_ms of 0 is then no measurement.
+// duration_ms of 0 is then no measurement. An imported session names the
+// client's file it was read from in session_start's origin_file, and each
+// event read from a line of it carries that line as origin_line, so a
+// finding can cite the client's own file:line. A session whose source
+// does not log the tool catalog says so with session_start.tools_unknown.
+//
+// A tool_failure of failure_kind unknown is a call whose outcome could not
+// be classified from what was observed (a result on a wire with no error
+// flag, in a wording no client classifier knows): it is never taken for a
+// success, and says nothing more about why. Package tooloutcome holds the
+// one classifier of each client's results that the wire recorder and the
+// importers share.
 //
 // A call whose tool never started (denied, blocked by a hook, invalid
 // input, an unknown tool, aborted before it began) has a tool_end with

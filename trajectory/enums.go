@@ -78,11 +78,16 @@ const (
 	FailureTimeout          FailureKind = "timeout"
 	FailureException        FailureKind = "exception"
 	FailureToolError        FailureKind = "tool_error"
+	// FailureUnknown: the call's outcome could not be classified from what
+	// was observed (a tool result on a wire format with no error flag, in a
+	// wording no classifier knows). It is recorded as a failure so that it
+	// is never counted as a success; error_code is absent.
+	FailureUnknown FailureKind = "unknown"
 )
 
 var failureKinds = closedSet[FailureKind]{
 	FailureNotFound, FailureHookBlocked, FailureInvalidInput, FailurePermissionDenied,
-	FailureAborted, FailureTimeout, FailureException, FailureToolError,
+	FailureAborted, FailureTimeout, FailureException, FailureToolError, FailureUnknown,
 }
 
 // Valid reports whether k is a known failure kind.

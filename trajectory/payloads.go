@@ -105,6 +105,10 @@ type SessionStart struct {
 	SystemPrompt string `json:"system_prompt,omitempty"`
 	// Tools is the catalog in the stable order it is sent in.
 	Tools []ToolInfo `json:"tools"`
+	// ToolsUnknown says the source did not log the tool catalog (a Codex
+	// rollout): tools is then empty and says nothing about which tools
+	// existed, and a model_request's tool_names neither. Optional.
+	ToolsUnknown bool `json:"tools_unknown,omitempty"`
 	// Defenses lists the defenses enabled for this session.
 	Defenses []DefenseName `json:"defenses"`
 	Limits   *Limits       `json:"limits,omitempty"`
@@ -126,6 +130,10 @@ type SessionStart struct {
 	// when the parent is known but not its call.
 	ParentSession   string `json:"parent_session,omitempty"`
 	ParentToolUseID string `json:"parent_tool_use_id,omitempty"`
+	// OriginFile is the client's own file an imported session was read
+	// from (its transcript); the events' origin_line are lines of it.
+	// Optional: absent for a session retrace recorded.
+	OriginFile string `json:"origin_file,omitempty"`
 	// Continues is the session whose conversation this one carries on
 	// (retrace run --continue): its history was rebuilt from that
 	// session's trajectory, in the same directory, and the prompt it
@@ -366,12 +374,16 @@ type ModelRequest struct {
 	// calls, and did its own work, in that time. It is the batch's time as
 	// it is, never split among the calls (seed §14.7). Optional.
 	BatchMs float64 `json:"batch_ms,omitempty"`
+	// OriginLine is the line of session_start's origin_file an imported
+	// event comes from. Optional.
+	OriginLine int `json:"origin_line,omitempty"`
 }
 
 // EventType implements Payload.
 func (*ModelRequest) EventType() EventType { return TypeModelRequest }
 
 func (p *ModelRequest) validate(c *checks) {
+	c.nonNegative("origin_line", float64(p.OriginLine))
 	c.nonNegative("request_bytes", float64(p.RequestBytes))
 	c.hash("system_hash", p.SystemHash)
 	c.hash("tools_hash", p.ToolsHash)
@@ -441,12 +453,16 @@ type ModelResponse struct {
 	// TTFTMs is the time to the first byte of a streamed reply.
 	TTFTMs     float64 `json:"ttft_ms,omitempty"`
 	DurationMs float64 `json:"duration_ms"`
+	// OriginLine is the line of session_start's origin_file an imported
+	// event comes from. Optional.
+	OriginLine int `json:"origin_line,omitempty"`
 }
 
 // EventType implements Payload.
 func (*ModelResponse) EventType() EventType { return TypeModelResponse }
 
 func (p *ModelResponse) validate(c *checks) {
+	c.nonNegative("origin_line", float64(p.OriginLine))
 	if p.Content == nil {
 		c.fail("content", ErrMissingField, "want a list of content blocks (it may be empty)")
 	}
@@ -483,12 +499,16 @@ type ModelError struct {
 	// reached it (it hung up during a stall, or before the error reply):
 	// the attempt failed, but the client never saw why. Optional.
 	Undelivered bool `json:"undelivered,omitempty"`
+	// OriginLine is the line of session_start's origin_file an imported
+	// event comes from. Optional.
+	OriginLine int `json:"origin_line,omitempty"`
 }
 
 // EventType implements Payload.
 func (*ModelError) EventType() EventType { return TypeModelError }
 
 func (p *ModelError) validate(c *checks) {
+	c.nonNegative("origin_line", float64(p.OriginLine))
 	checkEnum(c, "error_kind", p.ErrorKind, modelErrorKinds)
 	if p.Attempt < 1 {
 		c.fail("attempt", ErrMalformed, "got %d, want a number >= 1", p.Attempt)
@@ -509,6 +529,11 @@ type ToolRef struct {
 	// an importer derived it from what the transcript shows (a tool_call
 	// from a tool_use block, an outcome from is_error). Optional.
 	Observed Observed `json:"observed,omitempty"`
+	// OriginLine is the line of the client's own file (session_start's
+	// origin_file) that an imported event comes from, so a finding can
+	// point the user at the transcript they know. Optional: absent for
+	// events retrace observed itself.
+	OriginLine int `json:"origin_line,omitempty"`
 }
 
 // Ref returns the call the event is about. Every payload that embeds
@@ -538,6 +563,7 @@ func ToolUseIDOf(p Payload) string {
 }
 
 func (r *ToolRef) validate(c *checks) {
+	c.nonNegative("origin_line", float64(r.OriginLine))
 	c.nonEmpty("tool_use_id", r.ToolUseID)
 	c.nonEmpty("tool", r.Tool)
 	if r.Observed != "" {

@@ -449,6 +449,37 @@ func where(f detectors.Finding) string {
 	if len(more) > 0 {
 		s += " (+" + strings.Join(more, ",") + ")"
 	}
+	return s + originsOf(f.Evidence)
+}
+
+// originsOf renders where imported evidence came from in the client's own
+// transcript: " from FILE:LINE (+LINE,...)", or "" when no evidence was
+// imported.
+func originsOf(ev []detectors.Evidence) string {
+	first, firstFile := "", ""
+	var more []string
+	for _, e := range ev {
+		file, line, ok := strings.Cut(e.Origin, ":")
+		if i := strings.LastIndexByte(e.Origin, ':'); i > 0 {
+			file, line, ok = e.Origin[:i], e.Origin[i+1:], true
+		}
+		switch {
+		case !ok:
+		case first == "":
+			first, firstFile = e.Origin, file
+		case file == firstFile:
+			more = append(more, line)
+		default:
+			more = append(more, e.Origin)
+		}
+	}
+	if first == "" {
+		return ""
+	}
+	s := " from " + first
+	if len(more) > 0 {
+		s += " (+" + strings.Join(more, ",") + ")"
+	}
 	return s
 }
 

@@ -23,14 +23,17 @@ type importOptions struct {
 
 func newImportCmd(sys *IO) *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "import (claude-code | codex | otlp) [PATH...]",
-		Short: "Import Claude Code or Codex transcripts, or OTLP traces, as trajectories",
+		Use:   "import (claude-code | codex | opencode | otlp) [PATH...]",
+		Short: "Import Claude Code, Codex or opencode sessions, or OTLP traces, as trajectories",
 		Long: `Import reads the transcripts a third-party agent writes about its own sessions
 and writes each session as a trajectory into the runs directory, so that
 validate, metrics, detect and report work on it like on one of retrace's own.
 
   retrace import claude-code [PATH...]   default: ~/.claude/projects ($CLAUDE_CONFIG_DIR/projects)
   retrace import codex [PATH...]         default: ~/.codex/sessions ($CODEX_HOME/sessions)
+  retrace import opencode FILE...        the JSON of opencode export <sessionID>, or the
+                                         JSON lines of opencode run --format json (opencode
+                                         keeps its sessions in a SQLite database: no default)
   retrace import otlp FILE...            OTLP/JSON traces of any agent that follows the
                                          OTel GenAI conventions (no default)
 
@@ -41,7 +44,11 @@ observed: transcript, events derived from it observed: inferred; a tool
 call's duration is taken only from the client's own measurement and is
 otherwise marked duration_unknown, never made up. The importer package's
 documentation lists the mapping field by field and what each format cannot
-tell.
+tell. Every event keeps the transcript line it came from (origin_line, with
+session_start's origin_file), which retrace detect shows with its evidence.
+A call's outcome is read by the same per-client classifier retrace mock
+serve --record uses; a result it cannot classify is a tool_failure of kind
+unknown, never a success.
 
 Importing is idempotent: a session's id comes from the transcript, so
 importing it again reports it unchanged (or updated, when the transcript
@@ -69,15 +76,15 @@ readable) or bad usage, 1 retrace itself failed.`,
   retrace import claude-code ~/.claude/projects/-home-me-repo/4f1c.jsonl --strict
   retrace import otlp traces.jsonl --runs ./runs`,
 	}
-	for _, f := range []importer.Format{importer.ClaudeCode, importer.Codex} {
+	for _, f := range []importer.Format{importer.ClaudeCode, importer.Codex, importer.OpenCode} {
 		cmd.AddCommand(newImportFormatCmd(sys, f))
 	}
 	cmd.AddCommand(newImportOTLPCmd(sys))
 	cmd.RunE = func(_ *cobra.Command, args []string) error {
 		if len(args) > 0 {
-			return usage(fmt.Errorf("unknown transcript format %q: use claude-code, codex or otlp", args[0]))
+			return usage(fmt.Errorf("unknown transcript format %q: use claude-code, codex, opencode or otlp", args[0]))
 		}
-		return usage(errors.New("name the transcript format: retrace import claude-code, retrace import codex or retrace import otlp"))
+		return usage(errors.New("name the transcript format: retrace import claude-code, retrace import codex, retrace import opencode or retrace import otlp"))
 	}
 	return cmd
 }
@@ -117,11 +124,17 @@ func newImportFormatCmd(sys *IO, format importer.Format) *cobra.Command {
 		Short: "Import " + string(format) + " transcripts (default: " + defaultTranscriptDir(sys, format) + ")",
 		Args:  cobra.ArbitraryArgs,
 	}
+	if format == importer.OpenCode {
+		cmd.Use, cmd.Short = "opencode FILE...", "Import opencode sessions: opencode export <sessionID> JSON, or opencode run --format json output"
+	}
 	cmd.Flags().StringVar(&opts.runs, "runs", "", "directory to write the trajectories into (default $RETRACE_DIR or .retrace/runs)")
 	cmd.Flags().BoolVar(&opts.strict, "strict", false, "refuse a transcript with a malformed line instead of importing the rest of it")
 	opts.output = addFormatFlag(cmd, "text", "json")
 	cmd.RunE = func(c *cobra.Command, args []string) error {
 		opts.paths = args
+		if len(args) == 0 && format == importer.OpenCode {
+			return usage(errors.New("name the files to import: opencode keeps its sessions in a database, so export one first (opencode export <sessionID> > session.json; retrace import opencode session.json)"))
+		}
 		if len(args) == 0 {
 			opts.paths = []string{defaultTranscriptDir(sys, format)}
 		}

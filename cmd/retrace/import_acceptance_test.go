@@ -62,11 +62,12 @@ func TestImportedClaudeCodeAndCodexSessionsServeValidateMetricsDetectAndReport(t
 	if kinds["tool_error"] != 3 || kinds["permission_denied"] != 1 {
 		t.Errorf("failure_kinds %v, want tool_error 3 and permission_denied 1", kinds)
 	}
-	// Codex logs each command's own duration; Claude Code logs none, so
-	// only exec_command has latency rows (never a batch split into calls).
+	// Codex states each command's wall time in its output's header;
+	// Claude Code logs none, so only exec_command has latency rows (never
+	// a batch split into calls).
 	latency := metricRows(t, runs, "latency")
-	if len(latency) != 1 || latency[0]["tool"] != "exec_command" || num(latency[0]["calls_with_duration"]) != 3 {
-		t.Errorf("latency rows %v, want one for exec_command with 3 calls", latency)
+	if len(latency) != 1 || latency[0]["tool"] != "exec_command" || num(latency[0]["calls_with_duration"]) != 4 {
+		t.Errorf("latency rows %v, want one for exec_command with its 4 calls", latency)
 	}
 
 	code, stdout, stderr = runCLI(t, nil, "detect", runs, "--format", "json")

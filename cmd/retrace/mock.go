@@ -114,10 +114,13 @@ and responses (with their measured duration and time to first byte), and
 the tool calls, so a session of any agent can be validated, queried and
 measured like one of retrace's own. A call is known from the wire: a
 tool_use answered by a tool_result in the next request gives tool_call,
-tool_success or tool_failure (tool_error when is_error is set;
-permission_denied when the result is the client's own refusal),
-tool_end and tool_result, marked observed "wire". Its own run time is not
-on the wire: tool_end's duration_ms is 0 and the next model_request
+tool_success or tool_failure, tool_end and tool_result, marked observed
+"wire". The outcome is read by the classifier of the client (by its
+User-Agent: Claude Code, Codex, opencode), the one retrace import uses,
+else of the wire format (is_error on the Messages API; on the OpenAI
+APIs, which carry no error flag, a tool_failure of kind unknown). Its own
+run time is on the wire only when the client states it (Codex's wall
+time); otherwise tool_end's duration_ms is 0 and the next model_request
 carries the batch's wall time as batch_ms, never split among the calls.
 Every failed attempt is a model_error: an injected status, a request the
 server refused, a malformed reply (invalid_response) and one the client

@@ -210,10 +210,11 @@ turns:
       - tool_use: {id: call_rm_1, name: exec_command, input: {cmd: "rm README.md", sandbox_permissions: require_escalated, justification: "remove the readme"}}
   - expect: {tool_results: [{tool_use_id: call_rm_1}]}
     content: [{text: "Could not remove it."}]
-`, want: map[string]int{"call:exec_command": 1, "sessions": 1},
-				// Codex answers the refusal as an ordinary output: only
-				// its rollout shows that the command never ran.
-				wantTranscript: map[string]int{"call:exec_command": 1, "failure:tool_error": 1, "success": 0}},
+`, want: map[string]int{"call:exec_command": 1, "failure:permission_denied": 1, "success": 0, "sessions": 1},
+				// Codex answers the refusal in its own words, which the
+				// recording and the import read alike; the import adds
+				// the denial itself.
+				wantTranscript: map[string]int{"call:exec_command": 1, "failure:permission_denied": 1, "permission_deny": 1, "success": 0}},
 			{name: "a 429 retried", prompt: "Read README.md", failedAttempts: 1,
 				script: `model: gpt-5.5
 turns:
@@ -256,58 +257,8 @@ func TestRealClientsThroughTheMockOffline(t *testing.T) {
 }
 
 func driveRealClient(t *testing.T, c realClient, cc clientCase) {
-	dir := t.TempDir()
-	ws, home, rec := filepath.Join(dir, "ws"), filepath.Join(dir, "home"), filepath.Join(dir, "rec")
-	for _, d := range []string{ws, filepath.Join(home, ".codex"), rec} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := os.WriteFile(filepath.Join(ws, "README.md"), []byte("hello\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	script := filepath.Join(dir, "script.yaml")
-	if err := os.WriteFile(script, []byte(strings.ReplaceAll(cc.script, "$WS", ws)), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	// This test binary is the retrace command when it runs as "retrace"
-	// (TestMain), which spares a build.
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	retrace := filepath.Join(dir, "retrace")
-	if err := os.Symlink(self, retrace); err != nil {
-		t.Fatal(err)
-	}
-	// Inside the namespace every port is free; the client talks only to
-	// the mock on loopback.
-	sh := `set -u
-ip link set lo up || exit 90
-"$RETRACE" mock serve --script "$SCRIPT" --record "$REC" --addr 127.0.0.1:18080 >"$DIR/mock.out" 2>"$DIR/mock.err" &
-mock=$!
-i=0
-until grep -q listening "$DIR/mock.out" 2>/dev/null; do i=$((i+1)); [ $i -gt 200 ] && exit 91; sleep 0.05; done
-export MOCK=http://127.0.0.1:18080
-cd "$WS"
-timeout 240 sh -c "$CLIENT" >"$DIR/client.out" 2>"$DIR/client.err"
-rc=$?
-kill -INT $mock
-wait $mock
-exit $rc
-`
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "unshare", "-n", "sh", "-c", sh)
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "TERM=dumb", "LANG=C.UTF-8",
-		"RETRACE=" + retrace, "SCRIPT=" + script, "REC=" + rec, "DIR=" + dir, "WS=" + ws, "CLIENT=" + c.command(cc.prompt, cc.args)}
-	out, err := cmd.CombinedOutput()
-	mockErr, _ := os.ReadFile(filepath.Join(dir, "mock.err"))
-	clientErr, _ := os.ReadFile(filepath.Join(dir, "client.err"))
-	clientOut, _ := os.ReadFile(filepath.Join(dir, "client.out"))
-	if err != nil {
-		t.Fatalf("%s through the mock: %v\n%s\nmock:\n%s\nclient stdout:\n%.4000s\nclient stderr:\n%.4000s", c.name, err, out, mockErr, clientOut, clientErr)
-	}
+	run := runRealClient(t, c, cc.script, cc.prompt, cc.args, map[string]string{"README.md": "hello\n"})
+	dir, home, rec, mockErr, clientOut := run.dir, run.home, run.rec, run.mockErr, run.clientOut
 
 	calls, failed := 0, 0
 	sc := bufio.NewScanner(strings.NewReader(string(mockErr)))
@@ -372,6 +323,76 @@ exit $rc
 	if fmt.Sprint(said) != fmt.Sprint(wire) {
 		t.Errorf("%s's own output shows the calls %v, the wire recording %v", c.name, said, wire)
 	}
+}
+
+// clientRun is one run of a real client through `retrace mock serve
+// --record`: its directories and what the mock and the client printed.
+type clientRun struct {
+	dir, ws, home, rec string
+	mockErr, clientOut []byte
+}
+
+// runRealClient runs client c once with prompt and args in a workspace
+// holding files, in a network namespace of its own with only loopback,
+// against the mock serving script ($WS stands for the workspace) and
+// recording into rec; the client's own transcript is under home.
+func runRealClient(t *testing.T, c realClient, script, prompt, args string, files map[string]string) clientRun {
+	t.Helper()
+	dir := t.TempDir()
+	ws, home, rec := filepath.Join(dir, "ws"), filepath.Join(dir, "home"), filepath.Join(dir, "rec")
+	for _, d := range []string{ws, filepath.Join(home, ".codex"), rec} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, body := range files {
+		if err := os.WriteFile(filepath.Join(ws, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	scriptFile := filepath.Join(dir, "script.yaml")
+	if err := os.WriteFile(scriptFile, []byte(strings.ReplaceAll(script, "$WS", ws)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// This test binary is the retrace command when it runs as "retrace"
+	// (TestMain), which spares a build.
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	retrace := filepath.Join(dir, "retrace")
+	if err := os.Symlink(self, retrace); err != nil {
+		t.Fatal(err)
+	}
+	// Inside the namespace every port is free; the client talks only to
+	// the mock on loopback.
+	sh := `set -u
+ip link set lo up || exit 90
+"$RETRACE" mock serve --script "$SCRIPT" --record "$REC" --addr 127.0.0.1:18080 >"$DIR/mock.out" 2>"$DIR/mock.err" &
+mock=$!
+i=0
+until grep -q listening "$DIR/mock.out" 2>/dev/null; do i=$((i+1)); [ $i -gt 200 ] && exit 91; sleep 0.05; done
+export MOCK=http://127.0.0.1:18080
+cd "$WS"
+timeout 240 sh -c "$CLIENT" >"$DIR/client.out" 2>"$DIR/client.err"
+rc=$?
+kill -INT $mock
+wait $mock
+exit $rc
+`
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "unshare", "-n", "sh", "-c", sh)
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "TERM=dumb", "LANG=C.UTF-8",
+		"RETRACE=" + retrace, "SCRIPT=" + scriptFile, "REC=" + rec, "DIR=" + dir, "WS=" + ws, "CLIENT=" + c.command(prompt, args)}
+	out, err := cmd.CombinedOutput()
+	mockErr, _ := os.ReadFile(filepath.Join(dir, "mock.err"))
+	clientErr, _ := os.ReadFile(filepath.Join(dir, "client.err"))
+	clientOut, _ := os.ReadFile(filepath.Join(dir, "client.out"))
+	if err != nil {
+		t.Fatalf("%s through the mock: %v\n%s\nmock:\n%s\nclient stdout:\n%.4000s\nclient stderr:\n%.4000s", c.name, err, out, mockErr, clientOut, clientErr)
+	}
+	return clientRun{dir: dir, ws: ws, home: home, rec: rec, mockErr: mockErr, clientOut: clientOut}
 }
 
 // recordingCounts reads every trajectory in dir and counts what the
