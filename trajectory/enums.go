@@ -107,8 +107,16 @@ func (k FailureKind) NeverRuns() bool {
 	return false
 }
 
+// StoppedBeforeStart reports whether a failure of kind with error_code
+// code was decided before the tool's code started: a kind that NeverRuns,
+// except a permission_denied with code ErrorCodeSandbox, which the kernel
+// sandbox gave a command while it ran.
+func StoppedBeforeStart(kind FailureKind, code string) bool {
+	return kind.NeverRuns() && !(kind == FailurePermissionDenied && code == ErrorCodeSandbox)
+}
+
 // Ran reports whether a call's tool code started, from its failure kind
-// (kind "" for a success) and its tool_end: the contract's one
+// (kind "" for a success), its error_code and its tool_end: the contract's one
 // definition of "ran", which the metrics column tool_calls.ran computes
 // the same way (metrics' glossary). A success ran; a failure of a kind
 // that NeverRuns did not; a tool_end marked not_run did not; and, for
@@ -116,8 +124,8 @@ func (k FailureKind) NeverRuns() bool {
 // duration is exactly 0 did not (the runtime wrote 0 for a call it
 // abandoned before starting it; a call that ran measures at least a
 // microsecond).
-func Ran(kind FailureKind, end *ToolEnd) bool {
-	if kind.NeverRuns() {
+func Ran(kind FailureKind, code string, end *ToolEnd) bool {
+	if StoppedBeforeStart(kind, code) {
 		return false
 	}
 	var e ToolEnd

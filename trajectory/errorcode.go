@@ -13,6 +13,10 @@ var errorCodeNames = closedSet[string]{
 	// The built-in tools.
 	"invalid_input", "bad_pattern", "bad_regexp", "empty_old_string", "no_change", "not_read",
 	"not_found", "ambiguous", "not_regular", "binary", "offset_past_end", "outside_workspace", "io",
+	"hard_linked",
+	// The kernel sandbox: it refused an access of a running command, or
+	// could not start the command at all.
+	ErrorCodeSandbox, "sandbox_unavailable",
 	// The MCP client.
 	"mcp_error", "mcp_timeout", "mcp_reconnecting", "mcp_disconnected",
 	// The Codex importer: a command the client refused to run.
@@ -26,6 +30,11 @@ var errorCodeNames = closedSet[string]{
 // naming an exception class of the other agent): the failure is kept,
 // the code that would be an unbounded label is not.
 const ErrorCodeOther = "other"
+
+// ErrorCodeSandbox is the error_code of a permission_denied call whose
+// command ran and was refused an access by the kernel sandbox: the one
+// permission_denied that ran (see StoppedBeforeStart).
+const ErrorCodeSandbox = "sandbox"
 
 // ErrorCodeFormat describes the closed format of a tool_failure's
 // error_code, for messages.

@@ -76,6 +76,7 @@ type callState struct {
 	// failure kind of its tool_failure.
 	succeeded bool
 	kind      FailureKind
+	code      string
 }
 
 type useState struct {
@@ -209,7 +210,7 @@ func (c *Checker) Add(line int, ev Event) {
 	case *ToolFailure:
 		c.toolFailures++
 		if cs := c.outcome(line, ev, p.ToolRef); cs != nil {
-			cs.kind = p.FailureKind
+			cs.kind, cs.code = p.FailureKind, p.ErrorCode
 		}
 		if p.ErrorCode != "" && !IsErrorCode(p.ErrorCode) {
 			c.report(line, ev.Seq, ViolationErrorCode, p.ToolUseID, "error_code %q of %s is outside the closed format (%s)", p.ErrorCode, p.ToolUseID, ErrorCodeFormat)
@@ -219,7 +220,7 @@ func (c *Checker) Add(line int, ev Event) {
 			switch {
 			case p.NotRun && cs.succeeded:
 				c.report(line, ev.Seq, ViolationRan, p.ToolUseID, "tool_end for %s has not_run but the call succeeded; a call that succeeded ran", p.ToolUseID)
-			case cs.kind.NeverRuns() && p.DurationMs > 0:
+			case StoppedBeforeStart(cs.kind, cs.code) && p.DurationMs > 0:
 				c.report(line, ev.Seq, ViolationRan, p.ToolUseID, "tool_end for %s has duration_ms %g but the call failed with %s, which stops a call before its tool starts; a call that did not run has no duration (0, not_run)", p.ToolUseID, p.DurationMs, cs.kind)
 			}
 			switch {

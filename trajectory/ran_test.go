@@ -10,27 +10,30 @@ func TestRanIsDecidedByKindThenMarkerThenAnOldZeroAbort(t *testing.T) {
 	tests := []struct {
 		name string
 		kind FailureKind
+		code string
 		end  *ToolEnd
 		want bool
 	}{
-		{"success", "", &ToolEnd{DurationMs: 3}, true},
-		{"success without tool_end", "", nil, true},
-		{"tool_error", FailureToolError, &ToolEnd{DurationMs: 3}, true},
-		{"timeout", FailureTimeout, &ToolEnd{DurationMs: 30000}, true},
-		{"exception", FailureException, &ToolEnd{DurationMs: 1}, true},
-		{"denied, old file, 0 ms", FailurePermissionDenied, &ToolEnd{}, false},
-		{"denied, not_run", FailurePermissionDenied, &ToolEnd{NotRun: true}, false},
-		{"hook blocked", FailureHookBlocked, &ToolEnd{}, false},
-		{"invalid input", FailureInvalidInput, &ToolEnd{}, false},
-		{"unknown tool", FailureNotFound, &ToolEnd{}, false},
-		{"aborted while running", FailureAborted, &ToolEnd{DurationMs: 812.4}, true},
-		{"aborted before starting, old file", FailureAborted, &ToolEnd{}, false},
-		{"aborted before starting, not_run", FailureAborted, &ToolEnd{NotRun: true}, false},
-		{"aborted, imported, duration unknown", FailureAborted, &ToolEnd{DurationUnknown: true}, true},
-		{"a refused command recorded as tool_error", FailureToolError, &ToolEnd{NotRun: true}, false},
+		{"success", "", "", &ToolEnd{DurationMs: 3}, true},
+		{"success without tool_end", "", "", nil, true},
+		{"tool_error", FailureToolError, "", &ToolEnd{DurationMs: 3}, true},
+		{"timeout", FailureTimeout, "", &ToolEnd{DurationMs: 30000}, true},
+		{"exception", FailureException, "", &ToolEnd{DurationMs: 1}, true},
+		{"denied, old file, 0 ms", FailurePermissionDenied, "", &ToolEnd{}, false},
+		{"denied, not_run", FailurePermissionDenied, "", &ToolEnd{NotRun: true}, false},
+		{"hook blocked", FailureHookBlocked, "", &ToolEnd{}, false},
+		{"invalid input", FailureInvalidInput, "", &ToolEnd{}, false},
+		{"unknown tool", FailureNotFound, "", &ToolEnd{}, false},
+		{"aborted while running", FailureAborted, "", &ToolEnd{DurationMs: 812.4}, true},
+		{"aborted before starting, old file", FailureAborted, "", &ToolEnd{}, false},
+		{"aborted before starting, not_run", FailureAborted, "", &ToolEnd{NotRun: true}, false},
+		{"aborted, imported, duration unknown", FailureAborted, "", &ToolEnd{DurationUnknown: true}, true},
+		{"a refused command recorded as tool_error", FailureToolError, "", &ToolEnd{NotRun: true}, false},
+		{"a command the sandbox refused an access ran", FailurePermissionDenied, ErrorCodeSandbox, &ToolEnd{DurationMs: 47}, true},
+		{"a command the sandbox could not start", FailurePermissionDenied, "sandbox_unavailable", &ToolEnd{NotRun: true}, false},
 	}
 	for _, tt := range tests {
-		if got := Ran(tt.kind, tt.end); got != tt.want {
+		if got := Ran(tt.kind, tt.code, tt.end); got != tt.want {
 			t.Errorf("%s: Ran = %v, want %v", tt.name, got, tt.want)
 		}
 	}

@@ -437,6 +437,10 @@ func (c *call) sandboxRefusal(input json.RawMessage, o *outcome) {
 	if failed {
 		o.kind = trajectory.FailurePermissionDenied
 	}
+	if o.code == "sandbox_unavailable" {
+		// The command never started: no duration, not a latency sample.
+		o.ran, o.duration = false, 0
+	}
 	c.ex.cfg.Sink.Emit(c.t.number, &trajectory.PermissionDeny{PermissionDecision: trajectory.PermissionDecision{
 		ToolRef: c.ref(), Source: trajectory.SourceSandbox, Step: trajectory.StepSandbox}})
 }

@@ -65,12 +65,14 @@ WITH calls AS (
 ), ran AS (
     -- ran: the tool's code started (trajectory.Ran is the same rule in
     -- Go). NULL for a lost call, of which nobody knows. A failure kind
-    -- decided before the tool starts never ran; a tool_end marked
+    -- decided before the tool starts never ran (but a permission_denied
+    -- of code sandbox is the kernel refusing a running command); a tool_end marked
     -- not_run did not; an aborted call with a measured 0 ms is one the
     -- runtime abandoned before starting it, in files older than not_run.
     SELECT *,
            CASE WHEN outcome = 'lost' THEN NULL
-                WHEN failure_kind IN ('not_found', 'hook_blocked', 'invalid_input', 'permission_denied') THEN false
+                WHEN failure_kind IN ('not_found', 'hook_blocked', 'invalid_input', 'permission_denied')
+                     AND NOT (failure_kind = 'permission_denied' AND error_code = 'sandbox') THEN false
                 WHEN not_run THEN false
                 WHEN failure_kind = 'aborted' AND coalesce(measured_ms, 0) = 0 AND NOT coalesce(duration_unknown, false) THEN false
                 ELSE true END AS ran
