@@ -314,17 +314,18 @@ func nextBase64Run(b []byte, from int) (start, end int) {
 // Most runs of letters that are not base64 (paths, identifiers, a line of
 // x) fail at once.
 func looksLikeText(run []byte) bool {
-	enc := base64.RawStdEncoding
-	if bytes.ContainsAny(run, "-_") {
-		enc = base64.RawURLEncoding
-	}
 	var dst [6]byte
 next:
 	for off := range 4 {
 		if off+8 > len(run) {
 			return false
 		}
-		if _, err := enc.Decode(dst[:], run[off:off+8]); err != nil {
+		chunk := run[off : off+8]
+		enc := base64.RawStdEncoding
+		if bytes.IndexByte(chunk, '-') >= 0 || bytes.IndexByte(chunk, '_') >= 0 {
+			enc = base64.RawURLEncoding
+		}
+		if _, err := enc.Decode(dst[:], chunk); err != nil {
 			continue
 		}
 		for _, c := range dst {
@@ -410,10 +411,13 @@ func base64Run(b []byte, i int) (start, end int, data []byte) {
 		}
 		end = e
 	}
+	data = make([]byte, 0, end-start)
 	for k := start; k < end; {
-		if nl := newlineAt(b, k); nl > 0 {
-			k += nl
-			continue
+		if c := b[k]; c == '\n' || c == '\r' || c == '\\' {
+			if nl := newlineAt(b, k); nl > 0 {
+				k += nl
+				continue
+			}
 		}
 		data = append(data, b[k])
 		k++
