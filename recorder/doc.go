@@ -74,8 +74,10 @@
 //
 // Every line passes through a Redactor before it is written: known secret
 // shapes (API keys, tokens, private keys, passwords in URLs, credential
-// headers, env-file secrets) and any user patterns are replaced by
-// [REDACTED:<name>]. The redaction sits in this facade rather than in the
+// headers, env-file secrets, secret-named JSON and YAML fields) and any
+// user patterns are replaced by [REDACTED:<name>], matched on decoded
+// values too: a key spelled with JSON, shell or URL escapes, or in base64,
+// is found (redact_hidden.go; docs/secrets.md lists the forms tested). The redaction sits in this facade rather than in the
 // callers because a rule callers may skip is a rule that eventually leaks
 // (seed §14.5): there is no way to write a line around it. The blob store
 // redacts every blob it stores the same way; a caller that shortens text

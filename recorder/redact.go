@@ -1051,11 +1051,26 @@ func secretFieldName(b []byte, e int) int {
 	}
 	at := -1
 	for _, w := range secretFieldByLast[b[e-1]] {
-		if s := e - len(w); s >= 0 && bytes.EqualFold(b[s:e], []byte(w)) {
-			at = first(at, s)
+		if endsFold(b[:e], w) {
+			at = first(at, e-len(w))
 		}
 	}
 	return at
+}
+
+// endsFold reports whether b ends with w, a lower-case ASCII word, in any
+// letter case. It compares from the end, where names differ soonest.
+func endsFold(b []byte, w string) bool {
+	if len(b) < len(w) {
+		return false
+	}
+	b = b[len(b)-len(w):]
+	for i := len(w) - 1; i >= 0; i-- {
+		if c := b[i]; c != w[i] && (c < 'A' || c > 'Z' || c+'a'-'A' != w[i]) {
+			return false
+		}
+	}
+	return true
 }
 
 // findField returns the offset of the first name that ends in one of
@@ -1071,14 +1086,29 @@ func findField(b []byte) int {
 		}
 		k := i + j
 		i = k + 1
-		if e := memberNameEnd(b, k); e >= 0 {
-			if s := secretFieldName(b, e); s >= 0 {
-				return s
-			}
+		// What follows the colon tells the forms apart cheaply: most
+		// colons in a trajectory line open a number, an object or an
+		// array, which neither form has.
+		if k+1 >= len(b) {
+			return -1
 		}
-		if e := fieldNameEnd(b, k); e >= 0 {
-			if s := secretFieldName(b, e); s >= 0 {
-				return s
+		switch b[k+1] {
+		case '"', '\\', '\n', '\r', '\f':
+			if e := memberNameEnd(b, k); e >= 0 {
+				if s := secretFieldName(b, e); s >= 0 {
+					return s
+				}
+			}
+		case ' ', '\t':
+			if e := memberNameEnd(b, k); e >= 0 {
+				if s := secretFieldName(b, e); s >= 0 {
+					return s
+				}
+			}
+			if e := fieldNameEnd(b, k); e >= 0 {
+				if s := secretFieldName(b, e); s >= 0 {
+					return s
+				}
 			}
 		}
 	}
@@ -1096,6 +1126,13 @@ func memberNameEnd(b []byte, k int) int {
 		return -1
 	}
 	e--
+	if e > 0 && b[e-1] == '\\' {
+		if e-1 == 0 || secretFieldByLast[b[e-2]] == nil {
+			return -1
+		}
+	} else if e == 0 || secretFieldByLast[b[e-1]] == nil {
+		return -1 // no secret word ends so: spare the value's tests
+	}
 	v := skipSpace(b, k+1)
 	if e > 0 && b[e-1] == '\\' {
 		e--

@@ -19,7 +19,7 @@ import (
 //     text, whole escapes included, so the rest keeps its encoding.
 //   - base64: a run of base64 long enough to hold a key, whose start
 //     decodes to text, is decoded (lines wrapped at a multiple of four
-//     joined, from each of the four offsets an encoding may start at), and
+//     joined, from the offset at which its start decodes to text), and
 //     when the patterns find a secret in what it decodes to, at any
 //     alignment, the whole run is replaced by [REDACTED:base64].
 //
@@ -313,18 +313,23 @@ func nextBase64Run(b []byte, from int) (start, end int) {
 // ASCII or whitespace, as every known key and the files that hold them do.
 // Most runs of letters that are not base64 (paths, identifiers, a line of
 // x) fail at once.
-func looksLikeText(run []byte) bool {
-	enc := base64.RawStdEncoding
-	if bytes.ContainsAny(run, "-_") {
-		enc = base64.RawURLEncoding
-	}
+func looksLikeText(run []byte) bool { return textOffset(run) >= 0 }
+
+// textOffset returns the first of the four offsets from which run's first
+// eight characters decode to text, or -1.
+func textOffset(run []byte) int {
 	var dst [6]byte
 next:
 	for off := range 4 {
 		if off+8 > len(run) {
-			return false
+			return -1
 		}
-		if _, err := enc.Decode(dst[:], run[off:off+8]); err != nil {
+		chunk := run[off : off+8]
+		enc := base64.RawStdEncoding
+		if bytes.IndexByte(chunk, '-') >= 0 || bytes.IndexByte(chunk, '_') >= 0 {
+			enc = base64.RawURLEncoding
+		}
+		if _, err := enc.Decode(dst[:], chunk); err != nil {
 			continue
 		}
 		for _, c := range dst {
@@ -332,9 +337,9 @@ next:
 				continue next
 			}
 		}
-		return true
+		return off
 	}
-	return false
+	return -1
 }
 
 // hasBase64Text reports whether b holds a run of base64 that may decode to
@@ -410,10 +415,13 @@ func base64Run(b []byte, i int) (start, end int, data []byte) {
 		}
 		end = e
 	}
+	data = make([]byte, 0, end-start)
 	for k := start; k < end; {
-		if nl := newlineAt(b, k); nl > 0 {
-			k += nl
-			continue
+		if c := b[k]; c == '\n' || c == '\r' || c == '\\' {
+			if nl := newlineAt(b, k); nl > 0 {
+				k += nl
+				continue
+			}
 		}
 		data = append(data, b[k])
 		k++
@@ -454,25 +462,28 @@ func escaped(b []byte, i int) bool {
 }
 
 // decodeBase64 decodes data, a run of base64 without padding, in the
-// alphabet its characters tell, from each of the four offsets at which an
-// encoding may start, and returns the decodings that worked.
-func decodeBase64(data []byte) [][]byte {
+// alphabet its characters tell, from the offset at which its start decodes
+// to text (an encoding may start a character or three into the run), or
+// returns nil.
+func decodeBase64(data []byte) []byte {
+	off := textOffset(data)
+	if off < 0 {
+		return nil
+	}
 	enc := base64.RawStdEncoding
 	if bytes.ContainsAny(data, "-_") {
 		enc = base64.RawURLEncoding
 	}
-	var out [][]byte
-	for off := range 4 {
-		d := data[min(off, len(data)):]
-		if len(d)%4 == 1 { // no encoding ends so
-			d = d[:len(d)-1]
-		}
-		dec := make([]byte, enc.DecodedLen(len(d)))
-		if n, err := enc.Decode(dec, d); err == nil {
-			out = append(out, dec[:n])
-		}
+	d := data[off:]
+	if len(d)%4 == 1 { // no encoding ends so
+		d = d[:len(d)-1]
 	}
-	return out
+	dec := make([]byte, enc.DecodedLen(len(d)))
+	n, err := enc.Decode(dec, d)
+	if err != nil {
+		return nil
+	}
+	return dec[:n]
 }
 
 // redactBase64 replaces each base64 block (see base64Run) that decodes to
@@ -481,10 +492,9 @@ func redactBase64(patterns []pattern, b []byte, filter bool) ([]byte, int) {
 	var spans [][2]int
 	for s, e := nextBase64Run(b, 0); s >= 0; s, e = nextBase64Run(b, e) {
 		start, end, data := base64Run(b, s)
-		for _, dec := range decodeBase64(data) {
+		if dec := decodeBase64(data); dec != nil {
 			if _, k := redactText(patterns, dec, filter); k > 0 {
 				spans = append(spans, [2]int{start, end})
-				break
 			}
 		}
 		e = max(e, end)

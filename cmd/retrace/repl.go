@@ -16,6 +16,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/retrace-dev/retrace/metrics"
+	"github.com/retrace-dev/retrace/terminal"
 )
 
 // The prompts of the interactive query prompt. The continuation prompt is
@@ -236,7 +237,8 @@ func (r *repl) show(ctx context.Context, query func(context.Context) (metrics.Ta
 			fmt.Fprintln(r.out, "cancelled")
 			return
 		}
-		fmt.Fprintln(r.out, strings.TrimRight(err.Error(), "\n"))
+		// DuckDB's message may quote the data (a value it could not cast).
+		fmt.Fprintln(r.out, terminal.Text(strings.TrimRight(err.Error(), "\n")))
 		return
 	}
 	if len(t.Columns) > 0 {

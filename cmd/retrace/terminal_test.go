@@ -110,3 +110,38 @@ func TestHostileModelOutputReachesNoTerminalRaw(t *testing.T) {
 		wantSafeForTerminal(t, "replay --format "+format+" (stderr)", errOut)
 	}
 }
+
+// eval's summary quotes what the session did when an expectation fails:
+// a hostile tool name and reply are shown escaped there too.
+func TestHostileModelOutputInAnEvalSummaryIsEscaped(t *testing.T) {
+	suite := t.TempDir()
+	plantFile(t, filepath.Join(suite, "hostile.txtar"), `A scenario whose model writes escape sequences.
+-- scenario.yaml --
+name: hostile
+prompt: Read the README.
+model:
+  turns:
+    - content: [{tool_use: {name: read, input: {file_path: "README\e]0;t\a\u202e\u009b2J.md"}}}]
+    - content: [{text: "Done.\e[2J\r\n::error::owned \u202e"}]
+expect:
+  outcome: {reason: max_turns}
+  events:
+    - {tool_called: read, input: {file_path: NOTES.md}}
+-- workspace/README.md --
+A project.
+`)
+	for _, format := range []string{"table", "markdown"} {
+		code, out, errOut := runCLI(t, nil, "eval", suite, "--format", format)
+		if code != ExitGate {
+			t.Fatalf("eval --format %s: exit %d, want 3\n%s\n%s", format, code, out, errOut)
+		}
+		if !strings.Contains(out, "hostile") {
+			t.Fatalf("eval --format %s: no summary of the scenario:\n%s", format, out)
+		}
+		if !strings.Contains(out, `\u202e\u009b2J`) {
+			t.Errorf("eval --format %s: the model's file_path is not in the summary, escaped:\n%s", format, out)
+		}
+		wantSafeForTerminal(t, "eval --format "+format, out)
+		wantSafeForTerminal(t, "eval --format "+format+" (stderr)", errOut)
+	}
+}
