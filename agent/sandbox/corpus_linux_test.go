@@ -75,6 +75,9 @@ func TestDangerousCorpusInSandbox(t *testing.T) {
 	if err != nil {
 		t.Skip("needs unshare")
 	}
+	if out, err := exec.Command(unshare, "-m", "-p", "-n", "-f", "--mount-proc", "true").CombinedOutput(); err != nil {
+		t.Skipf("cannot make throwaway namespaces here (%v): %s", err, out)
+	}
 	box, err := sandbox.New(sandbox.Options{Workspace: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
