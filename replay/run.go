@@ -10,6 +10,7 @@ import (
 
 	"github.com/retrace-dev/retrace/agent"
 	"github.com/retrace-dev/retrace/agent/config"
+	"github.com/retrace-dev/retrace/agent/sandbox"
 	"github.com/retrace-dev/retrace/compare"
 	"github.com/retrace-dev/retrace/harness"
 	"github.com/retrace-dev/retrace/mockllm"
@@ -57,6 +58,9 @@ type RunOptions struct {
 	// refused, as in a headless session), and the report says what was
 	// left out.
 	TrustRecording bool
+	// NoSandbox runs the replay's tool processes without the kernel
+	// sandbox (retrace replay --no-sandbox), recorded in its session_start.
+	NoSandbox bool
 	// Compare tunes the comparison: the caller's normalisation rules
 	// (after the configuration's replay.normalize), tool levels (over the
 	// configuration's replay.tools) and NoDefaults. The workspace and blob
@@ -129,6 +133,9 @@ func Run(ctx context.Context, opts RunOptions) (res Result, err error) {
 		notes = append(notes, fmt.Sprintf("the recorded session ran in permission mode %s; the replay runs in %s mode", rec.start.PermissionMode, modeOf(setup.cfg)))
 	}
 	spec := sessionSpec(rec, events, setup, ws, opts.Out)
+	if opts.NoSandbox {
+		spec.Config.Sandbox.Mode = sandbox.ModeOff
+	}
 	spec.Warn = func(msg string) { notes = append(notes, "MCP: "+msg) }
 	sess, err := harness.Build(ctx, spec)
 	if errors.Is(err, harness.ErrSpec) {
