@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -233,6 +234,17 @@ func Build(ctx context.Context, spec Spec) (_ *Session, err error) {
 	env.SetSandbox(box)
 	if uerr := box.Unavailable(); uerr != nil {
 		spec.warn(uerr.Error())
+	} else if box.Mode() != sandbox.ModeOff {
+		// Landlock checks paths: a hard link already in the workspace
+		// reaches its other names, which the sandbox cannot protect.
+		if linked, complete := sandbox.LinkedFiles(env.Workspace(), 5); len(linked) > 0 {
+			more := ""
+			if !complete {
+				more = " (and maybe more)"
+			}
+			spec.warn(fmt.Sprintf("the workspace holds files with other hard links%s, e.g. %s: a command can write through them to their other names, which the sandbox cannot see; remove the links if those names lie outside the workspace",
+				more, strings.Join(linked, ", ")))
+		}
 	}
 	life, stop := context.WithCancel(context.Background())
 	s := &Session{Env: env, Permission: perm, Hooks: hr, stop: stop, box: box}

@@ -10,6 +10,7 @@ import (
 	"slices"
 
 	"github.com/retrace-dev/retrace/agent"
+	"github.com/retrace-dev/retrace/agent/sandbox"
 	"github.com/retrace-dev/retrace/compare"
 	"github.com/retrace-dev/retrace/harness"
 	"github.com/retrace-dev/retrace/recorder"
@@ -61,6 +62,9 @@ type RunOptions struct {
 	// mode, rules and recorded answers apply without TrustRecording (its
 	// hooks and MCP servers still need it). nil proves nothing.
 	Key *recorder.Key
+	// NoSandbox runs the replay's tool processes without the kernel
+	// sandbox (retrace replay --no-sandbox), recorded in its session_start.
+	NoSandbox bool
 	// Compare tunes the comparison: the caller's normalisation rules
 	// (after the configuration's replay.normalize), tool levels (over the
 	// configuration's replay.tools) and NoDefaults. The workspace and blob
@@ -162,6 +166,9 @@ func (rec *recording) replay(ctx context.Context, opts RunOptions) (res Result, 
 		return Result{}, fmt.Errorf("%s: %w", rec.path, err)
 	}
 	spec.Key = opts.Key
+	if opts.NoSandbox {
+		spec.Config.Sandbox.Mode = sandbox.ModeOff
+	}
 	spec.Warn = func(msg string) { notes = append(notes, "MCP: "+msg) }
 	sess, err := harness.Build(ctx, spec)
 	if errors.Is(err, harness.ErrSpec) {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/retrace-dev/retrace/agent/config"
 	"github.com/retrace-dev/retrace/agent/llm"
+	"github.com/retrace-dev/retrace/agent/sandbox"
 	"github.com/retrace-dev/retrace/detectors"
 	"github.com/retrace-dev/retrace/harness"
 	"github.com/retrace-dev/retrace/metrics"
@@ -63,6 +64,9 @@ type Options struct {
 	// that cannot have a network namespace of its own; without it such a
 	// run goes on with a warning (Warn, RunResult.Warnings).
 	RequireIsolation bool
+	// NoSandbox runs the scenarios' tool processes without the kernel
+	// sandbox (retrace eval --no-sandbox), recorded in each session_start.
+	NoSandbox bool
 	// AgentPath is the PATH an agent CLI runs with; "" is this process's.
 	AgentPath string
 	// Warn, when set, is told what the user must know while the suite
@@ -286,6 +290,10 @@ func (r *runner) run(ctx context.Context, s *Scenario, index, repeat int) (res R
 	if err != nil {
 		res.Error = err.Error()
 		return res
+	}
+	if r.opts.NoSandbox {
+		cfg.Config.Sandbox.Mode = sandbox.ModeOff
+		cfg.Sources["sandbox.mode"] = "--no-sandbox"
 	}
 	provider, err := r.provider(s)
 	if err != nil {

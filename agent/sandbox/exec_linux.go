@@ -71,12 +71,25 @@ func (s *Sandbox) wrapNamespaces(cmd *exec.Cmd) {
 }
 
 // canUnshareNet reports whether a network namespace can be made: retrace
-// runs as root (without user namespaces, which this does not use).
-func canUnshareNet() bool { return unix.Geteuid() == 0 }
+// holds CAP_SYS_ADMIN (user namespaces are not used).
+func canUnshareNet() bool { return hasSysAdmin() }
 
 // canMount reports whether the process can make mounts in a mount
-// namespace of its own: retrace runs as root.
-func canMount() bool { return unix.Geteuid() == 0 }
+// namespace of its own: retrace holds CAP_SYS_ADMIN, as root does outside
+// a container (inside one, root usually does not, and the sandbox works
+// without the mount namespace).
+func canMount() bool { return hasSysAdmin() }
+
+// hasSysAdmin reports whether CAP_SYS_ADMIN is in this process's
+// effective set.
+func hasSysAdmin() bool {
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if err := unix.Capget(&hdr, &data[0]); err != nil {
+		return false
+	}
+	return data[0].Effective&(1<<unix.CAP_SYS_ADMIN) != 0
+}
 
 // remount makes the file system read-only in this process's mount
 // namespace, which must be its own (wrapNamespaces), except the writable

@@ -38,7 +38,7 @@ var cgroupSeq atomic.Int64
 // without a pids cgroup no limit applies (RLIMIT_NPROC would count every
 // root process on the machine); desc says which applies, for session_start.
 func newLimits() (limits, string) {
-	name := fmt.Sprintf("retrace-sandbox-%d-%d", os.Getpid(), cgroupSeq.Add(1))
+	name := fmt.Sprintf("retrace-sandbox-%s-%d-%d", pidNS(), os.Getpid(), cgroupSeq.Add(1))
 	var made []string
 	lim := limits{remove: func() {
 		for _, dir := range made {
@@ -55,6 +55,17 @@ func newLimits() (limits, string) {
 		desc = append(desc, fmt.Sprintf("RLIMIT_NPROC (%d)", lim.nproc))
 	} else {
 		desc = append(desc, "no process limit ("+err.Error()+")")
+	}
+	// A cgroup of its own for CPU time too: the scheduler then shares the
+	// CPU between the session's processes as a whole and everything else,
+	// so a thousand spinning processes of a fork bomb get one share, not a
+	// thousand.
+	if dir, err := makeCgroup("cpu", name, "cpu.weight", "100"); err == nil {
+		made, lim.procs = append(made, dir), append(lim.procs, filepath.Join(dir, "cgroup.procs"))
+		desc = append(desc, "cpu cgroup")
+	} else if dir, err := makeCgroup("cpu", name, "cpu.shares", "1024"); err == nil {
+		made, lim.procs = append(made, dir), append(lim.procs, filepath.Join(dir, "cgroup.procs"))
+		desc = append(desc, "cpu cgroup")
 	}
 	var si unix.Sysinfo_t
 	if unix.Sysinfo(&si) == nil && si.Totalram > 0 {
@@ -88,6 +99,7 @@ func makeCgroup(controller, name, key, value string) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	sweep(base)
 	dir := filepath.Join(base, name)
 	if err := os.Mkdir(dir, 0o755); err != nil && !os.IsExist(err) {
 		return "", fmt.Errorf("make cgroup %s: %w", dir, err)
@@ -130,6 +142,33 @@ func ownCgroup(controller string) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("no %s cgroup controller is available to retrace", controller)
+}
+
+// pidNS names this process's pid namespace, so that a pid in a cgroup's
+// name is only ever looked up in the namespace it belongs to.
+func pidNS() string {
+	var st syscall.Stat_t
+	if err := syscall.Stat("/proc/self/ns/pid", &st); err != nil {
+		return "0"
+	}
+	return strconv.FormatUint(st.Ino, 10)
+}
+
+// sweep removes the cgroups a retrace of this pid namespace left under
+// base when it died without closing its sessions (its pid no longer runs).
+func sweep(base string) {
+	dirs, _ := filepath.Glob(filepath.Join(base, "retrace-sandbox-"+pidNS()+"-*"))
+	for _, dir := range dirs {
+		fields := strings.Split(filepath.Base(dir), "-")
+		if len(fields) != 5 {
+			continue
+		}
+		pid, err := strconv.Atoi(fields[3])
+		if err != nil || pid <= 0 || syscall.Kill(pid, 0) != syscall.ESRCH {
+			continue
+		}
+		removeCgroup(dir)
+	}
 }
 
 // removeCgroup kills what is left in a cgroup and removes it.

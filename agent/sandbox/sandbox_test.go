@@ -226,3 +226,24 @@ func TestRefusedFindsTheRefusedPath(t *testing.T) {
 		t.Error("a nil sandbox refused something")
 	}
 }
+
+func TestLinkedFilesFindsHardLinksIntoTheWorkspace(t *testing.T) {
+	root := t.TempDir()
+	ws := filepath.Join(root, "ws")
+	if err := os.MkdirAll(filepath.Join(ws, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	outside := filepath.Join(root, "outside.txt")
+	for _, p := range []string{outside, filepath.Join(ws, "plain.txt")} {
+		if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Link(outside, filepath.Join(ws, "sub", "hl")); err != nil {
+		t.Fatal(err)
+	}
+	files, complete := LinkedFiles(ws, 10)
+	if !complete || len(files) != 1 || files[0] != filepath.Join(ws, "sub", "hl") {
+		t.Fatalf("LinkedFiles = %v, %v; want the one hard link", files, complete)
+	}
+}

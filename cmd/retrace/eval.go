@@ -41,6 +41,8 @@ type evalOptions struct {
 	// installed instead of skipping them; requireIsolation refuses to run
 	// an agent without a network namespace of its own.
 	requireAgents, requireIsolation bool
+	// noSandbox runs the tool processes without the kernel sandbox.
+	noSandbox bool
 }
 
 func newEvalCmd(sys *IO) *cobra.Command {
@@ -168,6 +170,7 @@ flags, 1 retrace could not run a scenario.`,
 	f.StringVar(&opts.shard, "shard", "", "run only shard i of n of the suite, as i/n (e.g. 2/3)")
 	f.BoolVar(&opts.requireAgents, "require-agents", false, "fail the scenarios whose agent CLI (agent: claude-code, codex, a command) is not installed, instead of skipping them")
 	f.BoolVar(&opts.requireIsolation, "require-isolation", false, "refuse to run an agent CLI without a network namespace of its own (instead of warning)")
+	f.BoolVar(&opts.noSandbox, "no-sandbox", false, "run the tool processes without the kernel sandbox (recorded in each session_start)")
 	f.IntVar(&opts.repeat, "repeat", 0, "run each scenario this many times (default: the scenario's repeat, else 1)")
 	f.StringVar(&opts.junit, "junit", "", "write a JUnit XML report to this file")
 	f.StringVar(&opts.out, "out", "", "keep the results (results.json) and every recorded run (runs/) in this directory")
@@ -268,6 +271,7 @@ func runEval(ctx context.Context, sys *IO, opts *evalOptions, args []string) err
 		selected = skipLive(sys, selected)
 	}
 	ro.RequireIsolation, ro.AgentPath, ro.Warn = opts.requireIsolation, sys.Getenv("PATH"), syncedWarn(sys)
+	ro.NoSandbox = opts.noSandbox
 	if !opts.requireAgents {
 		selected = skipMissingAgents(sys, selected)
 	}

@@ -27,6 +27,7 @@ type replayOptions struct {
 	strict    bool
 	keep      bool
 	trust     bool
+	noSandbox bool
 	jobs      int
 	details   bool
 	runs      string
@@ -165,6 +166,7 @@ first that applies of 2, 1, 3 wins.`,
 	cmd.Flags().StringVar(&opts.runs, "runs", "", "replay every recording in this directory, as a batch (instead of RUNS)")
 	cmd.Flags().BoolVar(&opts.keep, "keep", false, "keep the temporary workspaces after the replay and print their paths")
 	cmd.Flags().BoolVar(&opts.trust, "trust-recording", false, "run the recording's hooks and MCP servers, apply its config as it is, re-apply its recorded approvals (your own recordings get all but the hooks and servers without it)")
+	cmd.Flags().BoolVar(&opts.noSandbox, "no-sandbox", false, "run the replay's tool processes without the kernel sandbox (recorded in its session_start)")
 	cmd.Flags().IntVarP(&opts.jobs, "jobs", "j", runtime.NumCPU(), "replay this many recordings at once")
 	opts.format = addFormatFlag(cmd, "table", "markdown", "json")
 	cmpFlags := addCompareFlags(cmd)
@@ -190,7 +192,7 @@ first that applies of 2, 1, 3 wins.`,
 			// A directory is a batch, whatever it holds.
 			args = []string{opts.runs}
 		}
-		ropts := replay.RunOptions{Out: out, Workspace: opts.workspace, Config: opts.config, Keep: opts.keep, TrustRecording: opts.trust, Compare: copts,
+		ropts := replay.RunOptions{Out: out, Workspace: opts.workspace, Config: opts.config, Keep: opts.keep, TrustRecording: opts.trust, NoSandbox: opts.noSandbox, Compare: copts,
 			Key: userKey(sys)}
 		if !isBatch(args) {
 			return replayOne(ctx, sys, opts, ropts, args[0])
