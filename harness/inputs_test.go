@@ -90,3 +90,21 @@ func TestRecordedAnswersApproveOnlyTheSameInput(t *testing.T) {
 		t.Fatalf("mismatches %v", m)
 	}
 }
+
+// FuzzParsePlant: a recording's plant tag is outside input; it parses or
+// is refused, never panics, and what parses reads back the same.
+func FuzzParsePlant(f *testing.F) {
+	for _, s := range []string{"tools_reordered@3", "system_timestamp@1", "", "@", "x@-1", "tools_reordered@99999999999999999999"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		pl, err := ParsePlant(s)
+		if err != nil {
+			return
+		}
+		again, err := ParsePlant(pl.String())
+		if err != nil || again != pl {
+			t.Fatalf("%q parsed as %+v, which reads back as %+v (%v)", s, pl, again, err)
+		}
+	})
+}
