@@ -72,7 +72,7 @@ WITH calls AS (
     SELECT *,
            CASE WHEN outcome = 'lost' THEN NULL
                 WHEN failure_kind IN ('not_found', 'hook_blocked', 'invalid_input', 'permission_denied')
-                     AND NOT (failure_kind = 'permission_denied' AND error_code = 'sandbox') THEN false
+                     AND NOT (failure_kind = 'permission_denied' AND coalesce(error_code, '') = 'sandbox') THEN false
                 WHEN not_run THEN false
                 WHEN failure_kind = 'aborted' AND coalesce(measured_ms, 0) = 0 AND NOT coalesce(duration_unknown, false) THEN false
                 ELSE true END AS ran
