@@ -706,13 +706,13 @@ func (g *generator) expect(b *strings.Builder) {
 			fmt.Fprintf(b, "  detectors:\n    fire: {%s: 1}\n", g.keep.Value)
 		case PropFailure, PropDefense:
 			e := keptEvent(*g.keep)
-			var lines []string
+			var lines []int
 			for _, ev := range g.rec.events {
 				if e.matches(ev.Event) {
-					lines = append(lines, fmt.Sprint(ev.line))
+					lines = append(lines, ev.line)
 				}
 			}
-			fmt.Fprintf(b, "  # lines %s\n", strings.Join(lines, ", "))
+			fmt.Fprintf(b, "  # %s\n", lineList(lines))
 			if e.Kind == KindFailure && e.Tool != "" {
 				fmt.Fprintf(b, "  events:\n    - {failure: %s, tool: %s, min: 1}\n", e.Value, quote(e.Tool))
 			} else {
