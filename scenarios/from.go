@@ -242,9 +242,7 @@ type generator struct {
 	stream    bool
 	followUps []located
 	turns     []located
-	// results are the tool results by tool_use id.
-	results map[string]*trajectory.ToolResult
-	calls   int
+	calls     int
 	// answers are the person's recorded answers: allow or deny.
 	answers  []string
 	findings []detectors.Finding
@@ -272,7 +270,6 @@ func (g *generator) inspect() error {
 		return fmt.Errorf("%w: it continues session %s (retrace run --continue); a continued session is not supported yet: make the scenario of the session it continues", ErrFrom, first.Continues)
 	}
 	g.start = g.rec.events[0]
-	g.results = map[string]*trajectory.ToolResult{}
 	var snapshot string
 	for _, ev := range g.rec.events {
 		switch p := ev.Payload.(type) {
@@ -299,8 +296,6 @@ func (g *generator) inspect() error {
 			g.turns = append(g.turns, ev)
 		case *trajectory.ToolCall:
 			g.calls++
-		case *trajectory.ToolResult:
-			g.results[p.ToolUseID] = p
 		case *trajectory.PermissionAllow:
 			if p.Source == trajectory.SourceUser {
 				g.answers = append(g.answers, "allow")
@@ -619,20 +614,14 @@ func (g *generator) person() string {
 // the turn named.
 func (g *generator) script(b *strings.Builder) {
 	b.WriteString("model:\n  turns:\n")
-	var prev []trajectory.ContentBlock
 	for i, ev := range g.turns {
 		r := ev.Payload.(*trajectory.ModelResponse)
 		fmt.Fprintf(b, "    # line %d: turn %d's model_response\n", ev.line, i+1)
 		lead := "    - "
 		if g.keep == nil {
 			var exp []string
-			for _, c := range prev {
-				if c.Type != trajectory.BlockToolUse {
-					continue
-				}
-				if res := g.results[c.ID]; res != nil {
-					exp = append(exp, fmt.Sprintf("{tool_use_id: %s, is_error: %t}", quote(c.ID), res.IsError))
-				}
+			for _, c := range g.sentResults(ev) {
+				exp = append(exp, fmt.Sprintf("{tool_use_id: %s, is_error: %t}", quote(c.ToolUseID), c.IsError))
 			}
 			if len(exp) > 0 {
 				fmt.Fprintf(b, "%sexpect: {tool_results: [%s]}\n", lead, strings.Join(exp, ", "))
@@ -678,8 +667,39 @@ func (g *generator) script(b *strings.Builder) {
 		u := r.Usage
 		fmt.Fprintf(b, "      usage: {input_tokens: %d, output_tokens: %d, cache_read_tokens: %d, cache_creation_tokens: %d}\n",
 			u.InputTokens, u.OutputTokens, u.CacheReadTokens, u.CacheCreationTokens)
-		prev = r.Content
 	}
+}
+
+// sentResults are the tool results the recorded request answered by
+// resp carried in its last user message: what the scripted turn expects
+// the replayed request to carry, with is_error as it was.
+func (g *generator) sentResults(resp located) []trajectory.ContentBlock {
+	var req *trajectory.ModelRequest
+	for _, ev := range g.rec.events {
+		if ev.line >= resp.line {
+			break
+		}
+		if p, ok := ev.Payload.(*trajectory.ModelRequest); ok {
+			req = p
+		}
+	}
+	if req == nil {
+		return nil
+	}
+	for i := len(req.NewMessages) - 1; i >= 0; i-- {
+		m := req.NewMessages[i]
+		if m.Role != trajectory.RoleUser {
+			continue
+		}
+		var out []trajectory.ContentBlock
+		for _, c := range m.Content {
+			if c.Type == trajectory.BlockToolResult {
+				out = append(out, c)
+			}
+		}
+		return out
+	}
+	return nil
 }
 
 // stopReasons are the stop reasons a script may give.

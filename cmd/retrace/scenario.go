@@ -78,6 +78,11 @@ kept expectation (fire: to not_fire:, a defense's min: 1 to
 defense_not_triggered, a failure's min: 1 to count: 0), or keep what the
 fix must preserve as it is.
 
+What a scenario cannot hold plays differently: the snapshot leaves out
+.git and .retrace, and the mock answers at once where the recorded model
+took its time (a scenario that needs the delay, such as an MCP server's
+reconnect, gets it back with fault: {stall: ...} on that turn).
+
 Works on native recordings (retrace run, retrace eval --out). Sessions
 imported from Claude Code or Codex, recordings of retrace mock serve
 --record and continued sessions are not supported yet and are refused.
