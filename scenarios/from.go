@@ -41,6 +41,10 @@ type FromOptions struct {
 	// Keep, when set, is the one property the scenario tests (see
 	// ParseProperty); the expectations are then that property alone.
 	Keep *Property
+	// Minimize, when set (with Keep), reduces the scenario's turns and
+	// workspace files with ddmin to a smallest set that still shows the
+	// kept property, re-running the scenario each time.
+	Minimize *MinimizeOptions
 }
 
 // PropertyKind names what a kept property is about.
@@ -137,6 +141,8 @@ type FromResult struct {
 	// could not carry (also said in its comments).
 	Turns, Calls, Files int
 	LeftOut             []string
+	// Minimized says what the minimization did; nil without one.
+	Minimized *MinimizeSummary
 }
 
 // From turns a native recording (retrace run, retrace eval --out) into a
@@ -172,13 +178,28 @@ func From(ctx context.Context, opts FromOptions) (FromResult, error) {
 			return FromResult{}, fmt.Errorf("%s: %w", opts.Recording, err)
 		}
 	}
+	var minimized *MinimizeSummary
+	if opts.Minimize != nil {
+		if opts.Keep == nil {
+			return FromResult{}, fmt.Errorf("%w: minimizing needs a property to keep: add --keep", ErrFrom)
+		}
+		var sum MinimizeSummary
+		if files, sum, err = g.minimize(ctx, files, *opts.Minimize); err != nil {
+			return FromResult{}, fmt.Errorf("%s: %w", opts.Recording, err)
+		}
+		minimized = &sum
+	}
 	archive := g.archive(files)
 	// What From writes must read back as a scenario: a problem here is
 	// retrace's own, never the user's.
 	if _, err := Parse(archive, "generated.txtar"); err != nil {
 		return FromResult{}, fmt.Errorf("the scenario made of %s does not parse (a retrace bug): %w", opts.Recording, err)
 	}
-	return FromResult{Archive: archive, Turns: len(g.turns), Calls: g.calls, Files: len(files), LeftOut: g.leftOut}, nil
+	calls := g.calls
+	if minimized != nil {
+		calls = minimized.CallsAfter
+	}
+	return FromResult{Archive: archive, Turns: len(g.turns), Calls: calls, Files: len(files), LeftOut: g.leftOut, Minimized: minimized}, nil
 }
 
 // sessionDetectors are the detectors that judge one session, as eval
@@ -243,8 +264,13 @@ type generator struct {
 	followUps []located
 	turns     []located
 	calls     int
-	// answers are the person's recorded answers: allow or deny.
-	answers  []string
+	// answers are the person's recorded answers: allow or deny; person
+	// is the scripted person they make (personOf).
+	answers []string
+	person  string
+	// reduced says turns were dropped (minimize): a script whose last
+	// turn calls tools gets a closing turn, so the session ends.
+	reduced  bool
 	findings []detectors.Finding
 	leftOut  []string
 }
@@ -306,6 +332,7 @@ func (g *generator) inspect() error {
 			}
 		}
 	}
+	g.person = g.personOf()
 	switch {
 	case g.rec.end == nil:
 		last := g.rec.events[len(g.rec.events)-1]
@@ -538,7 +565,7 @@ func (g *generator) archive(files []workspaceFile) []byte {
 	if g.stream {
 		b.WriteString("stream: true\n")
 	}
-	if person := g.person(); person != "" {
+	if person := g.person; person != "" {
 		fmt.Fprintf(&b, "# the person's recorded answers were all %s\n", person)
 		fmt.Fprintf(&b, "person: %s\n", map[string]string{"allow": PersonApprove, "deny": PersonDeny}[person])
 	}
@@ -592,9 +619,9 @@ func (g *generator) firstRequestLine() int {
 	return 0
 }
 
-// person is the scripted person of the recorded answers: allow or deny
-// when every answer was so, "" for none or mixed answers.
-func (g *generator) person() string {
+// personOf is the scripted person of the recorded answers: allow or
+// deny when every answer was so, deny for mixed answers, "" for none.
+func (g *generator) personOf() string {
 	if len(g.answers) == 0 {
 		return ""
 	}
@@ -667,6 +694,10 @@ func (g *generator) script(b *strings.Builder) {
 		u := r.Usage
 		fmt.Fprintf(b, "      usage: {input_tokens: %d, output_tokens: %d, cache_read_tokens: %d, cache_creation_tokens: %d}\n",
 			u.InputTokens, u.OutputTokens, u.CacheReadTokens, u.CacheCreationTokens)
+	}
+	if last := g.turns[len(g.turns)-1].Payload.(*trajectory.ModelResponse); g.reduced && last.StopReason == trajectory.StopToolUse {
+		b.WriteString("    # not recorded: a closing turn, so the reduced session ends\n")
+		b.WriteString("    - content: [{text: \"Done.\"}]\n")
 	}
 }
 

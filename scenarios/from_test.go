@@ -1,8 +1,10 @@
 package scenarios_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -185,5 +187,63 @@ func TestParseProperty(t *testing.T) {
 		if _, err := scenarios.ParseProperty(bad); !errors.Is(err, scenarios.ErrProperty) {
 			t.Errorf("ParseProperty(%q) = %v, want ErrProperty", bad, err)
 		}
+	}
+}
+
+// fiftyTurns is a 50-turn session with one planted fault: among 45
+// harmless reads, four turns in a row try a refused command with the
+// denial fuse off, which the denial_loop detector finds.
+func fiftyTurns() string {
+	var b strings.Builder
+	b.WriteString("-- scenario.yaml --\nname: fifty\nprompt: Look through the notes.\nconfig:\n  defenses: {disable: [denial_fuse, repeated_readonly, low_yield_spin]}\nmodel:\n  turns:\n")
+	for i := 1; i <= 49; i++ {
+		if i >= 30 && i < 34 {
+			b.WriteString("    - content: [{tool_use: {name: bash, input: {command: \"touch done.txt\"}}}]\n")
+			continue
+		}
+		fmt.Fprintf(&b, "    - content: [{tool_use: {name: grep, input: {pattern: \"note %d\"}}}]\n", i)
+	}
+	b.WriteString("    - content: [{text: \"Done.\"}]\n-- workspace/notes.txt --\nnote 1\n-- workspace/other.txt --\nunrelated\n")
+	return b.String()
+}
+
+// A 50-turn session with one planted fault minimises to at most 5 turns
+// in at most 200 runs, keeping the fault, and two minimisations give the
+// same bytes, whatever -j.
+func TestFromMinimizeFiftyTurns(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the scenario a few hundred times")
+	}
+	s, err := scenarios.Parse([]byte(fiftyTurns()), "fifty.txtar")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := scenarios.Run(context.Background(), []*scenarios.Scenario{s}, scenarios.Options{Out: t.TempDir(), Parallel: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := res.Scenarios[0].Runs[0].Trajectory
+	p, _ := scenarios.ParseProperty("detector:denial_loop")
+	var archives [][]byte
+	for _, jobs := range []int{1, 2} {
+		out, err := scenarios.From(context.Background(), scenarios.FromOptions{Recording: rec, Keep: &p, Minimize: &scenarios.MinimizeOptions{Jobs: jobs}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := out.Minimized
+		t.Logf("-j %d: %s", jobs, m)
+		if m.TurnsBefore != 50 || m.TurnsAfter > 5 || m.Runs > 200 || m.Exhausted {
+			t.Fatalf("-j %d: %s; want 50 turns down to at most 5 in at most 200 runs", jobs, m)
+		}
+		if r := evalArchive(t, out.Archive); !passes(r) {
+			t.Fatalf("the minimized scenario does not keep the fault: %+v\n%s", r, out.Archive)
+		}
+		archives = append(archives, out.Archive)
+	}
+	if !bytes.Equal(archives[0], archives[1]) {
+		t.Fatalf("two minimizations differ:\n%s\n----\n%s", archives[0], archives[1])
+	}
+	if strings.Contains(string(archives[0]), "workspace/other.txt") {
+		t.Errorf("a workspace file the fault does not need is kept:\n%s", archives[0])
 	}
 }

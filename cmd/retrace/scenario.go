@@ -26,8 +26,11 @@ turns a recorded incident into a test that fails until it is fixed.`,
 }
 
 type scenarioFromOptions struct {
-	out  string
-	keep string
+	out      string
+	keep     string
+	minimize bool
+	maxRuns  int
+	jobs     int
 }
 
 func newScenarioFromCmd(sys *IO) *cobra.Command {
@@ -78,6 +81,16 @@ kept expectation (fire: to not_fire:, a defense's min: 1 to
 defense_not_triggered, a failure's min: 1 to count: 0), or keep what the
 fix must preserve as it is.
 
+--minimize (with --keep) shrinks the scenario by delta debugging (ddmin,
+Zeller): it drops turns, then workspace files, re-running the scenario
+in-process after each reduction and keeping any that still shows the kept
+property, until no single turn or file can go. It is deterministic (the
+same recording gives the same bytes, whatever -j), bounded by --max-runs
+(default 300; once spent, the smallest scenario found is written and the
+summary says so) and prints a summary: turns, tool calls, files and bytes
+before and after, and the runs spent. A dropped turn's tool calls go with
+it; the calls within a turn are not reduced one by one yet.
+
 What a scenario cannot hold plays differently: the snapshot leaves out
 .git and .retrace, and the mock answers at once where the recorded model
 took its time (a scenario that needs the delay, such as an MCP server's
@@ -99,6 +112,9 @@ written whole or not at all.`,
 	f := cmd.Flags()
 	f.StringVarP(&opts.out, "out", "o", "", "write the scenario to `FILE.txtar` (default: standard output)")
 	f.StringVar(&opts.keep, "keep", "", "test only this `PROPERTY`: detector:ID, failure:KIND[,tool=T], defense:NAME or outcome")
+	f.BoolVar(&opts.minimize, "minimize", false, "with --keep: reduce the turns and workspace files to a smallest set that still shows the property (ddmin)")
+	f.IntVar(&opts.maxRuns, "max-runs", scenarios.DefaultMaxRuns, "with --minimize: spend at most `N` scenario runs")
+	f.IntVarP(&opts.jobs, "jobs", "j", 1, "with --minimize: run `N` reductions at once (the result does not depend on it)")
 	return cmd
 }
 
@@ -111,12 +127,25 @@ func runScenarioFrom(cmd *cobra.Command, sys *IO, recording string, opts *scenar
 		}
 		fo.Keep = &p
 	}
+	switch {
+	case opts.minimize && opts.keep == "":
+		return usage(errors.New("--minimize needs --keep PROPERTY: the property every reduction must still show"))
+	case opts.maxRuns < 1:
+		return usage(fmt.Errorf("--max-runs %d: give at least 1", opts.maxRuns))
+	case opts.jobs < 1:
+		return usage(fmt.Errorf("-j %d: give at least 1", opts.jobs))
+	case opts.minimize:
+		fo.Minimize = &scenarios.MinimizeOptions{MaxRuns: opts.maxRuns, Jobs: opts.jobs}
+	}
 	res, err := scenarios.From(cmd.Context(), fo)
 	if errors.Is(err, scenarios.ErrFrom) {
 		return invalid(err)
 	}
 	if err != nil {
 		return err
+	}
+	if res.Minimized != nil {
+		fmt.Fprintln(sys.Err, res.Minimized)
 	}
 	if opts.out == "" {
 		_, err := sys.Out.Write(res.Archive)
