@@ -247,3 +247,24 @@ func TestFromMinimizeFiftyTurns(t *testing.T) {
 		t.Errorf("a workspace file the fault does not need is kept:\n%s", archives[0])
 	}
 }
+
+// FuzzParseProperty: --keep is outside input; it never panics, and a
+// property it accepts reads back the same from its String.
+func FuzzParseProperty(f *testing.F) {
+	for _, s := range []string{"detector:denial_loop", "failure:permission_denied,tool=bash", "defense:denial_fuse", "outcome", "failure:x,tool=", ":"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		p, err := scenarios.ParseProperty(s)
+		if err != nil {
+			if !errors.Is(err, scenarios.ErrProperty) {
+				t.Fatalf("ParseProperty(%q): %v does not wrap ErrProperty", s, err)
+			}
+			return
+		}
+		q, err := scenarios.ParseProperty(p.String())
+		if err != nil || q != p {
+			t.Fatalf("ParseProperty(%q) = %+v, and its String %q reads back as %+v, %v", s, p, p.String(), q, err)
+		}
+	})
+}
