@@ -41,9 +41,10 @@ type FromOptions struct {
 	// Keep, when set, is the one property the scenario tests (see
 	// ParseProperty); the expectations are then that property alone.
 	Keep *Property
-	// Minimize, when set (with Keep), reduces the scenario's turns and
-	// workspace files with ddmin to a smallest set that still shows the
-	// kept property, re-running the scenario each time.
+	// Minimize, when set (with Keep), reduces the scenario's turns, the
+	// tool calls within them and its workspace files with ddmin to a
+	// smallest set that still shows the kept property, re-running the
+	// scenario each time.
 	Minimize *MinimizeOptions
 }
 

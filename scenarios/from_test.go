@@ -198,7 +198,8 @@ func fiftyTurns() string {
 	b.WriteString("-- scenario.yaml --\nname: fifty\nprompt: Look through the notes.\nconfig:\n  defenses: {disable: [denial_fuse, repeated_readonly, low_yield_spin]}\nmodel:\n  turns:\n")
 	for i := 1; i <= 49; i++ {
 		if i >= 30 && i < 34 {
-			b.WriteString("    - content: [{tool_use: {name: bash, input: {command: \"touch done.txt\"}}}]\n")
+			// Each also greps, a call the fault does not need.
+			fmt.Fprintf(&b, "    - content: [{tool_use: {name: bash, input: {command: \"touch done.txt\"}}}, {tool_use: {name: grep, input: {pattern: \"n%d\"}}}]\n", i)
 			continue
 		}
 		fmt.Fprintf(&b, "    - content: [{tool_use: {name: grep, input: {pattern: \"note %d\"}}}]\n", i)
@@ -208,7 +209,8 @@ func fiftyTurns() string {
 }
 
 // A 50-turn session with one planted fault minimises to at most 5 turns
-// in at most 200 runs, keeping the fault, and two minimisations give the
+// in at most 200 runs, keeping the fault and dropping a call of a
+// faulty turn that the fault does not need, and two minimisations give the
 // same bytes, whatever -j.
 func TestFromMinimizeFiftyTurns(t *testing.T) {
 	if testing.Short() {
@@ -232,8 +234,8 @@ func TestFromMinimizeFiftyTurns(t *testing.T) {
 		}
 		m := out.Minimized
 		t.Logf("-j %d: %s", jobs, m)
-		if m.TurnsBefore != 50 || m.TurnsAfter > 5 || m.Runs > 200 || m.Exhausted {
-			t.Fatalf("-j %d: %s; want 50 turns down to at most 5 in at most 200 runs", jobs, m)
+		if m.TurnsBefore != 50 || m.TurnsAfter > 5 || m.Runs > 200 || m.Exhausted || m.CallsAfter != m.TurnsAfter {
+			t.Fatalf("-j %d: %s; want 50 turns down to at most 5, one call each, in at most 200 runs", jobs, m)
 		}
 		if r := evalArchive(t, out.Archive); !passes(r) {
 			t.Fatalf("the minimized scenario does not keep the fault: %+v\n%s", r, out.Archive)

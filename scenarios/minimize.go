@@ -3,6 +3,7 @@ package scenarios
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/retrace-dev/retrace/trajectory"
@@ -60,7 +61,8 @@ type minimizer struct {
 	mu    sync.Mutex
 }
 
-// minimize reduces g's turns, then the workspace files, to a smallest
+// minimize reduces g's turns, then the tool calls within them, then
+// the workspace files, to a smallest
 // set that still shows the kept property, re-running each reduction.
 func (g *generator) minimize(ctx context.Context, files []workspaceFile, opts MinimizeOptions) ([]workspaceFile, MinimizeSummary, error) {
 	if opts.MaxRuns <= 0 {
@@ -71,22 +73,42 @@ func (g *generator) minimize(ctx context.Context, files []workspaceFile, opts Mi
 	sum := MinimizeSummary{TurnsBefore: len(g.turns), CallsBefore: g.scriptCalls(g.turns), FilesBefore: len(files), BytesBefore: len(g.archive(files))}
 	turns := indexes(len(g.turns))
 	allFiles := indexes(len(files))
-	ok, err := m.try(turns, allFiles)
+	none := map[int][]int{}
+	ok, err := m.try(turns, none, allFiles)
 	if err != nil {
 		return nil, sum, err
 	}
 	if !ok {
 		return nil, sum, fmt.Errorf("%w: the scenario kept to %s does not pass as it is, so there is nothing to minimize: run it with retrace eval to see why", ErrFrom, g.keep)
 	}
-	turns, err = m.ddmin(turns, func(c []int) (bool, error) { return m.try(c, allFiles) }, func(n int) { m.progress(n, len(allFiles)) })
+	turns, err = m.ddmin(turns, func(c []int) (bool, error) { return m.try(c, none, allFiles) }, func(n int) { m.progress(n, len(allFiles)) })
 	if err != nil {
 		return nil, sum, err
 	}
-	kept, err := m.ddmin(allFiles, func(c []int) (bool, error) { return m.try(turns, c) }, func(n int) { m.progress(len(turns), n) })
+	// Then the tool calls of each turn that has several, keeping at
+	// least one (a turn without its calls is a turn dropped, tried above).
+	calls := map[int][]int{}
+	for _, t := range turns {
+		uses := toolUses(g.turns[t])
+		if len(uses) < 2 {
+			continue
+		}
+		kept, err := m.ddmin(uses, func(c []int) (bool, error) {
+			if len(c) == 0 {
+				return false, nil
+			}
+			return m.try(turns, with(calls, t, c), allFiles)
+		}, func(int) { m.progress(len(turns), len(allFiles)) })
+		if err != nil {
+			return nil, sum, err
+		}
+		calls[t] = kept
+	}
+	kept, err := m.ddmin(allFiles, func(c []int) (bool, error) { return m.try(turns, calls, c) }, func(n int) { m.progress(len(turns), n) })
 	if err != nil {
 		return nil, sum, err
 	}
-	g.turns = pick(g.turns, turns)
+	g.turns = reduce(g.turns, turns, calls)
 	g.reduced = true
 	files = pick(files, kept)
 	sum.TurnsAfter, sum.CallsAfter, sum.FilesAfter = len(g.turns), g.scriptCalls(g.turns), len(files)
@@ -114,6 +136,49 @@ func pick[T any](all []T, idx []int) []T {
 	return out
 }
 
+// toolUses are the indexes of a turn's tool_use blocks.
+func toolUses(t located) []int {
+	var out []int
+	for i, c := range t.Payload.(*trajectory.ModelResponse).Content {
+		if c.Type == trajectory.BlockToolUse {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// with is calls with turn t's kept blocks set to c.
+func with(calls map[int][]int, t int, c []int) map[int][]int {
+	out := make(map[int][]int, len(calls)+1)
+	for k, v := range calls {
+		out[k] = v
+	}
+	out[t] = c
+	return out
+}
+
+// reduce picks the turns, and of a turn in calls only the tool_use
+// blocks it lists (its other blocks stay).
+func reduce(all []located, turns []int, calls map[int][]int) []located {
+	out := make([]located, 0, len(turns))
+	for _, t := range turns {
+		l := all[t]
+		if kept, ok := calls[t]; ok {
+			r := *l.Payload.(*trajectory.ModelResponse)
+			var content []trajectory.ContentBlock
+			for i, c := range r.Content {
+				if c.Type != trajectory.BlockToolUse || slices.Contains(kept, i) {
+					content = append(content, c)
+				}
+			}
+			r.Content = content
+			l.Event.Payload = &r
+		}
+		out = append(out, l)
+	}
+	return out
+}
+
 // scriptCalls counts the tool_use blocks of turns.
 func (g *generator) scriptCalls(turns []located) int {
 	n := 0
@@ -130,12 +195,12 @@ func (g *generator) scriptCalls(turns []located) int {
 // try runs the scenario of the given turns and files and reports
 // whether it passes, that is, still shows the kept property. A reduction
 // past MaxRuns is not tried and counts as failing.
-func (m *minimizer) try(turns, files []int) (bool, error) {
+func (m *minimizer) try(turns []int, calls map[int][]int, files []int) (bool, error) {
 	if len(turns) == 0 {
 		// A scenario needs a turn to play.
 		return false, nil
 	}
-	key := fmt.Sprint(turns, files)
+	key := fmt.Sprint(turns, calls, files)
 	m.mu.Lock()
 	if ok, seen := m.memo[key]; seen {
 		m.mu.Unlock()
@@ -148,7 +213,7 @@ func (m *minimizer) try(turns, files []int) (bool, error) {
 	m.runs++
 	m.mu.Unlock()
 	g := *m.g
-	g.turns = pick(m.g.turns, turns)
+	g.turns = reduce(m.g.turns, turns, calls)
 	g.leftOut, g.reduced = nil, true
 	archive := g.archive(pick(m.files, files))
 	s, err := Parse(archive, "minimize.txtar")

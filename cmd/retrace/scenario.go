@@ -82,14 +82,16 @@ defense_not_triggered, a failure's min: 1 to count: 0), or keep what the
 fix must preserve as it is.
 
 --minimize (with --keep) shrinks the scenario by delta debugging (ddmin,
-Zeller): it drops turns, then workspace files, re-running the scenario
+Zeller): it drops turns, then tool calls within the turns left (each
+keeps one), then workspace files, re-running the scenario
 in-process after each reduction and keeping any that still shows the kept
 property, until no single turn or file can go. It is deterministic (the
 same recording gives the same bytes, whatever -j), bounded by --max-runs
 (default 300; once spent, the smallest scenario found is written and the
 summary says so) and prints a summary: turns, tool calls, files and bytes
-before and after, and the runs spent. A dropped turn's tool calls go with
-it; the calls within a turn are not reduced one by one yet.
+before and after, and the runs spent. A reduced script whose last turn
+calls tools gets a closing turn, marked as not recorded, so the session
+ends.
 
 What a scenario cannot hold plays differently: the snapshot leaves out
 .git and .retrace, and the mock answers at once where the recorded model
