@@ -62,8 +62,8 @@ type minimizer struct {
 }
 
 // minimize reduces g's turns, then the tool calls within them, then
-// the workspace files, to a smallest
-// set that still shows the kept property, re-running each reduction.
+// the workspace files, to a smallest set that still shows the kept
+// property, re-running each reduction.
 func (g *generator) minimize(ctx context.Context, files []workspaceFile, opts MinimizeOptions) ([]workspaceFile, MinimizeSummary, error) {
 	if opts.MaxRuns <= 0 {
 		opts.MaxRuns = DefaultMaxRuns
