@@ -297,6 +297,9 @@ func (g *generator) inspect() error {
 		return fmt.Errorf("%w: it continues session %s (retrace run --continue); a continued session is not supported yet: make the scenario of the session it continues", ErrFrom, first.Continues)
 	}
 	g.start = g.rec.events[0]
+	if first.SystemPrompt != "" && first.SystemPrompt != SystemPrompt {
+		g.note("the recorded system prompt (session_start, line %d) is not eval's; the scenario runs with eval's", g.start.line)
+	}
 	var snapshot string
 	for _, ev := range g.rec.events {
 		switch p := ev.Payload.(type) {
