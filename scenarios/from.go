@@ -544,6 +544,27 @@ func (g *generator) events() []derived {
 	return out
 }
 
+// callLog says each tool call, in order: its line, tool and id, and how
+// it ended (ok, or the failure kind).
+func (g *generator) callLog() []string {
+	ended := map[string]string{}
+	for _, ev := range g.rec.events {
+		switch p := ev.Payload.(type) {
+		case *trajectory.ToolSuccess:
+			ended[p.ToolUseID] = "ok"
+		case *trajectory.ToolFailure:
+			ended[p.ToolUseID] = string(p.FailureKind)
+		}
+	}
+	var out []string
+	for _, ev := range g.rec.events {
+		if p, ok := ev.Payload.(*trajectory.ToolCall); ok {
+			out = append(out, fmt.Sprintf("line %d: %s %s -> %s", ev.line, p.Tool, p.ToolUseID, cmp.Or(ended[p.ToolUseID], "no end recorded")))
+		}
+	}
+	return out
+}
+
 func permKey(d string, p trajectory.PermissionDecision) string {
 	return "permission " + d + " " + string(p.Source) + " " + p.Tool
 }
@@ -778,6 +799,10 @@ func (g *generator) expect(b *strings.Builder) {
 	}
 	outcome()
 	evs := g.events()
+	b.WriteString("  # The tool calls in order, with how each ended:\n")
+	for _, c := range g.callLog() {
+		fmt.Fprintf(b, "  #   %s\n", c)
+	}
 	fmt.Fprintf(b, "  events:\n    - {event: tool_call, count: %d}\n", g.calls)
 	for _, e := range evs {
 		b.WriteString("    - {")
