@@ -83,15 +83,15 @@ fix must preserve as it is.
 
 --minimize (with --keep) shrinks the scenario by delta debugging (ddmin,
 Zeller): it drops turns, then tool calls within the turns left (each
-keeps one), then workspace files, re-running the scenario
-in-process after each reduction and keeping any that still shows the kept
-property, until no single turn or file can go. It is deterministic (the
-same recording gives the same bytes, whatever -j), bounded by --max-runs
+keeps one), then workspace files, re-running the scenario in-process
+after each reduction and keeping any that still shows the kept property,
+until no single turn, call or file can go. It is deterministic (the same
+recording gives the same bytes, whatever -j), bounded by --max-runs
 (default 300; once spent, the smallest scenario found is written and the
-summary says so) and prints a summary: turns, tool calls, files and bytes
-before and after, and the runs spent. A reduced script whose last turn
-calls tools gets a closing turn, marked as not recorded, so the session
-ends.
+summary says so), shows its progress on a terminal, and prints a
+summary: turns, tool calls, files and bytes before and after, and the
+runs spent. A reduced script whose last turn calls tools gets a closing
+turn, marked as not recorded, so the session ends.
 
 What a scenario cannot hold plays differently: the snapshot leaves out
 .git and .retrace, and the mock answers at once where the recorded model
@@ -138,6 +138,12 @@ func runScenarioFrom(cmd *cobra.Command, sys *IO, recording string, opts *scenar
 		return usage(fmt.Errorf("-j %d: give at least 1", opts.jobs))
 	case opts.minimize:
 		fo.Minimize = &scenarios.MinimizeOptions{MaxRuns: opts.maxRuns, Jobs: opts.jobs}
+		if _, tty := terminalFd(sys.Err); tty {
+			// On a terminal, one line that the next round overwrites.
+			fo.Minimize.Progress = func(runs, turns, files int) {
+				fmt.Fprintf(sys.Err, "\rminimizing: %d runs, %d turns, %d files left\x1b[K", runs, turns, files)
+			}
+		}
 	}
 	res, err := scenarios.From(cmd.Context(), fo)
 	if errors.Is(err, scenarios.ErrFrom) {
@@ -147,6 +153,9 @@ func runScenarioFrom(cmd *cobra.Command, sys *IO, recording string, opts *scenar
 		return err
 	}
 	if res.Minimized != nil {
+		if fo.Minimize.Progress != nil {
+			fmt.Fprint(sys.Err, "\r\x1b[K")
+		}
 		fmt.Fprintln(sys.Err, res.Minimized)
 	}
 	if opts.out == "" {
