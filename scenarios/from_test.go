@@ -270,3 +270,21 @@ func FuzzParseProperty(f *testing.F) {
 		}
 	})
 }
+
+// Kept to the outcome, the scenario checks the end reason and exit code
+// alone, and fails once the session ends otherwise.
+func TestFromKeepOutcome(t *testing.T) {
+	rec := recordRun(t, "clean")
+	kept := from(t, rec, "outcome")
+	if !strings.Contains(string(kept.Archive), "  outcome: {reason: end_turn, exit_code: 0}\n") || strings.Contains(string(kept.Archive), "events:") {
+		t.Fatalf("the scenario kept to its outcome expects more or less:\n%s", kept.Archive)
+	}
+	if r := evalArchive(t, kept.Archive); !passes(r) {
+		t.Fatalf("the scenario kept to its outcome fails: %+v\n%s", r, kept.Archive)
+	}
+	// With a turn limit of 1 the session stops at max_turns.
+	limited := strings.Replace(string(kept.Archive), "    max_turns: 50\n", "    max_turns: 1\n", 1)
+	if r := evalArchive(t, []byte(limited)); passes(r) {
+		t.Fatalf("the scenario kept to its outcome passes when the session ends otherwise:\n%s", limited)
+	}
+}
