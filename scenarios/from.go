@@ -383,6 +383,9 @@ func (g *generator) workspace() ([]workspaceFile, error) {
 	var out []workspaceFile
 	for _, e := range m.Entries {
 		switch {
+		case strings.ContainsAny(e.Path, "\r\n") || strings.Contains(e.Path, " --"):
+			g.note("workspace/%q: a name a txtar section cannot hold", e.Path)
+			continue
 		case e.Skipped != "":
 			g.note("workspace/%s: not captured by the snapshot (%s)", e.Path, cmp.Or(e.Reason, e.Skipped))
 			continue
