@@ -269,6 +269,8 @@ type generator struct {
 	// is the scripted person they make (personOf).
 	answers []string
 	person  string
+	// minimized says what the minimization reduced, for the header.
+	minimized string
 	// reduced says turns were dropped (minimize): a script whose last
 	// turn calls tools gets a closing turn, so the session ends.
 	reduced  bool
@@ -627,6 +629,9 @@ func (g *generator) archive(files []workspaceFile) []byte {
 		fmt.Fprintf(&b, "It tests one property, kept with --keep %s: it passes while the\nsession shows it, and fails once it does not.\n", g.keep)
 	} else {
 		b.WriteString("Its expectations are what the recorded session did; narrow them with\n--keep PROPERTY to the one thing the test is about.\n")
+	}
+	if g.minimized != "" {
+		b.WriteString(g.minimized + "\n")
 	}
 	if len(g.leftOut) > 0 {
 		b.WriteString("Left out of it:\n")

@@ -115,7 +115,7 @@ func (g *generator) minimize(ctx context.Context, files []workspaceFile, opts Mi
 	sum.Runs, sum.Exhausted = m.runs, m.runs >= opts.MaxRuns
 	// The runs spent depend on -j, so they are in the summary, not the
 	// archive, which must not.
-	g.note("minimized with ddmin: turns %d -> %d, workspace files %d -> %d", sum.TurnsBefore, sum.TurnsAfter, sum.FilesBefore, sum.FilesAfter)
+	g.minimized = fmt.Sprintf("Minimized with ddmin to what still shows it: turns %d -> %d, tool calls %d -> %d, workspace files %d -> %d.", sum.TurnsBefore, sum.TurnsAfter, sum.CallsBefore, sum.CallsAfter, sum.FilesBefore, sum.FilesAfter)
 	sum.BytesAfter = len(g.archive(files))
 	return files, sum, nil
 }
