@@ -148,14 +148,15 @@ type FromResult struct {
 
 // From turns a native recording (retrace run, retrace eval --out) into a
 // regression scenario: the recorded model responses as its script, in
-// order, each turn after the first expecting the tool results of the
-// calls before it (so a run whose calls end differently is reported
-// where it parts); the workspace from the recording's snapshot; the
+// order, each turn expecting the tool results its recorded request
+// carried (so a run whose calls end differently is reported where it
+// parts); the workspace from the recording's snapshot; the
 // effective configuration from session_start as its config; and
 // expectations derived from what happened (outcome, tool calls,
 // failures, permission decisions, defenses, detector findings), or only
-// opts.Keep. Comments say which line of the recording each part came
-// from. The recording is already redacted, and nothing is un-redacted.
+// opts.Keep, reduced by ddmin with opts.Minimize. Comments say which
+// line of the recording each part came from. The recording is already
+// redacted, and nothing is un-redacted.
 func From(ctx context.Context, opts FromOptions) (FromResult, error) {
 	rec, err := readFrom(opts.Recording)
 	if err != nil {
