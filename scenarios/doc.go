@@ -206,6 +206,20 @@
 // comments stay. A scenario that errored, whose runs did different
 // things, or that is built in is refused.
 //
+// # From a recording
+//
+// From turns a native recording (retrace run, retrace eval --out) into a
+// scenario (retrace scenario from): the recorded responses as the
+// script, each turn expecting the tool results its recorded request
+// carried; the workspace from the snapshot; session_start's effective
+// configuration as config; and the expectations of what happened, or
+// only the Property kept (detector:ID, failure:KIND[,tool=T],
+// defense:NAME, outcome). With MinimizeOptions it reduces the turns, the
+// calls within them and the workspace files by ddmin, re-running the
+// scenario in-process, deterministically. A recording that is torn, not
+// a trajectory, without a snapshot, imported or recorded by mock serve
+// is refused with ErrFrom.
+//
 // Parse is strict: an unknown key, a value of the wrong kind, an unknown
 // event type, failure kind, permission source, defense or detector id is
 // refused, and every problem of every scenario is reported as

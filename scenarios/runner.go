@@ -502,13 +502,7 @@ func (r *runner) detect(ctx context.Context, suite []*Scenario, results *Results
 	if err != nil || db == nil {
 		return err
 	}
-	var ds []detectors.Detector
-	for _, d := range detectors.Catalog() {
-		if !d.Info().Corpus {
-			ds = append(ds, d)
-		}
-	}
-	rep, err := detectors.Run(ctx, db, ds, detectors.Options{})
+	rep, err := detectors.Run(ctx, db, sessionDetectors(), detectors.Options{})
 	if err != nil {
 		return fmt.Errorf("eval: detectors: %w", err)
 	}

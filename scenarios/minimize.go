@@ -1,0 +1,345 @@
+package scenarios
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/retrace-dev/retrace/trajectory"
+)
+
+// DefaultMaxRuns bounds the scenario runs of a minimization that sets
+// no bound.
+const DefaultMaxRuns = 300
+
+// MinimizeOptions tune From's minimization (delta debugging, Zeller's
+// ddmin) of a scenario kept to one property.
+type MinimizeOptions struct {
+	// MaxRuns bounds the scenario runs spent (DefaultMaxRuns when 0);
+	// once spent, the smallest scenario found so far is the result.
+	MaxRuns int
+	// Jobs is how many runs go at once (1 when 0). The result does not
+	// depend on it: of the reductions tried together, the first in
+	// ddmin's order that keeps the property wins, as it would one by one.
+	Jobs int
+	// Progress, when set, is told after each round the runs spent and
+	// the turns and files left.
+	Progress func(runs, turns, files int)
+}
+
+// MinimizeSummary says what a minimization reduced and what it cost.
+type MinimizeSummary struct {
+	TurnsBefore, TurnsAfter int
+	CallsBefore, CallsAfter int
+	FilesBefore, FilesAfter int
+	BytesBefore, BytesAfter int
+	// Runs is how many scenario runs it spent; Exhausted says it stopped
+	// at MaxRuns before ddmin was done.
+	Runs      int
+	Exhausted bool
+}
+
+// String says the summary in one line.
+func (m MinimizeSummary) String() string {
+	s := fmt.Sprintf("minimized in %d runs: turns %d -> %d, tool calls %d -> %d, workspace files %d -> %d, bytes %d -> %d",
+		m.Runs, m.TurnsBefore, m.TurnsAfter, m.CallsBefore, m.CallsAfter, m.FilesBefore, m.FilesAfter, m.BytesBefore, m.BytesAfter)
+	if m.Exhausted {
+		s += " (stopped at --max-runs; a smaller one may exist)"
+	}
+	return s
+}
+
+// minimizer re-runs reduced scenarios and counts the runs.
+type minimizer struct {
+	ctx   context.Context
+	g     *generator
+	files []workspaceFile
+	opts  MinimizeOptions
+	runs  int
+	memo  map[string]bool
+	mu    sync.Mutex
+}
+
+// minimize reduces g's turns, then the tool calls within them, then
+// the workspace files, to a smallest set that still shows the kept
+// property, re-running each reduction.
+func (g *generator) minimize(ctx context.Context, files []workspaceFile, opts MinimizeOptions) ([]workspaceFile, MinimizeSummary, error) {
+	if opts.MaxRuns <= 0 {
+		opts.MaxRuns = DefaultMaxRuns
+	}
+	opts.Jobs = max(opts.Jobs, 1)
+	m := &minimizer{ctx: ctx, g: g, files: files, opts: opts, memo: map[string]bool{}}
+	sum := MinimizeSummary{TurnsBefore: len(g.turns), CallsBefore: g.scriptCalls(g.turns), FilesBefore: len(files), BytesBefore: len(g.archive(files))}
+	turns := indexes(len(g.turns))
+	allFiles := indexes(len(files))
+	none := map[int][]int{}
+	ok, err := m.try(turns, none, allFiles)
+	if err != nil {
+		return nil, sum, err
+	}
+	if !ok {
+		return nil, sum, fmt.Errorf("%w: the scenario kept to %s does not pass as it is, so there is nothing to minimize: run it with retrace eval to see why", ErrFrom, g.keep)
+	}
+	turns, err = m.ddmin(turns, func(c []int) (bool, error) { return m.try(c, none, allFiles) }, func(n int) { m.progress(n, len(allFiles)) })
+	if err != nil {
+		return nil, sum, err
+	}
+	// Then the tool calls of each turn that has several, keeping at
+	// least one (a turn without its calls is a turn dropped, tried above).
+	calls := map[int][]int{}
+	for _, t := range turns {
+		uses := toolUses(g.turns[t])
+		if len(uses) < 2 {
+			continue
+		}
+		kept, err := m.ddmin(uses, func(c []int) (bool, error) {
+			if len(c) == 0 {
+				return false, nil
+			}
+			return m.try(turns, with(calls, t, c), allFiles)
+		}, func(int) { m.progress(len(turns), len(allFiles)) })
+		if err != nil {
+			return nil, sum, err
+		}
+		calls[t] = kept
+	}
+	kept, err := m.ddmin(allFiles, func(c []int) (bool, error) { return m.try(turns, calls, c) }, func(n int) { m.progress(len(turns), n) })
+	if err != nil {
+		return nil, sum, err
+	}
+	g.turns = reduce(g.turns, turns, calls)
+	g.reduced = true
+	files = pick(files, kept)
+	sum.TurnsAfter, sum.CallsAfter, sum.FilesAfter = len(g.turns), g.scriptCalls(g.turns), len(files)
+	sum.Runs, sum.Exhausted = m.runs, m.runs >= opts.MaxRuns
+	// The runs spent depend on -j, so they are in the summary, not the
+	// archive, which must not.
+	g.minimized = fmt.Sprintf("Minimized with ddmin to what still shows it: turns %d -> %d, tool calls %d -> %d, workspace files %d -> %d.", sum.TurnsBefore, sum.TurnsAfter, sum.CallsBefore, sum.CallsAfter, sum.FilesBefore, sum.FilesAfter)
+	sum.BytesAfter = len(g.archive(files))
+	return files, sum, nil
+}
+
+func indexes(n int) []int {
+	out := make([]int, n)
+	for i := range out {
+		out[i] = i
+	}
+	return out
+}
+
+func pick[T any](all []T, idx []int) []T {
+	out := make([]T, 0, len(idx))
+	for _, i := range idx {
+		out = append(out, all[i])
+	}
+	return out
+}
+
+// toolUses are the indexes of a turn's tool_use blocks.
+func toolUses(t located) []int {
+	var out []int
+	for i, c := range t.Payload.(*trajectory.ModelResponse).Content {
+		if c.Type == trajectory.BlockToolUse {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// with is calls with turn t's kept blocks set to c.
+func with(calls map[int][]int, t int, c []int) map[int][]int {
+	out := make(map[int][]int, len(calls)+1)
+	for k, v := range calls {
+		out[k] = v
+	}
+	out[t] = c
+	return out
+}
+
+// reduce picks the turns, and of a turn in calls only the tool_use
+// blocks it lists (its other blocks stay).
+func reduce(all []located, turns []int, calls map[int][]int) []located {
+	out := make([]located, 0, len(turns))
+	for _, t := range turns {
+		l := all[t]
+		if kept, ok := calls[t]; ok {
+			r := *l.Payload.(*trajectory.ModelResponse)
+			var content []trajectory.ContentBlock
+			for i, c := range r.Content {
+				if c.Type != trajectory.BlockToolUse || slices.Contains(kept, i) {
+					content = append(content, c)
+				}
+			}
+			r.Content = content
+			l.Event.Payload = &r
+		}
+		out = append(out, l)
+	}
+	return out
+}
+
+// scriptCalls counts the tool_use blocks of turns.
+func (g *generator) scriptCalls(turns []located) int {
+	n := 0
+	for _, t := range turns {
+		for _, c := range t.Payload.(*trajectory.ModelResponse).Content {
+			if c.Type == trajectory.BlockToolUse {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// try runs the scenario of the given turns and files and reports
+// whether it passes, that is, still shows the kept property. A reduction
+// past MaxRuns is not tried and counts as failing.
+func (m *minimizer) try(turns []int, calls map[int][]int, files []int) (bool, error) {
+	if len(turns) == 0 {
+		// A scenario needs a turn to play.
+		return false, nil
+	}
+	key := fmt.Sprint(turns, calls, files)
+	m.mu.Lock()
+	if ok, seen := m.memo[key]; seen {
+		m.mu.Unlock()
+		return ok, nil
+	}
+	if m.runs >= m.opts.MaxRuns {
+		m.mu.Unlock()
+		return false, nil
+	}
+	m.runs++
+	m.mu.Unlock()
+	g := *m.g
+	g.turns = reduce(m.g.turns, turns, calls)
+	g.leftOut, g.reduced = nil, true
+	archive := g.archive(pick(m.files, files))
+	s, err := Parse(archive, "minimize.txtar")
+	if err != nil {
+		// A reduction that does not parse does not show the property.
+		m.remember(key, false)
+		return false, nil
+	}
+	res, err := Run(m.ctx, []*Scenario{s}, Options{Parallel: 1})
+	if err != nil {
+		return false, err
+	}
+	if m.ctx.Err() != nil {
+		return false, m.ctx.Err()
+	}
+	run := res.Scenarios[0].Runs[0]
+	ok := run.Error == "" && len(run.Failures) == 0
+	m.remember(key, ok)
+	return ok, nil
+}
+
+func (m *minimizer) progress(turns, files int) {
+	if m.opts.Progress != nil {
+		m.opts.Progress(m.runs, turns, files)
+	}
+}
+
+func (m *minimizer) remember(key string, ok bool) {
+	m.mu.Lock()
+	m.memo[key] = ok
+	m.mu.Unlock()
+}
+
+// ddmin is Zeller's delta debugging: it returns a 1-minimal subset of
+// items for which test holds (test(items) holds on entry), or the
+// smallest found once MaxRuns are spent. Each round splits the items
+// into n chunks and tries each chunk, then each complement, in that
+// order, Jobs at a time; the first that holds wins. progress is told the
+// items left after each round.
+func (m *minimizer) ddmin(items []int, test func([]int) (bool, error), progress func(left int)) ([]int, error) {
+	// None at all is the smallest there is: tried first.
+	if len(items) > 0 {
+		ok, err := test(nil)
+		if err != nil || ok {
+			return nil, err
+		}
+	}
+	n := 2
+	for len(items) >= 2 && m.runs < m.opts.MaxRuns {
+		chunks := split(items, n)
+		var cands [][]int
+		cands = append(cands, chunks...)
+		// With two chunks each complement is the other chunk.
+		if len(chunks) > 2 {
+			for i := range chunks {
+				cands = append(cands, complement(chunks, i))
+			}
+		}
+		won, err := m.first(cands, test)
+		if err != nil {
+			return nil, err
+		}
+		switch {
+		case won >= 0 && won < len(chunks):
+			items, n = cands[won], 2
+		case won >= len(chunks):
+			items, n = cands[won], max(n-1, 2)
+		case n >= len(items):
+			return items, nil
+		default:
+			n = min(2*n, len(items))
+		}
+		progress(len(items))
+	}
+	return items, nil
+}
+
+// first tests cands Jobs at a time and returns the index of the first
+// that holds, or -1.
+func (m *minimizer) first(cands [][]int, test func([]int) (bool, error)) (int, error) {
+	for lo := 0; lo < len(cands); lo += m.opts.Jobs {
+		hi := min(lo+m.opts.Jobs, len(cands))
+		oks := make([]bool, hi-lo)
+		errs := make([]error, hi-lo)
+		var wg sync.WaitGroup
+		for i := lo; i < hi; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				oks[i-lo], errs[i-lo] = test(cands[i])
+			}()
+		}
+		wg.Wait()
+		for i := range oks {
+			if errs[i] != nil {
+				return -1, errs[i]
+			}
+			if oks[i] {
+				return lo + i, nil
+			}
+		}
+	}
+	return -1, nil
+}
+
+// split cuts items into n chunks of nearly equal size, in order.
+func split(items []int, n int) [][]int {
+	var out [][]int
+	start := 0
+	for i := range n {
+		end := start + (len(items)-start)/(n-i)
+		if end > start {
+			out = append(out, items[start:end])
+		}
+		start = end
+	}
+	return out
+}
+
+// complement is every chunk but the i-th, in order.
+func complement(chunks [][]int, i int) []int {
+	var out []int
+	for j, c := range chunks {
+		if j != i {
+			out = append(out, c...)
+		}
+	}
+	return out
+}
