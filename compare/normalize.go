@@ -229,12 +229,14 @@ var builtinRules = func() []Rule {
 func Builtins(tempDirs ...string) []Rule {
 	rules := make([]Rule, 0, len(builtinRules)+1)
 	for _, r := range builtinRules {
-		rules = append(rules, r)
 		if r.Name == "temp_path" {
+			// A $TMPDIR inside /tmp (a test's) is replaced before /tmp
+			// is, or only its top would be.
 			if t, ok := tempDirRule(tempDirs); ok {
 				rules = append(rules, t)
 			}
 		}
+		rules = append(rules, r)
 	}
 	return rules
 }

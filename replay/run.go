@@ -166,6 +166,22 @@ func (rec *recording) replay(ctx context.Context, opts RunOptions) (res Result, 
 		return Result{}, fmt.Errorf("%s: %w", rec.path, err)
 	}
 	spec.Key = opts.Key
+	var homeRewrite []compare.PathRewrite
+	if rec.start.Tags[harness.ScenarioTag] != "" {
+		// An eval run's tools saw a throwaway home, not the user's: so
+		// do the replay's, or its commands would meet (and aim at) the
+		// real one.
+		root, err := os.MkdirTemp("", "retrace-replay-home-")
+		if err != nil {
+			return Result{}, err
+		}
+		defer os.RemoveAll(root)
+		spec.Config.Permissions.Home = filepath.Join(root, "home")
+		if err := harness.ThrowawayHome(spec.Config.Permissions.Home); err != nil {
+			return Result{}, err
+		}
+		homeRewrite = []compare.PathRewrite{{Old: harness.ScenarioHome(rec.start.Workspace), New: spec.Config.Permissions.Home}}
+	}
 	if opts.NoSandbox {
 		spec.Config.Sandbox.Mode = sandbox.ModeOff
 	}
@@ -205,6 +221,7 @@ func (rec *recording) replay(ctx context.Context, opts RunOptions) (res Result, 
 	copts.PathRewrites = append(copts.PathRewrites,
 		compare.PathRewrite{Old: rec.start.Workspace, New: env.Workspace()},
 		compare.PathRewrite{Old: blobs.Dir(), New: replayBlobs.Dir()})
+	copts.PathRewrites = append(copts.PathRewrites, homeRewrite...)
 	if temporary {
 		// A path beside the recorded workspace (a write outside it that
 		// was refused) names the replay's temporary directory instead.

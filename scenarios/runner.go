@@ -112,7 +112,7 @@ func Run(ctx context.Context, suite []*Scenario, opts Options) (*Results, error)
 		return nil, fmt.Errorf("eval: %w", err)
 	}
 	home := filepath.Join(root, "home")
-	if err := makeHome(home); err != nil {
+	if err := harness.ThrowawayHome(home); err != nil {
 		return nil, fmt.Errorf("eval: %w", err)
 	}
 	suite = sorted(suite)
@@ -280,7 +280,8 @@ func (r *runner) run(ctx context.Context, s *Scenario, index, repeat int) (res R
 	start := clock()
 	defer func() { res.DurationMs = trajectory.Millis(clock().Sub(start)) }()
 	// The workspaces of a scenario's repeats lie side by side, named by
-	// the repeat, until Run ends.
+	// the repeat, until Run ends; harness.ScenarioHome finds the home
+	// from one.
 	ws := filepath.Join(r.root, "ws", fmt.Sprintf("%d-%s", index, s.Name), strconv.Itoa(repeat))
 	if err := writeWorkspace(ws, s.Files); err != nil {
 		res.Error = err.Error()
@@ -305,7 +306,7 @@ func (r *runner) run(ctx context.Context, s *Scenario, index, repeat int) (res R
 		Provider: provider, Model: r.opts.Model,
 		System: SystemPrompt, Prompt: s.Prompt, Runs: r.runs, Clock: r.opts.Clock, Stream: s.Stream, BatchTools: s.BatchTools,
 		HarnessVersion: cmp.Or(r.opts.HarnessVersion, "retrace eval"),
-		Tags:           map[string]string{"eval_scenario": s.Name, "eval_repeat": strconv.Itoa(repeat)},
+		Tags:           map[string]string{harness.ScenarioTag: s.Name, "eval_repeat": strconv.Itoa(repeat)},
 	}
 	spec.HarnessRevision = r.opts.HarnessRevision
 	for k, v := range r.opts.Tags {
@@ -420,22 +421,6 @@ func sessionConfig(s *Scenario, ws, home string) (config.Resolved, error) {
 	}
 	res.Config.Permissions.Home = home
 	return res, nil
-}
-
-// makeHome makes the runs' throwaway home directory (the HOME of every
-// tool process, see sandbox.Options.Home) with the shell startup files a
-// hostile command aims at, so that the sandbox scenarios have something
-// to protect.
-func makeHome(home string) error {
-	if err := os.MkdirAll(home, 0o755); err != nil {
-		return err
-	}
-	for _, name := range []string{".bashrc", ".profile", ".zshrc"} {
-		if err := os.WriteFile(filepath.Join(home, name), []byte("# a throwaway home's startup file\n"), 0o644); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // baseConfig is the trusted configuration of s's sessions: the

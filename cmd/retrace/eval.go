@@ -252,7 +252,7 @@ func runEval(ctx context.Context, sys *IO, opts *evalOptions, args []string) err
 		HarnessVersion: "retrace " + currentVersion().Version, Clock: sys.Now,
 		HarnessRevision: harness.Version().Revision, Tags: opts.labels.labels,
 	}
-	for _, k := range []string{"eval_scenario", "eval_repeat", harness.PlantTag} {
+	for _, k := range []string{harness.ScenarioTag, "eval_repeat", harness.PlantTag} {
 		if _, ok := opts.labels.labels[k]; ok {
 			return usage(fmt.Errorf("--tag %s: eval sets this label itself; choose another key", k))
 		}
