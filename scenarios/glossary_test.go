@@ -70,8 +70,10 @@ func TestBuiltinBashLatencyCountsOnlyCallsThatRan(t *testing.T) {
 	}
 	// Counted from the raw events, apart from the views: the bash calls
 	// with a tool_end, and those of them that failed before running.
-	raw := queryRow(t, db, `SELECT count(*), count(*) FILTER (WHERE f.failure_kind IN ('permission_denied', 'hook_blocked', 'invalid_input', 'not_found')),
-       count(*) FILTER (WHERE f.failure_kind IS NULL OR f.failure_kind IN ('tool_error', 'timeout', 'exception') OR (f.failure_kind = 'aborted' AND e.duration_ms > 0))
+	// A permission_denied of code sandbox is the kernel refusing a
+	// running command: it ran.
+	raw := queryRow(t, db, `SELECT count(*), count(*) FILTER (WHERE f.failure_kind IN ('permission_denied', 'hook_blocked', 'invalid_input', 'not_found') AND f.error_code IS DISTINCT FROM 'sandbox'),
+       count(*) FILTER (WHERE f.failure_kind IS NULL OR f.failure_kind IN ('tool_error', 'timeout', 'exception') OR (f.failure_kind = 'aborted' AND e.duration_ms > 0) OR f.error_code = 'sandbox')
 FROM raw_tool_end e LEFT JOIN raw_tool_failure f USING (session, tool_use_id) WHERE e.tool = 'bash'`)
 	ended, refused, ran := num(raw[0]), num(raw[1]), num(raw[2])
 	if refused == 0 {
@@ -236,9 +238,12 @@ func (g *terms) crossCheck(t *testing.T, synthetic bool) {
 		}
 		g.threshold(t, "rate(failure, failure_kind="+kind+") <= 1", failures/num(all[1]))
 		g.diffRate(t, "rate(failure, failure_kind="+kind+")", failures, num(all[1]))
+		// Of the kinds decided before a tool starts, only the sandbox's
+		// permission_denied (a running command refused an access) ran.
+		sandboxed := num(queryRow(t, g.db, `SELECT count(*) FROM raw_tool_failure WHERE error_code = 'sandbox' AND failure_kind = '`+kind+`'`)[0])
 		if ran := num(m[2]); (kind == "tool_error" || kind == "timeout" || kind == "exception") && ran != failures ||
-			(kind == "permission_denied" || kind == "hook_blocked" || kind == "invalid_input" || kind == "not_found") && ran != 0 {
-			t.Errorf("failure kind %s: %v of %v failures ran", kind, ran, failures)
+			(kind == "permission_denied" || kind == "hook_blocked" || kind == "invalid_input" || kind == "not_found") && ran != sandboxed {
+			t.Errorf("failure kind %s: %v of %v failures ran, want %v", kind, ran, failures, sandboxed)
 		}
 	}
 
