@@ -174,7 +174,7 @@ func deferrals(cfgs []Config) ([]bool, []string) {
 	for _, name := range resident {
 		notes = append(notes, fmt.Sprintf("mcp server %q: its tools are deferred although its config says deferred: false, "+
 			"because other servers are deferred and every MCP tool name shares the mcp__ prefix, which lets a call meant for a deferred tool "+
-			"collapse into a resident one (seed §10.5); set deferred: false on every server to keep them all loaded", name))
+			"collapse into a resident one (prefix_collapse_risk in docs/failure-modes.md); set deferred: false on every server to keep them all loaded", name))
 	}
 	return out, notes
 }

@@ -41,8 +41,9 @@ func newDetectCmd(sys *IO) *cobra.Command {
 		Use:   "detect [RUNS...]",
 		Short: "Find the green-but-broken failure modes in trajectories, with the lines that prove them",
 		Long: `Detect runs the detector catalog over trajectories: each detector looks for
-one failure mode of seed §13 and §14 (a lost tool call, a tool_use without a
-tool_result, a stop reason taken for done, a denial loop, ...), computed
+one failure mode (a lost tool call, a tool_use without a tool_result, a
+stop reason taken for done, a denial loop, ...; docs/failure-modes.md in
+retrace's repository explains each), computed
 from the recorded events alone, and every finding points at the file, line
 and seq of the events that prove it, with the numbers seen, the threshold,
 and what to change. --list documents every detector.
@@ -97,7 +98,7 @@ condition). Formats: table, markdown, json.`,
 	f.StringSliceVar(&opts.only, "only", nil, "run only these detectors (ids, comma-separated)")
 	f.StringSliceVar(&opts.skip, "skip", nil, "leave these detectors out (ids, comma-separated)")
 	f.StringVar(&opts.failOn, "fail-on", "error", "exit 3 when a finding of this severity or worse exists: error, warning, info or never")
-	f.BoolVar(&opts.list, "list", false, "document every detector (id, severity, what it means, seed section) and exit")
+	f.BoolVar(&opts.list, "list", false, "document every detector (id, severity, what it means, thresholds, next step) and exit")
 	f.BoolVar(&opts.defenses, "defenses", false, "print the defense liveness table (live, never_needed, dead, not_observable) instead of findings")
 	addLoadFlags(cmd, &opts.loadFlags)
 	f.StringVar(&opts.config, "config", "", "retrace.yaml whose detectors: section sets thresholds; default ./retrace.yaml when present")
@@ -238,7 +239,7 @@ func runDefenses(sys *IO, lv detectors.Liveness, format string, threshold int) e
 	if dead == 0 || threshold == 0 || threshold > detectors.SeverityWarning.Rank() {
 		return nil
 	}
-	fmt.Fprintf(sys.Err, "retrace: detect: %s dead: enabled, their condition occurred, and they never acted (seed §14.4)\n", plural(dead, "defense"))
+	fmt.Fprintf(sys.Err, "retrace: detect: %s dead: enabled, their condition occurred, and they never acted (dead_defense in docs/failure-modes.md)\n", plural(dead, "defense"))
 	return &exitError{code: ExitGate, err: errReported}
 }
 
@@ -298,13 +299,13 @@ func writeDetectorList(w io.Writer, format string, ds []detectors.Detector, sett
 	case "sarif":
 		return writeJSON(w, sarifLog(detectors.Report{Detectors: infos, Findings: []detectors.Finding{}}))
 	case "markdown":
-		t := metrics.Table{Columns: []string{"id", "severity", "seed", "title", "what it means", "thresholds", "next step"}}
+		t := metrics.Table{Columns: []string{"id", "severity", "title", "what it means", "thresholds", "next step"}}
 		for _, in := range infos {
 			var ts []string
 			for _, th := range in.Thresholds {
 				ts = append(ts, thresholdText(th))
 			}
-			t.Rows = append(t.Rows, []any{in.ID, string(in.Severity), in.Seed, in.Title, in.About, strings.Join(ts, "; "), in.NextStep})
+			t.Rows = append(t.Rows, []any{in.ID, string(in.Severity), in.Title, in.About, strings.Join(ts, "; "), in.NextStep})
 		}
 		return writeTable(w, "markdown", t)
 	}
@@ -312,7 +313,7 @@ func writeDetectorList(w io.Writer, format string, ds []detectors.Detector, sett
 		if i > 0 {
 			fmt.Fprintln(w)
 		}
-		fmt.Fprintf(w, "%s (%s, seed %s): %s\n", in.ID, in.Severity, in.Seed, in.Title)
+		fmt.Fprintf(w, "%s (%s): %s\n", in.ID, in.Severity, in.Title)
 		fmt.Fprintf(w, "  %s\n", in.About)
 		for _, th := range in.Thresholds {
 			fmt.Fprintf(w, "  threshold %s\n", thresholdText(th))

@@ -40,7 +40,7 @@ artifact or an e-mail attachment, offline.
 
 It shows the summary (sessions, turns, calls, end reasons, tokens); the tool
 funnel (calls, permission allowed, executed, succeeded, failed, lost — each
-rate naming its denominator, seed §14.1); each tool's latency distribution
+rate naming its denominator, as docs/glossary.md defines it); each tool's latency distribution
 (its calls' own measured durations, never batch averages, with p50 and
 p95); the failure kinds per tool; the permission funnel (allows by source,
 prompts, denials); the defenses' liveness; the detector findings, each
