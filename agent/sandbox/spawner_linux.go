@@ -390,13 +390,6 @@ func serve(fd int) int {
 		return ExitSetup
 	}
 	unix.CloseOnExec(fd)
-	jobs := make(chan job)
-	nested := make(chan error)
-	go forker(jobs, nested)
-	if err := <-nested; err != nil {
-		fmt.Fprintf(os.Stderr, "retrace sandbox: spawner: %v\n", err)
-		return ExitSetup
-	}
 	if err := writeMessage(fd, reply{Pid: os.Getpid()}, nil); err != nil {
 		return 0
 	}
@@ -413,8 +406,8 @@ func serve(fd int) int {
 			fmt.Fprintf(os.Stderr, "retrace sandbox: spawner: %v\n", err)
 			return ExitSetup
 		}
-		done := make(chan reply)
-		jobs <- job{req: req, files: files, done: done}
+		done := make(chan reply, 1)
+		go fork(req, files, done)
 		r := <-done
 		for _, f := range files {
 			unix.Close(f)
@@ -425,32 +418,29 @@ func serve(fd int) int {
 	}
 }
 
-// job is one request for the forker.
-type job struct {
-	req   request
-	files []int
-	done  chan<- reply
-}
-
-// forker starts the requested processes from a thread of its own that
-// is in a Landlock domain nested in the spawner's (from ABI 6, where
-// Landlock scopes signals): a command may signal the processes of its
-// session, but not the spawner, whose main thread stays in the outer
-// domain, so `kill -9 -1` or `pkill .` in a command does not take the
-// session's spawner down with it. The goroutine never unlocks its
-// thread, whose domain is its own (the Go runtime starts new threads
-// from a clean template thread, not from a locked one).
-func forker(jobs <-chan job, nested chan<- error) {
+// fork starts one requested process from a thread of its own that it
+// first puts into a new Landlock domain nested in the spawner's (from ABI
+// 6, where Landlock scopes signals). The process, and all it starts, may
+// then signal only its own call's processes, as when each call restricted
+// itself: not the spawner, whose main thread stays in the outer domain,
+// nor another call's background processes, so `kill -9 -1` or `pkill .`
+// in a command reaches no further than before. The goroutine ends with
+// its thread locked, so the Go runtime ends the thread with it and no
+// other goroutine runs in that domain; new threads are started from
+// threads in the spawner's own domain.
+func fork(req request, files []int, done chan<- reply) {
 	runtime.LockOSThread()
-	nested <- nestDomain()
-	for j := range jobs {
-		j.done <- start(j.req, j.files)
+	if err := nestDomain(); err != nil {
+		done <- reply{Error: "sandbox: " + err.Error()}
+		return
 	}
+	done <- start(req, files)
 }
 
 // nestDomain puts this thread into a Landlock domain of its own that
 // scopes signals, nested in the one it is in; before ABI 6 it does
 // nothing (and a command can kill the spawner, which is then restarted).
+// The domain restricts nothing else: the spawner's applies all the same.
 func nestDomain() error {
 	abi, err := llsys.LandlockGetABIVersion()
 	if err != nil || abi < scopeABI {
@@ -458,11 +448,11 @@ func nestDomain() error {
 	}
 	fd, err := llsys.LandlockCreateRuleset(&llsys.RulesetAttr{Scoped: llsys.ScopeSignal}, 0)
 	if err != nil {
-		return fmt.Errorf("make the forker's Landlock ruleset: %w", err)
+		return fmt.Errorf("make the call's Landlock ruleset: %w", err)
 	}
 	defer unix.Close(fd)
 	if err := llsys.LandlockRestrictSelf(fd, 0); err != nil {
-		return fmt.Errorf("enforce the forker's Landlock ruleset: %w", err)
+		return fmt.Errorf("enforce the call's Landlock ruleset: %w", err)
 	}
 	return nil
 }

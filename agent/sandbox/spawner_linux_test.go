@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -30,17 +31,24 @@ func TestSpawnerStartsChildrenOfThisProcess(t *testing.T) {
 }
 
 // TestSpawnerSurvivesKillAll checks that a command that kills every
-// process it may signal does not take the session's spawner with it
-// (from Landlock ABI 6, which scopes signals: the commands run in a
-// domain nested in the spawner's).
+// process it may signal takes neither the session's spawner nor an
+// earlier call's background process with it (from Landlock ABI 6, which
+// scopes signals: each call runs in a domain of its own nested in the
+// spawner's).
 func TestSpawnerSurvivesKillAll(t *testing.T) {
 	f := newFixture(t, Policy{})
 	if abi, _ := landlockABI(); abi < scopeABI {
 		t.Skipf("Landlock ABI %d does not scope signals", abi)
 	}
-	if out, ok := f.run(t, "true"); !ok {
+	out, ok := f.run(t, "sleep 30 >/dev/null 2>&1 & echo $!")
+	if !ok {
 		t.Fatalf("run: %s", out)
 	}
+	background, err := strconv.Atoi(strings.TrimSpace(out))
+	if err != nil {
+		t.Fatalf("the background pid: %q", out)
+	}
+	t.Cleanup(func() { _ = syscall.Kill(background, syscall.SIGKILL) })
 	first := f.box.sp.cmd.Process.Pid
 	for _, kill := range []string{"kill -KILL -1", "pkill -9 -f " + SpawnerArg, "kill -9 " + strconv.Itoa(first)} {
 		f.run(t, kill)
@@ -48,6 +56,10 @@ func TestSpawnerSurvivesKillAll(t *testing.T) {
 		if f.box.sp.exited() || f.box.sp.cmd.Process.Pid != first {
 			t.Fatalf("%q killed the spawner", kill)
 		}
+	}
+	// A killed orphan may stay a zombie where PID 1 does not reap.
+	if stat, err := os.ReadFile("/proc/" + strconv.Itoa(background) + "/stat"); err != nil || strings.Contains(string(stat[strings.LastIndexByte(string(stat), ')'):]), ") Z") {
+		t.Errorf("a later call killed an earlier call's background process: %s %v", stat, err)
 	}
 }
 
