@@ -15,13 +15,13 @@ import (
 // asked to join, and that Close ends the spawner.
 func TestSpawnerStartsChildrenOfThisProcess(t *testing.T) {
 	f := newFixture(t, Policy{})
-	out, ok := f.run(t, `echo "$PPID $(ps -o pgid= -p $$)"`)
+	out, ok := f.run(t, `echo "$PPID $$ $(cut -d' ' -f5 /proc/$$/stat)"`)
 	if !ok {
 		t.Fatalf("run: %s", out)
 	}
 	fields := strings.Fields(out)
-	if len(fields) != 2 || fields[0] != strconv.Itoa(os.Getpid()) {
-		t.Errorf("parent and group = %q, want parent %d", out, os.Getpid())
+	if len(fields) != 3 || fields[0] != strconv.Itoa(os.Getpid()) || fields[1] != fields[2] {
+		t.Errorf("parent, pid and group = %q, want parent %d and a group of its own", out, os.Getpid())
 	}
 	spawner := f.box.sp.cmd.Process.Pid
 	f.box.Close()
