@@ -460,7 +460,11 @@ func nestDomain() error {
 // scopeABI is the first Landlock ABI that scopes signals.
 const scopeABI = 6
 
-// start forks and executes one requested process.
+// start forks and executes one requested process. When the exec itself
+// fails (a missing program or directory), the child has already exited
+// as retrace's child, and stays a zombie of retrace's, since nothing
+// tells retrace its pid: one per failed start, which for the bash tool
+// (/bin/bash in the workspace) means a broken installation.
 func start(req request, files []int) reply {
 	if len(files) != 3 {
 		return reply{Error: fmt.Sprintf("sandbox: %d standard files came with the request, want 3", len(files))}
