@@ -6,14 +6,23 @@
 //
 // On Linux it is built on Landlock, which restricts the calling thread
 // and everything it starts. A tool's process is therefore not started
-// directly: Wrap turns it into a re-exec of the running binary with the
-// hidden subcommand ExecArg (`retrace __sandbox-exec PLAN -- PROGRAM
-// ARGS…`), which restricts itself and then executes the program. The
-// package's init performs the re-exec, so retrace and every test binary
-// that links the package can be the re-exec target without wiring.
+// directly: Start hands it to the session's spawner, a process that was
+// started once, by the session's first tool process, as a re-exec of the
+// running binary with the hidden subcommand ExecArg (`retrace
+// __sandbox-exec PLAN -- retrace __sandbox-spawner`), which restricted
+// itself and then executed the spawner (SpawnerArg). The spawner forks
+// and executes each process it is sent over its socket (argv, env,
+// directory, process group, and the standard files as SCM_RIGHTS), so the
+// process inherits its restrictions, and does so with CLONE_PARENT, so
+// that the process is retrace's child, which retrace waits for and kills
+// like any other. The package's init runs the re-exec and the spawner,
+// so retrace and every test binary that links the package can be the
+// re-exec target without wiring.
 //
 // The re-exec, in order: joins the session's pids and memory cgroups (a
-// fork bomb exhausts its own limit, not the machine), sets no_new_privs,
+// fork bomb exhausts its own limit, not the machine), makes the file
+// system read-only but the writable directories in a mount namespace of
+// its own (as root), sets no_new_privs,
 // drops every capability (bounding, ambient, inheritable, permitted,
 // effective) and locks the securebits, so a command holds none even when
 // retrace runs as root, and enforces the Landlock ruleset: read
@@ -22,13 +31,18 @@
 // mode), the session's private temporary directory and the trusted
 // writable extras; no TCP connect or bind unless the policy allows the
 // network or a port; and, from Landlock ABI 6, no signal or abstract
-// socket towards a process outside the sandbox.
+// socket towards a process outside the sandbox. Each call's processes
+// are forked from a thread in a Landlock domain of their own nested in
+// the spawner's, so they cannot signal the spawner or another call's
+// processes. A spawner that died is replaced for the next process, and
+// so is one whose mount namespace no longer matches the paths it was
+// made from (mountKey); a process is never started outside it.
 //
 // Landlock only grants. To deny a secret path while granting the rest,
 // the plan grants each directory on the way to a secret only the right
 // to be listed and covers its other entries one by one (readRules); the
 // plan is computed once per session and written to the private
-// directory, so a call pays only for reading it and enforcing the rules.
+// directory, which the re-exec reads.
 //
 // Where the kernel cannot sandbox (no Landlock, an ABI older than MinABI)
 // New still returns a Sandbox, which refuses every process with an

@@ -28,6 +28,9 @@ func init() {
 		fmt.Fprintf(os.Stderr, "retrace sandbox: %v\n", err)
 		os.Exit(ExitSetup)
 	}
+	if len(os.Args) == 2 && os.Args[1] == SpawnerArg {
+		os.Exit(serve(spawnerFD))
+	}
 }
 
 // ExitSetup is the exit status of a re-exec that could not restrict

@@ -5,11 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // ExecArg is the hidden subcommand of the re-exec: a tool's process is
@@ -72,8 +72,12 @@ type Sandbox struct {
 	protected []string // read-only inside the workspace
 	mounts    bool     // the process gets a mount namespace of its own
 	cleanup   []func()
-	// unavailable is set when the kernel cannot sandbox: every Wrap fails.
+	// unavailable is set when the kernel cannot sandbox: every Start fails.
 	unavailable *UnavailableError
+	// spawnMu serialises the requests to the session's spawner, sp, which
+	// is started by the first Start and stopped by Close.
+	spawnMu sync.Mutex
+	sp      *spawner
 }
 
 // MinABI is the oldest Landlock ABI the sandbox runs on: version 3 is the
@@ -81,7 +85,7 @@ type Sandbox struct {
 const MinABI = 3
 
 // New makes the session's sandbox. A kernel that cannot sandbox is not an
-// error here: the Sandbox then refuses every process (Wrap returns an
+// error here: the Sandbox then refuses every process (Start returns an
 // *UnavailableError) and Info records why, so that the session starts,
 // records the refusal and tells the model. Only a policy that is not valid
 // or a private directory that cannot be made are errors.
@@ -243,34 +247,67 @@ func within(p, dir string) bool {
 	return p == dir || strings.HasPrefix(p, strings.TrimSuffix(dir, "/")+"/")
 }
 
-// Wrap makes cmd start sandboxed: it becomes the re-exec of this binary
-// (ExecArg), which restricts itself and then executes cmd's program with
-// cmd's arguments. TMPDIR is the session's private temporary directory.
-// It must be called before cmd starts, after cmd.Env is set. With the
-// sandbox off (or a nil Sandbox) cmd is left as it is; where the kernel
-// cannot sandbox it returns an *UnavailableError and cmd must not run.
-func (s *Sandbox) Wrap(cmd *exec.Cmd) error {
-	if s == nil {
-		return nil
+// Command is a process to start with Start.
+type Command struct {
+	// Argv is the program's absolute path followed by its arguments.
+	Argv []string
+	// Env is the environment; nil means this process's.
+	Env []string
+	// Dir is the working directory; "" means this process's.
+	Dir string
+	// Stdin, Stdout and Stderr are the standard files; nil is /dev/null.
+	Stdin, Stdout, Stderr *os.File
+	// Pgid is the process group the process joins (procgroup.Group.ID);
+	// 0 makes a new group led by the process.
+	Pgid int
+}
+
+// Start starts c sandboxed and returns it; the caller waits for it.
+//
+// The session's first process starts the session's spawner through the
+// re-exec of this binary (ExecArg), which restricts itself as the plan
+// says and then executes SpawnerArg; from then on a process costs a
+// request on the spawner's socket and a fork and exec there, and inherits
+// the spawner's restrictions. The process is this process's child all the
+// same (CLONE_PARENT), so Wait and Kill work as for any child. TMPDIR is
+// the session's private temporary directory, and HOME the home given to
+// New. With the sandbox off (or a nil Sandbox) c starts directly; where
+// the kernel cannot sandbox it returns an *UnavailableError and nothing
+// starts. No error ever starts c unsandboxed.
+func (s *Sandbox) Start(c Command) (*os.Process, error) {
+	if len(c.Argv) == 0 || !filepath.IsAbs(c.Argv[0]) {
+		return nil, fmt.Errorf("sandbox: %q is not an absolute program path", c.Argv)
 	}
-	if s.setHome {
-		cmd.Env = setEnv(cmd.Env, "HOME", s.home)
+	env := c.Env
+	if env == nil {
+		env = os.Environ()
 	}
-	if s.mode == ModeOff {
-		return nil
+	if s != nil && s.setHome {
+		env = setEnv(env, "HOME", s.home)
+	}
+	if s == nil || s.mode == ModeOff {
+		return startDirect(c, env)
 	}
 	if s.unavailable != nil {
-		return s.unavailable
+		return nil, s.unavailable
 	}
-	if cmd.Path == "" || !filepath.IsAbs(cmd.Path) {
-		return fmt.Errorf("sandbox: %q is not an absolute program path", cmd.Path)
+	return s.spawn(c, setEnv(env, "TMPDIR", s.temp))
+}
+
+// startDirect starts c unsandboxed, for the sandbox's mode off.
+func startDirect(c Command, env []string) (*os.Process, error) {
+	files := []*os.File{c.Stdin, c.Stdout, c.Stderr}
+	for i, f := range files {
+		if f == nil {
+			null, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
+			if err != nil {
+				return nil, err
+			}
+			defer null.Close()
+			files[i] = null
+		}
 	}
-	argv := append([]string{cmd.Path}, cmd.Args[1:]...)
-	cmd.Path = selfExe
-	cmd.Args = append([]string{"retrace", ExecArg, s.planFile, "--"}, argv...)
-	cmd.Env = setEnv(cmd.Env, "TMPDIR", s.temp)
-	s.wrapNamespaces(cmd)
-	return nil
+	return os.StartProcess(c.Argv[0], c.Argv, &os.ProcAttr{Dir: c.Dir, Env: env, Files: files, Sys: groupAttr(c.Pgid)})
 }
 
 // setEnv returns env (nil meaning this process's environment) with key
@@ -335,12 +372,16 @@ func (s *Sandbox) Info() Info {
 	return in
 }
 
-// Close removes the private directory, the temporary directory with it,
+// Close stops the session's spawner and removes the private directory, the temporary directory with it,
 // and the session's cgroups. It is safe to call more than once.
 func (s *Sandbox) Close() {
 	if s == nil {
 		return
 	}
+	s.spawnMu.Lock()
+	s.sp.stop()
+	s.sp = nil
+	s.spawnMu.Unlock()
 	for i := len(s.cleanup) - 1; i >= 0; i-- {
 		s.cleanup[i]()
 	}

@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"errors"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -52,14 +53,34 @@ func newFixture(t *testing.T, p Policy) *fixture {
 // whether it succeeded.
 func (f *fixture) run(t *testing.T, command string) (string, bool) {
 	t.Helper()
-	cmd := exec.Command("/bin/bash", "--noprofile", "--norc", "-c", command)
-	cmd.Dir = f.ws
-	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + f.home, "LANG=C"}
-	if err := f.box.Wrap(cmd); err != nil {
+	return runIn(t, f.box, Command{
+		Argv: []string{"/bin/bash", "--noprofile", "--norc", "-c", command},
+		Dir:  f.ws,
+		Env:  []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + f.home, "LANG=C"},
+	})
+}
+
+// runIn starts c with box.Start, its stdout and stderr combined, waits
+// for it and returns its output and whether it exited 0.
+func runIn(t testing.TB, box *Sandbox, c Command) (string, bool) {
+	t.Helper()
+	r, w, err := os.Pipe()
+	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := cmd.CombinedOutput()
-	return string(out), err == nil
+	defer r.Close()
+	c.Stdout, c.Stderr = w, w
+	p, err := box.Start(c)
+	w.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _ := io.ReadAll(r)
+	st, err := p.Wait()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(out), st.Success()
 }
 
 func TestSandboxConfinesWritesAndSecrets(t *testing.T) {
@@ -167,11 +188,10 @@ func TestSandboxUnavailableRefuses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command("/bin/true")
-	err = box.Wrap(cmd)
+	_, err = box.Start(Command{Argv: []string{"/bin/true"}})
 	var ue *UnavailableError
 	if !errors.As(err, &ue) || !errors.Is(err, ErrUnavailable) {
-		t.Fatalf("Wrap = %v, want an *UnavailableError", err)
+		t.Fatalf("Start = %v, want an *UnavailableError", err)
 	}
 	for _, want := range []string{"simulated", "sandbox: {mode: off}", "--no-sandbox"} {
 		if !strings.Contains(err.Error(), want) {
@@ -182,7 +202,7 @@ func TestSandboxUnavailableRefuses(t *testing.T) {
 		t.Errorf("Info = %+v, want mode unavailable with the reason", in)
 	}
 	old, _ := New(Options{Workspace: t.TempDir(), Probe: func() (int, error) { return 2, nil }})
-	if old.Wrap(exec.Command("/bin/true")) == nil {
+	if _, err := old.Start(Command{Argv: []string{"/bin/true"}}); err == nil {
 		t.Error("ABI 2 was accepted")
 	}
 }

@@ -5,14 +5,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
-	"os/exec"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/retrace-dev/retrace/agent/procgroup"
+	"github.com/retrace-dev/retrace/agent/sandbox"
 	"github.com/retrace-dev/retrace/agent/shell"
 	"github.com/retrace-dev/retrace/trajectory"
 )
@@ -158,21 +159,10 @@ func (BashTool) Run(ctx context.Context, env *Env, input json.RawMessage) (Resul
 	defer cancel()
 
 	out := &captureWriter{max: bashMaxCapture}
-	cmd := exec.CommandContext(runCtx, "/bin/bash", "-c", in.Command)
-	cmd.Dir = env.Workspace()
+	procEnv := os.Environ()
 	if shell.Analyze(in.Command).ReadOnly {
-		cmd.Env = withReadOnlyGit(os.Environ())
+		procEnv = withReadOnlyGit(procEnv)
 	}
-	cmd.Stdin = nil // /dev/null
-	// The process starts inside the session's sandbox (package sandbox);
-	// where the kernel cannot sandbox, it does not start at all.
-	if err := env.Sandbox().Wrap(cmd); err != nil {
-		return Result{IsError: true, ErrorCode: "sandbox_unavailable", Output: err.Error()}, nil
-	}
-	// One writer for both streams: exec then uses one pipe, which keeps
-	// stdout and stderr in the order they were written.
-	cmd.Stdout = out
-	cmd.Stderr = out
 	// The command runs in a process group of its own, tied to retrace's
 	// life: cancelling kills the shell and every child, and so does
 	// retrace dying, so nothing keeps changing the workspace unrecorded.
@@ -180,24 +170,69 @@ func (BashTool) Run(ctx context.Context, env *Env, input json.RawMessage) (Resul
 	if err != nil {
 		return Result{}, fmt.Errorf("bash: %w", err)
 	}
-	group.Join(cmd)
-	cmd.Cancel = group.Cancel
-	cmd.WaitDelay = bashWaitDelay
-
-	unlock := procgroup.WithDeathSignal(cmd)
-	err = cmd.Run()
-	unlock()
-	group.Release()
+	defer group.Release()
+	// One pipe for both streams keeps stdout and stderr in the order they
+	// were written; stdin is /dev/null.
+	r, w, err := os.Pipe()
+	if err != nil {
+		group.Kill()
+		return Result{}, fmt.Errorf("bash: make the output pipe: %w", err)
+	}
+	defer r.Close()
+	// The process starts inside the session's sandbox (package sandbox);
+	// where the kernel cannot sandbox, it does not start at all.
+	proc, err := env.Sandbox().Start(sandbox.Command{
+		Argv: []string{"/bin/bash", "-c", in.Command}, Env: procEnv, Dir: env.Workspace(),
+		Stdout: w, Stderr: w, Pgid: group.ID(),
+	})
+	w.Close()
+	if err != nil {
+		group.Kill()
+		if errors.Is(err, sandbox.ErrUnavailable) {
+			return Result{IsError: true, ErrorCode: "sandbox_unavailable", Output: err.Error()}, nil
+		}
+		// bash itself could not be started: the harness is broken, not the command.
+		return Result{}, fmt.Errorf("bash: start /bin/bash: %w", err)
+	}
 	// The shell's pid is its $$: a replay maps the recorded one to its own.
-	var pid int
-	if cmd.Process != nil {
-		pid = cmd.Process.Pid
+	pid := proc.Pid
+	copied := make(chan struct{})
+	go func() {
+		_, _ = io.Copy(out, r)
+		close(copied)
+	}()
+	var state *os.ProcessState
+	var waitErr error
+	exited := make(chan struct{})
+	go func() {
+		state, waitErr = proc.Wait()
+		close(exited)
+	}()
+	select {
+	case <-exited:
+	case <-runCtx.Done():
+		group.Kill()
+		<-exited
+	}
+	// Background children may hold the pipe for ever (a `server &`): wait
+	// for the output only a short grace period after the shell ended.
+	grace := time.NewTimer(bashWaitDelay)
+	select {
+	case <-copied:
+	case <-grace.C:
+		r.Close()
+		<-copied
+	}
+	grace.Stop()
+	if waitErr != nil {
+		group.Kill()
+		return Result{}, fmt.Errorf("bash: wait for /bin/bash: %w", waitErr)
 	}
 
 	// A command that finished on its own keeps its result even if a
 	// deadline passed a moment later; only a failed run after the context
 	// was done was killed by us.
-	if err != nil && !errors.Is(err, exec.ErrWaitDelay) && runCtx.Err() != nil {
+	if !state.Success() && runCtx.Err() != nil {
 		partial := Result{Output: out.String(), PID: pid}
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			return partial, fmt.Errorf("bash: the call was stopped: %w", ctxErr)
@@ -205,25 +240,16 @@ func (BashTool) Run(ctx context.Context, env *Env, input json.RawMessage) (Resul
 		return partial, &TimeoutError{After: timeout, Output: partial.Output}
 	}
 	text := out.String()
-	var exitErr *exec.ExitError
-	switch {
-	case err == nil, errors.Is(err, exec.ErrWaitDelay):
-		// ErrWaitDelay alone means the shell exited 0 but a background
-		// child still held the output pipe.
-		return Result{Output: text, PID: pid}, nil
-	case errors.As(err, &exitErr):
-		if ws, ok := exitErr.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			name := signalName(ws.Signal())
-			return Result{IsError: true, ErrorCode: "signal:" + name, PID: pid,
-				Output: withTrailer(text, "killed by signal "+name)}, nil
-		}
-		code := exitErr.ExitCode()
+	if ws, ok := state.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		name := signalName(ws.Signal())
+		return Result{IsError: true, ErrorCode: "signal:" + name, PID: pid,
+			Output: withTrailer(text, "killed by signal "+name)}, nil
+	}
+	if code := state.ExitCode(); code != 0 {
 		return Result{IsError: true, ErrorCode: fmt.Sprintf("exit:%d", code), PID: pid,
 			Output: withTrailer(text, fmt.Sprintf("exit status %d", code))}, nil
-	default:
-		// bash itself could not be started: the harness is broken, not the command.
-		return Result{}, fmt.Errorf("bash: start /bin/bash: %w", err)
 	}
+	return Result{Output: text, PID: pid}, nil
 }
 
 // withTrailer appends a status line to output on a line of its own.
