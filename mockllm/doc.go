@@ -44,7 +44,7 @@
 // result no rule recognises is a tool_failure of kind unknown. The call's
 // own run time is on the wire only when the client states it (Codex's
 // wall time); otherwise tool_end's duration_ms is 0 and the next
-// model_request carries the batch's wall time as batch_ms (seed §14.7). Model responses carry the measured
+// model_request carries the batch's wall time as batch_ms. Model responses carry the measured
 // duration_ms and ttft_ms. Every failed attempt is a model_error: an
 // injected status, a request refused before the source answered (with
 // the tool results it carried), a malformed reply (invalid_response), one

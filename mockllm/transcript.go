@@ -33,7 +33,7 @@ import (
 // is on the wire only when the client states it (Codex's wall time);
 // otherwise tool_end's duration_ms is 0 with duration_unknown, and the
 // next model_request carries the batch's wall time as batch_ms, never
-// split among the calls (seed §14.7). A tool_use that never got a result
+// split among the calls. A tool_use that never got a result
 // has no tool_call.
 //
 // Every failed attempt is a model_error: an injected status, a request

@@ -46,7 +46,7 @@ const ErrorCodeFormat = "exit:N, signal:NAME, http:NNN, an errno name (ENOENT) o
 // HTTP status), an errno name (E and 2 to 15 upper-case letters or
 // digits: ENOENT, ENAMETOOLONG), or one of the named codes above. Any
 // other text — a code carrying an id, a path or a message — is no label
-// a metric may group by (seed §14.5). retrace validate reports a code
+// a metric may group by (docs/glossary.md). retrace validate reports a code
 // outside the format in files of every version; the loaders still read
 // them, so that an old file stays readable.
 func IsErrorCode(s string) bool {

@@ -5,7 +5,7 @@
 -- that ran may still fail: timeout, tool_error, exception, or an abort
 -- while running); successes and failures count calls with a
 -- tool_success or tool_failure; lost = calls - successes - failures, the
--- calls that ended in neither (a harness bug, seed §14.7). A tool name
+-- calls that ended in neither (a harness bug). A tool name
 -- the model made up is one '(unknown tool)' row; unknown_tools lists the
 -- names.
 SELECT coalesce(tool_label, '(all)') AS tool,
