@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/retrace-dev/retrace/harness"
 	"github.com/retrace-dev/retrace/mockllm"
 	"github.com/retrace-dev/retrace/recorder"
 	"github.com/retrace-dev/retrace/trajectory"
@@ -93,7 +94,7 @@ func (r *runner) runAgent(ctx context.Context, s *Scenario, index, repeat int) (
 		res.Error = err.Error()
 		return res
 	}
-	tags := map[string]string{"eval_scenario": s.Name, "eval_repeat": strconv.Itoa(repeat), "agent": agentName(s.Agent)}
+	tags := map[string]string{harness.ScenarioTag: s.Name, "eval_repeat": strconv.Itoa(repeat), "agent": agentName(s.Agent)}
 	if s.Agent.Profile == "" {
 		tags["agent"] = "command"
 	}
