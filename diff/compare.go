@@ -15,7 +15,7 @@ import (
 
 	"github.com/retrace-dev/retrace/detectors"
 	"github.com/retrace-dev/retrace/metrics"
-	"github.com/retrace-dev/retrace/scenarios"
+	"github.com/retrace-dev/retrace/results"
 	"github.com/retrace-dev/retrace/stats"
 )
 
@@ -119,7 +119,7 @@ type Input struct {
 	// Compare keeps the side's).
 	Report detectors.Report
 	// Results are the eval results of the side, nil when none.
-	Results *scenarios.Results
+	Results *results.Results
 }
 
 // spec is one row to compute.
@@ -204,7 +204,7 @@ func Compare(ctx context.Context, base, cand Input, opts Options) (*Result, erro
 	if base.Results != nil && cand.Results != nil {
 		// The scenarios' verdict is eval --baseline's, by the same
 		// function; McNemar's test adds the suite-wide view.
-		res.Scenarios = scenarios.Compare(base.Results, cand.Results, base.Side.Label, opts.Alpha)
+		res.Scenarios = results.Compare(base.Results, cand.Results, base.Side.Label, opts.Alpha)
 		res.Paired = pair(base.Results, cand.Results, opts.Alpha)
 	}
 	for _, g := range opts.Gates {

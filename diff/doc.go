@@ -58,7 +58,7 @@
 //     the default) or Benjamini–Hochberg (false discovery rate), and the
 //     result names which.
 //   - Paired eval results: when both sides have results.json with
-//     scenarios in common, each scenario's change by scenarios.Compare
+//     scenarios in common, each scenario's change by results.Compare
 //     (regressed first, listed before the rows), and McNemar's test on
 //     per-scenario pass/fail (exact below 25 discordant pairs), each flip
 //     named, pass→fail first.
@@ -88,7 +88,7 @@
 // and decision eval thresholds share (docs/conditions.md): `aggregate op
 // rhs` with rhs a number or `[k*]base [± d]`, `no new detector SEVERITY`
 // or `no regressed`. `no regressed` fails first on a regressed scenario
-// (Result.Scenarios, scenarios.Compare: the verdict eval --baseline
+// (Result.Scenarios, results.Compare: the verdict eval --baseline
 // gives), then on a regressed row or McNemar's verdict. A metric gate is
 // decided with an interval, never the point estimate: against base with the
 // difference's interval (the limit (k−1)·base + d, base the point estimate

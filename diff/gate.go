@@ -7,7 +7,7 @@ import (
 
 	"github.com/retrace-dev/retrace/condition"
 	"github.com/retrace-dev/retrace/metrics"
-	"github.com/retrace-dev/retrace/scenarios"
+	"github.com/retrace-dev/retrace/results"
 	"github.com/retrace-dev/retrace/stats"
 )
 
@@ -66,7 +66,7 @@ func checkGate(g *Gate, res *Result, b, c *side, opts Options) GateResult {
 		}
 		undecided := 0
 		if res.Scenarios != nil {
-			undecided = res.Scenarios.Count(scenarios.ChangeInconclusive)
+			undecided = res.Scenarios.Count(results.ChangeInconclusive)
 		}
 		switch {
 		case len(names) > 0:

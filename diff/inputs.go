@@ -7,7 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/retrace-dev/retrace/scenarios"
+	"github.com/retrace-dev/retrace/results"
 )
 
 // ResultsFile is the name of the eval results an eval --out directory holds.
@@ -51,10 +51,10 @@ func ResolveSide(paths []string) (runs []string, results string, err error) {
 }
 
 // ReadResults reads an eval results.json.
-func ReadResults(path string) (*scenarios.Results, error) {
+func ReadResults(path string) (*results.Results, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrSide, err)
 	}
-	return scenarios.ReadResults(data, path)
+	return results.Read(data, path)
 }

@@ -3,7 +3,7 @@ package diff
 import (
 	"slices"
 
-	"github.com/retrace-dev/retrace/scenarios"
+	"github.com/retrace-dev/retrace/results"
 	"github.com/retrace-dev/retrace/stats"
 )
 
@@ -13,8 +13,8 @@ import (
 // scenario passes when its verdict is pass; every other verdict (fail,
 // flaky, error, inconclusive) counts as not passing. Nil when no scenario
 // is in both.
-func pair(base, cand *scenarios.Results, alpha float64) *Paired {
-	bv := map[string]scenarios.Verdict{}
+func pair(base, cand *results.Results, alpha float64) *Paired {
+	bv := map[string]results.Verdict{}
 	for _, s := range base.Scenarios {
 		bv[s.Name] = s.Verdict
 	}
@@ -26,7 +26,7 @@ func pair(base, cand *scenarios.Results, alpha float64) *Paired {
 			continue
 		}
 		p.Scenarios++
-		bp, cp := from == scenarios.VerdictPass, s.Verdict == scenarios.VerdictPass
+		bp, cp := from == results.VerdictPass, s.Verdict == results.VerdictPass
 		switch {
 		case bp && !cp:
 			p.PassFail++

@@ -9,22 +9,22 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/retrace-dev/retrace/scenarios"
+	"github.com/retrace-dev/retrace/results"
 	"github.com/retrace-dev/retrace/synth"
 )
 
 // writeEvalOut writes an eval --out directory: runs/ (a small synth
 // corpus) and a results.json with the given verdicts by scenario.
-func writeEvalOut(t *testing.T, name string, seed int64, verdicts map[string]scenarios.Verdict) string {
+func writeEvalOut(t *testing.T, name string, seed int64, verdicts map[string]results.Verdict) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), name)
 	if _, err := synth.Write(context.Background(), filepath.Join(dir, "runs"), synth.Options{Sessions: 20, Seed: seed}); err != nil {
 		t.Fatal(err)
 	}
-	res := scenarios.Results{Version: scenarios.ResultsVersion, Scenarios: []scenarios.ScenarioResult{}}
+	res := results.Results{Version: results.Version, Scenarios: []results.ScenarioResult{}}
 	for _, n := range []string{"alpha", "bravo", "charlie", "delta", "echo"} {
 		if v, ok := verdicts[n]; ok {
-			res.Scenarios = append(res.Scenarios, scenarios.ScenarioResult{Name: n, File: n + ".txtar", Verdict: v, Runs: []scenarios.RunResult{}})
+			res.Scenarios = append(res.Scenarios, results.ScenarioResult{Name: n, File: n + ".txtar", Verdict: v, Runs: []results.RunResult{}})
 		}
 	}
 	b, err := json.Marshal(res)
@@ -60,9 +60,9 @@ func loadEvalOut(t *testing.T, dir string) Input {
 // with echo only in the candidate: both flips are named, pass→fail first,
 // and McNemar's test is used and reported.
 func TestAScenarioThatFlipsIsNamedAndMcNemarDecides(t *testing.T) {
-	P, F := scenarios.VerdictPass, scenarios.VerdictFail
-	base := loadEvalOut(t, writeEvalOut(t, "base", 1, map[string]scenarios.Verdict{"alpha": P, "bravo": P, "charlie": P, "delta": F}))
-	cand := loadEvalOut(t, writeEvalOut(t, "cand", 1, map[string]scenarios.Verdict{"alpha": P, "bravo": F, "charlie": P, "delta": P, "echo": F}))
+	P, F := results.VerdictPass, results.VerdictFail
+	base := loadEvalOut(t, writeEvalOut(t, "base", 1, map[string]results.Verdict{"alpha": P, "bravo": P, "charlie": P, "delta": F}))
+	cand := loadEvalOut(t, writeEvalOut(t, "cand", 1, map[string]results.Verdict{"alpha": P, "bravo": F, "charlie": P, "delta": P, "echo": F}))
 	res, err := Compare(context.Background(), base, cand, Options{Gates: []*Gate{mustGate(t, "no regressed")}})
 	if err != nil {
 		t.Fatal(err)
@@ -99,16 +99,16 @@ func TestAScenarioThatFlipsIsNamedAndMcNemarDecides(t *testing.T) {
 // scenarios pass→fail and none back is McNemar's exact p = 2/2^8, below
 // alpha, so the paired comparison regressed and fails "no regressed".
 func TestManyScenariosBreakingIsARegression(t *testing.T) {
-	base := &scenarios.Results{}
-	cand := &scenarios.Results{}
+	base := &results.Results{}
+	cand := &results.Results{}
 	for i := range 10 {
 		n := string(rune('a' + i))
-		base.Scenarios = append(base.Scenarios, scenarios.ScenarioResult{Name: n, Verdict: scenarios.VerdictPass})
-		v := scenarios.VerdictFail
+		base.Scenarios = append(base.Scenarios, results.ScenarioResult{Name: n, Verdict: results.VerdictPass})
+		v := results.VerdictFail
 		if i >= 8 {
-			v = scenarios.VerdictPass
+			v = results.VerdictPass
 		}
-		cand.Scenarios = append(cand.Scenarios, scenarios.ScenarioResult{Name: n, Verdict: v})
+		cand.Scenarios = append(cand.Scenarios, results.ScenarioResult{Name: n, Verdict: v})
 	}
 	p := pair(base, cand, 0.05)
 	if p.PassFail != 8 || p.Verdict != VerdictRegressed || p.Test.P > 0.01 {

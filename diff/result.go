@@ -2,7 +2,7 @@ package diff
 
 import (
 	"github.com/retrace-dev/retrace/detectors"
-	"github.com/retrace-dev/retrace/scenarios"
+	"github.com/retrace-dev/retrace/results"
 	"github.com/retrace-dev/retrace/stats"
 )
 
@@ -211,14 +211,14 @@ type Result struct {
 	// Skipped are metrics left out for too little data.
 	Skipped []Skipped `json:"skipped,omitempty"`
 	// Scenarios is the scenario-by-scenario verdict when both sides have
-	// eval results: scenarios.Compare, the one retrace eval --baseline
+	// eval results: results.Compare, the one retrace eval --baseline
 	// reports. A scenario whose runs all passed in the base and not all
 	// in the candidate is regressed (a live one only beyond chance).
-	Scenarios   *scenarios.Comparison `json:"scenarios,omitempty"`
-	Paired      *Paired               `json:"paired,omitempty"`
-	Findings    Findings              `json:"findings"`
-	Gates       []GateResult          `json:"gates,omitempty"`
-	Calibration *Calibration          `json:"calibration,omitempty"`
+	Scenarios   *results.Comparison `json:"scenarios,omitempty"`
+	Paired      *Paired             `json:"paired,omitempty"`
+	Findings    Findings            `json:"findings"`
+	Gates       []GateResult        `json:"gates,omitempty"`
+	Calibration *Calibration        `json:"calibration,omitempty"`
 }
 
 // RegressedScenarios returns the names of the scenarios that regressed,

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/retrace-dev/retrace/results"
 )
 
 // agentMinimal is a valid scenario of an agent CLI that each case below
@@ -111,7 +113,7 @@ func TestRunOfAMissingAgentIsAnErrorNotAPass(t *testing.T) {
 		t.Fatal(err)
 	}
 	sr := res.Scenarios[0]
-	if sr.Verdict != VerdictError || !strings.Contains(sr.Runs[0].Error, "not on PATH") {
+	if sr.Verdict != results.VerdictError || !strings.Contains(sr.Runs[0].Error, "not on PATH") {
 		t.Fatalf("verdict %s, error %q; want error naming the missing program", sr.Verdict, sr.Runs[0].Error)
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/retrace-dev/retrace/harness"
 	"github.com/retrace-dev/retrace/mockllm"
 	"github.com/retrace-dev/retrace/recorder"
+	"github.com/retrace-dev/retrace/results"
 	"github.com/retrace-dev/retrace/trajectory"
 )
 
@@ -66,7 +67,7 @@ const (
 // fresh workspace with the mock as its model and (where the platform
 // allows) no other network, its own transcript is imported, and both
 // become one session, checked like any run.
-func (r *runner) runAgent(ctx context.Context, s *Scenario, index, repeat int) (res RunResult) {
+func (r *runner) runAgent(ctx context.Context, s *Scenario, index, repeat int) (res results.RunResult) {
 	res.Repeat = repeat
 	clock := r.opts.clock()
 	start := clock()

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/retrace-dev/retrace/results"
 )
 
 // curlAgent is a scenario whose agent is a shell command calling the
@@ -57,7 +59,7 @@ func TestAnAgentWithoutANamespaceRunsWithALoudWarning(t *testing.T) {
 		t.Fatal(err)
 	}
 	run := res.Scenarios[0].Runs[0]
-	if res.Scenarios[0].Verdict != VerdictPass {
+	if res.Scenarios[0].Verdict != results.VerdictPass {
 		t.Fatalf("verdict %s (error %q, failures %+v); want a pass", res.Scenarios[0].Verdict, run.Error, run.Failures)
 	}
 	if len(warned) != 1 || !strings.Contains(warned[0], "WITHOUT network isolation") || !strings.Contains(warned[0], "pretends") {
@@ -92,7 +94,7 @@ func TestAnAgentThatRequiresIsolationDoesNotRunWithout(t *testing.T) {
 				t.Fatal(err)
 			}
 			run := res.Scenarios[0].Runs[0]
-			if res.Scenarios[0].Verdict != VerdictError || !strings.Contains(run.Error, ErrNoIsolation.Error()) {
+			if res.Scenarios[0].Verdict != results.VerdictError || !strings.Contains(run.Error, ErrNoIsolation.Error()) {
 				t.Fatalf("verdict %s, error %q; want the error verdict for the missing namespace", res.Scenarios[0].Verdict, run.Error)
 			}
 		})
@@ -131,7 +133,7 @@ func BenchmarkAgentRunIsolation(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				if v := res.Scenarios[0].Verdict; v != VerdictPass {
+				if v := res.Scenarios[0].Verdict; v != results.VerdictPass {
 					b.Fatalf("verdict %s: %+v", v, res.Scenarios[0].Runs[0])
 				}
 			}
@@ -155,7 +157,7 @@ func TestAnAgentThatHangsIsStoppedAtTheTimeout(t *testing.T) {
 		t.Fatal(err)
 	}
 	run := res.Scenarios[0].Runs[0]
-	if res.Scenarios[0].Verdict != VerdictError || !strings.Contains(run.Error, "did not finish within 1s") || !strings.Contains(run.Error, "its stderr ends: stuck") {
+	if res.Scenarios[0].Verdict != results.VerdictError || !strings.Contains(run.Error, "did not finish within 1s") || !strings.Contains(run.Error, "its stderr ends: stuck") {
 		t.Fatalf("verdict %s, error %q; want the error verdict naming the timeout and quoting the agent's stderr", res.Scenarios[0].Verdict, run.Error)
 	}
 }

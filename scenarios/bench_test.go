@@ -9,6 +9,7 @@ import (
 
 	"github.com/retrace-dev/retrace/harness"
 	"github.com/retrace-dev/retrace/mockllm"
+	"github.com/retrace-dev/retrace/results"
 )
 
 // BenchmarkRunnerOverhead measures what the runner adds to one session
@@ -59,7 +60,7 @@ func BenchmarkRunnerOverhead(b *testing.B) {
 		b.Run(c.name, func(b *testing.B) {
 			for range b.N {
 				res := runSuite(b, []*Scenario{c.s}, Options{Parallel: 1})
-				if res.Worst() != VerdictPass {
+				if res.Worst() != results.VerdictPass {
 					b.Fatalf("the benchmark's scenario fails:\n%s", table(res))
 				}
 			}
@@ -79,7 +80,7 @@ func BenchmarkBuiltinSuite(b *testing.B) {
 		b.Run(fmt.Sprintf("j=%d", j), func(b *testing.B) {
 			for range b.N {
 				res := runSuite(b, suite, Options{Parallel: j})
-				if res.Worst() != VerdictPass {
+				if res.Worst() != results.VerdictPass {
 					b.Fatalf("the built-in suite fails:\n%s", table(res))
 				}
 			}

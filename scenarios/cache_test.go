@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/retrace-dev/retrace/metrics"
+	"github.com/retrace-dev/retrace/results"
 	"github.com/retrace-dev/retrace/trajectory"
 )
 
@@ -26,7 +27,7 @@ func cacheByTurn(t *testing.T, name string) (reads map[int]int64, share map[int]
 		t.Fatal(err)
 	}
 	sr := res.Scenarios[0]
-	if sr.Verdict != VerdictPass || len(sr.Runs) != 1 {
+	if sr.Verdict != results.VerdictPass || len(sr.Runs) != 1 {
 		t.Fatalf("%s: verdict %s, want it to pass: %+v", name, sr.Verdict, sr.Runs)
 	}
 	rec, err := readRecording(sr.Runs[0].Trajectory)

@@ -13,15 +13,16 @@ import (
 	"strings"
 
 	"github.com/retrace-dev/retrace/detectors"
+	"github.com/retrace-dev/retrace/results"
 	"github.com/retrace-dev/retrace/trajectory"
 )
 
 // failf builds a failure of the expectation at place.
-func failf(place Place, what, at, format string, args ...any) Failure {
-	return Failure{Expect: place.String() + ": " + what, Got: fmt.Sprintf(format, args...), At: at}
+func failf(place Place, what, at, format string, args ...any) results.Failure {
+	return results.Failure{Expect: place.String() + ": " + what, Got: fmt.Sprintf(format, args...), At: at}
 }
 
-func checkOutcome(o *OutcomeExpect, rec *recording, res RunResult) []Failure {
+func checkOutcome(o *OutcomeExpect, rec *recording, res results.RunResult) []results.Failure {
 	if o == nil {
 		return nil
 	}
@@ -29,7 +30,7 @@ func checkOutcome(o *OutcomeExpect, rec *recording, res RunResult) []Failure {
 	if rec.end != nil {
 		at = rec.at(*rec.end)
 	}
-	var out []Failure
+	var out []results.Failure
 	ended := string(res.Reason)
 	if res.EndError != "" {
 		ended += " (" + res.EndError + ")"
@@ -69,8 +70,8 @@ func lastTouch(rec *recording, rel string) string {
 	return ""
 }
 
-func checkFiles(s *Scenario, ws string, rec *recording) []Failure {
-	var out []Failure
+func checkFiles(s *Scenario, ws string, rec *recording) []results.Failure {
+	var out []results.Failure
 	for _, fe := range s.Expect.Files {
 		fs := checkFile(s, fe, ws)
 		if len(fs) > 0 {
@@ -85,24 +86,24 @@ func checkFiles(s *Scenario, ws string, rec *recording) []Failure {
 }
 
 // checkFile checks one file expectation against the workspace after the run.
-func checkFile(s *Scenario, fe FileExpect, ws string) []Failure {
+func checkFile(s *Scenario, fe FileExpect, ws string) []results.Failure {
 	data, err := os.ReadFile(filepath.Join(ws, filepath.FromSlash(fe.Path)))
 	exists := err == nil
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return []Failure{failf(fe.Place, fe.Path+" can be read", "", "%v", err)}
+		return []results.Failure{failf(fe.Place, fe.Path+" can be read", "", "%v", err)}
 	}
 	if fe.Exists != nil && exists != *fe.Exists {
 		want, got := "exists", "it does not exist"
 		if !*fe.Exists {
 			want, got = "does not exist", "it exists"
 		}
-		return []Failure{failf(fe.Place, fe.Path+" "+want, "", "after the run %s", got)}
+		return []results.Failure{failf(fe.Place, fe.Path+" "+want, "", "after the run %s", got)}
 	}
 	content := fe.Equals != nil || len(fe.Contains) > 0 || len(fe.Matches) > 0 || fe.Unchanged
 	if !exists && content {
-		return []Failure{failf(fe.Place, fe.Path+"'s content", "", "after the run %s does not exist", fe.Path)}
+		return []results.Failure{failf(fe.Place, fe.Path+"'s content", "", "after the run %s does not exist", fe.Path)}
 	}
-	var out []Failure
+	var out []results.Failure
 	if fe.Equals != nil && string(data) != *fe.Equals {
 		out = append(out, failf(fe.Place, fmt.Sprintf("%s equals %q", fe.Path, clip(*fe.Equals)), "", "it holds %q", clip(string(data))))
 	}
@@ -283,7 +284,7 @@ func jsonEqual(a, b any) bool {
 	return err1 == nil && err2 == nil && bytes.Equal(x, y)
 }
 
-func checkEvent(e EventExpect, rec *recording) []Failure {
+func checkEvent(e EventExpect, rec *recording) []results.Failure {
 	var hits, near []located
 	for _, ev := range rec.events {
 		switch {
@@ -313,7 +314,7 @@ func checkEvent(e EventExpect, rec *recording) []Failure {
 	case rec.end != nil:
 		at = rec.at(*rec.end)
 	}
-	return []Failure{failf(e.Place, e.describe(), at, "%s", got)}
+	return []results.Failure{failf(e.Place, e.describe(), at, "%s", got)}
 }
 
 // summary says what an event is, in one line.
@@ -337,7 +338,7 @@ func summary(ev trajectory.Event) string {
 	return fmt.Sprintf("%s in turn %d", ev.Type(), ev.Turn)
 }
 
-func checkDetectors(d *DetectorExpect, fs []detectors.Finding) []Failure {
+func checkDetectors(d *DetectorExpect, fs []detectors.Finding) []results.Failure {
 	if d == nil {
 		return nil
 	}
@@ -351,7 +352,7 @@ func checkDetectors(d *DetectorExpect, fs []detectors.Finding) []Failure {
 		}
 		return fmt.Sprintf("%s:%d", f.Evidence[0].File, f.Evidence[0].Line)
 	}
-	var out []Failure
+	var out []results.Failure
 	for _, id := range slices.Sorted(maps.Keys(d.Fire)) {
 		if n := len(byID[id]); n < d.Fire[id] {
 			out = append(out, failf(d.Place, fmt.Sprintf("detector %s fires at least %d times", id, d.Fire[id]), "", "it found %d", n))

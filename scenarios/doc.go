@@ -4,8 +4,9 @@
 // what the agent does with them; the runner plays each scenario through
 // the real runtime (harness.Build) in a fresh temporary workspace,
 // records the session, runs the detectors on the recording and checks
-// every expectation, then renders a summary, JSON results or a JUnit
-// file for CI.
+// every expectation. What it found is a *results.Results (package
+// results), which cmd/retrace writes as results.json and renders for a
+// person or for CI.
 //
 // # The format
 //

@@ -16,6 +16,7 @@ import (
 	"github.com/retrace-dev/retrace/detectors"
 	"github.com/retrace-dev/retrace/metrics"
 	"github.com/retrace-dev/retrace/recorder"
+	"github.com/retrace-dev/retrace/results"
 	"github.com/retrace-dev/retrace/trajectory"
 )
 
@@ -169,7 +170,7 @@ func (p *parser) checkExhibit(s *Scenario, has map[string]int) {
 // recording would go, checks the event expectations over the one
 // recording, and, when ownPass says so, runs every detector over the
 // exhibit's recordings; detectExhibits judges the others.
-func (r *runner) exhibit(ctx context.Context, s *Scenario, index int) (res RunResult) {
+func (r *runner) exhibit(ctx context.Context, s *Scenario, index int) (res results.RunResult) {
 	res.Repeat = 1
 	clock := r.opts.clock()
 	start := clock()
@@ -270,7 +271,7 @@ func ownPass(s *Scenario) bool {
 // each exhibit's detector expectations over the findings about its own
 // sessions. An exhibit whose session another exhibit also holds (one
 // load refuses that) gets a pass of its own.
-func (r *runner) detectExhibits(ctx context.Context, suite []*Scenario, results *Results) error {
+func (r *runner) detectExhibits(ctx context.Context, suite []*Scenario, results *results.Results) error {
 	owner := map[string]int{}
 	var files []string
 	var shared, alone []int

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/retrace-dev/retrace/results"
 )
 
 // recordingOf returns the recording section of a built-in exhibit.
@@ -107,7 +109,7 @@ func TestAnExhibitFailsWhenItsRecordingDoesNotShowWhatItExpects(t *testing.T) {
 		t.Fatalf("%d results for %d exhibits", len(res.Scenarios), 2*len(cases))
 	}
 	for _, s := range res.Scenarios {
-		if s.Verdict != VerdictFail {
+		if s.Verdict != results.VerdictFail {
 			t.Errorf("%s with the other recording: verdict %s, want fail:\n%s", s.Name, s.Verdict, table(res))
 			continue
 		}
@@ -136,7 +138,7 @@ func TestTwoExhibitsOfOneSessionAreJudgedApart(t *testing.T) {
 	}
 	res := runSuite(t, suite, Options{Parallel: 1})
 	for _, s := range res.Scenarios {
-		if s.Verdict != VerdictPass || s.Runs[0].Findings["lost_call"] == 0 {
+		if s.Verdict != results.VerdictPass || s.Runs[0].Findings["lost_call"] == 0 {
 			t.Errorf("%s: verdict %s, findings %v, want a pass with lost_call found:\n%s", s.Name, s.Verdict, s.Runs[0].Findings, table(res))
 		}
 	}

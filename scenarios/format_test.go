@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/retrace-dev/retrace/results"
 )
 
 // minimal is a valid scenario that each case below breaks.
@@ -101,7 +103,7 @@ func TestAFlowMappingScenarioParses(t *testing.T) {
 		t.Fatalf("parsed %+v", s)
 	}
 	res := runSuite(t, []*Scenario{s}, Options{})
-	if res.Worst() != VerdictPass {
+	if res.Worst() != results.VerdictPass {
 		t.Fatalf("the flow scenario fails:\n%s", table(res))
 	}
 }
@@ -115,7 +117,7 @@ func TestALiveScenarioParsesAndErrsWhenRunWithoutAProvider(t *testing.T) {
 		t.Fatalf("parsed Live=%v Script=%q, want a live scenario without a script", s.Live, s.Script)
 	}
 	res := runSuite(t, []*Scenario{s}, Options{})
-	if res.Worst() != VerdictError || !strings.Contains(res.Scenarios[0].Runs[0].Error, "model: live") {
+	if res.Worst() != results.VerdictError || !strings.Contains(res.Scenarios[0].Runs[0].Error, "model: live") {
 		t.Fatalf("a live scenario run without a provider: want the error verdict naming model: live, got:\n%s", table(res))
 	}
 }

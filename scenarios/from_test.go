@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/retrace-dev/retrace/results"
 	"github.com/retrace-dev/retrace/scenarios"
 )
 
@@ -33,7 +34,7 @@ func recordRun(t *testing.T, name string) string {
 }
 
 // evalArchive parses and runs a generated scenario and returns its one run.
-func evalArchive(t *testing.T, archive []byte) scenarios.RunResult {
+func evalArchive(t *testing.T, archive []byte) results.RunResult {
 	t.Helper()
 	s, err := scenarios.Parse(archive, "generated.txtar")
 	if err != nil {
@@ -46,7 +47,7 @@ func evalArchive(t *testing.T, archive []byte) scenarios.RunResult {
 	return res.Scenarios[0].Runs[0]
 }
 
-func passes(r scenarios.RunResult) bool { return r.Error == "" && len(r.Failures) == 0 }
+func passes(r results.RunResult) bool { return r.Error == "" && len(r.Failures) == 0 }
 
 func from(t *testing.T, rec, keep string) scenarios.FromResult {
 	t.Helper()

@@ -11,6 +11,7 @@ import (
 
 	"github.com/retrace-dev/retrace/condition"
 	"github.com/retrace-dev/retrace/metrics"
+	"github.com/retrace-dev/retrace/results"
 )
 
 // MetricExpect is one threshold of expect.metrics, checked once over all
@@ -23,26 +24,6 @@ type MetricExpect struct {
 	// MinRuns is the fewest runs that recorded a session the threshold
 	// decides on; with fewer it is inconclusive.
 	MinRuns int
-}
-
-// ThresholdResult is one metric threshold over a scenario's runs.
-type ThresholdResult struct {
-	// Expect says the threshold and where it is written (file:line: path: threshold).
-	Expect string `json:"expect"`
-	// Threshold is the threshold alone, in canonical form, for a summary
-	// line.
-	Threshold string `json:"threshold,omitempty"`
-	// Verdict is pass, fail or inconclusive.
-	Verdict Verdict `json:"verdict"`
-	// Value is the aggregate, in milliseconds for a duration; absent when
-	// there was nothing to aggregate.
-	Value *float64 `json:"value,omitempty"`
-	// Got says the value with what it was computed over, or why the
-	// threshold could not be decided.
-	Got string `json:"got"`
-	// At is the trajectory line that shows a failed threshold (file:line):
-	// the first call or event counted, or the slowest call's tool_end.
-	At string `json:"at,omitempty"`
 }
 
 // metrics reads expect.metrics: a list of thresholds, each a string or a
@@ -108,7 +89,7 @@ func scalarCol(n *yaml.Node, col int) int {
 // thresholds checks each metric threshold over its scenario's runs in
 // the suite's one database of recordings (runner.recordings), with the metrics package's views, so that the numbers are the
 // ones retrace metrics reports.
-func (r *runner) thresholds(ctx context.Context, suite []*Scenario, results *Results) error {
+func (r *runner) thresholds(ctx context.Context, suite []*Scenario, res *results.Results) error {
 	need := false
 	for _, s := range suite {
 		need = need || len(s.Expect.Metrics) > 0
@@ -116,7 +97,7 @@ func (r *runner) thresholds(ctx context.Context, suite []*Scenario, results *Res
 	if !need {
 		return nil
 	}
-	db, err := r.recordings(ctx, suite, results)
+	db, err := r.recordings(ctx, suite, res)
 	if err != nil {
 		return err
 	}
@@ -124,8 +105,8 @@ func (r *runner) thresholds(ctx context.Context, suite []*Scenario, results *Res
 		// No run recorded anything: every threshold is inconclusive.
 		for i, s := range suite {
 			for _, m := range s.Expect.Metrics {
-				results.Scenarios[i].Thresholds = append(results.Scenarios[i].Thresholds, ThresholdResult{
-					Expect: m.Place.String() + ": " + m.Source, Threshold: m.Threshold.String(), Verdict: VerdictInconclusive,
+				res.Scenarios[i].Thresholds = append(res.Scenarios[i].Thresholds, results.ThresholdResult{
+					Expect: m.Place.String() + ": " + m.Source, Threshold: m.Threshold.String(), Verdict: results.VerdictInconclusive,
 					Got: "inconclusive: no run recorded a session",
 				})
 			}
@@ -134,7 +115,7 @@ func (r *runner) thresholds(ctx context.Context, suite []*Scenario, results *Res
 	}
 	for i, s := range suite {
 		var sessions []string
-		for _, run := range results.Scenarios[i].Runs {
+		for _, run := range res.Scenarios[i].Runs {
 			if run.Session != "" && run.Error == "" {
 				sessions = append(sessions, run.Session)
 			}
@@ -144,7 +125,7 @@ func (r *runner) thresholds(ctx context.Context, suite []*Scenario, results *Res
 			if err != nil {
 				return fmt.Errorf("eval: %s: %w", m.Place, err)
 			}
-			results.Scenarios[i].Thresholds = append(results.Scenarios[i].Thresholds, tr)
+			res.Scenarios[i].Thresholds = append(res.Scenarios[i].Thresholds, tr)
 		}
 	}
 	return nil
@@ -220,9 +201,9 @@ func formatValue(t *Threshold, v float64) string {
 }
 
 // evalThreshold checks m over the runs that recorded sessions.
-func evalThreshold(ctx context.Context, db *metrics.DB, m MetricExpect, sessions []string) (ThresholdResult, error) {
+func evalThreshold(ctx context.Context, db *metrics.DB, m MetricExpect, sessions []string) (results.ThresholdResult, error) {
 	t := m.Threshold
-	tr := ThresholdResult{Expect: m.Place.String() + ": " + m.Source, Threshold: t.String(), Verdict: VerdictInconclusive}
+	tr := results.ThresholdResult{Expect: m.Place.String() + ": " + m.Source, Threshold: t.String(), Verdict: results.VerdictInconclusive}
 	runs := runsOf(len(sessions))
 	if len(sessions) < m.MinRuns {
 		tr.Got = fmt.Sprintf("inconclusive: min_runs is %d and %s recorded a session; run it more (--repeat or repeat:)", m.MinRuns, runs)
@@ -290,9 +271,9 @@ func evalThreshold(ctx context.Context, db *metrics.DB, m MetricExpect, sessions
 		}
 	}
 	tr.Value = &v
-	tr.Verdict = VerdictFail
+	tr.Verdict = results.VerdictFail
 	if t.decide(v) == condition.Pass {
-		tr.Verdict = VerdictPass
+		tr.Verdict = results.VerdictPass
 		return tr, nil
 	}
 	at, err := thresholdAt(ctx, db, t, sessions)

@@ -3,6 +3,8 @@ package scenarios
 import (
 	"strings"
 	"testing"
+
+	"github.com/retrace-dev/retrace/results"
 )
 
 // A threshold over the durations of calls that never ran has nothing to
@@ -36,19 +38,19 @@ expect:
 		t.Fatalf("the run did not pass:\n%s", table(res))
 	}
 	// A tool never called has no duration at all.
-	if tr := sr.Thresholds[3]; tr.Verdict != VerdictInconclusive || !strings.Contains(tr.Got, "inconclusive: no grep call ran over 1 run") {
+	if tr := sr.Thresholds[3]; tr.Verdict != results.VerdictInconclusive || !strings.Contains(tr.Got, "inconclusive: no grep call ran over 1 run") {
 		t.Errorf("%s: %s (%s), want inconclusive: no grep call ran", tr.Threshold, tr.Verdict, tr.Got)
 	}
-	if sr.Verdict != VerdictInconclusive {
+	if sr.Verdict != results.VerdictInconclusive {
 		t.Errorf("verdict %s, want inconclusive:\n%s", sr.Verdict, table(res))
 	}
 	for _, tr := range sr.Thresholds[:2] {
-		if tr.Verdict != VerdictInconclusive || !strings.Contains(tr.Got, "no bash call ran") {
+		if tr.Verdict != results.VerdictInconclusive || !strings.Contains(tr.Got, "no bash call ran") {
 			t.Errorf("%s: %s (%s), want inconclusive: no bash call ran", tr.Threshold, tr.Verdict, tr.Got)
 		}
 	}
 	// A rate over the same calls is decided: they were called.
-	if tr := sr.Thresholds[2]; tr.Verdict != VerdictPass {
+	if tr := sr.Thresholds[2]; tr.Verdict != results.VerdictPass {
 		t.Errorf("%s: %s (%s), want pass", tr.Threshold, tr.Verdict, tr.Got)
 	}
 	if !strings.Contains(table(res), "1/1 runs passed, thresholds p95(duration, tool=bash) < 1ms; max(duration, tool=bash) < 1ms; p95(duration, tool=grep) < 1ms inconclusive") {

@@ -3,6 +3,8 @@ package scenarios
 import (
 	"cmp"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -22,6 +24,7 @@ import (
 	"github.com/retrace-dev/retrace/harness"
 	"github.com/retrace-dev/retrace/metrics"
 	"github.com/retrace-dev/retrace/recorder"
+	"github.com/retrace-dev/retrace/results"
 	"github.com/retrace-dev/retrace/trajectory"
 )
 
@@ -46,7 +49,7 @@ type Options struct {
 	// AfterRun, when set, is called after each run that recorded a
 	// session and was checked, while its workspace still exists (from
 	// several goroutines at once): --update reads what the run did.
-	AfterRun func(s *Scenario, repeat int, workspace string, res RunResult)
+	AfterRun func(s *Scenario, repeat int, workspace string, res results.RunResult)
 	// Provider, when set, makes the model of each run (a new one a run,
 	// so that runs share no state): the scenarios then run against it
 	// and their scripts are unused; Model names the model it is asked
@@ -96,7 +99,7 @@ func (o Options) clock() func() time.Time {
 // eval was interrupted), the runs under way are cut off and left out, no
 // other run starts, and the runs that finished are judged as usual and
 // returned in results marked Interrupted, NotRun counting the others.
-func Run(ctx context.Context, suite []*Scenario, opts Options) (*Results, error) {
+func Run(ctx context.Context, suite []*Scenario, opts Options) (*results.Results, error) {
 	clock := opts.clock()
 	start := clock()
 	root, err := os.MkdirTemp("", "retrace-eval-")
@@ -119,9 +122,9 @@ func Run(ctx context.Context, suite []*Scenario, opts Options) (*Results, error)
 	type job struct {
 		s             *Scenario
 		index, repeat int
-		res           *RunResult
+		res           *results.RunResult
 	}
-	results := &Results{Version: ResultsVersion, Scenarios: make([]ScenarioResult, len(suite))}
+	out := &results.Results{Version: results.Version, Scenarios: make([]results.ScenarioResult, len(suite))}
 	var jobs []job
 	for i, s := range suite {
 		n := s.Repeat
@@ -132,8 +135,8 @@ func Run(ctx context.Context, suite []*Scenario, opts Options) (*Results, error)
 			// A recording does not change between runs.
 			n = 1
 		}
-		sr := &results.Scenarios[i]
-		*sr = ScenarioResult{Name: s.Name, File: s.File, Description: s.Description, Tags: s.Tags, Runs: make([]RunResult, n), Live: opts.Provider != nil}
+		sr := &out.Scenarios[i]
+		*sr = results.ScenarioResult{Name: s.Name, File: s.File, Description: s.Description, Tags: s.Tags, Runs: make([]results.RunResult, n), Live: opts.Provider != nil}
 		for r := range n {
 			jobs = append(jobs, job{s: s, index: i, repeat: r + 1, res: &sr.Runs[r]})
 		}
@@ -175,35 +178,35 @@ func Run(ctx context.Context, suite []*Scenario, opts Options) (*Results, error)
 	if ctx.Err() != nil {
 		// Interrupted: the results hold the runs that finished, judged
 		// as usual, so that what ran is not lost.
-		results.Interrupted = true
-		suite, results.NotRun = keepFinished(suite, results)
+		out.Interrupted = true
+		suite, out.NotRun = keepFinished(suite, out)
 		ctx = context.WithoutCancel(ctx)
 	}
-	if err := r.detect(ctx, suite, results); err != nil {
+	if err := r.detect(ctx, suite, out); err != nil {
 		return nil, err
 	}
-	if err := r.detectExhibits(ctx, suite, results); err != nil {
+	if err := r.detectExhibits(ctx, suite, out); err != nil {
 		return nil, err
 	}
-	if err := r.thresholds(ctx, suite, results); err != nil {
+	if err := r.thresholds(ctx, suite, out); err != nil {
 		return nil, err
 	}
-	for i := range results.Scenarios {
-		results.Scenarios[i].decide()
+	for i := range out.Scenarios {
+		out.Scenarios[i].Decide()
 	}
-	results.DurationMs = trajectory.Millis(clock().Sub(start))
-	return results, nil
+	out.DurationMs = trajectory.Millis(clock().Sub(start))
+	return out, nil
 }
 
 // keepFinished drops the runs that never finished (Repeat still 0) and
 // the scenarios left with none, from results and from suite alike (their
 // indexes match), and returns the suite kept and how many runs it
 // dropped.
-func keepFinished(suite []*Scenario, results *Results) ([]*Scenario, int) {
+func keepFinished(suite []*Scenario, res *results.Results) ([]*Scenario, int) {
 	dropped := 0
-	kept := []ScenarioResult{}
+	kept := []results.ScenarioResult{}
 	var keptSuite []*Scenario
-	for i, s := range results.Scenarios {
+	for i, s := range res.Scenarios {
 		runs := s.Runs[:0]
 		for _, run := range s.Runs {
 			if run.Repeat == 0 {
@@ -218,7 +221,7 @@ func keepFinished(suite []*Scenario, results *Results) ([]*Scenario, int) {
 			keptSuite = append(keptSuite, suite[i])
 		}
 	}
-	results.Scenarios = kept
+	res.Scenarios = kept
 	return keptSuite, dropped
 }
 
@@ -235,7 +238,7 @@ type runner struct {
 // that detectors or thresholds judge (the exhibits' are judged alone),
 // loaded on first use, so that a suite pays for one load; nil when no
 // run recorded anything. Run closes it.
-func (r *runner) recordings(ctx context.Context, suite []*Scenario, results *Results) (*metrics.DB, error) {
+func (r *runner) recordings(ctx context.Context, suite []*Scenario, res *results.Results) (*metrics.DB, error) {
 	if r.db != nil {
 		return r.db, nil
 	}
@@ -245,7 +248,7 @@ func (r *runner) recordings(ctx context.Context, suite []*Scenario, results *Res
 		if s.Exhibit() && len(s.Expect.Metrics) == 0 {
 			continue
 		}
-		for _, run := range results.Scenarios[i].Runs {
+		for _, run := range res.Scenarios[i].Runs {
 			if run.Trajectory != "" && run.Error == "" && !seen[run.Trajectory] {
 				seen[run.Trajectory] = true
 				files = append(files, run.Trajectory)
@@ -268,7 +271,7 @@ func (r *runner) recordings(ctx context.Context, suite []*Scenario, results *Res
 }
 
 // run plays one repeat of s.
-func (r *runner) run(ctx context.Context, s *Scenario, index, repeat int) (res RunResult) {
+func (r *runner) run(ctx context.Context, s *Scenario, index, repeat int) (res results.RunResult) {
 	if s.Exhibit() {
 		return r.exhibit(ctx, s, index)
 	}
@@ -474,7 +477,7 @@ func readRecording(path string) (*recording, error) {
 // detect runs the detectors over every recording at once, when some
 // scenario expects something of them, and checks those expectations. The
 // detectors that judge a corpus are left out: a suite is not one.
-func (r *runner) detect(ctx context.Context, suite []*Scenario, results *Results) error {
+func (r *runner) detect(ctx context.Context, suite []*Scenario, res *results.Results) error {
 	need := false
 	for _, s := range suite {
 		// An exhibit's recordings are judged alone (see exhibit).
@@ -483,7 +486,7 @@ func (r *runner) detect(ctx context.Context, suite []*Scenario, results *Results
 	if !need {
 		return nil
 	}
-	db, err := r.recordings(ctx, suite, results)
+	db, err := r.recordings(ctx, suite, res)
 	if err != nil || db == nil {
 		return err
 	}
@@ -499,8 +502,8 @@ func (r *runner) detect(ctx context.Context, suite []*Scenario, results *Results
 		if s.Exhibit() {
 			continue
 		}
-		for k := range results.Scenarios[i].Runs {
-			run := &results.Scenarios[i].Runs[k]
+		for k := range res.Scenarios[i].Runs {
+			run := &res.Scenarios[i].Runs[k]
 			if run.Session == "" || run.Error != "" {
 				continue
 			}
@@ -515,6 +518,18 @@ func (r *runner) detect(ctx context.Context, suite []*Scenario, results *Results
 		}
 	}
 	return nil
+}
+
+// SuiteHash identifies a suite: the SHA-256 over its scenarios' files,
+// names and archive digests, in file and name order. Each shard of one
+// suite records the same hash (the suite is hashed before --shard), so
+// that Merge can refuse shards of different suites.
+func SuiteHash(suite []*Scenario) string {
+	h := sha256.New()
+	for _, s := range sorted(suite) {
+		fmt.Fprintf(h, "%s\x00%s\x00%s\n", s.File, s.Name, s.Digest)
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // sorted returns the suite in file and name order, the order of results.

@@ -5,10 +5,12 @@ import (
 	"path"
 	"strings"
 	"testing"
+
+	"github.com/retrace-dev/retrace/results"
 )
 
 // runSuite runs suite and fails the test on retrace's own errors.
-func runSuite(t testing.TB, suite []*Scenario, opts Options) *Results {
+func runSuite(t testing.TB, suite []*Scenario, opts Options) *results.Results {
 	t.Helper()
 	res, err := Run(context.Background(), suite, opts)
 	if err != nil {
@@ -18,7 +20,7 @@ func runSuite(t testing.TB, suite []*Scenario, opts Options) *Results {
 }
 
 // table renders results for a test's failure message.
-func table(r *Results) string {
+func table(r *results.Results) string {
 	var b strings.Builder
 	_ = r.WriteTable(&b)
 	return b.String()
@@ -43,7 +45,7 @@ func TestTheBuiltinSuitePasses(t *testing.T) {
 		t.Fatalf("the built-in suite has %d scenarios, want at least 7", len(suite))
 	}
 	res := runSuite(t, suite, Options{})
-	if res.Worst() != VerdictPass || res.Count(VerdictPass) != len(suite) {
+	if res.Worst() != results.VerdictPass || res.Count(results.VerdictPass) != len(suite) {
 		t.Fatalf("the built-in suite does not pass:\n%s", table(res))
 	}
 	exhibits := map[string]bool{}
@@ -121,14 +123,14 @@ func TestBreakingOneExpectationOfEachKindFailsNamingIt(t *testing.T) {
 		suite = append(suite, s)
 	}
 	res := runSuite(t, suite, Options{})
-	byName := map[string]ScenarioResult{}
+	byName := map[string]results.ScenarioResult{}
 	for _, s := range res.Scenarios {
 		byName[s.Name] = s
 	}
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			got := byName[suite[i].Name]
-			if got.Verdict != VerdictFail {
+			if got.Verdict != results.VerdictFail {
 				t.Fatalf("verdict %s, want fail:\n%s", got.Verdict, table(res))
 			}
 			var msgs []string
@@ -170,7 +172,7 @@ func TestAScenarioThatPassesSomeRepeatsIsFlakyNeverAPass(t *testing.T) {
 	}
 	res := runSuite(t, []*Scenario{s}, Options{Repeat: 5, Parallel: 2})
 	got := res.Scenarios[0]
-	if got.Verdict != VerdictFlaky || got.Passed != 3 || len(got.Runs) != 5 || res.Worst() != VerdictFlaky {
+	if got.Verdict != results.VerdictFlaky || got.Passed != 3 || len(got.Runs) != 5 || res.Worst() != results.VerdictFlaky {
 		t.Fatalf("verdict %s with %d of %d runs passed, want flaky with 3 of 5:\n%s", got.Verdict, got.Passed, len(got.Runs), table(res))
 	}
 	if !strings.Contains(table(res), "FLAKY flaky  3/5 runs passed") {
@@ -182,7 +184,7 @@ func TestAScenarioThatPassesSomeRepeatsIsFlakyNeverAPass(t *testing.T) {
 		t.Fatal(err)
 	}
 	res = runSuite(t, []*Scenario{own}, Options{})
-	if got := res.Scenarios[0]; got.Verdict != VerdictFlaky || got.Passed != 2 || len(got.Runs) != 4 {
+	if got := res.Scenarios[0]; got.Verdict != results.VerdictFlaky || got.Passed != 2 || len(got.Runs) != 4 {
 		t.Fatalf("with repeat: 4, verdict %s with %d of %d runs passed, want flaky with 2 of 4", got.Verdict, got.Passed, len(got.Runs))
 	}
 }
@@ -222,7 +224,7 @@ func TestShardsPartitionTheSuiteExactly(t *testing.T) {
 
 // verdicts reduces results to what must not depend on how a suite was
 // split: each scenario's verdict and the failures of its runs.
-func verdicts(r *Results) []string {
+func verdicts(r *results.Results) []string {
 	var out []string
 	for _, s := range r.Scenarios {
 		line := s.File + " " + s.Name + " " + string(s.Verdict)
@@ -249,7 +251,7 @@ func TestMergingTheShardsGivesTheUnshardedResults(t *testing.T) {
 	broken.Name = "clean_broken"
 	suite = append(suite, broken)
 	whole := runSuite(t, suite, Options{})
-	var parts []*Results
+	var parts []*results.Results
 	for i := 1; i <= 3; i++ {
 		part, err := Shard(suite, i, 3)
 		if err != nil {
@@ -262,13 +264,13 @@ func TestMergingTheShardsGivesTheUnshardedResults(t *testing.T) {
 		if err := r.WriteJSON(&b); err != nil {
 			t.Fatal(err)
 		}
-		back, err := ReadResults([]byte(b.String()), "shard.json")
+		back, err := results.Read([]byte(b.String()), "shard.json")
 		if err != nil {
 			t.Fatal(err)
 		}
 		parts = append(parts, back)
 	}
-	merged, err := Merge(MergeOptions{}, parts[2], parts[0], parts[1])
+	merged, err := results.Merge(results.MergeOptions{}, parts[2], parts[0], parts[1])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -276,10 +278,10 @@ func TestMergingTheShardsGivesTheUnshardedResults(t *testing.T) {
 	if got != want {
 		t.Fatalf("merged shards:\n%s\nunsharded:\n%s", got, want)
 	}
-	if merged.Worst() != VerdictFail || merged.Count(VerdictFail) != 1 {
+	if merged.Worst() != results.VerdictFail || merged.Count(results.VerdictFail) != 1 {
 		t.Fatalf("merged verdicts: %s", got)
 	}
-	if _, err := Merge(MergeOptions{}, parts[0], parts[0]); err == nil {
+	if _, err := results.Merge(results.MergeOptions{}, parts[0], parts[0]); err == nil {
 		t.Fatal("merging a shard with itself was accepted")
 	}
 }

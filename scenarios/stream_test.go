@@ -3,6 +3,8 @@ package scenarios
 import (
 	"strings"
 	"testing"
+
+	"github.com/retrace-dev/retrace/results"
 )
 
 // TestTheStreamingScenarioCatchesARuntimeThatDoesNotStreamItsCalls runs
@@ -17,7 +19,7 @@ func TestTheStreamingScenarioCatchesARuntimeThatDoesNotStreamItsCalls(t *testing
 		}
 		s.BatchTools = batch
 		res := runSuite(t, []*Scenario{s}, Options{})
-		passed := res.Worst() == VerdictPass
+		passed := res.Worst() == results.VerdictPass
 		if passed == batch {
 			t.Fatalf("batch_tools %v: passed %v, want %v:\n%s", batch, passed, !batch, table(res))
 		}

@@ -16,6 +16,7 @@ import (
 	"go.yaml.in/yaml/v3"
 	"golang.org/x/tools/txtar"
 
+	"github.com/retrace-dev/retrace/results"
 	"github.com/retrace-dev/retrace/trajectory"
 )
 
@@ -58,7 +59,7 @@ func NewGolden() *Golden {
 }
 
 // AfterRun records a run of a golden scenario; it is an Options.AfterRun.
-func (g *Golden) AfterRun(s *Scenario, repeat int, ws string, res RunResult) {
+func (g *Golden) AfterRun(s *Scenario, repeat int, ws string, res results.RunResult) {
 	if !slices.Contains(s.Tags, GoldenTag) {
 		return
 	}
@@ -72,7 +73,7 @@ func (g *Golden) AfterRun(s *Scenario, repeat int, ws string, res RunResult) {
 	g.runs[s] = append(g.runs[s], o)
 }
 
-func observe(s *Scenario, ws string, res RunResult) (*observed, error) {
+func observe(s *Scenario, ws string, res results.RunResult) (*observed, error) {
 	o := &observed{reason: res.Reason, exitCode: res.ExitCode, turns: res.Turns, tools: map[string]int{}, files: map[string][]byte{}}
 	rec, err := readRecording(res.Trajectory)
 	if err != nil {
@@ -135,10 +136,10 @@ type UpdateResult struct {
 // rest of the archive are kept; the YAML is re-indented as yaml.v3
 // writes it. A scenario that errored, whose runs did different things, or
 // that is built in is refused. The rewritten file must parse.
-func (g *Golden) Update(suite []*Scenario, results *Results) []UpdateResult {
+func (g *Golden) Update(suite []*Scenario, res *results.Results) []UpdateResult {
 	var out []UpdateResult
-	byName := map[string]ScenarioResult{}
-	for _, sr := range results.Scenarios {
+	byName := map[string]results.ScenarioResult{}
+	for _, sr := range res.Scenarios {
 		byName[sr.Name] = sr
 	}
 	for _, s := range sorted(suite) {
@@ -149,7 +150,7 @@ func (g *Golden) Update(suite []*Scenario, results *Results) []UpdateResult {
 		u := UpdateResult{Name: s.Name, File: s.File}
 		runs, err := g.runs[s], g.errs[s]
 		switch {
-		case sr.Verdict == VerdictError:
+		case sr.Verdict == results.VerdictError:
 			u.Refused = "it errored; fix what stops it from running first"
 		case err != nil:
 			u.Refused = err.Error()

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/retrace-dev/retrace/results"
 )
 
 const goldenScenario = `A golden scenario: its expectations are rewritten by --update.
@@ -54,7 +56,7 @@ func writeScenario(t *testing.T, dir, name, src string) *Scenario {
 }
 
 // runGolden runs suite recording golden runs and updates them.
-func runGolden(t *testing.T, suite []*Scenario, opts Options) ([]UpdateResult, *Results) {
+func runGolden(t *testing.T, suite []*Scenario, opts Options) ([]UpdateResult, *results.Results) {
 	t.Helper()
 	g := NewGolden()
 	opts.AfterRun = g.AfterRun
@@ -66,7 +68,7 @@ func TestUpdateRewritesAGoldenScenarioFromWhatItsRunDid(t *testing.T) {
 	dir := t.TempDir()
 	s := writeScenario(t, dir, "golden.txtar", goldenScenario)
 	ups, res := runGolden(t, []*Scenario{s}, Options{})
-	if res.Worst() != VerdictFail {
+	if res.Worst() != results.VerdictFail {
 		t.Fatalf("the golden scenario's old expectations hold:\n%s", table(res))
 	}
 	if len(ups) != 1 || !ups[0].Updated || ups[0].Refused != "" {
@@ -95,7 +97,7 @@ func TestUpdateRewritesAGoldenScenarioFromWhatItsRunDid(t *testing.T) {
 	// The rewritten scenario passes, and a second update changes nothing.
 	s = writeScenario(t, dir, "golden.txtar", got)
 	ups, res = runGolden(t, []*Scenario{s}, Options{})
-	if res.Worst() != VerdictPass {
+	if res.Worst() != results.VerdictPass {
 		t.Fatalf("the updated scenario does not pass:\n%s\n%s", table(res), got)
 	}
 	if len(ups) != 1 || ups[0].Updated || ups[0].Refused != "" {
@@ -131,7 +133,7 @@ func TestUpdateRefusesWhatItCannotRewriteFaithfully(t *testing.T) {
 			g := NewGolden()
 			res := runSuite(t, []*Scenario{s}, Options{Repeat: c.repeat, AfterRun: g.AfterRun})
 			if c.errored {
-				res.Scenarios[0].Verdict = VerdictError
+				res.Scenarios[0].Verdict = results.VerdictError
 			}
 			ups := g.Update([]*Scenario{s}, res)
 			if c.refused == "" {

@@ -18,10 +18,11 @@ const module = "github.com/retrace-dev/retrace"
 // analysisPackages read trajectories and results and never the runtime.
 var analysisPackages = []string{"metrics", "detectors", "condition", "stats", "compare", "diff", "report"}
 
-// throughScenarios are the analysis packages that today reach the runtime
-// only by importing scenarios for its results type, which is moving to a
-// package of its own (docs/architecture.md, "Who may import whom").
-var throughScenarios = []string{"diff", "report"}
+// scenarioRunners are the packages below cmd that may import scenarios:
+// those that run scenarios. None does; a package that needs a scenario's
+// outcome reads package results (docs/architecture.md, "Who may import
+// whom").
+var scenarioRunners = []string{}
 
 // projectImports returns every package of the module (path relative to
 // the module, e.g. "agent/config") with the module packages it imports,
@@ -114,10 +115,10 @@ func reach(pkgs map[string][]string, p, skip string) []string {
 }
 
 // TestArchitecture holds the import rules docs/architecture.md states:
-// nothing imports cmd, analysis packages never reach the runtime (but
-// for the one allowance through scenarios, which fails once it is no
-// longer needed), and the page's package table names every package with
-// exactly the project imports it has.
+// nothing imports cmd, analysis packages never reach the runtime, directly
+// or not, only what runs scenarios imports scenarios, and the page's
+// package table names every package with exactly the project imports it
+// has.
 func TestArchitecture(t *testing.T) {
 	pkgs := projectImports(t, filepath.Join("..", ".."))
 
@@ -139,19 +140,17 @@ func TestArchitecture(t *testing.T) {
 				t.Errorf("analysis package %s imports the runtime package %s", a, d)
 			}
 		}
-		deps := reach(pkgs, a, "")
-		if !slices.ContainsFunc(deps, runtimePackage) {
-			if slices.Contains(throughScenarios, a) {
-				t.Errorf("%s no longer reaches the runtime: remove it from throughScenarios and the exception from docs/architecture.md", a)
-			}
-			continue
-		}
-		if !slices.Contains(throughScenarios, a) {
+		if deps := reach(pkgs, a, ""); slices.ContainsFunc(deps, runtimePackage) {
 			t.Errorf("analysis package %s depends on the runtime: %v", a, slices.DeleteFunc(deps, func(d string) bool { return !runtimePackage(d) }))
+		}
+	}
+
+	for _, p := range keys(pkgs) {
+		if p == "cmd" || strings.HasPrefix(p, "cmd/") || slices.Contains(scenarioRunners, p) {
 			continue
 		}
-		if via := reach(pkgs, a, "scenarios"); slices.ContainsFunc(via, runtimePackage) {
-			t.Errorf("%s reaches the runtime other than through scenarios: %v", a, slices.DeleteFunc(via, func(d string) bool { return !runtimePackage(d) }))
+		if slices.Contains(pkgs[p], "scenarios") {
+			t.Errorf("%s imports scenarios, which runs the agent runtime: read package results instead, or add it to scenarioRunners if it runs scenarios", p)
 		}
 	}
 

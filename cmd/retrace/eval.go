@@ -18,6 +18,7 @@ import (
 
 	"github.com/retrace-dev/retrace/agent/llm"
 	"github.com/retrace-dev/retrace/harness"
+	"github.com/retrace-dev/retrace/results"
 	"github.com/retrace-dev/retrace/scenarios"
 	"github.com/retrace-dev/retrace/terminal"
 )
@@ -211,7 +212,7 @@ func runEval(ctx context.Context, sys *IO, opts *evalOptions, args []string) err
 	}
 	// The baseline is read before anything runs, so that a wrong path
 	// costs no run.
-	var base *scenarios.Results
+	var base *results.Results
 	if opts.baseline != "" {
 		if base, err = readResultsArg(opts.baseline); err != nil {
 			return invalid(fmt.Errorf("--baseline: %w", err))
@@ -297,7 +298,7 @@ func runEval(ctx context.Context, sys *IO, opts *evalOptions, args []string) err
 	}
 	res.Shard, res.SuiteHash, res.RetraceVersion = shard, suiteHash, currentVersion().Version
 	if base != nil {
-		res.Baseline = scenarios.Compare(base, res, opts.baseline, 0)
+		res.Baseline = results.Compare(base, res, opts.baseline, 0)
 	}
 	if opts.out != "" {
 		if err := writeResults(filepath.Join(opts.out, resultsFile), res); err != nil {
@@ -333,7 +334,7 @@ func skipLive(sys *IO, suite []*scenarios.Scenario) []*scenarios.Scenario {
 // it did, one line each. The exit is the run's, leaving out the scenarios
 // now rewritten (their old expectations no longer stand); a refusal
 // keeps its scenario's verdict, and an update that failed exits 1.
-func updateGolden(sys *IO, golden *scenarios.Golden, suite []*scenarios.Scenario, res *scenarios.Results) error {
+func updateGolden(sys *IO, golden *scenarios.Golden, suite []*scenarios.Scenario, res *results.Results) error {
 	settled := map[string]bool{}
 	failed := false
 	for _, u := range golden.Update(suite, res) {
@@ -349,7 +350,7 @@ func updateGolden(sys *IO, golden *scenarios.Golden, suite []*scenarios.Scenario
 			settled[u.Name] = true
 		}
 	}
-	rest := &scenarios.Results{Version: res.Version}
+	rest := &results.Results{Version: res.Version}
 	for _, s := range res.Scenarios {
 		if !settled[s.Name] {
 			rest.Scenarios = append(rest.Scenarios, s)
@@ -369,7 +370,7 @@ const resultsFile = "results.json"
 
 // readResultsArg reads results from a results.json, or from the --out
 // directory that holds one.
-func readResultsArg(a string) (*scenarios.Results, error) {
+func readResultsArg(a string) (*results.Results, error) {
 	p := a
 	if info, err := os.Stat(a); err == nil && info.IsDir() {
 		p = filepath.Join(a, resultsFile)
@@ -378,7 +379,7 @@ func readResultsArg(a string) (*scenarios.Results, error) {
 	if err != nil {
 		return nil, err
 	}
-	return scenarios.ReadResults(data, p)
+	return results.Read(data, p)
 }
 
 // suiteError prints every problem of a bad suite, one a line, and exits 2.
@@ -404,7 +405,7 @@ func parseShard(s string) (int, int, error) {
 	return i, n, nil
 }
 
-func writeResults(path string, res *scenarios.Results) error {
+func writeResults(path string, res *results.Results) error {
 	f, err := createPrivate(path)
 	if err != nil {
 		return err
@@ -418,7 +419,7 @@ func writeResults(path string, res *scenarios.Results) error {
 
 // reportEval prints the summary in format, writes the JUnit file, and
 // maps the worst verdict to the exit code.
-func reportEval(sys *IO, res *scenarios.Results, format, junit string, gone bool) error {
+func reportEval(sys *IO, res *results.Results, format, junit string, gone bool) error {
 	var err error
 	// The summary holds what scenarios got, model text included.
 	out := terminal.NewWriter(sys.Out)
@@ -450,7 +451,7 @@ func reportEval(sys *IO, res *scenarios.Results, format, junit string, gone bool
 	if res.Partial {
 		fmt.Fprintf(sys.Err, "retrace: partial: these results lack %s\n", strings.Join(res.Missing, ", "))
 	}
-	if gone && res.Worst() != scenarios.VerdictPass && format != "json" {
+	if gone && res.Worst() != results.VerdictPass && format != "json" {
 		fmt.Fprintln(sys.Err, "The recordings named above were in a temporary directory; add --out DIR to keep them.")
 	}
 	if junit != "" {
@@ -471,12 +472,12 @@ func reportEval(sys *IO, res *scenarios.Results, format, junit string, gone bool
 
 // evalExit maps the worst verdict, and a regression since the baseline,
 // to the exit code.
-func evalExit(res *scenarios.Results) error {
-	regressed := res.Baseline != nil && res.Baseline.Count(scenarios.ChangeRegressed) > 0
+func evalExit(res *results.Results) error {
+	regressed := res.Baseline != nil && res.Baseline.Count(results.ChangeRegressed) > 0
 	switch res.Worst() {
-	case scenarios.VerdictError:
+	case results.VerdictError:
 		return &exitError{code: ExitHarness, err: errReported}
-	case scenarios.VerdictFail:
+	case results.VerdictFail:
 		return &exitError{code: ExitGate, err: errReported}
 	}
 	// A regression gates even when what regressed is only flaky or
@@ -486,9 +487,9 @@ func evalExit(res *scenarios.Results) error {
 	}
 	// What could not be decided: a flaky or inconclusive scenario, a live
 	// scenario's change within chance, a run cut short, missing shards.
-	undecided := res.Baseline != nil && res.Baseline.Count(scenarios.ChangeInconclusive) > 0
+	undecided := res.Baseline != nil && res.Baseline.Count(results.ChangeInconclusive) > 0
 	switch {
-	case res.Worst() == scenarios.VerdictFlaky, res.Worst() == scenarios.VerdictInconclusive,
+	case res.Worst() == results.VerdictFlaky, res.Worst() == results.VerdictInconclusive,
 		undecided, res.Interrupted, res.Partial:
 		return &exitError{code: ExitInconclusive, err: errReported}
 	}
@@ -542,7 +543,7 @@ func runEvalMerge(sys *IO, opts *evalMergeOptions, args []string) error {
 	if err := opts.format.check(); err != nil {
 		return err
 	}
-	var parts []*scenarios.Results
+	var parts []*results.Results
 	for _, a := range args {
 		r, err := readResultsArg(a)
 		if err != nil {
@@ -550,7 +551,7 @@ func runEvalMerge(sys *IO, opts *evalMergeOptions, args []string) error {
 		}
 		parts = append(parts, r)
 	}
-	res, err := scenarios.Merge(scenarios.MergeOptions{AllowPartial: opts.allowPartial}, parts...)
+	res, err := results.Merge(results.MergeOptions{AllowPartial: opts.allowPartial}, parts...)
 	if err != nil {
 		return invalid(err)
 	}
@@ -559,7 +560,7 @@ func runEvalMerge(sys *IO, opts *evalMergeOptions, args []string) error {
 		if err != nil {
 			return invalid(fmt.Errorf("--baseline: %w", err))
 		}
-		res.Baseline = scenarios.Compare(base, res, opts.baseline, 0)
+		res.Baseline = results.Compare(base, res, opts.baseline, 0)
 	}
 	if opts.out != "" {
 		if err := mkdirPrivate(opts.out); err != nil {

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/retrace-dev/retrace/scenarios"
+	"github.com/retrace-dev/retrace/results"
 )
 
 // agentScenarios are the scenarios of testdata/agents that retrace eval
@@ -64,7 +64,7 @@ func TestEvalOfRealAgentCLIs(t *testing.T) {
 			if code != ExitOK {
 				t.Fatalf("retrace eval %s: exit %d\n%s\n%s", sc.file, code, stdout, stderr)
 			}
-			var res scenarios.Results
+			var res results.Results
 			if err := json.Unmarshal([]byte(stdout), &res); err != nil {
 				t.Fatalf("eval --format json: %v\n%s", err, stdout)
 			}
@@ -72,7 +72,7 @@ func TestEvalOfRealAgentCLIs(t *testing.T) {
 				t.Fatalf("want one scenario with one run, got %+v", res.Scenarios)
 			}
 			run := res.Scenarios[0].Runs[0]
-			if res.Scenarios[0].Verdict != scenarios.VerdictPass || len(run.Warnings) > 0 {
+			if res.Scenarios[0].Verdict != results.VerdictPass || len(run.Warnings) > 0 {
 				t.Fatalf("verdict %s, warnings %q, failures %+v; want a pass without warnings", res.Scenarios[0].Verdict, run.Warnings, run.Failures)
 			}
 			if fmt.Sprint(run.Findings) != fmt.Sprint(sc.findings) {

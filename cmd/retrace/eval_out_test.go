@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/retrace-dev/retrace/scenarios"
+	"github.com/retrace-dev/retrace/results"
 )
 
 // selfAsRetrace returns this test binary linked under the name retrace
@@ -121,7 +121,7 @@ func TestTwoEvalsIntoOneOutNeverBothGoGreen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := scenarios.ReadResults(data, "results.json")
+	res, err := results.Read(data, "results.json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,7 +207,7 @@ func interruptEval(t *testing.T, sig syscall.Signal) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := scenarios.ReadResults(data, "results.json")
+	res, err := results.Read(data, "results.json")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package scenarios
+package results
 
 import (
 	"bytes"
@@ -6,8 +6,8 @@ import (
 	"testing"
 )
 
-func results(verdicts map[string]Verdict) *Results {
-	r := &Results{Version: ResultsVersion}
+func withVerdicts(verdicts map[string]Verdict) *Results {
+	r := &Results{Version: Version}
 	for _, name := range []string{"a", "b", "c", "d", "e", "f", "g"} {
 		if v, ok := verdicts[name]; ok {
 			r.Scenarios = append(r.Scenarios, ScenarioResult{Name: name, File: "suite/" + name + ".txtar", Verdict: v})
@@ -17,8 +17,8 @@ func results(verdicts map[string]Verdict) *Results {
 }
 
 func TestCompareSortsWhatBecameOfEachScenarioSinceTheBaseline(t *testing.T) {
-	base := results(map[string]Verdict{"a": VerdictPass, "b": VerdictFail, "c": VerdictPass, "d": VerdictPass, "e": VerdictFail, "f": VerdictPass})
-	cur := results(map[string]Verdict{"a": VerdictPass, "b": VerdictPass, "c": VerdictFail, "d": VerdictFlaky, "e": VerdictError, "g": VerdictPass})
+	base := withVerdicts(map[string]Verdict{"a": VerdictPass, "b": VerdictFail, "c": VerdictPass, "d": VerdictPass, "e": VerdictFail, "f": VerdictPass})
+	cur := withVerdicts(map[string]Verdict{"a": VerdictPass, "b": VerdictPass, "c": VerdictFail, "d": VerdictFlaky, "e": VerdictError, "g": VerdictPass})
 	c := Compare(base, cur, "base.json", 0)
 	var got []string
 	for _, ch := range c.Changes {
@@ -56,13 +56,13 @@ func TestCompareSortsWhatBecameOfEachScenarioSinceTheBaseline(t *testing.T) {
 }
 
 func TestAComparisonSurvivesTheResultsJSON(t *testing.T) {
-	cur := results(map[string]Verdict{"a": VerdictFail})
-	cur.Baseline = Compare(results(map[string]Verdict{"a": VerdictPass}), cur, "base.json", 0)
+	cur := withVerdicts(map[string]Verdict{"a": VerdictFail})
+	cur.Baseline = Compare(withVerdicts(map[string]Verdict{"a": VerdictPass}), cur, "base.json", 0)
 	var b bytes.Buffer
 	if err := cur.WriteJSON(&b); err != nil {
 		t.Fatal(err)
 	}
-	back, err := ReadResults(b.Bytes(), "r.json")
+	back, err := Read(b.Bytes(), "r.json")
 	if err != nil {
 		t.Fatal(err)
 	}

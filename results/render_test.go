@@ -1,4 +1,4 @@
-package scenarios
+package results
 
 import (
 	"strings"
@@ -10,11 +10,11 @@ import (
 func handResults() *Results {
 	mk := func(name string, runs ...RunResult) ScenarioResult {
 		s := ScenarioResult{Name: name, File: name + ".txtar", Runs: runs}
-		s.decide()
+		s.Decide()
 		return s
 	}
 	fail := Failure{Expect: "x.txtar:9: expect.outcome: the session ends with end_turn", Got: "it ended with max_turns", At: "runs/s.jsonl:12"}
-	return &Results{Version: ResultsVersion, DurationMs: 1500, Scenarios: []ScenarioResult{
+	return &Results{Version: Version, DurationMs: 1500, Scenarios: []ScenarioResult{
 		mk("a_pass", RunResult{Repeat: 1}),
 		mk("b_flaky", RunResult{Repeat: 1}, RunResult{Repeat: 2, Failures: []Failure{fail}}),
 		mk("c_fail", RunResult{Repeat: 1, Failures: []Failure{fail}}),

@@ -1,4 +1,4 @@
-package scenarios
+package results
 
 import (
 	"encoding/xml"
@@ -10,31 +10,25 @@ import (
 	"testing"
 )
 
-// junitResults runs a passing, a failing and a flaky scenario, and adds
-// one retrace could not run (made by hand: a suite that parses cannot
-// produce it short of a broken disk), so that the report holds every
-// kind of testcase.
+// junitResults are results with a scenario of every verdict: one that
+// passed, one flaky, one failed, one retrace could not run, one whose
+// passing runs a threshold failed and one whose threshold could not be
+// decided, so that the report holds every kind of testcase.
 func junitResults(t *testing.T) *Results {
 	t.Helper()
-	var suite []*Scenario
-	for _, src := range []struct{ name, data string }{
-		{"pass.txtar", minimal},
-		{"fail.txtar", strings.Replace(strings.Replace(minimal, "name: minimal", "name: failing", 1), "reason: end_turn", "reason: max_turns", 1)},
-		{"flaky.txtar", flakyScenario},
-	} {
-		s, err := Parse([]byte(src.data), src.name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		suite = append(suite, s)
+	res := handResults()
+	threshold := func(name string, v Verdict, got string) ScenarioResult {
+		s := ScenarioResult{Name: name, File: "suite/" + name + ".txtar", Runs: []RunResult{{Repeat: 1, DurationMs: 12}},
+			Thresholds: []ThresholdResult{{Expect: "metric.txtar:14: expect.metrics[0]: p95(bash) < 1m", Threshold: "p95(duration, tool=bash) < 1m", Verdict: v, Got: got}}}
+		s.Decide()
+		return s
 	}
-	res := runSuite(t, suite, Options{Repeat: 3})
-	broken := ScenarioResult{Name: "broken_config", File: "error.txtar", Runs: []RunResult{{Repeat: 1, Error: "workspace: no space left on device"}}}
-	broken.decide()
-	res.Scenarios = append(res.Scenarios, broken)
-	for _, v := range []Verdict{VerdictPass, VerdictFail, VerdictFlaky, VerdictError} {
-		if res.Count(v) != 1 {
-			t.Fatalf("want one scenario of each verdict:\n%s", table(res))
+	res.Scenarios = append(res.Scenarios,
+		threshold("e_threshold", VerdictFail, "2m: over 20 bash calls"),
+		threshold("f_undecided", VerdictInconclusive, "inconclusive: p95 needs at least 20 samples, there are 1"))
+	for _, v := range []Verdict{VerdictPass, VerdictFail, VerdictFlaky, VerdictError, VerdictInconclusive} {
+		if res.Count(v) == 0 {
+			t.Fatalf("no scenario is %s", v)
 		}
 	}
 	return res
@@ -67,7 +61,7 @@ func TestTheJUnitReportValidatesAgainstTheSurefireSchema(t *testing.T) {
 	// The check can fail: a report without the required tests attribute does not validate.
 	data, _ := os.ReadFile(file)
 	bad := filepath.Join(t.TempDir(), "bad.xml")
-	os.WriteFile(bad, []byte(strings.Replace(string(data), ` tests="4"`, "", 1)), 0o644)
+	os.WriteFile(bad, []byte(strings.Replace(string(data), ` tests="6"`, "", 1)), 0o644)
 	if err := exec.Command(xmllint, "--noout", "--schema", filepath.Join("testdata", "surefire-test-report.xsd"), bad).Run(); err == nil {
 		t.Fatal("a report without tests= validates: the schema check proves nothing")
 	}
@@ -83,7 +77,7 @@ func TestTheJUnitReportHasEveryVerdict(t *testing.T) {
 	if err := xml.Unmarshal([]byte(b.String()), &got); err != nil {
 		t.Fatal(err)
 	}
-	if got.Tests != 4 || got.Failures != 2 || got.Errors != 1 || got.Skipped != 0 || len(got.Cases) != 4 {
+	if got.Tests != 6 || got.Failures != 4 || got.Errors != 1 || got.Skipped != 0 || len(got.Cases) != 6 {
 		t.Fatalf("counts %+v", got)
 	}
 	// The schema's SUREFIRE_TIME: seconds, at most three decimals.
@@ -102,8 +96,10 @@ func TestTheJUnitReportHasEveryVerdict(t *testing.T) {
 			kinds[c.Name] = "pass"
 		}
 	}
-	want := map[string]string{"minimal": "pass", "broken_config": "error:error", "flaky": "failure:flaky:flaky: 2 of 3 runs passed",
-		"failing": "failure:expectation:expected fail.txtar:8: expect.outcome: the session ends with max_turns; got it ended with end_turn"}
+	want := map[string]string{"a_pass": "pass", "d_error": "error:error", "b_flaky": "failure:flaky:flaky: 1 of 2 runs passed",
+		"c_fail":      "failure:expectation:expected x.txtar:9: expect.outcome: the session ends with end_turn; got it ended with max_turns",
+		"e_threshold": "failure:expectation:expected metric.txtar:14: expect.metrics[0]: p95(bash) < 1m; got 2m: over 20 bash calls",
+		"f_undecided": "failure:inconclusive:expected metric.txtar:14: expect.metrics[0]: p95(bash) < 1m; got inconclusive: p95 needs at least 20 samples, there are 1"}
 	for k, v := range want {
 		if kinds[k] != v {
 			t.Errorf("testcase %s: %q, want %q", k, kinds[k], v)

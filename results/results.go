@@ -1,10 +1,8 @@
-package scenarios
+package results
 
 import (
 	"bytes"
 	"cmp"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,8 +14,8 @@ import (
 	"github.com/retrace-dev/retrace/trajectory"
 )
 
-// ResultsVersion is the version of the results JSON format.
-const ResultsVersion = 1
+// Version is the version of the results JSON format.
+const Version = 1
 
 // Verdict is a scenario's result over its runs. The set is closed.
 type Verdict string
@@ -76,6 +74,26 @@ type RunResult struct {
 	Warnings []string `json:"warnings,omitempty"`
 }
 
+// ThresholdResult is one metric threshold over a scenario's runs.
+type ThresholdResult struct {
+	// Expect says the threshold and where it is written (file:line: path: threshold).
+	Expect string `json:"expect"`
+	// Threshold is the threshold alone, in canonical form, for a summary
+	// line.
+	Threshold string `json:"threshold,omitempty"`
+	// Verdict is pass, fail or inconclusive.
+	Verdict Verdict `json:"verdict"`
+	// Value is the aggregate, in milliseconds for a duration; absent when
+	// there was nothing to aggregate.
+	Value *float64 `json:"value,omitempty"`
+	// Got says the value with what it was computed over, or why the
+	// threshold could not be decided.
+	Got string `json:"got"`
+	// At is the trajectory line that shows a failed threshold (file:line):
+	// the first call or event counted, or the slowest call's tool_end.
+	At string `json:"at,omitempty"`
+}
+
 // ScenarioResult is a scenario's runs and verdict.
 type ScenarioResult struct {
 	Name        string   `json:"name"`
@@ -96,8 +114,9 @@ type ScenarioResult struct {
 	Live bool `json:"live,omitempty"`
 }
 
-// decide sets Passed and Verdict from the runs and the thresholds.
-func (s *ScenarioResult) decide() {
+// Decide sets Passed and Verdict from the runs and the thresholds: the
+// runner calls it once every run and threshold of the scenario is in.
+func (s *ScenarioResult) Decide() {
 	s.Passed = 0
 	errs := 0
 	for i := range s.Runs {
@@ -136,7 +155,7 @@ type Results struct {
 	// Shard is "i/n" for the results of one shard.
 	Shard string `json:"shard,omitempty"`
 	// SuiteHash identifies the suite that was run, after --run and
-	// --filter-tag and before --shard (SuiteHash), so that Merge can
+	// --filter-tag and before --shard (scenarios.SuiteHash), so that Merge can
 	// tell shards of one suite from shards of two.
 	SuiteHash string `json:"suite_hash,omitempty"`
 	// RetraceVersion is the version of retrace that ran the suite.
@@ -153,7 +172,7 @@ type Results struct {
 	Scenarios   []ScenarioResult `json:"scenarios"`
 	DurationMs  float64          `json:"duration_ms"`
 	// Baseline is the comparison with a baseline run's results, when
-	// one was given (baseline.go).
+	// one was given (Compare).
 	Baseline *Comparison `json:"baseline,omitempty"`
 }
 
@@ -179,21 +198,21 @@ func (r *Results) Worst() Verdict {
 	return VerdictPass
 }
 
-// ErrResults is wrapped by the errors of ReadResults and Merge for
+// ErrResults is wrapped by the errors of Read and Merge for
 // results that cannot be read or joined.
 var ErrResults = errors.New("invalid eval results")
 
-// ReadResults reads results JSON written by WriteJSON; name is used in
+// Read reads results JSON written by WriteJSON; name is used in
 // messages.
-func ReadResults(data []byte, name string) (*Results, error) {
+func Read(data []byte, name string) (*Results, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	var r Results
 	if err := dec.Decode(&r); err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrResults, name, err)
 	}
-	if r.Version != ResultsVersion {
-		return nil, fmt.Errorf("%w: %s: version %d, this retrace reads version %d", ErrResults, name, r.Version, ResultsVersion)
+	if r.Version != Version {
+		return nil, fmt.Errorf("%w: %s: version %d, this retrace reads version %d", ErrResults, name, r.Version, Version)
 	}
 	for _, s := range r.Scenarios {
 		if !slices.Contains([]Verdict{VerdictPass, VerdictFail, VerdictFlaky, VerdictError, VerdictInconclusive}, s.Verdict) {
@@ -201,18 +220,6 @@ func ReadResults(data []byte, name string) (*Results, error) {
 		}
 	}
 	return &r, nil
-}
-
-// SuiteHash identifies a suite: the SHA-256 over its scenarios' files,
-// names and archive digests, in file and name order. Each shard of one
-// suite records the same hash (the suite is hashed before --shard), so
-// that Merge can refuse shards of different suites.
-func SuiteHash(suite []*Scenario) string {
-	h := sha256.New()
-	for _, s := range sorted(suite) {
-		fmt.Fprintf(h, "%s\x00%s\x00%s\n", s.File, s.Name, s.Digest)
-	}
-	return hex.EncodeToString(h.Sum(nil))
 }
 
 // ErrShardSet is wrapped by the error of Merge for shards that are not
@@ -347,7 +354,7 @@ func splitShard(s string) (i, n int, ok bool) {
 // of them is an error (the shards overlap). The duration is the longest
 // shard's, the wall time of a matrix run at once.
 func Merge(opts MergeOptions, parts ...*Results) (*Results, error) {
-	out := &Results{Version: ResultsVersion, Scenarios: []ScenarioResult{}}
+	out := &Results{Version: Version, Scenarios: []ScenarioResult{}}
 	if len(parts) == 0 {
 		return nil, fmt.Errorf("%w: no results to merge", ErrResults)
 	}

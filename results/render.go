@@ -1,4 +1,4 @@
-package scenarios
+package results
 
 import (
 	"cmp"
@@ -170,7 +170,7 @@ func md(s string) string {
 	return strings.NewReplacer("|", `\|`, "\n", " ", "*", `\*`, "_", `\_`).Replace(s)
 }
 
-// WriteJSON writes the results as indented JSON, which ReadResults and
+// WriteJSON writes the results as indented JSON, which Read and
 // Merge read back.
 func (r *Results) WriteJSON(w io.Writer) error {
 	enc := json.NewEncoder(w)

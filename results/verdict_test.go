@@ -1,10 +1,9 @@
-package scenarios
+package results
 
 import (
 	"errors"
 	"strings"
 	"testing"
-	"time"
 )
 
 // runs makes a scenario result of n runs of which passed passed, with
@@ -18,15 +17,15 @@ func runs(name string, passed, n int, live bool) ScenarioResult {
 		}
 		s.Runs = append(s.Runs, r)
 	}
-	s.decide()
+	s.Decide()
 	return s
 }
 
 func TestAScriptedScenarioRegressesOnOneFailedRunAndALiveOneOnlyBeyondChance(t *testing.T) {
-	base := &Results{Version: ResultsVersion, Scenarios: []ScenarioResult{
+	base := &Results{Version: Version, Scenarios: []ScenarioResult{
 		runs("scripted", 5, 5, false), runs("live_few", 5, 5, true), runs("live_many", 20, 20, true),
 	}}
-	cur := &Results{Version: ResultsVersion, Scenarios: []ScenarioResult{
+	cur := &Results{Version: Version, Scenarios: []ScenarioResult{
 		runs("scripted", 4, 5, false), runs("live_few", 4, 5, true), runs("live_many", 5, 20, true),
 	}}
 	c := Compare(base, cur, "base", 0)
@@ -57,7 +56,7 @@ func TestAScriptedScenarioRegressesOnOneFailedRunAndALiveOneOnlyBeyondChance(t *
 
 // shard is the results of shard i/n of one suite.
 func shard(i, n int, hash, version string) *Results {
-	return &Results{Version: ResultsVersion, Shard: strings.Join([]string{string(rune('0' + i)), string(rune('0' + n))}, "/"),
+	return &Results{Version: Version, Shard: strings.Join([]string{string(rune('0' + i)), string(rune('0' + n))}, "/"),
 		SuiteHash: hash, RetraceVersion: version,
 		Scenarios: []ScenarioResult{runs("s"+string(rune('0'+i)), 1, 1, false)}}
 }
@@ -80,7 +79,7 @@ func TestMergeRefusesAnIncompleteOrInconsistentShardSet(t *testing.T) {
 		{"suite", []*Results{shard(1, 2, "h", "v1"), shard(2, 2, "other", "v1")}, "the shards differ in suite hash (h in 1/2; other in 2/2)"},
 		{"version", []*Results{shard(1, 2, "h", "v1"), shard(2, 2, "h", "v2")}, "the shards differ in retrace version (v1 in 1/2; v2 in 2/2)"},
 		{"totals", []*Results{shard(1, 2, "h", "v1"), shard(2, 3, "h", "v1")}, "shard 2/3 is of 3 shards, another of 2"},
-		{"no shard", []*Results{shard(1, 2, "h", "v1"), {Version: ResultsVersion}}, "is no shard's"},
+		{"no shard", []*Results{shard(1, 2, "h", "v1"), {Version: Version}}, "is no shard's"},
 	} {
 		_, err := Merge(MergeOptions{AllowPartial: true}, c.parts...)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
@@ -100,7 +99,7 @@ func TestMergeRefusesAnIncompleteOrInconsistentShardSet(t *testing.T) {
 	if err != nil || res.Partial || len(res.Scenarios) != 2 {
 		t.Errorf("whole set: %+v, %v", res, err)
 	}
-	if _, err := Merge(MergeOptions{}, &Results{Version: ResultsVersion}); err != nil {
+	if _, err := Merge(MergeOptions{}, &Results{Version: Version}); err != nil {
 		t.Errorf("one unsharded run: %v", err)
 	}
 }
@@ -108,8 +107,8 @@ func TestMergeRefusesAnIncompleteOrInconsistentShardSet(t *testing.T) {
 func TestASummaryLineNamesTheThresholdThatFailedItsPassingRuns(t *testing.T) {
 	s := runs("reads", 5, 5, false)
 	s.Thresholds = []ThresholdResult{{Expect: "x.txtar:9: p95(read) < 2s", Threshold: "p95(duration, tool=read) < 2s", Verdict: VerdictFail, Got: "3s"}}
-	s.decide()
-	r := &Results{Version: ResultsVersion, Scenarios: []ScenarioResult{s}}
+	s.Decide()
+	r := &Results{Version: Version, Scenarios: []ScenarioResult{s}}
 	var b strings.Builder
 	if err := r.WriteTable(&b); err != nil {
 		t.Fatal(err)
@@ -118,29 +117,4 @@ func TestASummaryLineNamesTheThresholdThatFailedItsPassingRuns(t *testing.T) {
 	if !strings.HasPrefix(b.String(), want) {
 		t.Errorf("summary:\n%s\nwant it to start with %q", b.String(), want)
 	}
-}
-
-func TestASecondLockOfAnOutDirectoryIsRefusedNamingTheHolder(t *testing.T) {
-	dir := t.TempDir()
-	start := time.Date(2026, 12, 5, 23, 0, 0, 0, time.UTC)
-	release, err := LockOut(dir, start)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = LockOut(dir, start)
-	var le *OutLockedError
-	if !errors.As(err, &le) || !errors.Is(err, ErrOutLocked) {
-		t.Fatalf("second lock: %v, want an OutLockedError", err)
-	}
-	if !strings.Contains(err.Error(), "started 2026-12-05T23:00:00Z") || !strings.Contains(err.Error(), "pid ") {
-		t.Errorf("the refusal does not name the holder: %v", err)
-	}
-	if err := release(); err != nil {
-		t.Fatal(err)
-	}
-	again, err := LockOut(dir, start)
-	if err != nil {
-		t.Fatalf("after release: %v", err)
-	}
-	again()
 }
