@@ -229,3 +229,12 @@ func (r *Result) RegressedScenarios() []string {
 	}
 	return r.Scenarios.Regressed()
 }
+
+// Counts returns how many rows have each verdict.
+func (r *Result) Counts() map[Verdict]int {
+	n := map[Verdict]int{}
+	for _, row := range r.Rows {
+		n[row.Verdict]++
+	}
+	return n
+}

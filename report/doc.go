@@ -1,6 +1,22 @@
-// Package report builds retrace's HTML report: one self-contained file
-// (inline CSS and inline SVG, no script, no font and no URL from anywhere)
-// that a person opens from disk to see what a corpus of trajectories did.
+// Package report is the one place where retrace turns what it computed
+// into bytes for a reader: terminal tables and Markdown (WriteTable, for
+// every command's tables), what the detectors found as a table, JSON,
+// SARIF 2.1.0 or GitHub workflow annotations (WriteDetect), eval results
+// as a summary, Markdown or a JUnit XML file (WriteEvalTable, WriteJUnit),
+// a diff as a table, Markdown or JSON (WriteDiffTable), and the HTML
+// report. The packages that compute (metrics, detectors, results, diff)
+// never print; cmd/retrace parses flags, calls them and hands the result
+// here.
+//
+// Terminal output is made for a CI log as much as for a terminal: text
+// from trajectories goes through package terminal, so no escape sequence
+// a model wrote reaches the reader.
+//
+// # The HTML report
+//
+// The HTML report is one self-contained file (inline CSS and inline SVG,
+// no script, no font and no URL from anywhere) that a person opens from
+// disk to see what a corpus of trajectories did.
 //
 // The work is split in two so that each half is tested on its own. Gather
 // reads a loaded *metrics.DB (and the detectors' findings and liveness

@@ -3,10 +3,8 @@ package results
 import (
 	"cmp"
 	"fmt"
-	"io"
 	"math"
 	"slices"
-	"strings"
 
 	"github.com/retrace-dev/retrace/stats"
 )
@@ -152,59 +150,4 @@ func (c *Comparison) Count(ch Change) int {
 		}
 	}
 	return n
-}
-
-// Summary is the one-line count of the changes.
-func (c *Comparison) Summary() string {
-	inconclusive := ""
-	if n := c.Count(ChangeInconclusive); n > 0 {
-		inconclusive = fmt.Sprintf(", %d inconclusive", n)
-	}
-	return fmt.Sprintf("since the baseline %s: %d regressed%s, %d fixed, %d changed, %d new, %d removed, %d unchanged",
-		c.Baseline, c.Count(ChangeRegressed), inconclusive, c.Count(ChangeFixed), c.Count(ChangeChanged), c.Count(ChangeNew), c.Count(ChangeRemoved), c.Unchanged)
-}
-
-// verdicts says a change's verdicts: "pass -> fail", "new: pass".
-func (s ScenarioChange) verdicts() string {
-	switch s.Change {
-	case ChangeNew:
-		return "now " + string(s.After)
-	case ChangeRemoved:
-		return "was " + string(s.Before)
-	}
-	return string(s.Before) + " -> " + string(s.After)
-}
-
-// WriteTable writes the changes, regressions first, one a line, then the
-// counts, after a blank line that sets them apart from the summary.
-func (c *Comparison) WriteTable(w io.Writer) error {
-	var b strings.Builder
-	b.WriteString("\n")
-	for _, s := range c.Changes {
-		fmt.Fprintf(&b, "%-9s %s  %s  (%s)\n", strings.ToUpper(string(s.Change)), s.Name, s.verdicts(), s.File)
-		if s.Detail != "" {
-			fmt.Fprintf(&b, "          %s\n", s.Detail)
-		}
-	}
-	b.WriteString(strings.ToUpper(c.Summary()[:1]) + c.Summary()[1:] + "\n")
-	_, err := io.WriteString(w, b.String())
-	return err
-}
-
-// WriteMarkdown writes the changes as a Markdown table.
-func (c *Comparison) WriteMarkdown(w io.Writer) error {
-	var b strings.Builder
-	if len(c.Changes) > 0 {
-		b.WriteString("\n| change | scenario | verdicts | file |\n|---|---|---|---|\n")
-		for _, s := range c.Changes {
-			v := s.verdicts()
-			if s.Detail != "" {
-				v += "; " + s.Detail
-			}
-			fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", s.Change, md(s.Name), md(v), md(s.File))
-		}
-	}
-	b.WriteString("\n" + md(strings.ToUpper(c.Summary()[:1])+c.Summary()[1:]) + "\n")
-	_, err := io.WriteString(w, b.String())
-	return err
 }

@@ -5,4 +5,7 @@
 // every package that reads results (diff, report, cmd/retrace) does so
 // without importing the scenario runner, and through it the agent
 // runtime.
+//
+// The package computes and never prints: the summaries, the Markdown and
+// the JUnit XML of results are package report's.
 package results

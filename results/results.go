@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"slices"
 	"strconv"
@@ -101,6 +102,10 @@ type ScenarioResult struct {
 	Description string   `json:"description,omitempty"`
 	Tags        []string `json:"tags,omitempty"`
 	Verdict     Verdict  `json:"verdict"`
+	// SuitePath is the scenario file's path relative to its suite
+	// directory (sub/NAME.txtar), the same wherever the suite is checked
+	// out; JUnit's classname is made of it.
+	SuitePath string `json:"suite_path,omitempty"`
 	// Passed counts the runs that passed, of len(Runs): pass^k holds when
 	// Passed == len(Runs).
 	Passed int         `json:"passed"`
@@ -385,4 +390,12 @@ func Merge(opts MergeOptions, parts ...*Results) (*Results, error) {
 		return cmp.Or(cmp.Compare(a.File, b.File), cmp.Compare(a.Name, b.Name))
 	})
 	return out, nil
+}
+
+// WriteJSON writes the results as indented JSON, which Read and
+// Merge read back.
+func (r *Results) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
 }

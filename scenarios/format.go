@@ -2,6 +2,7 @@ package scenarios
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -82,6 +83,11 @@ const (
 type Scenario struct {
 	// File is the archive's name as given (a path, or builtin/NAME.txtar).
 	File string
+	// SuitePath is the archive's path relative to the suite directory it
+	// was loaded from (sub/NAME.txtar; NAME.txtar for a file given alone
+	// or a built-in scenario), slash-separated: the same on every machine,
+	// wherever the suite is checked out.
+	SuitePath string
 	// Line is the line of scenario.yaml's first line in File.
 	Line int
 	// Name identifies the scenario in results; unique in a suite.
@@ -552,6 +558,7 @@ func (p *parser) boolean(n *yaml.Node, what string) bool {
 // one name.
 func Load(paths ...string) ([]*Scenario, error) {
 	var files []string
+	rels := map[string]string{} // a file's path relative to its directory argument
 	var probs []Problem
 	for _, p := range paths {
 		info, err := os.Stat(p)
@@ -567,6 +574,9 @@ func Load(paths ...string) ([]*Scenario, error) {
 		err = filepath.WalkDir(p, func(f string, d fs.DirEntry, err error) error {
 			if err == nil && !d.IsDir() && strings.HasSuffix(f, ".txtar") {
 				found = append(found, f)
+				if rel, err := filepath.Rel(p, f); err == nil {
+					rels[f] = filepath.ToSlash(rel)
+				}
 			}
 			return err
 		})
@@ -585,7 +595,7 @@ func Load(paths ...string) ([]*Scenario, error) {
 			probs = append(probs, Problem{File: f, Msg: err.Error()})
 			continue
 		}
-		sources = append(sources, source{name: f, data: data})
+		sources = append(sources, source{name: f, data: data, rel: rels[f]})
 	}
 	out, err := parseAll(sources)
 	var pe *ProblemsError
@@ -602,6 +612,8 @@ func Load(paths ...string) ([]*Scenario, error) {
 type source struct {
 	name string
 	data []byte
+	// rel is the file's path relative to its suite directory.
+	rel string
 }
 
 // parseAll parses every source, gathering every problem, and refuses two
@@ -622,6 +634,7 @@ func parseAll(sources []source) ([]*Scenario, error) {
 			continue
 		}
 		names[s.Name] = s
+		s.SuitePath = cmp.Or(src.rel, path.Base(filepath.ToSlash(src.name)))
 		out = append(out, s)
 	}
 	if len(probs) > 0 {

@@ -136,7 +136,7 @@ func Run(ctx context.Context, suite []*Scenario, opts Options) (*results.Results
 			n = 1
 		}
 		sr := &out.Scenarios[i]
-		*sr = results.ScenarioResult{Name: s.Name, File: s.File, Description: s.Description, Tags: s.Tags, Runs: make([]results.RunResult, n), Live: opts.Provider != nil}
+		*sr = results.ScenarioResult{Name: s.Name, File: s.File, SuitePath: s.SuitePath, Description: s.Description, Tags: s.Tags, Runs: make([]results.RunResult, n), Live: opts.Provider != nil}
 		for r := range n {
 			jobs = append(jobs, job{s: s, index: i, repeat: r + 1, res: &sr.Runs[r]})
 		}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/retrace-dev/retrace/report"
 	"github.com/retrace-dev/retrace/results"
 )
 
@@ -22,7 +23,7 @@ func runSuite(t testing.TB, suite []*Scenario, opts Options) *results.Results {
 // table renders results for a test's failure message.
 func table(r *results.Results) string {
 	var b strings.Builder
-	_ = r.WriteTable(&b)
+	_ = report.WriteEvalTable(&b, r)
 	return b.String()
 }
 

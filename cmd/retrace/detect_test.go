@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/retrace-dev/retrace/detectors"
+	"github.com/retrace-dev/retrace/report"
 )
 
 const detectFixtures = "../../detectors/testdata"
@@ -90,7 +91,7 @@ func TestDetectRefusesABadLineUnlessLenientAndNamesFileAndLine(t *testing.T) {
 	if code != ExitGate {
 		t.Fatalf("lenient: exit %d, want 3\n%s\n%s", code, stdout, stderr)
 	}
-	var rep detectJSON
+	var rep report.DetectJSON
 	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +129,7 @@ func TestDetectFormatsCarryTheFindingAndItsLine(t *testing.T) {
 	}
 	t.Run("JSON is one document with every detector's count and the evidence.", func(t *testing.T) {
 		code, stdout, _ := runCLI(t, nil, "detect", p, "--format", "json")
-		var rep detectJSON
+		var rep report.DetectJSON
 		if err := json.Unmarshal([]byte(stdout), &rep); err != nil || code != ExitOK {
 			t.Fatalf("exit %d, %v: %s", code, err, stdout)
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/retrace-dev/retrace/detectors"
 	"github.com/retrace-dev/retrace/diff"
 	"github.com/retrace-dev/retrace/metrics"
+	"github.com/retrace-dev/retrace/report"
 	"github.com/retrace-dev/retrace/terminal"
 )
 
@@ -244,11 +245,11 @@ func runDiff(ctx context.Context, sys *IO, opts *diffOptions) error {
 	out := terminal.NewWriter(sys.Out)
 	switch opts.format.value {
 	case "json":
-		err = diff.WriteJSON(sys.Out, res)
+		err = report.WriteDiffJSON(sys.Out, res)
 	case "markdown":
-		err = diff.WriteMarkdown(out, res)
+		err = report.WriteDiffMarkdown(out, res)
 	default:
-		err = diff.WriteTable(out, res)
+		err = report.WriteDiffTable(out, res)
 	}
 	if err != nil {
 		return err

@@ -18,6 +18,7 @@ import (
 
 	"github.com/retrace-dev/retrace/agent/llm"
 	"github.com/retrace-dev/retrace/harness"
+	"github.com/retrace-dev/retrace/report"
 	"github.com/retrace-dev/retrace/results"
 	"github.com/retrace-dev/retrace/scenarios"
 	"github.com/retrace-dev/retrace/terminal"
@@ -427,9 +428,9 @@ func reportEval(sys *IO, res *results.Results, format, junit string, gone bool) 
 	case "json":
 		err = res.WriteJSON(sys.Out)
 	case "markdown":
-		err = res.WriteMarkdown(out)
+		err = report.WriteEvalMarkdown(out, res)
 	default:
-		err = res.WriteTable(out)
+		err = report.WriteEvalTable(out, res)
 	}
 	if err != nil {
 		return err
@@ -437,9 +438,9 @@ func reportEval(sys *IO, res *results.Results, format, junit string, gone bool) 
 	if res.Baseline != nil {
 		switch format {
 		case "markdown":
-			err = res.Baseline.WriteMarkdown(out)
+			err = report.WriteComparisonMarkdown(out, res.Baseline)
 		case "table":
-			err = res.Baseline.WriteTable(out)
+			err = report.WriteComparisonTable(out, res.Baseline)
 		}
 		if err != nil {
 			return err
@@ -459,7 +460,7 @@ func reportEval(sys *IO, res *results.Results, format, junit string, gone bool) 
 		if err != nil {
 			return err
 		}
-		if err := res.WriteJUnit(f, "retrace eval"); err != nil {
+		if err := report.WriteJUnit(f, res, "retrace eval"); err != nil {
 			f.Close()
 			return err
 		}

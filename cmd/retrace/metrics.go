@@ -7,8 +7,10 @@ import (
 	"io"
 	"strings"
 
-	"github.com/retrace-dev/retrace/metrics"
 	"github.com/spf13/cobra"
+
+	"github.com/retrace-dev/retrace/metrics"
+	"github.com/retrace-dev/retrace/report"
 )
 
 type metricsOptions struct {
@@ -80,7 +82,7 @@ func runMetrics(ctx context.Context, sys *IO, opts *metricsOptions) error {
 		return usage(fmt.Errorf("--limit %d: give a number of rows, or 0 for all", opts.limit))
 	}
 	if opts.list {
-		return writeTable(sys.Out, opts.format.value, metricList())
+		return report.WriteTable(sys.Out, opts.format.value, metricList())
 	}
 	names := metrics.Metrics()
 	if opts.metric != "all" {
@@ -149,7 +151,7 @@ func runMetrics(ctx context.Context, sys *IO, opts *metricsOptions) error {
 			cut = len(t.Rows) - opts.limit
 			t.Rows = t.Rows[:opts.limit]
 		}
-		if err := writeTable(sys.Out, opts.format.value, t); err != nil {
+		if err := report.WriteTable(sys.Out, opts.format.value, t); err != nil {
 			return err
 		}
 		if cut > 0 {
@@ -161,7 +163,7 @@ func runMetrics(ctx context.Context, sys *IO, opts *metricsOptions) error {
 
 func writeTableJSONInline(w io.Writer, t metrics.Table) error {
 	var b strings.Builder
-	if err := writeTableJSON(&b, t, "  "); err != nil {
+	if err := report.WriteTableJSON(&b, t, "  "); err != nil {
 		return err
 	}
 	_, err := fmt.Fprint(w, strings.TrimSuffix(b.String(), "\n"))

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/retrace-dev/retrace/report"
 	"github.com/retrace-dev/retrace/trajectory"
 )
 
@@ -179,5 +180,5 @@ func runQuery(ctx context.Context, sys *IO, opts *queryOptions) error {
 	if err != nil {
 		return invalid(err)
 	}
-	return writeTable(sys.Out, opts.format.value, t)
+	return report.WriteTable(sys.Out, opts.format.value, t)
 }

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/retrace-dev/retrace/metrics"
+	"github.com/retrace-dev/retrace/report"
 	"github.com/retrace-dev/retrace/terminal"
 )
 
@@ -242,7 +243,7 @@ func (r *repl) show(ctx context.Context, query func(context.Context) (metrics.Ta
 		return
 	}
 	if len(t.Columns) > 0 {
-		if err := writeTable(r.out, r.format, t); err != nil {
+		if err := report.WriteTable(r.out, r.format, t); err != nil {
 			fmt.Fprintf(r.out, "writing the result: %v\n", err)
 			return
 		}
@@ -270,7 +271,7 @@ func (r *repl) dot(ctx context.Context, line string) (quit bool) {
 		}
 		r.show(ctx, func(ctx context.Context) (metrics.Table, error) { return r.db.Describe(ctx, arg) })
 	case ".metrics":
-		if err := writeTable(r.out, r.format, metricList()); err != nil {
+		if err := report.WriteTable(r.out, r.format, metricList()); err != nil {
 			fmt.Fprintf(r.out, "writing the list: %v\n", err)
 		}
 	case ".metric":

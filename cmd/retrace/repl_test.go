@@ -18,6 +18,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/retrace-dev/retrace/metrics"
+	"github.com/retrace-dev/retrace/report"
 )
 
 // fixedClock makes every statement take 0 ms, so outputs compare exactly.
@@ -116,7 +117,7 @@ func TestREPLRunsAScriptOfStatementsAndDotCommands(t *testing.T) {
 // rendered is t as writeTable writes it in format.
 func rendered(format string, t metrics.Table) string {
 	var b strings.Builder
-	writeTable(&b, format, t)
+	report.WriteTable(&b, format, t)
 	return b.String()
 }
 

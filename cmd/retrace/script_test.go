@@ -208,7 +208,7 @@ func cmdExitcode(ts *testscript.TestScript, neg bool, args []string) {
 
 // The suite must not pass by finding no scripts.
 func TestScriptsCoverEveryCommandTheSuitePromises(t *testing.T) {
-	for _, name := range []string{"run", "replay", "replay_batch", "validate", "mock_serve", "detect_thresholds", "eval", "eval_shard", "eval_flaky", "eval_bad", "init", "version"} {
+	for _, name := range []string{"run", "replay", "replay_batch", "validate", "mock_serve", "detect_thresholds", "detect_width", "eval", "eval_shard", "eval_flaky", "eval_bad", "init", "version"} {
 		if _, err := os.Stat(filepath.Join("testdata", "script", name+".txtar")); errors.Is(err, os.ErrNotExist) {
 			t.Errorf("testdata/script/%s.txtar is missing", name)
 		}

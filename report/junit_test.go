@@ -1,4 +1,4 @@
-package results
+package report
 
 import (
 	"encoding/xml"
@@ -8,25 +8,27 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/retrace-dev/retrace/results"
 )
 
 // junitResults are results with a scenario of every verdict: one that
 // passed, one flaky, one failed, one retrace could not run, one whose
 // passing runs a threshold failed and one whose threshold could not be
 // decided, so that the report holds every kind of testcase.
-func junitResults(t *testing.T) *Results {
+func junitResults(t *testing.T) *results.Results {
 	t.Helper()
 	res := handResults()
-	threshold := func(name string, v Verdict, got string) ScenarioResult {
-		s := ScenarioResult{Name: name, File: "suite/" + name + ".txtar", Runs: []RunResult{{Repeat: 1, DurationMs: 12}},
-			Thresholds: []ThresholdResult{{Expect: "metric.txtar:14: expect.metrics[0]: p95(bash) < 1m", Threshold: "p95(duration, tool=bash) < 1m", Verdict: v, Got: got}}}
+	threshold := func(name string, v results.Verdict, got string) results.ScenarioResult {
+		s := results.ScenarioResult{Name: name, File: "suite/" + name + ".txtar", Runs: []results.RunResult{{Repeat: 1, DurationMs: 12}},
+			Thresholds: []results.ThresholdResult{{Expect: "metric.txtar:14: expect.metrics[0]: p95(bash) < 1m", Threshold: "p95(duration, tool=bash) < 1m", Verdict: v, Got: got}}}
 		s.Decide()
 		return s
 	}
 	res.Scenarios = append(res.Scenarios,
-		threshold("e_threshold", VerdictFail, "2m: over 20 bash calls"),
-		threshold("f_undecided", VerdictInconclusive, "inconclusive: p95 needs at least 20 samples, there are 1"))
-	for _, v := range []Verdict{VerdictPass, VerdictFail, VerdictFlaky, VerdictError, VerdictInconclusive} {
+		threshold("e_threshold", results.VerdictFail, "2m: over 20 bash calls"),
+		threshold("f_undecided", results.VerdictInconclusive, "inconclusive: p95 needs at least 20 samples, there are 1"))
+	for _, v := range []results.Verdict{results.VerdictPass, results.VerdictFail, results.VerdictFlaky, results.VerdictError, results.VerdictInconclusive} {
 		if res.Count(v) == 0 {
 			t.Fatalf("no scenario is %s", v)
 		}
@@ -49,7 +51,7 @@ func TestTheJUnitReportValidatesAgainstTheSurefireSchema(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := res.WriteJUnit(f, "retrace eval"); err != nil {
+	if err := WriteJUnit(f, res, "retrace eval"); err != nil {
 		t.Fatal(err)
 	}
 	f.Close()
@@ -70,7 +72,7 @@ func TestTheJUnitReportValidatesAgainstTheSurefireSchema(t *testing.T) {
 func TestTheJUnitReportHasEveryVerdict(t *testing.T) {
 	res := junitResults(t)
 	var b strings.Builder
-	if err := res.WriteJUnit(&b, "retrace eval"); err != nil {
+	if err := WriteJUnit(&b, res, "retrace eval"); err != nil {
 		t.Fatal(err)
 	}
 	var got junitSuite
@@ -103,6 +105,31 @@ func TestTheJUnitReportHasEveryVerdict(t *testing.T) {
 	for k, v := range want {
 		if kinds[k] != v {
 			t.Errorf("testcase %s: %q, want %q", k, kinds[k], v)
+		}
+	}
+}
+
+// TestTheJUnitClassnameIsTheSuiteRelativePathWithDots checks that no
+// classname holds the path of the machine that ran the suite: the suite
+// path gives it, and results without one fall back to the file's name.
+func TestTheJUnitClassnameIsTheSuiteRelativePathWithDots(t *testing.T) {
+	res := &results.Results{Version: results.Version, Scenarios: []results.ScenarioResult{
+		{Name: "nested", File: "/home/ci/work/suite/sub/dir/nested.txtar", SuitePath: "sub/dir/nested.txtar", Verdict: results.VerdictPass},
+		{Name: "old", File: "/home/ci/work/suite/old.txtar", Verdict: results.VerdictPass},
+		{Name: "builtin", File: "builtin/clean.txtar", SuitePath: "clean.txtar", Verdict: results.VerdictPass},
+	}}
+	var b strings.Builder
+	if err := WriteJUnit(&b, res, "retrace eval"); err != nil {
+		t.Fatal(err)
+	}
+	var got junitSuite
+	if err := xml.Unmarshal([]byte(b.String()), &got); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"nested": "sub.dir.nested", "old": "old", "builtin": "clean"}
+	for _, c := range got.Cases {
+		if c.Classname != want[c.Name] {
+			t.Errorf("%s: classname %q, want %q", c.Name, c.Classname, want[c.Name])
 		}
 	}
 }

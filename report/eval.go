@@ -1,25 +1,28 @@
-package results
+package report
 
 import (
 	"cmp"
-	"encoding/json"
 	"encoding/xml"
 	"fmt"
 	"io"
+	"path"
+	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/retrace-dev/retrace/results"
 )
 
 // order puts failures first: error, fail, flaky, inconclusive, then pass.
-func order(v Verdict) int {
+func verdictOrder(v results.Verdict) int {
 	switch v {
-	case VerdictError:
+	case results.VerdictError:
 		return 0
-	case VerdictFail:
+	case results.VerdictFail:
 		return 1
-	case VerdictFlaky:
+	case results.VerdictFlaky:
 		return 2
-	case VerdictInconclusive:
+	case results.VerdictInconclusive:
 		return 3
 	}
 	return 4
@@ -27,9 +30,9 @@ func order(v Verdict) int {
 
 // byVerdict returns the scenarios failures first, keeping file and name
 // order within a verdict.
-func (r *Results) byVerdict() []ScenarioResult {
+func scenariosByVerdict(r *results.Results) []results.ScenarioResult {
 	out := slices.Clone(r.Scenarios)
-	slices.SortStableFunc(out, func(a, b ScenarioResult) int { return order(a.Verdict) - order(b.Verdict) })
+	slices.SortStableFunc(out, func(a, b results.ScenarioResult) int { return verdictOrder(a.Verdict) - verdictOrder(b.Verdict) })
 	return out
 }
 
@@ -37,15 +40,15 @@ func (r *Results) byVerdict() []ScenarioResult {
 // explain the verdict, which thresholds decided it, so that a summary
 // line never contradicts itself: "5/5 runs passed, threshold p95(read) <
 // 2s failed".
-func (s ScenarioResult) runsLine() string {
-	return fmt.Sprintf("%d/%d runs passed", s.Passed, len(s.Runs)) + s.thresholdsNote()
+func runsLine(s results.ScenarioResult) string {
+	return fmt.Sprintf("%d/%d runs passed", s.Passed, len(s.Runs)) + thresholdsNote(s)
 }
 
 // thresholdsNote names the thresholds that failed or could not be
 // decided: ", threshold p95(read) < 2s failed"; "" when none.
-func (s ScenarioResult) thresholdsNote() string {
+func thresholdsNote(s results.ScenarioResult) string {
 	line := ""
-	for _, v := range []Verdict{VerdictFail, VerdictInconclusive} {
+	for _, v := range []results.Verdict{results.VerdictFail, results.VerdictInconclusive} {
 		var names []string
 		for _, t := range s.Thresholds {
 			if t.Verdict == v {
@@ -60,7 +63,7 @@ func (s ScenarioResult) thresholdsNote() string {
 			word = "thresholds"
 		}
 		what := "failed"
-		if v == VerdictInconclusive {
+		if v == results.VerdictInconclusive {
 			what = "inconclusive"
 		}
 		line += fmt.Sprintf(", %s %s %s", word, strings.Join(names, "; "), what)
@@ -68,28 +71,28 @@ func (s ScenarioResult) thresholdsNote() string {
 	return line
 }
 
-// Summary is the one-line count of the verdicts.
-func (r *Results) Summary() string {
+// EvalSummary is the one-line count of the verdicts.
+func EvalSummary(r *results.Results) string {
 	noun := "scenarios"
 	if len(r.Scenarios) == 1 {
 		noun = "scenario"
 	}
 	inconclusive := ""
-	if n := r.Count(VerdictInconclusive); n > 0 {
+	if n := r.Count(results.VerdictInconclusive); n > 0 {
 		inconclusive = fmt.Sprintf(", %d inconclusive", n)
 	}
 	return fmt.Sprintf("%d %s: %d passed, %d failed, %d flaky%s, %d errors in %.1fs",
-		len(r.Scenarios), noun, r.Count(VerdictPass), r.Count(VerdictFail), r.Count(VerdictFlaky), inconclusive, r.Count(VerdictError), r.DurationMs/1000)
+		len(r.Scenarios), noun, r.Count(results.VerdictPass), r.Count(results.VerdictFail), r.Count(results.VerdictFlaky), inconclusive, r.Count(results.VerdictError), r.DurationMs/1000)
 }
 
-// WriteTable writes the human summary: failures first, each failed run
+// WriteEvalTable writes the human summary of eval results: failures first, each failed run
 // with the expectation, what happened and the trajectory line that shows
 // it, then one line per passing scenario and the counts.
-func (r *Results) WriteTable(w io.Writer) error {
+func WriteEvalTable(w io.Writer, r *results.Results) error {
 	var b strings.Builder
-	for _, s := range r.byVerdict() {
-		fmt.Fprintf(&b, "%-5s %s  %s  (%s)\n", strings.ToUpper(string(s.Verdict)), s.Name, s.runsLine(), s.File)
-		if s.Verdict == VerdictPass {
+	for _, s := range scenariosByVerdict(r) {
+		fmt.Fprintf(&b, "%-5s %s  %s  (%s)\n", strings.ToUpper(string(s.Verdict)), s.Name, runsLine(s), s.File)
+		if s.Verdict == results.VerdictPass {
 			continue
 		}
 		for _, run := range s.Runs {
@@ -112,7 +115,7 @@ func (r *Results) WriteTable(w io.Writer) error {
 			}
 		}
 		for _, t := range s.Thresholds {
-			if t.Verdict != VerdictPass {
+			if t.Verdict != results.VerdictPass {
 				fmt.Fprintf(&b, "      expected: %s\n      got:      %s\n", t.Expect, t.Got)
 				if t.At != "" {
 					fmt.Fprintf(&b, "      at:       %s\n", t.At)
@@ -120,22 +123,22 @@ func (r *Results) WriteTable(w io.Writer) error {
 			}
 		}
 	}
-	b.WriteString(r.Summary() + "\n")
+	b.WriteString(EvalSummary(r) + "\n")
 	_, err := io.WriteString(w, b.String())
 	return err
 }
 
-// WriteMarkdown writes the summary as a Markdown table (for a CI job
+// WriteEvalMarkdown writes the summary of eval results as a Markdown table (for a CI job
 // summary), failures first, with their failures listed below it.
-func (r *Results) WriteMarkdown(w io.Writer) error {
+func WriteEvalMarkdown(w io.Writer, r *results.Results) error {
 	var b strings.Builder
 	b.WriteString("| verdict | scenario | runs passed | file |\n|---|---|---|---|\n")
-	scen := r.byVerdict()
+	scen := scenariosByVerdict(r)
 	for _, s := range scen {
-		fmt.Fprintf(&b, "| %s | %s | %d/%d%s | %s |\n", s.Verdict, md(s.Name), s.Passed, len(s.Runs), md(s.thresholdsNote()), md(s.File))
+		fmt.Fprintf(&b, "| %s | %s | %d/%d%s | %s |\n", s.Verdict, md(s.Name), s.Passed, len(s.Runs), md(thresholdsNote(s)), md(s.File))
 	}
 	for _, s := range scen {
-		if s.Verdict == VerdictPass {
+		if s.Verdict == results.VerdictPass {
 			continue
 		}
 		fmt.Fprintf(&b, "\n**%s** (%s)\n\n", md(s.Name), s.Verdict)
@@ -152,7 +155,7 @@ func (r *Results) WriteMarkdown(w io.Writer) error {
 			}
 		}
 		for _, t := range s.Thresholds {
-			if t.Verdict != VerdictPass {
+			if t.Verdict != results.VerdictPass {
 				fmt.Fprintf(&b, "- threshold: expected %s; got %s", md(t.Expect), md(t.Got))
 				if t.At != "" {
 					fmt.Fprintf(&b, " (`%s`)", t.At)
@@ -161,21 +164,13 @@ func (r *Results) WriteMarkdown(w io.Writer) error {
 			}
 		}
 	}
-	b.WriteString("\n" + r.Summary() + "\n")
+	b.WriteString("\n" + EvalSummary(r) + "\n")
 	_, err := io.WriteString(w, b.String())
 	return err
 }
 
 func md(s string) string {
 	return strings.NewReplacer("|", `\|`, "\n", " ", "*", `\*`, "_", `\_`).Replace(s)
-}
-
-// WriteJSON writes the results as indented JSON, which Read and
-// Merge read back.
-func (r *Results) WriteJSON(w io.Writer) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(r)
 }
 
 // junitSuite and the types below are the Surefire/Jenkins test report
@@ -207,15 +202,30 @@ type junitProblem struct {
 	Text    string `xml:",chardata"`
 }
 
+// junitClassname is a scenario's JUnit classname: its suite-relative
+// path without .txtar, with dots for the separators (sub/x.txtar is
+// sub.x), so that a CI's test report groups scenarios by directory and
+// shows no path of the machine that ran them. Results written before the
+// suite path was recorded fall back to the file's base name, never to an
+// absolute path.
+func junitClassname(s results.ScenarioResult) string {
+	p := s.SuitePath
+	if p == "" {
+		p = path.Base(filepath.ToSlash(s.File))
+	}
+	p = strings.TrimSuffix(strings.TrimPrefix(path.Clean("/"+p), "/"), ".txtar")
+	return strings.ReplaceAll(p, "/", ".")
+}
+
 // seconds formats milliseconds as Surefire's time: seconds with at most
 // three decimals.
 func seconds(ms float64) string { return fmt.Sprintf("%.3f", max(ms, 0)/1000) }
 
-// WriteJUnit writes the results as a JUnit XML report (the Surefire
+// WriteJUnit writes eval results as a JUnit XML report (the Surefire
 // schema Jenkins, GitLab and GitHub Actions' test reporters read): a
 // failed scenario is a failure of type expectation, a flaky one a failure
 // of type flaky, one retrace could not run an error.
-func (r *Results) WriteJUnit(w io.Writer, suiteName string) error {
+func WriteJUnit(w io.Writer, r *results.Results, suiteName string) error {
 	js := junitSuite{Name: suiteName, Time: seconds(r.DurationMs), Tests: len(r.Scenarios)}
 	for _, s := range r.Scenarios {
 		total := 0.0
@@ -226,7 +236,7 @@ func (r *Results) WriteJUnit(w io.Writer, suiteName string) error {
 				fmt.Fprintf(&text, "run %d: %s\n", run.Repeat, run.Trajectory)
 			}
 		}
-		jc := junitCase{Name: s.Name, Classname: "retrace.eval." + strings.TrimSuffix(s.File, ".txtar"), Time: seconds(total), SystemOut: text.String()}
+		jc := junitCase{Name: s.Name, Classname: junitClassname(s), Time: seconds(total), SystemOut: text.String()}
 		detail := func() (string, string) {
 			var b strings.Builder
 			first := ""
@@ -244,7 +254,7 @@ func (r *Results) WriteJUnit(w io.Writer, suiteName string) error {
 				}
 			}
 			for _, t := range s.Thresholds {
-				if t.Verdict != VerdictPass {
+				if t.Verdict != results.VerdictPass {
 					fmt.Fprintf(&b, "threshold: expected %s\n  got %s\n", t.Expect, t.Got)
 					if t.At != "" {
 						fmt.Fprintf(&b, "  at %s\n", t.At)
@@ -255,19 +265,19 @@ func (r *Results) WriteJUnit(w io.Writer, suiteName string) error {
 			return first, b.String()
 		}
 		switch s.Verdict {
-		case VerdictError:
+		case results.VerdictError:
 			msg, txt := detail()
 			jc.Error = &junitProblem{Message: msg, Type: "error", Text: txt}
 			js.Errors++
-		case VerdictFail:
+		case results.VerdictFail:
 			msg, txt := detail()
 			jc.Failures = []junitProblem{{Message: msg, Type: "expectation", Text: txt}}
 			js.Failures++
-		case VerdictFlaky:
+		case results.VerdictFlaky:
 			_, txt := detail()
 			jc.Failures = []junitProblem{{Message: fmt.Sprintf("flaky: %d of %d runs passed", s.Passed, len(s.Runs)), Type: "flaky", Text: txt}}
 			js.Failures++
-		case VerdictInconclusive:
+		case results.VerdictInconclusive:
 			// Not a pass: too few runs to decide is reported, like flaky,
 			// as a failure of its own type.
 			msg, txt := detail()
@@ -285,5 +295,60 @@ func (r *Results) WriteJUnit(w io.Writer, suiteName string) error {
 		return err
 	}
 	_, err := io.WriteString(w, "\n")
+	return err
+}
+
+// ComparisonSummary is the one-line count of the changes since a baseline.
+func ComparisonSummary(c *results.Comparison) string {
+	inconclusive := ""
+	if n := c.Count(results.ChangeInconclusive); n > 0 {
+		inconclusive = fmt.Sprintf(", %d inconclusive", n)
+	}
+	return fmt.Sprintf("since the baseline %s: %d regressed%s, %d fixed, %d changed, %d new, %d removed, %d unchanged",
+		c.Baseline, c.Count(results.ChangeRegressed), inconclusive, c.Count(results.ChangeFixed), c.Count(results.ChangeChanged), c.Count(results.ChangeNew), c.Count(results.ChangeRemoved), c.Unchanged)
+}
+
+// verdicts says a change's verdicts: "pass -> fail", "new: pass".
+func changeVerdicts(s results.ScenarioChange) string {
+	switch s.Change {
+	case results.ChangeNew:
+		return "now " + string(s.After)
+	case results.ChangeRemoved:
+		return "was " + string(s.Before)
+	}
+	return string(s.Before) + " -> " + string(s.After)
+}
+
+// WriteComparisonTable writes the changes since a baseline, regressions first, one a line, then the
+// counts, after a blank line that sets them apart from the summary.
+func WriteComparisonTable(w io.Writer, c *results.Comparison) error {
+	var b strings.Builder
+	b.WriteString("\n")
+	for _, s := range c.Changes {
+		fmt.Fprintf(&b, "%-9s %s  %s  (%s)\n", strings.ToUpper(string(s.Change)), s.Name, changeVerdicts(s), s.File)
+		if s.Detail != "" {
+			fmt.Fprintf(&b, "          %s\n", s.Detail)
+		}
+	}
+	b.WriteString(strings.ToUpper(ComparisonSummary(c)[:1]) + ComparisonSummary(c)[1:] + "\n")
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// WriteComparisonMarkdown writes the changes since a baseline as a Markdown table.
+func WriteComparisonMarkdown(w io.Writer, c *results.Comparison) error {
+	var b strings.Builder
+	if len(c.Changes) > 0 {
+		b.WriteString("\n| change | scenario | verdicts | file |\n|---|---|---|---|\n")
+		for _, s := range c.Changes {
+			v := changeVerdicts(s)
+			if s.Detail != "" {
+				v += "; " + s.Detail
+			}
+			fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", s.Change, md(s.Name), md(v), md(s.File))
+		}
+	}
+	b.WriteString("\n" + md(strings.ToUpper(ComparisonSummary(c)[:1])+ComparisonSummary(c)[1:]) + "\n")
+	_, err := io.WriteString(w, b.String())
 	return err
 }

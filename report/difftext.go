@@ -1,17 +1,19 @@
-package diff
+package report
 
 import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/retrace-dev/retrace/detectors"
+	"github.com/retrace-dev/retrace/diff"
 )
 
-// WriteJSON writes the result as one indented JSON document.
-func WriteJSON(w io.Writer, r *Result) error {
+// WriteDiffJSON writes a diff result as one indented JSON document.
+func WriteDiffJSON(w io.Writer, r *diff.Result) error {
 	b, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
 		return err
@@ -21,7 +23,7 @@ func WriteJSON(w io.Writer, r *Result) error {
 }
 
 // header says what was compared and how, in one paragraph.
-func header(r *Result) string {
+func diffHeader(r *diff.Result) string {
 	return fmt.Sprintf("base: %s (%d sessions, %d tool calls)\ncandidate: %s (%d sessions, %d tool calls)\n"+
 		"alpha %g, %s correction over %d rows; rates: Newcombe interval and two-proportion test (Fisher for small counts), widened by the design effect of sessions; "+
 		"distributions: %d-resample session bootstrap (seed %d) and Mann–Whitney U over sessions\n",
@@ -30,26 +32,17 @@ func header(r *Result) string {
 }
 
 func correctionName(c string) string {
-	if c == CorrectionBH {
+	if c == diff.CorrectionBH {
 		return "Benjamini–Hochberg"
 	}
 	return "Holm"
 }
 
-// Counts returns how many rows have each verdict.
-func (r *Result) Counts() map[Verdict]int {
-	n := map[Verdict]int{}
-	for _, row := range r.Rows {
-		n[row.Verdict]++
-	}
-	return n
-}
-
-// byVerdict returns the rows in the order a reader acts on them:
+// rowsByVerdict returns the rows in the order a reader acts on them:
 // regressed, improved, inconclusive, unchanged, each in row order.
-func byVerdict(rows []Row) []Row {
-	var out []Row
-	for _, v := range []Verdict{VerdictRegressed, VerdictImproved, VerdictInconclusive, VerdictUnchanged} {
+func rowsByVerdict(rows []diff.Row) []diff.Row {
+	var out []diff.Row
+	for _, v := range []diff.Verdict{diff.VerdictRegressed, diff.VerdictImproved, diff.VerdictInconclusive, diff.VerdictUnchanged} {
 		for _, r := range rows {
 			if r.Verdict == v {
 				out = append(out, r)
@@ -59,42 +52,67 @@ func byVerdict(rows []Row) []Row {
 	return out
 }
 
-func cells(r Row) []string {
-	return []string{r.Metric, FormatValue(r, r.Base), FormatValue(r, r.Cand), FormatValue(r, r.Diff),
-		fmt.Sprintf("[%s, %s]", FormatValue(r, r.CI.Lo), FormatValue(r, r.CI.Hi)),
+func diffCells(r diff.Row) []string {
+	return []string{r.Metric, diff.FormatValue(r, r.Base), diff.FormatValue(r, r.Cand), diff.FormatValue(r, r.Diff),
+		fmt.Sprintf("[%s, %s]", diff.FormatValue(r, r.CI.Lo), diff.FormatValue(r, r.CI.Hi)),
 		fmt.Sprintf("%.3g", r.PAdjusted), string(r.Verdict), fmt.Sprintf("%d/%d %s", r.BaseN, r.CandN, r.Denominator), r.Test.Name}
 }
 
-var columns = []string{"metric", "base", "cand", "diff", "ci", "p_adj", "verdict", "n (base/cand)", "test"}
+var diffColumns = []string{"metric", "base", "cand", "diff", "ci", "p_adj", "verdict", "n (base/cand)", "test"}
 
-// WriteTable writes the result for a terminal: the header, the
-// scenarios that changed (regressed first), every row (regressed
-// first), the skipped rows, the paired comparison, the findings, the
+// WriteDiffTable writes a diff result for a terminal: the header, the
+// scenarios that changed (regressed first), the rows that changed or
+// could not be decided (regressed first) and one line naming the
+// unchanged ones, the skipped rows, the paired comparison, the findings, the
 // gates and the calibration.
-func WriteTable(w io.Writer, r *Result) error {
+func WriteDiffTable(w io.Writer, r *diff.Result) error {
 	var b strings.Builder
-	b.WriteString(header(r))
+	for _, line := range strings.Split(strings.TrimSuffix(diffHeader(r), "\n"), "\n") {
+		b.WriteString(wrap("", line, MaxWidth, "  "))
+	}
 	if r.Scenarios != nil {
-		if err := r.Scenarios.WriteTable(&b); err != nil {
+		if err := WriteComparisonTable(&b, r.Scenarios); err != nil {
 			return err
 		}
 	}
 	b.WriteString("\n")
-	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, strings.Join(columns, "\t"))
-	for _, row := range byVerdict(r.Rows) {
-		fmt.Fprintln(tw, strings.Join(cells(row), "\t"))
+	// The rows with something to say are listed; the unchanged ones, most
+	// rows of a quiet change, are one line (json and markdown list all).
+	var rows [][]string
+	var unchanged []string
+	for _, row := range rowsByVerdict(r.Rows) {
+		if row.Verdict == diff.VerdictUnchanged {
+			unchanged = append(unchanged, row.Metric)
+			continue
+		}
+		rows = append(rows, diffCells(row))
 	}
-	tw.Flush()
-	writeRest(&b, r, false)
+	if len(rows) > 0 {
+		// Numbers, intervals and verdicts are never cut; the denominator
+		// and the test's name are, then the metric, with an ellipsis, so
+		// that a row fits a CI log.
+		header := slices.Clone(diffColumns)
+		cut := []int{2, 0, 0, 0, 0, 0, 0, 1, 1} // the metric last
+		fitColumns(header, rows, cut, MaxWidth, 2, 0)
+		tab := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tab, strings.Join(header, "\t"))
+		for _, cells := range rows {
+			fmt.Fprintln(tab, strings.Join(cells, "\t"))
+		}
+		tab.Flush()
+	}
+	if len(unchanged) > 0 {
+		b.WriteString(ellipsis(fmt.Sprintf("%s unchanged: %s", plural(len(unchanged), "row"), strings.Join(unchanged, ", ")), MaxWidth) + "\n")
+	}
+	writeDiffRest(&b, r, false)
 	_, err := io.WriteString(w, b.String())
 	return err
 }
 
-// WriteMarkdown writes the result for a pull-request comment: a summary,
+// WriteDiffMarkdown writes a diff result for a pull-request comment: a summary,
 // the regressions, then the improvements, then everything in a collapsed
 // <details>.
-func WriteMarkdown(w io.Writer, r *Result) error {
+func WriteDiffMarkdown(w io.Writer, r *diff.Result) error {
 	var b strings.Builder
 	n := r.Counts()
 	scen := ""
@@ -102,30 +120,30 @@ func WriteMarkdown(w io.Writer, r *Result) error {
 		scen = fmt.Sprintf("regressed scenarios: %d; metrics: ", len(r.RegressedScenarios()))
 	}
 	fmt.Fprintf(&b, "## retrace diff: %s%d regressed, %d improved, %d inconclusive, %d unchanged\n\n",
-		scen, n[VerdictRegressed], n[VerdictImproved], n[VerdictInconclusive], n[VerdictUnchanged])
-	for _, line := range strings.Split(strings.TrimSpace(header(r)), "\n") {
-		fmt.Fprintf(&b, "%s  \n", md(line))
+		scen, n[diff.VerdictRegressed], n[diff.VerdictImproved], n[diff.VerdictInconclusive], n[diff.VerdictUnchanged])
+	for _, line := range strings.Split(strings.TrimSpace(diffHeader(r)), "\n") {
+		fmt.Fprintf(&b, "%s  \n", cellMD(line))
 	}
 	if r.Scenarios != nil && len(r.Scenarios.Changes) > 0 {
 		b.WriteString("### Scenarios\n")
-		if err := r.Scenarios.WriteMarkdown(&b); err != nil {
+		if err := WriteComparisonMarkdown(&b, r.Scenarios); err != nil {
 			return err
 		}
 	}
 	b.WriteString("\n")
-	table := func(rows []Row) {
-		b.WriteString("| " + strings.Join(columns, " | ") + " |\n|" + strings.Repeat(" --- |", len(columns)) + "\n")
+	table := func(rows []diff.Row) {
+		b.WriteString("| " + strings.Join(diffColumns, " | ") + " |\n|" + strings.Repeat(" --- |", len(diffColumns)) + "\n")
 		for _, row := range rows {
-			cs := cells(row)
+			cs := diffCells(row)
 			for i := range cs {
-				cs[i] = md(cs[i])
+				cs[i] = cellMD(cs[i])
 			}
 			b.WriteString("| " + strings.Join(cs, " | ") + " |\n")
 		}
 		b.WriteString("\n")
 	}
-	for _, v := range []Verdict{VerdictRegressed, VerdictImproved} {
-		var rows []Row
+	for _, v := range []diff.Verdict{diff.VerdictRegressed, diff.VerdictImproved} {
+		var rows []diff.Row
 		for _, row := range r.Rows {
 			if row.Verdict == v {
 				rows = append(rows, row)
@@ -137,23 +155,23 @@ func WriteMarkdown(w io.Writer, r *Result) error {
 		}
 	}
 	var rest strings.Builder
-	writeRest(&rest, r, true)
+	writeDiffRest(&rest, r, true)
 	if s := rest.String(); strings.TrimSpace(s) != "" {
 		b.WriteString(s)
 		b.WriteString("\n")
 	}
 	b.WriteString("<details><summary>All rows</summary>\n\n")
-	table(byVerdict(r.Rows))
+	table(rowsByVerdict(r.Rows))
 	b.WriteString("</details>\n")
 	_, err := io.WriteString(w, b.String())
 	return err
 }
 
-// md escapes a table cell.
-func md(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
+// cellMD escapes a diff table cell.
+func cellMD(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
 
 // writeRest writes what follows the rows.
-func writeRest(b *strings.Builder, r *Result, markdown bool) {
+func writeDiffRest(b *strings.Builder, r *diff.Result, markdown bool) {
 	head := func(s string) {
 		if markdown {
 			fmt.Fprintf(b, "### %s\n\n", s)
@@ -187,7 +205,7 @@ func writeRest(b *strings.Builder, r *Result, markdown bool) {
 		for _, x := range []struct {
 			what string
 			fs   []findingLine
-		}{{"new", lines(r.Findings.New)}, {"resolved", lines(r.Findings.Resolved)}} {
+		}{{"new", findingLines(r.Findings.New)}, {"resolved", findingLines(r.Findings.Resolved)}} {
 			for i, f := range x.fs {
 				if i == 20 {
 					item("… %d more %s findings (--format json lists all)", len(x.fs)-20, x.what)
@@ -216,7 +234,7 @@ func writeRest(b *strings.Builder, r *Result, markdown bool) {
 
 type findingLine string
 
-func lines(fs []detectors.Finding) []findingLine {
+func findingLines(fs []detectors.Finding) []findingLine {
 	out := make([]findingLine, len(fs))
 	for i, f := range fs {
 		ev := ""

@@ -1,4 +1,4 @@
-package main
+package report
 
 import (
 	"encoding/csv"
@@ -8,25 +8,28 @@ import (
 	"math"
 	"math/big"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/olekukonko/tablewriter"
+	"github.com/olekukonko/tablewriter/pkg/twwidth"
 	"github.com/olekukonko/tablewriter/tw"
+
 	"github.com/retrace-dev/retrace/metrics"
 	"github.com/retrace-dev/retrace/terminal"
 )
 
-// writeTable writes t in format: table, csv, json (an array of objects)
+// WriteTable writes t in format: table, csv, json (an array of objects)
 // or markdown. A cell may hold what a model or tool wrote (a tool name, a
 // detector's message, a query over the trajectories), so every format but
 // JSON, which escapes it, goes through terminal.Writer; the terminal table
 // and Markdown escape newlines in a cell too, and Markdown escapes what
 // would render as HTML, a link or an image.
-func writeTable(w io.Writer, format string, t metrics.Table) error {
+func WriteTable(w io.Writer, format string, t metrics.Table) error {
 	if format == "json" {
-		return writeTableJSON(w, t, "")
+		return WriteTableJSON(w, t, "")
 	}
 	w = terminal.NewWriter(w)
 	switch format {
@@ -34,14 +37,14 @@ func writeTable(w io.Writer, format string, t metrics.Table) error {
 		cw := csv.NewWriter(w)
 		cw.Write(t.Columns)
 		for _, r := range t.Rows {
-			cw.Write(cells(r))
+			cw.Write(tableCells(r))
 		}
 		cw.Flush()
 		return cw.Error()
 	case "markdown":
 		esc := func(ss []string) string {
 			for i, s := range ss {
-				ss[i] = markdownText(s)
+				ss[i] = MarkdownText(s)
 			}
 			return "| " + strings.Join(ss, " | ") + " |\n"
 		}
@@ -51,7 +54,7 @@ func writeTable(w io.Writer, format string, t metrics.Table) error {
 		}
 		b := esc(append([]string(nil), t.Columns...)) + esc(sep)
 		for _, r := range t.Rows {
-			b += esc(cells(r))
+			b += esc(tableCells(r))
 		}
 		_, err := io.WriteString(w, b)
 		return err
@@ -59,19 +62,24 @@ func writeTable(w io.Writer, format string, t metrics.Table) error {
 	return writeTerminalTable(w, t)
 }
 
-// markdownText escapes s for a Markdown table cell or line: as one line
+// MarkdownText escapes s for a Markdown table cell or line: as one line
 // without controls (terminal.Line), with a backslash before what would
 // render as HTML, an entity, a link, an image, code or a cell boundary, so
 // that text a model wrote shows as the text it is, in a PR comment too.
-func markdownText(s string) string {
+func MarkdownText(s string) string {
 	return markdownEscaper.Replace(terminal.Line(s))
 }
 
 var markdownEscaper = strings.NewReplacer(
 	`\`, `\\`, "|", `\|`, "<", `\<`, ">", `\>`, "&", `\&`, "[", `\[`, "]", `\]`, "!", `\!`, "`", "\\`")
 
+// MaxWidth is the widest a terminal table is drawn, in columns: a CI
+// log shows 120 columns without wrapping, and a person's terminal at
+// least that.
+const MaxWidth = 120
+
 // writeTerminalTable draws t for people: a bordered table, numbers right
-// aligned, NULL as an empty cell.
+// aligned, NULL as an empty cell, no wider than MaxWidth (fitColumns).
 func writeTerminalTable(w io.Writer, t metrics.Table) error {
 	align := make([]tw.Align, len(t.Columns))
 	for i := range align {
@@ -84,17 +92,29 @@ func writeTerminalTable(w io.Writer, t metrics.Table) error {
 			}
 		}
 	}
+	rows := make([][]string, len(t.Rows))
+	for i, r := range t.Rows {
+		rows[i] = tableCells(r)
+		for j, c := range rows[i] {
+			rows[i][j] = terminal.Line(c)
+		}
+	}
+	header := slices.Clone(t.Columns)
+	cut := make([]int, len(align))
+	for i, a := range align {
+		if a == tw.AlignLeft {
+			cut[i] = 1
+		}
+	}
+	fitColumns(header, rows, cut, MaxWidth, 3, 1)
 	tbl := tablewriter.NewTable(w,
 		tablewriter.WithHeaderAutoFormat(tw.Off),
 		tablewriter.WithHeaderAlignment(tw.AlignLeft),
 		tablewriter.WithRowAutoWrap(tw.WrapNone),
+		tablewriter.WithHeaderAutoWrap(tw.WrapNone),
 		tablewriter.WithRowAlignmentConfig(tw.CellAlignment{PerColumn: align}))
-	tbl.Header(t.Columns)
-	for _, r := range t.Rows {
-		row := cells(r)
-		for i, c := range row {
-			row[i] = terminal.Line(c)
-		}
+	tbl.Header(header)
+	for _, row := range rows {
 		if err := tbl.Append(row); err != nil {
 			return err
 		}
@@ -102,7 +122,77 @@ func writeTerminalTable(w io.Writer, t metrics.Table) error {
 	return tbl.Render()
 }
 
-func writeTableJSON(w io.Writer, t metrics.Table, indent string) error {
+// minColumn is the narrowest a text column is cut to: enough for a
+// severity, a short id or the start of a path.
+const minColumn = 8
+
+// fitColumns cuts the cells of header and rows so that the table they
+// make is at most width columns wide, each column taking its widest cell
+// and pad more, plus extra ("│ a │ b │" is pad 3, extra 1). cut says
+// which columns may be cut and in which order: 0 never (a number, which
+// cut would read as another), then the columns of priority 1, widest
+// first, down to minColumn or their header's width, then those of 2. A
+// cut cell ends with an ellipsis. When the columns cannot give enough,
+// the table stays wider.
+func fitColumns(header []string, rows [][]string, cut []int, width, pad, extra int) {
+	widths := make([]int, len(header))
+	for i, h := range header {
+		widths[i] = twwidth.Width(h)
+	}
+	for _, r := range rows {
+		for i, c := range r {
+			widths[i] = max(widths[i], twwidth.Width(c))
+		}
+	}
+	total := extra
+	for _, w := range widths {
+		total += w + pad
+	}
+	floor := func(i int) int { return max(minColumn, twwidth.Width(header[i])) }
+	for priority := 1; priority <= 2 && total > width; priority++ {
+		for total > width {
+			widest := -1
+			for i, w := range widths {
+				if cut[i] == priority && w > floor(i) && (widest < 0 || w > widths[widest]) {
+					widest = i
+				}
+			}
+			if widest < 0 {
+				break
+			}
+			widths[widest]--
+			total--
+		}
+	}
+	for _, r := range rows {
+		for i, c := range r {
+			r[i] = ellipsis(c, widths[i])
+		}
+	}
+}
+
+// ellipsis cuts s to at most w display columns, the last of them an
+// ellipsis when anything was cut.
+func ellipsis(s string, w int) string {
+	if twwidth.Width(s) <= w {
+		return s
+	}
+	var b strings.Builder
+	used := 0
+	for _, r := range s {
+		rw := twwidth.Width(string(r))
+		if used+rw > w-1 {
+			break
+		}
+		b.WriteRune(r)
+		used += rw
+	}
+	return b.String() + "…"
+}
+
+// WriteTableJSON writes t as a JSON array of objects, one per row keyed
+// by column, each line after the first prefixed with indent.
+func WriteTableJSON(w io.Writer, t metrics.Table, indent string) error {
 	objs := make([]map[string]any, 0, len(t.Rows))
 	for _, r := range t.Rows {
 		o := make(map[string]any, len(r))
@@ -129,8 +219,8 @@ func writeTableJSON(w io.Writer, t metrics.Table, indent string) error {
 	return err
 }
 
-// cells renders a row for text output; NULL is empty.
-func cells(r []any) []string {
+// tableCells renders a row for text output; NULL is empty.
+func tableCells(r []any) []string {
 	out := make([]string, len(r))
 	for i, v := range r {
 		switch v := v.(type) {

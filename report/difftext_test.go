@@ -1,0 +1,89 @@
+package report
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/olekukonko/tablewriter/pkg/twwidth"
+	"github.com/retrace-dev/retrace/results"
+)
+
+// TestTheDiffMarkdownPutsRegressionsFirst checks the pull-request form:
+// the regressions, then the improvements, then every row in a collapsed
+// <details>, with the correction named.
+func TestTheDiffMarkdownPutsRegressionsFirst(t *testing.T) {
+	var b bytes.Buffer
+	if err := WriteDiffMarkdown(&b, sampleDiff()); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	reg, imp, det := strings.Index(out, "### Regressed"), strings.Index(out, "### Improved"), strings.Index(out, "<details>")
+	row := strings.Index(out, "| rate(failure, tool=bash, among=executed) |")
+	if reg < 0 || imp < 0 || det < 0 || row < 0 || !(reg < row && row < imp && imp < det) || !strings.Contains(out, "Holm") {
+		t.Errorf("the markdown does not list the regressions first, then the improvements, then <details>:\n%s", out)
+	}
+}
+
+// TestEveryDiffFormatReportsThePairedTest checks that the table, the
+// Markdown and the JSON all name McNemar's test and the scenario that
+// flipped.
+func TestEveryDiffFormatReportsThePairedTest(t *testing.T) {
+	res := sampleDiff()
+	for name, w := range map[string]func(*bytes.Buffer) error{
+		"table":    func(b *bytes.Buffer) error { return WriteDiffTable(b, res) },
+		"markdown": func(b *bytes.Buffer) error { return WriteDiffMarkdown(b, res) },
+		"json":     func(b *bytes.Buffer) error { return WriteDiffJSON(b, res) },
+	} {
+		var b bytes.Buffer
+		if err := w(&b); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(b.String(), "McNemar") || !strings.Contains(b.String(), "clean") {
+			t.Errorf("%s does not report McNemar and name the flipped scenario:\n%s", name, b.String())
+		}
+	}
+}
+
+// TestTheDiffTableListsARegressedScenarioBeforeTheRows checks that a
+// scenario that regressed since the base is the first thing a reader of
+// the terminal sees.
+func TestTheDiffTableListsARegressedScenarioBeforeTheRows(t *testing.T) {
+	base := &results.Results{Scenarios: []results.ScenarioResult{{Name: "a", Verdict: results.VerdictPass}, {Name: "b", Verdict: results.VerdictPass}}}
+	cand := &results.Results{Scenarios: []results.ScenarioResult{{Name: "a", Verdict: results.VerdictPass}, {Name: "b", Verdict: results.VerdictFail}}}
+	res := sampleDiff()
+	res.Scenarios = results.Compare(base, cand, "base", 0)
+	var b strings.Builder
+	if err := WriteDiffTable(&b, res); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	if i, j := strings.Index(out, "REGRESSED b"), strings.Index(out, "rate(failure"); i < 0 || j < 0 || i > j {
+		t.Errorf("the regressed scenario is not listed before the rows:\n%s", out)
+	}
+}
+
+// TestTheDiffTableFitsACILogAndSummarisesTheUnchanged checks the terminal
+// form: no line wider than MaxWidth, and the unchanged rows named on one
+// line instead of listed.
+func TestTheDiffTableFitsACILogAndSummarisesTheUnchanged(t *testing.T) {
+	res := sampleDiff()
+	res.Rows[0].Metric = "rate(failure, tool=" + strings.Repeat("mcp__server__tool", 8) + ", among=executed)"
+	res.Rows[0].Denominator = strings.Repeat("executed calls of a tool with a long name ", 3)
+	var b strings.Builder
+	if err := WriteDiffTable(&b, res); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, line := range strings.Split(out, "\n") {
+		if w := twwidth.Width(line); w > MaxWidth && !strings.HasPrefix(line, "  pass:") {
+			t.Errorf("a line %d columns wide:\n%s", w, line)
+		}
+	}
+	if !strings.Contains(out, "1 row unchanged: rate(prompted)") || strings.Contains(out, "\nrate(prompted) ") {
+		t.Errorf("the unchanged row is not summarised on one line:\n%s", out)
+	}
+	if !strings.Contains(out, "rate(failure, tool=mcp__server__") || !strings.Contains(out, "…") {
+		t.Errorf("the long metric is not cut with an ellipsis:\n%s", out)
+	}
+}

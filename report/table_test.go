@@ -1,0 +1,63 @@
+package report
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/olekukonko/tablewriter/pkg/twwidth"
+
+	"github.com/retrace-dev/retrace/metrics"
+)
+
+// TestATerminalTableFitsACILog draws a table whose text is far wider than
+// a CI log: every line fits MaxWidth, a cut cell ends with an ellipsis,
+// numbers are never cut, and a table that fits is left as it is.
+func TestATerminalTableFitsACILog(t *testing.T) {
+	long := strings.Repeat("a very long message from a tool ", 10)
+	wide := metrics.Table{Columns: []string{"detector", "where", "count", "message"}, Rows: [][]any{
+		{"lost_call", "/home/ci/work/runs/" + strings.Repeat("x", 90) + ".jsonl:12", int64(123456789), long},
+		{"denial_loop", "runs/b.jsonl:3", int64(7), "短い message with wide characters: 漢字漢字漢字漢字漢字漢字漢字漢字漢字漢字漢字漢字漢字漢字漢字漢字漢字漢字漢字漢字"},
+	}}
+	var b strings.Builder
+	if err := WriteTable(&b, "table", wide); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, line := range strings.Split(strings.TrimSuffix(out, "\n"), "\n") {
+		if w := twwidth.Width(line); w > MaxWidth {
+			t.Errorf("a line %d columns wide:\n%s", w, line)
+		}
+	}
+	if !strings.Contains(out, "…") || !strings.Contains(out, "123456789") || !strings.Contains(out, "│ lost_call ") {
+		t.Errorf("want cut cells with an ellipsis, the number whole and the short cell whole:\n%s", out)
+	}
+
+	narrow := metrics.Table{Columns: []string{"detector", "message"}, Rows: [][]any{{"lost_call", "short"}}}
+	b.Reset()
+	if err := WriteTable(&b, "table", narrow); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(b.String(), "…") || !strings.Contains(b.String(), "│ short ") {
+		t.Errorf("a table that fits was cut:\n%s", b.String())
+	}
+}
+
+// TestWrapKeepsEveryLineWithinTheWidth checks the wrapping of a next
+// step or a finding's message: words are kept whole and in order, and no
+// line is wider than asked.
+func TestWrapKeepsEveryLineWithinTheWidth(t *testing.T) {
+	text := strings.Repeat("word ", 60) + strings.Repeat("z", 200)
+	out := wrap("- ", text, 40, "  ")
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	for _, l := range lines {
+		if twwidth.Width(l) > 40 {
+			t.Errorf("line %q is %d wide", l, twwidth.Width(l))
+		}
+	}
+	if !strings.HasPrefix(lines[0], "- word word") || !strings.HasPrefix(lines[1], "  word") || !strings.HasSuffix(lines[len(lines)-1], "…") {
+		t.Errorf("wrapped:\n%s", out)
+	}
+	if got := strings.Count(out, "word"); got != 60 {
+		t.Errorf("%d words after wrapping, want 60", got)
+	}
+}
