@@ -6,7 +6,9 @@ import (
 	"encoding/xml"
 	"fmt"
 	"io"
+	"math"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -38,7 +40,23 @@ func (r *Results) byVerdict() []ScenarioResult {
 // line never contradicts itself: "5/5 runs passed, threshold p95(read) <
 // 2s failed".
 func (s ScenarioResult) runsLine() string {
-	return fmt.Sprintf("%d/%d runs passed", s.Passed, len(s.Runs)) + s.thresholdsNote()
+	return fmt.Sprintf("%d/%d runs passed", s.Passed, len(s.Runs)) + s.passKNote() + s.thresholdsNote()
+}
+
+// passKNote gives pass^k and pass@k where they say more than the count
+// of runs that passed: for a flaky scenario, and for any live one run
+// several times: ", pass^k 0.6/0.3/0.1/0 pass@k 0.6/0.9/1/1 (k=1/2/4/5)".
+func (s ScenarioResult) passKNote() string {
+	if len(s.PassK) == 0 || !s.Live && s.Verdict != VerdictFlaky {
+		return ""
+	}
+	var ks, hats, ats []string
+	for _, p := range s.PassK {
+		ks = append(ks, strconv.Itoa(p.K))
+		hats = append(hats, strconv.FormatFloat(math.Round(p.PassHat*100)/100, 'f', -1, 64))
+		ats = append(ats, strconv.FormatFloat(math.Round(p.PassAt*100)/100, 'f', -1, 64))
+	}
+	return fmt.Sprintf(", pass^k %s pass@k %s (k=%s)", strings.Join(hats, "/"), strings.Join(ats, "/"), strings.Join(ks, "/"))
 }
 
 // thresholdsNote names the thresholds that failed or could not be
