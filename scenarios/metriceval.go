@@ -191,7 +191,11 @@ func unpriced(ctx context.Context, db *metrics.DB, sessions []string) (string, e
 			model = fmt.Sprint(row[0])
 		}
 		n, _ := metrics.ValueNumber(row[1])
-		names = append(names, fmt.Sprintf("%s (%g responses)", model, n))
+		word := "responses"
+		if n == 1 {
+			word = "response"
+		}
+		names = append(names, fmt.Sprintf("%s (%g %s)", model, n, word))
 	}
 	return strings.Join(names, ", "), nil
 }
