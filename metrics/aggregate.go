@@ -17,13 +17,13 @@ import (
 // (p95(bash) <= 1.2*base). The grammar:
 //
 //	aggregate  = function "(" subject { "," key "=" value } ")"
-//	function   = "p50" | "p90" | "p95" | "p99" | "mean" | "min" | "max" | "rate" | "count"
+//	function   = "p50" | "p90" | "p95" | "p99" | "mean" | "min" | "max" | "sum" | "rate" | "count"
 //	subject, key, value = a name: a letter or _ then letters, digits, _ . : -
 //
-// pN, mean, min and max take a tool's name (p95(bash) is
+// pN, mean, min, max and sum take a tool's name (p95(bash) is
 // p95(duration, tool=bash)) or one of duration, model_duration,
-// context_tokens, output_tokens (per model response), turns, tool_calls
-// and defense_triggers (per session). rate takes what it counts among
+// context_tokens, output_tokens (per model response), turns, tool_calls,
+// defense_triggers and cost_usd (per session; cost.go). rate takes what it counts among
 // the tool calls (failure, success, lost, truncated, spilled, denied,
 // prompted), or completed (sessions that ended with end_turn, among the
 // sessions). rate(failure) and rate(success) take among=executed to count
@@ -45,11 +45,12 @@ const (
 	FuncMean  Func = "mean"
 	FuncMin   Func = "min"
 	FuncMax   Func = "max"
+	FuncSum   Func = "sum"
 	FuncRate  Func = "rate"
 	FuncCount Func = "count"
 )
 
-var funcs = []Func{FuncP50, FuncP90, FuncP95, FuncP99, FuncMean, FuncMin, FuncMax, FuncRate, FuncCount}
+var funcs = []Func{FuncP50, FuncP90, FuncP95, FuncP99, FuncMean, FuncMin, FuncMax, FuncSum, FuncRate, FuncCount}
 
 // Quantile returns the percentile a pN function takes (0.95), or 0.
 func (f Func) Quantile() float64 {
@@ -95,7 +96,7 @@ const (
 	SubjectDefenseTriggers = "defense_triggers"
 )
 
-var quantities = []string{SubjectDuration, SubjectModelDuration, SubjectContextTokens, SubjectOutputTokens, SubjectTurns, SubjectToolCalls, SubjectDefenseTriggers}
+var quantities = []string{SubjectDuration, SubjectModelDuration, SubjectContextTokens, SubjectOutputTokens, SubjectTurns, SubjectToolCalls, SubjectDefenseTriggers, SubjectCostUSD}
 
 // RateCompleted is the rate subject counted among sessions: those that
 // ended with end_turn.
@@ -141,10 +142,11 @@ func (a *Aggregate) IsDuration() bool {
 }
 
 // PerSession reports whether the aggregate takes one number per session
-// (turns, tool_calls, defense_triggers, or a rate of completed sessions).
+// (turns, tool_calls, defense_triggers, cost_usd, or a rate of completed
+// sessions).
 func (a *Aggregate) PerSession() bool {
 	switch a.Subject {
-	case SubjectTurns, SubjectToolCalls, SubjectDefenseTriggers, RateCompleted:
+	case SubjectTurns, SubjectToolCalls, SubjectDefenseTriggers, SubjectCostUSD, RateCompleted:
 		return true
 	}
 	return false
@@ -163,9 +165,11 @@ func (a *Aggregate) String() string {
 }
 
 // Unit names the unit of the aggregate's values: ms for a duration,
-// fraction for a rate, tokens, or "" for a count.
+// fraction for a rate, tokens, usd, or "" for a count.
 func (a *Aggregate) Unit() string {
 	switch {
+	case a.Func != FuncRate && a.Func != FuncCount && a.Subject == SubjectCostUSD:
+		return "usd"
 	case a.IsDuration():
 		return "ms"
 	case a.Func == FuncRate:
@@ -384,7 +388,7 @@ func (p *ExprParser) Aggregate() *Aggregate {
 // can be judged against it.
 func (p *ExprParser) CheckAggregate(a *Aggregate) bool {
 	if !slices.Contains(funcs, a.Func) {
-		p.Errorf(p.funcCol, "unknown function %q; use p50, p90, p95, p99, mean, min, max, rate or count", a.Func)
+		p.Errorf(p.funcCol, "unknown function %q; use p50, p90, p95, p99, mean, min, max, sum, rate or count", a.Func)
 		return false
 	}
 	var keys []string
@@ -532,6 +536,8 @@ func aggSQL(f Func, col string) string {
 		return "avg(" + col + ")"
 	case FuncMin:
 		return "min(" + col + ")"
+	case FuncSum:
+		return "sum(" + col + ")"
 	}
 	return "max(" + col + ")"
 }
@@ -635,6 +641,10 @@ func (a *Aggregate) SamplesSQL(cond string) string {
 		return fmt.Sprintf("SELECT session, %s AS value FROM model_turns WHERE %s AND %s IS NOT NULL", a.Subject, sessCond, a.Subject)
 	case a.Subject == SubjectTurns:
 		return fmt.Sprintf("SELECT session, turns AS value FROM sessions WHERE %s AND turns IS NOT NULL", sessCond)
+	case a.Subject == SubjectCostUSD:
+		// A session's cost is unknown (NULL) when one of its responses
+		// has no price: never the sum of the others.
+		return fmt.Sprintf("SELECT session, CASE WHEN count(*) = count(cost_usd) THEN sum(cost_usd) END AS value FROM model_costs WHERE %s GROUP BY session", sessCond)
 	case a.Subject == SubjectDefenseTriggers:
 		return fmt.Sprintf("SELECT s.session, count(d.defense) AS value FROM sessions s LEFT JOIN defenses d ON d.session = s.session WHERE %s GROUP BY s.session",
 			inSessions(sessCond))

@@ -5,9 +5,11 @@ import (
 	"encoding/xml"
 	"fmt"
 	"io"
+	"math"
 	"path"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/retrace-dev/retrace/results"
@@ -41,7 +43,23 @@ func scenariosByVerdict(r *results.Results) []results.ScenarioResult {
 // line never contradicts itself: "5/5 runs passed, threshold p95(read) <
 // 2s failed".
 func runsLine(s results.ScenarioResult) string {
-	return fmt.Sprintf("%d/%d runs passed", s.Passed, len(s.Runs)) + thresholdsNote(s)
+	return fmt.Sprintf("%d/%d runs passed", s.Passed, len(s.Runs)) + passKNote(s) + thresholdsNote(s)
+}
+
+// passKNote gives pass^k and pass@k where they say more than the count
+// of runs that passed: for a flaky scenario, and for any live one run
+// several times: ", pass^k 0.6/0.3/0.1/0 pass@k 0.6/0.9/1/1 (k=1/2/4/5)".
+func passKNote(s results.ScenarioResult) string {
+	if len(s.PassK) == 0 || !s.Live && s.Verdict != results.VerdictFlaky {
+		return ""
+	}
+	var ks, hats, ats []string
+	for _, p := range s.PassK {
+		ks = append(ks, strconv.Itoa(p.K))
+		hats = append(hats, strconv.FormatFloat(math.Round(p.PassHat*100)/100, 'f', -1, 64))
+		ats = append(ats, strconv.FormatFloat(math.Round(p.PassAt*100)/100, 'f', -1, 64))
+	}
+	return fmt.Sprintf(", pass^k %s pass@k %s (k=%s)", strings.Join(hats, "/"), strings.Join(ats, "/"), strings.Join(ks, "/"))
 }
 
 // thresholdsNote names the thresholds that failed or could not be

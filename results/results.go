@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/retrace-dev/retrace/stats"
 	"github.com/retrace-dev/retrace/trajectory"
 )
 
@@ -117,6 +118,34 @@ type ScenarioResult struct {
 	// a script: they may differ by chance, so a change since a baseline
 	// is decided with a test (Compare).
 	Live bool `json:"live,omitempty"`
+	// PassK estimates, from the runs, the chance that k runs all pass
+	// (pass^k) and that at least one does (pass@k), for k = 1, 2, 4, ...
+	// and the number of runs; only for two runs or more, none of which
+	// retrace failed to run.
+	PassK []PassK `json:"pass_k,omitempty"`
+}
+
+// PassK is pass^k and pass@k at one k, estimated without bias from the
+// scenario's runs (stats.PassHatK, stats.PassAtK).
+type PassK struct {
+	K       int     `json:"k"`
+	PassHat float64 `json:"pass_hat_k"`
+	PassAt  float64 `json:"pass_at_k"`
+}
+
+// passK computes PassK for n runs of which c passed: at k = 1, 2, 4, ...
+// below n, and at n.
+func passK(n, c int) []PassK {
+	if n < 2 {
+		return nil
+	}
+	var out []PassK
+	for k := 1; k <= n; k *= 2 {
+		if k < n {
+			out = append(out, PassK{K: k, PassHat: stats.PassHatK(n, c, k), PassAt: stats.PassAtK(n, c, k)})
+		}
+	}
+	return append(out, PassK{K: n, PassHat: stats.PassHatK(n, c, n), PassAt: stats.PassAtK(n, c, n)})
 }
 
 // Decide sets Passed and Verdict from the runs and the thresholds: the
@@ -133,6 +162,10 @@ func (s *ScenarioResult) Decide() {
 		if r.Error != "" {
 			errs++
 		}
+	}
+	s.PassK = nil
+	if errs == 0 {
+		s.PassK = passK(len(s.Runs), s.Passed)
 	}
 	failed, undecided := false, false
 	for _, t := range s.Thresholds {

@@ -228,6 +228,10 @@ func (r *runner) runAgent(ctx context.Context, s *Scenario, index, repeat int) (
 	for _, e := range s.Expect.Events {
 		res.Failures = append(res.Failures, checkEvent(e, rec)...)
 	}
+	for _, r := range s.Expect.Replies {
+		res.Failures = append(res.Failures, checkReply(r, rec)...)
+	}
+	res.Failures = append(res.Failures, checkSequence(s.Expect.Sequence, rec)...)
 	if r.opts.AfterRun != nil {
 		r.opts.AfterRun(s, repeat, ws, res)
 	}

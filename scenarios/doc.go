@@ -51,10 +51,18 @@
 //	    fire: {denial_loop: 1}                  # detector id: the fewest findings
 //	    not_fire: [hallucinated_tool]
 //	    no_others: true                         # no detector but those under fire
+//	  reply: {contains: Fixed, matches: "calc\\.go"}  # the final reply (see Replies and sequences)
+//	  #   or a list: [{turn: 2, equals: "..."}, {json_schema: {type: object, required: [status]}}]
+//	  sequence:                                 # tool calls in this order, other calls between allowed
+//	    - {tool: read, input: {file_path: calc.go}}
+//	    - {tool: edit, input_contains: {new_string: "a + b"}}
+//	    - {tool: bash, input_matches: {command: "^go test"}}
+//	  #   or {strict: true, steps: [...]}: each step the call right after the previous one
 //	  metrics:                                  # thresholds over all the runs (below)
 //	    - p95(bash) < 2s
 //	    - rate(failure, tool=bash) <= 0.1
 //	    - {threshold: "mean(turns) <= 6", min_runs: 5}
+//	    - sum(cost_usd) <= 0.05                 # at config: prices: (below)
 //	-- workspace/calc.go --
 //	package calc
 //
@@ -63,6 +71,34 @@
 // defense_not_triggered mean none). input matches a tool call whose input
 // has each key with an equal JSON value; input_matches gives a regular
 // expression per key for string values.
+//
+// # Replies and sequences
+//
+// expect.reply checks the text the model answered with (its text blocks,
+// joined by newlines; thinking is not text): by default the final reply,
+// the last model response that holds text; with turn: N, the last
+// response of model turn N (from 1, as the trajectory numbers them).
+// reply takes one mapping or a list of them. contains and matches (a
+// regular expression) take a string or a list; equals compares the whole
+// text with surrounding white space trimmed on both sides; json_schema
+// (a JSON Schema, draft 2020-12 unless it says otherwise, written as YAML
+// or as a string of JSON) requires the text to be a JSON document valid
+// against it, where a reply that is one Markdown code block (```json
+// ... ```) is judged by the block. A failure gives the expectation and the
+// reply as the model gave it: trimmed, cut at 160 bytes, on one line with
+// control characters escaped (package terminal), and the trajectory line
+// of the response. A live run (--provider) is checked the same way.
+//
+// expect.sequence is an ordered list of tool calls, in the order of the
+// recording's tool_call events: each step names a tool and may match its
+// input: input (each key with an equal JSON value), input_contains (each
+// key's string value contains the text) and input_matches (each key's
+// string value matches the regular expression). Other calls may come
+// between two steps; with {strict: true, steps: [...]} each step must be
+// the call right after the previous step's (the first may be any call).
+// A failure names the step not found and the call it was looked for
+// after: "step 2 (bash with command matching /go test/)", "not found after
+// step 1, call 2 (edit {...} in turn 2): no call came after it".
 //
 // Each run gets a fresh workspace, a directory named by the repeat (1,
 // 2, ...), written from the scenario's files; the workspace's own
@@ -186,6 +222,24 @@
 // percentage. A failed rate's message names its denominator: "1: 2 of 2
 // bash calls (the denominator) failed, over 2 runs".
 //
+// sum adds up the samples of any of these; cost_usd is a run's cost in
+// US dollars, its recorded usage (each model response's input, output,
+// cache-read and cache-write tokens) at the prices of the scenario's
+// config: prices: section, per model id as session_start records it
+// (mock-1 for a script that names none), in US dollars per million
+// tokens:
+//
+//	config:
+//	  prices:
+//	    mock-1: {input_per_mtok: 3, output_per_mtok: 15, cache_read_per_mtok: 0.3, cache_write_per_mtok: 3.75}
+//
+// so sum(cost_usd) is what all the runs cost and mean(cost_usd) what one
+// did. The cost is the metrics package's (the model_costs view, the one
+// definition); a run whose model has no price has no cost, so a cost
+// threshold over it is inconclusive, naming the model, never a pass. A
+// workspace's own retrace.yaml cannot set the prices; an agent CLI's
+// scenario (no config:) has none.
+//
 // count(E) counts the events of type E over all the runs (not per run:
 // mean(tool_calls, tool=read) is per run), optionally filtered by tool,
 // failure_kind, defense, action, kind, source, reason or stop_reason.
@@ -230,9 +284,14 @@
 //
 // Each scenario gets a verdict over its runs and thresholds: pass (every
 // run and threshold passed), fail (no run passed, or a threshold failed),
-// flaky (some runs did: never a pass), inconclusive (every run passed but
+// flaky (some runs did: never a pass; the summary then gives pass^k and
+// pass@k, as it does for a live scenario run several times),
+// inconclusive (every run passed but
 // a threshold could not be decided: never a pass) or error (retrace
-// could not run it). Results are JSON (Results), so that shards of one
+// could not run it). A scenario run n >= 2 times has PassK: pass^k, the
+// chance that k runs all pass, and pass@k, that at least one does,
+// estimated without bias from its c passing runs (package stats) at k =
+// 1, 2, 4, ... below n and at n. Results are JSON (Results), so that shards of one
 // suite run on several machines can be merged (Merge) into what one run
 // would have reported, and compared with a baseline run's (Compare): a
 // scenario whose runs all passed there and not all do now is a

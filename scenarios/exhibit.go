@@ -160,6 +160,12 @@ func (p *parser) checkExhibit(s *Scenario, has map[string]int) {
 		for _, e := range s.Expect.Events {
 			p.addf(e.Line, "%s: the event expectations of an exhibit need one recording; give recording.jsonl alone, or expect detectors only", e.Path)
 		}
+		for _, r := range s.Expect.Replies {
+			p.addf(r.Line, "%s: the reply expectations of an exhibit need one recording; give recording.jsonl alone, or expect detectors only", r.Path)
+		}
+		if q := s.Expect.Sequence; q != nil {
+			p.addf(q.Line, "%s: the sequence expectation of an exhibit needs one recording; give recording.jsonl alone, or expect detectors only", q.Path)
+		}
 	}
 	if s.Expect.Detectors == nil && len(s.Expect.Events) == 0 {
 		p.addf(s.Line, "an exhibit expects nothing: give expect.detectors or expect.events")
@@ -215,6 +221,10 @@ func (r *runner) exhibit(ctx context.Context, s *Scenario, index int) (res resul
 	for _, e := range s.Expect.Events {
 		res.Failures = append(res.Failures, checkEvent(e, first)...)
 	}
+	for _, r := range s.Expect.Replies {
+		res.Failures = append(res.Failures, checkReply(r, first)...)
+	}
+	res.Failures = append(res.Failures, checkSequence(s.Expect.Sequence, first)...)
 	if s.Expect.Detectors == nil || !ownPass(s) {
 		// detectExhibits judges it, with the others.
 		return res

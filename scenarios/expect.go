@@ -20,6 +20,11 @@ type Expect struct {
 	Files     []FileExpect
 	Events    []EventExpect
 	Detectors *DetectorExpect
+	// Replies check the text of the final reply or of a turn's (reply.go).
+	Replies []ReplyExpect
+	// Sequence is an ordered list of tool calls the run must make
+	// (sequence.go); nil checks none.
+	Sequence *SequenceExpect
 	// Metrics are thresholds over all of the scenario's runs (metricexpr.go).
 	Metrics []MetricExpect
 }
@@ -152,7 +157,7 @@ func (p *parser) place(n *yaml.Node, path string) Place {
 
 func (p *parser) expect(n *yaml.Node, s *Scenario) Expect {
 	var e Expect
-	for _, f := range p.fields(n, "expect", "outcome", "files", "events", "detectors", "metrics") {
+	for _, f := range p.fields(n, "expect", "outcome", "files", "events", "detectors", "reply", "sequence", "metrics") {
 		switch f.name {
 		case "outcome":
 			e.Outcome = p.outcome(f.val)
@@ -174,6 +179,10 @@ func (p *parser) expect(n *yaml.Node, s *Scenario) Expect {
 			}
 		case "detectors":
 			e.Detectors = p.detectors(f.val)
+		case "reply":
+			e.Replies = p.reply(f.val)
+		case "sequence":
+			e.Sequence = p.sequence(f.val)
 		case "metrics":
 			e.Metrics = p.metrics(f.val)
 		}

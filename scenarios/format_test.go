@@ -173,6 +173,9 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte(minimal))
 	f.Add([]byte(agentMinimal))
 	f.Add([]byte(strings.Replace(agentMinimal, "agent: claude-code", "agent: {command: [sh, -c, x], wire: anthropic, env: {A: b}, isolation: required}", 1)))
+	f.Add([]byte(strings.Replace(replyScenario, "REPLY", `[{turn: 2, equals: x}, {json_schema: {type: object, required: [a]}}]`, 1)))
+	f.Add([]byte(strings.Replace(sequenceScenario, "SEQUENCE", `{strict: true, steps: [{tool: read, input_contains: {file_path: c}}, {tool: bash, input_matches: {command: "^ls"}}]}`, 1)))
+	f.Add([]byte(strings.NewReplacer("PRICES", "prices: {mock-1: {input_per_mtok: 3}}", "THRESHOLD", `"sum(cost_usd) <= 0.05"`).Replace(costScenario)))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		s, err := Parse(data, "f.txtar")
 		if err != nil {

@@ -120,6 +120,12 @@ func (r *runner) thresholds(ctx context.Context, suite []*Scenario, res *results
 				sessions = append(sessions, run.Session)
 			}
 		}
+		if costs(s) {
+			// The prices are the scenario's: set for its thresholds alone.
+			if err := db.SetPrices(ctx, prices(s)); err != nil {
+				return fmt.Errorf("eval: %s: %w", s.File, err)
+			}
+		}
 		for _, m := range s.Expect.Metrics {
 			tr, err := evalThreshold(ctx, db, m, sessions)
 			if err != nil {
@@ -129,6 +135,50 @@ func (r *runner) thresholds(ctx context.Context, suite []*Scenario, res *results
 		}
 	}
 	return nil
+}
+
+// costs reports whether a threshold of s is over cost_usd.
+func costs(s *Scenario) bool {
+	for _, m := range s.Expect.Metrics {
+		if m.Threshold.Subject == metrics.SubjectCostUSD {
+			return true
+		}
+	}
+	return false
+}
+
+// prices are the prices cost_usd charges a run of s at: the prices:
+// section of its trusted configuration (config:), per model.
+func prices(s *Scenario) metrics.Prices {
+	out := metrics.Prices{}
+	for model, p := range baseConfig(s).Prices {
+		out[model] = metrics.Price{Input: p.Input, Output: p.Output, CacheRead: p.CacheRead, CacheWrite: p.CacheWrite}
+	}
+	return out
+}
+
+// unpriced says which models of the runs have no price, or "" when
+// every one has: a cost over them is unknown, so the threshold is
+// inconclusive.
+func unpriced(ctx context.Context, db *metrics.DB, sessions []string) (string, error) {
+	tab, err := db.Query(ctx, metrics.UnpricedSQL(inSessions("session", sessions)))
+	if err != nil || len(tab.Rows) == 0 {
+		return "", err
+	}
+	var names []string
+	for _, row := range tab.Rows {
+		model := "(none recorded)"
+		if row[0] != nil {
+			model = fmt.Sprint(row[0])
+		}
+		n, _ := metrics.ValueNumber(row[1])
+		word := "responses"
+		if n == 1 {
+			word = "response"
+		}
+		names = append(names, fmt.Sprintf("%s (%g %s)", model, n, word))
+	}
+	return strings.Join(names, ", "), nil
 }
 
 // sqlString quotes s as an SQL string literal.
@@ -171,13 +221,15 @@ func samples(t *Threshold) string {
 		return "model responses' output tokens"
 	case metrics.SubjectTurns:
 		return "turns"
+	case metrics.SubjectCostUSD:
+		return "costs in US dollars"
 	}
 	return "counts of " + calls(t)
 }
 
 // perRun reports whether the threshold aggregates one number per run.
 func perRun(t *Threshold) bool {
-	return t.Subject == metrics.SubjectTurns || t.Subject == metrics.SubjectToolCalls
+	return t.Subject == metrics.SubjectTurns || t.Subject == metrics.SubjectToolCalls || t.Subject == metrics.SubjectCostUSD
 }
 
 func runsOf(n int) string {
@@ -212,6 +264,16 @@ func evalThreshold(ctx context.Context, db *metrics.DB, m MetricExpect, sessions
 	if len(sessions) == 0 {
 		tr.Got = "inconclusive: no run recorded a session"
 		return tr, nil
+	}
+	if t.Subject == metrics.SubjectCostUSD {
+		missing, err := unpriced(ctx, db, sessions)
+		if err != nil {
+			return tr, err
+		}
+		if missing != "" {
+			tr.Got = fmt.Sprintf("inconclusive: no price for %s over %s; give it in the scenario's config: prices: {MODEL: {input_per_mtok: ..., output_per_mtok: ...}}", missing, runs)
+			return tr, nil
+		}
 	}
 	q := t.ValueSQL(inSessions("session", sessions))
 	tab, err := db.Query(ctx, q)

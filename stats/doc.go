@@ -30,6 +30,11 @@
 // distribution instead of drawing the resample, so 2,000 resamples cost
 // about as much as sorting the samples once.
 //
+// Repeated trials of one task (retrace eval --repeat N): PassHatK
+// (pass^k, the chance that k trials all pass) and PassAtK (pass@k, the
+// chance that at least one does), each the unbiased estimate from n
+// trials with c passes (passk.go).
+//
 // # Calls come in sessions
 //
 // Calls of one session share a task, a workspace and a model; they are not

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 
 	"go.yaml.in/yaml/v3"
 
@@ -36,6 +38,12 @@ type Config struct {
 	// threshold name, then value (retrace detect --list names them;
 	// package detectors checks them). The runtime ignores the section.
 	Detectors map[string]map[string]float64 `yaml:"detectors"`
+	// Prices are per model (the id session_start records), in US dollars
+	// per million tokens: what the cost_usd metric of retrace eval's
+	// thresholds charges a session's recorded usage at. retrace ships no
+	// price list. The runtime ignores the section (its cost budget uses
+	// limits.prices), as it does an untrusted file's.
+	Prices map[string]agent.Prices `yaml:"prices"`
 	// Sandbox confines the processes tools start (package sandbox). Only
 	// a trusted file may turn it off, open the network or add writable
 	// directories; a workspace file may only make it stricter.
@@ -94,7 +102,13 @@ func (c Config) Check(name, workspace string) (*permission.Checker, *hooks.Runne
 	if serr != nil {
 		serr = fmt.Errorf("config %s: %w", name, serr)
 	}
-	if err := errors.Join(perr, herr, merr, derr, cerr, serr); err != nil {
+	var prerr error
+	for _, model := range slices.Sorted(maps.Keys(c.Prices)) {
+		if p := c.Prices[model]; p.Input < 0 || p.Output < 0 || p.CacheRead < 0 || p.CacheWrite < 0 {
+			prerr = errors.Join(prerr, fmt.Errorf("config %s: prices.%s: a price is negative; give US dollars per million tokens, 0 for free", name, model))
+		}
+	}
+	if err := errors.Join(perr, herr, merr, derr, cerr, serr, prerr); err != nil {
 		return nil, nil, err
 	}
 	return perm, hr, nil

@@ -133,6 +133,14 @@ func Overlay(base, over Config) Config {
 		maps.Copy(models, over.Models)
 		out.Models = models
 	}
+	if len(over.Prices) > 0 {
+		prices := maps.Clone(out.Prices)
+		if prices == nil {
+			prices = map[string]agent.Prices{}
+		}
+		maps.Copy(prices, over.Prices)
+		out.Prices = prices
+	}
 	out.Cache = overlayCache(out.Cache, over.Cache)
 	out.Sandbox = overlaySandbox(out.Sandbox, over.Sandbox)
 	l, ol := &out.Limits, over.Limits

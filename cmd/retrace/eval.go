@@ -103,7 +103,9 @@ scenario as file:line: what is wrong.
 The summary is always printed, failures first, each with the expectation,
 what happened and the trajectory line that shows it. --repeat N runs each
 scenario N times: a scenario that passes some runs and fails others is
-flaky, never a pass. --shard i/n runs the i-th of n deterministic parts of
+flaky, never a pass, and its line gives pass^k (the chance that k runs
+all pass) and pass@k (that one of k does), estimated from the runs, as a
+live scenario's does; results.json has them (pass_k). --shard i/n runs the i-th of n deterministic parts of
 the suite, so a CI matrix can split it; 'retrace eval merge' joins the
 shards' results (--out DIR/results.json) into what one run would report.
 
