@@ -49,9 +49,9 @@ func TestRequestMemoIsRequestEvent(t *testing.T) {
 		{"an empty message list", func() { history = []trajectory.Message{} }},
 		{"one message again", func() { history = []trajectory.Message{text(trajectory.RoleUser, "again")} }},
 	}
-	var memo RequestMemo
-	var convMemo, convRef trajectory.Conversation
-	var prev *Request
+	var memo, wireMemo RequestMemo
+	var convMemo, convRef, convWire, convWireRef trajectory.Conversation
+	var prev, prevWire *Request
 	for _, st := range steps {
 		st.change()
 		req := Request{Model: "m", System: "be careful", Tools: tools, MaxTokens: 100, Messages: slices.Clone(history)}
@@ -67,6 +67,17 @@ func TestRequestMemoIsRequestEvent(t *testing.T) {
 		if !reflect.DeepEqual(got, want) {
 			t.Fatalf("%s:\n got %+v\nwant %+v", st.name, got, want)
 		}
+		// A request decoded from the wire shares no memory with the
+		// last: it is compared by value.
+		wire := Request{}
+		if err := json.Unmarshal(body, &wire); err != nil {
+			t.Fatal(err)
+		}
+		want = RequestEvent(wire, prevWire, &convWireRef, 77, false)
+		if got := wireMemo.EventOfSize(wire, prevWire, &convWire, 77, false); !reflect.DeepEqual(got, want) {
+			t.Fatalf("%s, decoded:\n got %+v\nwant %+v", st.name, got, want)
+		}
+		prevWire = &wire
 		prev = &req
 	}
 }

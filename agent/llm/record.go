@@ -90,22 +90,32 @@ type memoMessage struct {
 // Event builds the model_request event of req as RequestEvent does, with
 // request_bytes the length of req's JSON form (json.Marshal(req)).
 func (m *RequestMemo) Event(req Request, prev *Request, conv *trajectory.Conversation, stream bool) *trajectory.ModelRequest {
-	hashes, size := m.measure(req)
-	return requestEvent(req, prev, conv, size, stream, hashes)
-}
-
-// measure returns the hash of each message of req and the length of req's
-// JSON form. A message is measured again only when it differs from the
-// one last seen at its index; the comparison is cheap for the messages a
-// session carries over, whose strings share memory with the copy kept.
-func (m *RequestMemo) measure(req Request) ([]string, int) {
+	hashes, size := m.messages(req.Messages)
 	msgs := req.Messages
 	req.Messages = nil
 	head, _ := json.Marshal(req) // a Request always marshals
-	size := len(head)
+	size += len(head)
 	if msgs != nil {
 		size += len("[]") - len("null") + max(len(msgs)-1, 0) // the brackets and commas around the messages
 	}
+	req.Messages = msgs
+	return requestEvent(req, prev, conv, size, stream, hashes)
+}
+
+// EventOfSize is Event for a request whose body was measured where it
+// was sent or received (requestBytes), such as the mock server's.
+func (m *RequestMemo) EventOfSize(req Request, prev *Request, conv *trajectory.Conversation, requestBytes int, stream bool) *trajectory.ModelRequest {
+	hashes, _ := m.messages(req.Messages)
+	return requestEvent(req, prev, conv, requestBytes, stream, hashes)
+}
+
+// messages returns the hash of each message and the sum of their JSON
+// forms' lengths. A message is measured again only when it differs from
+// the one last seen at its index; the comparison is cheap for the
+// messages a session carries over, whose strings share memory with the
+// copy kept, and cheaper than encoding and hashing for the others.
+func (m *RequestMemo) messages(msgs []trajectory.Message) ([]string, int) {
+	size := 0
 	hashes := make([]string, len(msgs))
 	for i := range msgs {
 		if i == len(m.msgs) {
