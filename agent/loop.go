@@ -51,6 +51,7 @@ type session struct {
 	history []trajectory.Message
 	prev    *llm.Request
 	conv    trajectory.Conversation // the messages prev sent, for the next model_request
+	memo    llm.RequestMemo         // the messages' hashes and sizes, so a request is measured for what it adds
 	sent    map[string]bool         // tools in the last request
 	turn    int
 	usage   trajectory.Usage
@@ -446,11 +447,7 @@ func (s *session) send(ctx context.Context, req llm.Request) (llm.Response, erro
 	for _, t := range req.Tools {
 		s.sent[t.Name] = true
 	}
-	size := 0
-	if b, err := json.Marshal(req); err == nil {
-		size = len(b)
-	}
-	ev := llm.RequestEvent(req, s.prev, &s.conv, size, s.cfg.Stream)
+	ev := s.memo.Event(req, s.prev, &s.conv, s.cfg.Stream)
 	if s.reg != nil {
 		// Record which MCP servers are still connecting, so that a
 		// detector can tell "not here yet" from "does not exist" (§13.12).

@@ -27,7 +27,11 @@ func calibrate(specs []spec, base *corpus, opts Options) *Calibration {
 		h := n / 2
 		o := opts
 		o.Seed = opts.Seed + uint64(split) + 1
+		o.Count = nil // counted by split, below
 		rows, _ := compareAll(specs, base, base, append([]int(nil), idx[:h]...), append([]int(nil), idx[h:2*h]...), o, resamples)
+		if opts.Count != nil {
+			opts.Count("A/A splits", split+1, opts.AA)
+		}
 		alarm := false
 		for _, r := range rows {
 			cr, ok := per[r.Metric]

@@ -66,6 +66,10 @@ type Options struct {
 	AA int
 	// Progress, when set, is told what is being done, one line at a time.
 	Progress func(string)
+	// Count, when set, is told how far the long parts have come: done of
+	// total items of phase "metrics" (rows compared) and then "A/A splits".
+	// Calls come one at a time.
+	Count func(phase string, done, total int)
 	// callLevel treats every call as independent (plain Newcombe and
 	// two-proportion test, the plain bootstrap, Mann–Whitney over the
 	// pooled samples): only for the calibration test that shows why the
@@ -394,6 +398,8 @@ func compareAll(specs []spec, base, cand *corpus, bi, ci []int, opts Options, re
 	whys := make([]string, len(specs))
 	next := make(chan int)
 	var wg sync.WaitGroup
+	var countMu sync.Mutex
+	done := 0
 	for range runtime.GOMAXPROCS(0) {
 		wg.Add(1)
 		go func() {
@@ -405,6 +411,12 @@ func compareAll(specs []spec, base, cand *corpus, bi, ci []int, opts Options, re
 					bs, cs = bs.subset(bi), cs.subset(ci)
 				}
 				all[i], whys[i] = compareRow(sp, bs, cs, opts, resamples)
+				if opts.Count != nil {
+					countMu.Lock()
+					done++
+					opts.Count("metrics", done, len(specs))
+					countMu.Unlock()
+				}
 			}
 		}()
 	}

@@ -27,7 +27,7 @@ import (
 // mockllm/bench-vs-aimock.sh installs aimock in a temporary directory and
 // runs it; by hand:
 //
-//	cd /tmp/aimock && npm install @copilotkit/aimock
+//	cd /tmp/aimock && npm install @copilotkit/aimock@1.43.0
 //	AIMOCK_CLI=/tmp/aimock/node_modules/@copilotkit/aimock/dist/cli.js \
 //	  go test ./mockllm/ -run '^$' -bench BenchmarkLoad -benchtime 20000x -load.clients 50
 //
@@ -224,6 +224,12 @@ var loadScenarios = []loadScenario{
 	{name: "chat-sse", path: "/v1/chat/completions", done: "data: [DONE]",
 		header: map[string]string{"Authorization": "Bearer test"},
 		body:   `{"model":"gpt-x","stream":true,"tools":[{"type":"function","function":{"name":"read","parameters":{"type":"object"}}}],"messages":[{"role":"user","content":"read the README"}]}`},
+	{name: "responses-json", path: "/v1/responses", done: `"function_call"`,
+		header: map[string]string{"Authorization": "Bearer test"},
+		body:   `{"model":"gpt-x","tools":[{"type":"function","name":"read","parameters":{"type":"object"}}],"input":"read the README"}`},
+	{name: "responses-sse", path: "/v1/responses", done: "event: response.completed",
+		header: map[string]string{"Authorization": "Bearer test"},
+		body:   `{"model":"gpt-x","stream":true,"tools":[{"type":"function","name":"read","parameters":{"type":"object"}}],"input":"read the README"}`},
 }
 
 // loadResult is what one load run measured.
@@ -319,8 +325,9 @@ func loadRequest(client *http.Client, url string, sc loadScenario) (int64, error
 
 // BenchmarkLoad measures responses/s, p99 latency, server CPU per
 // response and server RSS for retrace's mock server and aimock, at
-// -load.clients concurrent clients, for Anthropic Messages and OpenAI
-// Chat, JSON and SSE. b.N is the number of requests of each run.
+// -load.clients concurrent clients, for Anthropic Messages, OpenAI Chat
+// and OpenAI Responses, JSON and SSE. b.N is the number of requests of
+// each run.
 func BenchmarkLoad(b *testing.B) {
 	servers := []*loadServer{startRetraceServer(b, "retrace", os.Args[0])}
 	if *loadBaseline != "" {

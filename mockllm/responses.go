@@ -179,93 +179,69 @@ func responsesInput(raw json.RawMessage) ([]rItem, *apiError) {
 	return items, nil
 }
 
-// responsesStatus maps a stop reason onto the response status and
-// incomplete reason; a missing one leaves the status null.
-func responsesStatus(raw string) (status any, incomplete any) {
+// responsesStatus maps a stop reason onto the response status and the
+// reason it is incomplete; "" is null (a missing stop reason leaves the
+// status null).
+func responsesStatus(raw string) (status, incomplete string) {
 	switch raw {
 	case "":
-		return nil, nil
+		return "", ""
 	case "end_turn", "tool_use", "stop_sequence":
-		return "completed", nil
+		return "completed", ""
 	case "max_tokens", "model_context_window_exceeded":
-		return "incomplete", map[string]string{"reason": "max_output_tokens"}
+		return "incomplete", "max_output_tokens"
 	case "refusal":
-		return "incomplete", map[string]string{"reason": "content_filter"}
+		return "incomplete", "content_filter"
 	}
-	return raw, nil
+	return raw, ""
 }
 
-// responsesItems renders the reply's output items, in order.
-func responsesItems(x *exchange, r *llm.Response) []map[string]any {
-	var items []map[string]any
+// responsesItems lists the reply's output items, in order.
+func responsesItems(x *exchange, r *llm.Response) []rOutItem {
+	items := make([]rOutItem, 0, len(r.Content))
 	for i := range r.Content {
 		b := &r.Content[i]
 		switch b.Type {
 		case trajectory.BlockText:
-			items = append(items, map[string]any{"id": x.s.newID("msg_"), "type": "message", "status": "completed", "role": "assistant",
-				"content": []any{outputText(b.Text)}})
+			items = append(items, rOutItem{id: x.s.newID("msg_"), text: b.Text})
 		case trajectory.BlockToolUse:
-			status := "completed"
-			if len(b.Input) == 0 {
-				status = "incomplete"
-			}
-			items = append(items, map[string]any{"id": x.s.newID("fc_"), "type": "function_call", "status": status,
-				"call_id": b.ID, "name": b.Name, "arguments": toolArguments(b)})
+			items = append(items, rOutItem{id: x.s.newID("fc_"), call: true, incomplete: len(b.Input) == 0,
+				callID: b.ID, name: b.Name, args: toolArguments(b)})
 		}
 	}
-	if items == nil {
-		items = []map[string]any{}
-	}
 	return items
-}
-
-func outputText(text string) map[string]any {
-	return map[string]any{"type": "output_text", "text": text, "annotations": []any{}, "logprobs": []any{}}
-}
-
-func responsesUsage(u trajectory.Usage) map[string]any {
-	in := u.InputTokens + u.CacheReadTokens + u.CacheCreationTokens
-	return map[string]any{
-		"input_tokens": in, "input_tokens_details": map[string]any{"cached_tokens": u.CacheReadTokens},
-		"output_tokens": u.OutputTokens, "output_tokens_details": map[string]any{"reasoning_tokens": 0},
-		"total_tokens": in + u.OutputTokens,
-	}
-}
-
-func responseObject(x *exchange, id string, r *llm.Response, items []map[string]any, status, incomplete, usage any) map[string]any {
-	return map[string]any{
-		"id": id, "object": "response", "created_at": x.s.opts.Now().Unix(), "status": status,
-		"error": nil, "incomplete_details": incomplete, "instructions": nil, "max_output_tokens": nil,
-		"model": r.Model, "output": items, "parallel_tool_calls": true, "previous_response_id": nil,
-		"temperature": 1.0, "tool_choice": "auto", "tools": []any{}, "top_p": 1.0,
-		"text": map[string]any{"format": map[string]any{"type": "text"}}, "metadata": map[string]any{},
-		"usage": usage,
-	}
 }
 
 func (responsesDialect) writeJSON(x *exchange, rep *Reply) {
 	r := &rep.Response
 	status, incomplete := responsesStatus(r.StopReasonRaw)
-	out := responseObject(x, x.s.newID("resp_"), r, responsesItems(x, r), status, incomplete, responsesUsage(r.Usage))
-	x.writeJSONBody(out, rep.Fault.MalformedSSE)
+	head := rResponse{id: x.s.newID("resp_"), created: x.s.opts.Now().Unix(), model: r.Model}
+	x.writeRawJSONBody(head.append(nil, status, incomplete, responsesItems(x, r), &r.Usage), rep.Fault.MalformedSSE)
 }
 
 const rBrokenFrame = "event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"sequence_number\":\n\n"
 
+// rStream numbers the events of one streamed reply.
+type rStream struct {
+	s   *sse
+	seq int
+}
+
+// send ends the event appended after the frame header and counts it.
+func (st *rStream) send(data []byte) {
+	st.s.endFrame(data)
+	st.seq++
+}
+
 func (responsesDialect) writeSSE(x *exchange, rep *Reply, _ wireOptions) {
 	r := &rep.Response
-	s := newSSE(x, rep.Fault)
-	seq := 0
-	emit := func(typ string, fields map[string]any) {
-		fields["type"] = typ
-		fields["sequence_number"] = seq
-		seq++
-		s.event(typ, fields)
-	}
-	id := x.s.newID("resp_")
+	st := rStream{s: newSSE(x, rep.Fault)}
+	s := st.s
+	head := rResponse{id: x.s.newID("resp_"), created: x.s.opts.Now().Unix(), model: r.Model}
 	items := responsesItems(x, r)
-	emit("response.created", map[string]any{"response": responseObject(x, id, r, []map[string]any{}, "in_progress", nil, nil)})
-	emit("response.in_progress", map[string]any{"response": responseObject(x, id, r, []map[string]any{}, "in_progress", nil, nil)})
+	for _, typ := range []string{"response.created", "response.in_progress"} {
+		st.send(appendRResponseEvent(s.frame(typ), st.seq, typ, &head, "in_progress", "", nil, nil))
+	}
 	first := true
 	mid := func() bool {
 		if !first {
@@ -277,35 +253,29 @@ func (responsesDialect) writeSSE(x *exchange, rep *Reply, _ wireOptions) {
 	if len(items) == 0 && !mid() {
 		return
 	}
-	for k, item := range items {
-		itemID := item["id"]
-		switch item["type"] {
-		case "message":
-			text := item["content"].([]any)[0].(map[string]any)["text"].(string)
-			emit("response.output_item.added", map[string]any{"output_index": k, "item": map[string]any{
-				"id": itemID, "type": "message", "status": "in_progress", "role": "assistant", "content": []any{}}})
-			emit("response.content_part.added", map[string]any{"item_id": itemID, "output_index": k, "content_index": 0, "part": outputText("")})
-			for _, c := range chunks(text) {
-				emit("response.output_text.delta", map[string]any{"item_id": itemID, "output_index": k, "content_index": 0, "delta": c, "logprobs": []any{}})
+	for k := range items {
+		it := &items[k]
+		st.send(appendRItemAdded(s.frame(rItemAdded), st.seq, k, it))
+		if !it.call {
+			st.send(appendRPart(s.frame(rPartAdded), st.seq, rPartAdded, k, it.id, ""))
+			for _, c := range chunks(it.text) {
+				st.send(appendRTextDelta(s.frame(rTextDelta), st.seq, k, it.id, c))
 				if !mid() {
 					return
 				}
 			}
-			emit("response.output_text.done", map[string]any{"item_id": itemID, "output_index": k, "content_index": 0, "text": text, "logprobs": []any{}})
-			emit("response.content_part.done", map[string]any{"item_id": itemID, "output_index": k, "content_index": 0, "part": outputText(text)})
-		case "function_call":
-			args := item["arguments"].(string)
-			emit("response.output_item.added", map[string]any{"output_index": k, "item": map[string]any{
-				"id": itemID, "type": "function_call", "status": "in_progress", "call_id": item["call_id"], "name": item["name"], "arguments": ""}})
-			for _, c := range chunks(args) {
-				emit("response.function_call_arguments.delta", map[string]any{"item_id": itemID, "output_index": k, "delta": c})
+			st.send(appendRTextDone(s.frame(rTextDone), st.seq, k, it.id, it.text))
+			st.send(appendRPart(s.frame(rPartDone), st.seq, rPartDone, k, it.id, it.text))
+		} else {
+			for _, c := range chunks(it.args) {
+				st.send(appendRArgsDelta(s.frame(rArgsDelta), st.seq, k, it.id, c))
 				if !mid() {
 					return
 				}
 			}
-			emit("response.function_call_arguments.done", map[string]any{"item_id": itemID, "output_index": k, "name": item["name"], "arguments": args})
+			st.send(appendRArgsDone(s.frame(rArgsDone), st.seq, k, it))
 		}
-		emit("response.output_item.done", map[string]any{"output_index": k, "item": item})
+		st.send(appendRItemDone(s.frame(rItemDone), st.seq, k, it))
 	}
 	status, incomplete := responsesStatus(r.StopReasonRaw)
 	final := "response.completed"
@@ -315,7 +285,7 @@ func (responsesDialect) writeSSE(x *exchange, rep *Reply, _ wireOptions) {
 	if !x.answer() {
 		return // not recorded: the stream ends without its last frame
 	}
-	emit(final, map[string]any{"response": responseObject(x, id, r, items, status, incomplete, responsesUsage(r.Usage))})
+	st.send(appendRResponseEvent(s.frame(final), st.seq, final, &head, status, incomplete, items, &r.Usage))
 }
 
 func (responsesDialect) writeError(x *exchange, e *apiError) { writeOpenAIError(x, e) }

@@ -653,6 +653,12 @@ func (x *exchange) writeJSONBody(v any, malformed bool) {
 		x.fail(http.StatusInternalServerError, errServer, "mock: cannot encode the reply: "+err.Error(), "")
 		return
 	}
+	x.writeRawJSONBody(b, malformed)
+}
+
+// writeRawJSONBody sends an encoded JSON reply (cut in half when malformed
+// is set) once OnAnswer has recorded it.
+func (x *exchange) writeRawJSONBody(b []byte, malformed bool) {
 	if malformed {
 		b = b[:len(b)/2]
 	} else if !x.answer() {

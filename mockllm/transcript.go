@@ -91,6 +91,7 @@ type tsession struct {
 	turn         int
 	prev         *llm.Request
 	conv         trajectory.Conversation // the messages prev sent
+	memo         llm.RequestMemo         // the messages' hashes, so a request is hashed for what it changed
 	// flights are the requests recorded and waiting for their reply or
 	// failure, by Logged.ID.
 	flights map[uint64]*flight
@@ -364,7 +365,7 @@ func (t *Transcript) request(s *tsession, l Logged) *flight {
 		s.classify = tooloutcome.ForUserAgent(l.Header.Get("User-Agent"), l.Endpoint == EndpointMessages)
 		t.start(s, req)
 	}
-	ev := llm.RequestEvent(*req, s.prev, &s.conv, l.BodyBytes, l.Stream)
+	ev := s.memo.EventOfSize(*req, s.prev, &s.conv, l.BodyBytes, l.Stream)
 	for i := len(s.failed) - 1; i >= 0; i-- {
 		if f := s.failed[i]; sameRequest(ev, f.ev) {
 			s.failed = append(s.failed[:i], s.failed[i+1:]...)

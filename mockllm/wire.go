@@ -3,10 +3,12 @@ package mockllm
 import (
 	"strconv"
 	"unicode/utf8"
+
+	"github.com/retrace-dev/retrace/trajectory"
 )
 
 // The stream frames sent many times per reply (deltas, block starts and
-// stops, Chat chunks) are appended by hand instead of going through
+// stops, Chat chunks, every Responses event) are appended by hand instead of going through
 // encoding/json's reflection, which was most of the CPU of a streamed reply
 // once the frames were sent together. Each appender writes exactly the bytes
 // encoding/json writes for the matching struct (with HTML escaping off);
@@ -228,4 +230,231 @@ func (c *chatChunk) appendFinish(dst []byte, finish *string) []byte {
 	dst = append(dst, c.head...)
 	dst = append(dst, "{}"...)
 	return c.appendChoice(dst, finish)
+}
+
+// OpenAI Responses events. Their keys are in encoding/json's order for a
+// map (sorted), the order the server wrote them in before they were
+// appended by hand; every event ends with its sequence_number and type.
+
+// Responses event types sent for every output item.
+const (
+	rItemAdded = "response.output_item.added"
+	rItemDone  = "response.output_item.done"
+	rPartAdded = "response.content_part.added"
+	rPartDone  = "response.content_part.done"
+	rTextDelta = "response.output_text.delta"
+	rTextDone  = "response.output_text.done"
+	rArgsDelta = "response.function_call_arguments.delta"
+	rArgsDone  = "response.function_call_arguments.done"
+)
+
+// rOutItem is one output item of a Responses reply: an assistant message
+// with its text, or a function call.
+type rOutItem struct {
+	id   string
+	call bool // a function_call; otherwise a message
+	text string
+	// The function call's fields; incomplete when its arguments are not
+	// a whole JSON object.
+	callID, name, args string
+	incomplete         bool
+}
+
+// rResponse is what every rendering of one response object shares.
+type rResponse struct {
+	id      string
+	created int64
+	model   string
+}
+
+// append appends the response object. status and incomplete ("" is null)
+// come from responsesStatus; usage nil is null, as before the reply ends.
+func (h *rResponse) append(dst []byte, status, incomplete string, items []rOutItem, usage *trajectory.Usage) []byte {
+	dst = append(dst, `{"created_at":`...)
+	dst = strconv.AppendInt(dst, h.created, 10)
+	dst = append(dst, `,"error":null,"id":`...)
+	dst = appendJSONString(dst, h.id)
+	dst = append(dst, `,"incomplete_details":`...)
+	if incomplete == "" {
+		dst = append(dst, "null"...)
+	} else {
+		dst = append(dst, `{"reason":`...)
+		dst = appendJSONString(dst, incomplete)
+		dst = append(dst, '}')
+	}
+	dst = append(dst, `,"instructions":null,"max_output_tokens":null,"metadata":{},"model":`...)
+	dst = appendJSONString(dst, h.model)
+	dst = append(dst, `,"object":"response","output":[`...)
+	for i := range items {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = appendROutItem(dst, &items[i])
+	}
+	dst = append(dst, `],"parallel_tool_calls":true,"previous_response_id":null,"status":`...)
+	if status == "" {
+		dst = append(dst, "null"...)
+	} else {
+		dst = appendJSONString(dst, status)
+	}
+	dst = append(dst, `,"temperature":1,"text":{"format":{"type":"text"}},"tool_choice":"auto","tools":[],"top_p":1,"usage":`...)
+	if usage == nil {
+		dst = append(dst, "null"...)
+	} else {
+		dst = appendRUsage(dst, usage)
+	}
+	return append(dst, '}')
+}
+
+// appendRUsage appends a response's usage: input_tokens counts the cached
+// tokens too, which input_tokens_details repeats.
+func appendRUsage(dst []byte, u *trajectory.Usage) []byte {
+	in := u.InputTokens + u.CacheReadTokens + u.CacheCreationTokens
+	dst = append(dst, `{"input_tokens":`...)
+	dst = strconv.AppendInt(dst, in, 10)
+	dst = append(dst, `,"input_tokens_details":{"cached_tokens":`...)
+	dst = strconv.AppendInt(dst, u.CacheReadTokens, 10)
+	dst = append(dst, `},"output_tokens":`...)
+	dst = strconv.AppendInt(dst, u.OutputTokens, 10)
+	dst = append(dst, `,"output_tokens_details":{"reasoning_tokens":0},"total_tokens":`...)
+	dst = strconv.AppendInt(dst, in+u.OutputTokens, 10)
+	return append(dst, '}')
+}
+
+// appendROutputText appends an output_text content part.
+func appendROutputText(dst []byte, text string) []byte {
+	dst = append(dst, `{"annotations":[],"logprobs":[],"text":`...)
+	dst = appendJSONString(dst, text)
+	return append(dst, `,"type":"output_text"}`...)
+}
+
+// appendROutItem appends a finished output item.
+func appendROutItem(dst []byte, it *rOutItem) []byte {
+	if !it.call {
+		dst = append(dst, `{"content":[`...)
+		dst = appendROutputText(dst, it.text)
+		dst = append(dst, `],"id":`...)
+		dst = appendJSONString(dst, it.id)
+		return append(dst, `,"role":"assistant","status":"completed","type":"message"}`...)
+	}
+	dst = append(dst, `{"arguments":`...)
+	dst = appendJSONString(dst, it.args)
+	dst = append(dst, `,"call_id":`...)
+	dst = appendJSONString(dst, it.callID)
+	dst = append(dst, `,"id":`...)
+	dst = appendJSONString(dst, it.id)
+	dst = append(dst, `,"name":`...)
+	dst = appendJSONString(dst, it.name)
+	if it.incomplete {
+		return append(dst, `,"status":"incomplete","type":"function_call"}`...)
+	}
+	return append(dst, `,"status":"completed","type":"function_call"}`...)
+}
+
+// appendREnd appends the keys every Responses event ends with.
+func appendREnd(dst []byte, seq int, typ string) []byte {
+	dst = append(dst, `,"sequence_number":`...)
+	dst = strconv.AppendInt(dst, int64(seq), 10)
+	dst = append(dst, `,"type":"`...)
+	dst = append(dst, typ...)
+	return append(dst, `"}`...)
+}
+
+// appendRResponseEvent appends an event that carries the response object
+// (response.created, in_progress, completed, incomplete).
+func appendRResponseEvent(dst []byte, seq int, typ string, h *rResponse, status, incomplete string, items []rOutItem, usage *trajectory.Usage) []byte {
+	dst = append(dst, `{"response":`...)
+	dst = h.append(dst, status, incomplete, items, usage)
+	return appendREnd(dst, seq, typ)
+}
+
+// appendRItemAdded appends response.output_item.added: the item in
+// progress, without its content.
+func appendRItemAdded(dst []byte, seq, index int, it *rOutItem) []byte {
+	if !it.call {
+		dst = append(dst, `{"item":{"content":[],"id":`...)
+		dst = appendJSONString(dst, it.id)
+		dst = append(dst, `,"role":"assistant","status":"in_progress","type":"message"}`...)
+	} else {
+		dst = append(dst, `{"item":{"arguments":"","call_id":`...)
+		dst = appendJSONString(dst, it.callID)
+		dst = append(dst, `,"id":`...)
+		dst = appendJSONString(dst, it.id)
+		dst = append(dst, `,"name":`...)
+		dst = appendJSONString(dst, it.name)
+		dst = append(dst, `,"status":"in_progress","type":"function_call"}`...)
+	}
+	dst = append(dst, `,"output_index":`...)
+	dst = strconv.AppendInt(dst, int64(index), 10)
+	return appendREnd(dst, seq, rItemAdded)
+}
+
+// appendRItemDone appends response.output_item.done: the finished item.
+func appendRItemDone(dst []byte, seq, index int, it *rOutItem) []byte {
+	dst = append(dst, `{"item":`...)
+	dst = appendROutItem(dst, it)
+	dst = append(dst, `,"output_index":`...)
+	dst = strconv.AppendInt(dst, int64(index), 10)
+	return appendREnd(dst, seq, rItemDone)
+}
+
+// appendRPart appends response.content_part.added (typ rPartAdded, text
+// "") or response.content_part.done (rPartDone, the whole text).
+func appendRPart(dst []byte, seq int, typ string, index int, itemID, text string) []byte {
+	dst = append(dst, `{"content_index":0,"item_id":`...)
+	dst = appendJSONString(dst, itemID)
+	dst = append(dst, `,"output_index":`...)
+	dst = strconv.AppendInt(dst, int64(index), 10)
+	dst = append(dst, `,"part":`...)
+	dst = appendROutputText(dst, text)
+	return appendREnd(dst, seq, typ)
+}
+
+// appendRTextDelta appends response.output_text.delta.
+func appendRTextDelta(dst []byte, seq, index int, itemID, delta string) []byte {
+	dst = append(dst, `{"content_index":0,"delta":`...)
+	dst = appendJSONString(dst, delta)
+	dst = append(dst, `,"item_id":`...)
+	dst = appendJSONString(dst, itemID)
+	dst = append(dst, `,"logprobs":[],"output_index":`...)
+	dst = strconv.AppendInt(dst, int64(index), 10)
+	return appendREnd(dst, seq, rTextDelta)
+}
+
+// appendRTextDone appends response.output_text.done, whose text sorts
+// after sequence_number.
+func appendRTextDone(dst []byte, seq, index int, itemID, text string) []byte {
+	dst = append(dst, `{"content_index":0,"item_id":`...)
+	dst = appendJSONString(dst, itemID)
+	dst = append(dst, `,"logprobs":[],"output_index":`...)
+	dst = strconv.AppendInt(dst, int64(index), 10)
+	dst = append(dst, `,"sequence_number":`...)
+	dst = strconv.AppendInt(dst, int64(seq), 10)
+	dst = append(dst, `,"text":`...)
+	dst = appendJSONString(dst, text)
+	return append(dst, `,"type":"`+rTextDone+`"}`...)
+}
+
+// appendRArgsDelta appends response.function_call_arguments.delta.
+func appendRArgsDelta(dst []byte, seq, index int, itemID, delta string) []byte {
+	dst = append(dst, `{"delta":`...)
+	dst = appendJSONString(dst, delta)
+	dst = append(dst, `,"item_id":`...)
+	dst = appendJSONString(dst, itemID)
+	dst = append(dst, `,"output_index":`...)
+	dst = strconv.AppendInt(dst, int64(index), 10)
+	return appendREnd(dst, seq, rArgsDelta)
+}
+
+// appendRArgsDone appends response.function_call_arguments.done.
+func appendRArgsDone(dst []byte, seq, index int, it *rOutItem) []byte {
+	dst = append(dst, `{"arguments":`...)
+	dst = appendJSONString(dst, it.args)
+	dst = append(dst, `,"item_id":`...)
+	dst = appendJSONString(dst, it.id)
+	dst = append(dst, `,"name":`...)
+	dst = appendJSONString(dst, it.name)
+	dst = append(dst, `,"output_index":`...)
+	dst = strconv.AppendInt(dst, int64(index), 10)
+	return appendREnd(dst, seq, rArgsDone)
 }

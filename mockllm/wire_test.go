@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"testing"
+
+	"github.com/retrace-dev/retrace/trajectory"
 )
 
 // The reference shapes of the hand-encoded frames: what encoding/json
@@ -91,6 +93,86 @@ func checkFrames(t testing.TB, s, n string, idx int) {
 			same("chat finish", string(cc.appendFinish(nil, finish)), chunk(&cDelta{}, finish))
 		}
 	}
+	checkResponsesFrames(t, same, s, n, idx)
+}
+
+// checkResponsesFrames compares the Responses appenders with the maps the
+// server encoded before they were appended by hand.
+func checkResponsesFrames(t testing.TB, same func(kind, got, want string), s, n string, idx int) {
+	t.Helper()
+	part := func(text string) map[string]any {
+		return map[string]any{"type": "output_text", "text": text, "annotations": []any{}, "logprobs": []any{}}
+	}
+	msg := rOutItem{id: n, text: s}
+	call := rOutItem{id: n, call: true, callID: s, name: n, args: s, incomplete: idx%2 == 1}
+	callStatus := "completed"
+	if call.incomplete {
+		callStatus = "incomplete"
+	}
+	msgMap := map[string]any{"id": n, "type": "message", "status": "completed", "role": "assistant", "content": []any{part(s)}}
+	callMap := map[string]any{"id": n, "type": "function_call", "status": callStatus, "call_id": s, "name": n, "arguments": s}
+	event := func(typ string, fields map[string]any) string {
+		fields["type"] = typ
+		fields["sequence_number"] = idx
+		return reference(t, fields)
+	}
+	u := trajectory.Usage{InputTokens: int64(idx), OutputTokens: 7, CacheReadTokens: 3, CacheCreationTokens: int64(len(s))}
+	in := u.InputTokens + u.CacheReadTokens + u.CacheCreationTokens
+	usageMap := map[string]any{"input_tokens": in, "input_tokens_details": map[string]any{"cached_tokens": u.CacheReadTokens},
+		"output_tokens": u.OutputTokens, "output_tokens_details": map[string]any{"reasoning_tokens": 0}, "total_tokens": in + u.OutputTokens}
+	h := rResponse{id: s, created: int64(idx) * 1e9, model: n}
+	for _, c := range []struct {
+		status, incomplete string
+		items              []rOutItem
+		usage              *trajectory.Usage
+	}{{"in_progress", "", nil, nil}, {"completed", "", []rOutItem{msg, call}, &u}, {s, n, []rOutItem{call}, &u}, {"", "", nil, &u}} {
+		var status, incomplete, usage any
+		if c.status != "" {
+			status = c.status
+		}
+		if c.incomplete != "" {
+			incomplete = map[string]string{"reason": c.incomplete}
+		}
+		if c.usage != nil {
+			usage = usageMap
+		}
+		items := []map[string]any{}
+		for _, it := range c.items {
+			if it.call {
+				items = append(items, callMap)
+			} else {
+				items = append(items, msgMap)
+			}
+		}
+		resp := map[string]any{
+			"id": s, "object": "response", "created_at": h.created, "status": status,
+			"error": nil, "incomplete_details": incomplete, "instructions": nil, "max_output_tokens": nil,
+			"model": n, "output": items, "parallel_tool_calls": true, "previous_response_id": nil,
+			"temperature": 1.0, "tool_choice": "auto", "tools": []any{}, "top_p": 1.0,
+			"text": map[string]any{"format": map[string]any{"type": "text"}}, "metadata": map[string]any{},
+			"usage": usage,
+		}
+		same("responses response", string(h.append(nil, c.status, c.incomplete, c.items, c.usage)), reference(t, resp))
+		same("responses response event", string(appendRResponseEvent(nil, idx, "response.completed", &h, c.status, c.incomplete, c.items, c.usage)),
+			event("response.completed", map[string]any{"response": resp}))
+	}
+	same("responses message added", string(appendRItemAdded(nil, idx, idx, &msg)), event(rItemAdded, map[string]any{"output_index": idx,
+		"item": map[string]any{"id": n, "type": "message", "status": "in_progress", "role": "assistant", "content": []any{}}}))
+	same("responses call added", string(appendRItemAdded(nil, idx, idx, &call)), event(rItemAdded, map[string]any{"output_index": idx,
+		"item": map[string]any{"id": n, "type": "function_call", "status": "in_progress", "call_id": s, "name": n, "arguments": ""}}))
+	same("responses message done", string(appendRItemDone(nil, idx, idx, &msg)), event(rItemDone, map[string]any{"output_index": idx, "item": msgMap}))
+	same("responses call done", string(appendRItemDone(nil, idx, idx, &call)), event(rItemDone, map[string]any{"output_index": idx, "item": callMap}))
+	for _, typ := range []string{rPartAdded, rPartDone} {
+		same("responses part", string(appendRPart(nil, idx, typ, idx, n, s)), event(typ, map[string]any{"item_id": n, "output_index": idx, "content_index": 0, "part": part(s)}))
+	}
+	same("responses text delta", string(appendRTextDelta(nil, idx, idx, n, s)),
+		event(rTextDelta, map[string]any{"item_id": n, "output_index": idx, "content_index": 0, "delta": s, "logprobs": []any{}}))
+	same("responses text done", string(appendRTextDone(nil, idx, idx, n, s)),
+		event(rTextDone, map[string]any{"item_id": n, "output_index": idx, "content_index": 0, "text": s, "logprobs": []any{}}))
+	same("responses args delta", string(appendRArgsDelta(nil, idx, idx, n, s)),
+		event(rArgsDelta, map[string]any{"item_id": n, "output_index": idx, "delta": s}))
+	same("responses args done", string(appendRArgsDone(nil, idx, idx, &call)),
+		event(rArgsDone, map[string]any{"item_id": n, "output_index": idx, "name": n, "arguments": s}))
 }
 
 func TestHandEncodedFramesAreWhatEncodingJSONWrites(t *testing.T) {

@@ -80,6 +80,11 @@ type Options struct {
 	// recorder.Key), so that the user's replay of Out applies each run's
 	// permission mode and rules.
 	Key *recorder.Key
+	// Progress, when set, is told after each run that finished: done of
+	// total runs, the scenario and its run's result as it stands before
+	// the detectors and thresholds (which run over all recordings at the
+	// end) are checked. Calls come one at a time.
+	Progress func(done, total int, s *Scenario, res RunResult)
 }
 
 // clock returns the clock of the runs.
@@ -147,6 +152,8 @@ func Run(ctx context.Context, suite []*Scenario, opts Options) (*results.Results
 	}
 	next := make(chan job)
 	var wg sync.WaitGroup
+	var progressMu sync.Mutex
+	done := 0
 	r := &runner{root: root, runs: runs, home: home, opts: opts}
 	defer func() {
 		if r.db != nil {
@@ -164,6 +171,12 @@ func Run(ctx context.Context, suite []*Scenario, opts Options) (*results.Results
 					continue
 				}
 				*j.res = res
+				if opts.Progress != nil {
+					progressMu.Lock()
+					done++
+					opts.Progress(done, len(jobs), j.s, res)
+					progressMu.Unlock()
+				}
 			}
 		}()
 	}

@@ -151,7 +151,7 @@ func runDetect(ctx context.Context, sys *IO, opts *detectOptions) error {
 	// The count bar follows the files read again after the load: the
 	// trajectories of a Parquet export. They read a file in milliseconds:
 	// only many files need a bar.
-	bar := newCountBar(sys.Err, "detectors, files read", 200)
+	bar := newCountProgress(sys, "detect: files read", 200)
 	var rep detectors.Report
 	var lv detectors.Liveness
 	db, err := openAndLoadWith(ctx, sys, "", opts.loadFlags, opts.paths, func(db *metrics.DB, paths []string) (lrep metrics.LoadReport, err error) {

@@ -215,7 +215,7 @@ func runDiff(ctx context.Context, sys *IO, opts *diffOptions) error {
 	if _, err := (diff.Options{Alpha: dopts.Alpha, Correction: dopts.Correction, Resamples: dopts.Resamples, AA: dopts.AA}).Check(); err != nil {
 		return usage(err)
 	}
-	dopts.Progress = func(s string) { fmt.Fprintln(sys.Err, s) }
+	bar := diffProgress(sys, &dopts)
 	var inputs [2]diff.Input
 	if bside.selector != nil {
 		in, err := loadDiffSide(ctx, sys, opts, bside)
@@ -239,6 +239,7 @@ func runDiff(ctx context.Context, sys *IO, opts *diffOptions) error {
 		}
 	}
 	res, err := diff.Compare(ctx, inputs[0], inputs[1], dopts)
+	bar.Finish()
 	if err != nil {
 		return err
 	}

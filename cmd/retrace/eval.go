@@ -140,6 +140,11 @@ file stay, for review in a diff. A scenario that errored or whose runs
 did different things is refused. The exit leaves the rewritten scenarios
 out.
 
+Progress goes to stderr: on a terminal a line of the runs done, failed so
+far and time spent, with each run listed above it as it finishes; in a log
+a plain line every 10s (RETRACE_PROGRESS: a period such as 30s, a number
+of runs, or off).
+
 Exit codes: 0 every scenario passed, 3 a scenario or threshold failed or
 a scenario regressed since --baseline, 4 inconclusive (a scenario was
 flaky, or a threshold had too few runs to decide), 2 a bad suite or bad
@@ -295,7 +300,9 @@ func runEval(ctx context.Context, sys *IO, opts *evalOptions, args []string) err
 	if golden != nil {
 		ro.AfterRun = golden.AfterRun
 	}
+	bar := evalProgress(sys, &ro)
 	res, err := scenarios.Run(ctx, selected, ro)
+	bar.Finish()
 	if err != nil {
 		return err
 	}

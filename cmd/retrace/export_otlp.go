@@ -145,7 +145,7 @@ func runOTLPExport(ctx context.Context, sys *IO, opts *exportOptions, o *otlpExp
 		}
 		send = (&otlp.FileWriter{W: out}).Send
 	}
-	bar := newCountBar(sys.Err, "exporting sessions", 50)
+	bar := newCountProgress(sys, "exporting sessions", 50)
 	rep, err := otlp.Export(ctx, otlp.Options{Files: files, Send: send, Progress: bar.update})
 	bar.finish()
 	if out != nil {

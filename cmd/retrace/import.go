@@ -175,7 +175,7 @@ func runImport(sys *IO, cmd *cobra.Command, opts *importOptions) error {
 	if err := opts.output.check(); err != nil {
 		return err
 	}
-	bar := newCountBar(sys.Err, "importing transcripts", 50)
+	bar := newCountProgress(sys, "importing transcripts", 50)
 	var rep importer.Report
 	var err error
 	if opts.format == formatOTLP {

@@ -38,7 +38,7 @@ func TestImportOfADirectoryOfManyTranscriptsShowsProgressOnATerminal(t *testing.
 	if code != ExitOK {
 		t.Fatalf("exit %d, stderr %q", code, shown)
 	}
-	if !strings.Contains(shown, "importing transcripts") || !strings.Contains(shown, fmt.Sprintf("/%d)", n)) {
+	if !strings.Contains(shown, "importing transcripts") || !strings.Contains(shown, fmt.Sprintf("/%d, ", n)) {
 		t.Errorf("the terminal shows %q, without the bar's description and count", shown)
 	}
 	if !strings.Contains(out.String(), fmt.Sprintf("%d sessions from %d files: %d imported", n, n, n)) {

@@ -131,9 +131,10 @@ listed as "exhibit", not replayable and not a failure. A recording
 replayed without settings it left out and that diverged is "expected",
 which --strict does not fail. Ctrl-C or SIGTERM marks the replays under
 way "interrupted", prints the summary of what finished and exits 130 or
-143. While a batch runs,
-progress is shown on stderr when stderr is a terminal. A single file keeps
-the detailed report above.
+143. While a batch runs, progress is shown on stderr: on a terminal a line
+redrawn in place with each replay listed above it as it ends, elsewhere a
+plain line every 10s (RETRACE_PROGRESS: a period such as 30s, a number of
+replays, or off). A single file keeps the detailed report above.
 
 Exit codes: 0 identical (after normalising), or divergences without
 --strict, or only expected ones; 3 divergences with --strict; 130/143
@@ -311,10 +312,9 @@ func replayBatch(ctx context.Context, sys *IO, opts *replayOptions, ropts replay
 	for _, w := range in.Skipped {
 		fmt.Fprintf(sys.Err, "warning: %s\n", w)
 	}
-	bar := newCountBar(sys.Err, "replayed", 1)
-	b, err := replay.RunBatch(ctx, replay.BatchOptions{Recordings: in.Files, Jobs: opts.jobs, Run: ropts,
-		Progress: func(done, total int, _ replay.Session) { bar.update(done, total) }})
-	bar.finish()
+	progress, bar := replayProgress(sys)
+	b, err := replay.RunBatch(ctx, replay.BatchOptions{Recordings: in.Files, Jobs: opts.jobs, Run: ropts, Progress: progress})
+	bar.Finish()
 	if err != nil {
 		return replayError(err)
 	}

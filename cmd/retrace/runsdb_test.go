@@ -5,6 +5,7 @@ import (
 	"io"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/retrace-dev/retrace/metrics"
 )
@@ -55,36 +56,42 @@ func TestTheLoadBarDrawsOnATerminalOnly(t *testing.T) {
 	})
 }
 
-// The count bar (replay's sessions, the detectors' files) is drawn and
-// cleared on a terminal at or above its minimum, and nowhere else.
-func TestTheCountBarDrawsOnATerminalOnlyAtItsMinimum(t *testing.T) {
-	t.Run("On a terminal it shows the count and is cleared at the end.", func(t *testing.T) {
+// The count progress (import's files, the detectors' files) is drawn in
+// place and erased on a terminal at or above its minimum; elsewhere short
+// work writes nothing.
+func TestTheCountProgressDrawsOnATerminalOnlyAtItsMinimum(t *testing.T) {
+	sysFor := func(w io.Writer) *IO {
+		return &IO{Err: w, Getenv: func(string) string { return "" }, Now: time.Now}
+	}
+	t.Run("On a terminal it shows the count and is erased at the end.", func(t *testing.T) {
 		ptmx, tty := openPty(t)
-		bar := newCountBar(tty, "files read", 2)
+		bar := newCountProgress(sysFor(tty), "files read", 2)
 		for done := 1; done <= 4; done++ {
 			bar.update(done, 4)
 		}
 		bar.finish()
 		tty.Close()
 		drawn, _ := io.ReadAll(ptmx)
-		if !strings.Contains(string(drawn), "files read") || !strings.Contains(string(drawn), "/4)") {
+		if !strings.Contains(string(drawn), "files read: ") || !strings.Contains(string(drawn), "/4, ") {
 			t.Errorf("the terminal shows %q, without the description and the count", drawn)
 		}
-		if !strings.HasSuffix(string(drawn), "\r") {
-			t.Errorf("the bar was not cleared at the end: %q", drawn)
+		if !strings.HasSuffix(string(drawn), "\r\x1b[K") {
+			t.Errorf("the line was not erased at the end: %q", drawn)
 		}
 	})
 	t.Run("Fewer items than the minimum draw nothing even on a terminal.", func(t *testing.T) {
-		_, tty := openPty(t)
-		bar := newCountBar(tty, "files read", 200)
+		ptmx, tty := openPty(t)
+		bar := newCountProgress(sysFor(tty), "files read", 200)
 		bar.update(1, 199)
-		if bar.bar != nil {
-			t.Fatal("a bar was started for 199 items under a minimum of 200")
+		bar.finish()
+		tty.Close()
+		if drawn, _ := io.ReadAll(ptmx); len(drawn) != 0 {
+			t.Fatalf("199 items under a minimum of 200 drew %q", drawn)
 		}
 	})
-	t.Run("A pipe or buffer gets nothing.", func(t *testing.T) {
+	t.Run("A pipe or buffer gets nothing for short work.", func(t *testing.T) {
 		var buf bytes.Buffer
-		bar := newCountBar(&buf, "files read", 1)
+		bar := newCountProgress(sysFor(&buf), "files read", 1)
 		bar.update(1, 1)
 		bar.finish()
 		if buf.Len() != 0 {

@@ -56,6 +56,9 @@ func TestScripts(t *testing.T) {
 			// The user's configuration directory, where the recording
 			// key lives, is the script's own.
 			env.Setenv("XDG_CONFIG_HOME", filepath.Join(env.WorkDir, ".config"))
+			// No timed progress lines on stderr: a slow machine must not
+			// change a script's output (progress.txtar turns them on).
+			env.Setenv("RETRACE_PROGRESS", "off")
 			return nil
 		},
 		UpdateScripts:       *update,
