@@ -81,6 +81,8 @@ type DB struct {
 	// capped its memory (see capBigLoad).
 	spill  string
 	capped bool
+	// lake is the Parquet a load reads in place (see lake.go).
+	lake lakeState
 
 	// mu guards stmts, the named metrics' statements prepared on first use
 	// (see Metric).
