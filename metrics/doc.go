@@ -40,9 +40,26 @@
 // Options.Lenient bad lines are skipped, repeated events dropped and bad
 // files left out, all counted per file. Named pipes and stdin are read as
 // streams; the entries of directories that are not regular files are
-// skipped. Parquet written by ExportParquet (hive-partitioned by date,
-// zstd) loads back into the same tables, and WriteArrow writes any query as
-// an Arrow IPC stream in builds with the duckdb_arrow tag.
+// skipped. WriteArrow writes any query as an Arrow IPC stream in builds
+// with the duckdb_arrow tag.
+//
+// # The Parquet lake
+//
+// ExportParquet writes the events as a Parquet lake: hive-partitioned by
+// UTC date, a zstd file per event type in each partition, rows ordered by
+// session and seq in row groups of 16,384 rows, and lake.json naming the
+// layout's version (LakeVersion) and every column. It streams: one COPY
+// per event type, each sorting only that type's rows, with DuckDB's memory
+// capped at 512MB (unless Options.MemoryLimit says otherwise) and its
+// sort spilling past it. A load whose inputs are all Parquet, into a
+// database holding no rows, reads the lake in place (lake.go): each event
+// type's table becomes a temporary view over read_parquet of its files,
+// nothing is copied, and the views, the derived views and the named
+// metrics answer with the rows the trajectories give
+// (TestALakeIsReadInPlaceWithTheSameRowsAsTheTrajectories);
+// BenchmarkLakeMetrics measures it against the JSONL. Parquet given with
+// trajectories, or to a database that holds rows, is copied into the
+// tables as before.
 //
 // A session found in two files of one load (the same run given twice, a
 // copy of its file) is loaded once, from the first file in the load's

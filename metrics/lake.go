@@ -41,9 +41,12 @@ type lakeState struct {
 }
 
 // lakeSource reads files as one Parquet source, Hive partition columns
-// (date, label) and a mix of older and newer exports' columns included.
-func lakeSource(files []string) string {
-	return "read_parquet([" + strings.Join(quoteAll(files), ", ") + "], hive_partitioning = true, union_by_name = true)"
+// (date, label) included. byName reads a mix of older and newer exports'
+// columns, at a cost: DuckDB then reads every file's schema to bind each
+// view and query, which doubled the time of every metric over a lake of
+// one export (that has the same columns in every file).
+func lakeSource(files []string, byName bool) string {
+	return "read_parquet([" + strings.Join(quoteAll(files), ", ") + "], hive_partitioning = true, union_by_name = " + strconv.FormatBool(byName) + ")"
 }
 
 // loadInPlace reads a load's Parquet inputs in place when it can: every
@@ -97,10 +100,16 @@ func attachLake(ctx context.Context, tx *sql.Tx, files []string) (int64, error) 
 	if _, err := tx.ExecContext(ctx, "SET parquet_metadata_cache = true"); err != nil {
 		return 0, fmt.Errorf("load: %w", err)
 	}
-	src := lakeSource(files)
 	fail := func(err error) (int64, error) {
 		return 0, fmt.Errorf("load %s: %w", describeFiles(files), err)
 	}
+	list := "[" + strings.Join(quoteAll(files), ", ") + "]"
+	var schemas int
+	if err := tx.QueryRowContext(ctx, "SELECT count(DISTINCT cols) FROM (SELECT string_agg(name || ':' || coalesce(type, '') || ':' || coalesce(logical_type::VARCHAR, ''), ',' ORDER BY name) AS cols FROM parquet_schema("+list+") GROUP BY file_name)").Scan(&schemas); err != nil {
+		return fail(err)
+	}
+	byName := schemas > 1
+	src := lakeSource(files, byName)
 	have, err := parquetColumns(ctx, tx, src)
 	if err != nil {
 		return fail(err)
@@ -110,20 +119,28 @@ func attachLake(ctx context.Context, tx *sql.Tx, files []string) (int64, error) 
 			return fail(fmt.Errorf("column %q is missing: this is not a retrace export of this version; export the trajectories again with retrace export", c.Name))
 		}
 	}
-	var known []string
-	for _, t := range trajectory.EventTypes() {
-		known = append(known, string(t))
-	}
-	// Row counts come from the files' footers; the unknown types cost a
-	// scan of the dictionary-encoded type column only.
-	var n, unknown int64
-	if err := tx.QueryRowContext(ctx, "SELECT count(*), count(*) FILTER (WHERE type NOT IN "+sqlList(known)+") FROM "+src).Scan(&n, &unknown); err != nil {
+	// The rows come from the files' footers. A file named for its type
+	// is read by that type's view only; the others are checked for event
+	// types this retrace does not know, at the cost of a scan of their
+	// dictionary-encoded type column.
+	var n int64
+	if err := tx.QueryRowContext(ctx, "SELECT coalesce(sum(num_rows), 0)::BIGINT FROM parquet_file_metadata("+list+")").Scan(&n); err != nil {
 		return fail(err)
 	}
-	if unknown > 0 {
-		return fail(fmt.Errorf("%d of %d rows have an event type this retrace does not know; load them with the retrace version that exported them", unknown, n))
+	byType, mixed := lakeFilesByType(files)
+	if len(mixed) > 0 {
+		var known []string
+		for _, t := range trajectory.EventTypes() {
+			known = append(known, string(t))
+		}
+		var unknown int64
+		if err := tx.QueryRowContext(ctx, "SELECT count(*) FROM "+lakeSource(mixed, byName)+" WHERE type NOT IN "+sqlList(known)).Scan(&unknown); err != nil {
+			return fail(err)
+		}
+		if unknown > 0 {
+			return fail(fmt.Errorf("%d of %d rows have an event type this retrace does not know; load them with the retrace version that exported them", unknown, n))
+		}
 	}
-	byType := lakeFilesByType(files)
 	for _, t := range trajectory.EventTypes() {
 		cols := tableColumns(t)
 		sel := make([]string, len(cols))
@@ -154,7 +171,7 @@ func attachLake(ctx context.Context, tx *sql.Tx, files []string) (int64, error) 
 			continue
 		}
 		q := "CREATE OR REPLACE TEMP VIEW " + typeTable(t) + " AS SELECT " + strings.Join(sel, ", ") +
-			" FROM " + lakeSource(own) + " WHERE type = " + quoteString(string(t))
+			" FROM " + lakeSource(own, byName) + " WHERE type = " + quoteString(string(t))
 		if _, err := tx.ExecContext(ctx, q); err != nil {
 			return fail(err)
 		}
@@ -166,19 +183,21 @@ func attachLake(ctx context.Context, tx *sql.Tx, files []string) (int64, error) 
 // file an export of LakeVersion 2 wrote holds one type, which its name
 // says (tool_call_0.parquet), and only that type's view reads it; any
 // other file (an export of version 1, a file renamed) may hold every type
-// and every view reads it, keeping the rows of its own type.
-func lakeFilesByType(files []string) map[trajectory.EventType][]string {
-	byType := map[trajectory.EventType][]string{}
+// and every view reads it, keeping the rows of its own type; mixed lists
+// those.
+func lakeFilesByType(files []string) (byType map[trajectory.EventType][]string, mixed []string) {
+	byType = map[trajectory.EventType][]string{}
 	for _, f := range files {
 		if t, ok := lakeFileType(filepath.Base(f)); ok {
 			byType[t] = append(byType[t], f)
 			continue
 		}
+		mixed = append(mixed, f)
 		for _, t := range trajectory.EventTypes() {
 			byType[t] = append(byType[t], f)
 		}
 	}
-	return byType
+	return byType, mixed
 }
 
 // lakeFileType returns the event type whose events a file named name

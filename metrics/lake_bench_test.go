@@ -49,15 +49,20 @@ func benchLake(b *testing.B, dir string) string {
 // run is one path of a cold-path benchmark: its wall times and the most
 // resident memory any run of it held.
 type run struct {
-	name  string
-	f     func()
-	times []float64
-	peak  float64
+	name string
+	// f runs the path once and returns the CPU seconds of any child
+	// process it waited for, which the process's own CPU time leaves out.
+	f          func() float64
+	times, cpu []float64
+	peak       float64
 }
 
-// min and median of the times.
-func (r *run) stats() (float64, float64) {
-	s := slices.Clone(r.times)
+// stats returns the min and the median of the wall times.
+func (r *run) stats() (float64, float64) { return minMedian(r.times) }
+
+// minMedian returns the least and the middle of xs.
+func minMedian(xs []float64) (float64, float64) {
+	s := slices.Clone(xs)
 	slices.Sort(s)
 	return s[0], s[len(s)/2]
 }
@@ -69,9 +74,10 @@ func interleave(b *testing.B, runs ...*run) {
 	for range benchRounds {
 		for _, r := range runs {
 			resetPeakRSS()
-			start := time.Now()
-			r.f()
+			start, cpu := time.Now(), cpuTime()
+			child := r.f()
 			r.times = append(r.times, time.Since(start).Seconds())
+			r.cpu = append(r.cpu, (cpuTime()-cpu).Seconds()+child)
 			r.peak = max(r.peak, peakRSS())
 		}
 	}
@@ -79,6 +85,8 @@ func interleave(b *testing.B, runs ...*run) {
 		lo, med := r.stats()
 		b.ReportMetric(lo, r.name+"-min-s")
 		b.ReportMetric(med, r.name+"-median-s")
+		_, cmed := minMedian(r.cpu)
+		b.ReportMetric(cmed, r.name+"-median-cpu-s")
 		b.ReportMetric(r.peak/(1<<20), r.name+"-peak-RSS-MB")
 	}
 }
@@ -121,9 +129,9 @@ func BenchmarkLakeMetrics(b *testing.B) {
 		dir, events := benchCorpus(b, size)
 		lake := benchLake(b, dir)
 		b.Run("events="+sizeName(size), func(b *testing.B) {
-			jsonl := &run{name: "jsonl", f: func() { allMetrics(b, dir) }}
-			inPlace := &run{name: "lake", f: func() { allMetrics(b, lake) }}
-			floor := &run{name: "duckdb-floor", f: func() {
+			jsonl := &run{name: "jsonl", f: func() float64 { allMetrics(b, dir); return 0 }}
+			inPlace := &run{name: "lake", f: func() float64 { allMetrics(b, lake); return 0 }}
+			floor := &run{name: "duckdb-floor", f: func() float64 {
 				ctx := context.Background()
 				db, err := Open(ctx, Options{})
 				if err != nil {
@@ -135,11 +143,12 @@ func BenchmarkLakeMetrics(b *testing.B) {
 				if _, err := db.Query(ctx, q); err != nil {
 					b.Fatal(err)
 				}
+				return 0
 			}}
 			runs := []*run{jsonl, inPlace, floor}
 			var jq *run
 			if _, err := exec.LookPath("jq"); err == nil {
-				jq = &run{name: "jq", f: func() { jqAggregate(b, dir) }}
+				jq = &run{name: "jq", f: func() float64 { return jqAggregate(b, dir) }}
 				runs = append(runs, jq)
 			}
 			for range b.N {
@@ -149,17 +158,23 @@ func BenchmarkLakeMetrics(b *testing.B) {
 			_, j := jsonl.stats()
 			_, l := inPlace.stats()
 			b.ReportMetric(l/j, "lake-ratio")
+			_, jc := minMedian(jsonl.cpu)
+			_, lc := minMedian(inPlace.cpu)
+			b.ReportMetric(lc/jc, "lake-cpu-ratio")
 			if jq != nil {
 				_, q := jq.stats()
 				b.ReportMetric(j/q, "jq-ratio")
+				_, qc := minMedian(jq.cpu)
+				b.ReportMetric(jc/qc, "jq-cpu-ratio")
 			}
 		})
 	}
 }
 
 // jqAggregate runs jq's one aggregation (jqFilter) over every trajectory
-// file below dir, fed on stdin one file after another, as cat would.
-func jqAggregate(b *testing.B, dir string) {
+// file below dir, fed on stdin one file after another, as cat would, and
+// returns jq's CPU seconds.
+func jqAggregate(b *testing.B, dir string) float64 {
 	files, err := filepath.Glob(filepath.Join(dir, "*.jsonl"))
 	if err != nil || len(files) == 0 {
 		b.Fatalf("no trajectories in %s: %v", dir, err)
@@ -190,15 +205,21 @@ func jqAggregate(b *testing.B, dir string) {
 	if !strings.Contains(string(out), `"tool_call"`) {
 		b.Fatalf("jq counted %s", out)
 	}
+	return (cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Seconds()
 }
 
 // BenchmarkExportParquet measures retrace export --parquet at each size
 // RETRACE_BENCH_EVENTS names: the load of the JSONL and then the export,
-// on one database, as the command does. export-s is the export's wall
-// time; peak-RSS-MB is the process's peak over both (the issue's budget
-// is 1 GB at any size) and export-peak-RSS-MB the peak while the export
-// ran. Run it in a process of its own, so that no earlier benchmark's
-// memory counts:
+// on one database, as the command does. export-s and export-cpu-s are the
+// export's wall and CPU time; peak-RSS-MB is the process's peak over both
+// (the issue's budget is 1 GB at any size) and export-peak-RSS-MB the
+// peak while the export ran. The baseline, run after it on the same
+// database, is the export as it was before it streamed: one COPY of every
+// event ordered by session and seq, partitioned by date, with DuckDB's
+// default memory (one-copy-s, one-copy-cpu-s, one-copy-peak-RSS-MB; left
+// out with RETRACE_BENCH_NO_BASELINE set, since it holds gigabytes). Run
+// it in a process of its own, so that no earlier benchmark's memory
+// counts:
 //
 //	RETRACE_BENCH_EVENTS=1M RETRACE_BENCH_CORPUS=/tmp/corpus \
 //	  go test -run XXX -bench BenchmarkExportParquet -benchtime 1x ./metrics/
@@ -207,18 +228,19 @@ func BenchmarkExportParquet(b *testing.B) {
 		dir, events := benchCorpus(b, size)
 		b.Run("events="+sizeName(size), func(b *testing.B) {
 			ctx := context.Background()
-			var export time.Duration
-			var peak, exportPeak float64
+			var export, exportCPU, one, oneCPU time.Duration
+			var peak, exportPeak, onePeak float64
 			for range b.N {
 				resetPeakRSS()
 				db := openLoaded(ctx, b, dir)
 				loaded := peakRSS()
 				resetPeakRSS()
-				start := time.Now()
+				start, cpu := time.Now(), cpuTime()
 				rep, err := db.ExportParquet(ctx, filepath.Join(b.TempDir(), "lake"), false)
 				export += time.Since(start)
-				db.Close()
+				exportCPU += cpuTime() - cpu
 				if err != nil {
+					db.Close()
 					b.Fatal(err)
 				}
 				if rep.Events != int64(events) {
@@ -226,10 +248,31 @@ func BenchmarkExportParquet(b *testing.B) {
 				}
 				exportPeak = max(exportPeak, peakRSS())
 				peak = max(peak, loaded, exportPeak)
+				if os.Getenv("RETRACE_BENCH_NO_BASELINE") == "" {
+					resetPeakRSS()
+					start, cpu := time.Now(), cpuTime()
+					q := "COPY (SELECT *, CAST(ts AS DATE) AS date FROM raw_events ORDER BY session, seq) TO " +
+						quoteString(filepath.Join(b.TempDir(), "one")) + " (FORMAT parquet, COMPRESSION zstd, PARTITION_BY (date))"
+					if _, err := db.sql.ExecContext(ctx, q); err != nil {
+						db.Close()
+						b.Fatal(err)
+					}
+					one += time.Since(start)
+					oneCPU += cpuTime() - cpu
+					onePeak = max(onePeak, peakRSS())
+				}
+				db.Close()
 			}
-			b.ReportMetric(export.Seconds()/float64(b.N), "export-s")
+			n := float64(b.N)
+			b.ReportMetric(export.Seconds()/n, "export-s")
+			b.ReportMetric(exportCPU.Seconds()/n, "export-cpu-s")
 			b.ReportMetric(peak/(1<<20), "peak-RSS-MB")
 			b.ReportMetric(exportPeak/(1<<20), "export-peak-RSS-MB")
+			if one > 0 {
+				b.ReportMetric(one.Seconds()/n, "one-copy-s")
+				b.ReportMetric(oneCPU.Seconds()/n, "one-copy-cpu-s")
+				b.ReportMetric(onePeak/(1<<20), "one-copy-peak-RSS-MB")
+			}
 		})
 	}
 }
