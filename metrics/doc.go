@@ -198,5 +198,9 @@
 // database for all its detectors and thresholds. Metric prepares each
 // named metric on its first call and reuses the plan while the rows are
 // unchanged; a Load, or a Query that is not plainly read-only, drops the
-// plans, because DuckDB plans with the statistics of the rows present.
+// plans, because DuckDB plans with the statistics of the rows present. A
+// Query is read-only when it opens with SELECT, FROM, DESCRIBE, SHOW or
+// SUMMARIZE, or when DuckDB parses it as SELECT statements only (a WITH
+// ... SELECT, which every SQL detector is): those keep the derived tables
+// too, so the detectors of one detect share one making of them.
 package metrics
