@@ -16,7 +16,7 @@ import (
 // BenchmarkDetectVersusMetrics compares what retrace detect and retrace
 // metrics cost cold over the same corpus, each on a new database: Detect
 // with every detector (detect) against loading the corpus and asking every
-// named metric (metrics). The corpus has RETRACE_BENCH_SESSIONS synth
+// named metric (metrics), and the peak RSS of each. The corpus has RETRACE_BENCH_SESSIONS synth
 // sessions (about 101 events each; default 1000, about 100k events; 10000
 // is about 1M). Both run three times, interleaved; each reports its min
 // and median wall and CPU seconds, and ratio and cpu-ratio are detect's
@@ -66,14 +66,18 @@ func BenchmarkDetectVersusMetrics(b *testing.B) {
 			}
 		},
 	}
-	wall, cpu := map[string][]float64{}, map[string][]float64{}
+	wall, cpu, peak := map[string][]float64{}, map[string][]float64{}, map[string]float64{}
 	for range b.N {
 		for range 3 {
 			for _, name := range []string{"metrics", "detect"} {
+				// The kernel's high-water mark of resident memory starts
+				// again from what the process holds now (Linux only).
+				os.WriteFile("/proc/self/clear_refs", []byte("5"), 0)
 				start, c := time.Now(), cpuTime()
 				paths[name]()
 				wall[name] = append(wall[name], time.Since(start).Seconds())
 				cpu[name] = append(cpu[name], (cpuTime() - c).Seconds())
+				peak[name] = max(peak[name], vmHWM())
 			}
 		}
 	}
@@ -87,8 +91,29 @@ func BenchmarkDetectVersusMetrics(b *testing.B) {
 		b.ReportMetric(c[0], name+"-min-cpu-s")
 		b.ReportMetric(c[len(c)/2], name+"-median-cpu-s")
 		med[name] = [2]float64{w[len(w)/2], c[len(c)/2]}
+		if peak[name] > 0 {
+			b.ReportMetric(peak[name]/(1<<20), name+"-peak-RSS-MB")
+		}
 	}
 	b.ReportMetric(float64(rep.Events), "events")
 	b.ReportMetric(med["detect"][0]/med["metrics"][0], "ratio")
 	b.ReportMetric(med["detect"][1]/med["metrics"][1], "cpu-ratio")
+}
+
+// vmHWM returns the process's peak resident memory in bytes (VmHWM: Go's
+// heap and DuckDB's memory together), or 0 where /proc is not there.
+func vmHWM() float64 {
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, err := strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 64)
+			if err == nil {
+				return kb * 1024
+			}
+		}
+	}
+	return 0
 }

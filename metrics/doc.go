@@ -56,10 +56,15 @@
 // type's table becomes a temporary view over read_parquet of its files,
 // nothing is copied, and the views, the derived views and the named
 // metrics answer with the rows the trajectories give
-// (TestALakeIsReadInPlaceWithTheSameRowsAsTheTrajectories);
-// BenchmarkLakeMetrics measures it against the JSONL. Parquet given with
-// trajectories, or to a database that holds rows, is copied into the
-// tables as before.
+// (TestALakeIsReadInPlaceWithTheSameRowsAsTheTrajectories). Over 1M
+// events (BenchmarkLakeMetrics, medians of three on two cores shared with
+// other work), opening the lake and asking every named metric took 2.3
+// CPU-s against 10.1 for the JSONL (0.22×; 0.26× in wall time), at 362 MB
+// of peak RSS against 735 MB; copying the Parquet into the tables had
+// been slower than the JSONL. Of the 2.3 s, making the derived tables
+// takes 1.8 (tool_calls' joins 1.2): DuckDB's own aggregation over the
+// lake takes 0.18. Parquet given with trajectories, or to a database that
+// holds rows, is copied into the tables as before.
 //
 // A session found in two files of one load (the same run given twice, a
 // copy of its file) is loaded once, from the first file in the load's
