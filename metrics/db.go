@@ -81,6 +81,8 @@ type DB struct {
 	// capped its memory (see capBigLoad).
 	spill  string
 	capped bool
+	// lake is the Parquet a load reads in place (see lake.go).
+	lake lakeState
 
 	// mu guards stmts, the named metrics' statements prepared on first use
 	// (see Metric).
@@ -213,7 +215,7 @@ func (db *DB) Query(ctx context.Context, query string) (Table, error) {
 
 // query is Query, with db.dmu held.
 func (db *DB) query(ctx context.Context, query string) (Table, error) {
-	ro := readOnly(query)
+	ro := readOnly(query) || db.selectOnly(ctx, query)
 	if !ro {
 		// It may change rows or settings the prepared metrics were planned
 		// with; drop them before and after, so none outlives the change.

@@ -40,9 +40,31 @@
 // Options.Lenient bad lines are skipped, repeated events dropped and bad
 // files left out, all counted per file. Named pipes and stdin are read as
 // streams; the entries of directories that are not regular files are
-// skipped. Parquet written by ExportParquet (hive-partitioned by date,
-// zstd) loads back into the same tables, and WriteArrow writes any query as
-// an Arrow IPC stream in builds with the duckdb_arrow tag.
+// skipped. WriteArrow writes any query as an Arrow IPC stream in builds
+// with the duckdb_arrow tag.
+//
+// # The Parquet lake
+//
+// ExportParquet writes the events as a Parquet lake: hive-partitioned by
+// UTC date, a zstd file per event type in each partition, rows ordered by
+// session and seq in row groups of 16,384 rows, and lake.json naming the
+// layout's version (LakeVersion) and every column. It streams: one COPY
+// per event type, each sorting only that type's rows, with DuckDB's memory
+// capped at 512MB (unless Options.MemoryLimit says otherwise) and its
+// sort spilling past it. A load whose inputs are all Parquet, into a
+// database holding no rows, reads the lake in place (lake.go): each event
+// type's table becomes a temporary view over read_parquet of its files,
+// nothing is copied, and the views, the derived views and the named
+// metrics answer with the rows the trajectories give
+// (TestALakeIsReadInPlaceWithTheSameRowsAsTheTrajectories). Over 1M
+// events (BenchmarkLakeMetrics, medians of three on two cores shared with
+// other work), opening the lake and asking every named metric took 2.3
+// CPU-s against 10.1 for the JSONL (0.22×; 0.26× in wall time), at 362 MB
+// of peak RSS against 735 MB; copying the Parquet into the tables had
+// been slower than the JSONL. Of the 2.3 s, making the derived tables
+// takes 1.8 (tool_calls' joins 1.2): DuckDB's own aggregation over the
+// lake takes 0.18. Parquet given with trajectories, or to a database that
+// holds rows, is copied into the tables as before.
 //
 // A session found in two files of one load (the same run given twice, a
 // copy of its file) is loaded once, from the first file in the load's
@@ -181,5 +203,9 @@
 // database for all its detectors and thresholds. Metric prepares each
 // named metric on its first call and reuses the plan while the rows are
 // unchanged; a Load, or a Query that is not plainly read-only, drops the
-// plans, because DuckDB plans with the statistics of the rows present.
+// plans, because DuckDB plans with the statistics of the rows present. A
+// Query is read-only when it opens with SELECT, FROM, DESCRIBE, SHOW or
+// SUMMARIZE, or when DuckDB parses it as SELECT statements only (a WITH
+// ... SELECT, which every SQL detector is): those keep the derived tables
+// too, so the detectors of one detect share one making of them.
 package metrics

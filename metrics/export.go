@@ -33,18 +33,46 @@ type ExportReport struct {
 // the events view's columns, file included: loading dir into an empty
 // database gives the same views and metrics as the trajectories did. A dir
 // with files in it is refused with ErrNotEmpty unless overwrite is set, so
-// an export never mixes with an older one.
+// an export never mixes with an older one. Each partition holds a file per
+// event type (tool_call_0.parquet, ...), its rows ordered by session and
+// seq (see copyParquet), and a file lake.json names the layout's version
+// (LakeVersion).
 func (db *DB) ExportParquet(ctx context.Context, dir string, overwrite bool) (ExportReport, error) {
-	return db.copyParquet(ctx, dir, overwrite,
-		"SELECT *, CAST(ts AS DATE) AS date FROM raw_events ORDER BY session, seq", "date")
+	return db.copyParquet(ctx, dir, overwrite, func(t trajectory.EventType) string {
+		return "SELECT *, CAST(ts AS DATE) AS date FROM raw_events WHERE type = " + quoteString(string(t))
+	}, "date")
 }
 
-// copyParquet writes the rows of query to dir as zstd Parquet partitioned
-// by the columns partitionBy, refusing a directory with files in it unless
-// overwrite is set (then it is emptied first), and reports the events and
-// files written. Both Parquet exports go through it, so the layout's rules
-// are the same for each.
-func (db *DB) copyParquet(ctx context.Context, dir string, overwrite bool, query, partitionBy string) (ExportReport, error) {
+// exportRowGroupSize is the rows of a Parquet row group an export writes at
+// most. Smaller groups let a reader skip more of a file by the min and max
+// of session and ts; each group costs a footer entry per column (about 130
+// of them). A group of 16,384 rows holds the events of a few hundred
+// sessions of one type.
+// Tests make it small.
+var exportRowGroupSize = 16384
+
+// exportMemory caps DuckDB's memory while an export runs, when the
+// database has no Options.MemoryLimit: the sort of a type's rows spills to
+// the temporary directory past it, so the export's memory does not grow
+// with the corpus.
+const exportMemory = "512MB"
+
+// copyParquet writes the rows of query(t) for every event type t to dir
+// as zstd Parquet partitioned by the columns partitionBy, one COPY per
+// type, and writes lake.json. It refuses a directory with files in it
+// unless overwrite is set (then it is emptied first), and reports the
+// events and files written. Both Parquet exports go through it, so the
+// layout's rules are the same for each.
+//
+// One file per type in each partition, rows ordered by session and seq,
+// is what makes the lake cheap to read: a reader of one event type (each
+// raw table of a database reading it in place, lake.go) skips the other
+// types' files by the min and max of their type column, and one who asks
+// for a session skips the row groups whose session range leaves it out,
+// in each type's file. The memory is bounded: each COPY sorts one type's
+// rows, and DuckDB spills that sort to disk past exportMemory; its
+// insertion order need not be kept (the ORDER BY is).
+func (db *DB) copyParquet(ctx context.Context, dir string, overwrite bool, query func(trajectory.EventType) string, partitionBy string) (ExportReport, error) {
 	var rep ExportReport
 	if entries, err := os.ReadDir(dir); err == nil && len(entries) > 0 && !overwrite {
 		return rep, fmt.Errorf("export to %s: %w; choose an empty or new directory, or overwrite it", dir, ErrNotEmpty)
@@ -66,13 +94,25 @@ func (db *DB) copyParquet(ctx context.Context, dir string, overwrite bool, query
 	if err := os.Chmod(dir, 0o700); err != nil {
 		return rep, fmt.Errorf("export to %s: %w", dir, err)
 	}
-	q := "COPY (" + query + ") TO " + quoteString(dir) +
-		" (FORMAT parquet, COMPRESSION zstd, PARTITION_BY (" + partitionBy + "), OVERWRITE_OR_IGNORE)"
-	res, err := db.sql.ExecContext(ctx, q)
+	restore, err := db.boundExport(ctx)
 	if err != nil {
 		return rep, fmt.Errorf("export to %s: %w", dir, err)
 	}
-	rep.Events, _ = res.RowsAffected()
+	defer restore()
+	for _, t := range trajectory.EventTypes() {
+		q := "COPY (" + query(t) + " ORDER BY session, seq) TO " + quoteString(dir) +
+			" (FORMAT parquet, COMPRESSION zstd, PARTITION_BY (" + partitionBy + "), OVERWRITE_OR_IGNORE," +
+			" FILENAME_PATTERN " + quoteString(string(t)+"_{i}") + ", ROW_GROUP_SIZE " + fmt.Sprint(exportRowGroupSize) + ")"
+		res, err := db.sql.ExecContext(ctx, q)
+		if err != nil {
+			return rep, fmt.Errorf("export to %s: %w", dir, err)
+		}
+		n, _ := res.RowsAffected()
+		rep.Events += n
+	}
+	if err := writeLakeManifest(dir, partitionBy); err != nil {
+		return rep, fmt.Errorf("export to %s: %w", dir, err)
+	}
 	err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -81,13 +121,44 @@ func (db *DB) copyParquet(ctx context.Context, dir string, overwrite bool, query
 			return os.Chmod(p, 0o700)
 		}
 		rel, _ := filepath.Rel(dir, p)
-		rep.Files = append(rep.Files, rel)
+		if strings.HasSuffix(rel, ParquetExt) {
+			rep.Files = append(rep.Files, rel)
+		}
 		return os.Chmod(p, 0o600)
 	})
 	if err != nil {
 		return rep, fmt.Errorf("export to %s: %w", dir, err)
 	}
 	return rep, nil
+}
+
+// boundExport sets what keeps an export's memory bounded, unless the
+// database's options set a limit of their own, and returns what puts the
+// settings back.
+func (db *DB) boundExport(ctx context.Context) (func(), error) {
+	var order, limit string
+	if err := db.sql.QueryRowContext(ctx, "SELECT current_setting('preserve_insertion_order')::VARCHAR, current_setting('memory_limit')::VARCHAR").Scan(&order, &limit); err != nil {
+		return nil, err
+	}
+	set := []string{"SET preserve_insertion_order = false"}
+	undo := []string{"SET preserve_insertion_order = " + order}
+	if db.opts.MemoryLimit == "" && !db.capped {
+		if err := db.limitMemory(ctx, ""); err != nil {
+			return nil, err
+		}
+		set = append(set, "SET memory_limit = "+quoteString(exportMemory))
+		undo = append(undo, "SET memory_limit = "+quoteString(limit))
+	}
+	for _, q := range set {
+		if _, err := db.sql.ExecContext(ctx, q); err != nil {
+			return nil, err
+		}
+	}
+	return func() {
+		for _, q := range undo {
+			db.sql.ExecContext(context.Background(), q)
+		}
+	}, nil
 }
 
 // insertParquet adds the events of Parquet files written by ExportParquet,

@@ -30,9 +30,9 @@ func (db *DB) ExportParquetByLabel(ctx context.Context, dir string, overwrite bo
 		return ExportReport{}, fmt.Errorf("export to %s: %w %q: want a session_start tag key such as scenario", dir, ErrBadLabelKey, key)
 	}
 	path := quoteString(`$."` + key + `"`)
-	return db.copyParquet(ctx, dir, overwrite,
-		"SELECT e.*, s."+LabelColumn+", CAST(e.ts AS DATE) AS date FROM raw_events e"+
-			" LEFT JOIN (SELECT session, json_extract_string(tags, "+path+") AS "+LabelColumn+
-			" FROM raw_events WHERE type = 'session_start') s USING (session) ORDER BY e.session, e.seq",
-		LabelColumn+", date")
+	return db.copyParquet(ctx, dir, overwrite, func(t trajectory.EventType) string {
+		return "SELECT e.*, s." + LabelColumn + ", CAST(e.ts AS DATE) AS date FROM raw_events e" +
+			" LEFT JOIN (SELECT session, json_extract_string(tags, " + path + ") AS " + LabelColumn +
+			" FROM raw_session_start) s USING (session) WHERE e.type = " + quoteString(string(t))
+	}, LabelColumn+", date")
 }

@@ -250,6 +250,13 @@ func (db *DB) load(ctx context.Context, obs Observer, paths []string) (LoadRepor
 	if err != nil {
 		return rep, err
 	}
+	// A Parquet lake is read in place, not copied (lake.go).
+	if rep, ok, err := db.loadInPlace(ctx, src); ok || err != nil {
+		return rep, err
+	}
+	if err := db.settleLake(ctx); err != nil {
+		return rep, err
+	}
 	all := src.jsonl.Files
 	plan, err := db.planKept(ctx, all)
 	if err != nil {

@@ -36,10 +36,15 @@ func newExportCmd(sys *IO) *cobra.Command {
 and writes them out for other tools.
 
 --parquet DIR writes every event as zstd-compressed Parquet, hive-partitioned
-by the event's UTC date (DIR/date=2026-11-30/data_0.parquet), with the
-columns of the events view. retrace query, metrics and export read such a
-directory back like trajectories, and give the same numbers. DIR must be
-empty or new unless --overwrite, which replaces it.
+by the event's UTC date, a file per event type in each partition
+(DIR/date=2026-11-30/tool_call_0.parquet), rows ordered by session and seq,
+with the columns of the events view; DIR/lake.json names the layout's
+version and the columns. It streams, DuckDB's memory capped at 512MB unless
+--memory-limit says otherwise. retrace query, metrics, detect and export
+read such a directory in place, and give the same numbers as the
+trajectories. DIR must be empty or new unless --overwrite, which replaces
+it. docs/parquet.md is the layout; docs/beyond-one-machine.md says how a
+team shares it.
 
 --arrow FILE writes the result of --query (default: every event in recording
 order) as an Arrow IPC stream; FILE - is stdout. Arrow needs a retrace built

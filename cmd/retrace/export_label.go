@@ -14,7 +14,7 @@ const labelExportHelp = `
 
 --partition-label KEY, with --parquet, partitions by the value of the
 session_start tag KEY first and by date second
-(DIR/label=checkout/date=2026-11-30/data_0.parquet; values are
+(DIR/label=checkout/date=2026-11-30/tool_call_0.parquet; values are
 percent-encoded, and a session without the tag goes under
 label=__HIVE_DEFAULT_PARTITION__, read as NULL), so engines that filter on
 the label read only its directories. docs/parquet.md describes the layout and the columns.`

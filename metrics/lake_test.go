@@ -1,0 +1,248 @@
+package metrics
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+
+	"github.com/retrace-dev/retrace/synth"
+	"github.com/retrace-dev/retrace/trajectory"
+)
+
+// lakeViews are the views a lake read in place must answer exactly as the
+// trajectories do, each ordered so that the rows compare one by one.
+var lakeViews = map[string]string{
+	"events":      "select * from events order by session, seq",
+	"tool_calls":  "select * from tool_calls order by session, seq",
+	"model_turns": "select * from model_turns order by session, turn, context_tokens, output_tokens",
+	"sessions":    "select * from sessions order by session",
+	"defenses":    "select * from defenses order by session, turn, defense, tool_use_id",
+	"permissions": "select * from permissions order by session, turn, tool_use_id, decision",
+	"reminders":   "select * from reminders order by session, turn, kind, dedup_key",
+}
+
+// exportedCorpus loads the fixtures and a synth corpus, exports them to a
+// lake, and returns the database and the lake's directory.
+func exportedCorpus(t *testing.T) (*DB, string) {
+	t.Helper()
+	ctx := context.Background()
+	corpus := filepath.Join(t.TempDir(), "synth")
+	if _, err := synth.Write(ctx, corpus, synth.Options{Sessions: 40, Seed: 3, Days: 3}); err != nil {
+		t.Fatal(err)
+	}
+	src := open(t, Options{}, validDir, filepath.Join(invalidDir, "lost_call.jsonl"), corpus)
+	dir := filepath.Join(t.TempDir(), "lake")
+	if _, err := src.ExportParquet(ctx, dir, false); err != nil {
+		t.Fatal(err)
+	}
+	return src, dir
+}
+
+func TestALakeIsReadInPlaceWithTheSameRowsAsTheTrajectories(t *testing.T) {
+	ctx := context.Background()
+	src, dir := exportedCorpus(t)
+	lake := open(t, Options{}, dir)
+	// Read in place: the tables hold nothing; every raw table is a
+	// temporary view over read_parquet.
+	var copied int64
+	for _, typ := range trajectory.EventTypes() {
+		var n int64
+		if err := lake.sql.QueryRowContext(ctx, "SELECT count(*) FROM memory.main."+typeTable(typ)).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		copied += n
+	}
+	if copied != 0 {
+		t.Errorf("the load copied %d rows of the lake into tables; it should read them in place", copied)
+	}
+	var views int
+	if err := lake.sql.QueryRowContext(ctx, "SELECT count(*) FROM duckdb_views() WHERE temporary AND view_name LIKE 'raw_%' AND sql LIKE '%read_parquet%'").Scan(&views); err != nil {
+		t.Fatal(err)
+	}
+	if views == 0 {
+		t.Error("no raw table is a view over read_parquet")
+	}
+	queries := map[string]string{}
+	for name, q := range lakeViews {
+		queries["view "+name] = q
+	}
+	for _, m := range Metrics() {
+		queries["metric "+m] = mustSQL(t, m)
+	}
+	for name, q := range queries {
+		t.Run(name, func(t *testing.T) {
+			want, err := src.Query(ctx, q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := lake.Query(ctx, q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(want.Rows) == 0 && name != "view reminders" {
+				t.Fatalf("%s has no rows over the corpus; the comparison would prove nothing", name)
+			}
+			if !reflect.DeepEqual(got.Columns, want.Columns) {
+				t.Fatalf("columns over the lake %v, over the trajectories %v", got.Columns, want.Columns)
+			}
+			if len(got.Rows) != len(want.Rows) {
+				t.Fatalf("%d rows over the lake, %d over the trajectories", len(got.Rows), len(want.Rows))
+			}
+			for i := range want.Rows {
+				if !reflect.DeepEqual(got.Rows[i], want.Rows[i]) {
+					t.Fatalf("row %d over the lake\n%v\nover the trajectories\n%v", i, got.Rows[i], want.Rows[i])
+				}
+			}
+		})
+	}
+	// The named metrics through Metric (prepared, over the derived
+	// tables) too.
+	for _, m := range Metrics() {
+		want, err := src.Metric(ctx, m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := lake.Metric(ctx, m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("metric %s over the lake\n%v\nover the trajectories\n%v", m, got.Rows, want.Rows)
+		}
+	}
+}
+
+func TestALoadAfterALakeKeepsTheLakesRows(t *testing.T) {
+	ctx := context.Background()
+	src, dir := exportedCorpus(t)
+	db := open(t, Options{}, dir)
+	before := rows(t, db, "select count(*) from events")[0]
+	// The fixture basic.jsonl is in the lake already: loading it again
+	// replaces its rows; a new file adds its own.
+	extra := filepath.Join(t.TempDir(), "more")
+	if _, err := synth.Write(ctx, extra, synth.Options{Sessions: 2, Seed: 99}); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := db.Load(ctx, extra)
+	if err != nil {
+		t.Fatal(err)
+	}
+	after := rows(t, db, "select count(*) from events")[0]
+	if want := fmt.Sprint(atoi(t, before) + rep.Events); after != want {
+		t.Fatalf("events after loading %d more = %s, want %s", rep.Events, after, want)
+	}
+	want := rows(t, src, "select count(*) from tool_calls")[0]
+	if got := rows(t, db, "select count(*) from tool_calls where file not like '%more%'")[0]; got != want {
+		t.Fatalf("tool_calls of the lake = %s after the second load, want %s", got, want)
+	}
+}
+
+func atoi(t *testing.T, s string) int {
+	t.Helper()
+	var n int
+	if _, err := fmt.Sscan(s, &n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func TestAnExportIsLaidOutForPruning(t *testing.T) {
+	ctx := context.Background()
+	src, dir := exportedCorpus(t)
+	t.Run("lake.json names the version, the partitioning and every column.", func(t *testing.T) {
+		b, err := os.ReadFile(filepath.Join(dir, LakeManifest))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var l Lake
+		if err := json.Unmarshal(b, &l); err != nil {
+			t.Fatal(err)
+		}
+		if l.Format != "retrace-lake" || l.Version != LakeVersion || !reflect.DeepEqual(l.PartitionBy, []string{"date"}) {
+			t.Fatalf("lake.json = %+v", l)
+		}
+		if len(l.Columns) != len(Columns())+len(where()) {
+			t.Fatalf("lake.json lists %d columns, want %d", len(l.Columns), len(Columns())+len(where()))
+		}
+	})
+	files, err := filepath.Glob(filepath.Join(dir, "date=*", "*"+ParquetExt))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no Parquet files in %s: %v", dir, err)
+	}
+	t.Run("Each file holds one event type, the one its name says.", func(t *testing.T) {
+		for _, f := range files {
+			typ, ok := lakeFileType(filepath.Base(f))
+			if !ok {
+				t.Fatalf("%s is not named for an event type", f)
+			}
+			got := rows(t, src, "select string_agg(distinct type, ',') from read_parquet("+quoteString(f)+")")
+			if got[0] != string(typ) {
+				t.Errorf("%s holds %s, want only %s", f, got[0], typ)
+			}
+		}
+	})
+	t.Run("Each file's row groups are ordered by session, so a session's events are in few of them.", func(t *testing.T) {
+		// Small row groups (DuckDB writes 2,048 rows at least), and a day
+		// of enough sessions that the files have several.
+		defer func(n int) { exportRowGroupSize = n }(exportRowGroupSize)
+		exportRowGroupSize = 2048
+		corpus := filepath.Join(t.TempDir(), "day")
+		if _, err := synth.Write(ctx, corpus, synth.Options{Sessions: 300, Seed: 5, Days: 1}); err != nil {
+			t.Fatal(err)
+		}
+		src := open(t, Options{}, corpus)
+		small := filepath.Join(t.TempDir(), "small")
+		if _, err := src.ExportParquet(ctx, small, false); err != nil {
+			t.Fatal(err)
+		}
+		q := "select file_name, row_group_id, stats_min, stats_max from parquet_metadata(" +
+			quoteString(filepath.Join(small, "date=*", "tool_call_*"+ParquetExt)) +
+			") where path_in_schema = 'session' order by file_name, row_group_id"
+		tab, err := src.Query(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		groups := 0
+		for i, r := range tab.Rows {
+			if i > 0 && tab.Rows[i-1][0] == r[0] {
+				groups++
+				if fmt.Sprint(tab.Rows[i-1][3]) > fmt.Sprint(r[2]) {
+					t.Errorf("%s: row group %v starts at session %v before the one before it ends (%v)", r[0], r[1], r[2], tab.Rows[i-1][3])
+				}
+			}
+		}
+		if groups == 0 {
+			t.Fatal("no tool_call file has two row groups; the order between them is not tested")
+		}
+		// A reader skips every row group whose session range leaves the
+		// session out: here most of them.
+		session := rows(t, src, "select session from sessions order by session limit 1 offset 10")[0]
+		all := filepath.Join(small, "*", "*"+ParquetExt)
+		q = "select file_name, count(*), count(*) filter (where stats_min <= " + quoteString(session) + " and stats_max >= " + quoteString(session) +
+			") from parquet_metadata(" + quoteString(all) + ") where path_in_schema = 'session' group by file_name having count(*) > 1"
+		per, err := src.Query(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		skipped := 0
+		for _, r := range per.Rows {
+			groups, holding := r[1].(int64), r[2].(int64)
+			if holding > 2 {
+				t.Errorf("%v: %d of %d row groups may hold session %s; want one, or two where it straddles", r[0], holding, groups, session)
+			}
+			skipped += int(groups - holding)
+		}
+		if skipped == 0 {
+			t.Errorf("no row group of %d files rules session %s out by its min and max", len(per.Rows), session)
+		}
+		filtered := "select count(*) from read_parquet(" + quoteString(all) + ", hive_partitioning = true) where session = " + quoteString(session)
+		want := rows(t, src, "select count(*) from events where session = "+quoteString(session))[0]
+		if got := rows(t, src, filtered)[0]; got != want {
+			t.Fatalf("%s has %s events in the lake, %s loaded", session, got, want)
+		}
+	})
+}
