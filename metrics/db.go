@@ -57,6 +57,9 @@ type Options struct {
 	// trajectories into memory, which caps DuckDB at 1GB and spills to a
 	// temporary directory of its own.
 	MemoryLimit string
+	// Closer, when set, is closed by Close once the database is: the
+	// lock a store is read under (see package store).
+	Closer io.Closer
 	// TempDir is where DuckDB spills (its temp_directory) and where a load
 	// stages checked lines; empty means the system's temporary directory.
 	TempDir string
@@ -277,6 +280,12 @@ func (db *DB) Close() error {
 	err := db.sql.Close()
 	if db.spill != "" {
 		os.RemoveAll(db.spill)
+	}
+	if db.opts.Closer != nil {
+		if cerr := db.opts.Closer.Close(); err == nil {
+			err = cerr
+		}
+		db.opts.Closer = nil
 	}
 	return err
 }
