@@ -119,6 +119,8 @@ type DB struct {
 	// fromParquet is set while a store holds rows loaded from Parquet
 	// (see refresh), whose files it does not track.
 	fromParquet bool
+	// heldMode is the mode (see mode) of the rows a store holds.
+	heldMode string
 }
 
 // Table is a query result.
@@ -197,7 +199,9 @@ func (db *DB) openStore(ctx context.Context) error {
 		return fmt.Errorf("open store %q: %w", db.opts.Path, err)
 	}
 	if tables > 0 {
-		err = db.sql.QueryRowContext(ctx, "SELECT (SELECT value FROM store_meta WHERE key = 'version'), (SELECT value FROM store_meta WHERE key = 'parquet')").Scan(&version, &parquet)
+		var mode sql.NullString
+		err = db.sql.QueryRowContext(ctx, "SELECT (SELECT value FROM store_meta WHERE key = 'version'), (SELECT value FROM store_meta WHERE key = 'parquet'), (SELECT value FROM store_meta WHERE key = 'mode')").Scan(&version, &parquet, &mode)
+		db.heldMode = mode.String
 		if err != nil || version.String != storeVersion() {
 			return fmt.Errorf("open store %q: %w; delete it, or give another file", db.opts.Path, ErrStoreVersion)
 		}

@@ -124,10 +124,15 @@ type LoadReport struct {
 	// Duplicates are the sessions found in two files, each loaded once,
 	// in the load's order.
 	Duplicates []Duplicate
-	// Unchanged are the trajectory files a kept database (Options.Path)
-	// already held as they are now (same path, size and modification
-	// time), and so were not read again; Files leaves them out.
+	// Unchanged are the trajectory files a store (Options.Path) already
+	// held as they are now (same path, size, modification time and
+	// inode), and so were not opened; Files leaves them out.
 	Unchanged []string
+	// Held are the reports of the unchanged files whose last read had
+	// something to say (warnings, skipped lines, dropped events, copies
+	// left out), as it said it, for a caller to say again; their
+	// duplicates are in Duplicates. Events counts nothing of them.
+	Held []FileReport
 }
 
 // Skipped returns the number of lines left out over all files.
@@ -207,13 +212,15 @@ type Progress struct {
 // files below a directory). A trajectory file loaded before into the same
 // database is replaced, so loading twice does not double count.
 //
-// A kept database (Options.Path) answers for exactly the runs each load
-// is given: it remembers every trajectory file it read by path, size and
-// modification time (the loaded_files table), reads again a file that
-// changed (its old rows deleted first), does not read a file that did not,
-// and drops the rows of every file the load is not given (Parquet inputs
-// are read again every time). A session that an unchanged file holds
-// counts as coming first in the duplicate check.
+// A store (Options.Path) answers for exactly the runs each load is
+// given: it opens no file whose stat did not change, reads a file that
+// only grew from where it stopped, reads again a file that changed (its
+// old rows deleted first), drops the rows of every file the load is not
+// given, and refreshes its derived tables for the sessions it changed
+// (doc.go, The store); Parquet inputs are read again every time. A
+// session that a file it holds unchanged holds counts as coming first in
+// the duplicate check. A load that changes nothing writes nothing; a
+// store opened read-only returns ErrStale instead of changing anything.
 //
 // A session whose seqs in a file overlap those of an earlier file in the
 // load's order (the same run given twice, a copy of its file) is loaded
@@ -262,6 +269,7 @@ func (db *DB) load(ctx context.Context, obs Observer, paths []string) (LoadRepor
 	rep.Unchanged = names(plan.unchanged)
 	rep.Parquet, rep.NotRegular = src.parquet, append(src.jsonl.Skipped, src.skipped...)
 	problems := src.jsonl.Problems
+	rep.Held, rep.Duplicates = plan.said()
 	store := db.opts.Path != ""
 	if store && plan.quiet() && len(src.parquet) == 0 && len(problems) == 0 && !db.fromParquet {
 		// Nothing changed: no transaction, so the store's file does not
@@ -333,7 +341,7 @@ func (db *DB) load(ctx context.Context, obs Observer, paths []string) (LoadRepor
 	if err != nil {
 		return rep, err
 	}
-	rep.Duplicates = dups.list
+	rep.Duplicates = append(rep.Duplicates, dups.list...)
 	if len(dups.strict) > 0 {
 		// --strict-dupes refuses even a lenient load: a duplicate is a
 		// mistake in the paths given, not damage in a file.
@@ -351,7 +359,7 @@ func (db *DB) load(ctx context.Context, obs Observer, paths []string) (LoadRepor
 		}
 		slices.SortFunc(reports, func(a, b FileReport) int { return strings.Compare(a.File, b.File) })
 	}
-	if err := db.remember(ctx, tx, plan, files, reports); err != nil {
+	if err := db.remember(ctx, tx, plan, files, reports, dups.list); err != nil {
 		return rep, err
 	}
 	rep.Files = reports
@@ -374,6 +382,9 @@ func (db *DB) load(ctx context.Context, obs Observer, paths []string) (LoadRepor
 		return rep, fmt.Errorf("load: %w", err)
 	}
 	db.fromParquet = len(src.parquet) > 0
+	if store {
+		db.heldMode = db.mode()
+	}
 	return rep, nil
 }
 

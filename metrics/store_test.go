@@ -300,3 +300,44 @@ func TestReadOnlyStoreIsStaleWhenTheRunsChanged(t *testing.T) {
 }
 
 func errorsIs(err, target error) bool { return errors.Is(err, target) }
+
+// A store holds the rows of one mode: a strict load after a lenient one
+// reads every file again (and refuses a bad line), and an unchanged file
+// says again what its last read said (the lines it skipped).
+func TestStoreKeepsTheRowsOfOneModeAndSaysItsNotesAgain(t *testing.T) {
+	ctx := context.Background()
+	lines := basicLines(t)
+	dir := t.TempDir()
+	file := writeLines(t, dir, "a.jsonl", append(append([]string{}, lines[:3]...), append([]string{"{not json\n"}, lines[3:]...)...)...)
+	path := filepath.Join(t.TempDir(), "store.duckdb")
+	for i := range 2 {
+		db, err := Open(ctx, Options{Path: path, Lenient: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep, err := db.Load(ctx, file)
+		db.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		reports := rep.Files
+		if i == 1 {
+			reports = rep.Held
+			if len(rep.Files) != 0 {
+				t.Fatalf("unchanged file read again: %+v", rep.Files)
+			}
+		}
+		if len(reports) != 1 || reports[0].Skipped != 1 || reports[0].FirstSkipped == nil {
+			t.Fatalf("load %d: reports %+v, want the skipped line said", i+1, reports)
+		}
+	}
+	db, err := Open(ctx, Options{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var le *LoadError
+	if _, err := db.Load(ctx, file); !errors.As(err, &le) {
+		t.Fatalf("a strict load over a lenient store: %v, want the bad line refused", err)
+	}
+}

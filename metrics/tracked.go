@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/fnv"
@@ -23,8 +24,62 @@ import (
 // in a newline) and lines the number of lines before stop; head and tail
 // hashes of the bytes [0, min(stop, edge)) and [max(0, stop-edge), stop),
 // which tell a file that grew (a session still being written: the same
-// bytes up to stop, more after) from one rewritten.
-const storeFilesSQL = "CREATE TABLE IF NOT EXISTS store_files (file VARCHAR PRIMARY KEY, size BIGINT, mtime BIGINT, inode BIGINT, head BIGINT, tail BIGINT, stop BIGINT, lines BIGINT);\n"
+// bytes up to stop, more after) from one rewritten; notes what its read
+// had to say (fileNotes as JSON, NULL for nothing), said again on every
+// load that does not read it again.
+const storeFilesSQL = "CREATE TABLE IF NOT EXISTS store_files (file VARCHAR PRIMARY KEY, size BIGINT, mtime BIGINT, inode BIGINT, head BIGINT, tail BIGINT, stop BIGINT, lines BIGINT, notes VARCHAR);\n"
+
+// fileNotes is what the read of a file had to say, which a store keeps so
+// that a load that does not read the file again says it too: the
+// decoder's warnings, the lines skipped and events dropped of a lenient
+// load, and the sessions left out as copies of a session in a file
+// before.
+type fileNotes struct {
+	Warnings        []trajectory.Warning `json:"warnings,omitempty"`
+	Skipped         int                  `json:"skipped,omitempty"`
+	FirstSkipped    string               `json:"first_skipped,omitempty"`
+	Dropped         int                  `json:"dropped,omitempty"`
+	FirstDropped    string               `json:"first_dropped,omitempty"`
+	DuplicateEvents int                  `json:"duplicate_events,omitempty"`
+	Duplicates      []Duplicate          `json:"duplicates,omitempty"`
+}
+
+// notesOf returns the notes of a file's report and the duplicates found
+// in it, as JSON, or "" when there is nothing to say.
+func notesOf(fr FileReport, dups []Duplicate) string {
+	n := fileNotes{Warnings: fr.Warnings, Skipped: fr.Skipped, Dropped: fr.Dropped, DuplicateEvents: fr.Duplicates}
+	if fr.FirstSkipped != nil {
+		n.FirstSkipped = fr.FirstSkipped.Error()
+	}
+	if fr.FirstDropped != nil {
+		n.FirstDropped = fr.FirstDropped.Error()
+	}
+	for _, d := range dups {
+		if d.File == fr.File {
+			n.Duplicates = append(n.Duplicates, d)
+		}
+	}
+	if len(n.Warnings) == 0 && n.Skipped == 0 && n.Dropped == 0 && n.DuplicateEvents == 0 && len(n.Duplicates) == 0 {
+		return ""
+	}
+	b, err := json.Marshal(n)
+	if err != nil {
+		return ""
+	}
+	return string(b)
+}
+
+// report returns the FileReport and the duplicates notes keep of file.
+func (n fileNotes) report(file string) (FileReport, []Duplicate) {
+	fr := FileReport{File: file, Warnings: n.Warnings, Skipped: n.Skipped, Dropped: n.Dropped, Duplicates: n.DuplicateEvents}
+	if n.FirstSkipped != "" {
+		fr.FirstSkipped = errors.New(n.FirstSkipped)
+	}
+	if n.FirstDropped != "" {
+		fr.FirstDropped = errors.New(n.FirstDropped)
+	}
+	return fr, n.Duplicates
+}
 
 // edge is the number of bytes at each end of a file's read part that its
 // head and tail hashes cover.
@@ -40,6 +95,7 @@ type fileStamp struct {
 type fileMark struct {
 	fileStamp
 	head, tail, stop, lines int64
+	notes                   string
 }
 
 // stamp returns a regular file's stamp, and false for anything else (a
@@ -97,6 +153,9 @@ func (db *DB) planKept(ctx context.Context, files []string, observed bool) (trac
 		return t, err
 	}
 	t.held = held
+	// Rows loaded in another mode (lenient, strict about duplicates) are
+	// not this load's: every file is read again.
+	same := db.heldMode == db.mode()
 	given := make(map[string]bool, len(files))
 	for _, f := range files {
 		name := trajectory.Name(f)
@@ -106,6 +165,7 @@ func (db *DB) planKept(ctx context.Context, files []string, observed bool) (trac
 			t.stamps[name] = s
 		}
 		h, was := held[name]
+		was = was && same
 		switch {
 		case ok && was && h.fileStamp == s:
 			t.unchanged = append(t.unchanged, f)
@@ -126,7 +186,7 @@ func (db *DB) planKept(ctx context.Context, files []string, observed bool) (trac
 // heldFiles returns what the store remembers of the files it holds.
 func (db *DB) heldFiles(ctx context.Context) (map[string]fileMark, error) {
 	held := map[string]fileMark{}
-	rows, err := db.sql.QueryContext(ctx, "SELECT file, size, mtime, inode, head, tail, stop, lines FROM store_files")
+	rows, err := db.sql.QueryContext(ctx, "SELECT file, size, mtime, inode, head, tail, stop, lines, notes FROM store_files")
 	if err != nil {
 		return nil, fmt.Errorf("load: %w", err)
 	}
@@ -134,9 +194,11 @@ func (db *DB) heldFiles(ctx context.Context) (map[string]fileMark, error) {
 	for rows.Next() {
 		var f string
 		var m fileMark
-		if err := rows.Scan(&f, &m.size, &m.mtime, &m.inode, &m.head, &m.tail, &m.stop, &m.lines); err != nil {
+		var notes sql.NullString
+		if err := rows.Scan(&f, &m.size, &m.mtime, &m.inode, &m.head, &m.tail, &m.stop, &m.lines, &notes); err != nil {
 			return nil, fmt.Errorf("load: %w", err)
 		}
+		m.notes = notes.String
 		held[f] = m
 	}
 	if err := rows.Err(); err != nil {
@@ -283,9 +345,14 @@ func filesNotKept(ctx context.Context, tx *sql.Tx, keep []string) ([]string, err
 // (reports, by name) and forgets the files dropped; a file left out (a
 // lenient load's unreadable or empty file) or a stream is not remembered,
 // so the next load reads it again.
-func (db *DB) remember(ctx context.Context, tx *sql.Tx, t tracked, files []string, reports []FileReport) error {
+func (db *DB) remember(ctx context.Context, tx *sql.Tx, t tracked, files []string, reports []FileReport, dups []Duplicate) error {
 	if db.opts.Path == "" {
 		return nil
+	}
+	if db.heldMode != db.mode() {
+		if _, err := tx.ExecContext(ctx, "INSERT OR REPLACE INTO store_meta VALUES ('mode', "+quoteString(db.mode())+")"); err != nil {
+			return fmt.Errorf("load: %w", err)
+		}
 	}
 	forgotten := append(names(files), t.gone...)
 	if len(forgotten) > 0 {
@@ -314,7 +381,11 @@ func (db *DB) remember(ctx context.Context, tx *sql.Tx, t tracked, files []strin
 			// Not remembered: read again next time.
 			continue
 		}
-		vals = append(vals, fmt.Sprintf("(%s, %d, %d, %d, %d, %d, %d, %d)", quoteString(name), m.size, m.mtime, m.inode, m.head, m.tail, m.stop, m.lines))
+		notes := "NULL"
+		if n := notesOf(fr, dups); n != "" {
+			notes = quoteString(n)
+		}
+		vals = append(vals, fmt.Sprintf("(%s, %d, %d, %d, %d, %d, %d, %d, %s)", quoteString(name), m.size, m.mtime, m.inode, m.head, m.tail, m.stop, m.lines, notes))
 	}
 	for len(vals) > 0 {
 		n := min(len(vals), 1000)
@@ -324,6 +395,33 @@ func (db *DB) remember(ctx context.Context, tx *sql.Tx, t tracked, files []strin
 		vals = vals[n:]
 	}
 	return nil
+}
+
+// mode names the options that change which rows a load keeps: a store
+// holds the rows of one mode.
+func (db *DB) mode() string {
+	return fmt.Sprintf("lenient=%t strict_dupes=%t", db.opts.Lenient, db.opts.StrictDupes)
+}
+
+// said returns the reports and duplicates the notes of the unchanged
+// files keep, for a load to say again.
+func (t tracked) said() ([]FileReport, []Duplicate) {
+	var reports []FileReport
+	var dups []Duplicate
+	for _, f := range t.unchanged {
+		m := t.held[trajectory.Name(f)]
+		if m.notes == "" {
+			continue
+		}
+		var n fileNotes
+		if json.Unmarshal([]byte(m.notes), &n) != nil {
+			continue
+		}
+		fr, d := n.report(trajectory.Name(f))
+		reports = append(reports, fr)
+		dups = append(dups, d...)
+	}
+	return reports, dups
 }
 
 // names returns the files as the file column names them.

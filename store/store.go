@@ -29,6 +29,10 @@ const DefaultWait = 2 * time.Second
 // the caller loads without it (cold, in memory), which answers the same.
 var ErrBusy = errors.New("the store is busy")
 
+// ErrUnavailable means the store cannot be kept (its directory cannot be
+// made, its lock file cannot be opened): the caller loads cold.
+var ErrUnavailable = errors.New("no store can be kept")
+
 // Ext is the extension of a store's database file in the cache.
 const Ext = ".duckdb"
 
@@ -117,7 +121,7 @@ func Open(ctx context.Context, cfg Config, paths []string, load LoadFunc) (*metr
 	}
 	lk, err := openLock(lockPath(path))
 	if err != nil {
-		return nil, rep, fmt.Errorf("store: %w", err)
+		return nil, rep, fmt.Errorf("store: %w: %w", ErrUnavailable, err)
 	}
 	fail := func(err error) (*metrics.DB, metrics.LoadReport, error) {
 		lk.Close()
@@ -222,7 +226,7 @@ func (c Config) locate(paths []string) (path string, cached bool, err error) {
 		return c.File, false, nil
 	}
 	if err := os.MkdirAll(c.Dir, 0o755); err != nil {
-		return "", false, fmt.Errorf("store: %w", err)
+		return "", false, fmt.Errorf("store: %w: %w", ErrUnavailable, err)
 	}
 	path = filepath.Join(c.Dir, Key(paths)+Ext)
 	side := sidecar(path)

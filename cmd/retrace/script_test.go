@@ -56,6 +56,9 @@ func TestScripts(t *testing.T) {
 			// The user's configuration directory, where the recording
 			// key lives, is the script's own.
 			env.Setenv("XDG_CONFIG_HOME", filepath.Join(env.WorkDir, ".config"))
+			// So is the cache directory, where reading commands keep
+			// their stores.
+			env.Setenv("XDG_CACHE_HOME", filepath.Join(env.WorkDir, ".cache"))
 			return nil
 		},
 		UpdateScripts:       *update,
