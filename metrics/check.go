@@ -47,6 +47,9 @@ type part struct {
 	// events it leaves out whole: copies of a session an earlier file
 	// holds (see dupState).
 	dupes map[string]bool
+	// resume is set on the parts of a file a store read before up to
+	// off and that only grew since: the lines before off are loaded.
+	resume bool
 }
 
 // partResult is what checking one part found. Its line numbers count from
@@ -121,8 +124,8 @@ func (s *sessionSeqs) add(r seqRange) int {
 // of every bad file; a refused load rolls tx back, and with it every row
 // inserted. obs, when not nil, sees the events the load keeps as the parts
 // are checked.
-func (db *DB) checkAll(ctx context.Context, tx *sql.Tx, files []string, tmp string, obs Observer, dups *dupState, disk *diskUse) ([]FileReport, []error, error) {
-	parts, total := split(files)
+func (db *DB) checkAll(ctx context.Context, tx *sql.Tx, files []string, plan tracked, tmp string, obs Observer, dups *dupState, disk *diskUse) ([]FileReport, []error, error) {
+	parts, total := split(files, plan)
 	results, err := db.checkParts(ctx, tx, files, parts, total, tmp, "w", obs, disk)
 	if err != nil {
 		return nil, nil, err
@@ -266,8 +269,11 @@ func (db *DB) checkParts(ctx context.Context, tx *sql.Tx, files []string, parts 
 // split cuts files into parts and returns them with the total size of the
 // regular files. Only a regular file's size is known before it is read:
 // anything else is one stream part, and so is a file that cannot be
-// examined, whose error checkPart reports when it fails to open it.
-func split(files []string) ([]part, int64) {
+// examined, whose error checkPart reports when it fails to open it. A
+// regular file is read up to the size its stamp in plan says, so that
+// what a store remembers of it is what was read while it grows, and a
+// file plan resumes from where a store stopped.
+func split(files []string, plan tracked) ([]part, int64) {
 	var parts []part
 	var total int64
 	for i, f := range files {
@@ -276,42 +282,53 @@ func split(files []string) ([]part, int64) {
 			parts = append(parts, part{file: i, stream: true})
 			continue
 		}
-		total += info.Size()
-		if info.Size() <= splitAbove {
-			parts = append(parts, part{file: i, len: info.Size()})
+		size := info.Size()
+		name := trajectory.Name(f)
+		if s, ok := plan.stamps[name]; ok {
+			size = s.size
+		}
+		var start int64
+		var startLines int
+		m, resume := plan.resume[name]
+		if resume {
+			start, startLines = m.stop, int(m.lines)
+		}
+		total += size - start
+		if size-start <= splitAbove {
+			parts = append(parts, part{file: i, off: start, len: size - start, lines: startLines, resume: resume})
 			continue
 		}
-		cuts, lines, err := cutPoints(f, info.Size())
+		cuts, lines, err := cutPoints(f, start, size)
 		if err != nil {
 			// Checked whole, the file's read error is reported as one.
-			parts = append(parts, part{file: i, len: info.Size()})
+			parts = append(parts, part{file: i, off: start, len: size - start, lines: startLines, resume: resume})
 			continue
 		}
 		for k, off := range cuts {
-			end := info.Size()
+			end := size
 			if k+1 < len(cuts) {
 				end = cuts[k+1]
 			}
-			parts = append(parts, part{file: i, off: off, len: end - off, lines: lines[k]})
+			parts = append(parts, part{file: i, off: off, len: end - off, lines: startLines + lines[k], resume: resume})
 		}
 	}
 	return parts, total
 }
 
-// cutPoints returns the offsets the parts of a file start at: 0, then
-// just after the first newline at or past every partSize bytes, and the
-// number of lines before each. Counting the lines reads the whole file
-// once more, at memory speed; it is what lets every event loaded from a
-// part carry its line in the file.
-func cutPoints(file string, size int64) ([]int64, []int, error) {
+// cutPoints returns the offsets the parts of a file's bytes from start to
+// size start at: start, then just after the first newline at or past
+// every partSize bytes, and the number of lines between start and each.
+// Counting the lines reads the whole file once more, at memory speed; it
+// is what lets every event loaded from a part carry its line in the file.
+func cutPoints(file string, start, size int64) ([]int64, []int, error) {
 	fh, err := os.Open(file)
 	if err != nil {
 		return nil, nil, err
 	}
 	defer fh.Close()
-	cuts := []int64{0}
+	cuts := []int64{start}
 	buf := make([]byte, 64<<10)
-	for at := partSize; at < size; {
+	for at := start + partSize; at < size; {
 		n, err := fh.ReadAt(buf, at)
 		if i := bytes.IndexByte(buf[:n], '\n'); i >= 0 {
 			// A part's Decoder drops a byte order mark opening its first
@@ -569,10 +586,17 @@ func (db *DB) merge(files []string, parts []part, results []partResult, dups *du
 		}
 		clear(here)
 	}
+	resumed := map[int]bool{}
 	for i, p := range parts {
 		if p.file != file {
 			done()
 			file = p.file
+			// A grown file read from a store's stop on counts its lines
+			// from there.
+			offset[p.file] = p.lines
+		}
+		if p.resume {
+			resumed[p.file] = true
 		}
 		res, fr := results[i], &reports[p.file]
 		renumber(res.err, offset[p.file])
@@ -587,7 +611,7 @@ func (db *DB) merge(files []string, parts []part, results []partResult, dups *du
 			switch b, ok := before[session]; {
 			case dups != nil && dups.byFile[p.file][session]:
 				continue
-			case dups != nil && !inFile && ok && r.first <= b.max:
+			case dups != nil && !inFile && ok && r.first <= b.max && b.file != fr.File:
 				at := &trajectory.LineError{File: fr.File, Line: r.firstLine + offset[p.file], Err: dupError(session, b.file)}
 				if db.opts.StrictDupes {
 					strictDupes = append(strictDupes, at)
@@ -601,6 +625,9 @@ func (db *DB) merge(files []string, parts []part, results []partResult, dups *du
 			}
 			if m, ok := here[session]; ok && r.first <= m {
 				why = seqError(r.first, m)
+			} else if b, ok := before[session]; ok && r.first <= b.max && b.file == fr.File {
+				// The lines a store holds of a grown file come before.
+				why = seqError(r.first, b.max)
 			} else if b, ok := before[session]; ok && r.first <= b.max {
 				why = copyError(r.first, session, b.max, b.file)
 			}
@@ -654,6 +681,11 @@ func (db *DB) merge(files []string, parts []part, results []partResult, dups *du
 	done()
 	for i := range reports {
 		fr := &reports[i]
+		fr.lines = offset[i]
+		// The lines a store holds of a grown file hold its events.
+		if resumed[i] {
+			continue
+		}
 		if first[i] != nil || fr.Err != nil || fr.Events > 0 || fr.Skipped > 0 || fr.Dropped > 0 || fr.Duplicates > 0 {
 			continue
 		}

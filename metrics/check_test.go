@@ -48,7 +48,7 @@ func TestCheckingInPartsEqualsCheckingWhole(t *testing.T) {
 		if err := os.WriteFile(p, []byte(good), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		cuts, _, err := cutPoints(p, int64(len(good)))
+		cuts, _, err := cutPoints(p, 0, int64(len(good)))
 		if err != nil || len(cuts) <= 3 {
 			t.Fatalf("cut points %v, err %v", cuts, err)
 		}

@@ -6,6 +6,7 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"io"
 	"os"
 	"sort"
@@ -28,8 +29,15 @@ var ErrUnknownMetric = errors.New("unknown metric")
 
 // Options configure Open.
 type Options struct {
-	// Path is a database file to keep between calls; empty means in memory.
+	// Path is a store: a database file kept between calls that answers
+	// for exactly the runs each load is given, reading only what changed
+	// (see Load), with its derived tables kept; empty means in memory.
 	Path string
+	// ReadOnly opens the store at Path for reading only, as many
+	// processes may at once: a Load that finds nothing changed returns at
+	// once, and one that would change anything returns ErrStale and
+	// changes nothing. Ignored without Path.
+	ReadOnly bool
 	// Lenient skips malformed lines and drops events whose seq repeats or
 	// goes back (counting both per file), and leaves out unreadable and
 	// empty files, instead of refusing the load.
@@ -49,10 +57,23 @@ type Options struct {
 	// trajectories into memory, which caps DuckDB at 1GB and spills to a
 	// temporary directory of its own.
 	MemoryLimit string
+	// Closer, when set, is closed by Close once the database is: the
+	// lock a store is read under (see package store).
+	Closer io.Closer
 	// TempDir is where DuckDB spills (its temp_directory) and where a load
 	// stages checked lines; empty means the system's temporary directory.
 	TempDir string
 }
+
+// ErrStale means a store opened with Options.ReadOnly does not hold the
+// runs as they are now (a file was added, changed or removed, or the
+// store is new): it must be opened for writing to be brought up to date.
+var ErrStale = errors.New("the store needs updating")
+
+// ErrStoreVersion means the file at Options.Path is not a store this
+// version of retrace made (another version's, or a database of its own):
+// it is left alone.
+var ErrStoreVersion = errors.New("not a store of this retrace version")
 
 // ErrMemoryLimit means Options.MemoryLimit is not a size DuckDB takes.
 var ErrMemoryLimit = errors.New("bad memory limit")
@@ -97,6 +118,11 @@ type DB struct {
 	// needs no part of it: it changes the views in its own transaction.
 	dmu          sync.Mutex
 	materialized atomic.Bool
+	// fromParquet is set while a store holds rows loaded from Parquet
+	// (see refresh), whose files it does not track.
+	fromParquet bool
+	// heldMode is the mode (see mode) of the rows a store holds.
+	heldMode string
 }
 
 // Table is a query result.
@@ -105,21 +131,36 @@ type Table struct {
 	Rows    [][]any
 }
 
-// Open opens the database (creating the table and views when missing).
+// Open opens the database: in memory, creating the tables and views; or
+// the store at Options.Path, creating it when the file is new.
 func Open(ctx context.Context, opts Options) (*DB, error) {
-	db, err := sql.Open("duckdb", opts.Path)
+	dsn := opts.Path
+	if opts.Path == "" {
+		opts.ReadOnly = false
+	} else if opts.ReadOnly {
+		if _, err := os.Stat(opts.Path); err != nil {
+			return nil, fmt.Errorf("open store %q: %w (%w)", opts.Path, ErrStale, err)
+		}
+		dsn += "?access_mode=read_only"
+	}
+	db, err := sql.Open("duckdb", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("open metrics database %q: %w", opts.Path, err)
-	}
-	if _, err := db.ExecContext(ctx, openSQL()); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("create metrics schema in %q: %w (a database file from another retrace version may need deleting)", opts.Path, err)
 	}
 	// One connection: DuckDB parallelises inside a statement anyway, and
 	// settings and temporary tables a user makes at the query prompt live on
 	// a connection, so every statement must run on the same one.
 	db.SetMaxOpenConns(1)
 	d := &DB{sql: db, opts: opts}
+	if opts.Path == "" {
+		if _, err := db.ExecContext(ctx, openSQL()); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("create metrics schema: %w", err)
+		}
+	} else if err := d.openStore(ctx); err != nil {
+		db.Close()
+		return nil, err
+	}
 	if opts.MemoryLimit != "" || opts.TempDir != "" {
 		if err := d.limitMemory(ctx, opts.MemoryLimit); err != nil {
 			d.Close()
@@ -127,6 +168,65 @@ func Open(ctx context.Context, opts Options) (*DB, error) {
 		}
 	}
 	return d, nil
+}
+
+// storeMetaSQL creates the table of a store's facts about itself: its
+// version (storeVersion) and whether it holds rows from Parquet.
+const storeMetaSQL = "CREATE TABLE IF NOT EXISTS store_meta (key VARCHAR PRIMARY KEY, value VARCHAR);\n"
+
+// storeVersion names the layout of a store: a hash of the statements that
+// make it, so that a retrace whose tables, views or derived queries
+// differ does not read a store another made.
+var storeVersion = sync.OnceValue(func() string {
+	h := fnv.New64a()
+	io.WriteString(h, storeSQL())
+	return fmt.Sprintf("%016x", h.Sum64())
+})
+
+// storeSQL makes a new store: the tables of events, the files it holds,
+// its facts, the derived tables (empty) and every view.
+var storeSQL = sync.OnceValue(func() string {
+	return schemaSQL() + storeFilesSQL + storeMetaSQL + materializeSQL() + viewsSQL
+})
+
+// openStore checks that the file at Options.Path is a store of this
+// version, making one in a new file; it writes nothing to a store that
+// is.
+func (db *DB) openStore(ctx context.Context) error {
+	var tables int
+	var version, parquet sql.NullString
+	err := db.sql.QueryRowContext(ctx, `SELECT (SELECT count(*) FROM duckdb_tables() WHERE database_name = current_database()),
+		(SELECT count(*) FROM duckdb_tables() WHERE database_name = current_database() AND table_name = 'store_meta')`).Scan(&tables, new(int))
+	if err != nil {
+		return fmt.Errorf("open store %q: %w", db.opts.Path, err)
+	}
+	if tables > 0 {
+		var mode sql.NullString
+		err = db.sql.QueryRowContext(ctx, "SELECT (SELECT value FROM store_meta WHERE key = 'version'), (SELECT value FROM store_meta WHERE key = 'parquet'), (SELECT value FROM store_meta WHERE key = 'mode')").Scan(&version, &parquet, &mode)
+		db.heldMode = mode.String
+		if err != nil || version.String != storeVersion() {
+			return fmt.Errorf("open store %q: %w; delete it, or give another file", db.opts.Path, ErrStoreVersion)
+		}
+		db.fromParquet = parquet.String == "true"
+		db.materialized.Store(true)
+		return nil
+	}
+	if db.opts.ReadOnly {
+		return fmt.Errorf("open store %q: %w (it is empty)", db.opts.Path, ErrStale)
+	}
+	tx, err := db.sql.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("make store %q: %w", db.opts.Path, err)
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, storeSQL()+"INSERT INTO store_meta VALUES ('version', "+quoteString(storeVersion())+");"); err != nil {
+		return fmt.Errorf("make store %q: %w", db.opts.Path, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("make store %q: %w", db.opts.Path, err)
+	}
+	db.materialized.Store(true)
+	return nil
 }
 
 // limitMemory sets DuckDB's memory_limit to limit (when not empty) and
@@ -174,10 +274,10 @@ func (db *DB) capBigLoad(ctx context.Context, size int64) error {
 
 // openSQL is the batch Open runs, built once per process: the schema is
 // derived from the Go types by reflection and never changes while it runs.
-// The derived views start plain: a kept database's derived tables are made
-// again from its rows when a query first asks (see materialize).
+// The derived views start plain; their tables are made when a query first
+// asks (see materialize). A store makes storeSQL instead.
 var openSQL = sync.OnceValue(func() string {
-	return schemaSQL() + loadedFilesSQL + plainDerivedSQL() + viewsSQL
+	return schemaSQL() + plainDerivedSQL() + viewsSQL
 })
 
 // Close closes the database and the statements Metric prepared.
@@ -186,6 +286,12 @@ func (db *DB) Close() error {
 	err := db.sql.Close()
 	if db.spill != "" {
 		os.RemoveAll(db.spill)
+	}
+	if db.opts.Closer != nil {
+		if cerr := db.opts.Closer.Close(); err == nil {
+			err = cerr
+		}
+		db.opts.Closer = nil
 	}
 	return err
 }
@@ -231,7 +337,8 @@ func (db *DB) query(ctx context.Context, query string) (Table, error) {
 		return Table{}, fmt.Errorf("query: %w", err)
 	}
 	t, err := scan(rows)
-	if ro {
+	if ro || db.opts.ReadOnly {
+		// A read-only store's rows cannot change (a temporary table can).
 		return t, err
 	}
 	if cerr := db.changed(ctx, db.sql); err == nil && cerr != nil {

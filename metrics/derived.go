@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"embed"
 	"fmt"
+	"regexp"
 	"strings"
 	"sync"
 )
@@ -106,10 +107,114 @@ func (db *DB) materialize(ctx context.Context, ex execer, q string) {
 // changed makes the derived views plain again after the rows may have
 // changed, through ex: within the change's transaction for a load, with
 // db.dmu held for a statement.
+//
+// A store keeps its derived tables: they are made again whole instead.
 func (db *DB) changed(ctx context.Context, ex execer) error {
+	if db.opts.Path != "" {
+		if _, err := ex.ExecContext(ctx, materializeSQL()); err != nil {
+			return fmt.Errorf("make the derived tables (%s) again: %w", strings.Join(derivedViews, ", "), err)
+		}
+		return nil
+	}
 	db.materialized.Store(false)
 	if _, err := ex.ExecContext(ctx, plainDerivedSQL()); err != nil {
 		return fmt.Errorf("make the derived views (%s) again: %w", strings.Join(derivedViews, ", "), err)
 	}
 	return nil
+}
+
+// A store (Options.Path) keeps its derived tables always: a load brings
+// them up to date in its own transaction, for the sessions whose rows it
+// changed only (refresh), so that a question over an unchanged corpus
+// reads tables made before, and a load of a few new files pays for their
+// sessions, not for the corpus.
+
+// scopeTable is the temporary table holding the sessions a refresh
+// brings up to date.
+const scopeTable = "retrace_refresh_scope"
+
+// fromTables finds where a derived view's query reads a table of events,
+// or model_turns (sessions reads it).
+var fromTables = regexp.MustCompile(`\bFROM\s+(raw_[a-z_]+|model_turns)\b`)
+
+// scopedSelect returns the query of the derived view name restricted to
+// the sessions in scopeTable: every table it reads is filtered to them.
+// Each derived row depends on the rows of its own session only (every
+// join and group is by session), so these are exactly the rows of those
+// sessions the whole query gives.
+func scopedSelect(name string) string {
+	return fromTables.ReplaceAllString(derivedSelect(name),
+		"FROM (SELECT * FROM $1 WHERE session IN (SELECT session FROM "+scopeTable+")) AS $1")
+}
+
+// sessionsOf returns the sessions the rows of the files named hold.
+func sessionsOf(ctx context.Context, tx *sql.Tx, files []string) ([]string, error) {
+	if len(files) == 0 {
+		return nil, nil
+	}
+	rows, err := tx.QueryContext(ctx, "SELECT DISTINCT session FROM raw_events WHERE file IN "+sqlList(files))
+	if err != nil {
+		return nil, fmt.Errorf("load: %w", err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var s sql.NullString
+		if err := rows.Scan(&s); err != nil {
+			return nil, fmt.Errorf("load: %w", err)
+		}
+		out = append(out, s.String)
+	}
+	return out, rows.Err()
+}
+
+// refresh brings a store's derived tables up to date within a load's
+// transaction: made again whole (full: a new store, or rows from Parquet,
+// whose files it does not track), or else the rows of the sessions in
+// scope and of those the files read hold deleted and selected again.
+// parquet records whether the store now holds rows from Parquet.
+func (db *DB) refresh(ctx context.Context, tx *sql.Tx, scope, read []string, full, parquet bool) error {
+	if parquet != db.fromParquet {
+		if _, err := tx.ExecContext(ctx, "INSERT OR REPLACE INTO store_meta VALUES ('parquet', "+quoteString(fmt.Sprint(parquet))+")"); err != nil {
+			return err
+		}
+	}
+	if full {
+		_, err := tx.ExecContext(ctx, materializeSQL())
+		return err
+	}
+	more, err := sessionsOf(ctx, tx, read)
+	if err != nil {
+		return err
+	}
+	seen := map[string]bool{}
+	var vals []string
+	for _, s := range append(scope, more...) {
+		if !seen[s] {
+			seen[s] = true
+			vals = append(vals, "("+quoteString(s)+")")
+		}
+	}
+	if len(vals) == 0 {
+		return nil
+	}
+	if _, err := tx.ExecContext(ctx, "CREATE OR REPLACE TEMP TABLE "+scopeTable+" (session VARCHAR)"); err != nil {
+		return err
+	}
+	for len(vals) > 0 {
+		n := min(len(vals), 1000)
+		if _, err := tx.ExecContext(ctx, "INSERT INTO "+scopeTable+" VALUES "+strings.Join(vals[:n], ", ")); err != nil {
+			return err
+		}
+		vals = vals[n:]
+	}
+	for _, name := range derivedViews {
+		q := "DELETE FROM " + derivedTable(name) + " WHERE session IN (SELECT session FROM " + scopeTable + ");\n" +
+			"INSERT INTO " + derivedTable(name) + "\n" + scopedSelect(name)
+		if _, err := tx.ExecContext(ctx, q); err != nil {
+			return fmt.Errorf("refresh %s: %w", name, err)
+		}
+	}
+	_, err = tx.ExecContext(ctx, "DROP TABLE "+scopeTable)
+	return err
 }

@@ -69,11 +69,35 @@
 // A session found in two files of one load (the same run given twice, a
 // copy of its file) is loaded once, from the first file in the load's
 // order, and named in LoadReport.Duplicates, so that a comparison never
-// counts it twice; Options.StrictDupes refuses it instead. A kept database
-// (Options.Path) answers for exactly the runs each load is given: the
-// loaded_files table remembers every file's path, size and modification
-// time, so an unchanged file is not read again, a changed one is read
-// again, and the rows of a file not given any more are dropped.
+// counts it twice; Options.StrictDupes refuses it instead.
+//
+// # The store
+//
+// A database kept in a file (Options.Path) is a store: it answers for
+// exactly the runs each load is given, reading only what changed. Its
+// store_files table knows every file by path, size, modification time,
+// inode, the offset just past its last complete line, the lines before
+// it, and hashes of the 4 KiB at each end of what was read. A file whose
+// stat did not change is not opened; one that only grew (same inode,
+// larger, the same bytes at both ends of what was read: a session still
+// being written) is read from that offset, the rows of a last line that
+// had no newline yet deleted and read again with what follows (lenient and
+// observed loads read it whole: they need its events before); any other
+// change reads the file again whole, and the rows of a file not given any
+// more are dropped. The derived tables are kept in a store, never plain
+// views: a load deletes the derived rows of the sessions whose rows it
+// changes and selects them again from the views' queries restricted to
+// those sessions (every derived row depends on its own session's rows
+// only), within its transaction. A load that finds nothing changed opens
+// no transaction, so the file does not change. A crash mid-update leaves
+// the store as it was: the update is one DuckDB transaction.
+// Options.ReadOnly opens a store read-only, as many processes may at once;
+// its Load returns ErrStale instead of changing anything. Package store
+// puts stores in the cache directory and shares them between processes.
+// A store answers with a cold load's rows, row for row, through every
+// kind of change (TestStoreAnswersAsAColdLoadThroughEveryChange). Parquet
+// inputs are read again on every load, and while a store holds rows from
+// Parquet its derived tables are made again whole.
 //
 // # Glossary
 //
@@ -183,10 +207,12 @@
 // so on) that the views then read, so the join of every call with its
 // permission, hooks, outcome and end, the parse of every response's usage
 // and the sums per session are made once per change of the rows, not once
-// per query. A load, or a Query or WriteArrow statement that may write,
-// makes them plain views again in the same transaction, so they never show
-// rows the raw tables no longer hold; a load or a query that does not read
-// them does not pay for them. Over 1M events the named metrics took
+// per query. In memory, a load, or a Query or WriteArrow statement that
+// may write, makes them plain views again in the same transaction, so they
+// never show rows the raw tables no longer hold; a load or a query that
+// does not read them does not pay for them. A store keeps them (see The
+// store above); a statement that may write into a store opened for
+// writing makes them again whole. Over 1M events the named metrics took
 // 1.9-2.4 s over plain views and take 0.8-0.86 s, the tables' making
 // (about 0.55 s) included; over one session, loading it and asking every
 // metric took 466 ms and takes 186 ms (BenchmarkLoadAndMetrics,

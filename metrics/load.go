@@ -105,6 +105,9 @@ type FileReport struct {
 	Err error
 	// Warnings are the decoder's warnings, such as a torn last line.
 	Warnings []trajectory.Warning
+	// lines is the number of newlines in the file up to where it was
+	// read, which a store remembers.
+	lines int
 }
 
 // LoadReport says what Load did.
@@ -121,10 +124,15 @@ type LoadReport struct {
 	// Duplicates are the sessions found in two files, each loaded once,
 	// in the load's order.
 	Duplicates []Duplicate
-	// Unchanged are the trajectory files a kept database (Options.Path)
-	// already held as they are now (same path, size and modification
-	// time), and so were not read again; Files leaves them out.
+	// Unchanged are the trajectory files a store (Options.Path) already
+	// held as they are now (same path, size, modification time and
+	// inode), and so were not opened; Files leaves them out.
 	Unchanged []string
+	// Held are the reports of the unchanged files whose last read had
+	// something to say (warnings, skipped lines, dropped events, copies
+	// left out), as it said it, for a caller to say again; their
+	// duplicates are in Duplicates. Events counts nothing of them.
+	Held []FileReport
 }
 
 // Skipped returns the number of lines left out over all files.
@@ -204,13 +212,15 @@ type Progress struct {
 // files below a directory). A trajectory file loaded before into the same
 // database is replaced, so loading twice does not double count.
 //
-// A kept database (Options.Path) answers for exactly the runs each load
-// is given: it remembers every trajectory file it read by path, size and
-// modification time (the loaded_files table), reads again a file that
-// changed (its old rows deleted first), does not read a file that did not,
-// and drops the rows of every file the load is not given (Parquet inputs
-// are read again every time). A session that an unchanged file holds
-// counts as coming first in the duplicate check.
+// A store (Options.Path) answers for exactly the runs each load is
+// given: it opens no file whose stat did not change, reads a file that
+// only grew from where it stopped, reads again a file that changed (its
+// old rows deleted first), drops the rows of every file the load is not
+// given, and refreshes its derived tables for the sessions it changed
+// (doc.go, The store); Parquet inputs are read again every time. A
+// session that a file it holds unchanged holds counts as coming first in
+// the duplicate check. A load that changes nothing writes nothing; a
+// store opened read-only returns ErrStale instead of changing anything.
 //
 // A session whose seqs in a file overlap those of an earlier file in the
 // load's order (the same run given twice, a copy of its file) is loaded
@@ -258,7 +268,7 @@ func (db *DB) load(ctx context.Context, obs Observer, paths []string) (LoadRepor
 		return rep, err
 	}
 	all := src.jsonl.Files
-	plan, err := db.planKept(ctx, all)
+	plan, err := db.planKept(ctx, all, obs != nil)
 	if err != nil {
 		return rep, err
 	}
@@ -266,10 +276,17 @@ func (db *DB) load(ctx context.Context, obs Observer, paths []string) (LoadRepor
 	rep.Unchanged = names(plan.unchanged)
 	rep.Parquet, rep.NotRegular = src.parquet, append(src.jsonl.Skipped, src.skipped...)
 	problems := src.jsonl.Problems
-	dups := &dupState{}
-	if dups.prior, err = db.priorSessions(ctx, plan.unchanged); err != nil {
-		return rep, err
+	rep.Held, rep.Duplicates = plan.said()
+	store := db.opts.Path != ""
+	if store && plan.quiet() && len(src.parquet) == 0 && len(problems) == 0 && !db.fromParquet {
+		// Nothing changed: no transaction, so the store's file does not
+		// change either.
+		return rep, nil
 	}
+	if db.opts.ReadOnly {
+		return rep, fmt.Errorf("load: %w", ErrStale)
+	}
+	dups := &dupState{}
 	// Before the transaction takes the one connection.
 	if err := db.capBigLoad(ctx, inputSize(files)); err != nil {
 		return rep, err
@@ -282,19 +299,44 @@ func (db *DB) load(ctx context.Context, obs Observer, paths []string) (LoadRepor
 		return rep, fmt.Errorf("load: %w", err)
 	}
 	defer tx.Rollback()
-	if err := db.forget(ctx, tx, names(all)); err != nil {
+	var whole, resumed []string
+	for _, f := range files {
+		if _, ok := plan.resume[trajectory.Name(f)]; ok {
+			resumed = append(resumed, trajectory.Name(f))
+		} else {
+			whole = append(whole, trajectory.Name(f))
+		}
+	}
+	scan := len(src.parquet) > 0 || db.fromParquet
+	// The sessions whose derived rows change: those of the rows deleted
+	// now and of the rows read (see refresh).
+	var scope []string
+	if store && !scan {
+		if scope, err = sessionsOf(ctx, tx, append(append(slices.Clone(plan.gone), whole...), resumed...)); err != nil {
+			return rep, err
+		}
+	}
+	if err := db.forget(ctx, tx, plan.gone, names(all), scan); err != nil {
 		return rep, err
 	}
 	// Replace what an earlier load of the same files left; a new database
-	// has nothing to delete.
+	// has nothing to delete. A grown file keeps its lines up to where the
+	// store stopped, and loses the rest (a last line without its newline,
+	// read again with the bytes after it).
 	var loaded bool
 	if err := tx.QueryRowContext(ctx, "SELECT EXISTS (SELECT 1 FROM raw_events)").Scan(&loaded); err != nil {
 		return rep, fmt.Errorf("load: %w", err)
 	}
 	if loaded {
-		if err := deleteFiles(ctx, tx, names(files)); err != nil {
+		if err := deleteFiles(ctx, tx, whole); err != nil {
 			return rep, err
 		}
+		if err := deleteTails(ctx, tx, plan.resume); err != nil {
+			return rep, err
+		}
+	}
+	if dups.prior, err = priorSessions(ctx, tx, append(names(plan.unchanged), resumed...)); err != nil {
+		return rep, err
 	}
 	tmp, err := os.MkdirTemp(db.opts.TempDir, "retrace-metrics-")
 	if err != nil {
@@ -302,11 +344,11 @@ func (db *DB) load(ctx context.Context, obs Observer, paths []string) (LoadRepor
 	}
 	defer os.RemoveAll(tmp)
 	disk := &diskUse{}
-	reports, bad, err := db.checkAll(ctx, tx, files, tmp, obs, dups, disk)
+	reports, bad, err := db.checkAll(ctx, tx, files, plan, tmp, obs, dups, disk)
 	if err != nil {
 		return rep, err
 	}
-	rep.Duplicates = dups.list
+	rep.Duplicates = append(rep.Duplicates, dups.list...)
 	if len(dups.strict) > 0 {
 		// --strict-dupes refuses even a lenient load: a duplicate is a
 		// mistake in the paths given, not damage in a file.
@@ -324,13 +366,7 @@ func (db *DB) load(ctx context.Context, obs Observer, paths []string) (LoadRepor
 		}
 		slices.SortFunc(reports, func(a, b FileReport) int { return strings.Compare(a.File, b.File) })
 	}
-	left := map[string]bool{}
-	for _, fr := range reports {
-		if fr.Err != nil {
-			left[fr.File] = true
-		}
-	}
-	if err := db.remember(ctx, tx, plan, left); err != nil {
+	if err := db.remember(ctx, tx, plan, files, reports, dups.list); err != nil {
 		return rep, err
 	}
 	rep.Files = reports
@@ -342,11 +378,19 @@ func (db *DB) load(ctx context.Context, obs Observer, paths []string) (LoadRepor
 		return rep, err
 	}
 	rep.Events += n
-	if err := db.changed(ctx, tx); err != nil {
+	if store {
+		if err := db.refresh(ctx, tx, scope, names(files), scan || !loaded, len(src.parquet) > 0); err != nil {
+			return rep, fmt.Errorf("load: %w", err)
+		}
+	} else if err := db.changed(ctx, tx); err != nil {
 		return rep, fmt.Errorf("load: %w", err)
 	}
 	if err := tx.Commit(); err != nil {
 		return rep, fmt.Errorf("load: %w", err)
+	}
+	db.fromParquet = len(src.parquet) > 0
+	if store {
+		db.heldMode = db.mode()
 	}
 	return rep, nil
 }
@@ -716,6 +760,25 @@ func deleteFiles(ctx context.Context, tx *sql.Tx, names []string) error {
 	for _, t := range trajectory.EventTypes() {
 		if _, err := tx.ExecContext(ctx, "DELETE FROM "+typeTable(t)+" WHERE file IN "+sqlList(names)); err != nil {
 			return fmt.Errorf("load %s: %w", describeFiles(names), err)
+		}
+	}
+	return nil
+}
+
+// deleteTails deletes the rows of the grown files resume names past the
+// lines the store keeps of each.
+func deleteTails(ctx context.Context, tx *sql.Tx, resume map[string]fileMark) error {
+	if len(resume) == 0 {
+		return nil
+	}
+	var conds []string
+	for name, m := range resume {
+		conds = append(conds, fmt.Sprintf("(file = %s AND line > %d)", quoteString(name), m.lines))
+	}
+	where := strings.Join(conds, " OR ")
+	for _, t := range trajectory.EventTypes() {
+		if _, err := tx.ExecContext(ctx, "DELETE FROM "+typeTable(t)+" WHERE "+where); err != nil {
+			return fmt.Errorf("load: %w", err)
 		}
 	}
 	return nil

@@ -113,7 +113,7 @@ func openBefore(b *testing.B) *DB {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if _, err := db.ExecContext(context.Background(), tables+unionByPosition()+loadedFilesSQL+plainDerivedSQL()+viewsSQL); err != nil {
+	if _, err := db.ExecContext(context.Background(), tables+unionByPosition()+plainDerivedSQL()+viewsSQL); err != nil {
 		b.Fatal(err)
 	}
 	db.SetMaxOpenConns(1)

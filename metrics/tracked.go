@@ -1,25 +1,101 @@
 package metrics
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"hash/fnv"
+	"io"
 	"os"
 	"strings"
 
 	"github.com/retrace-dev/retrace/trajectory"
 )
 
-// loadedFilesSQL creates the table in which a kept database (Options.Path)
+// storeFilesSQL creates the table in which a store (Options.Path)
 // remembers the trajectory files it holds, so that a load answers for
-// exactly the runs it is given: file is the name the file column holds
-// (trajectory.Name), size and mtime (Unix nanoseconds) what the file was
-// when it was read.
-const loadedFilesSQL = "CREATE TABLE IF NOT EXISTS loaded_files (file VARCHAR PRIMARY KEY, size BIGINT, mtime BIGINT);\n"
+// exactly the runs it is given without opening a file that did not
+// change: file is the name the file column holds (trajectory.Name); size,
+// mtime (Unix nanoseconds) and inode what a stat said of it when it was
+// read; stop the offset just past its last complete line (a line ending
+// in a newline) and lines the number of lines before stop; head and tail
+// hashes of the bytes [0, min(stop, edge)) and [max(0, stop-edge), stop),
+// which tell a file that grew (a session still being written: the same
+// bytes up to stop, more after) from one rewritten; notes what its read
+// had to say (fileNotes as JSON, NULL for nothing), said again on every
+// load that does not read it again.
+const storeFilesSQL = "CREATE TABLE IF NOT EXISTS store_files (file VARCHAR PRIMARY KEY, size BIGINT, mtime BIGINT, inode BIGINT, head BIGINT, tail BIGINT, stop BIGINT, lines BIGINT, notes VARCHAR);\n"
 
-// fileStamp is what a kept database remembers of a file it read.
+// fileNotes is what the read of a file had to say, which a store keeps so
+// that a load that does not read the file again says it too: the
+// decoder's warnings, the lines skipped and events dropped of a lenient
+// load, and the sessions left out as copies of a session in a file
+// before.
+type fileNotes struct {
+	Warnings        []trajectory.Warning `json:"warnings,omitempty"`
+	Skipped         int                  `json:"skipped,omitempty"`
+	FirstSkipped    string               `json:"first_skipped,omitempty"`
+	Dropped         int                  `json:"dropped,omitempty"`
+	FirstDropped    string               `json:"first_dropped,omitempty"`
+	DuplicateEvents int                  `json:"duplicate_events,omitempty"`
+	Duplicates      []Duplicate          `json:"duplicates,omitempty"`
+}
+
+// notesOf returns the notes of a file's report and the duplicates found
+// in it, as JSON, or "" when there is nothing to say.
+func notesOf(fr FileReport, dups []Duplicate) string {
+	n := fileNotes{Warnings: fr.Warnings, Skipped: fr.Skipped, Dropped: fr.Dropped, DuplicateEvents: fr.Duplicates}
+	if fr.FirstSkipped != nil {
+		n.FirstSkipped = fr.FirstSkipped.Error()
+	}
+	if fr.FirstDropped != nil {
+		n.FirstDropped = fr.FirstDropped.Error()
+	}
+	for _, d := range dups {
+		if d.File == fr.File {
+			n.Duplicates = append(n.Duplicates, d)
+		}
+	}
+	if len(n.Warnings) == 0 && n.Skipped == 0 && n.Dropped == 0 && n.DuplicateEvents == 0 && len(n.Duplicates) == 0 {
+		return ""
+	}
+	b, err := json.Marshal(n)
+	if err != nil {
+		return ""
+	}
+	return string(b)
+}
+
+// report returns the FileReport and the duplicates notes keep of file.
+func (n fileNotes) report(file string) (FileReport, []Duplicate) {
+	fr := FileReport{File: file, Warnings: n.Warnings, Skipped: n.Skipped, Dropped: n.Dropped, Duplicates: n.DuplicateEvents}
+	if n.FirstSkipped != "" {
+		fr.FirstSkipped = errors.New(n.FirstSkipped)
+	}
+	if n.FirstDropped != "" {
+		fr.FirstDropped = errors.New(n.FirstDropped)
+	}
+	return fr, n.Duplicates
+}
+
+// edge is the number of bytes at each end of a file's read part that its
+// head and tail hashes cover.
+const edge = 4096
+
+// fileStamp is what a stat says of a file: a store takes a file whose
+// stamp did not change for unchanged, and does not open it.
 type fileStamp struct {
-	size, mtime int64
+	size, mtime, inode int64
+}
+
+// fileMark is what a store remembers of a file it read.
+type fileMark struct {
+	fileStamp
+	head, tail, stop, lines int64
+	notes                   string
 }
 
 // stamp returns a regular file's stamp, and false for anything else (a
@@ -32,66 +108,172 @@ func stamp(path string) (fileStamp, bool) {
 	if err != nil || !info.Mode().IsRegular() {
 		return fileStamp{}, false
 	}
-	return fileStamp{size: info.Size(), mtime: info.ModTime().UnixNano()}, true
+	return fileStamp{size: info.Size(), mtime: info.ModTime().UnixNano(), inode: inode(info)}, true
 }
 
-// tracked is what a load of a kept database decides before it checks
-// anything: which files to read, and which it holds as they are.
+// tracked is what a load of a store decides before it checks anything:
+// which files to read (whole, or from where an earlier load stopped),
+// which it holds as they are, and which it holds but is not given any
+// more.
 type tracked struct {
-	// read are the files to check and load, unchanged those the database
-	// holds as they are now (same path, size and modification time).
+	// read are the files to check and load, unchanged those the store
+	// holds as they are now (same path, size, modification time and
+	// inode).
 	read, unchanged []string
-	stamps          map[string]fileStamp
+	// resume has, by name, the files among read that only grew since the
+	// store read them: they are read from their mark's stop on.
+	resume map[string]fileMark
+	// stamps are the stamps of the regular files given, by name; held
+	// what the store remembered of every file before the load.
+	stamps map[string]fileStamp
+	held   map[string]fileMark
+	// gone are the names of the files the store holds and the load is not
+	// given: their rows are dropped.
+	gone []string
 }
 
-// planKept splits files into those a kept database must read and those it
-// holds unchanged. A database in memory starts empty, and reads all.
-func (db *DB) planKept(ctx context.Context, files []string) (tracked, error) {
-	t := tracked{stamps: map[string]fileStamp{}}
+// quiet reports whether the load has nothing to change: no file to read
+// and none to drop.
+func (t tracked) quiet() bool { return len(t.read) == 0 && len(t.gone) == 0 }
+
+// planKept splits files into those a store must read and those it holds
+// unchanged. A database in memory starts empty, and reads all. A file
+// that grew is read from where the last load stopped, unless observed
+// (an Observer sees whole files) or the load is lenient (dropping a
+// repeated seq needs the file's events before it; so the file is read
+// whole).
+func (db *DB) planKept(ctx context.Context, files []string, observed bool) (tracked, error) {
+	t := tracked{stamps: map[string]fileStamp{}, resume: map[string]fileMark{}}
 	if db.opts.Path == "" {
 		t.read = files
 		return t, nil
 	}
-	held := map[string]fileStamp{}
-	rows, err := db.sql.QueryContext(ctx, "SELECT file, size, mtime FROM loaded_files")
+	held, err := db.heldFiles(ctx)
 	if err != nil {
-		return t, fmt.Errorf("load: %w", err)
+		return t, err
 	}
-	for rows.Next() {
-		var f string
-		var s fileStamp
-		if err := rows.Scan(&f, &s.size, &s.mtime); err != nil {
-			rows.Close()
-			return t, fmt.Errorf("load: %w", err)
-		}
-		held[f] = s
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return t, fmt.Errorf("load: %w", err)
-	}
+	t.held = held
+	// Rows loaded in another mode (lenient, strict about duplicates) are
+	// not this load's: every file is read again.
+	same := db.heldMode == db.mode()
+	given := make(map[string]bool, len(files))
 	for _, f := range files {
+		name := trajectory.Name(f)
+		given[name] = true
 		s, ok := stamp(f)
 		if ok {
-			t.stamps[trajectory.Name(f)] = s
+			t.stamps[name] = s
 		}
-		if h, was := held[trajectory.Name(f)]; ok && was && h == s {
+		h, was := held[name]
+		was = was && same
+		switch {
+		case ok && was && h.fileStamp == s:
 			t.unchanged = append(t.unchanged, f)
 			continue
+		case ok && was && !observed && !db.opts.Lenient && s.inode == h.inode && s.size > h.size && h.stop > 0 && sameEdges(f, h):
+			t.resume[name] = h
 		}
 		t.read = append(t.read, f)
+	}
+	for name := range held {
+		if !given[name] {
+			t.gone = append(t.gone, name)
+		}
 	}
 	return t, nil
 }
 
-// priorSessions returns the sessions the unchanged files hold, with their
-// highest seq, for the duplicate check of the files read now.
-func (db *DB) priorSessions(ctx context.Context, unchanged []string) (map[string]priorSession, error) {
+// heldFiles returns what the store remembers of the files it holds.
+func (db *DB) heldFiles(ctx context.Context) (map[string]fileMark, error) {
+	held := map[string]fileMark{}
+	rows, err := db.sql.QueryContext(ctx, "SELECT file, size, mtime, inode, head, tail, stop, lines, notes FROM store_files")
+	if err != nil {
+		return nil, fmt.Errorf("load: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var f string
+		var m fileMark
+		var notes sql.NullString
+		if err := rows.Scan(&f, &m.size, &m.mtime, &m.inode, &m.head, &m.tail, &m.stop, &m.lines, &notes); err != nil {
+			return nil, fmt.Errorf("load: %w", err)
+		}
+		m.notes = notes.String
+		held[f] = m
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("load: %w", err)
+	}
+	return held, nil
+}
+
+// sameEdges reports whether file still has, at both ends of the part a
+// store read of it, the bytes it had then: it only grew.
+func sameEdges(file string, m fileMark) bool {
+	fh, err := os.Open(file)
+	if err != nil {
+		return false
+	}
+	defer fh.Close()
+	head, tail, err := edges(fh, m.stop)
+	return err == nil && head == m.head && tail == m.tail
+}
+
+// edges returns the hashes of the first and last edge bytes before stop.
+func edges(r io.ReaderAt, stop int64) (head, tail int64, err error) {
+	sum := func(off, n int64) (int64, error) {
+		buf := make([]byte, n)
+		if _, err := r.ReadAt(buf, off); err != nil && !(errors.Is(err, io.EOF) && n == 0) {
+			return 0, err
+		}
+		h := fnv.New64a()
+		h.Write(buf)
+		return int64(h.Sum64()), nil
+	}
+	if head, err = sum(0, min(stop, edge)); err != nil {
+		return 0, 0, err
+	}
+	tail, err = sum(max(0, stop-edge), min(stop, edge))
+	return head, tail, err
+}
+
+// mark returns what a store remembers of file, read up to s.size, with
+// lines the number of newlines before s.size: where its last complete
+// line ends, and the hashes of the bytes before.
+func mark(file string, s fileStamp, lines int64) (fileMark, error) {
+	m := fileMark{fileStamp: s, lines: lines}
+	fh, err := os.Open(file)
+	if err != nil {
+		return m, err
+	}
+	defer fh.Close()
+	// The last newline before size, read backwards a block at a time.
+	buf := make([]byte, 64<<10)
+	for end := s.size; end > 0; {
+		start := max(0, end-int64(len(buf)))
+		n, err := fh.ReadAt(buf[:end-start], start)
+		if err != nil && !errors.Is(err, io.EOF) {
+			return m, err
+		}
+		if i := bytes.LastIndexByte(buf[:n], '\n'); i >= 0 {
+			m.stop = start + int64(i) + 1
+			break
+		}
+		end = start
+	}
+	m.head, m.tail, err = edges(fh, m.stop)
+	return m, err
+}
+
+// priorSessions returns the sessions the files named hold (unchanged, or
+// grown and read from their stop on), with their highest seq, for the
+// duplicate and seq checks of the lines read now.
+func priorSessions(ctx context.Context, tx *sql.Tx, held []string) (map[string]priorSession, error) {
 	prior := map[string]priorSession{}
-	if len(unchanged) == 0 {
+	if len(held) == 0 {
 		return prior, nil
 	}
-	rows, err := db.sql.QueryContext(ctx, "SELECT session, max(seq), min(file) FROM raw_events WHERE file IN "+sqlList(names(unchanged))+" GROUP BY session")
+	rows, err := tx.QueryContext(ctx, "SELECT session, max(seq), min(file) FROM raw_events WHERE file IN "+sqlList(held)+" GROUP BY session")
 	if err != nil {
 		return nil, fmt.Errorf("load: %w", err)
 	}
@@ -107,40 +289,20 @@ func (db *DB) priorSessions(ctx context.Context, unchanged []string) (map[string
 	return prior, rows.Err()
 }
 
-// forget deletes, in a kept database, the rows of every file that is not
-// among keep (the names of this load's trajectory files): a kept database
-// answers for the runs given, so a file not given any more is dropped.
-// Rows loaded from Parquet carry the names of the files exported, and are
-// read again with the Parquet files.
-func (db *DB) forget(ctx context.Context, tx *sql.Tx, keep []string) error {
+// forget deletes, in a store, the rows of every file it holds that the
+// load is not given: a store answers for the runs given. Rows loaded from
+// Parquet carry the names of the files exported, which the store does not
+// remember; while it holds any (scan), every file not among keep (the
+// names of this load's trajectory files) is looked for in the rows.
+func (db *DB) forget(ctx context.Context, tx *sql.Tx, gone, keep []string, scan bool) error {
 	if db.opts.Path == "" {
 		return nil
 	}
-	// The files to drop are found first and deleted by name: a DELETE
-	// with NOT IN over thousands of names is slow in DuckDB, and most
-	// loads of a kept database drop nothing.
-	kept := make(map[string]bool, len(keep))
-	for _, f := range keep {
-		kept[f] = true
-	}
-	rows, err := tx.QueryContext(ctx, "SELECT DISTINCT file FROM raw_events")
-	if err != nil {
-		return fmt.Errorf("load: %w", err)
-	}
-	var gone []string
-	for rows.Next() {
-		var f sql.NullString
-		if err := rows.Scan(&f); err != nil {
-			rows.Close()
-			return fmt.Errorf("load: %w", err)
+	if scan {
+		var err error
+		if gone, err = filesNotKept(ctx, tx, keep); err != nil {
+			return err
 		}
-		if !kept[f.String] {
-			gone = append(gone, f.String)
-		}
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("load: %w", err)
 	}
 	if len(gone) == 0 {
 		return nil
@@ -153,29 +315,113 @@ func (db *DB) forget(ctx context.Context, tx *sql.Tx, keep []string) error {
 	return nil
 }
 
-// remember records, in a kept database, the stamps of the files it now
-// holds; a file left out (a lenient load's unreadable or empty file) is not
-// remembered, so the next load tries it again.
-func (db *DB) remember(ctx context.Context, tx *sql.Tx, t tracked, left map[string]bool) error {
+// filesNotKept returns the files the rows come from that are not among
+// keep. They are found first and deleted by name: a DELETE with NOT IN
+// over thousands of names is slow in DuckDB.
+func filesNotKept(ctx context.Context, tx *sql.Tx, keep []string) ([]string, error) {
+	kept := make(map[string]bool, len(keep))
+	for _, f := range keep {
+		kept[f] = true
+	}
+	rows, err := tx.QueryContext(ctx, "SELECT DISTINCT file FROM raw_events")
+	if err != nil {
+		return nil, fmt.Errorf("load: %w", err)
+	}
+	defer rows.Close()
+	var gone []string
+	for rows.Next() {
+		var f sql.NullString
+		if err := rows.Scan(&f); err != nil {
+			return nil, fmt.Errorf("load: %w", err)
+		}
+		if !kept[f.String] {
+			gone = append(gone, f.String)
+		}
+	}
+	return gone, rows.Err()
+}
+
+// remember records, in a store, what it now holds of the files read
+// (reports, by name) and forgets the files dropped; a file left out (a
+// lenient load's unreadable or empty file) or a stream is not remembered,
+// so the next load reads it again.
+func (db *DB) remember(ctx context.Context, tx *sql.Tx, t tracked, files []string, reports []FileReport, dups []Duplicate) error {
 	if db.opts.Path == "" {
 		return nil
 	}
-	if _, err := tx.ExecContext(ctx, "DELETE FROM loaded_files"); err != nil {
-		return fmt.Errorf("load: %w", err)
-	}
-	var vals []string
-	for f, s := range t.stamps {
-		if !left[f] {
-			vals = append(vals, fmt.Sprintf("(%s, %d, %d)", quoteString(f), s.size, s.mtime))
+	if db.heldMode != db.mode() {
+		if _, err := tx.ExecContext(ctx, "INSERT OR REPLACE INTO store_meta VALUES ('mode', "+quoteString(db.mode())+")"); err != nil {
+			return fmt.Errorf("load: %w", err)
 		}
 	}
-	if len(vals) == 0 {
-		return nil
+	forgotten := append(names(files), t.gone...)
+	if len(forgotten) > 0 {
+		if _, err := tx.ExecContext(ctx, "DELETE FROM store_files WHERE file IN "+sqlList(forgotten)); err != nil {
+			return fmt.Errorf("load: %w", err)
+		}
 	}
-	if _, err := tx.ExecContext(ctx, "INSERT INTO loaded_files VALUES "+strings.Join(vals, ", ")); err != nil {
-		return fmt.Errorf("load: %w", err)
+	byName := make(map[string]FileReport, len(reports))
+	for _, fr := range reports {
+		byName[fr.File] = fr
+	}
+	var vals []string
+	for _, f := range files {
+		name := trajectory.Name(f)
+		s, ok := t.stamps[name]
+		fr, read := byName[name]
+		if !ok || !read || fr.Err != nil {
+			continue
+		}
+		lines := int64(fr.lines)
+		if h, ok := t.resume[name]; ok {
+			lines += h.lines
+		}
+		m, err := mark(f, s, lines)
+		if err != nil {
+			// Not remembered: read again next time.
+			continue
+		}
+		notes := "NULL"
+		if n := notesOf(fr, dups); n != "" {
+			notes = quoteString(n)
+		}
+		vals = append(vals, fmt.Sprintf("(%s, %d, %d, %d, %d, %d, %d, %d, %s)", quoteString(name), m.size, m.mtime, m.inode, m.head, m.tail, m.stop, m.lines, notes))
+	}
+	for len(vals) > 0 {
+		n := min(len(vals), 1000)
+		if _, err := tx.ExecContext(ctx, "INSERT INTO store_files VALUES "+strings.Join(vals[:n], ", ")); err != nil {
+			return fmt.Errorf("load: %w", err)
+		}
+		vals = vals[n:]
 	}
 	return nil
+}
+
+// mode names the options that change which rows a load keeps: a store
+// holds the rows of one mode.
+func (db *DB) mode() string {
+	return fmt.Sprintf("lenient=%t strict_dupes=%t", db.opts.Lenient, db.opts.StrictDupes)
+}
+
+// said returns the reports and duplicates the notes of the unchanged
+// files keep, for a load to say again.
+func (t tracked) said() ([]FileReport, []Duplicate) {
+	var reports []FileReport
+	var dups []Duplicate
+	for _, f := range t.unchanged {
+		m := t.held[trajectory.Name(f)]
+		if m.notes == "" {
+			continue
+		}
+		var n fileNotes
+		if json.Unmarshal([]byte(m.notes), &n) != nil {
+			continue
+		}
+		fr, d := n.report(trajectory.Name(f))
+		reports = append(reports, fr)
+		dups = append(dups, d...)
+	}
+	return reports, dups
 }
 
 // names returns the files as the file column names them.

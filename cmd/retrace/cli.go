@@ -136,6 +136,7 @@ Exit codes: 0 ok, 1 retrace itself failed, 2 bad usage or invalid input,
 	root.AddCommand(newImportCmd(sys))
 	root.AddCommand(newReportCmd(sys))
 	root.AddCommand(newDiffCmd(sys))
+	root.AddCommand(newCacheCmd(sys))
 	root.AddCommand(newScenarioCmd(sys))
 	root.AddCommand(newInitCmd(sys))
 	return root

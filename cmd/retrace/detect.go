@@ -47,6 +47,8 @@ runs directory is read (RETRACE_DIR or .retrace/runs). ` + readingInputs + `
 
 ` + readingDupes + `
 
+` + readingStore + `
+
 Formats: table (counts per detector, then the worst findings), markdown,
 json (one document: detectors, findings, counts), sarif (SARIF 2.1.0, each
 result at the trajectory file and line, for GitHub code scanning and

@@ -49,6 +49,8 @@ corpus by label: --base tag:prompt=v1 --cand tag:prompt=v2 [RUNS...]
 harness_version:V; with no RUNS, --runs or the runs directory is read).
 ` + readingDupes + `
 
+` + readingStore + `
+
 Rows: the failure rate among the calls that ran (a denied or refused call
 did not run; docs/glossary.md), overall, per tool and per failure kind; p50
 and p95 of each tool's latency (the calls that ran, measured); the permission prompt, denial and lost-call

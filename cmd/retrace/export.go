@@ -70,7 +70,7 @@ file that cannot be read or holds no event, a missing path) or bad SQL,
 	cmd.Flags().StringVar(&opts.arrow, "arrow", "", "file to write an Arrow IPC stream to (- for stdout)")
 	cmd.Flags().StringVar(&opts.query, "query", defaultArrowQuery, "SQL whose result --arrow writes")
 	cmd.Flags().BoolVar(&opts.overwrite, "overwrite", false, "replace a --parquet directory that is not empty")
-	cmd.Flags().StringVar(&opts.dbPath, "db", "", "database file to keep between calls, answering for exactly the runs given (default: in memory)")
+	cmd.Flags().StringVar(&opts.dbPath, "db", "", dbUsage)
 	addLoadFlags(cmd, &opts.loadFlags)
 	opts.format = addFormatFlag(cmd, "text", "json")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {

@@ -14,6 +14,7 @@ type loadFlags struct {
 	lenient     bool
 	strictDupes bool
 	memoryLimit string
+	noCache     bool
 }
 
 // memoryLimitUsage is the --memory-limit flag's usage.
@@ -28,9 +29,25 @@ const readingDupes = `A session found in two files (the same run given twice, a 
 copy of it) is loaded once, from the first file in load order, with a
 warning naming both; --strict-dupes refuses it instead (exit 2).`
 
-// addLoadFlags adds --runs, --lenient, --strict-dupes and --memory-limit to
-// cmd.
+// dbUsage is the --db flag's usage.
+const dbUsage = "keep the store of the runs at this file instead of the cache directory; it answers for exactly the runs given"
+
+// noCacheUsage is the --no-cache flag's usage.
+const noCacheUsage = "read every file again, into memory, without the store kept in the cache directory (retrace cache info shows it)"
+
+// readingStore is what the help of every loading command says about the
+// store.
+const readingStore = `The runs are kept in a store in the cache directory ($XDG_CACHE_HOME/retrace),
+one per set of RUNS: a later call reads only the files added, grown or
+changed since and drops those removed, so SQL over runs that did not change
+is answered without reading them (the detectors that judge events still
+read every file). --no-cache reads every file again into memory; retrace
+cache info|clean shows and frees the stores.`
+
+// addLoadFlags adds --runs, --lenient, --strict-dupes, --memory-limit and
+// --no-cache to cmd.
 func addLoadFlags(cmd *cobra.Command, f *loadFlags) {
+	cmd.Flags().BoolVar(&f.noCache, "no-cache", false, noCacheUsage)
 	cmd.Flags().StringVar(&f.runs, "runs", "", "directory of runs to read when no RUNS are given (default $RETRACE_DIR or .retrace/runs)")
 	cmd.Flags().BoolVar(&f.lenient, "lenient", false, lenientUsage)
 	cmd.Flags().BoolVar(&f.strictDupes, "strict-dupes", false, strictDupesUsage)

@@ -37,8 +37,10 @@ RUNS may be files, directories (every *.jsonl below them), globs, or
 Parquet exported by retrace export; with no RUNS, --runs DIR, else the
 runs directory is loaded (RETRACE_DIR or .retrace/runs). ` + readingInputs + `
 
-` + readingDupes + ` --db FILE keeps the database and answers for
-exactly the runs given, reading again only the files that changed.
+` + readingDupes + `
+
+` + readingStore + ` --db FILE keeps
+the store at FILE instead.
 
 With --format json stdout is always one JSON document: the metrics, or
 {"error": {"code", "message", "problems"}} when the command failed.
@@ -57,7 +59,7 @@ itself failed.`,
   retrace metrics --list`,
 	}
 	cmd.Flags().StringVar(&opts.metric, "metric", "all", "metric to compute, or all: "+strings.Join(metrics.Metrics(), ", "))
-	cmd.Flags().StringVar(&opts.dbPath, "db", "", "database file to keep between calls, answering for exactly the runs given (default: in memory)")
+	cmd.Flags().StringVar(&opts.dbPath, "db", "", dbUsage)
 	addLoadFlags(cmd, &opts.loadFlags)
 	cmd.Flags().IntVar(&opts.limit, "limit", 20, "rows shown per metric in table and markdown output; 0 shows all (csv and json always have all)")
 	cmd.Flags().BoolVar(&opts.sql, "sql", false, "print the metrics' SQL instead of running it")

@@ -63,10 +63,9 @@ Parquet exported by retrace export; with no RUNS, --runs DIR, else the
 runs directory is loaded (RETRACE_DIR or .retrace/runs), unless --db names
 a kept database, which is then queried as it is.
 
---db FILE keeps the database between calls and answers for exactly the
-runs given: it remembers each file's path, size and modification time, so
-a file unchanged since the last call is not read again, a changed one is
-read again (its old rows deleted) and one not given any more is dropped.
+` + readingStore + ` --db FILE keeps
+the store at FILE instead (with no RUNS it is queried as it is). A store
+is read read-only: temporary tables are yours, other writes are refused.
 
 ` + readingInputs + `
 
@@ -95,7 +94,7 @@ file that cannot be read or holds no event, a missing path) or bad SQL,
   retrace query "select tags->>'prompt' AS prompt, count(*) from sessions group by 1" --runs eval-out/runs
   retrace query runs/        # the interactive prompt over runs/`,
 	}
-	cmd.Flags().StringVar(&opts.dbPath, "db", "", "database file to keep between calls, answering for exactly the runs given (default: in memory)")
+	cmd.Flags().StringVar(&opts.dbPath, "db", "", dbUsage)
 	cmd.Flags().StringVarP(&opts.sqlFile, "file", "f", "", "read the SQL from this file (- for stdin); every argument is then RUNS")
 	addLoadFlags(cmd, &opts.loadFlags)
 	opts.format = addFormatFlag(cmd, tableFormats...)

@@ -60,6 +60,8 @@ Parquet exported by retrace export; with no RUNS the runs directory is
 read (--runs, RETRACE_DIR or .retrace/runs). ` + readingInputs + `
 ` + readingDupes + `
 
+` + readingStore + `
+
 -o - writes the HTML to stdout; otherwise the file is written whole or
 not at all (a failed report leaves no half of one).
 

@@ -7,12 +7,16 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
 
 	"github.com/retrace-dev/retrace/metrics"
+	"github.com/retrace-dev/retrace/store"
 	"github.com/retrace-dev/retrace/trajectory"
 )
 
@@ -27,6 +31,11 @@ func openAndLoad(ctx context.Context, sys *IO, dbPath string, lf loadFlags, path
 type loadFunc func(db *metrics.DB, paths []string) (metrics.LoadReport, error)
 
 // openAndLoadWith is openAndLoad, loading with load when it is not nil.
+//
+// The runs are read through a store (package store): the one at --db
+// FILE, or by default the corpus's own in the cache directory; a store
+// that another process holds too long, --no-cache, stdin or a named pipe
+// among the runs, or no cache directory, loads cold into memory instead.
 func openAndLoadWith(ctx context.Context, sys *IO, dbPath string, lf loadFlags, paths []string, load loadFunc) (*metrics.DB, error) {
 	if load == nil {
 		load = func(db *metrics.DB, paths []string) (metrics.LoadReport, error) { return db.Load(ctx, paths...) }
@@ -35,30 +44,41 @@ func openAndLoadWith(ctx context.Context, sys *IO, dbPath string, lf loadFlags, 
 		paths = []string{runsDir(sys)}
 	}
 	bar := newLoadBar(sys.Err)
-	db, err := metrics.Open(ctx, metrics.Options{Path: dbPath, Lenient: lf.lenient, StrictDupes: lf.strictDupes, Stdin: sys.In, Progress: bar.update,
-		MemoryLimit: lf.memory(sys)})
+	opts := metrics.Options{Lenient: lf.lenient, StrictDupes: lf.strictDupes, Stdin: sys.In, Progress: bar.update,
+		MemoryLimit: lf.memory(sys)}
+	var db *metrics.DB
+	var rep metrics.LoadReport
+	err := store.ErrBusy
+	if cfg, ok := storeConfig(sys, dbPath, lf, paths); ok {
+		cfg.Metrics = opts
+		db, rep, err = store.Open(ctx, cfg, paths, func(db *metrics.DB) (metrics.LoadReport, error) { return load(db, paths) })
+		if errors.Is(err, store.ErrBusy) && dbPath != "" {
+			return nil, fmt.Errorf("%s: %w: another retrace holds it; try again, or leave out --db", dbPath, err)
+		}
+	}
+	if errors.Is(err, store.ErrBusy) || errors.Is(err, store.ErrUnavailable) && dbPath == "" {
+		if db, err = metrics.Open(ctx, opts); err == nil {
+			rep, err = load(db, paths)
+			if err != nil {
+				db.Close()
+			}
+		}
+	}
+	bar.finish()
 	if errors.Is(err, metrics.ErrMemoryLimit) {
 		return nil, usage(err)
 	}
-	if err != nil {
-		return nil, err
-	}
-	if len(paths) == 0 {
-		return db, nil
-	}
-	rep, err := load(db, paths)
-	bar.finish()
 	for _, w := range rep.NotRegular {
 		fmt.Fprintln(sys.Err, w)
 	}
 	if err != nil {
-		db.Close()
 		if badInput(err) {
 			return nil, invalid(err)
 		}
 		return nil, err
 	}
-	for _, f := range rep.Files {
+	// A store's unchanged files say again what their last read said.
+	for _, f := range append(rep.Held, rep.Files...) {
 		for _, w := range f.Warnings {
 			fmt.Fprintln(sys.Err, w)
 		}
@@ -76,6 +96,60 @@ func openAndLoadWith(ctx context.Context, sys *IO, dbPath string, lf loadFlags, 
 		fmt.Fprintf(sys.Err, "%s:%d: warning: session %s is also in %s, which comes first; loaded once, from there (--strict-dupes refuses this)\n", d.File, d.Line, d.Session, d.Kept)
 	}
 	return db, nil
+}
+
+// storeConfig says which store a reading command reads through, and
+// false when it loads cold: --no-cache, stdin or a stream among the runs
+// (read anew every time, they would rewrite the store on every call), or
+// no cache directory known. --db FILE is a store at FILE whatever else.
+func storeConfig(sys *IO, dbPath string, lf loadFlags, paths []string) (store.Config, bool) {
+	if dbPath != "" {
+		return store.Config{File: dbPath}, true
+	}
+	if lf.noCache {
+		return store.Config{}, false
+	}
+	for _, p := range paths {
+		if p == trajectory.Stdin {
+			return store.Config{}, false
+		}
+		if info, err := os.Stat(p); err == nil && !info.IsDir() && !info.Mode().IsRegular() {
+			return store.Config{}, false
+		}
+	}
+	dir, ok := cacheDir(sys)
+	return store.Config{Dir: dir, Max: cacheMax(sys)}, ok
+}
+
+// cacheDir returns the directory of the stores: retrace in
+// $XDG_CACHE_HOME, or else in the system's cache directory of the user
+// ($HOME/.cache on Linux); false without either.
+func cacheDir(sys *IO) (string, bool) {
+	if x := sys.Getenv("XDG_CACHE_HOME"); x != "" {
+		return filepath.Join(x, "retrace"), true
+	}
+	if sys.Getenv("HOME") == "" {
+		return "", false
+	}
+	dir, err := store.Dir()
+	return dir, err == nil
+}
+
+// cacheMax returns the bound of the cache's size: $RETRACE_CACHE_MAX
+// (bytes, or with a K, M or G suffix), else store.DefaultMax.
+func cacheMax(sys *IO) int64 {
+	v := strings.TrimSuffix(strings.ToUpper(strings.TrimSpace(sys.Getenv("RETRACE_CACHE_MAX"))), "B")
+	mult := int64(1)
+	for suffix, m := range map[string]int64{"K": 1 << 10, "M": 1 << 20, "G": 1 << 30} {
+		if strings.HasSuffix(v, suffix) {
+			v, mult = strings.TrimSuffix(v, suffix), m
+		}
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n <= 0 {
+		return store.DefaultMax
+	}
+	return n * mult
 }
 
 // badInput reports whether a reading command's error is about its input

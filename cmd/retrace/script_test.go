@@ -59,6 +59,9 @@ func TestScripts(t *testing.T) {
 			// No timed progress lines on stderr: a slow machine must not
 			// change a script's output (progress.txtar turns them on).
 			env.Setenv("RETRACE_PROGRESS", "off")
+			// So is the cache directory, where reading commands keep
+			// their stores.
+			env.Setenv("XDG_CACHE_HOME", filepath.Join(env.WorkDir, ".cache"))
 			return nil
 		},
 		UpdateScripts:       *update,

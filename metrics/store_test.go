@@ -1,0 +1,343 @@
+package metrics
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/retrace-dev/retrace/synth"
+)
+
+// allViews are the views a store must answer exactly as a cold load does.
+var allViews = []string{"events", "tool_calls", "sessions", "model_turns", "permissions", "defenses", "reminders"}
+
+// sameAsCold fails t unless every view and every named metric of the
+// store shows, row by row, what a cold load of paths into memory shows.
+func sameAsCold(t *testing.T, step string, store *DB, paths ...string) {
+	t.Helper()
+	cold := open(t, Options{}, paths...)
+	defer cold.Close()
+	var empty []string
+	for _, v := range allViews {
+		q := "SELECT * FROM " + v + " ORDER BY ALL"
+		got, want := rows(t, store, q), rows(t, cold, q)
+		if len(want) == 0 {
+			empty = append(empty, v)
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: view %s: the store has %d rows, a cold load %d; first difference: %s", step, v, len(got), len(want), firstDiff(got, want))
+		}
+	}
+	if len(empty) > 0 && !slices.Equal(empty, []string{"reminders"}) {
+		t.Fatalf("%s: views without rows %v: the corpus tests too little", step, empty)
+	}
+	for _, m := range Metrics() {
+		got, want := namedRows(t, store, m), namedRows(t, cold, m)
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: metric %s differs: store %q, cold %q", step, m, got, want)
+		}
+	}
+}
+
+// namedRows runs the named metric through Metric, as retrace metrics does.
+func namedRows(t *testing.T, db *DB, name string) []string {
+	t.Helper()
+	tb, err := db.Metric(context.Background(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return renderRows(tb)
+}
+
+func firstDiff(got, want []string) string {
+	for i := range max(len(got), len(want)) {
+		var g, w string
+		if i < len(got) {
+			g = got[i]
+		}
+		if i < len(want) {
+			w = want[i]
+		}
+		if g != w {
+			return "store " + trimmed(g) + " | cold " + trimmed(w)
+		}
+	}
+	return "none"
+}
+
+func trimmed(s string) string {
+	if len(s) > 300 {
+		return s[:300] + "..."
+	}
+	return s
+}
+
+// storeLoad opens the store at path, loads paths into it, and returns it
+// with the load's report; it fails t on any error.
+func storeLoad(t *testing.T, path string, paths ...string) (*DB, LoadReport) {
+	t.Helper()
+	ctx := context.Background()
+	db, err := Open(ctx, Options{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	rep, err := db.Load(ctx, paths...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return db, rep
+}
+
+// fileReport returns the report of the file named base in rep.
+func fileReport(t *testing.T, rep LoadReport, base string) FileReport {
+	t.Helper()
+	for _, f := range rep.Files {
+		if filepath.Base(f.File) == base {
+			return f
+		}
+	}
+	t.Fatalf("%s was not read: %+v", base, rep)
+	return FileReport{}
+}
+
+func appendTo(t *testing.T, path string, b []byte) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write(b); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A store answers with exactly the rows a cold load gives, through every
+// way a corpus changes between two loads: nothing changed (no file read,
+// the store's file unchanged), files added, a file that grew (a session
+// still being written), a torn last line later completed, a last line
+// without its newline later followed by more, a file rewritten, a file
+// removed.
+func TestStoreAnswersAsAColdLoadThroughEveryChange(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := synth.Write(context.Background(), dir, synth.Options{Sessions: 12, Seed: 1}); err != nil {
+		t.Fatal(err)
+	}
+	files, err := filepath.Glob(filepath.Join(dir, "*.jsonl"))
+	if err != nil || len(files) != 12 {
+		t.Fatalf("corpus: %v, %v", files, err)
+	}
+	// Three files start cut short, to grow later: one at a line's end,
+	// one in the middle of a line (torn), one at a line's end without its
+	// newline.
+	full := map[string][]byte{}
+	cut := func(f string, at func(b []byte) int) {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		full[f] = b
+		if err := os.WriteFile(f, b[:at(b)], 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	nthLineEnd := func(b []byte, n int) int {
+		at := 0
+		for range n {
+			at += bytes.IndexByte(b[at:], '\n') + 1
+		}
+		return at
+	}
+	grown, torn, open := files[0], files[1], files[2]
+	cut(grown, func(b []byte) int { return nthLineEnd(b, 5) })
+	cut(torn, func(b []byte) int { return nthLineEnd(b, 4) + 30 })
+	cut(open, func(b []byte) int { return nthLineEnd(b, 6) - 1 })
+
+	path := filepath.Join(t.TempDir(), "store.duckdb")
+	db, rep := storeLoad(t, path, dir)
+	if len(rep.Files) != 12 {
+		t.Fatalf("first load read %d files, want 12", len(rep.Files))
+	}
+	sameAsCold(t, "new store", db, dir)
+	db.Close()
+
+	// Nothing changed: no file read, and the store's file is as it was.
+	before, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, rep = storeLoad(t, path, dir)
+	if len(rep.Files) != 0 || len(rep.Unchanged) != 12 {
+		t.Fatalf("unchanged corpus: read %d files, %d unchanged; want 0 and 12", len(rep.Files), len(rep.Unchanged))
+	}
+	sameAsCold(t, "unchanged", db, dir)
+	db.Close()
+	after, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(before, after) {
+		t.Errorf("the store's file changed (%d bytes, then %d) though no run did", len(before), len(after))
+	}
+
+	// Files added.
+	more := t.TempDir()
+	if _, err := synth.Write(context.Background(), more, synth.Options{Sessions: 3, Seed: 2}); err != nil {
+		t.Fatal(err)
+	}
+	added, _ := filepath.Glob(filepath.Join(more, "*.jsonl"))
+	for _, f := range added {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, filepath.Base(f)), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db, rep = storeLoad(t, path, dir)
+	if len(rep.Files) != 3 {
+		t.Fatalf("3 files added: read %d", len(rep.Files))
+	}
+	sameAsCold(t, "files added", db, dir)
+	db.Close()
+
+	// The three short files grow to their whole: each is read from where
+	// the store stopped (the torn line and the line without its newline
+	// again, with what follows).
+	for _, f := range []string{grown, torn, open} {
+		info, _ := os.Stat(f)
+		appendTo(t, f, full[f][info.Size():])
+	}
+	db, rep = storeLoad(t, path, dir)
+	if len(rep.Files) != 3 {
+		t.Fatalf("3 files grew: read %d", len(rep.Files))
+	}
+	for _, f := range []string{grown, torn, open} {
+		all := bytes.Count(full[f], []byte("\n"))
+		if got := fileReport(t, rep, filepath.Base(f)); got.Events >= all-3 {
+			t.Errorf("%s grew: %d events read of its %d; want it read from where the store stopped", filepath.Base(f), got.Events, all)
+		}
+	}
+	sameAsCold(t, "files grew", db, dir)
+	db.Close()
+
+	// A file rewritten shorter, and one removed.
+	b := full[grown]
+	if err := os.WriteFile(grown, b[:nthLineEnd(b, 3)], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(files[5]); err != nil {
+		t.Fatal(err)
+	}
+	db, rep = storeLoad(t, path, dir)
+	if len(rep.Files) != 1 || len(rep.Unchanged) != 13 {
+		t.Fatalf("1 rewritten, 1 removed: read %d, %d unchanged", len(rep.Files), len(rep.Unchanged))
+	}
+	sameAsCold(t, "file rewritten and file removed", db, dir)
+	if got := rows(t, db, "SELECT count(*) FROM store_files")[0]; got != "14" {
+		t.Errorf("the store remembers %s files, want 14", got)
+	}
+	db.Close()
+
+	// A file rewritten with the same size: a new inode, read whole.
+	b, err = os.ReadFile(files[3])
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(files[3])
+	if err := os.WriteFile(files[3], []byte(strings.Replace(string(b), `"turn":1`, `"turn":2`, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	db, rep = storeLoad(t, path, dir)
+	if len(rep.Files) != 1 {
+		t.Fatalf("1 file replaced: read %d", len(rep.Files))
+	}
+	sameAsCold(t, "file replaced", db, dir)
+}
+
+// A store opened read-only answers over an unchanged corpus, and refuses
+// to load a changed one with ErrStale, changing nothing.
+func TestReadOnlyStoreIsStaleWhenTheRunsChanged(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := synth.Write(context.Background(), dir, synth.Options{Sessions: 12, Seed: 1}); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "store.duckdb")
+	ctx := context.Background()
+	if _, err := Open(ctx, Options{Path: path, ReadOnly: true}); !errorsIs(err, ErrStale) {
+		t.Fatalf("a missing store opened read-only: %v, want ErrStale", err)
+	}
+	db, _ := storeLoad(t, path, dir)
+	db.Close()
+	ro, err := Open(ctx, Options{Path: path, ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	if _, err := ro.Load(ctx, dir); err != nil {
+		t.Fatalf("unchanged corpus, read-only: %v", err)
+	}
+	sameAsCold(t, "read-only", ro, dir)
+	// A temporary table is the user's own, and allowed.
+	if _, err := ro.Query(ctx, "CREATE TEMP TABLE mine AS SELECT session FROM sessions"); err != nil {
+		t.Errorf("a temporary table in a read-only store: %v", err)
+	}
+	if _, err := synth.Write(ctx, dir, synth.Options{Sessions: 1, Seed: 9, Overwrite: true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ro.Load(ctx, dir); !errorsIs(err, ErrStale) {
+		t.Fatalf("changed corpus, read-only: %v, want ErrStale", err)
+	}
+}
+
+func errorsIs(err, target error) bool { return errors.Is(err, target) }
+
+// A store holds the rows of one mode: a strict load after a lenient one
+// reads every file again (and refuses a bad line), and an unchanged file
+// says again what its last read said (the lines it skipped).
+func TestStoreKeepsTheRowsOfOneModeAndSaysItsNotesAgain(t *testing.T) {
+	ctx := context.Background()
+	lines := basicLines(t)
+	dir := t.TempDir()
+	file := writeLines(t, dir, "a.jsonl", append(append([]string{}, lines[:3]...), append([]string{"{not json\n"}, lines[3:]...)...)...)
+	path := filepath.Join(t.TempDir(), "store.duckdb")
+	for i := range 2 {
+		db, err := Open(ctx, Options{Path: path, Lenient: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep, err := db.Load(ctx, file)
+		db.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		reports := rep.Files
+		if i == 1 {
+			reports = rep.Held
+			if len(rep.Files) != 0 {
+				t.Fatalf("unchanged file read again: %+v", rep.Files)
+			}
+		}
+		if len(reports) != 1 || reports[0].Skipped != 1 || reports[0].FirstSkipped == nil {
+			t.Fatalf("load %d: reports %+v, want the skipped line said", i+1, reports)
+		}
+	}
+	db, err := Open(ctx, Options{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var le *LoadError
+	if _, err := db.Load(ctx, file); !errors.As(err, &le) {
+		t.Fatalf("a strict load over a lenient store: %v, want the bad line refused", err)
+	}
+}
