@@ -3,6 +3,8 @@ package scenarios
 import (
 	"strings"
 	"testing"
+
+	"github.com/retrace-dev/retrace/results"
 )
 
 // costScenario reads a file and answers, at prices given per model.
@@ -48,8 +50,8 @@ func TestACostThresholdPassesWithPricesAndIsInconclusiveWithout(t *testing.T) {
 		"free":        {"prices: {mock-1: {input_per_mtok: 0, output_per_mtok: 0}}", `"sum(cost_usd) <= 0"`},
 	}
 	res := runSuite(t, costSuite(t, cases), Options{Repeat: 2})
-	want := map[string]Verdict{"priced": VerdictPass, "mean": VerdictPass, "too_dear": VerdictFail, "no_prices": VerdictInconclusive,
-		"other_model": VerdictInconclusive, "free": VerdictPass}
+	want := map[string]results.Verdict{"priced": results.VerdictPass, "mean": results.VerdictPass, "too_dear": results.VerdictFail, "no_prices": results.VerdictInconclusive,
+		"other_model": results.VerdictInconclusive, "free": results.VerdictPass}
 	for _, s := range res.Scenarios {
 		if s.Verdict != want[s.Name] || len(s.Thresholds) != 1 {
 			t.Errorf("%s: verdict %s, want %s:\n%s", s.Name, s.Verdict, want[s.Name], table(res))

@@ -4,6 +4,9 @@ import (
 	"math"
 	"strings"
 	"testing"
+
+	"github.com/retrace-dev/retrace/report"
+	"github.com/retrace-dev/retrace/results"
 )
 
 func TestRepeatedRunsReportPassHatKAndPassAtK(t *testing.T) {
@@ -14,7 +17,7 @@ func TestRepeatedRunsReportPassHatKAndPassAtK(t *testing.T) {
 	res := runSuite(t, []*Scenario{s}, Options{Repeat: 5, Parallel: 2})
 	got := res.Scenarios[0]
 	// 3 of 5 passed: pass^2 = C(3,2)/C(5,2) = 0.3, pass@2 = 1 − C(2,2)/C(5,2) = 0.9.
-	want := []PassK{{1, 0.6, 0.6}, {2, 0.3, 0.9}, {4, 0, 1}, {5, 0, 1}}
+	want := []results.PassK{{K: 1, PassHat: 0.6, PassAt: 0.6}, {K: 2, PassHat: 0.3, PassAt: 0.9}, {K: 4, PassHat: 0, PassAt: 1}, {K: 5, PassHat: 0, PassAt: 1}}
 	if len(got.PassK) != len(want) {
 		t.Fatalf("pass_k %+v, want %+v", got.PassK, want)
 	}
@@ -33,13 +36,18 @@ func TestRepeatedRunsReportPassHatKAndPassAtK(t *testing.T) {
 	if res.Scenarios[0].PassK != nil {
 		t.Fatalf("one run has pass_k %+v", res.Scenarios[0].PassK)
 	}
-	sr := ScenarioResult{Runs: make([]RunResult, 3)}
-	sr.decide()
-	if sr.Verdict != VerdictPass || len(sr.PassK) != 3 || sr.PassK[2].PassHat != 1 || strings.Contains(sr.runsLine(), "pass^k") {
-		t.Fatalf("three passing scripted runs: %+v, line %q", sr, sr.runsLine())
+	sr := results.ScenarioResult{Name: "always", Runs: make([]results.RunResult, 3)}
+	sr.Decide()
+	line := func() string {
+		var b strings.Builder
+		_ = report.WriteEvalTable(&b, &results.Results{Scenarios: []results.ScenarioResult{sr}})
+		return b.String()
+	}
+	if sr.Verdict != results.VerdictPass || len(sr.PassK) != 3 || sr.PassK[2].PassHat != 1 || strings.Contains(line(), "pass^k") {
+		t.Fatalf("three passing scripted runs: %+v, table %q", sr, line())
 	}
 	sr.Live = true
-	if !strings.Contains(sr.runsLine(), "pass^k 1/1/1 pass@k 1/1/1 (k=1/2/3)") {
-		t.Fatalf("a live scenario's line %q has no pass^k", sr.runsLine())
+	if !strings.Contains(line(), "pass^k 1/1/1 pass@k 1/1/1 (k=1/2/3)") {
+		t.Fatalf("a live scenario's line %q has no pass^k", line())
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/retrace-dev/retrace/results"
 	"github.com/retrace-dev/retrace/terminal"
 	"github.com/retrace-dev/retrace/trajectory"
 )
@@ -175,7 +176,7 @@ func (r ReplyExpect) what() string {
 	return "the final reply"
 }
 
-func checkReply(r ReplyExpect, rec *recording) []Failure {
+func checkReply(r ReplyExpect, rec *recording) []results.Failure {
 	text, ev, ok := replyText(r, rec)
 	if !ok {
 		at := ""
@@ -186,10 +187,10 @@ func checkReply(r ReplyExpect, rec *recording) []Failure {
 		if r.Turn > 0 {
 			got = fmt.Sprintf("the session has no model response in turn %d", r.Turn)
 		}
-		return []Failure{failf(r.Place, r.what()+" is checked", at, "%s", got)}
+		return []results.Failure{failf(r.Place, r.what()+" is checked", at, "%s", got)}
 	}
 	at := rec.at(ev)
-	var out []Failure
+	var out []results.Failure
 	if r.Equals != nil && strings.TrimSpace(text) != strings.TrimSpace(*r.Equals) {
 		out = append(out, failf(r.Place, fmt.Sprintf("%s equals %s", r.what(), shown(*r.Equals)), at, "%s", shown(text)))
 	}

@@ -3,6 +3,8 @@ package scenarios
 import (
 	"strings"
 	"testing"
+
+	"github.com/retrace-dev/retrace/results"
 )
 
 // replyScenario's model reads a file, then answers in two turns: turn 2
@@ -49,7 +51,7 @@ func TestReplyExpectationsPassOnWhatTheModelSaid(t *testing.T) {
 	}
 	res := runSuite(t, replySuite(t, pass), Options{})
 	for _, s := range res.Scenarios {
-		if s.Verdict != VerdictPass {
+		if s.Verdict != results.VerdictPass {
 			t.Errorf("%s: verdict %s, want pass:\n%s", s.Name, s.Verdict, table(res))
 		}
 	}
@@ -73,7 +75,7 @@ func TestReplyExpectationsFailWithExpectedAndGot(t *testing.T) {
 	res := runSuite(t, replySuite(t, cases), Options{})
 	for _, s := range res.Scenarios {
 		c := fail[s.Name]
-		if s.Verdict != VerdictFail || len(s.Runs[0].Failures) != 1 {
+		if s.Verdict != results.VerdictFail || len(s.Runs[0].Failures) != 1 {
 			t.Errorf("%s: verdict %s with failures %+v, want fail with one:\n%s", s.Name, s.Verdict, s.Runs[0].Failures, table(res))
 			continue
 		}

@@ -10,6 +10,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/retrace-dev/retrace/results"
 	"github.com/retrace-dev/retrace/trajectory"
 )
 
@@ -156,7 +157,7 @@ func (q *SequenceExpect) describe() string {
 
 // checkSequence finds the steps among the run's tool calls, in order. A
 // missing step is reported with the call it was looked for after.
-func checkSequence(q *SequenceExpect, rec *recording) []Failure {
+func checkSequence(q *SequenceExpect, rec *recording) []results.Failure {
 	if q == nil || len(q.Steps) == 0 {
 		return nil
 	}
@@ -236,5 +237,5 @@ func checkSequence(q *SequenceExpect, rec *recording) []Failure {
 			got = fmt.Sprintf("not found %s: %d later calls, none matches", after, len(calls)-n)
 		}
 	}
-	return []Failure{failf(st.Place, what, at, "%s", got)}
+	return []results.Failure{failf(st.Place, what, at, "%s", got)}
 }

@@ -3,6 +3,8 @@ package scenarios
 import (
 	"strings"
 	"testing"
+
+	"github.com/retrace-dev/retrace/results"
 )
 
 // sequenceScenario's model calls read calc.go, glob, read README.md,
@@ -52,7 +54,7 @@ func TestASequenceOfToolCallsPassesInOrder(t *testing.T) {
 	}
 	res := runSuite(t, sequenceSuite(t, pass), Options{})
 	for _, s := range res.Scenarios {
-		if s.Verdict != VerdictPass {
+		if s.Verdict != results.VerdictPass {
 			t.Errorf("%s: verdict %s, want pass:\n%s", s.Name, s.Verdict, table(res))
 		}
 	}
@@ -77,7 +79,7 @@ func TestASequenceNotFollowedSaysWhichStepAfterWhichCall(t *testing.T) {
 	res := runSuite(t, sequenceSuite(t, cases), Options{})
 	for _, s := range res.Scenarios {
 		c := fail[s.Name]
-		if s.Verdict != VerdictFail || len(s.Runs[0].Failures) != 1 {
+		if s.Verdict != results.VerdictFail || len(s.Runs[0].Failures) != 1 {
 			t.Errorf("%s: verdict %s with failures %+v, want fail with one:\n%s", s.Name, s.Verdict, s.Runs[0].Failures, table(res))
 			continue
 		}
