@@ -201,6 +201,12 @@
 // reminders: one row per reminder the harness injected: session, turn,
 // kind, dedup_key, role, text_bytes.
 //
+// model_costs: one row per model_response: session, turn, model (its
+// session's), cost_usd (its usage at the model's prices, in US dollars;
+// NULL when the model has no price). The prices are the table prices
+// (model, input_per_mtok, output_per_mtok, cache_read_per_mtok,
+// cache_write_per_mtok), empty until SetPrices fills it (cost.go).
+//
 // tool_calls, model_turns, sessions and defenses are derived views (see
 // derived.go): the first query or metric naming one after the rows
 // changed puts their rows into tables of their own (derived_tool_calls and

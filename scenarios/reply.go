@@ -55,7 +55,7 @@ func (p *parser) reply1(n *yaml.Node, where string) ReplyExpect {
 		key := where + "." + f.name
 		switch f.name {
 		case "turn":
-			if r.Turn = p.integer(f.val, key); r.Turn < 1 {
+			if r.Turn = p.integer(f.val, key); r.Turn < 1 && f.val.Tag == "!!int" {
 				p.at(f.val, "%s must be a model turn from 1 (leave it out for the final reply)", key)
 			}
 		case "equals":

@@ -40,8 +40,9 @@ type SequenceStep struct {
 // {strict: BOOL, steps: [...]}.
 func (p *parser) sequence(n *yaml.Node) *SequenceExpect {
 	q := &SequenceExpect{Place: p.place(n, "expect.sequence")}
-	steps := n
+	steps, where := n, "expect.sequence"
 	if n.Kind == yaml.MappingNode {
+		where = "expect.sequence.steps"
 		steps = nil
 		for _, f := range p.fields(n, "expect.sequence", "strict", "steps") {
 			switch f.name {
@@ -61,7 +62,7 @@ func (p *parser) sequence(n *yaml.Node) *SequenceExpect {
 		return q
 	}
 	for i, c := range steps.Content {
-		q.Steps = append(q.Steps, p.step(c, fmt.Sprintf("expect.sequence[%d]", i)))
+		q.Steps = append(q.Steps, p.step(c, fmt.Sprintf("%s[%d]", where, i)))
 	}
 	return q
 }

@@ -66,7 +66,7 @@ func TestASequenceNotFollowedSaysWhichStepAfterWhichCall(t *testing.T) {
 			"not found after step 1, call 4 (bash"},
 		"input": {`[{tool: read}, {tool: read, input: {file_path: calc.go}}]`, "step 2 (read with file_path=\"calc.go\")",
 			"not found after step 1, call 1 (read"},
-		"strict": {`{strict: true, steps: [{tool: read, input: {file_path: calc.go}}, {tool: read}]}`, "one right after another: step 2 (read)",
+		"strict": {`{strict: true, steps: [{tool: read, input: {file_path: calc.go}}, {tool: read}]}`, "expect.sequence.steps[1]: tool calls read → read in this order, one right after another: step 2 (read)",
 			"not found right after step 1, call 1 (read {\"file_path\":\"calc.go\"} in turn 1): the next call was glob"},
 		"first": {`[{tool: write}, {tool: read}]`, "expect.sequence[0]: tool calls write → read in this order: step 1 (write)",
 			"no call matches it among the run's 4; the first: read"},
