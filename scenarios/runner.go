@@ -84,7 +84,7 @@ type Options struct {
 	// total runs, the scenario and its run's result as it stands before
 	// the detectors and thresholds (which run over all recordings at the
 	// end) are checked. Calls come one at a time.
-	Progress func(done, total int, s *Scenario, res RunResult)
+	Progress func(done, total int, s *Scenario, res results.RunResult)
 }
 
 // clock returns the clock of the runs.

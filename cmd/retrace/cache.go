@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/retrace-dev/retrace/metrics"
+	"github.com/retrace-dev/retrace/report"
 	"github.com/retrace-dev/retrace/store"
 )
 
@@ -73,7 +74,7 @@ document: {"dir", "bytes", "max_bytes", "stores": [{"path", "size",
 			t.Rows = append(t.Rows, []any{e.Path, sizeText(e.Size), strings.Join(e.Corpus, " "), e.LastUsed.UTC().Format(time.RFC3339)})
 		}
 		if len(entries) > 0 {
-			if err := writeTable(sys.Out, "table", t); err != nil {
+			if err := report.WriteTable(sys.Out, "table", t); err != nil {
 				return err
 			}
 		}

@@ -8,6 +8,7 @@ import (
 	"github.com/retrace-dev/retrace/diff"
 	"github.com/retrace-dev/retrace/progress"
 	"github.com/retrace-dev/retrace/replay"
+	"github.com/retrace-dev/retrace/results"
 	"github.com/retrace-dev/retrace/scenarios"
 	"github.com/retrace-dev/retrace/terminal"
 )
@@ -47,7 +48,7 @@ func (c countProgress) finish() { c.p.Finish() }
 func evalProgress(sys *IO, ro *scenarios.Options) *progress.Printer {
 	p := newProgress(sys, "eval: runs", 1)
 	failed := 0
-	ro.Progress = func(done, total int, s *scenarios.Scenario, res scenarios.RunResult) {
+	ro.Progress = func(done, total int, s *scenarios.Scenario, res results.RunResult) {
 		bad := res.Error != "" || len(res.Failures) > 0
 		if bad {
 			failed++
