@@ -54,6 +54,15 @@ func MissingAgent(s *Scenario) error {
 	return nil
 }
 
+// AgentProgram returns the program s's agent CLI runs (claude, codex,
+// the command's first word); "" for a scenario of retrace's own runtime.
+func AgentProgram(s *Scenario) string {
+	if s.Agent == nil {
+		return ""
+	}
+	return profileOf(s.Agent).bin
+}
+
 // agentFiles are the files a run of an agent leaves beside its
 // recording, for the reader who wants to know what the agent said.
 const (

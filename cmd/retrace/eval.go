@@ -93,7 +93,8 @@ reach (else with a loud warning; --require-isolation refuses). Its own
 transcript is imported and merged into the session, and the expectations,
 detectors and thresholds are checked as for any scenario. A scenario whose
 agent CLI is not installed is skipped with the reason, or fails with
---require-agents.
+--require-agents; when every scenario was skipped, nothing was tested
+and eval exits 4 with the reasons, never 0.
 
 A bad suite is refused before anything runs, with every problem of every
 scenario as file:line: what is wrong.
@@ -138,7 +139,8 @@ out.
 
 Exit codes: 0 every scenario passed, 3 a scenario or threshold failed or
 a scenario regressed since --baseline, 4 inconclusive (a scenario was
-flaky, or a threshold had too few runs to decide), 2 a bad suite or bad
+flaky, a threshold had too few runs to decide, or every scenario was
+skipped), 2 a bad suite or bad
 flags, 1 retrace could not run a scenario.`,
 		Example: `  retrace eval
   retrace eval ./evals --junit report.xml --out eval-out
@@ -267,13 +269,20 @@ func runEval(ctx context.Context, sys *IO, opts *evalOptions, args []string) err
 			return liveProvider(sys.Getenv, opts.provider, opts.model, opts.baseURL)
 		}
 		ro.Model = opts.model
-	} else {
-		selected = skipLive(sys, selected)
+	}
+	// A run in which every scenario was skipped tested nothing: it exits
+	// 4, never 0, so that a CI job without the agent CLIs does not go green.
+	before := len(selected)
+	var skipped []string
+	if opts.provider == "" {
+		selected, skipped = skipLive(sys, selected)
 	}
 	ro.RequireIsolation, ro.AgentPath, ro.Warn = opts.requireIsolation, sys.Getenv("PATH"), syncedWarn(sys)
 	ro.NoSandbox = opts.noSandbox
 	if !opts.requireAgents {
-		selected = skipMissingAgents(sys, selected)
+		var why []string
+		selected, why = skipMissingAgents(sys, selected)
+		skipped = append(skipped, why...)
 	}
 	if opts.out != "" {
 		if err := mkdirPrivate(opts.out); err != nil {
@@ -305,6 +314,9 @@ func runEval(ctx context.Context, sys *IO, opts *evalOptions, args []string) err
 		}
 	}
 	err = reportEval(sys, res, opts.format.value, opts.junit, opts.out == "")
+	if err == nil && before > 0 && len(selected) == 0 {
+		return &exitError{code: ExitInconclusive, err: allSkipped(skipped)}
+	}
 	if golden == nil || res.Interrupted {
 		return err
 	}
@@ -317,16 +329,29 @@ func runEval(ctx context.Context, sys *IO, opts *evalOptions, args []string) err
 
 // skipLive leaves out the `model: live` scenarios, which have no script
 // to play without --provider, saying so for each: a skip, not a failure.
-func skipLive(sys *IO, suite []*scenarios.Scenario) []*scenarios.Scenario {
-	var out []*scenarios.Scenario
+// It returns the scenarios left and why each other was skipped.
+func skipLive(sys *IO, suite []*scenarios.Scenario) (out []*scenarios.Scenario, skipped []string) {
 	for _, s := range suite {
 		if s.Live {
 			fmt.Fprintf(sys.Err, "skipped %s (%s): it has model: live and runs only with --provider\n", s.Name, s.File)
+			skipped = append(skipped, s.Name+" needs --provider")
 			continue
 		}
 		out = append(out, s)
 	}
-	return out
+	return out, skipped
+}
+
+// allSkipped is the error of an eval whose every selected scenario was
+// skipped, saying why (the skips' distinct reasons, in order).
+func allSkipped(why []string) error {
+	var reasons []string
+	for _, w := range why {
+		if !slices.Contains(reasons, w) {
+			reasons = append(reasons, w)
+		}
+	}
+	return fmt.Errorf("every selected scenario was skipped (%s): nothing was tested", strings.Join(reasons, "; "))
 }
 
 // updateGolden rewrites the golden scenarios' expectations and says what
@@ -579,17 +604,18 @@ func runEvalMerge(sys *IO, opts *evalMergeOptions, args []string) error {
 
 // skipMissingAgents leaves out the scenarios whose agent CLI is not
 // installed, saying so for each: a skip, not a failure (--require-agents
-// runs them, and they fail).
-func skipMissingAgents(sys *IO, suite []*scenarios.Scenario) []*scenarios.Scenario {
-	var out []*scenarios.Scenario
+// runs them, and they fail). It returns the scenarios left and, for the
+// others, which program is missing.
+func skipMissingAgents(sys *IO, suite []*scenarios.Scenario) (out []*scenarios.Scenario, skipped []string) {
 	for _, s := range suite {
 		if err := scenarios.MissingAgent(s); err != nil {
 			fmt.Fprintf(sys.Err, "skipped %s (%s): %v; --require-agents fails it instead\n", s.Name, s.File, err)
+			skipped = append(skipped, scenarios.AgentProgram(s)+" is not on PATH")
 			continue
 		}
 		out = append(out, s)
 	}
-	return out
+	return out, skipped
 }
 
 // syncedWarn returns a scenarios.Options.Warn that prints each warning on
