@@ -109,7 +109,8 @@ func (r *runner) runAgent(ctx context.Context, s *Scenario, index, repeat int) (
 	}
 	wire := &wireSessions{dir: filepath.Join(dir, "wire"), tags: tags, clock: r.opts.Clock}
 	transcript := mockllm.NewTranscriptSessions(wire.open)
-	srv := mockllm.NewServer(script, mockllm.Options{KeepRequests: -1, Now: r.opts.Clock,
+	watched := &watchedScript{Script: script}
+	srv := mockllm.NewServer(watched, mockllm.Options{KeepRequests: -1, Now: r.opts.Clock,
 		OnAccept: transcript.Accept, OnAnswer: transcript.Answer, OnRequest: transcript.Done})
 
 	timeout := cmp.Or(s.Timeout, DefaultTimeout)
@@ -202,10 +203,14 @@ func (r *runner) runAgent(ctx context.Context, s *Scenario, index, repeat int) (
 		res.Error = err.Error()
 		return res
 	}
+	refused := watched.failure(s)
 	if main == "" {
 		why := ""
+		if refused != nil {
+			why = ": " + refused.Got
+		}
 		if res.EndError != "" {
-			why = ": " + res.EndError
+			why += ": " + res.EndError
 		}
 		res.Error = fmt.Sprintf("%s made no model call the mock answered%s%s", agentName(s.Agent), why, stderrTail(filepath.Join(dir, agentErr)))
 		return res
@@ -230,6 +235,12 @@ func (r *runner) runAgent(ctx context.Context, s *Scenario, index, repeat int) (
 		}
 	} else {
 		res.Reason = trajectory.EndAborted
+	}
+	// A request the script refused is the first thing to read: what the
+	// agent asked that the script did not hold, which is usually why it
+	// then exited with an error.
+	if refused != nil {
+		res.Failures = append(res.Failures, *refused)
 	}
 	res.Failures = append(res.Failures, checkOutcome(s.Expect.Outcome, rec, res)...)
 	res.Failures = append(res.Failures, checkFiles(s, ws, rec)...)
