@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 
 	"github.com/retrace-dev/retrace/importer"
 )
@@ -36,6 +37,14 @@ type profile struct {
 	transcript func(in agentInvocation) (importer.Format, string)
 }
 
+// AgentMaxRetries is how many times a profile lets its client retry a
+// failed model call, where the client can be told: enough for a
+// scenario's injected faults (a 529 twice), few enough that a mock
+// answering 500 to everything fails the run in seconds (Codex retried 30
+// times by itself, for 27 s). agent.env or agent.args can set the
+// client's own knob to another number.
+const AgentMaxRetries = 3
+
 // profiles are the agent CLIs retrace ships profiles for. Their flags
 // are the ones the real clients need to run headless, offline, against
 // the mock: the versions tested are Claude Code 2.1.328 and Codex CLI
@@ -58,6 +67,8 @@ var profiles = map[string]profile{
 				"ANTHROPIC_API_KEY":                        "sk-ant-offline-retrace",
 				"DISABLE_AUTOUPDATER":                      "1",
 				"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+				// Claude Code retries up to 10 times by default.
+				"CLAUDE_CODE_MAX_RETRIES": strconv.Itoa(AgentMaxRetries),
 			}
 		},
 		setup: func(agentInvocation) error { return nil },
@@ -72,8 +83,11 @@ var profiles = map[string]profile{
 		// exec runs one task headless; the mock is a model provider of
 		// its own, so that no config of the user's is read and nothing
 		// but the mock is asked. --json prints Codex's own events.
+		// The provider's request_max_retries and stream_max_retries cap
+		// Codex's retries (AgentMaxRetries).
 		argv: func(in agentInvocation) []string {
-			provider := fmt.Sprintf(`model_providers.retrace_mock={name="retrace mock",base_url="%s/v1",env_key="OPENAI_API_KEY",wire_api="responses"}`, in.mockURL)
+			provider := fmt.Sprintf(`model_providers.retrace_mock={name="retrace mock",base_url="%s/v1",env_key="OPENAI_API_KEY",wire_api="responses",request_max_retries=%d,stream_max_retries=0}`,
+				in.mockURL, AgentMaxRetries)
 			return []string{"codex", "exec", "--skip-git-repo-check", "-s", "workspace-write", "-m", in.model,
 				"-c", "model_provider=retrace_mock", "-c", provider, "--json", in.prompt}
 		},

@@ -35,6 +35,11 @@ var agentScenarios = []struct {
 	{"claude_code_background_subagent.txtar", "claude", nil, map[string]int{"Agent": 1, "Read": 1}},
 	{"codex_refused.txtar", "codex", nil, map[string]int{"exec_command": 1}},
 	{"command_isolated.txtar", "curl", nil, map[string]int{}},
+	// A mock that answers 500 to every attempt: the profile caps the
+	// client's retries, so the run fails after a few attempts (the
+	// scenario bounds the model_errors), not after 30.
+	{"codex_500.txtar", "codex", nil, map[string]int{}},
+	{"claude_code_500.txtar", "claude", nil, map[string]int{}},
 }
 
 // TestEvalOfRealAgentCLIs runs `retrace eval` on scenarios that name an
