@@ -84,15 +84,22 @@ scenario with model: live has no script and runs only with --provider;
 without it, it is skipped with a note, not failed.
 
 A scenario may run a third-party agent CLI instead of retrace's runtime:
-agent: claude-code, agent: codex, or agent: {command: [...], wire:
-anthropic|openai-responses|openai-chat, env: {...}}. The mock LLM serves
-the scenario's model: script and records the wire; the agent runs in the
+agent: claude-code, agent: codex, agent: opencode, or agent: {command:
+[...], wire: anthropic|openai-responses|openai-chat, env: {...}}. The mock
+LLM serves the scenario's model: script and records the wire; the agent runs in the
 fresh workspace with the mock as its model and, where the platform allows
 (unshare), in a network namespace of its own with nothing but the mock to
 reach (else with a loud warning; --require-isolation refuses). Its own
 transcript is imported and merged into the session, and the expectations,
-detectors and thresholds are checked as for any scenario. A scenario whose
-agent CLI is not installed is skipped with the reason, or fails with
+detectors and thresholds are checked as for any scenario. agent.main
+says which conversation is the session (first, longest, last,
+route:NAME; opencode's default is longest, since its title request comes
+first); the others are listed as side_sessions. A request the script
+could not answer is the run's first failure, naming the request and what
+it sent. The profiles cap the client's retries; the client's version is
+recorded (agent_version), and one other than the tested version is
+warned of in one line (docs/agents.md). A scenario whose agent CLI is
+not installed is skipped with the reason, or fails with
 --require-agents; when every scenario was skipped, nothing was tested
 and eval exits 4 with the reasons, never 0.
 
@@ -170,7 +177,7 @@ flags, 1 retrace could not run a scenario.`,
 	opts.labels.hint = "to select scenarios by tag use --filter-tag"
 	f.Var(&opts.labels, "tag", "run label KEY=VALUE recorded in every run's session_start.tags, with eval_scenario and eval_repeat (repeatable)")
 	f.StringVar(&opts.shard, "shard", "", "run only shard i of n of the suite, as i/n (e.g. 2/3)")
-	f.BoolVar(&opts.requireAgents, "require-agents", false, "fail the scenarios whose agent CLI (agent: claude-code, codex, a command) is not installed, instead of skipping them")
+	f.BoolVar(&opts.requireAgents, "require-agents", false, "fail the scenarios whose agent CLI (agent: claude-code, codex, opencode, a command) is not installed, instead of skipping them")
 	f.BoolVar(&opts.requireIsolation, "require-isolation", false, "refuse to run an agent CLI without a network namespace of its own (instead of warning)")
 	f.BoolVar(&opts.noSandbox, "no-sandbox", false, "run the tool processes without the kernel sandbox (recorded in each session_start)")
 	f.IntVar(&opts.repeat, "repeat", 0, "run each scenario this many times (default: the scenario's repeat, else 1)")
