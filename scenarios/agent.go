@@ -204,7 +204,7 @@ func (p *parser) agentSpec(s *Scenario, has map[string]int) {
 	// main: route:NAME must name a conversation of the script.
 	if name, ok := strings.CutPrefix(s.Agent.Main, MainRoute); ok && name != "" && len(s.Script) > 0 {
 		if script, err := mockllm.ParseScript(s.Script, s.File); err == nil && !slices.Contains(script.Conversations(), name) {
-			p.addf(s.Agent.mainLine, "agent.main %q: the script has no conversation %q (it has %s); name one of its conversations:", s.Agent.Main, name, quoteAll(script.Conversations()))
+			p.addf(s.Agent.mainLine, "agent.main %q: the script has no conversation %q (it has %s)", s.Agent.Main, name, quoteAll(script.Conversations()))
 		}
 	}
 }
