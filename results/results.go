@@ -74,6 +74,13 @@ type RunResult struct {
 	// run went, such as an agent CLI that ran without network isolation
 	// or a transcript that could not be merged.
 	Warnings []string `json:"warnings,omitempty"`
+	// SideSessions are the recordings of an agent run's conversations
+	// other than the session judged and its subagents' (opencode's title
+	// request; see agent.main): kept, not judged.
+	SideSessions []string `json:"side_sessions,omitempty"`
+	// AgentVersion is the agent CLI's version (its --version), for a
+	// run of a profile's client.
+	AgentVersion string `json:"agent_version,omitempty"`
 }
 
 // ThresholdResult is one metric threshold over a scenario's runs.

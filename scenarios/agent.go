@@ -2,7 +2,10 @@ package scenarios
 
 import (
 	"slices"
+	"strconv"
 	"strings"
+
+	"github.com/retrace-dev/retrace/mockllm"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -31,6 +34,30 @@ const (
 	ProfileClaudeCode = "claude-code"
 	// ProfileCodex runs the Codex CLI (`codex exec`).
 	ProfileCodex = "codex"
+	// ProfileOpenCode runs opencode (`opencode run`).
+	ProfileOpenCode = "opencode"
+)
+
+// profileNames are the profiles, in the order messages list them.
+var profileNames = []string{ProfileClaudeCode, ProfileCodex, ProfileOpenCode}
+
+// The rules of agent.main, which say which of an agent run's
+// conversations is the session the scenario judges; the others are side
+// conversations (an opencode title request), kept and listed in the run's
+// result (RunResult.SideSessions) but not judged. A subagent's
+// conversation is never the main one: it is linked to its parent.
+const (
+	// MainFirst is the conversation that started first: the default of
+	// every profile but opencode's.
+	MainFirst = "first"
+	// MainLongest is the conversation with the most model requests (of
+	// equal ones, the larger recording; of equal ones, the later).
+	MainLongest = "longest"
+	// MainLast is the conversation that started last.
+	MainLast = "last"
+	// MainRoute, followed by a name, is the conversation of that name of
+	// the script's conversations: (route:main).
+	MainRoute = "route:"
 )
 
 // Agent is a third-party agent CLI a scenario runs instead of retrace's
@@ -53,10 +80,16 @@ type Agent struct {
 	// RequireIsolation refuses to run the agent when it cannot have a
 	// network namespace of its own (isolation: required).
 	RequireIsolation bool
+	// Main says which conversation is the session (MainFirst,
+	// MainLongest, MainLast, or MainRoute and a conversation's name); ""
+	// for the profile's default.
+	Main string
+	// mainLine is the line of main:, for a problem with it.
+	mainLine int
 }
 
 // agentKeys are the keys of the mapping form of agent:.
-var agentKeys = []string{"profile", "command", "args", "wire", "env", "isolation"}
+var agentKeys = []string{"profile", "command", "args", "wire", "env", "isolation", "main"}
 
 // Isolation values of agent.isolation.
 const (
@@ -66,11 +99,11 @@ const (
 
 // agent parses scenario.yaml's agent: a profile name, or a mapping.
 func (p *parser) agent(n *yaml.Node) *Agent {
-	profiles := []string{ProfileClaudeCode, ProfileCodex}
+	profiles := profileNames
 	if n.Kind == yaml.ScalarNode {
 		name := p.str(n, "agent")
 		if !slices.Contains(profiles, name) {
-			p.at(n, "agent %q: want %s, or a mapping {command: [...], wire: %s, env: {...}} for an agent of your own", name, strings.Join(profiles, " or "), joinWires())
+			p.at(n, "agent %q: want %s, or a mapping {command: [...], wire: %s, env: {...}} for an agent of your own", name, joinProfiles(), joinWires())
 			return nil
 		}
 		return &Agent{Profile: name}
@@ -82,7 +115,7 @@ func (p *parser) agent(n *yaml.Node) *Agent {
 		case "profile":
 			a.Profile = p.str(f.val, "agent.profile")
 			if !slices.Contains(profiles, a.Profile) {
-				p.at(f.val, "agent.profile %q: want %s", a.Profile, strings.Join(profiles, " or "))
+				p.at(f.val, "agent.profile %q: want %s", a.Profile, joinProfiles())
 			}
 		case "command":
 			commandNode = f.val
@@ -111,6 +144,11 @@ func (p *parser) agent(n *yaml.Node) *Agent {
 				}
 				a.Env[k.Value] = p.str(v, "agent.env."+k.Value)
 			}
+		case "main":
+			a.Main, a.mainLine = p.str(f.val, "agent.main"), f.val.Line
+			if name, ok := strings.CutPrefix(a.Main, MainRoute); ok && name == "" || !ok && !slices.Contains([]string{MainFirst, MainLongest, MainLast}, a.Main) {
+				p.at(f.val, "agent.main %q: want %s, %s, %s or %sNAME (the script's conversation NAME): which conversation is the session", a.Main, MainFirst, MainLongest, MainLast, MainRoute)
+			}
 		case "isolation":
 			switch v := p.str(f.val, "agent.isolation"); v {
 			case isolationRequired:
@@ -123,7 +161,7 @@ func (p *parser) agent(n *yaml.Node) *Agent {
 	}
 	switch {
 	case a.Profile == "" && commandNode == nil:
-		p.at(n, "agent: give a profile (%s) or a command: [...] with its wire: (%s)", strings.Join(profiles, ", "), joinWires())
+		p.at(n, "agent: give a profile (%s) or a command: [...] with its wire: (%s)", joinProfiles(), joinWires())
 	case a.Profile != "" && len(a.Command) > 0:
 		p.at(n, "agent: give a profile or a command, not both (add arguments to a profile with args: [...])")
 	case a.Profile != "" && wireNode != nil:
@@ -134,6 +172,12 @@ func (p *parser) agent(n *yaml.Node) *Agent {
 		p.at(n, "agent.args is for a profile; put the arguments into command: [...]")
 	}
 	return a
+}
+
+// joinProfiles lists the profiles for messages: "a, b or c".
+func joinProfiles() string {
+	n := len(profileNames)
+	return strings.Join(profileNames[:n-1], ", ") + " or " + profileNames[n-1]
 }
 
 // joinWires lists the wires for messages.
@@ -157,4 +201,24 @@ func (p *parser) agentSpec(s *Scenario, has map[string]int) {
 	if s.Live {
 		p.addf(has["model"], "model: live cannot drive an agent CLI: the agent talks to the mock LLM, which needs a script of turns")
 	}
+	// main: route:NAME must name a conversation of the script.
+	if name, ok := strings.CutPrefix(s.Agent.Main, MainRoute); ok && name != "" && len(s.Script) > 0 {
+		if script, err := mockllm.ParseScript(s.Script, s.File); err == nil && !slices.Contains(script.Conversations(), name) {
+			p.addf(s.Agent.mainLine, "agent.main %q: the script has no conversation %q (it has %s)", s.Agent.Main, name, quoteAll(script.Conversations()))
+		}
+	}
+}
+
+// quoteAll lists names quoted, for messages; "none" for none.
+func quoteAll(names []string) string {
+	var q []string
+	for _, n := range names {
+		if n != "" {
+			q = append(q, strconv.Quote(n))
+		}
+	}
+	if len(q) == 0 {
+		return "none"
+	}
+	return strings.Join(q, ", ")
 }

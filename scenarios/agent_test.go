@@ -27,6 +27,7 @@ func TestParseReadsTheAgentForms(t *testing.T) {
 		want  Agent
 	}{
 		{"a profile name alone is that profile", "agent: codex", Agent{Profile: ProfileCodex}},
+		{"opencode with the rule that picks its session", "agent: {profile: opencode, main: longest}", Agent{Profile: ProfileOpenCode, Main: MainLongest}},
 		{"a profile with arguments, environment and required isolation",
 			"agent: {profile: claude-code, args: [--allowedTools, Read], env: {FOO: bar}, isolation: required}",
 			Agent{Profile: ProfileClaudeCode, Args: []string{"--allowedTools", "Read"}, Env: map[string]string{"FOO": "bar"}, RequireIsolation: true}},
@@ -42,7 +43,7 @@ func TestParseReadsTheAgentForms(t *testing.T) {
 			}
 			got := *s.Agent
 			if got.Profile != c.want.Profile || !slices.Equal(got.Command, c.want.Command) || !slices.Equal(got.Args, c.want.Args) ||
-				got.Wire != c.want.Wire || got.RequireIsolation != c.want.RequireIsolation || len(got.Env) != len(c.want.Env) || got.Env["FOO"] != c.want.Env["FOO"] {
+				got.Wire != c.want.Wire || got.Main != c.want.Main || got.RequireIsolation != c.want.RequireIsolation || len(got.Env) != len(c.want.Env) || got.Env["FOO"] != c.want.Env["FOO"] {
 				t.Fatalf("parsed %+v, want %+v", got, c.want)
 			}
 		})
@@ -55,13 +56,16 @@ func TestParseRefusesABadAgentAtItsLine(t *testing.T) {
 		agent string
 		want  []string
 	}{
-		{"an unknown profile names the profiles", "agent: aider", []string{`s.txtar:4: agent "aider": want claude-code or codex`}},
+		{"an unknown profile names the profiles", "agent: aider", []string{`s.txtar:4: agent "aider": want claude-code, codex or opencode`}},
 		{"an unknown key of the mapping is refused", "agent: {profile: codex, wires: anthropic}", []string{`s.txtar:4: agent: unknown key "wires"`}},
 		{"a command without its wire is refused", "agent: {command: [x]}", []string{"s.txtar:4: agent: a command needs its wire"}},
 		{"an unknown wire names the wires", "agent: {command: [x], wire: grpc}", []string{`s.txtar:4: agent.wire "grpc": want anthropic, openai-responses, openai-chat`}},
 		{"a profile and a command together are refused", "agent: {profile: codex, command: [x]}", []string{"s.txtar:4: agent: give a profile or a command, not both"}},
 		{"a profile's wire is refused", "agent: {profile: codex, wire: anthropic}", []string{"s.txtar:4: agent.wire: the codex profile speaks its own wire"}},
 		{"an empty command is refused", "agent: {command: [], wire: anthropic}", []string{"s.txtar:4: agent.command is empty"}},
+		{"a bad main names the rules", "agent: {profile: opencode, main: biggest}", []string{`s.txtar:4: agent.main "biggest": want first, longest, last or route:NAME`}},
+		{"main: route: needs a name", "agent: {profile: opencode, main: \"route:\"}", []string{`s.txtar:4: agent.main "route:": want first`}},
+		{"main: route: names a conversation of the script", "agent: {profile: opencode, main: \"route:main\"}", []string{`s.txtar:4: agent.main "route:main": the script has no conversation "main" (it has none)`}},
 		{"a bad isolation names the values", "agent: {profile: codex, isolation: maybe}", []string{`s.txtar:4: agent.isolation "maybe": want required`}},
 		{"the runtime's config and person do not apply to an agent",
 			"agent: codex\nperson: approve\nconfig: {permissions: {mode: accept_edits}}",

@@ -43,16 +43,19 @@ func MissingAgent(s *Scenario) error {
 	}
 	bin := profileOf(s.Agent).bin
 	if _, err := exec.LookPath(bin); err != nil {
-		hint := "install it or put it on PATH"
-		switch s.Agent.Profile {
-		case ProfileClaudeCode:
-			hint = "npm install -g @anthropic-ai/claude-code@2.1.328"
-		case ProfileCodex:
-			hint = "npm install -g @openai/codex@0.171.0"
-		}
+		hint := cmp.Or(profileOf(s.Agent).install, "install it or put it on PATH")
 		return fmt.Errorf("%w: scenario %s runs %s, and %s is not on PATH (%s)", ErrAgentMissing, s.Name, agentName(s.Agent), bin, hint)
 	}
 	return nil
+}
+
+// AgentProgram returns the program s's agent CLI runs (claude, codex,
+// the command's first word); "" for a scenario of retrace's own runtime.
+func AgentProgram(s *Scenario) string {
+	if s.Agent == nil {
+		return ""
+	}
+	return profileOf(s.Agent).bin
 }
 
 // agentFiles are the files a run of an agent leaves beside its
@@ -99,9 +102,16 @@ func (r *runner) runAgent(ctx context.Context, s *Scenario, index, repeat int) (
 	if s.Agent.Profile == "" {
 		tags["agent"] = "command"
 	}
+	// The client's version goes into the result and the recording; one
+	// other than the profile's tested one is warned of once per eval.
+	res.AgentVersion = r.versions.of(ctx, s.Agent, r.opts.agentPath(), filepath.Join(r.root, "agent-version"), r.warnf)
+	if res.AgentVersion != "" {
+		tags["agent_version"] = res.AgentVersion
+	}
 	wire := &wireSessions{dir: filepath.Join(dir, "wire"), tags: tags, clock: r.opts.Clock}
 	transcript := mockllm.NewTranscriptSessions(wire.open)
-	srv := mockllm.NewServer(script, mockllm.Options{KeepRequests: -1, Now: r.opts.Clock,
+	watched := &watchedScript{Script: script}
+	srv := mockllm.NewServer(watched, mockllm.Options{KeepRequests: -1, Now: r.opts.Clock,
 		OnAccept: transcript.Accept, OnAnswer: transcript.Answer, OnRequest: transcript.Done})
 
 	timeout := cmp.Or(s.Timeout, DefaultTimeout)
@@ -189,28 +199,32 @@ func (r *runner) runAgent(ctx context.Context, s *Scenario, index, repeat int) (
 	}
 	_ = srv.Close()
 	transcript.Close()
-	main, subs, err := wire.close()
+	main, sides, subs, err := wire.close(mainRule(s.Agent))
 	if err != nil {
 		res.Error = err.Error()
 		return res
 	}
+	refused := watched.failure(s)
 	if main == "" {
 		why := ""
+		if refused != nil {
+			why = ": " + refused.Got
+		}
 		if res.EndError != "" {
-			why = ": " + res.EndError
+			why += ": " + res.EndError
 		}
 		res.Error = fmt.Sprintf("%s made no model call the mock answered%s%s", agentName(s.Agent), why, stderrTail(filepath.Join(dir, agentErr)))
 		return res
 	}
 	format, at := prof.transcript(in)
-	merged, notes, err := mergeAgentSessions(ctx, mergeInput{wire: main, subagents: subs, format: format, transcript: at,
+	merged, notes, err := mergeAgentSessions(ctx, mergeInput{wire: main, subagents: subs, sides: sides, format: format, transcript: at,
 		stage: filepath.Join(dir, "import"), runs: r.runs})
 	if err != nil {
 		res.Error = err.Error()
 		return res
 	}
 	res.Warnings = append(res.Warnings, notes...)
-	res.Trajectory, res.Session = merged.path, merged.session
+	res.Trajectory, res.Session, res.SideSessions = merged.path, merged.session, merged.sides
 	rec, err := readRecording(res.Trajectory)
 	if err != nil {
 		res.Error = err.Error()
@@ -222,6 +236,12 @@ func (r *runner) runAgent(ctx context.Context, s *Scenario, index, repeat int) (
 		}
 	} else {
 		res.Reason = trajectory.EndAborted
+	}
+	// A request the script refused is the first thing to read: what the
+	// agent asked that the script did not hold, which is usually why it
+	// then exited with an error.
+	if refused != nil {
+		res.Failures = append(res.Failures, *refused)
 	}
 	res.Failures = append(res.Failures, checkOutcome(s.Expect.Outcome, rec, res)...)
 	res.Failures = append(res.Failures, checkFiles(s, ws, rec)...)
@@ -275,20 +295,24 @@ type wireSessions struct {
 }
 
 // open is the mockllm.NewTranscriptSessions callback.
-func (w *wireSessions) open(string) trajectory.Sink {
+func (w *wireSessions) open(conversation string) trajectory.Sink {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	s := &wireSink{w: w}
+	s := &wireSink{w: w, conversation: conversation}
 	w.list = append(w.list, s)
 	return s
 }
 
-// close closes every recording and returns the main session's file
-// (the first without a parent) and the subagents'.
-func (w *wireSessions) close() (main string, subs []string, err error) {
+// close closes every recording and returns the main session's file,
+// picked by rule (see MainFirst and the others) among the conversations
+// that are no subagent's, the other such conversations' (sides), and the
+// subagents'. A rule that picks none (route: of a conversation that
+// never started) is an error naming the conversations there were.
+func (w *wireSessions) close(rule string) (main string, sides, subs []string, err error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	var errs []error
+	var tops []*wireSink
 	for _, s := range w.list {
 		s.mu.Lock()
 		rec, serr, sub := s.rec, s.err, s.subagent
@@ -302,17 +326,62 @@ func (w *wireSessions) close() (main string, subs []string, err error) {
 		if _, err := rec.Close(); err != nil {
 			errs = append(errs, err)
 		}
-		switch {
-		case !sub && main == "":
-			main = rec.Path()
-		default:
+		if sub {
 			subs = append(subs, rec.Path())
+			continue
 		}
+		tops = append(tops, s)
 	}
 	if err := errors.Join(errs...); err != nil {
-		return "", nil, fmt.Errorf("eval: record the agent's model calls: %w", err)
+		return "", nil, nil, fmt.Errorf("eval: record the agent's model calls: %w", err)
 	}
-	return main, subs, nil
+	if len(tops) == 0 {
+		return "", nil, subs, nil
+	}
+	pick, err := pickMain(tops, rule)
+	if err != nil {
+		return "", nil, nil, err
+	}
+	for i, s := range tops {
+		if i == pick {
+			main = s.rec.Path()
+		} else {
+			sides = append(sides, s.rec.Path())
+		}
+	}
+	return main, sides, subs, nil
+}
+
+// pickMain returns the index in tops, the conversations in the order
+// they started, of the one rule names.
+func pickMain(tops []*wireSink, rule string) (int, error) {
+	switch rule {
+	case MainLast:
+		return len(tops) - 1, nil
+	case MainLongest:
+		best, bestSize := 0, int64(-1)
+		for i, s := range tops {
+			size := int64(0)
+			if fi, err := os.Stat(s.rec.Path()); err == nil {
+				size = fi.Size()
+			}
+			if i == 0 || s.requests > tops[best].requests || s.requests == tops[best].requests && size >= bestSize {
+				best, bestSize = i, size
+			}
+		}
+		return best, nil
+	}
+	if name, ok := strings.CutPrefix(rule, MainRoute); ok {
+		var names []string
+		for i, s := range tops {
+			if s.conversation == name {
+				return i, nil
+			}
+			names = append(names, strconv.Quote(s.conversation))
+		}
+		return 0, fmt.Errorf("agent.main %q: the agent's requests started no conversation %q (they started %s)", rule, name, strings.Join(names, ", "))
+	}
+	return 0, nil
 }
 
 // wireSink is the sink of one conversation: it creates its recorder with
@@ -321,10 +390,15 @@ func (w *wireSessions) close() (main string, subs []string, err error) {
 type wireSink struct {
 	w *wireSessions
 
+	// conversation is the script's conversation the sink records.
+	conversation string
+
 	mu       sync.Mutex
 	rec      *recorder.Recorder
 	err      error
 	subagent bool
+	// requests counts the conversation's model requests (MainLongest).
+	requests int
 }
 
 // Emit implements trajectory.Sink.
@@ -341,6 +415,9 @@ func (s *wireSink) Emit(turn int, p trajectory.Payload) {
 		}
 		maps.Copy(st.Tags, s.w.tags)
 		s.subagent = st.ParentSession != ""
+	}
+	if _, ok := p.(*trajectory.ModelRequest); ok {
+		s.requests++
 	}
 	s.mu.Unlock()
 	if rec != nil {

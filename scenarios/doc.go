@@ -147,11 +147,13 @@
 //
 //	agent: claude-code                     # Claude Code: claude -p PROMPT --output-format stream-json --verbose
 //	agent: codex                           # Codex CLI: codex exec -s workspace-write -m MODEL --json PROMPT
+//	agent: opencode                        # opencode: opencode run --format json -m anthropic/MODEL PROMPT
 //	agent:                                 # a profile with more flags
 //	  profile: claude-code
 //	  args: [--allowedTools, "Read,Bash(ls:*)"]
 //	  env: {CLAUDE_CODE_MAX_OUTPUT_TOKENS: "4096"}
 //	  isolation: required                  # refuse to run without a network namespace (default: preferred)
+//	  main: longest                        # the session: first (default), longest (opencode's), last, route:NAME
 //	agent:                                 # an agent of your own
 //	  command: [my-agent, --task, $RETRACE_PROMPT]
 //	  wire: anthropic                      # or openai-responses, openai-chat
@@ -192,6 +194,18 @@
 // mock serving its script. A scenario whose CLI is not
 // on PATH is skipped by retrace eval with the reason (MissingAgent), or
 // fails with --require-agents.
+//
+// agent.main picks, of the run's conversations that are no subagent's,
+// the session the scenario judges (MainFirst, MainLongest, MainLast,
+// MainRoute); the others (opencode's title request) are kept and listed
+// in RunResult.SideSessions. A request the script refused (out of turns,
+// a missed expect, no conversation matched) is the run's first failure,
+// naming the request and the first line of what it sent. The profiles
+// cap their client's retries where it has a setting (AgentMaxRetries),
+// and each profile's client is asked its version once per eval: it is
+// recorded in RunResult.AgentVersion and the session_start tag
+// agent_version, and a version other than the profile's tested one is
+// warned of in one line (Options.Warn). docs/agents.md has the profiles.
 //
 // An exhibit of the failure museum carries recorded trajectories
 // (-- recording.jsonl --, or several -- recordings/NAME.jsonl -- for the

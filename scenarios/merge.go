@@ -22,6 +22,12 @@ type mergeInput struct {
 	// other conversations', each linked to it.
 	wire      string
 	subagents []string
+	// sides are the run's other conversations that started with no
+	// parent: a background subagent the prompt links to a call of the
+	// main session, else a side conversation (an opencode title
+	// request), kept as a session of its own without the transcript,
+	// which is the main session's.
+	sides []string
 	// format and transcript say where the agent's own transcript is; ""
 	// when its profile knows none.
 	format     importer.Format
@@ -31,9 +37,11 @@ type mergeInput struct {
 	stage, runs string
 }
 
-// merged is the main session of a run, as written into the runs directory.
+// merged is the main session of a run, as written into the runs
+// directory, and the files of its side conversations there.
 type merged struct {
 	path, session string
+	sides         []string
 }
 
 // mergeAgentSessions writes each wire session of a run into the runs
@@ -81,6 +89,26 @@ func mergeAgentSessions(ctx context.Context, in mergeInput) (merged, []string, e
 		if _, err := mergeOne(sub, imported, in.runs, link); err != nil {
 			return merged{}, notes, err
 		}
+	}
+	// A side conversation that a call of the main session started (a
+	// background subagent, whose call was answered before it began) is
+	// a subagent all the same; the others are sides.
+	for _, side := range in.sides {
+		link, err := relink(mainEvs, side)
+		if err != nil {
+			return merged{}, notes, err
+		}
+		if link != nil {
+			if _, err := mergeOne(side, imported, in.runs, link); err != nil {
+				return merged{}, notes, err
+			}
+			continue
+		}
+		m, err := mergeOne(side, nil, in.runs, nil)
+		if err != nil {
+			return merged{}, notes, err
+		}
+		main.sides = append(main.sides, m.path)
 	}
 	return main, notes, nil
 }

@@ -245,6 +245,8 @@ type runner struct {
 	// db holds the recorded runs once recordings loaded them, for the
 	// detectors and the thresholds alike; nil until then.
 	db *metrics.DB
+	// versions are the agent CLIs' versions, asked once per eval.
+	versions agentVersions
 }
 
 // recordings returns one database holding the recordings of every run

@@ -86,16 +86,24 @@ scenario with model: live has no script and runs only with --provider;
 without it, it is skipped with a note, not failed.
 
 A scenario may run a third-party agent CLI instead of retrace's runtime:
-agent: claude-code, agent: codex, or agent: {command: [...], wire:
-anthropic|openai-responses|openai-chat, env: {...}}. The mock LLM serves
-the scenario's model: script and records the wire; the agent runs in the
+agent: claude-code, agent: codex, agent: opencode, or agent: {command:
+[...], wire: anthropic|openai-responses|openai-chat, env: {...}}. The mock
+LLM serves the scenario's model: script and records the wire; the agent runs in the
 fresh workspace with the mock as its model and, where the platform allows
 (unshare), in a network namespace of its own with nothing but the mock to
 reach (else with a loud warning; --require-isolation refuses). Its own
 transcript is imported and merged into the session, and the expectations,
-detectors and thresholds are checked as for any scenario. A scenario whose
-agent CLI is not installed is skipped with the reason, or fails with
---require-agents.
+detectors and thresholds are checked as for any scenario. agent.main
+says which conversation is the session (first, longest, last,
+route:NAME; opencode's default is longest, since its title request comes
+first); the others are listed as side_sessions. A request the script
+could not answer is the run's first failure, naming the request and what
+it sent. The profiles cap the client's retries; the client's version is
+recorded (agent_version), and one other than the tested version is
+warned of in one line (docs/agents.md). A scenario whose agent CLI is
+not installed is skipped with the reason, or fails with
+--require-agents; when every scenario was skipped, nothing was tested
+and eval exits 4 with the reasons, never 0.
 
 A bad suite is refused before anything runs, with every problem of every
 scenario as file:line: what is wrong.
@@ -147,7 +155,8 @@ of runs, or off).
 
 Exit codes: 0 every scenario passed, 3 a scenario or threshold failed or
 a scenario regressed since --baseline, 4 inconclusive (a scenario was
-flaky, or a threshold had too few runs to decide), 2 a bad suite or bad
+flaky, a threshold had too few runs to decide, or every scenario was
+skipped), 2 a bad suite or bad
 flags, 1 retrace could not run a scenario.`,
 		Example: `  retrace eval
   retrace eval ./evals --junit report.xml --out eval-out
@@ -177,7 +186,7 @@ flags, 1 retrace could not run a scenario.`,
 	opts.labels.hint = "to select scenarios by tag use --filter-tag"
 	f.Var(&opts.labels, "tag", "run label KEY=VALUE recorded in every run's session_start.tags, with eval_scenario and eval_repeat (repeatable)")
 	f.StringVar(&opts.shard, "shard", "", "run only shard i of n of the suite, as i/n (e.g. 2/3)")
-	f.BoolVar(&opts.requireAgents, "require-agents", false, "fail the scenarios whose agent CLI (agent: claude-code, codex, a command) is not installed, instead of skipping them")
+	f.BoolVar(&opts.requireAgents, "require-agents", false, "fail the scenarios whose agent CLI (agent: claude-code, codex, opencode, a command) is not installed, instead of skipping them")
 	f.BoolVar(&opts.requireIsolation, "require-isolation", false, "refuse to run an agent CLI without a network namespace of its own (instead of warning)")
 	f.BoolVar(&opts.noSandbox, "no-sandbox", false, "run the tool processes without the kernel sandbox (recorded in each session_start)")
 	f.IntVar(&opts.repeat, "repeat", 0, "run each scenario this many times (default: the scenario's repeat, else 1)")
@@ -276,13 +285,20 @@ func runEval(ctx context.Context, sys *IO, opts *evalOptions, args []string) err
 			return liveProvider(sys.Getenv, opts.provider, opts.model, opts.baseURL)
 		}
 		ro.Model = opts.model
-	} else {
-		selected = skipLive(sys, selected)
+	}
+	// A run in which every scenario was skipped tested nothing: it exits
+	// 4, never 0, so that a CI job without the agent CLIs does not go green.
+	before := len(selected)
+	var skipped []string
+	if opts.provider == "" {
+		selected, skipped = skipLive(sys, selected)
 	}
 	ro.RequireIsolation, ro.AgentPath, ro.Warn = opts.requireIsolation, sys.Getenv("PATH"), syncedWarn(sys)
 	ro.NoSandbox = opts.noSandbox
 	if !opts.requireAgents {
-		selected = skipMissingAgents(sys, selected)
+		var why []string
+		selected, why = skipMissingAgents(sys, selected)
+		skipped = append(skipped, why...)
 	}
 	if opts.out != "" {
 		if err := mkdirPrivate(opts.out); err != nil {
@@ -316,6 +332,9 @@ func runEval(ctx context.Context, sys *IO, opts *evalOptions, args []string) err
 		}
 	}
 	err = reportEval(sys, res, opts.format.value, opts.junit, opts.out == "")
+	if err == nil && before > 0 && len(selected) == 0 {
+		return &exitError{code: ExitInconclusive, err: allSkipped(skipped)}
+	}
 	if golden == nil || res.Interrupted {
 		return err
 	}
@@ -328,16 +347,29 @@ func runEval(ctx context.Context, sys *IO, opts *evalOptions, args []string) err
 
 // skipLive leaves out the `model: live` scenarios, which have no script
 // to play without --provider, saying so for each: a skip, not a failure.
-func skipLive(sys *IO, suite []*scenarios.Scenario) []*scenarios.Scenario {
-	var out []*scenarios.Scenario
+// It returns the scenarios left and why each other was skipped.
+func skipLive(sys *IO, suite []*scenarios.Scenario) (out []*scenarios.Scenario, skipped []string) {
 	for _, s := range suite {
 		if s.Live {
 			fmt.Fprintf(sys.Err, "skipped %s (%s): it has model: live and runs only with --provider\n", s.Name, s.File)
+			skipped = append(skipped, s.Name+" needs --provider")
 			continue
 		}
 		out = append(out, s)
 	}
-	return out
+	return out, skipped
+}
+
+// allSkipped is the error of an eval whose every selected scenario was
+// skipped, saying why (the skips' distinct reasons, in order).
+func allSkipped(why []string) error {
+	var reasons []string
+	for _, w := range why {
+		if !slices.Contains(reasons, w) {
+			reasons = append(reasons, w)
+		}
+	}
+	return fmt.Errorf("every selected scenario was skipped (%s): nothing was tested", strings.Join(reasons, "; "))
 }
 
 // updateGolden rewrites the golden scenarios' expectations and says what
@@ -590,17 +622,18 @@ func runEvalMerge(sys *IO, opts *evalMergeOptions, args []string) error {
 
 // skipMissingAgents leaves out the scenarios whose agent CLI is not
 // installed, saying so for each: a skip, not a failure (--require-agents
-// runs them, and they fail).
-func skipMissingAgents(sys *IO, suite []*scenarios.Scenario) []*scenarios.Scenario {
-	var out []*scenarios.Scenario
+// runs them, and they fail). It returns the scenarios left and, for the
+// others, which program is missing.
+func skipMissingAgents(sys *IO, suite []*scenarios.Scenario) (out []*scenarios.Scenario, skipped []string) {
 	for _, s := range suite {
 		if err := scenarios.MissingAgent(s); err != nil {
 			fmt.Fprintf(sys.Err, "skipped %s (%s): %v; --require-agents fails it instead\n", s.Name, s.File, err)
+			skipped = append(skipped, scenarios.AgentProgram(s)+" is not on PATH")
 			continue
 		}
 		out = append(out, s)
 	}
-	return out
+	return out, skipped
 }
 
 // syncedWarn returns a scenarios.Options.Warn that prints each warning on

@@ -35,6 +35,15 @@ var agentScenarios = []struct {
 	{"claude_code_background_subagent.txtar", "claude", nil, map[string]int{"Agent": 1, "Read": 1}},
 	{"codex_refused.txtar", "codex", nil, map[string]int{"exec_command": 1}},
 	{"command_isolated.txtar", "curl", nil, map[string]int{}},
+	// A mock that answers 500 to every attempt: the profile caps the
+	// client's retries, so the run fails after a few attempts (the
+	// scenario bounds the model_errors), not after 30.
+	{"codex_500.txtar", "codex", nil, map[string]int{}},
+	{"claude_code_500.txtar", "claude", nil, map[string]int{}},
+	// opencode's title request starts first; main: longest judges the
+	// session, and the title's conversation is the run's one side
+	// session (its recording holds no call).
+	{"opencode_clean.txtar", "opencode", nil, map[string]int{"read": 1, "bash": 1}},
 }
 
 // TestEvalOfRealAgentCLIs runs `retrace eval` on scenarios that name an
@@ -75,6 +84,10 @@ func TestEvalOfRealAgentCLIs(t *testing.T) {
 			if res.Scenarios[0].Verdict != results.VerdictPass || len(run.Warnings) > 0 {
 				t.Fatalf("verdict %s, warnings %q, failures %+v; want a pass without warnings", res.Scenarios[0].Verdict, run.Warnings, run.Failures)
 			}
+			// The client's version is recorded; the pinned one draws no warning.
+			if pinned := map[string]string{"claude": "2.1.328", "codex": "0.171.0", "opencode": "1.18.33"}[sc.bin]; run.AgentVersion != pinned || strings.Contains(stderr, "is version") {
+				t.Fatalf("agent_version %q, want %q without a warning; stderr:\n%s", run.AgentVersion, pinned, stderr)
+			}
 			if fmt.Sprint(run.Findings) != fmt.Sprint(sc.findings) {
 				t.Fatalf("findings %v, want %v", run.Findings, sc.findings)
 			}
@@ -85,10 +98,16 @@ func TestEvalOfRealAgentCLIs(t *testing.T) {
 			if got := funnelCalls(t, runs); fmt.Sprint(got) != fmt.Sprint(sc.calls) {
 				t.Fatalf("the funnel holds the calls %v, want %v", got, sc.calls)
 			}
-			// Every session is linked to a parent of the run or is the run's.
+			// Every session is linked to a parent of the run, is the run's,
+			// or is one of its side sessions; only opencode has one (its
+			// title request).
 			counts, _ := recordingCounts(t, runs)
-			if counts["sessions"] != 1+counts["linked"] {
-				t.Fatalf("%d sessions, %d linked to their parent's call: want every session but the run's linked", counts["sessions"], counts["linked"])
+			if counts["sessions"] != 1+counts["linked"]+len(run.SideSessions) {
+				t.Fatalf("%d sessions, %d linked to their parent's call, side sessions %q: want every session but the run's and its sides linked",
+					counts["sessions"], counts["linked"], run.SideSessions)
+			}
+			if wantSides := map[bool]int{true: 1}[sc.bin == "opencode"]; len(run.SideSessions) != wantSides {
+				t.Fatalf("side sessions %q, want %d", run.SideSessions, wantSides)
 			}
 		})
 	}
