@@ -31,6 +31,7 @@ type scenarioFromOptions struct {
 	minimize bool
 	maxRuns  int
 	jobs     int
+	runtime  string
 }
 
 func newScenarioFromCmd(sys *IO) *cobra.Command {
@@ -117,11 +118,18 @@ written whole or not at all.`,
 	f.BoolVar(&opts.minimize, "minimize", false, "with --keep: reduce the turns and workspace files to a smallest set that still shows the property (ddmin)")
 	f.IntVar(&opts.maxRuns, "max-runs", scenarios.DefaultMaxRuns, "with --minimize: spend at most `N` scenario runs")
 	f.IntVarP(&opts.jobs, "jobs", "j", 1, "with --minimize: run `N` reductions at once (the result does not depend on it)")
+	f.StringVar(&opts.runtime, "runtime", "", "for an imported or mock serve --record session: `client` (run the same client by its agent profile, the default) or builtin (retrace's runtime)")
 	return cmd
 }
 
 func runScenarioFrom(cmd *cobra.Command, sys *IO, recording string, opts *scenarioFromOptions) error {
 	fo := scenarios.FromOptions{Recording: recording}
+	switch opts.runtime {
+	case "", scenarios.RuntimeClient, scenarios.RuntimeBuiltin:
+		fo.Runtime = opts.runtime
+	default:
+		return usage(fmt.Errorf("--runtime %q: give %s (the session's own client, the default) or %s (retrace's runtime)", opts.runtime, scenarios.RuntimeClient, scenarios.RuntimeBuiltin))
+	}
 	if opts.keep != "" {
 		p, err := scenarios.ParseProperty(opts.keep)
 		if err != nil {
