@@ -723,7 +723,7 @@ func (c *clientGen) archive(files []workspaceFile) []byte {
 	}
 	left = append(left, c.missing...)
 	if len(left) > 0 {
-		b.WriteString("Not reconstructed:\n")
+		b.WriteString("Left out of it:\n")
 		for _, l := range left {
 			fmt.Fprintf(&b, "- %s\n", l)
 		}
@@ -862,6 +862,26 @@ func (c *clientGen) builtin() {
 		kept = append(kept, ev)
 	}
 	g.rec.events = kept
+	// A client's wire may flag no result as an error (Codex's has no
+	// such flag): retrace's runtime flags a failed call's, so each turn
+	// expects is_error as the call's recorded outcome.
+	failed := map[string]bool{}
+	for _, ev := range kept {
+		if p, ok := ev.Payload.(*trajectory.ToolFailure); ok {
+			failed[p.ToolUseID] = true
+		}
+	}
+	for _, ev := range kept {
+		if p, ok := ev.Payload.(*trajectory.ModelRequest); ok {
+			for _, m := range p.NewMessages {
+				for i, b := range m.Content {
+					if b.Type == trajectory.BlockToolResult {
+						m.Content[i].IsError = failed[b.ToolUseID]
+					}
+				}
+			}
+		}
+	}
 	for i := range g.rec.events {
 		if g.rec.events[i].Type() == trajectory.TypeSessionEnd {
 			g.rec.end = &g.rec.events[i]
