@@ -54,9 +54,12 @@ type clientGen struct {
 	// client is the client's name (claude-code, codex, opencode); profile
 	// the agent profile that runs it, "" with --runtime builtin.
 	client, profile string
-	// cwd is the recorded session's working directory, "" when unknown.
-	cwd  string
-	subs []*generator
+	// cwd is the recorded session's working directory, "" when unknown;
+	// cwdRe matches it in a longer string: followed by a slash, by a
+	// character no path name goes on with, or by the end.
+	cwd   string
+	cwdRe *regexp.Regexp
+	subs  []*generator
 	// seen says where each workspace file came from; missing lists what
 	// the workspace could not be given.
 	seen    []string
@@ -99,6 +102,8 @@ func fromClient(ctx context.Context, opts FromOptions, rec *recording) (FromResu
 	c.cwd = workspaceOf(rec)
 	if c.cwd == "" {
 		g.note("the session's working directory is not recorded, so tool inputs keep their absolute paths")
+	} else {
+		c.cwdRe = cwdPattern(c.cwd)
 	}
 	if c.profile != "" {
 		if err := c.subagents(); err != nil {
@@ -113,6 +118,7 @@ func fromClient(ctx context.Context, opts FromOptions, rec *recording) (FromResu
 	if err != nil {
 		return fail(err)
 	}
+	g.leftOut = append(g.leftOut, c.missing...)
 	if c.profile == "" {
 		c.builtin()
 	}
@@ -158,7 +164,6 @@ func fromClient(ctx context.Context, opts FromOptions, rec *recording) (FromResu
 	if minimized != nil {
 		res.Calls = minimized.CallsAfter
 	}
-	res.LeftOut = append(res.LeftOut, c.missing...)
 	return res, nil
 }
 
@@ -208,6 +213,8 @@ func clientGenerator(rec *recording, keep *Property) (*generator, error) {
 		case *trajectory.ModelRequest:
 			if g.prompt == "" {
 				g.prompt = taskOf(p)
+			} else if laterPrompt(p) {
+				g.note("the person's prompt of line %d is not sent: the client gets one prompt, and the turns after it are played only if the client asks for them", ev.line)
 			}
 		case *trajectory.ModelResponse:
 			g.turns = append(g.turns, ev)
@@ -244,6 +251,23 @@ func taskOf(req *trajectory.ModelRequest) string {
 		}
 	}
 	return cmp.Or(task, last)
+}
+
+// laterPrompt reports whether a request after the first carries a
+// person's prompt: a text of a user message that is not a block the
+// client adds itself (a reminder, a task notification).
+func laterPrompt(req *trajectory.ModelRequest) bool {
+	for _, m := range req.NewMessages {
+		if m.Role != trajectory.RoleUser {
+			continue
+		}
+		for _, b := range m.Content {
+			if t := strings.TrimSpace(b.Text); b.Type == trajectory.BlockText && t != "" && !strings.HasPrefix(t, "<") {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // cwdRes find the working directory where a client states it in its
@@ -328,6 +352,12 @@ func childOf(name, session string) bool {
 	return ok && start.ParentSession == session
 }
 
+// cwdPattern matches cwd in a longer string: followed by a slash, by a
+// character no path name goes on with, or by the end.
+func cwdPattern(cwd string) *regexp.Regexp {
+	return regexp.MustCompile(regexp.QuoteMeta(cwd) + `(?:/|[^A-Za-z0-9._/-]|$)`)
+}
+
 // relativePaths makes the paths under the recorded working directory in
 // the tool inputs of g's script relative, so the calls find the files in
 // the scenario's workspace, wherever eval puts it.
@@ -365,7 +395,14 @@ func (c *clientGen) relative(v any) any {
 		case strings.HasPrefix(x, c.cwd+"/") && !strings.ContainsAny(x, " \t\n"):
 			return strings.TrimPrefix(x, c.cwd+"/")
 		}
-		return strings.ReplaceAll(x, c.cwd+"/", "./")
+		// In a longer string (a command line) the directory is "." and a
+		// path under it "./..."; a longer name it prefixes is left alone.
+		return c.cwdRe.ReplaceAllStringFunc(x, func(m string) string {
+			if strings.HasSuffix(m, "/") {
+				return "./"
+			}
+			return "." + m[len(c.cwd):]
+		})
 	case map[string]any:
 		for k, e := range x {
 			x[k] = c.relative(e)
@@ -721,7 +758,6 @@ func (c *clientGen) archive(files []workspaceFile) []byte {
 	for _, sg := range append([]*generator{g}, c.subs...) {
 		left = append(left, sg.leftOut...)
 	}
-	left = append(left, c.missing...)
 	if len(left) > 0 {
 		b.WriteString("Left out of it:\n")
 		for _, l := range left {
@@ -930,7 +966,6 @@ func (c *clientGen) builtin() {
 // what the session was and where its workspace came from.
 func (c *clientGen) builtinArchive(files []workspaceFile) []byte {
 	g := c.g
-	g.leftOut = append(g.leftOut, c.missing...)
 	body := string(g.archive(files))
 	head, rest, _ := strings.Cut(body, "\n")
 	var b strings.Builder
