@@ -585,6 +585,10 @@ func readOf(call *trajectory.ToolCall, text string) (name string, data []byte, p
 		if in["offset"] != nil || in["limit"] != nil {
 			return name, nil, "only in part (offset or limit), so its whole content is unknown"
 		}
+		if strings.HasPrefix(text, "<path>") {
+			data, partial := opencodeRead(text)
+			return name, data, partial
+		}
 		text = reminderRe.ReplaceAllString(text, "")
 		if strings.Contains(text, "the file exists but the contents are empty") || strings.TrimSpace(text) == "" {
 			return name, []byte{}, ""
@@ -618,6 +622,35 @@ func readOf(call *trajectory.ToolCall, text string) (name string, data []byte, p
 		return m[1], []byte(text), ""
 	}
 	return "", nil, ""
+}
+
+// opencodeLineRe is a line of opencode's read: its number, a colon and
+// a space, the text.
+var opencodeLineRe = regexp.MustCompile(`^[0-9]+: (.*)$`)
+
+// opencodeRead reads opencode's read result (<path>, <type>, then the
+// numbered lines in <content> and "(End of file - total N lines)"): the
+// file's content, or why it is not the whole file. opencode does not
+// show whether the last line ends in a newline; a text file's does.
+func opencodeRead(text string) ([]byte, string) {
+	_, body, ok := strings.Cut(text, "<content>\n")
+	body, _, closed := strings.Cut(body, "\n</content>")
+	if !ok || !closed {
+		return nil, "in a form not known (no <content>)"
+	}
+	body, end, whole := strings.Cut(body, "\n\n(End of file")
+	if !whole || !strings.Contains(end, "total") {
+		return nil, "only in part (opencode showed no end of file), so its whole content is unknown"
+	}
+	var b strings.Builder
+	for l := range strings.SplitSeq(body, "\n") {
+		m := opencodeLineRe.FindStringSubmatch(l)
+		if m == nil {
+			return nil, "in a form not known (not numbered lines)"
+		}
+		b.WriteString(m[1] + "\n")
+	}
+	return []byte(b.String()), ""
 }
 
 // writtenPath is the file a call writes, by its input; "" for a call

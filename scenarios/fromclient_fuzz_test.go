@@ -23,6 +23,7 @@ func FuzzReadOf(f *testing.F) {
 	f.Add("exec_command", `{"cmd":"cat -- a.txt"}`, "x\n")
 	f.Add("shell", `{"command":["bash","-lc","cat a.txt"]}`, "x\n")
 	f.Add("Bash", `{"command":"cat a.txt | wc"}`, "1")
+	f.Add("read", `{"filePath":"/w/a.txt"}`, "<path>/w/a.txt</path>\n<type>file</type>\n<content>\n1: hello\n2: two\n\n(End of file - total 2 lines)\n</content>")
 	f.Fuzz(func(t *testing.T, tool, input, text string) {
 		call := &trajectory.ToolCall{ToolRef: trajectory.ToolRef{Tool: tool}, Input: json.RawMessage(input)}
 		name, data, partial := readOf(call, text)
