@@ -151,3 +151,38 @@ func TestFromClientRefuses(t *testing.T) {
 		})
 	}
 }
+
+// TestFromClientKeepsSecretsRedacted: a key the session read is redacted
+// in the recording (the importer writes through the recorder), and the
+// workspace file made of that read keeps it redacted.
+func TestFromClientKeepsSecretsRedacted(t *testing.T) {
+	const secret = "sk-ant-api03-AbCdEfGhIjKlMnOpQrStUvWxYz012345"
+	src := filepath.Join("..", "importer", "testdata", "codex", "2026", "12", "01", "rollout-2026-12-01T23-38-03-01a233f8-f69d-7ce1-a6f9-54e8733429d1.jsonl")
+	data, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(data), "line two") {
+		t.Fatal("the fixture no longer reads notes.txt's second line; pick another line to plant the key in")
+	}
+	dir := t.TempDir()
+	transcript := filepath.Join(dir, "rollout-secret.jsonl")
+	if err := os.WriteFile(transcript, []byte(strings.ReplaceAll(string(data), "line two", "key "+secret)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := importer.Import(context.Background(), importer.Options{Format: importer.Codex, Paths: []string{transcript}, RunsDir: filepath.Join(dir, "runs")})
+	if err != nil || len(rep.Sessions) != 1 {
+		t.Fatalf("import: %v, %+v", err, rep)
+	}
+	res, err := scenarios.From(context.Background(), scenarios.FromOptions{Recording: rep.Sessions[0].Path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := string(res.Archive)
+	if strings.Contains(got, secret) || strings.Contains(got, "AbCdEfGhIjKl") {
+		t.Fatalf("the scenario holds the key:\n%s", got)
+	}
+	if !strings.Contains(got, "-- workspace/notes.txt --\nhello from notes\nkey [REDACTED:anthropic]\n") {
+		t.Fatalf("the workspace file does not hold the read content, redacted:\n%s", got)
+	}
+}
