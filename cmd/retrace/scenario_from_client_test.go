@@ -38,6 +38,19 @@ func TestScenarioFromClientSessions(t *testing.T) {
 		}
 		main := mainSession(t, runs)
 		archive := fromAndEval(t, main, map[string]int{"Read": 2, "Bash": 2, "Agent": 1})
+		// Without the file the session read, Claude Code's Read fails: the
+		// mock refuses turn 2, whose request no longer carries the
+		// recorded result, and the scenario fails. (The mock's own words
+		// do not reach eval's output for an agent run yet: the client
+		// only exits with 1.)
+		broken := filepath.Join(t.TempDir(), "broken.txtar")
+		if err := os.WriteFile(broken, []byte(strings.Replace(archive, "-- workspace/notes.txt --\nhello from notes\nline two\n", "", 1)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		code, stdout, stderr := runCLI(t, nil, "eval", broken, "--require-agents", "--require-isolation")
+		if code != ExitGate || !strings.Contains(stdout, "Read failed with tool_error ENOENT") || !strings.Contains(stdout, "exactly 6 turns") {
+			t.Errorf("eval without the file read: exit %d, want %d with the Read that failed and the turns missing:\n%s%s", code, ExitGate, stdout, stderr)
+		}
 		for _, want := range []string{
 			"agent: {profile: claude-code, args: [\"--allowedTools\", \"Read\"]}",
 			// The subagent plays its own conversation, matched by its task.
