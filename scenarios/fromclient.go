@@ -327,7 +327,7 @@ func (c *clientGen) subagents() error {
 		if err != nil {
 			return fmt.Errorf("its subagent's session %s: %w", name, err)
 		}
-		sg, err := clientGenerator(rec, nil)
+		sg, err := clientGenerator(rec, c.opts.Keep)
 		if err != nil {
 			return fmt.Errorf("its subagent's session %s: %w", name, err)
 		}

@@ -186,3 +186,26 @@ func TestFromClientKeepsSecretsRedacted(t *testing.T) {
 		t.Fatalf("the workspace file does not hold the read content, redacted:\n%s", got)
 	}
 }
+
+// TestFromImportedKeep keeps one property of a client session: the
+// expectations are that property alone, the turns do not check the
+// requests, and a property the session does not show is refused.
+func TestFromImportedKeep(t *testing.T) {
+	rec := importTestdata(t, importer.ClaudeCode, "claudecode")
+	p, err := scenarios.ParseProperty("failure:permission_denied,tool=Bash")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := scenarios.From(context.Background(), scenarios.FromOptions{Recording: rec, Keep: &p})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := string(res.Archive)
+	if !strings.Contains(got, "  events:\n    - {failure: permission_denied, tool: \"Bash\", min: 1}\n") || strings.Contains(got, "tool_results") || strings.Contains(got, "outcome:") {
+		t.Fatalf("want the kept failure alone, and no request checks:\n%s", got)
+	}
+	q, _ := scenarios.ParseProperty("defense:denial_fuse")
+	if _, err := scenarios.From(context.Background(), scenarios.FromOptions{Recording: rec, Keep: &q}); !errors.Is(err, scenarios.ErrFrom) || !strings.Contains(err.Error(), "does not show it") {
+		t.Fatalf("a property the session does not show: got %v", err)
+	}
+}
