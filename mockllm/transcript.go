@@ -108,6 +108,9 @@ type tsession struct {
 	// classify reads the outcome of the client's tool results; chosen by
 	// the first request's User-Agent (tooloutcome.ForUserAgent).
 	classify tooloutcome.Classifier
+	// client names the agent CLI of that User-Agent
+	// (tooloutcome.ClientOfUserAgent), "" for another.
+	client string
 }
 
 // flight is one recorded model_request: its turn and its attempts.
@@ -363,6 +366,7 @@ func (t *Transcript) request(s *tsession, l Logged) *flight {
 	req := l.Request
 	if !s.started {
 		s.classify = tooloutcome.ForUserAgent(l.Header.Get("User-Agent"), l.Endpoint == EndpointMessages)
+		s.client = tooloutcome.ClientOfUserAgent(l.Header.Get("User-Agent"))
 		t.start(s, req)
 	}
 	ev := s.memo.EventOfSize(*req, s.prev, &s.conv, l.BodyBytes, l.Stream)
@@ -412,6 +416,10 @@ func (t *Transcript) start(s *tsession, req *llm.Request) {
 			Source: trajectory.ToolBuiltin, Display: trajectory.DisplayFull})
 	}
 	tags := map[string]string{"source": "mock_serve"}
+	if s.client != "" {
+		// Which client it was: retrace scenario from runs it again.
+		tags["client"] = s.client
+	}
 	if s.conversation != "" {
 		tags["conversation"] = s.conversation
 	}

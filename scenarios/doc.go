@@ -286,8 +286,25 @@
 // defense:NAME, outcome). With MinimizeOptions it reduces the turns, the
 // calls within them and the workspace files by ddmin, re-running the
 // scenario in-process, deterministically. A recording that is torn, not
-// a trajectory, without a snapshot, imported or recorded by mock serve
-// is refused with ErrFrom.
+// a trajectory or without a snapshot is refused with ErrFrom.
+//
+// A session of another client (imported by package importer, or
+// recorded by mock serve --record; session_start.tags.client names the
+// client) becomes a scenario of the same client by its agent profile
+// (fromclient.go): the recorded responses as its script, each subagent
+// session beside the recording (parent_session) as a conversation
+// matched by its task, tool-input paths under the recorded working
+// directory made relative, Claude Code's --allowedTools for the calls a
+// rule or a person allowed, and, for want of a snapshot, a workspace of
+// the files the session read (a whole Read, a cat of one file) as it saw
+// them, the archive's comment naming where each came from (the
+// recording's line and the transcript's file:line) and listing what could
+// not be reconstructed. FromOptions.Runtime RuntimeBuiltin plays it
+// through retrace's runtime instead, with the client's tools mapped onto
+// retrace's; only then can it be minimized. A torn session, a client
+// with no profile or none named (without RuntimeBuiltin), a subagent's
+// own session and one without a snapshot that read no file are refused
+// with ErrFrom, saying what is missing.
 //
 // Parse is strict: an unknown key, a value of the wrong kind, an unknown
 // event type, failure kind, permission source, defense or detector id is

@@ -46,6 +46,11 @@ type FromOptions struct {
 	// smallest set that still shows the kept property, re-running the
 	// scenario each time.
 	Minimize *MinimizeOptions
+	// Runtime says what plays the turns of another client's session
+	// (imported, or recorded by mock serve --record): RuntimeClient (the
+	// default) runs that client by its agent profile, RuntimeBuiltin
+	// retrace's runtime (see fromclient.go).
+	Runtime string
 }
 
 // PropertyKind names what a kept property is about.
@@ -161,6 +166,9 @@ func From(ctx context.Context, opts FromOptions) (FromResult, error) {
 	rec, err := readFrom(opts.Recording)
 	if err != nil {
 		return FromResult{}, err
+	}
+	if clientSession(rec) || opts.Runtime != "" {
+		return fromClient(ctx, opts, rec)
 	}
 	g := &generator{rec: rec, keep: opts.Keep}
 	if err := g.inspect(); err != nil {
@@ -289,12 +297,6 @@ func (g *generator) inspect() error {
 	first, ok := g.rec.events[0].Payload.(*trajectory.SessionStart)
 	if !ok {
 		return fmt.Errorf("%w: line %d is a %s, not the session_start a recording begins with", ErrFrom, g.rec.events[0].line, g.rec.events[0].Type())
-	}
-	switch first.Tags["source"] {
-	case "mock_serve":
-		return fmt.Errorf("%w: it was recorded by retrace mock serve --record (another agent's conversation); such recordings are not supported yet: record the session with retrace run, or keep it with retrace eval --out", ErrFrom)
-	case "import":
-		return fmt.Errorf("%w: it is a session imported from %s; imported sessions are not supported yet: record the session with retrace run, or keep it with retrace eval --out", ErrFrom, cmp.Or(first.Tags["client"], "another client"))
 	}
 	if first.Continues != "" {
 		return fmt.Errorf("%w: it continues session %s (retrace run --continue); a continued session is not supported yet: make the scenario of the session it continues", ErrFrom, first.Continues)
@@ -677,7 +679,7 @@ func (g *generator) script(b *strings.Builder) {
 	b.WriteString("model:\n  turns:\n")
 	for i, ev := range g.turns {
 		r := ev.Payload.(*trajectory.ModelResponse)
-		fmt.Fprintf(b, "    # line %d: turn %d's model_response\n", ev.line, i+1)
+		fmt.Fprintf(b, "    # line %d%s: turn %d's model_response\n", ev.line, originOf(g, ev), i+1)
 		lead := "    - "
 		if g.keep == nil {
 			var exp []string

@@ -152,8 +152,8 @@ func TestFromRefusesWhatCannotBeAScenario(t *testing.T) {
 		{"torn line", write("tornline.jsonl", strings.Join(lines[:4], "")+lines[4][:20]), "is torn"},
 		{"not a trajectory", write("other.jsonl", "{\"hello\": 1}\n"), "not a retrace trajectory"},
 		{"no snapshot", write("nosnap.jsonl", nosnap.String()), "no workspace snapshot"},
-		{"imported", write("imported.jsonl", strings.Replace(string(data), `"tags":{`, `"tags":{"source":"import","client":"claude-code",`, 1)), "imported sessions are not supported yet"},
-		{"mock serve", write("mock.jsonl", strings.Replace(string(data), `"tags":{`, `"tags":{"source":"mock_serve",`, 1)), "mock serve --record"},
+		{"imported", write("imported.jsonl", strings.Replace(string(data), `"tags":{`, `"tags":{"source":"import","client":"aider",`, 1)), "a client retrace has no agent profile for"},
+		{"mock serve", write("mock.jsonl", strings.Replace(string(data), `"tags":{`, `"tags":{"source":"mock_serve",`, 1)), "from an unknown client"},
 		{"missing", filepath.Join(dir, "none.jsonl"), "no such file"},
 	}
 	for _, tc := range cases {

@@ -98,6 +98,21 @@ func ForUserAgent(ua string, messagesAPI bool) Classifier {
 	return OpenAI
 }
 
+// ClientOfUserAgent names the agent CLI a request's User-Agent header
+// is of, as retrace import names it (claude-code, codex, opencode), so a
+// wire recording says which client it holds; "" for any other.
+func ClientOfUserAgent(ua string) string {
+	switch {
+	case strings.HasPrefix(ua, "claude-cli/"), strings.HasPrefix(ua, "claude-code/"):
+		return "claude-code"
+	case strings.HasPrefix(ua, "codex_"), strings.HasPrefix(ua, "codex-"), strings.HasPrefix(ua, "codex/"):
+		return "codex"
+	case strings.HasPrefix(ua, "opencode/"):
+		return "opencode"
+	}
+	return ""
+}
+
 // exitCode is the error code of a non-zero exit status.
 func exitCode(n int) string { return "exit:" + strconv.Itoa(n) }
 

@@ -31,6 +31,7 @@ type scenarioFromOptions struct {
 	minimize bool
 	maxRuns  int
 	jobs     int
+	runtime  string
 }
 
 func newScenarioFromCmd(sys *IO) *cobra.Command {
@@ -98,14 +99,46 @@ What a scenario cannot hold plays differently: the snapshot leaves out
 took its time (a scenario that needs the delay, such as an MCP server's
 reconnect, gets it back with fault: {stall: ...} on that turn).
 
-Works on native recordings (retrace run, retrace eval --out). Sessions
-imported from Claude Code or Codex, recordings of retrace mock serve
---record and continued sessions are not supported yet and are refused.
+Works on native recordings (retrace run, retrace eval --out), and on the
+sessions of another client: imported with retrace import (Claude Code,
+Codex, opencode) or recorded on the wire by retrace mock serve --record
+(session_start.tags.client names the client; a wire recording of an older
+retrace is told by its tools). Their scenario runs the same client by its
+agent profile (agent: claude-code, agent: codex) against the mock serving
+the recorded responses, with the mock's per-turn matching as above:
+  - Claude Code gets --allowedTools for each call an allow rule or a person
+    let it make (a Bash call as Bash(its command)), and its recorded
+    --permission-mode; the calls it allowed itself or denied need none;
+  - each subagent session next to the recording (its session_start's
+    parent_session) becomes a conversation of the script, matched by its
+    task (first_user_contains);
+  - paths under the session's working directory are made relative in the
+    tool inputs (the directory itself is "."), so the calls find the
+    scenario's workspace;
+  - such a session has no snapshot, so the workspace is the files it read
+    with the content it saw: a whole Read (its numbered lines, the
+    client's reminders taken out) or a cat of one file, the first read
+    before anything wrote the file; the archive's comment names the
+    recording's line (and the transcript's file:line) of each, and lists
+    what could not be reconstructed: files read in part, only after a
+    write, outside the working directory, too large or binary, and every
+    file the session never read;
+  - comments name the transcript's own file:line beside the recording's.
+--runtime builtin plays the turns through retrace's runtime instead: the
+client's tools are mapped onto retrace's (Read, Bash, Write, Edit, Glob,
+Grep to read, bash, write, edit, glob, grep; Codex's exec_command to
+bash; opencode's camelCase keys), its config allows each call that ran,
+each turn expects is_error as the call's recorded outcome, and the
+client's own permission decisions are not expected; a tool with no
+counterpart is played as it is and answered as unknown. --minimize
+re-runs the scenario hundreds of times, so it needs --runtime builtin for
+such a session. Continued sessions are not supported yet and are refused.
 
 Exit codes: 0 written; 2 the recording cannot become a scenario (torn, not a
-retrace trajectory, no workspace snapshot, not supported, a property it
-does not show), with what is missing; 1 retrace's own failure. -o is
-written whole or not at all.`,
+retrace trajectory, no workspace snapshot and no file read, a client with no
+agent profile or none named, a subagent's session, a property it does not
+show), with what is missing; 1 retrace's own failure. -o is written whole
+or not at all.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runScenarioFrom(cmd, sys, args[0], opts)
@@ -117,11 +150,18 @@ written whole or not at all.`,
 	f.BoolVar(&opts.minimize, "minimize", false, "with --keep: reduce the turns and workspace files to a smallest set that still shows the property (ddmin)")
 	f.IntVar(&opts.maxRuns, "max-runs", scenarios.DefaultMaxRuns, "with --minimize: spend at most `N` scenario runs")
 	f.IntVarP(&opts.jobs, "jobs", "j", 1, "with --minimize: run `N` reductions at once (the result does not depend on it)")
+	f.StringVar(&opts.runtime, "runtime", "", "for an imported or mock serve --record session: `client` (run the same client by its agent profile, the default) or builtin (retrace's runtime)")
 	return cmd
 }
 
 func runScenarioFrom(cmd *cobra.Command, sys *IO, recording string, opts *scenarioFromOptions) error {
 	fo := scenarios.FromOptions{Recording: recording}
+	switch opts.runtime {
+	case "", scenarios.RuntimeClient, scenarios.RuntimeBuiltin:
+		fo.Runtime = opts.runtime
+	default:
+		return usage(fmt.Errorf("--runtime %q: give %s (the session's own client, the default) or %s (retrace's runtime)", opts.runtime, scenarios.RuntimeClient, scenarios.RuntimeBuiltin))
+	}
 	if opts.keep != "" {
 		p, err := scenarios.ParseProperty(opts.keep)
 		if err != nil {

@@ -46,6 +46,10 @@ func TestScripts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	imports, err := filepath.Abs(filepath.Join("..", "..", "importer", "testdata"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	testscript.Run(t, testscript.Params{
 		Dir: "testdata/script",
 		Setup: func(env *testscript.Env) error {
@@ -53,6 +57,8 @@ func TestScripts(t *testing.T) {
 			// FIXTURES are the detectors' trajectories (must-fire and
 			// clean), for scripts to copy rather than repeat.
 			env.Setenv("FIXTURES", fixtures)
+			// IMPORTS are the importer's transcripts of real clients.
+			env.Setenv("IMPORTS", imports)
 			// The user's configuration directory, where the recording
 			// key lives, is the script's own.
 			env.Setenv("XDG_CONFIG_HOME", filepath.Join(env.WorkDir, ".config"))
