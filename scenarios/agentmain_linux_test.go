@@ -6,6 +6,8 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/retrace-dev/retrace/results"
 )
 
 // titledAgent is a scenario whose agent asks for a title first, as
@@ -57,7 +59,7 @@ func TestAgentMainPicksTheSession(t *testing.T) {
 				t.Fatal(err)
 			}
 			run := res.Scenarios[0].Runs[0]
-			if got := res.Scenarios[0].Verdict == VerdictPass; got != c.pass {
+			if got := res.Scenarios[0].Verdict == results.VerdictPass; got != c.pass {
 				t.Fatalf("main: %s: verdict %s (error %q, failures %+v), want a pass: %t", c.main, res.Scenarios[0].Verdict, run.Error, run.Failures, c.pass)
 			}
 			if run.Error != "" || len(run.SideSessions) != 1 || run.SideSessions[0] == run.Trajectory || len(run.Warnings) > 0 {

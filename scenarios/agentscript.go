@@ -11,6 +11,7 @@ import (
 
 	"github.com/retrace-dev/retrace/agent/llm"
 	"github.com/retrace-dev/retrace/mockllm"
+	"github.com/retrace-dev/retrace/results"
 	"github.com/retrace-dev/retrace/trajectory"
 )
 
@@ -42,13 +43,13 @@ func (w *watchedScript) Next(ctx context.Context, req *llm.Request) (mockllm.Rep
 
 // failure returns the run's failure for the first request the script
 // refused, placed at the scenario's model:, or nil when it refused none.
-func (w *watchedScript) failure(s *Scenario) *Failure {
+func (w *watchedScript) failure(s *Scenario) *results.Failure {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.refused == "" {
 		return nil
 	}
-	return &Failure{Expect: Place{File: s.File, Line: scriptLine(s), Path: "model"}.String() + ": the script answers every model request of the agent",
+	return &results.Failure{Expect: Place{File: s.File, Line: scriptLine(s), Path: "model"}.String() + ": the script answers every model request of the agent",
 		Got: w.refused}
 }
 

@@ -6,6 +6,8 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/retrace-dev/retrace/results"
 )
 
 // twoCallAgent is a scenario whose agent makes two model calls with
@@ -55,7 +57,7 @@ func TestARefusedRequestIsTheRunsFirstFailure(t *testing.T) {
 			}
 			run := res.Scenarios[0].Runs[0]
 			if c.want == "" {
-				if res.Scenarios[0].Verdict != VerdictPass {
+				if res.Scenarios[0].Verdict != results.VerdictPass {
 					t.Fatalf("verdict %s, error %q, failures %+v; want a pass", res.Scenarios[0].Verdict, run.Error, run.Failures)
 				}
 				return

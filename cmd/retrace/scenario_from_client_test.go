@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/retrace-dev/retrace/scenarios"
+	"github.com/retrace-dev/retrace/results"
 	"github.com/retrace-dev/retrace/trajectory"
 )
 
@@ -121,11 +121,11 @@ func fromAndEval(t *testing.T, recording string, calls map[string]int) string {
 	if code != ExitOK {
 		t.Fatalf("retrace eval of the scenario: exit %d\n%s\n%s\n%s", code, stdout, stderr, data)
 	}
-	var res scenarios.Results
+	var res results.Results
 	if err := json.Unmarshal([]byte(stdout), &res); err != nil {
 		t.Fatalf("eval --format json: %v\n%s", err, stdout)
 	}
-	if len(res.Scenarios) != 1 || res.Scenarios[0].Verdict != scenarios.VerdictPass {
+	if len(res.Scenarios) != 1 || res.Scenarios[0].Verdict != results.VerdictPass {
 		t.Fatalf("want one passing scenario, got %+v", res.Scenarios)
 	}
 	if len(res.Scenarios[0].Runs) != 1 || len(res.Scenarios[0].Runs[0].Warnings) > 0 {
