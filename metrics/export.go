@@ -39,8 +39,31 @@ type ExportReport struct {
 // (LakeVersion).
 func (db *DB) ExportParquet(ctx context.Context, dir string, overwrite bool) (ExportReport, error) {
 	return db.copyParquet(ctx, dir, overwrite, func(t trajectory.EventType) string {
-		return "SELECT *, CAST(ts AS DATE) AS date FROM raw_events WHERE type = " + quoteString(string(t))
+		return "SELECT " + wideColumns(t, "") + ", CAST(ts AS DATE) AS date FROM " + typeTable(t)
 	}, "date")
+}
+
+// wideColumns returns the select list of every column of the events view,
+// in its order, over the table of type t (its columns named with prefix):
+// t's own columns, and a typed NULL for each column t does not carry. An
+// export reads each type's table so, not raw_events filtered by type,
+// whose union of every table cost it more CPU (at 100k events, 4.2 CPU-s
+// against 3.6), and more still under the export's memory cap.
+func wideColumns(t trajectory.EventType, prefix string) string {
+	own := map[string]bool{}
+	for _, c := range tableColumns(t) {
+		own[c.Name] = true
+	}
+	all := append(Columns(), where()...)
+	sel := make([]string, len(all))
+	for i, c := range all {
+		if own[c.Name] {
+			sel[i] = prefix + quoteIdent(c.Name)
+		} else {
+			sel[i] = "CAST(NULL AS " + c.Type + ") AS " + quoteIdent(c.Name)
+		}
+	}
+	return strings.Join(sel, ", ")
 }
 
 // exportRowGroupSize is the rows of a Parquet row group an export writes at
