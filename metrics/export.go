@@ -97,8 +97,8 @@ const exportMemory = "512MB"
 // insertion order need not be kept (the ORDER BY is). Over 1M events
 // (BenchmarkExportParquet) the process peaked at 643 MB, the load
 // included, where one COPY of every event sorted at once peaked at 4.0
-// GB; the price is CPU, 26.9 CPU-s against 15.5, mostly a fixed cost per
-// file written (17 types × the days).
+// GB; the price is CPU, 26.9 CPU-s against 15.5 (measured while export
+// still read raw_events filtered by type; see wideColumns).
 func (db *DB) copyParquet(ctx context.Context, dir string, overwrite bool, query func(trajectory.EventType) string, partitionBy string) (ExportReport, error) {
 	var rep ExportReport
 	if entries, err := os.ReadDir(dir); err == nil && len(entries) > 0 && !overwrite {
