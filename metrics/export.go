@@ -98,7 +98,9 @@ const exportMemory = "512MB"
 // (BenchmarkExportParquet) the process peaked at 643 MB, the load
 // included, where one COPY of every event sorted at once peaked at 4.0
 // GB; the price is CPU, 26.9 CPU-s against 15.5 (measured while export
-// still read raw_events filtered by type; see wideColumns).
+// still read raw_events filtered by type; see wideColumns). Over 100k
+// events, reading each type's table: 2.9 CPU-s against 2.0, 197 MB
+// against 520 MB.
 func (db *DB) copyParquet(ctx context.Context, dir string, overwrite bool, query func(trajectory.EventType) string, partitionBy string) (ExportReport, error) {
 	var rep ExportReport
 	if entries, err := os.ReadDir(dir); err == nil && len(entries) > 0 && !overwrite {
