@@ -31,8 +31,8 @@ func (db *DB) ExportParquetByLabel(ctx context.Context, dir string, overwrite bo
 	}
 	path := quoteString(`$."` + key + `"`)
 	return db.copyParquet(ctx, dir, overwrite, func(t trajectory.EventType) string {
-		return "SELECT e.*, s." + LabelColumn + ", CAST(e.ts AS DATE) AS date FROM raw_events e" +
+		return "SELECT " + wideColumns(t, "e.") + ", s." + LabelColumn + ", CAST(e.ts AS DATE) AS date FROM " + typeTable(t) + " e" +
 			" LEFT JOIN (SELECT session, json_extract_string(tags, " + path + ") AS " + LabelColumn +
-			" FROM raw_session_start) s USING (session) WHERE e.type = " + quoteString(string(t))
+			" FROM raw_session_start) s ON s.session = e.session"
 	}, LabelColumn+", date")
 }
