@@ -556,10 +556,22 @@ func (db *DB) merge(files []string, parts []part, results []partResult, dups *du
 		file string
 	}
 	here, before := map[string]int64{}, map[string]seen{}
-	if dups != nil {
-		// The sessions an earlier load of a kept database holds from files
-		// not read again come before every file of this load.
-		for session, p := range dups.prior {
+	if dups != nil && dups.priorOf != nil {
+		// The sessions a store holds from files not read again (or read
+		// from where it stopped) come before every file of this load:
+		// asked for the sessions the parts hold only, as a store holds
+		// many more.
+		var sessions []string
+		for _, res := range results {
+			for _, r := range res.seqs.ranges {
+				sessions = append(sessions, r.session)
+			}
+		}
+		prior, err := dups.priorOf(sessions)
+		if err != nil {
+			return nil, nil, nil, nil, err
+		}
+		for session, p := range prior {
 			before[session] = seen{max: p.max, file: p.file}
 		}
 	}

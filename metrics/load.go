@@ -58,9 +58,10 @@ type dupState struct {
 	list   []Duplicate
 	// strict are the duplicates as errors, with Options.StrictDupes.
 	strict []error
-	// prior are the sessions a kept database already holds from files the
-	// load does not read again: they come first.
-	prior map[string]priorSession
+	// priorOf returns, of the sessions named, those a store already
+	// holds from files the load does not read again (or reads from where
+	// it stopped): they come first. Nil in memory.
+	priorOf func(sessions []string) (map[string]priorSession, error)
 }
 
 // priorSession is a session a kept database holds: the highest seq and
@@ -299,12 +300,21 @@ func (db *DB) load(ctx context.Context, obs Observer, paths []string) (LoadRepor
 		return rep, fmt.Errorf("load: %w", err)
 	}
 	defer tx.Rollback()
-	var whole, resumed []string
+	// whole are the files read whole, held those of them the store held
+	// rows of (a new file has none to delete), resumed those read from
+	// where the store stopped.
+	var whole, held, resumed []string
 	for _, f := range files {
-		if _, ok := plan.resume[trajectory.Name(f)]; ok {
-			resumed = append(resumed, trajectory.Name(f))
-		} else {
-			whole = append(whole, trajectory.Name(f))
+		name := trajectory.Name(f)
+		_, was := plan.held[name]
+		switch _, ok := plan.resume[name]; {
+		case ok:
+			resumed = append(resumed, name)
+		case was || plan.held == nil:
+			held = append(held, name)
+			fallthrough
+		default:
+			whole = append(whole, name)
 		}
 	}
 	scan := len(src.parquet) > 0 || db.fromParquet
@@ -312,7 +322,7 @@ func (db *DB) load(ctx context.Context, obs Observer, paths []string) (LoadRepor
 	// now and of the rows read (see refresh).
 	var scope []string
 	if store && !scan {
-		if scope, err = sessionsOf(ctx, tx, append(append(slices.Clone(plan.gone), whole...), resumed...)); err != nil {
+		if scope, err = sessionsOf(ctx, tx, append(append(slices.Clone(plan.gone), held...), resumed...)); err != nil {
 			return rep, err
 		}
 	}
@@ -328,15 +338,17 @@ func (db *DB) load(ctx context.Context, obs Observer, paths []string) (LoadRepor
 		return rep, fmt.Errorf("load: %w", err)
 	}
 	if loaded {
-		if err := deleteFiles(ctx, tx, whole); err != nil {
+		if err := deleteFiles(ctx, tx, held); err != nil {
 			return rep, err
 		}
 		if err := deleteTails(ctx, tx, plan.resume); err != nil {
 			return rep, err
 		}
 	}
-	if dups.prior, err = priorSessions(ctx, tx, append(names(plan.unchanged), resumed...)); err != nil {
-		return rep, err
+	if store {
+		dups.priorOf = func(sessions []string) (map[string]priorSession, error) {
+			return priorSessions(ctx, tx, sessions, whole, plan.resume)
+		}
 	}
 	tmp, err := os.MkdirTemp(db.opts.TempDir, "retrace-metrics-")
 	if err != nil {

@@ -265,15 +265,26 @@ func mark(file string, s fileStamp, lines int64) (fileMark, error) {
 	return m, err
 }
 
-// priorSessions returns the sessions the files named hold (unchanged, or
-// grown and read from their stop on), with their highest seq, for the
-// duplicate and seq checks of the lines read now.
-func priorSessions(ctx context.Context, tx *sql.Tx, held []string) (map[string]priorSession, error) {
+// priorSessions returns, of the sessions named, those a store holds rows
+// of from files other than those being read whole now (whose rows this
+// load inserts), with their highest seq and file, for the duplicate and
+// seq checks of the lines read now.
+//
+// The lines a grown file adds (past the lines the store kept of it, in
+// resume) are this load's too.
+func priorSessions(ctx context.Context, tx *sql.Tx, sessions, reading []string, resume map[string]fileMark) (map[string]priorSession, error) {
 	prior := map[string]priorSession{}
-	if len(held) == 0 {
+	if len(sessions) == 0 {
 		return prior, nil
 	}
-	rows, err := tx.QueryContext(ctx, "SELECT session, max(seq), min(file) FROM raw_events WHERE file IN "+sqlList(held)+" GROUP BY session")
+	q := "SELECT session, max(seq), min(file) FROM raw_events WHERE session IN " + sqlList(sessions)
+	if len(reading) > 0 {
+		q += " AND file NOT IN " + sqlList(reading)
+	}
+	for name, m := range resume {
+		q += fmt.Sprintf(" AND NOT (file = %s AND line > %d)", quoteString(name), m.lines)
+	}
+	rows, err := tx.QueryContext(ctx, q+" GROUP BY session")
 	if err != nil {
 		return nil, fmt.Errorf("load: %w", err)
 	}
