@@ -103,12 +103,8 @@ func ParseProperty(s string) (Property, error) {
 	p := Property{Kind: PropertyKind(kind), Value: rest}
 	switch p.Kind {
 	case PropDetector:
-		ds, err := detectors.Select([]string{rest}, nil)
-		if err != nil {
+		if _, err := detectors.Select([]string{rest}, nil); err != nil {
 			return bad("%v", err)
-		}
-		if ds[0].Info().Corpus {
-			return bad("%s judges a corpus of sessions, not one scenario's run", rest)
 		}
 	case PropFailure:
 		value, qual, _ := strings.Cut(rest, ",")
@@ -144,6 +140,15 @@ type FromResult struct {
 	LeftOut             []string
 	// Minimized says what the minimization did; nil without one.
 	Minimized *MinimizeSummary
+	// Exhibit says the scenario carries the recording instead of a
+	// model script: the runtime cannot play it (see exhibitReason).
+	Exhibit bool
+}
+
+// corpusDetector reports whether detector id judges a corpus of sessions.
+func corpusDetector(id string) bool {
+	ds, err := detectors.Select([]string{id}, nil)
+	return err == nil && ds[0].Info().Corpus
 }
 
 // From turns a native recording (retrace run, retrace eval --out) into a
@@ -161,6 +166,12 @@ func From(ctx context.Context, opts FromOptions) (FromResult, error) {
 	rec, err := readFrom(opts.Recording)
 	if err != nil {
 		return FromResult{}, err
+	}
+	if why := exhibitReason(rec); why != "" {
+		return fromExhibit(ctx, rec, why, opts)
+	}
+	if k := opts.Keep; k != nil && k.Kind == PropDetector && corpusDetector(k.Value) {
+		return FromResult{}, fmt.Errorf("%w: --keep %s: it judges a corpus of sessions, and a scenario's run is one; keep it of an exhibit (a recording retrace marked not replayable)", ErrFrom, k)
 	}
 	g := &generator{rec: rec, keep: opts.Keep}
 	if err := g.inspect(); err != nil {
@@ -272,6 +283,9 @@ type generator struct {
 	person  string
 	// minimized says what the minimization reduced, for the header.
 	minimized string
+	// keptConfig are the indexes of the config leaves (configLeaves)
+	// the scenario keeps; nil keeps the whole recorded config.
+	keptConfig []int
 	// reduced says turns were dropped (minimize): a script whose last
 	// turn calls tools gets a closing turn, so the session ends.
 	reduced  bool
@@ -358,6 +372,9 @@ func (g *generator) inspect() error {
 type workspaceFile struct {
 	path string
 	data []byte
+	// cut says which lines minimization kept of a large file; "" for
+	// the whole file.
+	cut string
 }
 
 // workspace restores the snapshot into a temporary directory, with the
@@ -590,8 +607,15 @@ func (g *generator) archive(files []workspaceFile) []byte {
 	fmt.Fprintf(&b, "# line %d: the first model_request's task\n", g.firstRequestLine())
 	fmt.Fprintf(&b, "prompt: %s\n", quote(g.prompt))
 	if len(start.Config) > 0 {
-		fmt.Fprintf(&b, "# line %d: session_start.config, the effective configuration\n", g.start.line)
-		b.WriteString(configYAML(start.Config))
+		if g.keptConfig == nil {
+			fmt.Fprintf(&b, "# line %d: session_start.config, the effective configuration\n", g.start.line)
+			b.WriteString(configYAML(start.Config))
+		} else if c := g.configOf(g.keptConfig); c != "" {
+			fmt.Fprintf(&b, "# line %d: session_start.config, the effective configuration, cut by ddmin to the\n# keys the kept property needs (the others are at their defaults)\n", g.start.line)
+			b.WriteString(c)
+		} else {
+			fmt.Fprintf(&b, "# line %d: session_start.config: the kept property needs none of it\n", g.start.line)
+		}
 	}
 	if g.stream {
 		b.WriteString("stream: true\n")
@@ -633,6 +657,11 @@ func (g *generator) archive(files []workspaceFile) []byte {
 	}
 	if g.minimized != "" {
 		b.WriteString(g.minimized + "\n")
+	}
+	for _, f := range files {
+		if f.cut != "" {
+			fmt.Fprintf(&b, "workspace/%s holds %s.\n", f.path, f.cut)
+		}
 	}
 	if len(g.leftOut) > 0 {
 		b.WriteString("Left out of it:\n")
@@ -892,12 +921,22 @@ func configYAML(raw json.RawMessage) string {
 	if err := yaml.Unmarshal(raw, &n); err != nil {
 		return fmt.Sprintf("config: %s\n", raw)
 	}
-	blockStyle(&n)
+	out, err := nodeYAML(&n)
+	if err != nil {
+		return fmt.Sprintf("config: %s\n", raw)
+	}
+	return out
+}
+
+// nodeYAML writes n, a config read from JSON, as the scenario's config:
+// block in block style.
+func nodeYAML(n *yaml.Node) (string, error) {
+	blockStyle(n)
 	var buf bytes.Buffer
 	enc := yaml.NewEncoder(&buf)
 	enc.SetIndent(2)
-	if err := enc.Encode(&n); err != nil {
-		return fmt.Sprintf("config: %s\n", raw)
+	if err := enc.Encode(n); err != nil {
+		return "", err
 	}
 	enc.Close()
 	var b strings.Builder
@@ -905,7 +944,81 @@ func configYAML(raw json.RawMessage) string {
 	for l := range strings.SplitSeq(strings.TrimRight(buf.String(), "\n"), "\n") {
 		b.WriteString("  " + l + "\n")
 	}
-	return b.String()
+	return b.String(), nil
+}
+
+// configLeaves are the paths of the recorded config's leaves, in their
+// recorded order: each key whose value is not a mapping (a list is one
+// leaf), such as defenses.disable. Minimization drops leaves, and a
+// dropped leaf is at its default.
+func (g *generator) configLeaves() []string {
+	root := g.configNode()
+	if root == nil {
+		return nil
+	}
+	var out []string
+	var walk func(n *yaml.Node, prefix string)
+	walk = func(n *yaml.Node, prefix string) {
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			if v.Kind == yaml.MappingNode && len(v.Content) > 0 {
+				walk(v, prefix+k.Value+".")
+				continue
+			}
+			out = append(out, prefix+k.Value)
+		}
+	}
+	walk(root, "")
+	return out
+}
+
+// configNode is the recorded config's mapping, or nil.
+func (g *generator) configNode() *yaml.Node {
+	raw := g.start.Payload.(*trajectory.SessionStart).Config
+	var n yaml.Node
+	if len(raw) == 0 || yaml.Unmarshal(raw, &n) != nil || len(n.Content) == 0 || n.Content[0].Kind != yaml.MappingNode {
+		return nil
+	}
+	return n.Content[0]
+}
+
+// configOf writes the config: block of the kept leaves, "" for none.
+func (g *generator) configOf(kept []int) string {
+	root := g.configNode()
+	if root == nil {
+		return ""
+	}
+	leaves := g.configLeaves()
+	keep := map[string]bool{}
+	for _, i := range kept {
+		keep[leaves[i]] = true
+	}
+	var prune func(n *yaml.Node, prefix string) bool
+	prune = func(n *yaml.Node, prefix string) bool {
+		var content []*yaml.Node
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			if v.Kind == yaml.MappingNode && len(v.Content) > 0 {
+				if prune(v, prefix+k.Value+".") {
+					content = append(content, k, v)
+				}
+				continue
+			}
+			if keep[prefix+k.Value] {
+				content = append(content, k, v)
+			}
+		}
+		n.Content = content
+		return len(content) > 0
+	}
+	if !prune(root, "") {
+		return ""
+	}
+	out, err := nodeYAML(root)
+	if err != nil {
+		return ""
+	}
+	return out
 }
 
 // blockStyle clears the flow style and quotes JSON gave the nodes, so

@@ -1,0 +1,432 @@
+package scenarios
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/retrace-dev/retrace/detectors"
+	"github.com/retrace-dev/retrace/recorder"
+	"github.com/retrace-dev/retrace/trajectory"
+)
+
+// A recording the runtime cannot play again (an exhibit of the failure
+// museum, written by hand; a synthetic session of package synth; a
+// native recording whose workspace snapshot is gone) becomes an exhibit
+// scenario: it carries the recording itself, and the detectors judge it
+// as they judge the museum's exhibits. Its minimization drops recordings,
+// turns and the events within turns instead of script turns, and keeps
+// every line it keeps byte for byte, so each is the recording's own.
+
+// exhibitReason says why the recording at path is played as an exhibit
+// rather than through the runtime, or "" when the runtime can play it.
+// Imported sessions and mock serve recordings are not exhibits: they
+// have an agent to run.
+func exhibitReason(rec *recording) string {
+	start, ok := rec.events[0].Payload.(*trajectory.SessionStart)
+	if !ok {
+		return ""
+	}
+	switch start.Tags["source"] {
+	case "import", "mock_serve":
+		return ""
+	case "synth":
+		return "it is a synthetic session (retrace synth), which no runtime recorded and whose blobs do not exist"
+	}
+	if why, ok := recorder.NotReplayable(rec.file); ok {
+		return "retrace marked it not replayable: " + why
+	}
+	ref := ""
+	for _, ev := range rec.events {
+		switch p := ev.Payload.(type) {
+		case *trajectory.SessionStart:
+			ref = cmp.Or(ref, p.WorkspaceSnapshot)
+		case *trajectory.WorkspaceSnapshot:
+			ref = cmp.Or(ref, p.Manifest)
+		}
+	}
+	if ref == "" {
+		return ""
+	}
+	if _, err := recorder.OpenBlobs(recorder.BlobsDir(rec.file)).Get(ref); err != nil {
+		return fmt.Sprintf("its workspace snapshot %s is not in %s, so the workspace cannot be restored", ref, recorder.BlobsDir(rec.file))
+	}
+	return ""
+}
+
+// exhibitFile is one recording an exhibit scenario carries.
+type exhibitFile struct {
+	// section is the archive's section: recording.jsonl, or
+	// recordings/NAME.jsonl for several.
+	section string
+	rec     *recording
+	// lines are the file's lines, without their newlines; line n is
+	// lines[n-1].
+	lines []string
+	// fixed are the lines always kept: those before the first
+	// model_request (session_start, the snapshot, the prompt) and
+	// session_end.
+	fixed []int
+	// turns are each turn's lines, from its model_request up to the next.
+	turns [][]int
+}
+
+// exhibitUnit is a turn or an event of one recording, as ddmin drops it.
+type exhibitUnit struct {
+	file  int
+	lines []int
+}
+
+// exhibitGen makes an exhibit scenario of recordings.
+type exhibitGen struct {
+	files    []*exhibitFile
+	keep     *Property
+	why      string
+	findings []detectors.Finding
+	// minimized says what the minimization reduced, for the header.
+	minimized string
+}
+
+// readExhibitFiles reads the recordings' raw lines and cuts them into
+// turns.
+func readExhibitFiles(recs []*recording) ([]*exhibitFile, error) {
+	var out []*exhibitFile
+	for _, rec := range recs {
+		data, err := os.ReadFile(rec.file)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrFrom, err)
+		}
+		data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf"))
+		f := &exhibitFile{rec: rec, lines: strings.Split(strings.ReplaceAll(string(data), "\r\n", "\n"), "\n")}
+		f.section = sectionRecording
+		if len(recs) > 1 {
+			f.section = recordingsPrefix + filepath.Base(rec.file)
+		}
+		for _, ev := range rec.events {
+			switch {
+			case ev.Type() == trajectory.TypeModelRequest:
+				f.turns = append(f.turns, []int{ev.line})
+			case ev.Type() == trajectory.TypeSessionEnd || len(f.turns) == 0:
+				f.fixed = append(f.fixed, ev.line)
+			default:
+				f.turns[len(f.turns)-1] = append(f.turns[len(f.turns)-1], ev.line)
+			}
+		}
+		out = append(out, f)
+	}
+	return out, nil
+}
+
+// fromExhibit makes an exhibit scenario of a recording the runtime cannot
+// play: the recording itself, and the kept property (or the detectors'
+// findings) as expectations, minimized with opts.Minimize.
+func fromExhibit(ctx context.Context, rec *recording, why string, opts FromOptions) (FromResult, error) {
+	files, err := readExhibitFiles([]*recording{rec})
+	if err != nil {
+		return FromResult{}, err
+	}
+	g := &exhibitGen{files: files, keep: opts.Keep, why: why}
+	if rec.end == nil {
+		last := rec.events[len(rec.events)-1]
+		return FromResult{}, fmt.Errorf("%s: %w: it is torn: no session_end (the last event is a %s at line %d); a scenario needs the whole session", rec.file, ErrFrom, last.Type(), last.line)
+	}
+	if g.findings, err = detect(ctx, []string{rec.file}, detectors.Catalog()); err != nil {
+		return FromResult{}, fmt.Errorf("%s: %w", rec.file, err)
+	}
+	if k := opts.Keep; k != nil {
+		if k.Kind == PropOutcome {
+			return FromResult{}, fmt.Errorf("%s: %w: --keep outcome: %s, so the scenario plays no session and has no outcome of its own; keep a detector, failure or defense", rec.file, ErrFrom, why)
+		}
+		if err := g.shows(*k); err != nil {
+			return FromResult{}, fmt.Errorf("%s: %w", rec.file, err)
+		}
+	}
+	keep := g.all()
+	var minimized *MinimizeSummary
+	if opts.Minimize != nil {
+		if opts.Keep == nil {
+			return FromResult{}, fmt.Errorf("%w: minimizing needs a property to keep: add --keep", ErrFrom)
+		}
+		var sum MinimizeSummary
+		if keep, sum, err = g.minimize(ctx, *opts.Minimize); err != nil {
+			return FromResult{}, fmt.Errorf("%s: %w", rec.file, err)
+		}
+		minimized = &sum
+	}
+	archive := g.archive(keep)
+	if _, err := Parse(archive, "generated.txtar"); err != nil {
+		return FromResult{}, fmt.Errorf("the scenario made of %s does not parse (a retrace bug): %w", rec.file, err)
+	}
+	turns, calls := g.count(keep)
+	return FromResult{Archive: archive, Turns: turns, Calls: calls, Files: 0, Minimized: minimized, Exhibit: true}, nil
+}
+
+// shows refuses a kept property the recording does not show.
+func (g *exhibitGen) shows(p Property) error {
+	n := 0
+	switch p.Kind {
+	case PropDetector:
+		for _, f := range g.findings {
+			if f.Detector == p.Value {
+				n++
+			}
+		}
+	case PropFailure, PropDefense:
+		e := keptEvent(p)
+		for _, f := range g.files {
+			for _, ev := range f.rec.events {
+				if e.matches(ev.Event) {
+					n++
+				}
+			}
+		}
+	}
+	if n == 0 {
+		var shown []string
+		for _, id := range slices.Sorted(maps.Keys(findingCounts(g.findings))) {
+			shown = append(shown, "detector:"+id)
+		}
+		return fmt.Errorf("%w: --keep %s: the recording does not show it (it shows %s); keep something it shows", ErrFrom, p, cmp.Or(strings.Join(shown, ", "), "no detector finding"))
+	}
+	return nil
+}
+
+func findingCounts(fs []detectors.Finding) map[string]int {
+	out := map[string]int{}
+	for _, f := range fs {
+		out[f.Detector]++
+	}
+	return out
+}
+
+// all is every line of every recording.
+func (g *exhibitGen) all() [][]int {
+	out := make([][]int, len(g.files))
+	for i, f := range g.files {
+		for _, ev := range f.rec.events {
+			out[i] = append(out[i], ev.line)
+		}
+	}
+	return out
+}
+
+// count counts the model turns and tool calls of the kept lines.
+func (g *exhibitGen) count(keep [][]int) (turns, calls int) {
+	for i, f := range g.files {
+		types := map[int]trajectory.EventType{}
+		for _, ev := range f.rec.events {
+			types[ev.line] = ev.Type()
+		}
+		for _, l := range keep[i] {
+			switch types[l] {
+			case trajectory.TypeModelResponse:
+				turns++
+			case trajectory.TypeToolCall:
+				calls++
+			}
+		}
+	}
+	return turns, calls
+}
+
+// archive writes the exhibit scenario of the kept lines of each
+// recording (a recording with none is left out).
+func (g *exhibitGen) archive(keep [][]int) []byte {
+	var b strings.Builder
+	first := g.files[0].rec
+	session := first.events[0].Session
+	fmt.Fprintf(&b, "Made by retrace scenario from %s (session %s).\n", filepath.Base(first.file), session)
+	fmt.Fprintf(&b, "It is an exhibit: it carries the recording instead of a model script,\nbecause %s; the detectors judge the recording as they judge the\nfailure museum's exhibits.\n", g.why)
+	if g.keep != nil {
+		fmt.Fprintf(&b, "It tests one property, kept with --keep %s: it passes while the\nrecording shows it, and fails once it does not.\n", g.keep)
+	}
+	if g.minimized != "" {
+		b.WriteString(g.minimized + "\n")
+	}
+	for i, f := range g.files {
+		if len(keep[i]) > 0 {
+			fmt.Fprintf(&b, "%s is lines %s of %s.\n", f.section, spans(keep[i]), f.rec.file)
+		}
+	}
+	b.WriteString("-- scenario.yaml --\n")
+	fmt.Fprintf(&b, "description: %s\n", quote(fmt.Sprintf("From recording %s, session %s.", filepath.Base(first.file), session)))
+	b.WriteString("tags: [exhibit]\nexpect:\n")
+	switch {
+	case g.keep != nil && g.keep.Kind == PropDetector:
+		fmt.Fprintf(&b, "  # the recording's finding: %s\n", g.evidence(g.keep.Value))
+		fmt.Fprintf(&b, "  detectors:\n    fire: {%s: 1}\n", g.keep.Value)
+	case g.keep != nil:
+		e := keptEvent(*g.keep)
+		if e.Kind == KindFailure && e.Tool != "" {
+			fmt.Fprintf(&b, "  events:\n    - {failure: %s, tool: %s, min: 1}\n", e.Value, quote(e.Tool))
+		} else {
+			fmt.Fprintf(&b, "  events:\n    - {%s: %s, min: 1}\n", e.Kind, e.Value)
+		}
+	default:
+		counts := findingCounts(g.findings)
+		if len(counts) == 0 {
+			b.WriteString("  # the recording shows no detector finding: the scenario checks it holds its tool calls\n")
+			_, calls := g.count(keep)
+			fmt.Fprintf(&b, "  events:\n    - {event: tool_call, count: %d}\n", calls)
+			break
+		}
+		b.WriteString("  detectors:\n    fire:\n")
+		for _, id := range slices.Sorted(maps.Keys(counts)) {
+			fmt.Fprintf(&b, "      %s: %d # %s\n", id, counts[id], g.evidence(id))
+		}
+	}
+	for i, f := range g.files {
+		if len(keep[i]) == 0 {
+			continue
+		}
+		fmt.Fprintf(&b, "-- %s --\n", f.section)
+		for _, l := range keep[i] {
+			b.WriteString(f.lines[l-1])
+			b.WriteByte('\n')
+		}
+	}
+	return []byte(b.String())
+}
+
+// evidence names the recording lines a detector's findings cite first.
+func (g *exhibitGen) evidence(id string) string {
+	var lines []int
+	for _, f := range g.findings {
+		if f.Detector == id && len(f.Evidence) > 0 && f.Evidence[0].Line > 0 {
+			lines = append(lines, f.Evidence[0].Line)
+		}
+	}
+	if len(lines) == 0 {
+		return id + " (its evidence names no line)"
+	}
+	slices.Sort(lines)
+	return id + " at " + lineList(slices.Compact(lines)) + " of the recording"
+}
+
+// spans says sorted lines as ranges: 1-3, 7, 9-12.
+func spans(lines []int) string {
+	var parts []string
+	for i := 0; i < len(lines); {
+		j := i
+		for j+1 < len(lines) && lines[j+1] == lines[j]+1 {
+			j++
+		}
+		if j == i {
+			parts = append(parts, fmt.Sprint(lines[i]))
+		} else {
+			parts = append(parts, fmt.Sprintf("%d-%d", lines[i], lines[j]))
+		}
+		i = j + 1
+	}
+	return strings.Join(parts, ", ")
+}
+
+// minimize reduces the recordings by ddmin: whole recordings (of
+// several), then turns, then the events within the turns left but their
+// model_request and model_response, keeping lines that still show the
+// kept property. It returns the kept lines of each recording.
+func (g *exhibitGen) minimize(ctx context.Context, opts MinimizeOptions) ([][]int, MinimizeSummary, error) {
+	if opts.MaxRuns <= 0 {
+		opts.MaxRuns = DefaultMaxRuns
+	}
+	opts.Jobs = max(opts.Jobs, 1)
+	m := &minimizer{ctx: ctx, opts: opts, memo: map[string]bool{}}
+	all := g.all()
+	turnsBefore, callsBefore := g.count(all)
+	sum := MinimizeSummary{TurnsBefore: turnsBefore, CallsBefore: callsBefore, BytesBefore: len(g.archive(all))}
+	var units []exhibitUnit
+	for i, f := range g.files {
+		for _, t := range f.turns {
+			units = append(units, exhibitUnit{file: i, lines: t})
+		}
+	}
+	// lines is what a choice of turn units keeps, with every recording's
+	// fixed lines, less the dropped events.
+	lines := func(turns []int, dropped map[int]bool) [][]int {
+		out := make([][]int, len(g.files))
+		for i, f := range g.files {
+			out[i] = append(out[i], f.fixed...)
+		}
+		for _, u := range turns {
+			for _, l := range units[u].lines {
+				if !dropped[u<<32|l] {
+					out[units[u].file] = append(out[units[u].file], l)
+				}
+			}
+		}
+		for i := range out {
+			slices.Sort(out[i])
+		}
+		return out
+	}
+	test := func(keep [][]int) (bool, error) {
+		return m.run(fmt.Sprint(keep), func() []byte { return g.archive(keep) })
+	}
+	turns := indexes(len(units))
+	none := map[int]bool{}
+	ok, err := test(lines(turns, none))
+	if err != nil {
+		return nil, sum, err
+	}
+	if !ok {
+		return nil, sum, fmt.Errorf("%w: the exhibit kept to %s does not pass as it is, so there is nothing to minimize: run it with retrace eval to see why", ErrFrom, g.keep)
+	}
+	turns, err = m.ddmin(turns, func(c []int) (bool, error) { return test(lines(c, none)) }, func(n int) { m.progress(n, 0) })
+	if err != nil {
+		return nil, sum, err
+	}
+	// Then the events of the turns left, but the request and response
+	// that make a turn of it.
+	var events []int
+	for _, u := range turns {
+		for _, l := range units[u].lines {
+			switch g.files[units[u].file].typeAt(l) {
+			case trajectory.TypeModelRequest, trajectory.TypeModelResponse:
+			default:
+				events = append(events, u<<32|l)
+			}
+		}
+	}
+	dropping := func(kept []int) map[int]bool {
+		d := map[int]bool{}
+		for _, e := range events {
+			d[e] = true
+		}
+		for _, e := range kept {
+			delete(d, e)
+		}
+		return d
+	}
+	keptEvents, err := m.ddmin(events, func(c []int) (bool, error) { return test(lines(turns, dropping(c))) }, func(int) { m.progress(len(turns), 0) })
+	if err != nil {
+		return nil, sum, err
+	}
+	keep := lines(turns, dropping(keptEvents))
+	sum.TurnsAfter, sum.CallsAfter = g.count(keep)
+	sum.Runs, sum.Exhausted = m.runs, m.runs >= opts.MaxRuns
+	nBefore, nAfter := 0, 0
+	for i := range all {
+		nBefore += len(all[i])
+		nAfter += len(keep[i])
+	}
+	sum.EventsBefore, sum.EventsAfter = nBefore, nAfter
+	g.minimized = fmt.Sprintf("Minimized with ddmin to what still shows it: turns %d -> %d, tool calls %d -> %d, recorded events %d -> %d.", sum.TurnsBefore, sum.TurnsAfter, sum.CallsBefore, sum.CallsAfter, nBefore, nAfter)
+	sum.BytesAfter = len(g.archive(keep))
+	return keep, sum, nil
+}
+
+// typeAt is the type of the event at line l.
+func (f *exhibitFile) typeAt(l int) trajectory.EventType {
+	for _, ev := range f.rec.events {
+		if ev.line == l {
+			return ev.Type()
+		}
+	}
+	return ""
+}
