@@ -48,87 +48,6 @@ type FromOptions struct {
 	Minimize *MinimizeOptions
 }
 
-// PropertyKind names what a kept property is about.
-type PropertyKind string
-
-// The kinds of property --keep names.
-const (
-	// PropDetector is a detector finding something: detector:ID.
-	PropDetector PropertyKind = "detector"
-	// PropFailure is a tool call failing so: failure:KIND[,tool=T].
-	PropFailure PropertyKind = "failure"
-	// PropDefense is a defense acting: defense:NAME.
-	PropDefense PropertyKind = "defense"
-	// PropOutcome is how the session ended: outcome.
-	PropOutcome PropertyKind = "outcome"
-)
-
-// Property is what a regression scenario is about, in the expectation
-// language: detector:denial_loop, failure:permission_denied,tool=bash,
-// defense:denial_fuse or outcome.
-type Property struct {
-	Kind PropertyKind
-	// Value is the detector id, failure kind or defense name.
-	Value string
-	// Tool narrows a failure to one tool.
-	Tool string
-}
-
-// String spells the property as --keep takes it.
-func (p Property) String() string {
-	switch {
-	case p.Kind == PropOutcome:
-		return string(p.Kind)
-	case p.Tool != "":
-		return fmt.Sprintf("%s:%s,tool=%s", p.Kind, p.Value, p.Tool)
-	}
-	return fmt.Sprintf("%s:%s", p.Kind, p.Value)
-}
-
-// ErrProperty is wrapped by ParseProperty's errors.
-var ErrProperty = errors.New("invalid property")
-
-// ParseProperty reads a property as --keep takes it.
-func ParseProperty(s string) (Property, error) {
-	bad := func(format string, args ...any) (Property, error) {
-		return Property{}, fmt.Errorf("%w %q: %s; give detector:ID, failure:KIND[,tool=T], defense:NAME or outcome", ErrProperty, s, fmt.Sprintf(format, args...))
-	}
-	if s == string(PropOutcome) {
-		return Property{Kind: PropOutcome}, nil
-	}
-	kind, rest, ok := strings.Cut(s, ":")
-	if !ok || rest == "" {
-		return bad("no kind:value")
-	}
-	p := Property{Kind: PropertyKind(kind), Value: rest}
-	switch p.Kind {
-	case PropDetector:
-		if _, err := detectors.Select([]string{rest}, nil); err != nil {
-			return bad("%v", err)
-		}
-	case PropFailure:
-		value, qual, _ := strings.Cut(rest, ",")
-		p.Value = value
-		if qual != "" {
-			tool, ok := strings.CutPrefix(qual, "tool=")
-			if !ok || !trajectory.IsToolName(tool) {
-				return bad("after the failure kind, give tool=NAME")
-			}
-			p.Tool = tool
-		}
-		if !trajectory.FailureKind(value).Valid() {
-			return bad("%q is not a failure kind", value)
-		}
-	case PropDefense:
-		if !trajectory.DefenseName(rest).Valid() {
-			return bad("%q is not a defense", rest)
-		}
-	default:
-		return bad("unknown kind %q", kind)
-	}
-	return p, nil
-}
-
 // FromResult is a scenario made of a recording.
 type FromResult struct {
 	// Archive is the scenario, a txtar archive that Parse reads.
@@ -163,12 +82,15 @@ func corpusDetector(id string) bool {
 // line of the recording each part came from. The recording is already
 // redacted, and nothing is un-redacted.
 func From(ctx context.Context, opts FromOptions) (FromResult, error) {
+	if dir, ok := exhibitDir(opts.Recording); ok {
+		return fromExhibitDir(ctx, dir, opts)
+	}
 	rec, err := readFrom(opts.Recording)
 	if err != nil {
 		return FromResult{}, err
 	}
 	if why := exhibitReason(rec); why != "" {
-		return fromExhibit(ctx, rec, why, opts)
+		return fromExhibit(ctx, []*recording{rec}, why, opts)
 	}
 	if k := opts.Keep; k != nil && k.Kind == PropDetector && corpusDetector(k.Value) {
 		return FromResult{}, fmt.Errorf("%w: --keep %s: it judges a corpus of sessions, and a scenario's run is one; keep it of an exhibit (a recording retrace marked not replayable)", ErrFrom, k)
@@ -294,7 +216,11 @@ type generator struct {
 }
 
 func (g *generator) note(format string, args ...any) {
-	g.leftOut = append(g.leftOut, fmt.Sprintf(format, args...))
+	// archive is written more than once (a minimization's sizes), and
+	// says each note once.
+	if n := fmt.Sprintf(format, args...); !slices.Contains(g.leftOut, n) {
+		g.leftOut = append(g.leftOut, n)
+	}
 }
 
 // inspect finds the parts of the recording a scenario is made of, and
@@ -460,17 +386,13 @@ func hasMarker(b []byte) bool {
 // shows refuses a kept property the recording does not show: a test
 // of it would fail from the start.
 func (g *generator) shows(p Property) error {
-	n := 0
-	switch p.Kind {
-	case PropOutcome:
+	if p.Kind == PropOutcome {
 		return nil
-	case PropDetector:
-		for _, f := range g.findings {
-			if f.Detector == p.Value {
-				n++
-			}
-		}
-	case PropFailure, PropDefense:
+	}
+	n := 0
+	if p.Kind == PropDetector {
+		n = g.detectorCounts()[p.Value]
+	} else {
 		e := keptEvent(p)
 		for _, ev := range g.rec.events {
 			if e.matches(ev.Event) {
@@ -478,7 +400,10 @@ func (g *generator) shows(p Property) error {
 			}
 		}
 	}
-	if n == 0 {
+	switch {
+	case p.Not && n > 0:
+		return fmt.Errorf("%w: --keep %s: the recording shows %s %d times; keep what it does not show", ErrFrom, p, p.positive(), n)
+	case !p.Not && n == 0:
 		return fmt.Errorf("%w: --keep %s: the recording does not show it%s; keep something it shows", ErrFrom, p, g.shown())
 	}
 	return nil
@@ -503,17 +428,6 @@ func (g *generator) shown() string {
 		return " (it shows no detector finding, failure or defense; outcome can always be kept)"
 	}
 	return " (it shows " + strings.Join(parts, ", ") + ")"
-}
-
-// keptEvent is the event expectation of a failure or defense property.
-func keptEvent(p Property) EventExpect {
-	one := 1
-	e := EventExpect{Value: p.Value, Tool: p.Tool, Count: Bounds{Min: &one}}
-	e.Kind = KindFailure
-	if p.Kind == PropDefense {
-		e.Kind = KindDefense
-	}
-	return e
 }
 
 func (g *generator) detectorCounts() map[string]int {
@@ -813,12 +727,11 @@ func (g *generator) expect(b *strings.Builder) {
 		b.WriteString("}\n")
 	}
 	if g.keep != nil {
-		switch g.keep.Kind {
-		case PropOutcome:
+		if g.keep.Kind == PropOutcome {
 			outcome()
-		case PropDetector:
-			fmt.Fprintf(b, "  detectors:\n    fire: {%s: 1}\n", g.keep.Value)
-		case PropFailure, PropDefense:
+			return
+		}
+		if g.keep.Kind != PropDetector && !g.keep.Not {
 			e := keptEvent(*g.keep)
 			var lines []int
 			for _, ev := range g.rec.events {
@@ -827,12 +740,8 @@ func (g *generator) expect(b *strings.Builder) {
 				}
 			}
 			fmt.Fprintf(b, "  # %s\n", lineList(lines))
-			if e.Kind == KindFailure && e.Tool != "" {
-				fmt.Fprintf(b, "  events:\n    - {failure: %s, tool: %s, min: 1}\n", e.Value, quote(e.Tool))
-			} else {
-				fmt.Fprintf(b, "  events:\n    - {%s: %s, min: 1}\n", e.Kind, e.Value)
-			}
 		}
+		b.WriteString(g.keep.expectYAML())
 		return
 	}
 	outcome()

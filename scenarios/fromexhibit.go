@@ -60,6 +60,37 @@ func exhibitReason(rec *recording) string {
 	return ""
 }
 
+// exhibitDir reports whether path is a directory of recordings retrace
+// marked not replayable: the recordings/ of a corpus exhibit that eval
+// --out wrote.
+func exhibitDir(path string) (string, bool) {
+	info, err := os.Stat(path)
+	if err != nil || !info.IsDir() {
+		return "", false
+	}
+	_, ok := recorder.NotReplayable(filepath.Join(path, "x.jsonl"))
+	return path, ok
+}
+
+// fromExhibitDir makes one exhibit scenario of every recording in dir.
+func fromExhibitDir(ctx context.Context, dir string, opts FromOptions) (FromResult, error) {
+	paths, err := filepath.Glob(filepath.Join(dir, "*.jsonl"))
+	if err != nil || len(paths) == 0 {
+		return FromResult{}, fmt.Errorf("%w: %s holds no recordings (*.jsonl)", ErrFrom, dir)
+	}
+	slices.Sort(paths)
+	var recs []*recording
+	for _, p := range paths {
+		rec, err := readFrom(p)
+		if err != nil {
+			return FromResult{}, err
+		}
+		recs = append(recs, rec)
+	}
+	why, _ := recorder.NotReplayable(paths[0])
+	return fromExhibit(ctx, recs, "retrace marked them not replayable: "+why, opts)
+}
+
 // exhibitFile is one recording an exhibit scenario carries.
 type exhibitFile struct {
 	// section is the archive's section: recording.jsonl, or
@@ -126,20 +157,28 @@ func readExhibitFiles(recs []*recording) ([]*exhibitFile, error) {
 // fromExhibit makes an exhibit scenario of a recording the runtime cannot
 // play: the recording itself, and the kept property (or the detectors'
 // findings) as expectations, minimized with opts.Minimize.
-func fromExhibit(ctx context.Context, rec *recording, why string, opts FromOptions) (FromResult, error) {
-	files, err := readExhibitFiles([]*recording{rec})
+func fromExhibit(ctx context.Context, recs []*recording, why string, opts FromOptions) (FromResult, error) {
+	files, err := readExhibitFiles(recs)
 	if err != nil {
 		return FromResult{}, err
 	}
+	rec := recs[0]
 	g := &exhibitGen{files: files, keep: opts.Keep, why: why}
-	if rec.end == nil {
-		last := rec.events[len(rec.events)-1]
-		return FromResult{}, fmt.Errorf("%s: %w: it is torn: no session_end (the last event is a %s at line %d); a scenario needs the whole session", rec.file, ErrFrom, last.Type(), last.line)
+	var paths []string
+	for _, r := range recs {
+		if r.end == nil {
+			last := r.events[len(r.events)-1]
+			return FromResult{}, fmt.Errorf("%s: %w: it is torn: no session_end (the last event is a %s at line %d); a scenario needs the whole session", r.file, ErrFrom, last.Type(), last.line)
+		}
+		paths = append(paths, r.file)
 	}
-	if g.findings, err = detect(ctx, []string{rec.file}, detectors.Catalog()); err != nil {
+	if g.findings, err = detect(ctx, paths, detectors.Catalog()); err != nil {
 		return FromResult{}, fmt.Errorf("%s: %w", rec.file, err)
 	}
 	if k := opts.Keep; k != nil {
+		if k.Kind != PropDetector && len(recs) > 1 {
+			return FromResult{}, fmt.Errorf("%s: %w: --keep %s: an exhibit of several recordings takes detector expectations only; keep a detector", rec.file, ErrFrom, k)
+		}
 		if k.Kind == PropOutcome {
 			return FromResult{}, fmt.Errorf("%s: %w: --keep outcome: %s, so the scenario plays no session and has no outcome of its own; keep a detector, failure or defense", rec.file, ErrFrom, why)
 		}
@@ -160,8 +199,20 @@ func fromExhibit(ctx context.Context, rec *recording, why string, opts FromOptio
 		minimized = &sum
 	}
 	archive := g.archive(keep)
-	if _, err := Parse(archive, "generated.txtar"); err != nil {
+	s, err := Parse(archive, "generated.txtar")
+	if err != nil {
 		return FromResult{}, fmt.Errorf("the scenario made of %s does not parse (a retrace bug): %w", rec.file, err)
+	}
+	if minimized != nil {
+		// The reductions were judged by the kept property alone; the
+		// scenario is judged as eval judges it, once.
+		res, err := Run(ctx, []*Scenario{s}, Options{Parallel: 1})
+		if err != nil {
+			return FromResult{}, err
+		}
+		if run := res.Scenarios[0].Runs[0]; run.Error != "" || len(run.Failures) > 0 {
+			return FromResult{}, fmt.Errorf("the minimized exhibit of %s does not pass under eval (a retrace bug): %s%v", rec.file, run.Error, run.Failures)
+		}
 	}
 	turns, calls := g.count(keep)
 	return FromResult{Archive: archive, Turns: turns, Calls: calls, Files: 0, Minimized: minimized, Exhibit: true}, nil
@@ -170,14 +221,9 @@ func fromExhibit(ctx context.Context, rec *recording, why string, opts FromOptio
 // shows refuses a kept property the recording does not show.
 func (g *exhibitGen) shows(p Property) error {
 	n := 0
-	switch p.Kind {
-	case PropDetector:
-		for _, f := range g.findings {
-			if f.Detector == p.Value {
-				n++
-			}
-		}
-	case PropFailure, PropDefense:
+	if p.Kind == PropDetector {
+		n = findingCounts(g.findings)[p.Value]
+	} else {
 		e := keptEvent(p)
 		for _, f := range g.files {
 			for _, ev := range f.rec.events {
@@ -187,7 +233,10 @@ func (g *exhibitGen) shows(p Property) error {
 			}
 		}
 	}
-	if n == 0 {
+	switch {
+	case p.Not && n > 0:
+		return fmt.Errorf("%w: --keep %s: the recording shows %s %d times; keep what it does not show", ErrFrom, p, p.positive(), n)
+	case !p.Not && n == 0:
 		var shown []string
 		for _, id := range slices.Sorted(maps.Keys(findingCounts(g.findings))) {
 			shown = append(shown, "detector:"+id)
@@ -258,16 +307,11 @@ func (g *exhibitGen) archive(keep [][]int) []byte {
 	fmt.Fprintf(&b, "description: %s\n", quote(fmt.Sprintf("From recording %s, session %s.", filepath.Base(first.file), session)))
 	b.WriteString("tags: [exhibit]\nexpect:\n")
 	switch {
-	case g.keep != nil && g.keep.Kind == PropDetector:
-		fmt.Fprintf(&b, "  # the recording's finding: %s\n", g.evidence(g.keep.Value))
-		fmt.Fprintf(&b, "  detectors:\n    fire: {%s: 1}\n", g.keep.Value)
 	case g.keep != nil:
-		e := keptEvent(*g.keep)
-		if e.Kind == KindFailure && e.Tool != "" {
-			fmt.Fprintf(&b, "  events:\n    - {failure: %s, tool: %s, min: 1}\n", e.Value, quote(e.Tool))
-		} else {
-			fmt.Fprintf(&b, "  events:\n    - {%s: %s, min: 1}\n", e.Kind, e.Value)
+		if g.keep.Kind == PropDetector && !g.keep.Not {
+			fmt.Fprintf(&b, "  # the recording's finding: %s\n", g.evidence(g.keep.Value))
 		}
+		b.WriteString(g.keep.expectYAML())
 	default:
 		counts := findingCounts(g.findings)
 		if len(counts) == 0 {
@@ -348,12 +392,16 @@ func (g *exhibitGen) minimize(ctx context.Context, opts MinimizeOptions) ([][]in
 	}
 	// lines is what a choice of turn units keeps, with every recording's
 	// fixed lines, less the dropped events.
-	lines := func(turns []int, dropped map[int]bool) [][]int {
+	kept := indexes(len(g.files))
+	lines := func(kept, turns []int, dropped map[int]bool) [][]int {
 		out := make([][]int, len(g.files))
-		for i, f := range g.files {
-			out[i] = append(out[i], f.fixed...)
+		for _, i := range kept {
+			out[i] = append(out[i], g.files[i].fixed...)
 		}
 		for _, u := range turns {
+			if !slices.Contains(kept, units[u].file) {
+				continue
+			}
 			for _, l := range units[u].lines {
 				if !dropped[u<<32|l] {
 					out[units[u].file] = append(out[units[u].file], l)
@@ -366,18 +414,38 @@ func (g *exhibitGen) minimize(ctx context.Context, opts MinimizeOptions) ([][]in
 		return out
 	}
 	test := func(keep [][]int) (bool, error) {
-		return m.run(fmt.Sprint(keep), func() []byte { return g.archive(keep) })
+		return m.check(fmt.Sprint(keep), func() (bool, error) { return g.holds(ctx, keep) })
 	}
 	turns := indexes(len(units))
 	none := map[int]bool{}
-	ok, err := test(lines(turns, none))
+	ok, err := test(lines(kept, turns, none))
 	if err != nil {
 		return nil, sum, err
 	}
 	if !ok {
 		return nil, sum, fmt.Errorf("%w: the exhibit kept to %s does not pass as it is, so there is nothing to minimize: run it with retrace eval to see why", ErrFrom, g.keep)
 	}
-	turns, err = m.ddmin(turns, func(c []int) (bool, error) { return test(lines(c, none)) }, func(n int) { m.progress(n, 0) })
+	if len(g.files) > 1 {
+		// First whole recordings, of a corpus.
+		all := kept
+		kept, err = m.ddmin(all, func(c []int) (bool, error) {
+			if len(c) == 0 {
+				return false, nil
+			}
+			return test(lines(c, turns, none))
+		}, func(n int) { m.progress(len(turns), n) })
+		if err != nil {
+			return nil, sum, err
+		}
+		var left []int
+		for _, u := range turns {
+			if slices.Contains(kept, units[u].file) {
+				left = append(left, u)
+			}
+		}
+		turns = left
+	}
+	turns, err = m.ddmin(turns, func(c []int) (bool, error) { return test(lines(kept, c, none)) }, func(n int) { m.progress(n, len(kept)) })
 	if err != nil {
 		return nil, sum, err
 	}
@@ -403,11 +471,11 @@ func (g *exhibitGen) minimize(ctx context.Context, opts MinimizeOptions) ([][]in
 		}
 		return d
 	}
-	keptEvents, err := m.ddmin(events, func(c []int) (bool, error) { return test(lines(turns, dropping(c))) }, func(int) { m.progress(len(turns), 0) })
+	keptEvents, err := m.ddmin(events, func(c []int) (bool, error) { return test(lines(kept, turns, dropping(c))) }, func(int) { m.progress(len(turns), 0) })
 	if err != nil {
 		return nil, sum, err
 	}
-	keep := lines(turns, dropping(keptEvents))
+	keep := lines(kept, turns, dropping(keptEvents))
 	sum.TurnsAfter, sum.CallsAfter = g.count(keep)
 	sum.Runs, sum.Exhausted = m.runs, m.runs >= opts.MaxRuns
 	nBefore, nAfter := 0, 0
@@ -419,6 +487,55 @@ func (g *exhibitGen) minimize(ctx context.Context, opts MinimizeOptions) ([][]in
 	g.minimized = fmt.Sprintf("Minimized with ddmin to what still shows it: turns %d -> %d, tool calls %d -> %d, recorded events %d -> %d.", sum.TurnsBefore, sum.TurnsAfter, sum.CallsBefore, sum.CallsAfter, nBefore, nAfter)
 	sum.BytesAfter = len(g.archive(keep))
 	return keep, sum, nil
+}
+
+// holds reports whether the kept lines still show the kept property: the
+// kept detector finds something in them, or an event the property names
+// is among them. It judges the property alone, as the scenario's
+// expectations do, without the runner's pass of every detector.
+func (g *exhibitGen) holds(ctx context.Context, keep [][]int) (bool, error) {
+	if g.keep.Kind != PropDetector {
+		e := keptEvent(*g.keep)
+		for i, f := range g.files {
+			for _, ev := range f.rec.events {
+				if _, ok := slices.BinarySearch(keep[i], ev.line); ok && e.matches(ev.Event) {
+					return !g.keep.Not, nil
+				}
+			}
+		}
+		return g.keep.Not, nil
+	}
+	dir, err := os.MkdirTemp("", "retrace-minimize-")
+	if err != nil {
+		return false, err
+	}
+	defer os.RemoveAll(dir)
+	var paths []string
+	for i, f := range g.files {
+		if len(keep[i]) == 0 {
+			continue
+		}
+		var b strings.Builder
+		for _, l := range keep[i] {
+			b.WriteString(f.lines[l-1])
+			b.WriteByte('\n')
+		}
+		p := filepath.Join(dir, filepath.Base(f.section))
+		if err := os.WriteFile(p, []byte(b.String()), 0o644); err != nil {
+			return false, err
+		}
+		paths = append(paths, p)
+	}
+	ds, err := detectors.Select([]string{g.keep.Value}, nil)
+	if err != nil {
+		return false, err
+	}
+	fs, err := detect(ctx, paths, ds)
+	if err != nil {
+		// A reduction the load refuses does not show the property.
+		return false, nil
+	}
+	return (len(fs) > 0) != g.keep.Not, nil
 }
 
 // typeAt is the type of the event at line l.

@@ -72,9 +72,10 @@ type minimizer struct {
 	mu    sync.Mutex
 }
 
-// LargeFile is the size from which minimization also drops the lines of
-// a workspace file, not only the whole file.
-const LargeFile = 20
+// LargeFile is the number of lines from which minimization also drops
+// the lines of a workspace file, not only the whole file: a smaller one
+// reads at a glance, and each line costs runs.
+const LargeFile = 50
 
 // reduction is one candidate of the runtime scenario's minimization:
 // the turns kept, the tool_use blocks kept of some turns, the config
@@ -303,6 +304,25 @@ func (m *minimizer) try(r reduction) (bool, error) {
 // whether it passes, that is, still shows the kept property. A run past
 // MaxRuns is not made and counts as failing.
 func (m *minimizer) run(key string, archive func() []byte) (bool, error) {
+	return m.check(key, func() (bool, error) {
+		s, err := Parse(archive(), "minimize.txtar")
+		if err != nil {
+			// A reduction that does not parse does not show the property.
+			return false, nil
+		}
+		res, err := Run(m.ctx, []*Scenario{s}, Options{Parallel: 1})
+		if err != nil {
+			return false, err
+		}
+		run := res.Scenarios[0].Runs[0]
+		return run.Error == "" && len(run.Failures) == 0, nil
+	})
+}
+
+// check runs test once per key and reports whether the reduction still
+// shows the kept property, counting the run. A run past MaxRuns is not
+// made and counts as failing.
+func (m *minimizer) check(key string, test func() (bool, error)) (bool, error) {
 	m.mu.Lock()
 	if ok, seen := m.memo[key]; seen {
 		m.mu.Unlock()
@@ -314,21 +334,13 @@ func (m *minimizer) run(key string, archive func() []byte) (bool, error) {
 	}
 	m.runs++
 	m.mu.Unlock()
-	s, err := Parse(archive(), "minimize.txtar")
-	if err != nil {
-		// A reduction that does not parse does not show the property.
-		m.remember(key, false)
-		return false, nil
-	}
-	res, err := Run(m.ctx, []*Scenario{s}, Options{Parallel: 1})
+	ok, err := test()
 	if err != nil {
 		return false, err
 	}
 	if m.ctx.Err() != nil {
 		return false, m.ctx.Err()
 	}
-	run := res.Scenarios[0].Runs[0]
-	ok := run.Error == "" && len(run.Failures) == 0
 	m.remember(key, ok)
 	return ok, nil
 }
