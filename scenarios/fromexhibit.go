@@ -450,28 +450,46 @@ func (g *exhibitGen) minimize(ctx context.Context, opts MinimizeOptions) ([][]in
 		return nil, sum, err
 	}
 	// Then the events of the turns left, but the request and response
-	// that make a turn of it.
-	var events []int
+	// that make a turn of it: a tool call's events (its permission
+	// decisions, outcome, end and result) go together, the others one
+	// by one.
+	var groups [][]int
 	for _, u := range turns {
+		f := g.files[units[u].file]
+		byCall := map[string]int{}
 		for _, l := range units[u].lines {
-			switch g.files[units[u].file].typeAt(l) {
+			ev := f.eventAt(l)
+			switch ev.Type() {
 			case trajectory.TypeModelRequest, trajectory.TypeModelResponse:
-			default:
-				events = append(events, u<<32|l)
+				continue
 			}
+			id := ""
+			if r := trajectory.ToolRefOf(ev.Payload); r != nil {
+				id = r.ToolUseID
+			}
+			if i, ok := byCall[id]; ok && id != "" {
+				groups[i] = append(groups[i], u<<32|l)
+				continue
+			}
+			byCall[id] = len(groups)
+			groups = append(groups, []int{u<<32 | l})
 		}
 	}
 	dropping := func(kept []int) map[int]bool {
 		d := map[int]bool{}
-		for _, e := range events {
-			d[e] = true
+		for _, grp := range groups {
+			for _, e := range grp {
+				d[e] = true
+			}
 		}
-		for _, e := range kept {
-			delete(d, e)
+		for _, k := range kept {
+			for _, e := range groups[k] {
+				delete(d, e)
+			}
 		}
 		return d
 	}
-	keptEvents, err := m.ddmin(events, func(c []int) (bool, error) { return test(lines(kept, turns, dropping(c))) }, func(int) { m.progress(len(turns), 0) })
+	keptEvents, err := m.ddmin(indexes(len(groups)), func(c []int) (bool, error) { return test(lines(kept, turns, dropping(c))) }, func(int) { m.progress(len(turns), 0) })
 	if err != nil {
 		return nil, sum, err
 	}
@@ -538,12 +556,8 @@ func (g *exhibitGen) holds(ctx context.Context, keep [][]int) (bool, error) {
 	return (len(fs) > 0) != g.keep.Not, nil
 }
 
-// typeAt is the type of the event at line l.
-func (f *exhibitFile) typeAt(l int) trajectory.EventType {
-	for _, ev := range f.rec.events {
-		if ev.line == l {
-			return ev.Type()
-		}
-	}
-	return ""
+// eventAt is the event at line l.
+func (f *exhibitFile) eventAt(l int) trajectory.Event {
+	i, _ := slices.BinarySearchFunc(f.rec.events, l, func(ev located, l int) int { return ev.line - l })
+	return f.rec.events[i].Event
 }
