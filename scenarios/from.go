@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
@@ -358,6 +359,10 @@ func (g *generator) workspace() ([]workspaceFile, error) {
 		case len(b) > 0 && b[len(b)-1] != '\n':
 			g.note("workspace/%s: written with a final newline it did not have", e.Path)
 		}
+		if red, n := redactor().Redact(b); n > 0 {
+			g.note("workspace/%s: %d secrets redacted, as the recorder redacts a recording", e.Path, n)
+			b = red
+		}
 		out = append(out, workspaceFile{path: e.Path, data: b})
 	}
 	return out, nil
@@ -656,7 +661,8 @@ func (g *generator) script(b *strings.Builder) {
 					in.Reset()
 					in.WriteString("{}")
 				}
-				fmt.Fprintf(b, "        - tool_use: {id: %s, name: %s, input: %s}\n", quote(c.ID), quote(c.Name), in.String())
+				input, _ := redactor().Redact(in.Bytes())
+				fmt.Fprintf(b, "        - tool_use: {id: %s, name: %s, input: %s}\n", quote(c.ID), quote(c.Name), input)
 			}
 		}
 		switch {
@@ -817,11 +823,25 @@ func lineList(lines []int) string {
 }
 
 // quote writes s as a YAML double-quoted scalar (JSON's string syntax,
-// which YAML reads).
+// which YAML reads), with any secret in it redacted.
 func quote(s string) string {
+	s, _ = redactor().RedactString(s)
 	b, _ := json.Marshal(s)
 	return string(b)
 }
+
+// redactor is the recorder's redactor with its built-in patterns: a
+// recording is redacted already, and what a scenario adds of it (the
+// snapshot's files, text and tool inputs) is redacted again, so no secret
+// reaches a file meant for review and a repository.
+var redactor = sync.OnceValue(func() *recorder.Redactor {
+	r, err := recorder.NewRedactor(nil)
+	if err != nil {
+		// The built-in patterns compile; a failure here is a bug.
+		panic(err)
+	}
+	return r
+})
 
 // configYAML writes the recorded configuration (a JSON object) as the
 // scenario's config: block, keys in their recorded order.

@@ -372,3 +372,29 @@ func TestFromKeepDefenseNotTriggered(t *testing.T) {
 		t.Fatalf("got %v, want ErrFrom saying the recording shows the defense", err)
 	}
 }
+
+// A secret in the task or a workspace file stays out of the scenario:
+// the recording's text is redacted, the snapshot does not capture a file
+// that holds a secret (and the archive says so), and From redacts what it
+// writes once more.
+func TestFromRedactsSecrets(t *testing.T) {
+	key := "sk-ant-" + strings.Repeat("a1B2", 8)
+	src := "-- scenario.yaml --\nname: secret\nprompt: Read notes.txt with key " + key + ".\nmodel:\n  turns:\n" +
+		"    - content: [{tool_use: {name: read, input: {file_path: notes.txt}}}]\n    - content: [{text: Done.}]\n" +
+		"-- workspace/notes.txt --\nANTHROPIC_API_KEY=" + key + "\n"
+	s, err := scenarios.Parse([]byte(src), "secret.txtar")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := scenarios.Run(context.Background(), []*scenarios.Scenario{s}, scenarios.Options{Out: t.TempDir(), Parallel: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := from(t, res.Scenarios[0].Runs[0].Trajectory, "")
+	if strings.Contains(string(out.Archive), key) || !strings.Contains(string(out.Archive), "[REDACTED:anthropic]") {
+		t.Fatalf("the secret is not redacted:\n%s", out.Archive)
+	}
+	if !strings.Contains(string(out.Archive), "workspace/notes.txt: not captured by the snapshot (it holds a secret") {
+		t.Errorf("the archive does not say what it redacted:\n%s", out.Archive)
+	}
+}
