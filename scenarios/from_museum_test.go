@@ -59,8 +59,11 @@ var notAProperty = map[string]string{
 // scenario of its recording that retrace eval passes, and that fails
 // once the kept property is removed from it: for a scenario of the
 // runtime, the config ddmin kept (the defense is on again) or the
-// planted fault is taken out, else the kept calls; for an exhibit, the
-// events the detector's finding cites are taken out of the recording.
+// planted fault is taken out, else the follow-up prompts, else the
+// recorded model turns; for an exhibit, the events the detector's finding
+// cites are taken out of the recording, else it is swapped for its quiet
+// twin's. streaming_tools_start_early_fires is named as the one whose
+// point no property names (notAProperty).
 func TestFromMuseum(t *testing.T) {
 	if testing.Short() {
 		t.Skip("minimizes every *_fires scenario of the built-in suite")
@@ -143,6 +146,7 @@ type removal struct{ archive, how string }
 var (
 	configBlock = regexp.MustCompile(`(?m)^config:\n(?:  .*\n)+`)
 	plantLine   = regexp.MustCompile(`(?m)^plant: .*\n`)
+	followUps   = regexp.MustCompile(`(?m)^follow_ups:\n(?:  - .*\n)+`)
 	section     = regexp.MustCompile(`(?m)^-- (recording\.jsonl|recordings/[^ ]+) --\n`)
 	// recordedTurn is a script turn of the recording and the comment
 	// that names its line.
@@ -162,6 +166,9 @@ func removals(t *testing.T, archive string, p scenarios.Property, name string, e
 	}
 	if configBlock.MatchString(archive) {
 		out = append(out, removal{configBlock.ReplaceAllString(archive, ""), "the config ddmin kept taken out, so the defaults (every defense on) apply"})
+	}
+	if followUps.MatchString(archive) {
+		out = append(out, removal{followUps.ReplaceAllString(archive, ""), "the person's follow-up prompts taken out"})
 	}
 	// The fault is the model's: the recorded turns that make the calls
 	// taken out, the closing turn left.

@@ -46,7 +46,7 @@ func synthFifty(t *testing.T, fault string) (string, synth.Fault) {
 // synthetic session has no workspace and blobs, so the scenario is an
 // exhibit that carries the recording's kept lines.
 func TestFromMinimizeSynthFifty(t *testing.T) {
-	for _, fault := range []string{"lost_call", "denial_loop"} {
+	for _, fault := range []string{"lost_call", "empty_input_retry"} {
 		t.Run(fault, func(t *testing.T) {
 			rec, planted := synthFifty(t, fault)
 			p, err := scenarios.ParseProperty("detector:" + fault)
