@@ -24,6 +24,10 @@ func museumProperty(s *scenarios.Scenario) (keep, why string) {
 	if d := s.Expect.Detectors; d != nil && len(d.Fire) > 0 {
 		return "detector:" + slices.Sorted(maps.Keys(d.Fire))[0], ""
 	}
+	if d := s.Expect.Detectors; s.Exhibit() && d != nil && len(d.NotFire) > 0 {
+		// A quiet exhibit: the detector finds nothing.
+		return "no detector:" + d.NotFire[0], ""
+	}
 	for _, kind := range []scenarios.EventKind{scenarios.KindDefense, scenarios.KindFailure, scenarios.KindPermission, scenarios.KindEvent} {
 		for _, e := range s.Expect.Events {
 			if e.Kind != kind || (e.Count.Max != nil && *e.Count.Max == 0) || slices.Contains(everySession, e.Value) {
@@ -54,7 +58,8 @@ var notAProperty = map[string]string{
 }
 
 // TestFromMuseum is issue 34's acceptance: every built-in *_fires
-// scenario (the failure museum's exhibits among them) is run as retrace
+// scenario and every exhibit of the failure museum (a quiet one kept to
+// no detector:ID, put back with its must-fire twin's recording) is run as retrace
 // eval --out runs it; scenario from --keep PROPERTY --minimize makes a
 // scenario of its recording that retrace eval passes, and that fails
 // once the kept property is removed from it: for a scenario of the
@@ -74,16 +79,22 @@ func TestFromMuseum(t *testing.T) {
 	}
 	var fires []*scenarios.Scenario
 	for _, s := range suite {
-		if strings.HasSuffix(s.Name, "_fires") {
+		if strings.HasSuffix(s.Name, "_fires") || s.Exhibit() {
 			fires = append(fires, s)
 		}
 	}
-	if len(fires) < 70 {
+	if len(fires) < 90 {
 		t.Fatalf("only %d *_fires scenarios in the built-in suite", len(fires))
 	}
 	res, err := scenarios.Run(context.Background(), fires, scenarios.Options{Out: t.TempDir(), Parallel: 2})
 	if err != nil {
 		t.Fatal(err)
+	}
+	// recorded maps each scenario to its run's recording: a quiet
+	// exhibit's fault is put back with its twin's.
+	recorded := map[string]string{}
+	for i, s := range fires {
+		recorded[s.Name] = res.Scenarios[i].Runs[0].Trajectory
 	}
 	for i, s := range fires {
 		run := res.Scenarios[i].Runs[0]
@@ -123,7 +134,7 @@ func TestFromMuseum(t *testing.T) {
 				t.Fatalf("the minimized scenario fails: %+v\n%s", r, out.Archive)
 			}
 			var tried []string
-			for _, rm := range removals(t, string(out.Archive), p, s.Name, out.Exhibit) {
+			for _, rm := range removals(t, string(out.Archive), p, s.Name, out.Exhibit, recorded) {
 				r := evalArchive(t, []byte(rm.archive))
 				switch {
 				case passes(r):
@@ -155,10 +166,10 @@ var (
 
 // removals are the edits that take the kept property out of a
 // generated scenario, best first, each with what it does.
-func removals(t *testing.T, archive string, p scenarios.Property, name string, exhibit bool) []removal {
+func removals(t *testing.T, archive string, p scenarios.Property, name string, exhibit bool, recorded map[string]string) []removal {
 	t.Helper()
 	if exhibit {
-		return exhibitRemovals(t, archive, p, name)
+		return exhibitRemovals(t, archive, p, name, recorded)
 	}
 	var out []removal
 	if plantLine.MatchString(archive) {
@@ -186,15 +197,36 @@ func removals(t *testing.T, archive string, p scenarios.Property, name string, e
 // events the kept detector's findings cite (but session_start, without
 // which nothing is a recording), else the recording of the exhibit's
 // quiet twin, the same session without the fault.
-func exhibitRemovals(t *testing.T, archive string, p scenarios.Property, name string) []removal {
+func exhibitRemovals(t *testing.T, archive string, p scenarios.Property, name string, recorded map[string]string) []removal {
 	t.Helper()
 	var out []removal
+	locs := section.FindAllStringIndex(archive, -1)
+	if p.Not {
+		// The fault put back: the recordings of the must-fire twin.
+		twin, err := scenarios.BuiltinScenario(strings.TrimSuffix(name, "_quiet") + "_fires")
+		if err != nil {
+			t.Fatalf("a quiet exhibit without its must-fire twin: %v", err)
+		}
+		var b strings.Builder
+		b.WriteString(archive[:locs[0][0]])
+		for _, r := range twin.Recordings {
+			fmt.Fprintf(&b, "-- %s --\n%s", r.Name, r.Data)
+		}
+		if len(twin.Recordings) == 0 {
+			// A twin the runtime plays: its run's recording.
+			data, err := os.ReadFile(recorded[twin.Name])
+			if err != nil {
+				t.Fatal(err)
+			}
+			fmt.Fprintf(&b, "-- recording.jsonl --\n%s", data)
+		}
+		return append(out, removal{b.String(), "the recording swapped for the must-fire twin's (" + twin.Name + "), the session with the fault"})
+	}
 	if rm, how := removeEvidence(t, archive, p); rm != archive {
 		out = append(out, removal{rm, how})
 	}
 	twin, err := scenarios.BuiltinScenario(strings.TrimSuffix(name, "_fires") + "_quiet")
 	if err == nil && len(twin.Recordings) > 0 {
-		locs := section.FindAllStringIndex(archive, -1)
 		clean := archive[:locs[0][0]] + "-- recording.jsonl --\n" + string(twin.Recordings[0].Data)
 		out = append(out, removal{clean, "the recording swapped for the quiet twin's (" + twin.Name + "), the session without the fault"})
 	}
