@@ -283,10 +283,17 @@
 // carried; the workspace from the snapshot; session_start's effective
 // configuration as config; and the expectations of what happened, or
 // only the Property kept (detector:ID, failure:KIND[,tool=T],
-// defense:NAME, outcome). With MinimizeOptions it reduces the turns, the
-// calls within them and the workspace files by ddmin, re-running the
-// scenario in-process, deterministically. A recording that is torn, not
-// a trajectory or without a snapshot is refused with ErrFrom.
+// defense:NAME, permission:DECISION[,tool=T][,step=S][,source=S],
+// event:TYPE[,tool=T], outcome, or "no " before one but outcome for its
+// absence). With MinimizeOptions it reduces the turns, the calls within
+// them, the config overlay's keys, the workspace files and the lines of
+// large files by ddmin, re-running the scenario in-process,
+// deterministically. A recording the runtime cannot play again (an
+// exhibit eval --out marked not replayable, a synthetic session, a
+// recording whose snapshot blobs are gone) becomes an exhibit scenario
+// that carries its lines, minimized over turns and events. A recording
+// that is torn, not a trajectory or without a snapshot is refused with
+// ErrFrom.
 //
 // A session of another client (imported by package importer, or
 // recorded by mock serve --record; session_start.tags.client names the

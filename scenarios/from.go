@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
@@ -53,91 +54,6 @@ type FromOptions struct {
 	Runtime string
 }
 
-// PropertyKind names what a kept property is about.
-type PropertyKind string
-
-// The kinds of property --keep names.
-const (
-	// PropDetector is a detector finding something: detector:ID.
-	PropDetector PropertyKind = "detector"
-	// PropFailure is a tool call failing so: failure:KIND[,tool=T].
-	PropFailure PropertyKind = "failure"
-	// PropDefense is a defense acting: defense:NAME.
-	PropDefense PropertyKind = "defense"
-	// PropOutcome is how the session ended: outcome.
-	PropOutcome PropertyKind = "outcome"
-)
-
-// Property is what a regression scenario is about, in the expectation
-// language: detector:denial_loop, failure:permission_denied,tool=bash,
-// defense:denial_fuse or outcome.
-type Property struct {
-	Kind PropertyKind
-	// Value is the detector id, failure kind or defense name.
-	Value string
-	// Tool narrows a failure to one tool.
-	Tool string
-}
-
-// String spells the property as --keep takes it.
-func (p Property) String() string {
-	switch {
-	case p.Kind == PropOutcome:
-		return string(p.Kind)
-	case p.Tool != "":
-		return fmt.Sprintf("%s:%s,tool=%s", p.Kind, p.Value, p.Tool)
-	}
-	return fmt.Sprintf("%s:%s", p.Kind, p.Value)
-}
-
-// ErrProperty is wrapped by ParseProperty's errors.
-var ErrProperty = errors.New("invalid property")
-
-// ParseProperty reads a property as --keep takes it.
-func ParseProperty(s string) (Property, error) {
-	bad := func(format string, args ...any) (Property, error) {
-		return Property{}, fmt.Errorf("%w %q: %s; give detector:ID, failure:KIND[,tool=T], defense:NAME or outcome", ErrProperty, s, fmt.Sprintf(format, args...))
-	}
-	if s == string(PropOutcome) {
-		return Property{Kind: PropOutcome}, nil
-	}
-	kind, rest, ok := strings.Cut(s, ":")
-	if !ok || rest == "" {
-		return bad("no kind:value")
-	}
-	p := Property{Kind: PropertyKind(kind), Value: rest}
-	switch p.Kind {
-	case PropDetector:
-		ds, err := detectors.Select([]string{rest}, nil)
-		if err != nil {
-			return bad("%v", err)
-		}
-		if ds[0].Info().Corpus {
-			return bad("%s judges a corpus of sessions, not one scenario's run", rest)
-		}
-	case PropFailure:
-		value, qual, _ := strings.Cut(rest, ",")
-		p.Value = value
-		if qual != "" {
-			tool, ok := strings.CutPrefix(qual, "tool=")
-			if !ok || !trajectory.IsToolName(tool) {
-				return bad("after the failure kind, give tool=NAME")
-			}
-			p.Tool = tool
-		}
-		if !trajectory.FailureKind(value).Valid() {
-			return bad("%q is not a failure kind", value)
-		}
-	case PropDefense:
-		if !trajectory.DefenseName(rest).Valid() {
-			return bad("%q is not a defense", rest)
-		}
-	default:
-		return bad("unknown kind %q", kind)
-	}
-	return p, nil
-}
-
 // FromResult is a scenario made of a recording.
 type FromResult struct {
 	// Archive is the scenario, a txtar archive that Parse reads.
@@ -149,6 +65,15 @@ type FromResult struct {
 	LeftOut             []string
 	// Minimized says what the minimization did; nil without one.
 	Minimized *MinimizeSummary
+	// Exhibit says the scenario carries the recording instead of a
+	// model script: the runtime cannot play it (see exhibitReason).
+	Exhibit bool
+}
+
+// corpusDetector reports whether detector id judges a corpus of sessions.
+func corpusDetector(id string) bool {
+	ds, err := detectors.Select([]string{id}, nil)
+	return err == nil && ds[0].Info().Corpus
 }
 
 // From turns a native recording (retrace run, retrace eval --out) into a
@@ -163,12 +88,21 @@ type FromResult struct {
 // line of the recording each part came from. The recording is already
 // redacted, and nothing is un-redacted.
 func From(ctx context.Context, opts FromOptions) (FromResult, error) {
+	if dir, ok := exhibitDir(opts.Recording); ok {
+		return fromExhibitDir(ctx, dir, opts)
+	}
 	rec, err := readFrom(opts.Recording)
 	if err != nil {
 		return FromResult{}, err
 	}
 	if clientSession(rec) || opts.Runtime != "" {
 		return fromClient(ctx, opts, rec)
+	}
+	if why := exhibitReason(rec); why != "" {
+		return fromExhibit(ctx, []*recording{rec}, why, opts)
+	}
+	if k := opts.Keep; k != nil && k.Kind == PropDetector && corpusDetector(k.Value) {
+		return FromResult{}, fmt.Errorf("%w: --keep %s: it judges a corpus of sessions, and a scenario's run is one; keep it of an exhibit (a recording retrace marked not replayable)", ErrFrom, k)
 	}
 	g := &generator{rec: rec, keep: opts.Keep}
 	if err := g.inspect(); err != nil {
@@ -280,6 +214,9 @@ type generator struct {
 	person  string
 	// minimized says what the minimization reduced, for the header.
 	minimized string
+	// keptConfig are the indexes of the config leaves (configLeaves)
+	// the scenario keeps; nil keeps the whole recorded config.
+	keptConfig []int
 	// reduced says turns were dropped (minimize): a script whose last
 	// turn calls tools gets a closing turn, so the session ends.
 	reduced  bool
@@ -288,7 +225,11 @@ type generator struct {
 }
 
 func (g *generator) note(format string, args ...any) {
-	g.leftOut = append(g.leftOut, fmt.Sprintf(format, args...))
+	// archive is written more than once (a minimization's sizes), and
+	// says each note once.
+	if n := fmt.Sprintf(format, args...); !slices.Contains(g.leftOut, n) {
+		g.leftOut = append(g.leftOut, n)
+	}
 }
 
 // inspect finds the parts of the recording a scenario is made of, and
@@ -360,6 +301,9 @@ func (g *generator) inspect() error {
 type workspaceFile struct {
 	path string
 	data []byte
+	// cut says which lines minimization kept of a large file; "" for
+	// the whole file.
+	cut string
 }
 
 // workspace restores the snapshot into a temporary directory, with the
@@ -417,6 +361,10 @@ func (g *generator) workspace() ([]workspaceFile, error) {
 		case len(b) > 0 && b[len(b)-1] != '\n':
 			g.note("workspace/%s: written with a final newline it did not have", e.Path)
 		}
+		if red, n := redactor().Redact(b); n > 0 {
+			g.note("workspace/%s: %d secrets redacted, as the recorder redacts a recording", e.Path, n)
+			b = red
+		}
 		out = append(out, workspaceFile{path: e.Path, data: b})
 	}
 	return out, nil
@@ -445,17 +393,13 @@ func hasMarker(b []byte) bool {
 // shows refuses a kept property the recording does not show: a test
 // of it would fail from the start.
 func (g *generator) shows(p Property) error {
-	n := 0
-	switch p.Kind {
-	case PropOutcome:
+	if p.Kind == PropOutcome {
 		return nil
-	case PropDetector:
-		for _, f := range g.findings {
-			if f.Detector == p.Value {
-				n++
-			}
-		}
-	case PropFailure, PropDefense:
+	}
+	n := 0
+	if p.Kind == PropDetector {
+		n = g.detectorCounts()[p.Value]
+	} else {
 		e := keptEvent(p)
 		for _, ev := range g.rec.events {
 			if e.matches(ev.Event) {
@@ -463,7 +407,10 @@ func (g *generator) shows(p Property) error {
 			}
 		}
 	}
-	if n == 0 {
+	switch {
+	case p.Not && n > 0:
+		return fmt.Errorf("%w: --keep %s: the recording shows %s %d times; keep what it does not show", ErrFrom, p, p.positive(), n)
+	case !p.Not && n == 0:
 		return fmt.Errorf("%w: --keep %s: the recording does not show it%s; keep something it shows", ErrFrom, p, g.shown())
 	}
 	return nil
@@ -488,17 +435,6 @@ func (g *generator) shown() string {
 		return " (it shows no detector finding, failure or defense; outcome can always be kept)"
 	}
 	return " (it shows " + strings.Join(parts, ", ") + ")"
-}
-
-// keptEvent is the event expectation of a failure or defense property.
-func keptEvent(p Property) EventExpect {
-	one := 1
-	e := EventExpect{Value: p.Value, Tool: p.Tool, Count: Bounds{Min: &one}}
-	e.Kind = KindFailure
-	if p.Kind == PropDefense {
-		e.Kind = KindDefense
-	}
-	return e
 }
 
 func (g *generator) detectorCounts() map[string]int {
@@ -592,8 +528,15 @@ func (g *generator) archive(files []workspaceFile) []byte {
 	fmt.Fprintf(&b, "# line %d: the first model_request's task\n", g.firstRequestLine())
 	fmt.Fprintf(&b, "prompt: %s\n", quote(g.prompt))
 	if len(start.Config) > 0 {
-		fmt.Fprintf(&b, "# line %d: session_start.config, the effective configuration\n", g.start.line)
-		b.WriteString(configYAML(start.Config))
+		if g.keptConfig == nil {
+			fmt.Fprintf(&b, "# line %d: session_start.config, the effective configuration\n", g.start.line)
+			b.WriteString(configYAML(start.Config))
+		} else if c := g.configOf(g.keptConfig); c != "" {
+			fmt.Fprintf(&b, "# line %d: session_start.config, the effective configuration, cut by ddmin to the\n# keys the kept property needs (the others are at their defaults)\n", g.start.line)
+			b.WriteString(c)
+		} else {
+			fmt.Fprintf(&b, "# line %d: session_start.config: the kept property needs none of it\n", g.start.line)
+		}
 	}
 	if g.stream {
 		b.WriteString("stream: true\n")
@@ -635,6 +578,11 @@ func (g *generator) archive(files []workspaceFile) []byte {
 	}
 	if g.minimized != "" {
 		b.WriteString(g.minimized + "\n")
+	}
+	for _, f := range files {
+		if f.cut != "" {
+			fmt.Fprintf(&b, "workspace/%s holds %s.\n", f.path, f.cut)
+		}
 	}
 	if len(g.leftOut) > 0 {
 		b.WriteString("Left out of it:\n")
@@ -715,7 +663,8 @@ func (g *generator) script(b *strings.Builder) {
 					in.Reset()
 					in.WriteString("{}")
 				}
-				fmt.Fprintf(b, "        - tool_use: {id: %s, name: %s, input: %s}\n", quote(c.ID), quote(c.Name), in.String())
+				input, _ := redactor().Redact(in.Bytes())
+				fmt.Fprintf(b, "        - tool_use: {id: %s, name: %s, input: %s}\n", quote(c.ID), quote(c.Name), input)
 			}
 		}
 		switch {
@@ -786,12 +735,11 @@ func (g *generator) expect(b *strings.Builder) {
 		b.WriteString("}\n")
 	}
 	if g.keep != nil {
-		switch g.keep.Kind {
-		case PropOutcome:
+		if g.keep.Kind == PropOutcome {
 			outcome()
-		case PropDetector:
-			fmt.Fprintf(b, "  detectors:\n    fire: {%s: 1}\n", g.keep.Value)
-		case PropFailure, PropDefense:
+			return
+		}
+		if g.keep.Kind != PropDetector && !g.keep.Not {
 			e := keptEvent(*g.keep)
 			var lines []int
 			for _, ev := range g.rec.events {
@@ -800,12 +748,8 @@ func (g *generator) expect(b *strings.Builder) {
 				}
 			}
 			fmt.Fprintf(b, "  # %s\n", lineList(lines))
-			if e.Kind == KindFailure && e.Tool != "" {
-				fmt.Fprintf(b, "  events:\n    - {failure: %s, tool: %s, min: 1}\n", e.Value, quote(e.Tool))
-			} else {
-				fmt.Fprintf(b, "  events:\n    - {%s: %s, min: 1}\n", e.Kind, e.Value)
-			}
 		}
+		b.WriteString(g.keep.expectYAML())
 		return
 	}
 	outcome()
@@ -881,11 +825,25 @@ func lineList(lines []int) string {
 }
 
 // quote writes s as a YAML double-quoted scalar (JSON's string syntax,
-// which YAML reads).
+// which YAML reads), with any secret in it redacted.
 func quote(s string) string {
+	s, _ = redactor().RedactString(s)
 	b, _ := json.Marshal(s)
 	return string(b)
 }
+
+// redactor is the recorder's redactor with its built-in patterns: a
+// recording is redacted already, and what a scenario adds of it (the
+// snapshot's files, text and tool inputs) is redacted again, so no secret
+// reaches a file meant for review and a repository.
+var redactor = sync.OnceValue(func() *recorder.Redactor {
+	r, err := recorder.NewRedactor(nil)
+	if err != nil {
+		// The built-in patterns compile; a failure here is a bug.
+		panic(err)
+	}
+	return r
+})
 
 // configYAML writes the recorded configuration (a JSON object) as the
 // scenario's config: block, keys in their recorded order.
@@ -894,12 +852,22 @@ func configYAML(raw json.RawMessage) string {
 	if err := yaml.Unmarshal(raw, &n); err != nil {
 		return fmt.Sprintf("config: %s\n", raw)
 	}
-	blockStyle(&n)
+	out, err := nodeYAML(&n)
+	if err != nil {
+		return fmt.Sprintf("config: %s\n", raw)
+	}
+	return out
+}
+
+// nodeYAML writes n, a config read from JSON, as the scenario's config:
+// block in block style.
+func nodeYAML(n *yaml.Node) (string, error) {
+	blockStyle(n)
 	var buf bytes.Buffer
 	enc := yaml.NewEncoder(&buf)
 	enc.SetIndent(2)
-	if err := enc.Encode(&n); err != nil {
-		return fmt.Sprintf("config: %s\n", raw)
+	if err := enc.Encode(n); err != nil {
+		return "", err
 	}
 	enc.Close()
 	var b strings.Builder
@@ -907,7 +875,81 @@ func configYAML(raw json.RawMessage) string {
 	for l := range strings.SplitSeq(strings.TrimRight(buf.String(), "\n"), "\n") {
 		b.WriteString("  " + l + "\n")
 	}
-	return b.String()
+	return b.String(), nil
+}
+
+// configLeaves are the paths of the recorded config's leaves, in their
+// recorded order: each key whose value is not a mapping (a list is one
+// leaf), such as defenses.disable. Minimization drops leaves, and a
+// dropped leaf is at its default.
+func (g *generator) configLeaves() []string {
+	root := g.configNode()
+	if root == nil {
+		return nil
+	}
+	var out []string
+	var walk func(n *yaml.Node, prefix string)
+	walk = func(n *yaml.Node, prefix string) {
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			if v.Kind == yaml.MappingNode && len(v.Content) > 0 {
+				walk(v, prefix+k.Value+".")
+				continue
+			}
+			out = append(out, prefix+k.Value)
+		}
+	}
+	walk(root, "")
+	return out
+}
+
+// configNode is the recorded config's mapping, or nil.
+func (g *generator) configNode() *yaml.Node {
+	raw := g.start.Payload.(*trajectory.SessionStart).Config
+	var n yaml.Node
+	if len(raw) == 0 || yaml.Unmarshal(raw, &n) != nil || len(n.Content) == 0 || n.Content[0].Kind != yaml.MappingNode {
+		return nil
+	}
+	return n.Content[0]
+}
+
+// configOf writes the config: block of the kept leaves, "" for none.
+func (g *generator) configOf(kept []int) string {
+	root := g.configNode()
+	if root == nil {
+		return ""
+	}
+	leaves := g.configLeaves()
+	keep := map[string]bool{}
+	for _, i := range kept {
+		keep[leaves[i]] = true
+	}
+	var prune func(n *yaml.Node, prefix string) bool
+	prune = func(n *yaml.Node, prefix string) bool {
+		var content []*yaml.Node
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			if v.Kind == yaml.MappingNode && len(v.Content) > 0 {
+				if prune(v, prefix+k.Value+".") {
+					content = append(content, k, v)
+				}
+				continue
+			}
+			if keep[prefix+k.Value] {
+				content = append(content, k, v)
+			}
+		}
+		n.Content = content
+		return len(content) > 0
+	}
+	if !prune(root, "") {
+		return ""
+	}
+	out, err := nodeYAML(root)
+	if err != nil {
+		return ""
+	}
+	return out
 }
 
 // blockStyle clears the flow style and quotes JSON gave the nodes, so

@@ -178,13 +178,18 @@ func TestParseProperty(t *testing.T) {
 		"failure:timeout":                     "failure:timeout",
 		"defense:denial_fuse":                 "defense:denial_fuse",
 		"outcome":                             "outcome",
+		"no defense:denial_fuse":              "no defense:denial_fuse",
+		"no detector:denial_loop":             "no detector:denial_loop",
+		"permission:deny,step=sandbox,source=sandbox,tool=bash": "permission:deny,tool=bash,step=sandbox,source=sandbox",
+		"event:compaction":      "event:compaction",
+		"detector:dead_defense": "detector:dead_defense",
 	} {
 		p, err := scenarios.ParseProperty(in)
 		if err != nil || p.String() != want {
 			t.Errorf("ParseProperty(%q) = %v, %v; want %s", in, p, err, want)
 		}
 	}
-	for _, bad := range []string{"", "detector", "detector:nope", "failure:nope", "failure:timeout,tool", "defense:nope", "divergence:x"} {
+	for _, bad := range []string{"", "detector", "detector:nope", "failure:nope", "failure:timeout,tool", "defense:nope", "divergence:x", "no outcome", "permission:maybe", "permission:deny,step=nope", "event:nope", "failure:timeout,step=fuse", "failure:timeout,tool=bash,tool=read"} {
 		if _, err := scenarios.ParseProperty(bad); !errors.Is(err, scenarios.ErrProperty) {
 			t.Errorf("ParseProperty(%q) = %v, want ErrProperty", bad, err)
 		}
@@ -287,5 +292,110 @@ func TestFromKeepOutcome(t *testing.T) {
 	limited := strings.Replace(string(kept.Archive), "    max_turns: 50\n", "    max_turns: 1\n", 1)
 	if r := evalArchive(t, []byte(limited)); passes(r) {
 		t.Fatalf("the scenario kept to its outcome passes when the session ends otherwise:\n%s", limited)
+	}
+}
+
+// Minimization drops the config keys the kept property does not need
+// and the lines of a large workspace file it does not need: of a 60-line
+// script whose one exit 3 fails the call (the command runs it when it is
+// there), that line is left, and of the config the permission mode that
+// lets bash run.
+func TestFromMinimizeConfigAndLines(t *testing.T) {
+	var script strings.Builder
+	for i := 1; i <= 60; i++ {
+		if i == 37 {
+			script.WriteString("exit 3\n")
+			continue
+		}
+		fmt.Fprintf(&script, "echo line %d\n", i)
+	}
+	src := "-- scenario.yaml --\nname: lines\nprompt: Run the check.\nconfig:\n  permissions: {mode: bypass}\n  defenses: {disable: [low_yield_spin]}\nmodel:\n  turns:\n" +
+		"    - content: [{tool_use: {name: bash, input: {command: \"[ ! -f check.sh ] || sh check.sh\"}}}]\n    - content: [{text: Done.}]\n" +
+		"-- workspace/check.sh --\n" + script.String() + "-- workspace/other.txt --\nunrelated\n"
+	s, err := scenarios.Parse([]byte(src), "lines.txtar")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := scenarios.Run(context.Background(), []*scenarios.Scenario{s}, scenarios.Options{Out: t.TempDir(), Parallel: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := res.Scenarios[0].Runs[0].Trajectory
+	p, _ := scenarios.ParseProperty("failure:tool_error,tool=bash")
+	out, err := scenarios.From(context.Background(), scenarios.FromOptions{Recording: rec, Keep: &p, Minimize: &scenarios.MinimizeOptions{Jobs: 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := out.Minimized
+	t.Logf("%s", m)
+	archive := string(out.Archive)
+	if m.ConfigAfter != 1 || m.ConfigAfter >= m.ConfigBefore || m.FilesAfter != 1 {
+		t.Errorf("%s: want one config key and one file left", m)
+	}
+	if !strings.Contains(archive, "workspace/check.sh holds lines 37 of its 60") || !strings.Contains(archive, "-- workspace/check.sh --\nexit 3\n") {
+		t.Errorf("the script is not cut to its exit 3:\n%s", archive)
+	}
+	if !strings.Contains(archive, "config:\n  permissions:\n    mode: bypass\n") || strings.Contains(archive, "low_yield_spin") {
+		t.Errorf("the config is not cut to the permission mode:\n%s", archive)
+	}
+	if r := evalArchive(t, out.Archive); !passes(r) {
+		t.Fatalf("the minimized scenario fails: %+v\n%s", r, archive)
+	}
+	// Without the line that fails, the call succeeds: the scenario fails.
+	fixed := strings.Replace(archive, "-- workspace/check.sh --\nexit 3\n", "-- workspace/check.sh --\nexit 0\n", 1)
+	if r := evalArchive(t, []byte(fixed)); passes(r) {
+		t.Fatalf("the scenario passes without the failing line:\n%s", fixed)
+	}
+}
+
+// Kept to a defense that did not act (no defense:NAME), the scenario
+// expects defense_not_triggered, and fails once the defense acts.
+func TestFromKeepDefenseNotTriggered(t *testing.T) {
+	rec := recordRun(t, "detector_denial_loop_fires")
+	kept := from(t, rec, "no defense:denial_fuse")
+	if !strings.Contains(string(kept.Archive), "    - {defense_not_triggered: denial_fuse}\n") {
+		t.Fatalf("the scenario does not expect the fuse not to act:\n%s", kept.Archive)
+	}
+	if r := evalArchive(t, kept.Archive); !passes(r) {
+		t.Fatalf("the scenario fails: %+v\n%s", r, kept.Archive)
+	}
+	on := strings.Replace(string(kept.Archive), "  defenses:\n    disable:\n      - denial_fuse\n", "", 1)
+	if on == string(kept.Archive) {
+		t.Fatalf("the test's edit did not apply to:\n%s", kept.Archive)
+	}
+	if r := evalArchive(t, []byte(on)); passes(r) {
+		t.Fatalf("the scenario passes with the fuse acting:\n%s", on)
+	}
+	// A recording that shows the defense acting cannot keep its absence.
+	p, _ := scenarios.ParseProperty("no defense:denial_fuse")
+	_, err := scenarios.From(context.Background(), scenarios.FromOptions{Recording: recordRun(t, "defense_denial_fuse_fires"), Keep: &p})
+	if !errors.Is(err, scenarios.ErrFrom) || !strings.Contains(err.Error(), "the recording shows defense:denial_fuse") {
+		t.Fatalf("got %v, want ErrFrom saying the recording shows the defense", err)
+	}
+}
+
+// A secret in the task or a workspace file stays out of the scenario:
+// the recording's text is redacted, the snapshot does not capture a file
+// that holds a secret (and the archive says so), and From redacts what it
+// writes once more.
+func TestFromRedactsSecrets(t *testing.T) {
+	key := "sk-ant-" + strings.Repeat("a1B2", 8)
+	src := "-- scenario.yaml --\nname: secret\nprompt: Read notes.txt with key " + key + ".\nmodel:\n  turns:\n" +
+		"    - content: [{tool_use: {name: read, input: {file_path: notes.txt}}}]\n    - content: [{text: Done.}]\n" +
+		"-- workspace/notes.txt --\nANTHROPIC_API_KEY=" + key + "\n"
+	s, err := scenarios.Parse([]byte(src), "secret.txtar")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := scenarios.Run(context.Background(), []*scenarios.Scenario{s}, scenarios.Options{Out: t.TempDir(), Parallel: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := from(t, res.Scenarios[0].Runs[0].Trajectory, "")
+	if strings.Contains(string(out.Archive), key) || !strings.Contains(string(out.Archive), "[REDACTED:anthropic]") {
+		t.Fatalf("the secret is not redacted:\n%s", out.Archive)
+	}
+	if !strings.Contains(string(out.Archive), "workspace/notes.txt: not captured by the snapshot (it holds a secret") {
+		t.Errorf("the archive does not say what it redacted:\n%s", out.Archive)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/retrace-dev/retrace/trajectory"
@@ -34,6 +35,11 @@ type MinimizeSummary struct {
 	CallsBefore, CallsAfter int
 	FilesBefore, FilesAfter int
 	BytesBefore, BytesAfter int
+	// ConfigBefore and ConfigAfter count the config overlay's keys
+	// (leaves such as defenses.disable); EventsBefore and EventsAfter
+	// the recorded events an exhibit carries.
+	ConfigBefore, ConfigAfter int
+	EventsBefore, EventsAfter int
 	// Runs is how many scenario runs it spent; Exhausted says it stopped
 	// at MaxRuns before ddmin was done.
 	Runs      int
@@ -42,8 +48,13 @@ type MinimizeSummary struct {
 
 // String says the summary in one line.
 func (m MinimizeSummary) String() string {
-	s := fmt.Sprintf("minimized in %d runs: turns %d -> %d, tool calls %d -> %d, workspace files %d -> %d, bytes %d -> %d",
-		m.Runs, m.TurnsBefore, m.TurnsAfter, m.CallsBefore, m.CallsAfter, m.FilesBefore, m.FilesAfter, m.BytesBefore, m.BytesAfter)
+	s := fmt.Sprintf("minimized in %d runs: turns %d -> %d, tool calls %d -> %d", m.Runs, m.TurnsBefore, m.TurnsAfter, m.CallsBefore, m.CallsAfter)
+	if m.EventsBefore > 0 {
+		s += fmt.Sprintf(", recorded events %d -> %d", m.EventsBefore, m.EventsAfter)
+	} else {
+		s += fmt.Sprintf(", config keys %d -> %d, workspace files %d -> %d", m.ConfigBefore, m.ConfigAfter, m.FilesBefore, m.FilesAfter)
+	}
+	s += fmt.Sprintf(", bytes %d -> %d", m.BytesBefore, m.BytesAfter)
 	if m.Exhausted {
 		s += " (stopped at --max-runs; a smaller one may exist)"
 	}
@@ -61,8 +72,28 @@ type minimizer struct {
 	mu    sync.Mutex
 }
 
-// minimize reduces g's turns, then the tool calls within them, then
-// the workspace files, to a smallest set that still shows the kept
+// LargeFile is the number of lines from which minimization also drops
+// the lines of a workspace file, not only the whole file: a smaller one
+// reads at a glance, and each line costs runs.
+const LargeFile = 50
+
+// reduction is one candidate of the runtime scenario's minimization:
+// the turns kept, the tool_use blocks kept of some turns, the config
+// leaves kept, the workspace files kept and the lines kept of some of
+// them.
+type reduction struct {
+	turns  []int
+	calls  map[int][]int
+	config []int
+	files  []int
+	lines  map[int][]int
+}
+
+func (r reduction) key() string { return fmt.Sprint(r.turns, r.calls, r.config, r.files, r.lines) }
+
+// minimize reduces g's turns, then the tool calls within them, then the
+// leaves of the config overlay, then the workspace files, then the lines
+// of the large files left, to a smallest set that still shows the kept
 // property, re-running each reduction.
 func (g *generator) minimize(ctx context.Context, files []workspaceFile, opts MinimizeOptions) ([]workspaceFile, MinimizeSummary, error) {
 	if opts.MaxRuns <= 0 {
@@ -70,25 +101,24 @@ func (g *generator) minimize(ctx context.Context, files []workspaceFile, opts Mi
 	}
 	opts.Jobs = max(opts.Jobs, 1)
 	m := &minimizer{ctx: ctx, g: g, files: files, opts: opts, memo: map[string]bool{}}
-	sum := MinimizeSummary{TurnsBefore: len(g.turns), CallsBefore: g.scriptCalls(g.turns), FilesBefore: len(files), BytesBefore: len(g.archive(files))}
-	turns := indexes(len(g.turns))
-	allFiles := indexes(len(files))
-	none := map[int][]int{}
-	ok, err := m.try(turns, none, allFiles)
+	leaves := g.configLeaves()
+	sum := MinimizeSummary{TurnsBefore: len(g.turns), CallsBefore: g.scriptCalls(g.turns), FilesBefore: len(files), BytesBefore: len(g.archive(files)), ConfigBefore: len(leaves)}
+	cur := reduction{turns: indexes(len(g.turns)), calls: map[int][]int{}, config: indexes(len(leaves)), files: indexes(len(files)), lines: map[int][]int{}}
+	ok, err := m.try(cur)
 	if err != nil {
 		return nil, sum, err
 	}
 	if !ok {
 		return nil, sum, fmt.Errorf("%w: the scenario kept to %s does not pass as it is, so there is nothing to minimize: run it with retrace eval to see why", ErrFrom, g.keep)
 	}
-	turns, err = m.ddmin(turns, func(c []int) (bool, error) { return m.try(c, none, allFiles) }, func(n int) { m.progress(n, len(allFiles)) })
+	progress := func(int) { m.progress(len(cur.turns), len(cur.files)) }
+	cur.turns, err = m.ddmin(cur.turns, func(c []int) (bool, error) { r := cur; r.turns = c; return m.try(r) }, func(n int) { m.progress(n, len(cur.files)) })
 	if err != nil {
 		return nil, sum, err
 	}
 	// Then the tool calls of each turn that has several, keeping at
 	// least one (a turn without its calls is a turn dropped, tried above).
-	calls := map[int][]int{}
-	for _, t := range turns {
+	for _, t := range cur.turns {
 		uses := toolUses(g.turns[t])
 		if len(uses) < 2 {
 			continue
@@ -97,27 +127,89 @@ func (g *generator) minimize(ctx context.Context, files []workspaceFile, opts Mi
 			if len(c) == 0 {
 				return false, nil
 			}
-			return m.try(turns, with(calls, t, c), allFiles)
-		}, func(int) { m.progress(len(turns), len(allFiles)) })
+			r := cur
+			r.calls = with(cur.calls, t, c)
+			return m.try(r)
+		}, progress)
 		if err != nil {
 			return nil, sum, err
 		}
-		calls[t] = kept
+		cur.calls = with(cur.calls, t, kept)
 	}
-	kept, err := m.ddmin(allFiles, func(c []int) (bool, error) { return m.try(turns, calls, c) }, func(n int) { m.progress(len(turns), n) })
+	cur.config, err = m.ddmin(cur.config, func(c []int) (bool, error) { r := cur; r.config = c; return m.try(r) }, progress)
 	if err != nil {
 		return nil, sum, err
 	}
-	g.turns = reduce(g.turns, turns, calls)
+	cur.files, err = m.ddmin(cur.files, func(c []int) (bool, error) { r := cur; r.files = c; return m.try(r) }, func(n int) { m.progress(len(cur.turns), n) })
+	if err != nil {
+		return nil, sum, err
+	}
+	for _, f := range cur.files {
+		n := len(fileLines(files[f].data))
+		if n < LargeFile {
+			continue
+		}
+		kept, err := m.ddmin(indexes(n), func(c []int) (bool, error) {
+			r := cur
+			r.lines = with(cur.lines, f, c)
+			return m.try(r)
+		}, progress)
+		if err != nil {
+			return nil, sum, err
+		}
+		if len(kept) < n {
+			cur.lines = with(cur.lines, f, kept)
+		}
+	}
+	g.turns = reduce(g.turns, cur.turns, cur.calls)
 	g.reduced = true
-	files = pick(files, kept)
-	sum.TurnsAfter, sum.CallsAfter, sum.FilesAfter = len(g.turns), g.scriptCalls(g.turns), len(files)
+	g.keptConfig = append([]int{}, cur.config...)
+	files = cutFiles(files, cur.files, cur.lines, true)
+	sum.TurnsAfter, sum.CallsAfter, sum.FilesAfter, sum.ConfigAfter = len(g.turns), g.scriptCalls(g.turns), len(files), len(cur.config)
 	sum.Runs, sum.Exhausted = m.runs, m.runs >= opts.MaxRuns
 	// The runs spent depend on -j, so they are in the summary, not the
 	// archive, which must not.
-	g.minimized = fmt.Sprintf("Minimized with ddmin to what still shows it: turns %d -> %d, tool calls %d -> %d, workspace files %d -> %d.", sum.TurnsBefore, sum.TurnsAfter, sum.CallsBefore, sum.CallsAfter, sum.FilesBefore, sum.FilesAfter)
+	g.minimized = fmt.Sprintf("Minimized with ddmin to what still shows it: turns %d -> %d, tool calls %d -> %d, config keys %d -> %d, workspace files %d -> %d.", sum.TurnsBefore, sum.TurnsAfter, sum.CallsBefore, sum.CallsAfter, sum.ConfigBefore, sum.ConfigAfter, sum.FilesBefore, sum.FilesAfter)
 	sum.BytesAfter = len(g.archive(files))
 	return files, sum, nil
+}
+
+// fileLines cuts a file into its lines, each with its newline.
+func fileLines(b []byte) []string {
+	return strings.SplitAfter(strings.TrimSuffix(string(b), "\n"), "\n")
+}
+
+// cutFiles picks the kept files and, of those in lines, the kept lines;
+// with say, a cut file's lines are marked where lines were dropped.
+func cutFiles(all []workspaceFile, kept []int, lines map[int][]int, say bool) []workspaceFile {
+	out := make([]workspaceFile, 0, len(kept))
+	for _, f := range kept {
+		wf := all[f]
+		if keep, ok := lines[f]; ok {
+			ls := fileLines(wf.data)
+			var b strings.Builder
+			for _, l := range keep {
+				b.WriteString(ls[l])
+				if !strings.HasSuffix(ls[l], "\n") {
+					b.WriteByte('\n')
+				}
+			}
+			wf.data = []byte(b.String())
+			if say {
+				wf.cut = fmt.Sprintf("lines %s of its %d (ddmin kept what the property needs)", spans(plusOne(keep)), len(ls))
+			}
+		}
+		out = append(out, wf)
+	}
+	return out
+}
+
+func plusOne(idx []int) []int {
+	out := make([]int, len(idx))
+	for i, v := range idx {
+		out[i] = v + 1
+	}
+	return out
 }
 
 func indexes(n int) []int {
@@ -195,12 +287,42 @@ func (g *generator) scriptCalls(turns []located) int {
 // try runs the scenario of the given turns and files and reports
 // whether it passes, that is, still shows the kept property. A reduction
 // past MaxRuns is not tried and counts as failing.
-func (m *minimizer) try(turns []int, calls map[int][]int, files []int) (bool, error) {
-	if len(turns) == 0 {
+func (m *minimizer) try(r reduction) (bool, error) {
+	if len(r.turns) == 0 {
 		// A scenario needs a turn to play.
 		return false, nil
 	}
-	key := fmt.Sprint(turns, calls, files)
+	return m.run(r.key(), func() []byte {
+		g := *m.g
+		g.turns = reduce(m.g.turns, r.turns, r.calls)
+		g.leftOut, g.reduced, g.keptConfig = nil, true, append([]int{}, r.config...)
+		return g.archive(cutFiles(m.files, r.files, r.lines, false))
+	})
+}
+
+// run runs the scenario archive makes, once per key, and reports
+// whether it passes, that is, still shows the kept property. A run past
+// MaxRuns is not made and counts as failing.
+func (m *minimizer) run(key string, archive func() []byte) (bool, error) {
+	return m.check(key, func() (bool, error) {
+		s, err := Parse(archive(), "minimize.txtar")
+		if err != nil {
+			// A reduction that does not parse does not show the property.
+			return false, nil
+		}
+		res, err := Run(m.ctx, []*Scenario{s}, Options{Parallel: 1})
+		if err != nil {
+			return false, err
+		}
+		run := res.Scenarios[0].Runs[0]
+		return run.Error == "" && len(run.Failures) == 0, nil
+	})
+}
+
+// check runs test once per key and reports whether the reduction still
+// shows the kept property, counting the run. A run past MaxRuns is not
+// made and counts as failing.
+func (m *minimizer) check(key string, test func() (bool, error)) (bool, error) {
 	m.mu.Lock()
 	if ok, seen := m.memo[key]; seen {
 		m.mu.Unlock()
@@ -212,25 +334,13 @@ func (m *minimizer) try(turns []int, calls map[int][]int, files []int) (bool, er
 	}
 	m.runs++
 	m.mu.Unlock()
-	g := *m.g
-	g.turns = reduce(m.g.turns, turns, calls)
-	g.leftOut, g.reduced = nil, true
-	archive := g.archive(pick(m.files, files))
-	s, err := Parse(archive, "minimize.txtar")
-	if err != nil {
-		// A reduction that does not parse does not show the property.
-		m.remember(key, false)
-		return false, nil
-	}
-	res, err := Run(m.ctx, []*Scenario{s}, Options{Parallel: 1})
+	ok, err := test()
 	if err != nil {
 		return false, err
 	}
 	if m.ctx.Err() != nil {
 		return false, m.ctx.Err()
 	}
-	run := res.Scenarios[0].Runs[0]
-	ok := run.Error == "" && len(run.Failures) == 0
 	m.remember(key, ok)
 	return ok, nil
 }

@@ -178,6 +178,7 @@ type session struct {
 	stuckNotes int // repeated-readonly reminders so far
 	stuckReads int // identical reads of a stuck session so far
 	turns      int // the planned length
+	fixedTurns int // Options.Turns: the planned length when above 0
 
 	emptyRetries int
 	truncations  int
@@ -229,6 +230,12 @@ func (g *session) advanceTo(t time.Time) {
 func (g *session) run() {
 	g.configure()
 	g.turns = int(math.Min(40, math.Max(1, math.Round(math.Exp(1.95+0.75*g.r.NormFloat64())))))
+	if g.fixedTurns > 0 {
+		g.turns = g.fixedTurns
+		if g.limits.MaxTurns > 0 && g.limits.MaxTurns < g.turns {
+			g.limits.MaxTurns = g.turns
+		}
+	}
 	plan, planTurn := g.planEnding(g.turns)
 	for {
 		if reason, stop := g.beforeRequest(); stop {

@@ -64,6 +64,12 @@ type Options struct {
 	// shifts gives the same sessions but for the shifted quantities: the
 	// shifts draw from a PRNG stream of their own.
 	Shifts []Shift
+	// Turns, when above 0, is every session's planned length in turns,
+	// in place of the drawn one (which is still drawn, so that the rest
+	// of a session draws the same numbers); the max_turns limit is
+	// raised to it. A session may still end sooner: a planned abort,
+	// model error or stuck loop, or a token budget.
+	Turns int
 
 	// shiftByTool is Shifts merged by tool, set by normalized.
 	shiftByTool map[string]Shift
@@ -78,6 +84,9 @@ func (o Options) normalized() (Options, error) {
 	}
 	if o.Workers < 0 {
 		return o, fmt.Errorf("%w: workers is %d, want 0 (one per CPU) or more", ErrInvalidOptions, o.Workers)
+	}
+	if o.Turns < 0 {
+		return o, fmt.Errorf("%w: turns is %d, want 0 (drawn per session) or more", ErrInvalidOptions, o.Turns)
 	}
 	if err := checkFaults(o.Faults); err != nil {
 		return o, err
@@ -333,6 +342,7 @@ func generate(buf []byte, opts Options, i int, fault string) ([]byte, SessionInf
 	start := sessionStart(opts, i, r)
 	g := newSession(r, sessionID(start, r), start, buf)
 	g.plant = fault
+	g.fixedTurns = opts.Turns
 	if len(opts.shiftByTool) > 0 {
 		g.shifts, g.shiftR = opts.shiftByTool, newShiftRand(opts.Seed, i)
 	}

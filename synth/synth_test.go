@@ -158,6 +158,7 @@ func TestOptionsThatDescribeNoCorpusAreRejected(t *testing.T) {
 		{"zero sessions describe no corpus", synth.Options{}, 0},
 		{"a negative number of days is meaningless", synth.Options{Sessions: 1, Days: -1}, 0},
 		{"a negative number of workers is meaningless", synth.Options{Sessions: 1, Workers: -2}, 0},
+		{"a negative number of turns is meaningless", synth.Options{Sessions: 1, Turns: -1}, 0},
 		{"an index past the last session names no session", synth.Options{Sessions: 3}, 3},
 		{"a fault synth has no planter for is refused", synth.Options{Sessions: 4, Faults: []string{"lost_call", "dead_defense"}}, 0},
 	}
@@ -549,5 +550,35 @@ func TestACorpusTooSmallForAFaultIsAnError(t *testing.T) {
 	_, err := synth.Write(context.Background(), t.TempDir(), synth.Options{Sessions: 1, Faults: []string{"lost_call"}})
 	if !errors.Is(err, synth.ErrFaultNotPlanted) || !strings.Contains(err.Error(), "lost_call") {
 		t.Fatalf("Write: %v, want ErrFaultNotPlanted naming lost_call", err)
+	}
+}
+
+// Options.Turns plans every session's length: the sessions that end as
+// planned (end_turn) last exactly that many turns, past the drawn 40 at
+// most, and none runs longer.
+func TestTurnsPlansEverySessionsLength(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := synth.Write(context.Background(), dir, synth.Options{Sessions: 20, Seed: 3, Turns: 50}); err != nil {
+		t.Fatal(err)
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "*.jsonl"))
+	planned := 0
+	for _, f := range files {
+		events, err := trajectory.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		end := events[len(events)-1].Payload.(*trajectory.SessionEnd)
+		switch {
+		case end.Turns > 50:
+			t.Errorf("%s: %d turns, past the planned 50", f, end.Turns)
+		case end.Reason == trajectory.EndTurn && end.Turns != 50:
+			t.Errorf("%s: ended as planned after %d turns, want 50", f, end.Turns)
+		case end.Turns == 50:
+			planned++
+		}
+	}
+	if planned < 10 {
+		t.Errorf("only %d of 20 sessions last the planned 50 turns", planned)
 	}
 }

@@ -72,7 +72,13 @@ language:
   detector:ID                 the detector finds something
   failure:KIND[,tool=T]       a tool call fails so (e.g. failure:permission_denied,tool=bash)
   defense:NAME                the defense acts (e.g. defense:denial_fuse)
+  permission:DECISION[,tool=T][,step=S][,source=S]
+                              a permission decision: allow, prompt or deny
+                              (e.g. permission:deny,step=sandbox)
+  event:TYPE[,tool=T]         an event of the type (e.g. event:compaction)
   outcome                     the session ends as it did (reason, exit code)
+  no PROPERTY                 it does not happen (no defense:denial_fuse: the
+                              defense did not act; as "no new detector" in a gate)
 The expectations are then that property alone, and the turns do not check
 the requests, so the scenario passes while the session shows the property
 and fails as soon as it does not. A property the recording does not show is
@@ -84,15 +90,26 @@ fix must preserve as it is.
 
 --minimize (with --keep) shrinks the scenario by delta debugging (ddmin,
 Zeller): it drops turns, then tool calls within the turns left (each
-keeps one), then workspace files, re-running the scenario in-process
-after each reduction and keeping any that still shows the kept property,
-until no single turn, call or file can go. It is deterministic (the same
-recording gives the same bytes, whatever -j), bounded by --max-runs
+keeps one), then keys of the config overlay (leaves such as
+defenses.disable: a dropped key is at its default), then workspace files,
+then the lines of the files left of 50 lines or more, re-running the
+scenario in-process after each reduction and keeping any that still shows
+the kept property, until no single part can go. It is deterministic (the
+same recording gives the same bytes, whatever -j), bounded by --max-runs
 (default 300; once spent, the smallest scenario found is written and the
-summary says so), shows its progress on a terminal, and prints a
-summary: turns, tool calls, files and bytes before and after, and the
+summary says so), shows its progress on a terminal, and prints a summary:
+turns, tool calls, config keys, files and bytes before and after, and the
 runs spent. A reduced script whose last turn calls tools gets a closing
 turn, marked as not recorded, so the session ends.
+
+A recording the runtime cannot play again becomes an exhibit scenario, as
+the failure museum's are: an exhibit eval --out wrote (marked
+NOT-REPLAYABLE; give the recordings/ directory of a corpus exhibit), a
+synthetic session (retrace synth), or a native recording whose snapshot
+blobs are gone. It carries the recording's lines instead of a script;
+--minimize drops turns, then the events within them, and keeps each line
+byte for byte. Its properties are detectors, failures, defenses,
+permission decisions and events, not the outcome.
 
 What a scenario cannot hold plays differently: the snapshot leaves out
 .git and .retrace, and the mock answers at once where the recorded model
@@ -146,8 +163,8 @@ or not at all.`,
 	}
 	f := cmd.Flags()
 	f.StringVarP(&opts.out, "out", "o", "", "write the scenario to `FILE.txtar` (default: standard output)")
-	f.StringVar(&opts.keep, "keep", "", "test only this `PROPERTY`: detector:ID, failure:KIND[,tool=T], defense:NAME or outcome")
-	f.BoolVar(&opts.minimize, "minimize", false, "with --keep: reduce the turns and workspace files to a smallest set that still shows the property (ddmin)")
+	f.StringVar(&opts.keep, "keep", "", "test only this `PROPERTY`: detector:ID, failure:KIND[,tool=T], defense:NAME, permission:DECISION[,...], event:TYPE, outcome, or no PROPERTY")
+	f.BoolVar(&opts.minimize, "minimize", false, "with --keep: reduce the turns, calls, config keys, workspace files and lines to a smallest set that still shows the property (ddmin)")
 	f.IntVar(&opts.maxRuns, "max-runs", scenarios.DefaultMaxRuns, "with --minimize: spend at most `N` scenario runs")
 	f.IntVarP(&opts.jobs, "jobs", "j", 1, "with --minimize: run `N` reductions at once (the result does not depend on it)")
 	f.StringVar(&opts.runtime, "runtime", "", "for an imported or mock serve --record session: `client` (run the same client by its agent profile, the default) or builtin (retrace's runtime)")

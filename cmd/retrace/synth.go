@@ -20,6 +20,7 @@ import (
 
 type synthOptions struct {
 	sessions int
+	turns    int
 	out      string
 	seed     int64
 	start    string
@@ -106,6 +107,7 @@ Exit codes: 0 written, 2 bad flags or a DIR that already holds runs,
 		Args: noArgs,
 	}
 	cmd.Flags().IntVar(&opts.sessions, "sessions", 200, "number of sessions (files) to write")
+	cmd.Flags().IntVar(&opts.turns, "turns", 0, "plan every session to last `N` turns instead of drawing its length (0: drawn)")
 	cmd.Flags().StringVar(&opts.out, "out", "", "directory to write the corpus to (required; created if missing)")
 	cmd.Flags().Int64Var(&opts.seed, "seed", 1, "selects the corpus; the same seed and flags give the same files")
 	cmd.Flags().StringVar(&opts.start, "start", synth.DefaultStart.Format(time.DateOnly), "earliest session start, as YYYY-MM-DD or RFC 3339 (UTC)")
@@ -152,6 +154,8 @@ func runSynth(ctx context.Context, sys *IO, opts *synthOptions) error {
 	switch {
 	case opts.out == "":
 		return usage(errors.New("--out is required: name the directory to write the corpus to, e.g. --out /tmp/corpus"))
+	case opts.turns < 0:
+		return usage(fmt.Errorf("--turns %d: give 0 (drawn) or more", opts.turns))
 	case opts.sessions < 1:
 		return usage(fmt.Errorf("--sessions %d: give at least 1 session", opts.sessions))
 	case opts.days < 1:
@@ -177,7 +181,7 @@ func runSynth(ctx context.Context, sys *IO, opts *synthOptions) error {
 		return usage(fmt.Errorf("--out %s is a file; give a directory (it is created if missing)", opts.out))
 	}
 	began := sys.Now()
-	rep, err := synth.Write(ctx, opts.out, synth.Options{Sessions: opts.sessions, Seed: opts.seed, Start: start, Days: opts.days, Overwrite: opts.force, Faults: faults, Shifts: shifts})
+	rep, err := synth.Write(ctx, opts.out, synth.Options{Sessions: opts.sessions, Seed: opts.seed, Start: start, Days: opts.days, Overwrite: opts.force, Faults: faults, Shifts: shifts, Turns: opts.turns})
 	switch {
 	case errors.Is(err, synth.ErrDirHasRuns):
 		return invalid(fmt.Errorf("%w; write to an empty or new directory, or pass --force to add to it", err))
