@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -351,4 +352,40 @@ func writeLakeManifest(dir, partitionBy string) error {
 		return err
 	}
 	return os.WriteFile(filepath.Join(dir, LakeManifest), append(b, '\n'), 0o600)
+}
+
+// IsLake reports whether every one of paths is Parquet: files, globs
+// ending in .parquet, or directories holding Parquet files and no
+// trajectories. Such a load reads the lake in place, so a store, which
+// would copy its rows, gains nothing over it: reading commands load a lake
+// without one.
+func IsLake(paths []string) bool {
+	if len(paths) == 0 {
+		return false
+	}
+	for _, p := range paths {
+		if strings.HasSuffix(p, ParquetExt) {
+			continue
+		}
+		info, err := os.Stat(p)
+		if err != nil || !info.IsDir() {
+			return false
+		}
+		parquet, runs := false, false
+		filepath.WalkDir(p, func(f string, d fs.DirEntry, err error) error {
+			switch {
+			case err != nil || d.IsDir():
+			case strings.HasSuffix(f, trajectory.Ext):
+				runs = true
+				return fs.SkipAll
+			case strings.HasSuffix(f, ParquetExt):
+				parquet = true
+			}
+			return nil
+		})
+		if runs || !parquet {
+			return false
+		}
+	}
+	return true
 }

@@ -246,3 +246,37 @@ func TestAnExportIsLaidOutForPruning(t *testing.T) {
 		}
 	})
 }
+
+func TestIsLakeOnlyWhenEveryInputIsParquet(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name string) string {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	write("lake/date=2026-12-06/tool_call_0.parquet")
+	run := write("runs/a" + trajectory.Ext)
+	write("mixed/date=2026-12-06/tool_call_0.parquet")
+	write("mixed/b" + trajectory.Ext)
+	for _, c := range []struct {
+		paths []string
+		want  bool
+	}{
+		{[]string{filepath.Join(dir, "lake")}, true},
+		{[]string{filepath.Join(dir, "lake", "*", "*.parquet")}, true},
+		{[]string{filepath.Join(dir, "lake"), run}, false},
+		{[]string{filepath.Join(dir, "mixed")}, false},
+		{[]string{filepath.Join(dir, "runs")}, false},
+		{[]string{trajectory.Stdin}, false},
+		{nil, false},
+	} {
+		if got := IsLake(c.paths); got != c.want {
+			t.Errorf("IsLake(%q) = %v, want %v", c.paths, got, c.want)
+		}
+	}
+}

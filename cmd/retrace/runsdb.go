@@ -100,13 +100,15 @@ func openAndLoadWith(ctx context.Context, sys *IO, dbPath string, lf loadFlags, 
 
 // storeConfig says which store a reading command reads through, and
 // false when it loads cold: --no-cache, stdin or a stream among the runs
-// (read anew every time, they would rewrite the store on every call), or
-// no cache directory known. --db FILE is a store at FILE whatever else.
+// (read anew every time, they would rewrite the store on every call), a
+// Parquet lake (read in place, it is columnar already; a store would copy
+// it), or no cache directory known. --db FILE is a store at FILE whatever
+// else.
 func storeConfig(sys *IO, dbPath string, lf loadFlags, paths []string) (store.Config, bool) {
 	if dbPath != "" {
 		return store.Config{File: dbPath}, true
 	}
-	if lf.noCache {
+	if lf.noCache || metrics.IsLake(paths) {
 		return store.Config{}, false
 	}
 	for _, p := range paths {
