@@ -26,14 +26,20 @@ func WriteLiveness(w io.Writer, format string, lv detectors.Liveness) error {
 		}
 		return WriteJSON(w, lv)
 	}
+	// The terminal table leaves the conditions' text out, so that it fits
+	// a CI log; markdown and json have it.
 	t := metrics.Table{Columns: []string{"defense", "verdict", "sessions", "triggers", "checked", "condition held", "held in sessions", "missed sessions", "condition"}}
+	if format != "markdown" {
+		t.Columns = t.Columns[:len(t.Columns)-1]
+	}
 	for _, r := range lv.Defenses {
 		checked, held := any(int64(r.Checked)), any(int64(r.Held))
 		if !r.Observable {
 			checked, held = "-", "-"
 		}
-		t.Rows = append(t.Rows, []any{string(r.Defense), string(r.Verdict), int64(r.Sessions), int64(r.Triggers),
-			checked, held, int64(len(r.HeldSessions)), int64(len(r.Missed)), r.Condition})
+		row := []any{string(r.Defense), string(r.Verdict), int64(r.Sessions), int64(r.Triggers),
+			checked, held, int64(len(r.HeldSessions)), int64(len(r.Missed)), r.Condition}
+		t.Rows = append(t.Rows, row[:len(t.Columns)])
 	}
 	if format == "markdown" {
 		fmt.Fprintf(w, "## defense liveness: %s\n\n", plural(lv.Sessions, "session"))
@@ -233,14 +239,12 @@ func WriteDetect(w io.Writer, format string, rep detectors.Report, opts DetectOp
 		}
 	} else {
 		// A finding's place, session and message rarely fit a 120-column
-		// table row together: each finding is a line saying where, then
-		// its message wrapped below it, indented.
+		// table row together: each finding is a line naming it, then
+		// where and its message below it, indented and wrapped.
 		for _, f := range shown {
-			head := terminal.Line(fmt.Sprintf("%-7s %s turn %d at %s", strings.ToUpper(string(f.Severity)), f.Detector, f.Turn, where(f, opts.Dir)))
-			if more := " (session " + terminal.Line(f.Session) + ")"; twwidth.Width(head+more) <= MaxWidth {
-				head += more
-			}
+			head := terminal.Line(fmt.Sprintf("%-7s %s, turn %d, session %s", strings.ToUpper(string(f.Severity)), f.Detector, f.Turn, f.Session))
 			fmt.Fprintln(w, ellipsis(head, MaxWidth))
+			fmt.Fprint(w, wrap("        at ", terminal.Line(where(f, opts.Dir)), MaxWidth, "           "))
 			fmt.Fprint(w, wrap("        ", terminal.Line(f.Message), MaxWidth, "        "))
 		}
 	}
@@ -448,7 +452,7 @@ func sarifLog(rep detectors.Report, version string) sarifDoc {
 	index := map[string]int{}
 	for i, in := range rep.Detectors {
 		r := sarifRule{ID: in.ID, ShortDescription: sarifMessage{in.Title}, FullDescription: sarifMessage{in.About},
-			Help: sarifMessage{in.NextStep}, Properties: map[string]any{"seed": in.Seed, "corpus": in.Corpus}}
+			Help: sarifMessage{in.NextStep}, Properties: map[string]any{"corpus": in.Corpus, "docs": "docs/failure-modes.md"}}
 		r.DefaultConfiguration.Level = sarifLevel(in.Severity)
 		driver.Rules = append(driver.Rules, r)
 		index[in.ID] = i

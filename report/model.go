@@ -40,6 +40,10 @@ type Model struct {
 	Liveness detectors.Liveness
 	// Findings are the detectors' findings, worst first, each with links.
 	Findings []FindingView
+	// FindingGroups are the findings by detector, the worst detector
+	// first: the page lists a group collapsed, with its counts, so that
+	// thousands of findings of one detector do not bury the others.
+	FindingGroups []FindingGroup
 	// Detailed are the sessions shown in full (timeline and conversation),
 	// the most worth reading first.
 	Detailed []SessionDetail
@@ -80,7 +84,9 @@ type FunnelRow struct {
 	// Successes count tool_success; Failures every tool_failure, and
 	// ExecFailures those among Executed.
 	Successes, Failures, ExecFailures int64
-	// Lost counts calls with neither a success nor a failure (seed §14.1).
+	// Lost counts calls with neither a success nor a failure: a call the
+	// runtime lost, which a green run hides (lost_call in
+	// docs/failure-modes.md).
 	Lost int64
 }
 
@@ -144,6 +150,59 @@ type FindingView struct {
 	SessionHref string
 	// Evidence are the finding's evidence with links to their events.
 	Evidence []EvidenceView
+}
+
+// FindingGroup is one detector's findings.
+type FindingGroup struct {
+	Detector, Title string
+	// Severity is the worst of the group's findings.
+	Severity detectors.Severity
+	// Count is the number of the detector's findings, in Sessions
+	// sessions.
+	Count, Sessions int
+	// Shown are the first FindingsShown findings, worst first; More
+	// counts the others, which the page names a command to list.
+	Shown []FindingView
+	More  int
+}
+
+// FindingsShown is how many findings of one detector the page shows in
+// full: enough to see the pattern, few enough that a corpus where one
+// detector fires in every session keeps the page small.
+const FindingsShown = 20
+
+// groupFindings groups fs (worst first) by detector: the groups by their
+// worst severity, then by count, then by id.
+func groupFindings(fs []FindingView) []FindingGroup {
+	var groups []FindingGroup
+	index := map[string]int{}
+	sessions := map[string]map[string]bool{}
+	for _, f := range fs {
+		i, ok := index[f.Detector]
+		if !ok {
+			i = len(groups)
+			index[f.Detector] = i
+			groups = append(groups, FindingGroup{Detector: f.Detector, Title: f.Title, Severity: f.Severity})
+			sessions[f.Detector] = map[string]bool{}
+		}
+		g := &groups[i]
+		g.Count++
+		if f.Severity.Rank() > g.Severity.Rank() {
+			g.Severity = f.Severity
+		}
+		sessions[f.Detector][f.Session] = true
+		if len(g.Shown) < FindingsShown {
+			g.Shown = append(g.Shown, f)
+		}
+	}
+	for i := range groups {
+		groups[i].Sessions = len(sessions[groups[i].Detector])
+		groups[i].More = groups[i].Count - len(groups[i].Shown)
+	}
+	slices.SortStableFunc(groups, func(a, b FindingGroup) int {
+		return cmp.Or(cmp.Compare(b.Severity.Rank(), a.Severity.Rank()), cmp.Compare(b.Count, a.Count), cmp.Compare(a.Detector, b.Detector))
+	})
+	return groups
 }
 
 // EvidenceView is one piece of evidence and the link to its event, which
@@ -452,6 +511,7 @@ FROM sessions s LEFT JOIN (SELECT session, any_value(file) AS file, any_value(mo
 		}
 		m.Findings = append(m.Findings, fv)
 	}
+	m.FindingGroups = groupFindings(m.Findings)
 }
 
 // tagList reads a session_start's tags (a JSON object) as k=v, sorted.

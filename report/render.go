@@ -16,6 +16,8 @@ var page = template.Must(template.New("report.html.tmpl").Funcs(template.FuncMap
 	"num": func(n any) string { return thousands(toInt(n)) },
 	"pct": percent,
 	"ms":  formatMs,
+	// findingsShown is how many findings of a detector the page shows.
+	"findingsShown": func() int { return FindingsShown },
 }).ParseFS(templates, "templates/report.html.tmpl"))
 
 // view is what the template renders: the model and its charts.

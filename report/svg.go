@@ -75,29 +75,52 @@ func percent(n, of int64) string {
 	return trimZeros(fmt.Sprintf("%.1f", p)) + "%"
 }
 
+// The widths the timeline allows per character of its texts, in the
+// SVG's units: a little more than system-ui's widest digits and lower
+// case at the stylesheet's sizes (.cl 10.5px, .mt 10.5px bold, .ti
+// 11.5px), so that a text never runs past the room made for it.
+const (
+	labelCharW = 6.5
+	markCharW  = 7.5
+	infoCharW  = 7.0
+)
+
 // timelineSVG draws a session's turns: per turn, a header line (the model
 // call's duration and stop reason, then the defense triggers, reminders and
-// user messages as marks) and the turn's tool calls as bars on lanes, on
-// the turn's own time axis from its first call's start to its last call's
-// end, so that calls that ran in parallel sit on parallel lanes, each bar
-// as long as its own measured duration.
+// user messages as marks) and the turn's tool calls as bars on lanes. Every
+// turn shares the session's one time axis, from its first call's start to
+// its last call's end, so that a bar's width is its duration at one scale
+// across the session (a 31 µs call is a sliver next to a 526 ms one) and
+// calls that ran in parallel sit on parallel lanes. A label is drawn only
+// where it covers no bar and no other label: inside its bar when it fits,
+// else beside it, else it is left to the bar's tooltip.
 func timelineSVG(d SessionDetail) template.HTML {
 	const w, gutter, headH, laneH = 960.0, 150.0, 22.0, 17.0
 	area := w - gutter - 10
 	var body strings.Builder
 	y := 4.0
+	start, end, first := int64(0), int64(0), true
 	for _, t := range d.TurnList {
-		lane, n := lanes(t.Calls)
-		start, end := int64(0), int64(0)
-		for i, c := range t.Calls {
+		for _, c := range t.Calls {
 			cs := c.EndUs - int64(c.DurationMs*1000)
-			if i == 0 || cs < start {
+			if first || cs < start {
 				start = cs
 			}
-			end = max(end, c.EndUs)
+			end, first = max(end, c.EndUs), false
 		}
-		span := max(end-start, 1)
-		xOf := func(us int64) float64 { return gutter + area*float64(us-start)/float64(span) }
+	}
+	span := max(end-start, 1)
+	xOf := func(us int64) float64 { return gutter + area*float64(us-start)/float64(span) }
+	for _, t := range d.TurnList {
+		lane, n := lanes(t.Calls)
+		turnStart, turnEnd := int64(0), int64(0)
+		for i, c := range t.Calls {
+			cs := c.EndUs - int64(c.DurationMs*1000)
+			if i == 0 || cs < turnStart {
+				turnStart = cs
+			}
+			turnEnd = max(turnEnd, c.EndUs)
+		}
 		head := fmt.Sprintf("turn %d", t.N)
 		rows := 0
 		if len(t.Calls) > 0 {
@@ -110,9 +133,11 @@ func timelineSVG(d SessionDetail) template.HTML {
 			info += " · " + t.StopReason
 		}
 		if len(t.Calls) > 0 {
-			info += fmt.Sprintf(" · %d calls in %s", len(t.Calls), formatMs(float64(span)/1000))
+			info += fmt.Sprintf(" · %d calls in %s", len(t.Calls), formatMs(float64(turnEnd-turnStart)/1000))
 		}
 		fmt.Fprintf(&body, `<text x="%.0f" y="%.1f" class="ti">%s</text>`, gutter, y+15, esc(info))
+		// The marks go right to left, and stop before the info text.
+		infoEnd := gutter + infoCharW*float64(utf8.RuneCountInString(info)) + 10
 		mx := w - 10
 		for i := len(t.Marks) - 1; i >= 0; i-- {
 			mk := t.Marks[i]
@@ -120,9 +145,9 @@ func timelineSVG(d SessionDetail) template.HTML {
 			if r := []rune(label); len(r) > 28 {
 				label = string(r[:28]) + "…"
 			}
-			tw := 7*float64(utf8.RuneCountInString(label)) + 22
+			tw := markCharW*float64(utf8.RuneCountInString(label)) + 22
 			mx -= tw
-			if mx < gutter+260 {
+			if mx < infoEnd {
 				break
 			}
 			link := cmpOr(mk.Anchor, t.Anchor)
@@ -135,19 +160,19 @@ func timelineSVG(d SessionDetail) template.HTML {
 			body.WriteString(`</g>`)
 			continue
 		}
-		// The bars' extents per lane, so a label beside a bar is drawn
-		// only where it covers no other bar of its lane.
+		// What is drawn on each lane, bars and then labels, so that a
+		// label is drawn only where it covers nothing of its lane.
 		type extent struct{ x0, x1 float64 }
-		laneBars := make([][]extent, n)
+		taken := make([][]extent, n)
 		for i, c := range t.Calls {
 			cs := c.EndUs - int64(c.DurationMs*1000)
-			laneBars[lane[i]] = append(laneBars[lane[i]], extent{xOf(cs), max(xOf(c.EndUs), xOf(cs)+2)})
+			taken[lane[i]] = append(taken[lane[i]], extent{xOf(cs), max(xOf(c.EndUs), xOf(cs)+2)})
 		}
 		free := func(l int, a, b float64) bool {
 			if a < gutter || b > w {
 				return false
 			}
-			for _, sp := range laneBars[l] {
+			for _, sp := range taken[l] {
 				if sp.x0 < b && a < sp.x1 {
 					return false
 				}
@@ -180,14 +205,16 @@ func timelineSVG(d SessionDetail) template.HTML {
 				esc(c.Anchor), x0, by+2, max(x1-x0, 2), laneH-4, esc(class), esc(tip))
 			label := c.Tool + " " + formatMs(c.DurationMs)
 			// Inside the bar when it fits, else beside it where there is room.
-			tw := 6 * float64(utf8.RuneCountInString(label))
+			tw := labelCharW * float64(utf8.RuneCountInString(label))
 			right := max(x1, x0+2) + 4
 			switch {
 			case x1-x0 >= tw+10:
 				fmt.Fprintf(&body, `<text x="%.1f" y="%.1f" class="cl in">%s</text></a>`, x0+5, by+12, esc(label))
 			case free(lane[i], right, right+tw):
+				taken[lane[i]] = append(taken[lane[i]], extent{right, right + tw})
 				fmt.Fprintf(&body, `<text x="%.1f" y="%.1f" class="cl">%s</text></a>`, right, by+12, esc(label))
 			case free(lane[i], x0-4-tw, x0-4):
+				taken[lane[i]] = append(taken[lane[i]], extent{x0 - 4 - tw, x0 - 4})
 				fmt.Fprintf(&body, `<text x="%.1f" y="%.1f" class="cl" text-anchor="end">%s</text></a>`, x0-4, by+12, esc(label))
 			default:
 				// No room: the bar's tooltip names it.

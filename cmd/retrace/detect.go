@@ -49,7 +49,9 @@ runs directory is read (RETRACE_DIR or .retrace/runs). ` + readingInputs + `
 
 ` + readingStore + `
 
-Formats: table (counts per detector, then the worst findings), markdown,
+Formats: table (counts per detector that found something, the others in
+one line, then the worst findings; no line over 120 columns, paths
+relative to the working directory), markdown,
 json (one document: detectors, findings, counts), sarif (SARIF 2.1.0, each
 result at the trajectory file and line, for GitHub code scanning and
 editors), github (workflow annotations: ::error file=…,line=…::message).
