@@ -48,14 +48,13 @@ func (s *session) contextSize() (int64, trajectory.TokenMeasure) {
 	return estimateTokens(s.history), trajectory.MeasuredEstimate
 }
 
-// compact relieves context pressure before a request (seed §4.4: "used /
+// compact relieves context pressure before a request ("used /
 // window > threshold: compact first, do not just die"). It drops the
 // content of the oldest tool results until the context is at half the
 // threshold; under the summarize strategy, when that is not enough, it asks
 // the model for a summary of the older turns and replaces them with it.
 // Each step that changed the history is recorded, and the deferred tools
-// are announced again: their announcements in the history may be gone
-// (seed §10.7).
+// are announced again: their announcements in the history may be gone.
 func (s *session) compact(ctx context.Context) {
 	threshold, window, source := s.cfg.Limits.compactAt(s.model, s.cfg.Models)
 	before, measure := s.contextSize()

@@ -113,26 +113,25 @@ type Config struct {
 	// by exact model id or family prefix (claude-sonnet-4-5 covers its
 	// dated snapshots); the loop compacts against the model's window.
 	Models map[string]ModelInfo
-	// Cache asks the provider to cache each request's prefix (seed §3.5);
+	// Cache asks the provider to cache each request's prefix;
 	// nil sends no cache instructions. The harness sets it from the
 	// configuration's cache section, on by default.
 	Cache *llm.Cache
 	// Plant, when set, changes each request of turn turn before it is
 	// recorded and sent. It exists for the eval suite, which plants a
-	// fault the runtime itself must never make (a cache breaker, seed
-	// §3.5) to prove that the mock's usage, the metrics and the detectors
+	// fault the runtime itself must never make (a cache breaker)
+	// to prove that the mock's usage, the metrics and the detectors
 	// see it; because it acts before the request is recorded, the
 	// trajectory shows what was really sent. A real session leaves it nil.
 	Plant func(turn int, req *llm.Request)
 	// Stream asks the provider for a streamed reply; OnStream sees it arrive.
 	// A streamed reply's calls start as soon as their tool_use blocks are
-	// complete, while the model is still writing (seed §7), unless
+	// complete, while the model is still writing, unless
 	// BatchTools is set.
 	Stream   bool
 	OnStream func(llm.StreamEvent)
 	// BatchTools, with Stream, runs the calls only once the whole reply
-	// has arrived (seed §7.4's batch mode, kept as the fallback and for
-	// comparison). The two modes run the same calls under the same
+	// has arrived. The two modes run the same calls under the same
 	// rules; only the timing differs.
 	BatchTools bool
 	// Retries, when the provider's llm.Options.OnRetry is Retries.OnRetry,
@@ -161,7 +160,7 @@ type Config struct {
 	// MCPEvents, when set, returns the MCP server state changes since its
 	// last call (mcp.Lifecycle.Drain). Before each request the loop
 	// records them as mcp_server events and announces the tools they add
-	// to the model (seed §10.7).
+	// to the model.
 	MCPEvents func() []*trajectory.MCPServer
 	// WorkspaceSnapshot is the reference of the workspace snapshot taken
 	// before the session (recorder.SnapshotWorkspace), recorded in
@@ -190,7 +189,7 @@ type Config struct {
 
 // DefaultDefenses returns the defenses enabled when Config.Defenses is nil:
 // all of them except loop detection by shape, whose false-positive rate on
-// legitimate exploration makes it opt-in (seed §13.7).
+// legitimate exploration makes it opt-in.
 func DefaultDefenses() []trajectory.DefenseName {
 	return []trajectory.DefenseName{
 		trajectory.DefenseEmptyInputRetry,

@@ -14,23 +14,23 @@ import (
 )
 
 // The caps. Every defense that retries or reminds has one, because an
-// uncapped "remind and try again" is a new infinite loop (seed §4.5).
+// uncapped "remind and try again" is a new infinite loop.
 const (
-	// maxEmptyInputRetries is MAX_EMPTY_PARAM_RETRIES of seed §4.5 F1.
+	// maxEmptyInputRetries caps the retries of a call whose input came empty.
 	maxEmptyInputRetries = 2
 	// maxTruncatedRetries is how many cut-off tool_use blocks the model may
 	// retry before the session ends with max_tokens.
 	maxTruncatedRetries = 2
 	// repeatThreshold is how many identical read-only calls with identical
-	// output make the model stuck (seed §13.9).
+	// output make the model stuck.
 	repeatThreshold = 3
 	// maxStuckReminders is how many times the repeated-readonly guard
 	// reminds before it stops the session.
 	maxStuckReminders = 2
-	// maxSpinReminders caps the low-yield spin reminders (seed §13.8).
+	// maxSpinReminders caps the low-yield spin reminders.
 	maxSpinReminders = 2
 	// shapeThreshold is how many calls in a row of one tool with one key
-	// set and different values count as a loop by shape (seed §13.7).
+	// set and different values count as a loop by shape.
 	shapeThreshold = 5
 	// maxShapeReminders caps the loop-detection reminders; past it the
 	// loop keeps going without them.
@@ -85,7 +85,7 @@ func newDefenses(s *session, enabled []trajectory.DefenseName) *defenses {
 
 func (d *defenses) on(n trajectory.DefenseName) bool { return d.enabled[n] }
 
-// trigger records a defense acting, where it acts (seed §13.3).
+// trigger records a defense acting, where it acts.
 func (d *defenses) trigger(n trajectory.DefenseName, a trajectory.DefenseAction, toolUseID string, evidence map[string]string) {
 	d.counts[n]++
 	d.s.emit(&trajectory.DefenseTrigger{Defense: n, Action: a, ToolUseID: toolUseID, Count: d.counts[n], Evidence: evidence})
@@ -108,7 +108,7 @@ func (d *defenses) afterTools(calls []executed, userText bool) (stop bool) {
 
 // repeatedReadOnly watches for the same read-only call returning the same
 // output again and again: a narrow, high-certainty pattern, so it is on by
-// default and may stop the session (seed §13.7, §13.9).
+// default and may stop the session.
 func (d *defenses) repeatedReadOnly(calls []executed) (stop bool) {
 	for _, c := range calls {
 		if !c.readOnly {
@@ -144,7 +144,7 @@ var scalar = regexp.MustCompile(`^[-+]?[0-9]+(\.[0-9]+)?%?$`)
 
 // lowYieldSpin catches a turn that fetched one unchanged number with the
 // same command as the turn before, wrote nothing and said nothing: a loop
-// driven by low-information observations (seed §13.8). It judges the
+// driven by low-information observations. It judges the
 // output's shape, never the command's name, so it covers grep -c, wc -l
 // and every checker alike.
 func (d *defenses) lowYieldSpin(calls []executed, userText bool) {
@@ -176,8 +176,7 @@ func (d *defenses) lowYieldSpin(calls []executed, userText bool) {
 // loopByShape catches calls of one tool with the same input keys and
 // different values, many in a row. Legitimate systematic exploration has
 // the same shape, so it is off by default and, when on, it reminds and lets
-// the loop continue: stopping would throw away a long task it misjudged
-// (seed §13.7).
+// the loop continue: stopping would throw away a long task it misjudged.
 func (d *defenses) loopByShape(calls []executed) {
 	for _, c := range calls {
 		keys := inputKeys(c.input)
@@ -231,7 +230,7 @@ func callSig(tool string, input json.RawMessage) string {
 // is not provably read-only (a pipeline through an unknown tool, say)
 // still wrote nothing unless some step of it writes files by what it is,
 // a redirection or a writing program (shell.Analysis.WritesFiles), which
-// is what "no file landed on disk" means in §13.8.
+// is what "no file landed on disk" means for a low-yield spin.
 func classify(t tools.Tool, input json.RawMessage) (readOnly, writes bool) {
 	if t == nil {
 		return false, false

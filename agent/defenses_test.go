@@ -17,7 +17,7 @@ func TestClassifyJudgesWritesFromTheCommandNotItsName(t *testing.T) {
 		input            string
 		readOnly, writes bool
 	}{
-		{"The seed's spinning type check counts errors without writing a file.", tools.BashTool{},
+		{"A spinning type check counts errors without writing a file.", tools.BashTool{},
 			`{"command":"bunx tsc --noEmit 2>&1 | grep -c \"error TS\""}`, false, false},
 		{"A redirection into a file writes.", tools.BashTool{}, `{"command":"go vet ./... > /tmp/e.txt 2>&1"}`, false, true},
 		{"Removing a file writes.", tools.BashTool{}, `{"command":"rm -f out.txt"}`, false, true},

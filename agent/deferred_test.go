@@ -10,7 +10,7 @@ import (
 
 // TestDeferredToolsAreListedAsNotLoadedUntilToolSearchLoadsThem runs the
 // production path — Run builds the system prompt from the registry it is
-// given — rather than setting any flag by hand (seed §13.2).
+// given — rather than setting any flag by hand.
 func TestDeferredToolsAreListedAsNotLoadedUntilToolSearchLoadsThem(t *testing.T) {
 	r := runScript(t, "deferred", runOpts{extra: []tools.Tool{cronTool{}}, verify: true})
 	reqs := payloads[*trajectory.ModelRequest](r.events)
@@ -58,7 +58,7 @@ func TestTheSystemPromptPartitionDependsOnlyOnStaticDeclarations(t *testing.T) {
 
 // TestResidentAndDeferredNamesShareNoLongPrefix guards against prefix
 // collapse: a model that knows a deferred name but not its schema slides
-// into the resident tool with the same prefix (seed §3.4, §10.5).
+// into the resident tool with the same prefix.
 func TestResidentAndDeferredNamesShareNoLongPrefix(t *testing.T) {
 	reg := newRegistry(t, cronTool{})
 	var resident, deferred []string
@@ -80,7 +80,7 @@ func TestResidentAndDeferredNamesShareNoLongPrefix(t *testing.T) {
 		}
 	}
 	if commonPrefix("enter_plan_mode", "enter_worktree") < 4 {
-		t.Error("commonPrefix misses the seed's own example")
+		t.Error("commonPrefix misses the example of two plan and worktree tools")
 	}
 }
 

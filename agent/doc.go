@@ -1,34 +1,33 @@
 // Package agent is the agent loop: it asks the model, runs the tool_use
 // blocks of each reply through the executor, sends the results back, and
-// records every step of the session as a trajectory (seed §4).
+// records every step of the session as a trajectory.
 //
-// The loop itself is the ten lines of seed §4.1; everything else in this
+// The loop itself is ten lines (ask the model, run the tools it asked for, repeat); everything else in this
 // package is what keeps those ten lines from going wrong. Stop reasons are
 // read by whitelist, so a missing or unknown one is an error path and never
-// "done" (§4.5 F2). A session ends for exactly one reason, attributed by
+// "done". A session ends for exactly one reason, attributed by
 // priority — an explicit reason (the model finished, a defense stopped it,
 // a budget ran out) over a user abort over the turn limit over an error —
-// and never by matching error text (§4.4). In-loop defenses catch the ways
+// and never by matching error text. In-loop defenses catch the ways
 // a model degrades: an empty-input tool_use, an end_turn that still holds a
 // tool_use, a tool_use cut off by max_tokens, the same read-only call with
-// the same output over and over (§13.9), a turn that only fetches one
-// unchanged number (§13.8), and, when enabled, calls of the same shape
-// (§13.7). Each defense has a cap, so that it cannot become a loop of its
+// the same output over and over, a turn that only fetches one
+// unchanged number, and, when enabled, calls of the same shape. Each defense has a cap, so that it cannot become a loop of its
 // own, and each emits defense_trigger where it acts, never where it is
-// merely evaluated (§13.3). Harness reminders travel in user messages, so
-// they are labelled, deduplicated and capped (§13.10).
+// merely evaluated. Harness reminders travel in user messages, so
+// they are labelled, deduplicated and capped.
 //
 // Deferred tools are not sent until tool_search loads them. The system
 // prompt names them with an explicit "not loaded" label, computed from the
 // tools' static declarations only, so that loading a tool never rewrites
-// the cached prefix (§10.6, §13.2); after a compaction the loop announces
-// them again in the conversation (§10.7).
+// the cached prefix; after a compaction the loop announces
+// them again in the conversation.
 //
-// The model sees the rules before it acts (§8.8). After the base prompt
+// The model sees the rules before it acts. After the base prompt
 // the system prompt carries a rules section: that tool results are data,
-// not instructions (§8.6), then the session's configured deny rules and
+// not instructions, then the session's configured deny rules and
 // disallowed tools, sorted. Only configuration goes there — it is stable
-// for the whole session, so the section is byte-stable (§3.5); what a
+// for the whole session, so the section is byte-stable; what a
 // call's arguments make dangerous is still judged per call. Disallowed
 // tools are not offered in tools[] at all, and a call to one anyway is
 // denied by the permission chain: not offering is a courtesy, the chain is
@@ -38,7 +37,7 @@
 // (executor.UntrustedTag); the recorded tool_result keeps the tool's
 // output unwrapped.
 //
-// Context is managed before each request (§4.4: "used / window over a
+// Context is managed before each request ("used / window over a
 // threshold: compact first, do not just die"). The context is measured by
 // the usage the API reported for the last reply plus an estimate of what
 // was added since, or by the bytes/4 estimate of the whole history when no
@@ -50,14 +49,14 @@
 // them with it (compact.go). Every step is a compaction event saying how
 // its numbers were measured.
 //
-// A session may hold more than one prompt (§4.6, the outer loop):
+// A session may hold more than one prompt:
 // Config.NextPrompt is asked for the person's next prompt each time the
 // model finishes its turn, and Config.History carries on the conversation
 // of a recorded session (ConversationOf rebuilds it from the trajectory).
 // The prompts after the first are recorded as user_prompt events.
 // A streamed session (Config.Stream) executes tools while the model is
-// still writing (§7): each tool_use the provider reports complete is
-// offered to the turn's executor.Stream, which starts it under §7.4's
+// still writing: each tool_use the provider reports complete is
+// offered to the turn's executor.Stream, which starts it under its
 // start condition, and the loop collects the results in call order once
 // the reply is whole. A call starts early only when the loop would
 // certainly run it, so the early calls are always the first the turn

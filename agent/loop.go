@@ -45,7 +45,7 @@ type session struct {
 	system string
 	model  string
 	// offered says whether a tool may be sent to the model: the
-	// disallowed tools are not (seed §8.8).
+	// disallowed tools are not.
 	offered func(string) bool
 
 	history []trajectory.Message
@@ -450,7 +450,7 @@ func (s *session) send(ctx context.Context, req llm.Request) (llm.Response, erro
 	ev := s.memo.Event(req, s.prev, &s.conv, s.cfg.Stream)
 	if s.reg != nil {
 		// Record which MCP servers are still connecting, so that a
-		// detector can tell "not here yet" from "does not exist" (§13.12).
+		// detector can tell "not here yet" from "does not exist".
 		ev.PendingSources = s.reg.Pending()
 	}
 	s.emit(ev)
@@ -525,7 +525,7 @@ func (s *session) handle(ctx context.Context, resp llm.Response) (ending, bool) 
 	}
 	uses := resp.ToolUses()
 	// Stop reasons by whitelist: only the values below lead anywhere but
-	// the error path (seed §4.5 F2).
+	// the error path.
 	switch resp.StopReason {
 	case trajectory.StopRefusal, trajectory.StopContentFilter:
 		s.notRun(uses, "the reply was refused")
@@ -549,7 +549,7 @@ func (s *session) handle(ctx context.Context, resp llm.Response) (ending, bool) 
 			continue
 		}
 		if len(b.Input) == 0 {
-			// Cut off by max_tokens: never executed (seed §2.3).
+			// Cut off by max_tokens: never executed.
 			truncated = true
 			if !s.def.on(trajectory.DefenseTruncatedToolUse) || s.def.truncations >= maxTruncatedRetries {
 				s.notRun(append(run, remaining(resp.Content, b.ID)...), "the reply was cut off")
@@ -601,7 +601,7 @@ func (s *session) handle(ctx context.Context, resp llm.Response) (ending, bool) 
 			return ending{explicit: trajectory.EndTurn}, true
 		}
 		// The model said it is done but left a call: run it rather than
-		// stop with the task half done (seed §4.5 F2).
+		// stop with the task half done.
 		s.def.trigger(trajectory.DefenseEndTurnFallthrough, trajectory.ActionExecute, run[0].ID,
 			map[string]string{"stop_reason": string(resp.StopReason), "tool_uses": fmt.Sprint(len(run))})
 	}
@@ -649,7 +649,7 @@ func remaining(content []trajectory.ContentBlock, id string) []trajectory.Conten
 }
 
 // notRun answers tool_use blocks the session ends without running, so
-// that every tool_use of the trajectory has its answer (seed §2.4).
+// that every tool_use of the trajectory has its answer.
 func (s *session) notRun(uses []trajectory.ContentBlock, why string) {
 	// Calls started while the reply streamed have run: they get their
 	// real results, the others "Not run".
@@ -660,7 +660,7 @@ func (s *session) notRun(uses []trajectory.ContentBlock, why string) {
 }
 
 // end attributes the end reason by priority — explicit, then abort, then
-// the turn limit, then error (seed §4.4) — and records session_end.
+// the turn limit, then error — and records session_end.
 func (s *session) end(ctx context.Context, e ending) Result {
 	if err := s.recordErr(); err != nil && e.explicit != trajectory.EndRecordFailed {
 		// Whatever else ended the session, its record is cut short, and
@@ -691,7 +691,7 @@ func (s *session) end(ctx context.Context, e ending) Result {
 }
 
 // attribute picks the end reason by priority: an explicit reason, then a
-// user abort, then the turn limit, then error (seed §4.4). It takes facts
+// user abort, then the turn limit, then error. It takes facts
 // (was the context cancelled, was the limit reached), never error text.
 func attribute(explicit trajectory.EndReason, aborted, maxTurnsReached bool) trajectory.EndReason {
 	switch {

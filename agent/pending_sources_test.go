@@ -8,8 +8,7 @@ import (
 )
 
 // Every model_request names the MCP servers still connecting when it was
-// built, so a detector can tell "not here yet" from "does not exist"
-// (seed §13.12); a session with none pending records none.
+// built, so a detector can tell "not here yet" from "does not exist"; a session with none pending records none.
 func TestEveryRequestRecordsTheServersStillConnecting(t *testing.T) {
 	for _, tc := range []struct {
 		name    string

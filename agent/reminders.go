@@ -6,7 +6,7 @@ import (
 
 // maxRemindersPerKind caps each kind of harness reminder over a session:
 // reminders travel with the user role, and a model that sees many of them
-// comes to believe the user said them (seed §13.10).
+// comes to believe the user said them.
 const maxRemindersPerKind = 3
 
 // Reminder kinds (labels in the trajectory).

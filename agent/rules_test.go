@@ -60,7 +60,7 @@ func TestADisallowedToolIsNotOfferedAndACallToItIsStillDenied(t *testing.T) {
 }
 
 // The rules section is a pure function of the configuration: the same
-// rules in another order give the same bytes, twice in a row (§3.5), and
+// rules in another order give the same bytes, twice in a row, and
 // a second request of the session sends the system prompt unchanged.
 func TestTheRulesSectionIsByteStableAndSorted(t *testing.T) {
 	a := runScript(t, "rules", runOpts{cfg: withRules(t, []string{"Read(secrets/**)", "Bash(git push:*)"}, []string{"write", "Edit"})})

@@ -9,7 +9,7 @@ import (
 )
 
 // nonStrict is why the provider sends the tool with OpenAI's strict mode
-// off although it is on for the others, or "" (seed §11.6: an MCP server's
+// off although it is on for the others, or "" (an MCP server's
 // schema strict mode cannot express is sent non-strict, not dropped, and
 // the decision is recorded so it is visible).
 func nonStrict(p llm.Provider, spec tools.Spec) string {
@@ -25,7 +25,7 @@ func nonStrict(p llm.Provider, spec tools.Spec) string {
 }
 
 // sourceEvents records the MCP server state changes since the last
-// request and announces the tools they add, once each (seed §10.7: only
+// request and announces the tools they add, once each (only
 // the new ones; compaction announces the deferred ones in full again).
 // A deferred tool is announced as not loaded, with the way to load it; a
 // resident one is in this request's tools already. A tool that goes away

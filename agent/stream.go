@@ -8,7 +8,7 @@ import (
 	"github.com/retrace-dev/retrace/trajectory"
 )
 
-// Streaming tool execution (seed §7). When the session streams and
+// Streaming tool execution. When the session streams and
 // Config.BatchTools is off, each tool_use the provider reports complete
 // is offered to the turn's executor.Stream while the model is still
 // writing, so a call may run hidden behind the rest of the reply. The
@@ -54,7 +54,7 @@ func (s *session) beginStream(ctx context.Context, requestStart time.Time) func(
 
 // startsEarly reports whether handle is sure to run the block, so that it
 // may start before the reply is complete. It mirrors handle's checks on
-// one block: a block without input was cut off and never runs (§2.3), and
+// one block: a block without input was cut off and never runs, and
 // an empty input to a tool with required parameters is held back by the
 // empty-input defense.
 func (s *session) startsEarly(b trajectory.ContentBlock) bool {

@@ -13,7 +13,7 @@ import (
 // streams a sentence and then N tool calls, the model taking gap to write
 // each event and each call taking work, once with streaming tool
 // execution and once with batch_tools, alternately in the same loop, and
-// reports both wall times per session and their ratio (seed §7.1: the
+// reports both wall times per session and their ratio (the
 // calls hide behind the reply). The pace is realistic for a fast model
 // scaled down: 60 ms an event, 50 ms a call.
 func BenchmarkStreamedToolsWallTime(b *testing.B) {

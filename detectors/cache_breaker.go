@@ -26,7 +26,7 @@ const (
 )
 
 // cacheBreaker finds a byte-stable part of the request prefix that changed
-// between two requests of a session (seed §3.5): the system prompt
+// between two requests of a session: the system prompt
 // (system_hash), the tool list (tool_names order or set) or the tools'
 // bytes (tools_hash with the same names), or the messages already sent
 // (the previous request's messages no longer a prefix of the next

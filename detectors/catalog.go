@@ -15,7 +15,7 @@ import (
 const (
 	// emptyInputRetryCap is the most responses in a row with an
 	// empty-input tool_use a capped retry allows: the first and
-	// MAX_EMPTY_PARAM_RETRIES (2) retries (seed §4.5 F1).
+	// MAX_EMPTY_PARAM_RETRIES (2) retries.
 	emptyInputRetryCap = 3
 	// denialLoopMin is how many denials of the same call make a loop.
 	denialLoopMin = 3
@@ -31,7 +31,6 @@ var catalog = []Detector{
 			"start and finish (a crash, a swallowed error, a return path that forgot to record). In a " +
 			"session that was closed this is a harness bug (error); in one without session_end the " +
 			"process died mid-call (warning).",
-		Seed:     "§14.1",
 		NextStep: "Make every path after tool_call end in exactly one tool_success/tool_failure and one tool_end, at the one exit for results (docs/failure-modes.md).",
 	}},
 	&goDetector{check: unpairedToolUse, reads: []trajectory.EventType{trajectory.TypeModelRequest, trajectory.TypeModelResponse, trajectory.TypeCompaction}, info: Info{
@@ -39,14 +38,12 @@ var catalog = []Detector{
 		About: "An assistant message's tool_use has no tool_result in the user message that follows it, or a " +
 			"tool_result answers no tool_use of the assistant message before it. Providers reject such " +
 			"a request, or the model is told about a call it never made.",
-		Seed:     "§2.4, §2.6",
 		NextStep: "Give every tool_use exactly one tool_result in the next request, through one function that builds results (docs/failure-modes.md).",
 	}},
 	&goDetector{check: truncatedToolUseExecuted, reads: []trajectory.EventType{trajectory.TypeModelResponse, trajectory.TypeToolCall, trajectory.TypeToolSuccess, trajectory.TypeToolFailure}, info: Info{
 		ID: "truncated_tool_use_executed", Severity: SeverityError, Title: "a tool_use cut off by max_tokens ran anyway",
 		About: "A model_response stopped at max_tokens holds a tool_use (its input cut off), and a tool_call " +
 			"for that tool_use ran to a result: the tool got an input the model never finished.",
-		Seed:     "§4.4, §4.5",
 		NextStep: "Do not run tool_use blocks of a max_tokens reply; answer them with an error asking for a smaller call (the truncated_tool_use defense; docs/failure-modes.md).",
 	}},
 	&goDetector{check: stopReasonAsDone, reads: []trajectory.EventType{trajectory.TypeModelResponse, trajectory.TypeSessionEnd}, info: Info{
@@ -54,14 +51,12 @@ var catalog = []Detector{
 		About: "The session_end reason says the model finished (end_turn or stop_sequence), but the last " +
 			"model_response's stop reason is missing, unknown, max_tokens or tool_use: an unrecognised " +
 			"stop reason was treated as done, which is fail-open.",
-		Seed:     "§4.4, §4.5",
 		NextStep: "Treat only end_turn and stop_sequence as done, by whitelist; anything else ends the session as an error (docs/failure-modes.md).",
 	}},
 	&goDetector{check: endTurnWithToolUse, reads: []trajectory.EventType{trajectory.TypeModelResponse, trajectory.TypeToolCall, trajectory.TypeSessionEnd}, info: Info{
 		ID: "end_turn_with_tool_use", Severity: SeverityError, Title: "end_turn with a tool_use that never ran",
 		About: "A model_response says end_turn but still holds tool_use blocks, and no tool_call ran for " +
 			"them: the loop stopped on the stop reason and the user got half a task.",
-		Seed:     "§4.5 F2",
 		NextStep: "Fall through: when an end_turn reply holds tool_use blocks, run them as for tool_use (the end_turn_fallthrough defense; docs/failure-modes.md).",
 	}},
 	&goDetector{check: hallucinatedTool, reads: []trajectory.EventType{trajectory.TypeSessionStart, trajectory.TypeModelRequest, trajectory.TypeModelResponse, trajectory.TypeToolCall, trajectory.TypeToolSuccess, trajectory.TypeToolFailure}, info: Info{
@@ -73,7 +68,6 @@ var catalog = []Detector{
 			"model was never shown. In a session whose catalog was not logged (session_start tools_unknown, an imported " +
 			"Codex rollout) the offered names are unknown, so the calls the client itself answered not_found are the " +
 			"findings, at info.",
-		Seed:     "§3.4, §10.5, §12.4",
 		NextStep: "Answer calls to unknown tools with a not_found failure naming the tools that exist; if the name is a deferred tool's, check that tool_search loaded it first (docs/failure-modes.md).",
 	}},
 	&goDetector{check: emptyInputRetry, reads: []trajectory.EventType{trajectory.TypeModelResponse}, info: Info{
@@ -83,10 +77,9 @@ var catalog = []Detector{
 			"itself (more context, more degeneration).",
 		Thresholds: []Threshold{{Name: "max_in_a_row", Default: emptyInputRetryCap, Count: true,
 			Doc: "replies in a row with an empty-input tool_use that a capped retry allows: the first and MAX_EMPTY_PARAM_RETRIES (2) retries"}},
-		Seed:     "§4.5 F1, §13.5",
 		NextStep: "Cap the empty-input retries (MAX_EMPTY_PARAM_RETRIES) and end the session as stuck when the cap is reached (docs/failure-modes.md).",
 	}},
-	// The museum (seed §13).
+	// The museum.
 	&deadDefense{info: Info{
 		ID: "dead_defense", Severity: SeverityWarning, Title: "an enabled defense whose condition occurred and that never acted",
 		About: "Over the corpus, a defense that session_start lists as enabled has no defense_trigger at all, " +
@@ -97,7 +90,6 @@ var catalog = []Detector{
 			"(a-type) and is not a finding; retrace detect --defenses prints the whole table. A warning, " +
 			"not an error: the conditions are recomputed with the runtime's default thresholds, which the " +
 			"trajectory does not carry, so a run configured with higher ones can be misjudged.",
-		Seed:     "§13.1, §14.4",
 		NextStep: "Open a cited session at the evidence lines and follow the defense's check for that event: a check that never runs on this path, a precondition that returns false for it, or a trigger recorded under another name (docs/failure-modes.md).",
 		Corpus:   true,
 	}},
@@ -113,7 +105,6 @@ var catalog = []Detector{
 			"carry (reminder_cap) are not judged by count.",
 		Thresholds: []Threshold{{Name: "min_triggers", Default: decisionTriggerMin, Count: true,
 			Doc: "defense_triggers of one defense in one session, as many as its checks, before the counter is judged"}},
-		Seed:     "§13.3, §8.7, §14.6",
 		NextStep: "Move the defense_trigger to the branch where the defense acts (the one place its paths meet), out of the predicate every check runs; ask what happened in the world when the counter moves (docs/failure-modes.md).",
 	}},
 	&sqlDetector{file: "denominator_shift.sql", info: Info{
@@ -129,7 +120,6 @@ var catalog = []Detector{
 			{Name: "min_calls", Default: 20, Count: true, Doc: "calls of one tool in the corpus before its rates are compared"},
 			{Name: "max_gap", Default: 0.2, Doc: "the most the success rate over executed calls may exceed the rate over requested calls, as a fraction (0.2 is 20 percentage points)"},
 		},
-		Seed:     "§13.4, §14.3",
 		NextStep: "Name the denominator in every rate (tool_success_rate_of_executed, not tool_success_rate), compare runs only over the same permission mode, model and configuration, and count denials in their own funnel (docs/failure-modes.md).",
 		Corpus:   true,
 	}},
@@ -144,7 +134,6 @@ var catalog = []Detector{
 			"that gives another output is work; neither counts.",
 		Thresholds: []Threshold{{Name: "min_repeats", Default: spillRereadMin, Count: true,
 			Doc: "follow-ups of one spill that brought nothing new (a read truncated again or repeating a read, a re-run with the same output) that make a loop"}},
-		Seed:     "§13.5, §9.2, §9.3",
 		NextStep: "Exempt the read of a spill from the spill limit (the read tool limits itself by lines), and say in the truncation notice how to read a part of the spill (offset and limit) rather than the whole (docs/failure-modes.md).",
 	}},
 	&goDetector{check: prefixCollapseRisk, reads: []trajectory.EventType{trajectory.TypeSessionStart, trajectory.TypeModelRequest, trajectory.TypeModelResponse, trajectory.TypeToolCall}, info: Info{
@@ -158,7 +147,6 @@ var catalog = []Detector{
 			"messages just added).",
 		Thresholds: []Threshold{{Name: "min_prefix", Default: prefixCollapseMin, Count: true,
 			Doc: "leading characters a resident and a deferred tool name share before they count as neighbours"}},
-		Seed:     "§13.6, §3.4, §10.5, §10.6",
 		NextStep: "Rename one of the pair so the prefixes differ, or make the deferred tool resident; label every deferred tool in the system prompt as not loaded, in a form unlike the callable tools', and add a test that fails when a new deferred tool shares a prefix with a resident one (docs/failure-modes.md).",
 	}},
 	&goDetector{check: lowYieldSpin, reads: []trajectory.EventType{trajectory.TypeSessionStart, trajectory.TypeModelResponse, trajectory.TypeToolCall, trajectory.TypeToolEnd, trajectory.TypeToolResult, trajectory.TypeDefenseTrigger}, info: Info{
@@ -171,7 +159,6 @@ var catalog = []Detector{
 			"conditions are the runtime defense's, recomputed from the events; the liveness table uses the same recomputation.",
 		Thresholds: []Threshold{{Name: "min_turns", Default: lowYieldSpinMin, Count: true,
 			Doc: "turns in a row with the same calls and the same single-number results; the runtime's defense acts at the second, one repeat can be a deliberate re-check"}},
-		Seed:     "§13.8, §13.1",
 		NextStep: "Enable the low-yield spin defense, and steer the model to commands whose output says what to do next (save the output to a file, then count and list the lines to act on) instead of a bare count (docs/failure-modes.md).",
 	}},
 	&goDetector{check: repeatedReadOnly, reads: []trajectory.EventType{trajectory.TypeToolCall, trajectory.TypeToolSuccess, trajectory.TypeToolResult, trajectory.TypeDefenseTrigger}, info: Info{
@@ -183,7 +170,6 @@ var catalog = []Detector{
 			"repetition is the symptom. Re-reads spread over a task, with other calls between, are ordinary and do not count.",
 		Thresholds: []Threshold{{Name: "min_repeats", Default: repeatedCallMin, Count: true,
 			Doc: "identical calls in a row with the same result; past the guard's threshold (3) and its two reminders, since re-reading a file two or three times is ordinary"}},
-		Seed:     "§13.9, §13.7",
 		NextStep: "Enable the repeated-readonly guard, and put live state (git status, the file's content) in a reminder on the user side, marked as current, instead of leaving the model to arbitrate against the frozen system-prompt snapshot (docs/failure-modes.md).",
 	}},
 	&goDetector{check: staleSnapshot, reads: []trajectory.EventType{trajectory.TypeSessionStart, trajectory.TypeModelRequest, trajectory.TypeToolCall, trajectory.TypeToolSuccess, trajectory.TypeToolFailure, trajectory.TypeToolResult}, info: Info{
@@ -196,7 +182,6 @@ var catalog = []Detector{
 			"compared: the workspace_snapshot event is a blob reference, and other file listings in the prompt are not judged.",
 		Thresholds: []Threshold{{Name: "min_rechecks", Default: staleRechecksDefault, Count: true,
 			Doc: "git status runs after the first one that contradicted the snapshot, each with the same answer"}},
-		Seed:     "§13.9, §10.6, §3.5",
 		NextStep: "Keep the snapshot frozen (it is the cached prefix) but send the live git status in a reminder on the user side, marked as current, whenever it changes (docs/failure-modes.md).",
 	}},
 	&goDetector{check: phantomUserMessage, reads: []trajectory.EventType{trajectory.TypeReminder, trajectory.TypeModelRequest, trajectory.TypeCompaction}, info: Info{
@@ -209,7 +194,6 @@ var catalog = []Detector{
 			"reminder whose text the next request does not carry is not judged for its label.",
 		Thresholds: []Threshold{{Name: "max_per_kind", Default: reminderCapDefault, Count: true,
 			Doc: "reminders of one kind in a session; the runtime's own cap is 3"}},
-		Seed:     "§13.10",
 		NextStep: "Deduplicate reminders by key, cap each kind per session, and wrap each one in a harness tag the system prompt explains (docs/failure-modes.md).",
 	}},
 	&sqlDetector{file: "definition_drift.sql", info: Info{
@@ -222,7 +206,6 @@ var catalog = []Detector{
 			"dropping most of the description. Where definitions are recorded the message gives the description " +
 			"sizes and the share the shorter one lost. Different harness versions are not compared; a development " +
 			"build reports one version for every commit, so a corpus mixing builds can show a drift that is a release.",
-		Seed:     "§13.11, §3.2",
 		NextStep: "Build every tool definition through one function from one source, and compare the definitions the paths produce in CI (docs/failure-modes.md).",
 		Corpus:   true,
 	}},
@@ -234,10 +217,9 @@ var catalog = []Detector{
 			"there later in the session (a request offered it or a call to it succeeded). The server was still " +
 			"connecting and the model was told the tool does not exist, so it stops looking for it. An error when " +
 			"pending_sources shows the server connecting, a warning when the late arrival is what shows it.",
-		Seed:     "§13.12, §12.4",
 		NextStep: "Answer a call to a tool of a server still connecting with a pending failure that names the server and says to retry, not with \"does not exist\" (docs/failure-modes.md).",
 	}},
-	// The tool layer and observability (seed §9, §14).
+	// The tool layer and observability.
 	&sqlDetector{file: "latency_flattened.sql", info: Info{
 		ID: "latency_flattened", Severity: SeverityWarning, Title: "a parallel batch whose calls all report the same duration",
 		About: "Two or more calls of one batch report exactly the same duration_ms (to the microsecond), of " +
@@ -245,7 +227,6 @@ var catalog = []Detector{
 			"the slow one. Quicker calls are left out: two sub-millisecond reads can agree on their own.",
 		Thresholds: []Threshold{{Name: "min_duration_ms", Default: 1,
 			Doc: "milliseconds a batch's equal durations must reach to count; below it, measured calls meet by chance"}},
-		Seed:     "§14.7",
 		NextStep: "Record each call's own run time in tool_end, measured where the call runs; aggregate only at the top (docs/failure-modes.md).",
 	}},
 	&sqlDetector{file: "unbounded_label.sql", info: Info{
@@ -259,7 +240,6 @@ var catalog = []Detector{
 			{Name: "max_length", Default: 32, Count: true, Doc: "characters a label may have"},
 			{Name: "max_codes_per_tool", Default: 16, Count: true, Doc: "distinct error codes one tool may give over the corpus"},
 		},
-		Seed:     "§14.5, §8.7",
 		NextStep: "Give error codes from a closed set at the call site (ENOENT, exit:2, timeout); keep paths, commands and messages in the tool_result text, never in a label (docs/failure-modes.md).",
 	}},
 	&sqlDetector{file: "denial_loop.sql", info: Info{
@@ -269,7 +249,6 @@ var catalog = []Detector{
 			"harness keeps refusing, and nothing breaks the loop.",
 		Thresholds: []Threshold{{Name: "min_denials", Default: denialLoopMin, Count: true,
 			Doc: "denials of the same call (tool and input) in one session that make a loop"}},
-		Seed:     "§8.7, §13.1",
 		NextStep: "Enable the denial fuse (it turns repeated denials into a confirmation or a stop) and check that it fires in a session like this one (docs/failure-modes.md).",
 	}},
 	&sqlDetector{file: "headless_prompt_denials.sql", info: Info{
@@ -285,7 +264,6 @@ var catalog = []Detector{
 			{Name: "min_sessions", Default: 3, Count: true, Doc: "headless sessions in which the tool had a call refused for want of a person"},
 			{Name: "min_share", Default: 0.25, Doc: "share of the tool's calls in headless sessions that were refused for want of a person, from 0 to 1"},
 		},
-		Seed:     "§8.5, §8.7, §8.8, §14.4",
 		NextStep: "Decide these calls in the policy instead of by prompt: an allow rule for the commands the task needs (Bash(npm test:*)), a deny rule for what it must not do, or a narrower tool; and tell the model the stable rules up front (docs/failure-modes.md).",
 		Corpus:   true,
 	}},
@@ -297,7 +275,6 @@ var catalog = []Detector{
 			"next model_request carries the empty block (the model certainly saw nothing); a warning when no " +
 			"later request carries it. When tool_end says the tool produced output, the finding says so: the " +
 			"output was lost on the way, not merely unexplained.",
-		Seed:     "§9.1",
 		NextStep: "Replace an empty success with text that says both that the call succeeded and that the result is empty, per tool (\"(no matches)\", \"(command succeeded with no output)\"), in the one place results are shaped (docs/failure-modes.md).",
 	}},
 	&goDetector{check: truncationUnannounced, reads: []trajectory.EventType{trajectory.TypeToolCall, trajectory.TypeToolSuccess, trajectory.TypeToolFailure, trajectory.TypeToolEnd, trajectory.TypeToolResult}, info: Info{
@@ -309,7 +286,6 @@ var catalog = []Detector{
 			"text; a runtime whose notice gives the size in characters of a non-ASCII output, with no spill, is " +
 			"misjudged. Truncation a tool does itself (read's line window) is not recorded in tool_end and is " +
 			"not observable here.",
-		Seed:     "§9.2, §9.3",
 		NextStep: "Cut over the limit as head 70 % and tail 30 %, say how many characters were left out, save the full output and tell the model the path and the tool to read it with (docs/failure-modes.md).",
 	}},
 	&goDetector{check: hookChangedInputSilently, reads: []trajectory.EventType{trajectory.TypeModelResponse, trajectory.TypeToolCall, trajectory.TypeHookRun, trajectory.TypeToolSuccess, trajectory.TypeToolFailure, trajectory.TypeToolResult}, info: Info{
@@ -321,7 +297,6 @@ var catalog = []Detector{
 			"false picture (the model asked for /etc/passwd and was given /tmp/fake_passwd). A warning: \"told\" " +
 			"is read from the text (a notice names the hook that rewrote the input). Calls denied or blocked " +
 			"after the rewrite are not judged.",
-		Seed:     "§5.6",
 		NextStep: "When a hook really changed the input (deep equality of the decoded JSON, not bytes), put a notice before the tool_result saying that a hook changed the input and the result is for the changed one; record input_changed on the hook_run (docs/failure-modes.md).",
 	}},
 	&goDetector{check: cacheBreaker, reads: []trajectory.EventType{trajectory.TypeModelRequest, trajectory.TypeModelResponse, trajectory.TypeCompaction}, info: Info{
@@ -338,7 +313,6 @@ var catalog = []Detector{
 			{Name: "cache_ttl_seconds", Default: cacheTTLSeconds, Doc: "seconds from a response to the next request after which the provider's cache has expired"},
 			{Name: "min_unexplained_drops", Default: cacheMinDrops, Count: true, Doc: "unexplained cache-read drops in a session before they are reported; one alone is most often the provider evicting the cache"},
 		},
-		Seed:     "§3.5, §10.6",
 		NextStep: "Keep the system prompt and the tool list byte-stable for the session (sorted MCP tools, appended loads, runtime state only in the messages) and never rewrite sent messages outside a compaction (docs/failure-modes.md).",
 	}},
 	&goDetector{check: contextRunaway, reads: []trajectory.EventType{trajectory.TypeModelResponse, trajectory.TypeCompaction}, info: Info{
@@ -361,7 +335,6 @@ var catalog = []Detector{
 			{Name: "min_trend", Default: 0.6, Doc: "Kendall's tau, from -1 to 1, of the per-turn increments with their order: how steadily the growth must rise"},
 			{Name: "min_tokens", Default: 50000, Count: true, Doc: "context tokens the stretch must reach for its growth to matter"},
 		},
-		Seed:     "§4.4, §9, §2.2, §13.10",
 		NextStep: "Find what every turn re-sends (reminders not deduplicated or capped, results that repeat earlier ones, whole files read again) and stop it; compact before the window, at a share of it, not when a request fails (docs/failure-modes.md).",
 	}},
 }

@@ -13,8 +13,7 @@ func contextTokens(u trajectory.Usage) int64 {
 	return u.InputTokens + u.CacheReadTokens + u.CacheCreationTokens
 }
 
-// contextRunaway finds two ways a session's context runs away (seed
-// §4.4 context pressure, §9, §2.2): a request that fills window_share of
+// contextRunaway finds two ways a session's context runs away: a request that fills window_share of
 // the model's window without a compaction right before it (the harness
 // should have compacted earlier; once per session), and a stretch of
 // min_turns or more requests without a compaction whose growth speeds

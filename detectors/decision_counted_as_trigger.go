@@ -21,7 +21,7 @@ const decisionTriggerMin = 3
 // reply, every call "triggers") and more than the times its condition,
 // recomputed from the events with the liveness table's conditions, held:
 // the trigger is recorded in the predicate that decides, not in the
-// branch that acts, so it counts decisions (seed §13.3, §8.7). Defenses
+// branch that acts, so it counts decisions. Defenses
 // whose condition the contract does not carry are not judged. It also
 // finds triggers whose action the events after them show was not done
 // (idleTriggers).
@@ -116,7 +116,7 @@ func idleTrigger(s *Session, at int, t *trajectory.DefenseTrigger) string {
 
 // idleTriggers finds, per defense, the defense_triggers whose action the
 // events after them show was not done: a trigger recorded where the
-// defense decided, not where it acted (seed §13.3).
+// defense decided, not where it acted.
 func idleTriggers(d *goDetector, s *Session, names []trajectory.DefenseName, triggers map[trajectory.DefenseName][]Located) []Finding {
 	index := map[int64]int{}
 	for i, e := range s.Events {

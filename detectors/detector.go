@@ -25,11 +25,6 @@ type Info struct {
 	Title string `json:"title"`
 	// About says what a finding means: what was seen, and why it is wrong.
 	About string `json:"about"`
-	// Seed names the sections of the design's background notes the mode
-	// was taken from. It is for the catalog's maintainers only: no output
-	// carries it, since a reader cannot open those notes;
-	// docs/failure-modes.md explains every mode instead.
-	Seed string `json:"-"`
 	// NextStep says what to change when it fires.
 	NextStep string `json:"next_step"`
 	// Corpus is set for detectors that judge a corpus, not one session.

@@ -134,7 +134,7 @@ func TestTheCatalogIsDocumentedAndCovered(t *testing.T) {
 				break
 			}
 		}
-		if !in.Severity.Valid() || in.Title == "" || in.About == "" || in.Seed == "" || in.NextStep == "" {
+		if !in.Severity.Valid() || in.Title == "" || in.About == "" || in.NextStep == "" {
 			t.Errorf("detector %s is not fully documented: %+v", in.ID, in)
 		}
 		for _, kind := range []string{"fire", "clean"} {
@@ -192,7 +192,7 @@ func TestSelectKeepsTheCatalogOrderAndRefusesUnknownIDs(t *testing.T) {
 // A clean synthetic corpus, realistic sessions with parallel batches,
 // compactions, denials, retries and hallucinated tools answered
 // not_found, gets no finding at warning or above: a detector that fires
-// on healthy sessions is noise (seed §13.7).
+// on healthy sessions is noise.
 func TestACleanSynthCorpusHasNoWarningOrError(t *testing.T) {
 	dir := t.TempDir()
 	if _, err := synth.Write(context.Background(), dir, synth.Options{Sessions: 300, Seed: 7}); err != nil {

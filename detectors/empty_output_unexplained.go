@@ -82,7 +82,7 @@ func sentBlock(s *Session, from int, id string) (Located, string, bool) {
 
 // emptyOutputUnexplained finds calls that succeeded and whose tool_result
 // is empty: the model cannot tell "nothing found" from "the tool broke"
-// or "the output was lost" (seed §9.1). It is an error when the request
+// or "the output was lost". It is an error when the request
 // that sends the result to the model carries the empty block too, since
 // then the model certainly saw nothing; a warning when no later request
 // carries the block, since then only the tool_result event says so.

@@ -11,8 +11,7 @@ import (
 )
 
 // hookChangedInputSilently finds calls that ran with an input other than
-// the one the model sent, while the tool_result does not tell the model
-// (seed §5.6): the model reads the result as the answer to its own input
+// the one the model sent, while the tool_result does not tell the model: the model reads the result as the answer to its own input
 // and builds on a false picture. The change is seen two ways: a PreToolUse
 // hook_run of the call says input_changed, or the tool_call's input
 // differs, as decoded JSON, from the model's tool_use input with no
@@ -71,7 +70,7 @@ func hookChangedInputSilently(d *goDetector, s *Session, _ Params) []Finding {
 // sameJSON reports whether a and b decode to equal values; bytes that do
 // not decode are compared as they are. Key order and spacing do not
 // count: a hook that re-serialises an input it did not change has not
-// changed it (seed §5.6, stableDeepEqual).
+// changed it.
 func sameJSON(a, b json.RawMessage) bool {
 	// Most calls run with the very bytes the model sent: no decoding.
 	if bytes.Equal(a, b) {

@@ -15,7 +15,7 @@ import (
 )
 
 // Verdict is what the liveness table concludes about one defense over a
-// corpus, the §14.4 triage of a defense that fired zero times.
+// corpus, the triage of a defense that fired zero times.
 type Verdict string
 
 // The verdicts.
@@ -23,10 +23,10 @@ const (
 	// VerdictLive is a defense that acted at least once.
 	VerdictLive Verdict = "live"
 	// VerdictNeverNeeded is a defense that never acted because its
-	// condition never occurred (§14.4 a-type: the path was not reached).
+	// condition never occurred (the path was not reached).
 	VerdictNeverNeeded Verdict = "never_needed"
 	// VerdictDead is a defense whose condition occurred while it was
-	// enabled and that never acted (§14.4 b-type: the wiring is broken).
+	// enabled and that never acted (the wiring is broken).
 	VerdictDead Verdict = "dead"
 	// VerdictNotObservable is a defense that never acted and whose
 	// condition the trajectory contract does not carry, so whether it
@@ -39,10 +39,10 @@ const (
 // otherwise is not told apart).
 const (
 	// repeatedReadOnlyMin is how many identical read-only calls with
-	// identical output make the repeated-readonly condition (seed §13.9).
+	// identical output make the repeated-readonly condition.
 	repeatedReadOnlyMin = 3
 	// loopShapeMin is how many calls in a row of one tool with one key
-	// set and different values make the loop-by-shape condition (§13.7).
+	// set and different values make the loop-by-shape condition.
 	loopShapeMin = 5
 	// livenessEvidenceMax caps the evidence a liveness row keeps.
 	livenessEvidenceMax = 8
@@ -60,7 +60,7 @@ type DefenseLiveness struct {
 	// Observable says whether its condition is recomputed from the events.
 	Observable bool `json:"observable"`
 	// Checked counts the events at which the defense's check runs (the
-	// replies, the calls, the denials it looks at): the §14.4 "nearby
+	// replies, the calls, the denials it looks at): the "nearby
 	// instrumentation", proof that the path around the check ran. Zero
 	// when not observable.
 	Checked int `json:"checked"`

@@ -13,7 +13,7 @@ const lowYieldSpinMin = 3
 
 // scalarOutput matches a tool result that is one number and nothing else,
 // as the runtime's low-yield spin defense judges it: the output's shape,
-// never the command's name (seed §13.8).
+// never the command's name.
 var scalarOutput = regexp.MustCompile(`^[-+]?[0-9]+(\.[0-9]+)?%?$`)
 
 // yieldTurn is one turn that ran tool calls, as the low-yield condition
@@ -27,12 +27,12 @@ type yieldTurn struct {
 	// quiet is set when the turn wrote nothing, said nothing and got only
 	// single numbers back: conditions 1, 2 and the shape of 4.
 	quiet bool
-	// held is set when the turn met the four conditions of seed §13.8
+	// held is set when the turn met its four conditions
 	// against the turn before it: quiet, and the same calls and numbers.
 	held bool
 }
 
-// lowYieldTurns recomputes the low-yield spin condition of seed §13.8 for
+// lowYieldTurns recomputes the low-yield spin condition for
 // every turn that ran tool calls: (1) no file was written (no call that
 // succeeded carries a snapshot, the contract's record of files a call
 // was about to change), (2) the reply has no text for the user, (3) the
@@ -113,7 +113,7 @@ func lowYieldHeld(s *Session, _ map[string]trajectory.ToolInfo) (int, []Located)
 // lowYieldSpin finds spins: min_turns or more turns in a row with the same
 // calls and single-number results, nothing written and nothing said, that
 // met the condition at least once (the same number as the turn before),
-// on none of whose turns the low_yield_spin defense acted (seed §13.8). A
+// on none of whose turns the low_yield_spin defense acted. A
 // spin starts at the turn the first repeat repeats, and goes on through
 // turns whose number changed, as long as the calls stay the same.
 func lowYieldSpin(d *goDetector, s *Session, p Params) []Finding {
@@ -164,7 +164,7 @@ func lowYieldSpin(d *goDetector, s *Session, p Params) []Finding {
 			spin = append(spin, turns[i-1], t)
 		case t.held, len(spin) > 0 && t.quiet && t.sig == spin[len(spin)-1].sig:
 			// A new number from the same command goes on with the spin,
-			// as the seed's 139 ×22, 136 ×7, 113 ×9 did.
+			// as a type check printing 139, 136 and 113 errors by turns does.
 			spin = append(spin, t)
 		default:
 			flush(spin)

@@ -229,7 +229,7 @@ func TestSpillReadLoopLeavesReRunsWithNewOutputsAlone(t *testing.T) {
 	}
 }
 
-// The seed's spin: one count run again and again, its number changing
+// The classic spin: one count run again and again, its number changing
 // now and then; one finding for the whole run, with the numbers as runs.
 // A count that changes every turn never repeats and is no spin.
 func TestLowYieldSpinFollowsACountThroughItsChanges(t *testing.T) {

@@ -9,7 +9,7 @@ import (
 )
 
 // pendingAsMissing finds a tool the model was told does not exist while
-// its MCP server was still connecting (seed §12.4, §13.12: "absent" has
+// its MCP server was still connecting ("absent" has
 // two meanings). The tool is not in session_start's catalog (its server
 // had not listed it when the session started), a call to it was answered
 // not_found with an error_code other than "pending" (the runtime's code

@@ -18,7 +18,7 @@ const reminderCapDefault = 3
 var openTag = regexp.MustCompile(`<([A-Za-z][\w-]*)(?:\s[^>]*)?>`)
 
 // phantomUserMessage finds harness text the model may take for the
-// user's (seed §13.10): a reminder with the user role whose text reaches
+// user's: a reminder with the user role whose text reaches
 // the next request without a harness label around it; a reminder injected
 // again while the first one is still in the context (the same dedup_key,
 // or the same text when there is no key); and more than max_per_kind

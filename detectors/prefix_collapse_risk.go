@@ -9,8 +9,8 @@ import (
 )
 
 // prefixCollapseMin is the default of prefix_collapse_risk's min_prefix:
-// the seed's census counts resident × deferred pairs sharing 4 or more
-// characters (seed §3.4).
+// a census of real tool sets counts resident × deferred pairs sharing 4 or more
+// characters.
 const prefixCollapseMin = 4
 
 // notLoadedMark is what a line of the system prompt that names a deferred
@@ -62,8 +62,8 @@ type prefixPair struct {
 	prefix             int
 }
 
-// prefixCollapseRisk finds the conditions of the prefix collapse of seed
-// §3.4 and §10.5: resident and deferred tools whose names share
+// prefixCollapseRisk finds the conditions of the prefix collapse
+// (docs/failure-modes.md): resident and deferred tools whose names share
 // min_prefix or more leading characters, deferred names in the system
 // prompt (the static prefix) on a line without a "not loaded" label, and
 // calls to a resident tool in a reply right after its deferred neighbour,

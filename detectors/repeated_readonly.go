@@ -13,10 +13,9 @@ const repeatedCallMin = 5
 // repeatedReadOnly finds the same call returning the same result text
 // min_repeats times in a row, no other call between, and no
 // repeated_readonly defense acting on any of them: the model re-reads a
-// fact it already has, often because two sources of truth disagree (seed
-// §13.9).
+// fact it already has, often because two sources of truth disagree.
 // Unlike the defense's own condition (liveness.go), bash counts here: the
-// seed's case is git status run eleven times, and the repetition is the
+// typical case is git status run eleven times, and the repetition is the
 // symptom whether or not the command is provably read-only.
 func repeatedReadOnly(d *goDetector, s *Session, p Params) []Finding {
 	limit := p.Int("min_repeats")

@@ -37,8 +37,8 @@ type spill struct {
 
 // spillReadLoop finds outputs that were truncated and spilled and then
 // read back, or run again, without the model ever getting to see them:
-// the read of the spill was spilled to the same blob (error: the two
-// mechanisms of seed §9.2 make a loop), or min_repeats follow-ups were
+// the read of the spill was spilled to the same blob (error: spilling
+// and reading the spill make a loop), or min_repeats follow-ups were
 // reads truncated again or repeating a read, or re-runs that spilled the
 // same output again (warning). Paging
 // through a spill with different offsets is what the notice asks for and

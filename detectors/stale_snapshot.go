@@ -32,7 +32,7 @@ var cleanMarkers = []string{"(clean)", "working tree clean", "nothing to commit"
 // or porcelain format, whose output statusLine reads.
 var shortStatus = regexp.MustCompile(`^\s*git\s+status\b.*(\s-s\b|\s--short\b|\s--porcelain\b)`)
 
-// staleSnapshot finds the fact-source conflict of seed §13.9: the system
+// staleSnapshot finds a conflict of fact sources: the system
 // prompt carries a git status frozen when the session started, a git
 // status the model ran later returned something else, and the model ran
 // the same git status min_rechecks more times and got the same answer

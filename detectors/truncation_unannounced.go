@@ -10,7 +10,7 @@ import (
 
 // truncationUnannounced finds calls whose tool_end says the output was
 // truncated while the tool_result gives the model no way to know how much
-// it missed or to get the rest (seed §9.2, §9.3). A result announces the
+// it missed or to get the rest. A result announces the
 // cut when it names where the full output was saved (the spill blob's
 // digest, which the path of a spilled blob holds) or states the full
 // output's size (tool_end's output_bytes, as a number). Anything less,

@@ -378,7 +378,7 @@ func snapshot(workspace string, blobs *recorder.Blobs, opts recorder.SnapshotOpt
 // the registry as each server comes up (lifecycle adds them and queues the
 // mcp_server event the loop records and announces), and until then tool_search and the
 // executor report those servers as still connecting rather than their
-// tools as missing (seed §12.4, §13.12). Without one it waits for every
+// tools as missing. Without one it waits for every
 // server. A server that fails is a warning; the others work. The servers
 // and the background refresh live until life ends.
 func attachMCP(ctx, life context.Context, spec Spec, workspace string, reg *tools.Registry, lifecycle *mcp.Lifecycle) (*mcp.Servers, error) {

@@ -23,7 +23,7 @@
 // not hold is never made up: a tool call's duration comes only from the
 // client's own measurement of that call, and is otherwise 0 with
 // duration_unknown, since splitting the wall time of a batch between its
-// calls would invent numbers (seed §14.7).
+// calls would invent numbers.
 //
 // # Writing
 //

@@ -1,6 +1,6 @@
 // Package metrics loads trajectories into an embedded DuckDB database and
 // answers questions about them in SQL: the numbers that make a run that looks
-// green but is broken visible (seed §14). Every named metric carries its
+// green but is broken visible. Every named metric carries its
 // denominator in its name and header, because a rate without its
 // denominator cannot be compared across runs.
 //

@@ -383,8 +383,7 @@ func systemMessageText(raw json.RawMessage, i int) (string, *apiError) {
 	return strings.Join(parts, "\n\n"), nil
 }
 
-// checkToolPairing enforces the API's hard rules on parallel calls (seed
-// §2.4): every tool_use is answered by a tool_result in the very next
+// checkToolPairing enforces the API's hard rules on parallel calls: every tool_use is answered by a tool_result in the very next
 // message, and every tool_result answers a tool_use of the message before.
 func checkToolPairing(msgs []trajectory.Message) *apiError {
 	for i, m := range msgs {

@@ -32,7 +32,7 @@ const (
 
 // promptCache is one conversation's prompt cache. Entries are keyed by
 // the hash of a whole prefix, so a hit means every byte before the point
-// is the same as in the request that wrote it (seed §3.5: one changed
+// is the same as in the request that wrote it (one changed
 // byte early in the prefix misses everything after it). Token counts use
 // the mock's estimate (estimateTokens: four bytes a token) throughout, so
 // input, cache read and cache write add up to what the mock reports for

@@ -9,7 +9,7 @@
 //
 // Script and Replay are llm.Provider values for in-process use and
 // Source values for the Server. The Server validates requests like the
-// real APIs (the tool_use/tool_result pairing rules of seed §2.4 give HTTP
+// real APIs (a tool_use/tool_result pairing broken gives HTTP
 // 400 with the real error body), injects faults, and keeps the latest few
 // requests (Requests, Options.KeepRequests) so a test can assert on what
 // the agent sent. Beyond those it keeps only counters (Stats), so its
@@ -184,7 +184,7 @@
 // # Prompt caching
 //
 // A turn without usage reports what the provider's prompt cache would
-// (cache.go), so that a cache breaker (seed §3.5) shows offline as a drop
+// (cache.go), so that a cache breaker shows offline as a drop
 // of cache reads. Each conversation keeps its own cache. Entries are keyed
 // by the hash of a whole prefix in the provider's order — tool
 // definitions, then the system prompt, then each message block — so one

@@ -78,8 +78,7 @@
 // user patterns are replaced by [REDACTED:<name>], matched on decoded
 // values too: a key spelled with JSON, shell or URL escapes, or in base64,
 // is found (redact_hidden.go; docs/secrets.md lists the forms tested). The redaction sits in this facade rather than in the
-// callers because a rule callers may skip is a rule that eventually leaks
-// (seed §14.5): there is no way to write a line around it. The blob store
+// callers because a rule callers may skip is a rule that eventually leaks: there is no way to write a line around it. The blob store
 // redacts every blob it stores the same way; a caller that shortens text
 // (a truncated output, a summary) redacts it first with Blobs.Redact, since
 // half a secret is no longer recognised. Trajectory files and blobs are

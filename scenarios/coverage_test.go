@@ -56,7 +56,7 @@ func defenseNames(t *testing.T) []trajectory.DefenseName {
 		}
 	}
 	if len(out) < 8 {
-		t.Fatalf("found %d DefenseName constants in trajectory/enums.go, want at least the 8 of the seed; did the declaration change shape?", len(out))
+		t.Fatalf("found %d DefenseName constants in trajectory/enums.go, want at least 8; did the declaration change shape?", len(out))
 	}
 	return out
 }

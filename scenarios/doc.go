@@ -22,9 +22,9 @@
 //	repeat: 1                       # runs of the scenario (--repeat overrides)
 //	limits: {max_turns: 10, timeout: 30s}
 //	person: approve                 # answers every permission question (approve or deny); default: nobody, headless
-//	stream: true                    # streamed replies: each call starts once its tool_use is complete (seed §7)
+//	stream: true                    # streamed replies: each call starts once its tool_use is complete
 //	batch_tools: true               # with stream: calls start only once the reply is whole (the comparison mode)
-//	follow_ups: [Now add a test.]   # the person's next prompts, one each time the model finishes (seed §4.6)
+//	follow_ups: [Now add a test.]   # the person's next prompts, one each time the model finishes
 //	agent: claude-code              # optional: run this agent CLI instead of retrace's runtime (see Agent CLIs)
 //	plant: {cache_breaker: tools_reordered, from_turn: 3}  # optional: a fault planted in the requests (see Planted faults)
 //	config:                         # the session's trusted retrace.yaml (see retrace run --help)
@@ -119,8 +119,7 @@
 // runtime keeps, so no script can make the runtime show them. plant
 // names one, and the runtime applies it to each request from from_turn
 // on before it records the request (agent.Config.Plant), so the
-// trajectory holds what was really sent. The planted cache breakers
-// (seed §3.5) are tools_reordered (the first two tool definitions swap
+// trajectory holds what was really sent. The planted cache breakers are tools_reordered (the first two tool definitions swap
 // places, as MCP servers connecting in another order make them) and
 // system_timestamp (the current time in the system prompt, a different
 // one every turn). The mock's prompt cache then reads less, which the

@@ -113,10 +113,10 @@ type Scenario struct {
 	// session is interactive, and an approved call is remembered).
 	Person string
 	// Stream asks the scripted model for streamed replies, so each tool
-	// call starts as soon as its tool_use is complete (seed §7);
+	// call starts as soon as its tool_use is complete;
 	// BatchTools, with Stream, starts them only once the reply is whole.
 	Stream, BatchTools bool
-	// FollowUps are the person's next prompts (seed §4.6), given one by
+	// FollowUps are the person's next prompts, given one by
 	// one each time the model finishes its turn; the session ends after
 	// the last. Each is recorded as a user_prompt event.
 	FollowUps []string

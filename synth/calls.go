@@ -295,7 +295,7 @@ func weights(fs []failure) []weighted[failure] {
 }
 
 // truncationNotice is what a truncated result ends with, as the executor
-// writes it: the full size and where the rest is (seed §9.3).
+// writes it: the full size and where the rest is.
 func truncationNotice(size int64, session, spill string) string {
 	return fmt.Sprintf("\n\n[Output truncated: showing the first and last part of %d characters. The full output was saved to .retrace/runs/%s.blobs/%s; use the read tool with offset and limit to see the part you need.]",
 		size, session, strings.TrimPrefix(spill, "sha256:"))

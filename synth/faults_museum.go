@@ -8,7 +8,7 @@ import (
 	"github.com/retrace-dev/retrace/trajectory"
 )
 
-// The planters of the museum's detectors (seed §13.3–§13.8); the
+// The planters of the museum's detectors; the
 // corpus-level denominator_shift has none (see the package doc).
 
 // setResultText gives call id the model-side text in its tool_result event
@@ -98,7 +98,7 @@ func (p *planting) triggerAfter(at []int, d trajectory.DefenseName, a trajectory
 
 // plantSpillReadLoop makes a later successful bash call read back a
 // spilled output by its path and get it truncated and spilled to the same
-// blob, with the same truncated text: the loop of seed §9.2. The spill is
+// blob, with the same truncated text: a loop. The spill is
 // the session's first one or, as synth spills rarely, the output of its
 // first successful bash, grep or glob call made large, truncated and
 // spilled as synth's executor would. The finding is at the spilling

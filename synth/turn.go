@@ -248,7 +248,7 @@ func (g *session) execute(calls []*call, abort bool) bool {
 		}
 		// Calls timed on their own do not report the same duration to
 		// the microsecond; two draws that round alike would read as a
-		// flattened batch (latency_flattened, §14.7), so the later one
+		// flattened batch (latency_flattened), so the later one
 		// runs a microsecond longer.
 		seen := map[int64]bool{}
 		for _, c := range b.calls {
@@ -278,7 +278,7 @@ func (g *session) execute(calls []*call, abort bool) bool {
 		}
 		if c.inputChanged && c.out.ran {
 			// As the executor does: the model is told that the result is
-			// for an input a hook rewrote (seed §5.6).
+			// for an input a hook rewrote.
 			c.out.text = hookChangedNote + c.out.text
 			if c.shown != nil {
 				c.shown.text = hookChangedNote + c.shown.text

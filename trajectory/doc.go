@@ -124,7 +124,7 @@
 // not have the v 2 fields, a v 2 one must have prefix_hash). Labels — error
 // codes, reminder kinds, hook names, tag and evidence keys — must pass
 // IsLabel, so a path, a command or a message can never become a metric
-// label (seed §14.5). Every error is a *LineError ("file:line: reason")
+// label. Every error is a *LineError ("file:line: reason")
 // wrapping one of the sentinels, for errors.Is. A last line torn by a crash
 // mid-write is a Warning, never an error: the events before it are intact.
 //

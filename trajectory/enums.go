@@ -64,7 +64,7 @@ func (t EventType) Valid() bool { return eventTypes.has(t) }
 func EventTypes() []EventType { return append([]EventType(nil), eventTypes...) }
 
 // FailureKind classifies a tool failure. It is given at the call site that
-// knows why the call failed (seed §5.7, §14.2), never derived from message text.
+// knows why the call failed, never derived from message text.
 type FailureKind string
 
 // The failure kinds. ToolError (the tool ran and reported failure, e.g. a
@@ -163,7 +163,7 @@ var permissionSources = closedSet[PermissionSource]{
 // Valid reports whether s is a known permission source.
 func (s PermissionSource) Valid() bool { return permissionSources.has(s) }
 
-// ChainStep names the step of the permission chain (seed §8.2) at which a
+// ChainStep names the step of the permission chain at which a
 // decision was reached. The order of the constants is the order of the chain.
 type ChainStep string
 
@@ -221,7 +221,7 @@ func (m SandboxMode) Valid() bool { return sandboxModes.has(m) }
 // Valid reports whether s is a known chain step.
 func (s ChainStep) Valid() bool { return chainSteps.has(s) }
 
-// DefenseName names an in-loop or executor defense (seed §4.5, §8.7, §13).
+// DefenseName names an in-loop or executor defense.
 type DefenseName string
 
 // The defenses.
@@ -268,7 +268,7 @@ var defenseActions = closedSet[DefenseAction]{
 // Valid reports whether a is a known defense action.
 func (a DefenseAction) Valid() bool { return defenseActions.has(a) }
 
-// StopReason is a model stop reason normalised by whitelist (seed §2.3, §4.5):
+// StopReason is a model stop reason normalised by whitelist:
 // anything not recognised is StopUnknown and a missing or null one is
 // StopMissing, and neither is ever treated as "done".
 type StopReason string
@@ -293,7 +293,7 @@ var stopReasons = closedSet[StopReason]{
 // Valid reports whether r is a known normalised stop reason.
 func (r StopReason) Valid() bool { return stopReasons.has(r) }
 
-// EndReason says why a session ended, attributed by priority (seed §4.4):
+// EndReason says why a session ended, attributed by priority:
 // explicit > abort > max_turns > error.
 type EndReason string
 
@@ -325,7 +325,7 @@ var endReasons = closedSet[EndReason]{
 func (r EndReason) Valid() bool { return endReasons.has(r) }
 
 // DisplayMode is how a tool result is shown to the user; it never changes
-// what the model receives (seed §9.4).
+// what the model receives.
 type DisplayMode string
 
 // The display modes.
@@ -355,7 +355,7 @@ var runModes = closedSet[RunMode]{ModeInteractive, ModeHeadless, ModeReplay}
 // Valid reports whether m is a known run mode.
 func (m RunMode) Valid() bool { return runModes.has(m) }
 
-// PermissionMode is the session-wide permission posture (seed §8.2).
+// PermissionMode is the session-wide permission posture.
 type PermissionMode string
 
 // The permission modes.
@@ -448,7 +448,7 @@ var blockTypes = closedSet[BlockType]{BlockText, BlockToolUse, BlockToolResult, 
 func (t BlockType) Valid() bool { return blockTypes.has(t) }
 
 // ModelErrorKind classifies a failed model call, from status codes and typed
-// transport errors, never from message text (seed §4.4).
+// transport errors, never from message text.
 type ModelErrorKind string
 
 // The model error kinds.

@@ -151,7 +151,7 @@ const labelRule = "1 to 64 of A-Z a-z 0-9 _ . : -, starting with a letter or dig
 // IsLabel reports whether s may be used as a label: a short token from a
 // bounded set such as an error code ("ENOENT", "exit:2") or a reminder kind.
 // Paths, commands and messages never pass, because of the slash, space or
-// length (seed §14.5).
+// length.
 func IsLabel(s string) bool {
 	if len(s) == 0 || len(s) > 64 || !isAlnum(s[0]) {
 		return false
@@ -166,7 +166,7 @@ func IsLabel(s string) bool {
 }
 
 // IsToolName reports whether s is a valid tool name for both provider
-// families: ^[a-zA-Z0-9_-]{1,64}$ (seed §12.3).
+// families: ^[a-zA-Z0-9_-]{1,64}$.
 func IsToolName(s string) bool {
 	if len(s) == 0 || len(s) > 64 {
 		return false

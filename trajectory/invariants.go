@@ -344,7 +344,7 @@ func (c *Checker) checkStreamed(line int, seq int64) {
 }
 
 // closeUses reports the tool_uses of the last response that got no
-// tool_result, at the event that closes the window (seed §2.4).
+// tool_result, at the event that closes the window.
 func (c *Checker) closeUses(line int, seq int64, what string) {
 	for _, id := range c.useOrder {
 		if u := c.uses[id]; u.results == 0 && !u.resolved {

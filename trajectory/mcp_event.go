@@ -25,10 +25,10 @@ var mcpServerStates = closedSet[MCPServerState]{MCPPending, MCPConnected, MCPFai
 // Valid reports whether s is a known MCP server state.
 func (s MCPServerState) Valid() bool { return mcpServerStates.has(s) }
 
-// MCPServer records a change of an MCP server's state (seed §12.3 (5),
-// §12.4): a server that connects after the session started brings tools
+// MCPServer records a change of an MCP server's state:
+// a server that connects after the session started brings tools
 // the first session_start catalog does not list, and Added names them —
-// the tools announced to the model (seed §10.7). A detector tells "not
+// the tools announced to the model. A detector tells "not
 // here yet" from "does not exist" with it, and a reader sees when each
 // tool became callable.
 type MCPServer struct {

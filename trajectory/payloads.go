@@ -365,14 +365,14 @@ type ModelRequest struct {
 	Stream      bool      `json:"stream,omitempty"`
 	// PendingSources names the tool sources (MCP servers) still connecting
 	// when the request was built: their tools are "not here yet", which is
-	// not "they do not exist" (seed §12.4, §13.12). Optional; absent when
+	// not "they do not exist". Optional; absent when
 	// none is pending or the harness does not say.
 	PendingSources []string `json:"pending_sources,omitempty"`
 	// BatchMs is the wall time from the end of the previous reply to this
 	// request, when the harness did not run the tools itself (a recording
 	// of a third-party agent): the agent ran the previous reply's tool
 	// calls, and did its own work, in that time. It is the batch's time as
-	// it is, never split among the calls (seed §14.7). Optional.
+	// it is, never split among the calls. Optional.
 	BatchMs float64 `json:"batch_ms,omitempty"`
 	// OriginLine is the line of session_start's origin_file an imported
 	// event comes from. Optional.
@@ -583,7 +583,7 @@ type ToolCall struct {
 	Batch           int  `json:"batch"`
 	ConcurrencySafe bool `json:"concurrency_safe,omitempty"`
 	// StreamOffsetMs is set when the call was taken up while its reply
-	// was still streaming (streaming tool execution, seed §7): the
+	// was still streaming (streaming tool execution): the
 	// milliseconds from the model_request to the moment the call started
 	// — or, for a call whose tool_use was complete but which had not
 	// started when the reply failed, to the moment it was abandoned (its
@@ -711,11 +711,11 @@ func (p *ToolFailure) validate(c *checks) {
 // ToolEnd closes a call with the tool's own measurements.
 type ToolEnd struct {
 	ToolRef
-	// DurationMs is the tool's own run time, never a batch average (seed §14.7).
+	// DurationMs is the tool's own run time, never a batch average.
 	DurationMs float64 `json:"duration_ms"`
 	// DurationUnknown is true when the source of an imported call does not
 	// tell its own run time; DurationMs is then 0 and is no measurement,
-	// since splitting a batch's wall time would invent one (seed §14.7).
+	// since splitting a batch's wall time would invent one.
 	// Optional.
 	DurationUnknown bool `json:"duration_unknown,omitempty"`
 	// NotRun is true when the tool's code never started: the call was
@@ -731,7 +731,7 @@ type ToolEnd struct {
 	// Spill is the BlobRef of the full output when it was truncated.
 	Spill string `json:"spill,omitempty"`
 	// Snapshot is the BlobRef of the manifest of the files the call was
-	// about to change, saved before it ran (seed §5.4).
+	// about to change, saved before it ran.
 	Snapshot string `json:"snapshot,omitempty"`
 	// PID is the process id of the process the call started (bash's
 	// shell, whose $$ it is), so that a replay maps the recorded id to the
@@ -776,7 +776,7 @@ func (p *ToolResult) validate(c *checks) {
 }
 
 // DefenseTrigger records a defense acting, at the point where it acts, not
-// where it is merely evaluated (seed §13.3).
+// where it is merely evaluated.
 type DefenseTrigger struct {
 	Defense DefenseName   `json:"defense"`
 	Action  DefenseAction `json:"action"`

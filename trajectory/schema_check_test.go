@@ -11,7 +11,7 @@ import (
 )
 
 // The committed JSON Schema and the Go decoder are two descriptions of one
-// contract; these tests keep them from drifting apart (seed §13.11).
+// contract; these tests keep them from drifting apart.
 
 func compiledSchema(t *testing.T, path string) *jsonschema.Schema {
 	t.Helper()

@@ -6,7 +6,7 @@ package trajectory
 type Sink interface {
 	// Emit records one event of the given model turn. The sink fills in the
 	// envelope (version, session, seq, time). Emit never fails and never
-	// panics: telemetry must not break the main flow (seed §14.5), so a
+	// panics: telemetry must not break the main flow, so a
 	// sink counts its problems and reports them when the session ends.
 	// Emit is safe for concurrent use by parallel tools.
 	Emit(turn int, p Payload)

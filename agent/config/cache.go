@@ -6,7 +6,7 @@ import (
 	"github.com/retrace-dev/retrace/agent/llm"
 )
 
-// Cache configures prompt caching (seed §3.5): whether each request
+// Cache configures prompt caching: whether each request
 // carries cache breakpoints, and how long the provider keeps what they
 // write. Caching is on unless a file turns it off.
 //

@@ -60,7 +60,7 @@ func (ex *Executor) newCall(t *turn, index int, u trajectory.ContentBlock) *call
 	pending := ex.reg.Pending()
 	switch {
 	case !ok && len(pending) > 0 && strings.HasPrefix(c.name, "mcp__"):
-		// "Not here yet" is not "does not exist" (seed §13.12).
+		// "Not here yet" is not "does not exist".
 		c.lookupCode = "pending"
 		c.lookupFailure = fmt.Sprintf("Tool %q is not available yet: MCP servers %s are still connecting. Retry in a moment, or call tool_search to see what is loaded.", c.name, strings.Join(pending, ", "))
 	case !ok:
@@ -77,7 +77,7 @@ func (ex *Executor) newCall(t *turn, index int, u trajectory.ContentBlock) *call
 }
 
 // concurrencySafe asks the tool, failing closed: a predicate that panics
-// means "not safe" (seed §6.2).
+// means "not safe".
 func concurrencySafe(tool tools.Tool, input json.RawMessage) (safe bool) {
 	defer func() {
 		if recover() != nil {
@@ -105,7 +105,7 @@ type outcome struct {
 	pid int
 }
 
-// finish is the single exit of every call (seed §5.8): it emits
+// finish is the single exit of every call: it emits
 // tool_success or tool_failure with the kind its caller gave, then tool_end
 // with the tool's own duration (or not_run, and no duration, for a call
 // whose tool never started), and keeps the model-side result for the
@@ -132,7 +132,7 @@ func (c *call) finish(o outcome) {
 	c.text, c.isError = o.text, o.kind != ""
 	c.display = trajectory.DisplayFull
 	if !c.isError && c.spec.Display.Valid() {
-		// Errors are always shown: hiding one turns a visible failure into a silent one (seed §9.4).
+		// Errors are always shown: hiding one turns a visible failure into a silent one.
 		c.display = c.spec.Display
 	}
 }
@@ -181,8 +181,7 @@ func (c *call) run() {
 	o := c.execute(ctx, input)
 	o.snapshot = snapshot
 	// An MCP tool's PostToolUse hooks get the output before shaping, so a
-	// hook that redacts or audits sees what truncation would hide (seed
-	// §5.2, §12.3); a built-in tool's hooks see what the model will see.
+	// hook that redacts or audits sees what truncation would hide; a built-in tool's hooks see what the model will see.
 	raw := o.text
 	if o.kind == "" || o.kind == trajectory.FailureToolError {
 		c.shape(&o)
@@ -313,7 +312,7 @@ func (c *call) permit(ctx context.Context, input json.RawMessage, hook *permissi
 
 // deny finishes a denied call. It is the one place every final denial goes
 // through, so the denial fuse is counted here and its trigger is recorded
-// where it acts, never where it is merely evaluated (seed §8.7, §13.3).
+// where it acts, never where it is merely evaluated.
 // by is the source of the final decision; hard says the permission chain
 // itself denied the call (a deny rule, a hard block, a hook's deny), so no
 // person was or will be asked.

@@ -1,8 +1,8 @@
 // Package executor runs the tool_use blocks of one assistant turn through
-// the eleven stages of seed §5.2 and returns the tool_result blocks for the
+// its eleven stages (listed below) and returns the tool_result blocks for the
 // next user message, emitting every event of the trajectory on the way.
 //
-// The model only asks; the executor does (seed §1). For each call it looks
+// The model only asks; the executor does. For each call it looks
 // the tool up (an unknown or not-yet-loaded tool is an is_error result that
 // says what to do next, never an exception), runs the PreToolUse hooks,
 // walks the permission chain, validates the input against the tool's JSON
@@ -13,15 +13,15 @@
 // estimated tokens), runs the PostToolUse hooks (an MCP tool's get the raw
 // output, a built-in tool's what the model sees) and serialises the
 // model-side result. Calls are partitioned by greedy contiguous merging of
-// concurrency-safe calls (seed §6.3); safe batches run in a bounded pool,
+// concurrency-safe calls; safe batches run in a bounded pool,
 // the rest one at a time in the model's order, and context modifiers are
-// applied in the calls' original order (§6.8). A failed bash call skips the
-// later bash calls of the turn, but no other tool (§6.6). A user abort
-// stops everything and still gives every call exactly one result (§2.4).
+// applied in the calls' original order. A failed bash call skips the
+// later bash calls of the turn, but no other tool. A user abort
+// stops everything and still gives every call exactly one result.
 //
 // Every path that produces a result ends in one function, finish, which
 // emits tool_success or tool_failure with the failure kind its caller gave,
-// then tool_end with the tool's own duration (§5.8, §14): no path can skip
+// then tool_end with the tool's own duration: no path can skip
 // an event, and the trajectory invariants checker verifies it in the tests.
 //
 // Nothing runs unrecorded: before a call's PreToolUse hooks, before a
@@ -33,7 +33,7 @@
 // recorded), and so does every later call.
 //
 // Every final denial also goes through one function, deny, which counts it
-// for the permission checker's denial fuse (seed §8.7) and, at the denial
+// for the permission checker's denial fuse and, at the denial
 // that trips the fuse, records a denial_fuse defense_trigger with what the
 // fuse does from then on: needs_confirmation when the call came through an
 // ask (later attempts go to a person), continue when the chain denied it
@@ -41,13 +41,12 @@
 // the model is told to stop retrying). Count is the fuse's triggers in the
 // session, and the evidence names the tool and the deciding source.
 //
-// Stream is the scheduler of a streamed turn (seed §7): calls are offered
+// Stream is the scheduler of a streamed turn: calls are offered
 // as their tool_use blocks complete and pass through four states —
-// queued, executing, completed, yielded (§7.3). A call starts when
-// nothing runs, or when it and everything running are concurrency-safe
-// (§7.4), and never before an earlier call; it then runs call.run, the
+// queued, executing, completed, yielded. A call starts when
+// nothing runs, or when it and everything running are concurrency-safe, and never before an earlier call; it then runs call.run, the
 // same pipeline as Execute's, so hooks fire once and the single exit is
-// the same (§7.5). Results are yielded in call order. A repeated tool_use
+// the same. Results are yielded in call order. A repeated tool_use
 // id is matched to the call already offered, a tool_use without complete
 // input is never taken, and when the reply fails the queued calls are
 // abandoned (tool_failure aborted, error_code stream_abandoned) while the

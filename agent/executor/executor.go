@@ -16,7 +16,7 @@ import (
 	"github.com/retrace-dev/retrace/trajectory"
 )
 
-// DefaultMaxConcurrent is how many safe calls run at once (seed §6.5).
+// DefaultMaxConcurrent is how many safe calls run at once.
 const DefaultMaxConcurrent = 10
 
 // DefaultTimeout bounds one call when the tool has no timeout of its own.
@@ -44,7 +44,7 @@ type Prompt struct {
 }
 
 // Prompter asks a person to confirm a call. A nil Prompter means the
-// session is headless: every ask becomes a deny (seed §8.2).
+// session is headless: every ask becomes a deny.
 type Prompter interface {
 	Confirm(ctx context.Context, p Prompt) (bool, error)
 }
@@ -79,7 +79,7 @@ type Config struct {
 	RecordErr func() error
 	// SchemaSent reports whether a tool's schema was in the request that
 	// produced the calls. When it was not, an input validation error gets
-	// a hint to load the tool first (seed §5.5). Nil means always sent.
+	// a hint to load the tool first. Nil means always sent.
 	SchemaSent func(tool string) bool
 }
 
@@ -125,7 +125,7 @@ func New(cfg Config) (*Executor, error) {
 }
 
 // errSiblingFailed is the cancellation cause of bash calls skipped or
-// stopped because an earlier bash call of the turn failed (seed §6.6).
+// stopped because an earlier bash call of the turn failed.
 var errSiblingFailed = errors.New("an earlier bash call of this turn failed")
 
 // turn is the state of one Execute call.
@@ -173,7 +173,7 @@ func (ex *Executor) Execute(ctx context.Context, turnNumber int, uses []trajecto
 	for _, b := range batches {
 		t.runBatch(b)
 	}
-	// All results go back in one message, in the blocks' order (seed §5.8).
+	// All results go back in one message, in the blocks' order.
 	results := make([]trajectory.ContentBlock, len(t.calls))
 	for i, c := range t.calls {
 		ex.cfg.Sink.Emit(turnNumber, &trajectory.ToolResult{ToolRef: c.ref(), Text: c.text, IsError: c.isError, Display: c.display})
@@ -193,7 +193,7 @@ func (c *call) modelResult() trajectory.ContentBlock {
 }
 
 // partition merges contiguous concurrency-safe calls into one batch and
-// gives every other call a batch of its own (seed §6.3): the model's order
+// gives every other call a batch of its own: the model's order
 // is the dependency order, so [read a, edit a, read a] stays three batches.
 func partition(calls []*call) []batch {
 	var out []batch
@@ -218,7 +218,7 @@ func joinsBatch(prev, c *call) bool {
 }
 
 // runBatch runs one batch to completion and then applies the calls'
-// context modifiers in their original order (seed §6.8).
+// context modifiers in their original order.
 func (t *turn) runBatch(b batch) {
 	if !b.safe || len(b.calls) == 1 {
 		for _, c := range b.calls {
@@ -262,7 +262,7 @@ func (t *turn) startBash(c *call, cancel context.CancelCauseFunc) (skip bool) {
 }
 
 // endBash unregisters a bash call and, when it failed, stops the bash
-// calls still running and makes the later ones skip (seed §6.6).
+// calls still running and makes the later ones skip.
 func (t *turn) endBash(c *call, failed bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -278,7 +278,7 @@ func (t *turn) endBash(c *call, failed bool) {
 // UntrustedTag is the tag that wraps, in what the model is sent, the
 // result of a tool from an outside source: an MCP server or a built-in
 // tool declaring Spec.Untrusted (a web fetch). Its text was written by a
-// third party and may carry an injected instruction (seed §8.6); the
+// third party and may carry an injected instruction; the
 // marker lets the model tell it from the harness's own words, and the
 // system prompt's rules section says what it means. The recorded
 // tool_result keeps the tool's output unmarked: the marker is part of
@@ -296,7 +296,7 @@ var closingTag = regexp.MustCompile(`(?i)</\s*(` + UntrustedTag + `)`)
 // inside the text is defused, so the content cannot end the wrapper early
 // and pass what follows as the harness's words. The wrapping is a pure
 // function of the result, made once when the result is created, so the
-// messages sent earlier stay byte-stable (seed §3.5).
+// messages sent earlier stay byte-stable.
 func untrusted(tool, text string) string {
 	text = closingTag.ReplaceAllString(text, "<\\/$1")
 	return "<" + UntrustedTag + " source=\"" + tool + "\">\n" + text + "\n</" + UntrustedTag + ">"

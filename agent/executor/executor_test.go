@@ -324,7 +324,7 @@ func TestATenMegabyteOutputIsTruncatedSpilledAndExplained(t *testing.T) {
 }
 
 // The notice sends the model to read the spill; that read must work, and
-// must not be truncated and spilled again (seed §9.2 read: unlimited, §13.5).
+// must not be truncated and spilled again (unlimited).
 func TestTheSpilledOutputCanBeReadBackWithoutAnotherSpill(t *testing.T) {
 	h := newHarness(t, harnessOpts{perm: permission.Config{Allow: []string{"Bash(seq:*)"}}})
 	res := h.turnWith(context.Background(), use("toolu_1", "bash", `{"command":"seq 1 20000"}`))
@@ -426,7 +426,7 @@ func TestHeadlessAskIsRecordedAsAPromptThenANonInteractiveDeny(t *testing.T) {
 }
 
 // The fuse trips once per operation, at its third denial, and records
-// what it does from then on (seed §8.7). On the ask path the same call
+// what it does from then on. On the ask path the same call
 // then goes to a person with the fuse's reason: needs_confirmation. A
 // hard deny stays a deny and nothing is ever asked, so there the fuse
 // tells the model to stop retrying and the session continues: continue,
@@ -582,7 +582,7 @@ func TestEmptyOutputIsSaidExplicitly(t *testing.T) {
 }
 
 // A command that prints only blanks and newlines succeeded with nothing
-// to say, and the model is told so in words (seed §9.1).
+// to say, and the model is told so in words.
 func TestBlankOutputIsSaidExplicitly(t *testing.T) {
 	for _, tc := range []struct{ name, command string }{
 		{"An echo that prints a newline is said to have no output.", `echo`},

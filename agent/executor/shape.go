@@ -10,7 +10,7 @@ import (
 
 // defaultEmptyOutput is said when a tool declares no text of its own: an
 // empty tool_result leaves the model unable to tell "nothing found" from
-// "broken" (seed §9.1).
+// "broken".
 const defaultEmptyOutput = "(the tool succeeded with no output)"
 
 // noticeReserve keeps room in the limit for the truncation notice.
@@ -19,8 +19,7 @@ const noticeReserve = 200
 // shape runs stage 8 on a call's output: explicit text for empty (or
 // blank) output,
 // and over the tool's limit head 70 % and tail 30 % with the omitted count,
-// the full output spilled to the blob store and the way to read it back
-// (seed §9.2, §9.3). An output over the limit is redacted whole before it
+// the full output spilled to the blob store and the way to read it back. An output over the limit is redacted whole before it
 // is cut: a secret cut in two is no longer recognised, and its pieces
 // would reach the trajectory and the model's context.
 func (c *call) shape(o *outcome) {
@@ -39,7 +38,7 @@ func (c *call) shape(o *outcome) {
 		return
 	}
 	// Every character costs at most one unit, so text of no more bytes
-	// than the budget fits without counting (the seed's fast path).
+	// than the budget fits without counting (the fast path).
 	if len(o.text) <= m.budget {
 		return
 	}

@@ -21,7 +21,7 @@ const maxSummary = 200
 
 // snapshotManifest is the blob that records what a mutating call was about
 // to change. Its summary names the trigger — the command, not just the file
-// list — so the right snapshot can be picked later (seed §5.4).
+// list — so the right snapshot can be picked later.
 type snapshotManifest struct {
 	ToolUseID string         `json:"tool_use_id"`
 	Tool      string         `json:"tool"`

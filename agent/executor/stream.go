@@ -8,13 +8,13 @@ import (
 	"github.com/retrace-dev/retrace/trajectory"
 )
 
-// CallState is where a call of a streamed turn is in the scheduler: the
-// four states of seed §7.3.
+// CallState is where a call of a streamed turn is in the scheduler: one of
+// four states.
 type CallState int
 
 // The four states. Completed and yielded are both final: a call may
 // complete before an earlier one, but its result is handed out (yielded)
-// only in call order, because all results go back in one message (§5.8).
+// only in call order, because all results go back in one message.
 const (
 	// StateQueued: the tool_use is complete and waits for the start
 	// condition (a non-safe call before it, or running calls it may not
@@ -28,7 +28,7 @@ const (
 	StateYielded
 )
 
-// String names the state as the seed does.
+// String names the state.
 func (s CallState) String() string {
 	switch s {
 	case StateQueued:
@@ -50,17 +50,17 @@ func (s CallState) String() string {
 const AbandonedCode = "stream_abandoned"
 
 // Stream schedules the calls of one streamed assistant turn as their
-// tool_use blocks complete, while the model is still writing (seed §7).
+// tool_use blocks complete, while the model is still writing.
 // It decides only when each call starts; every call goes through the same
 // pipeline as Execute's (call.run: hooks, permission, validation,
 // snapshot, the tool, shaping, the single exit), so streaming changes
-// timing and never what a call does (§7.5).
+// timing and never what a call does.
 //
-// The start condition is §7.4's: a call starts when nothing is running,
+// The start condition: a call starts when nothing is running,
 // or when it and every running call are concurrency-safe and fewer than
 // MaxConcurrent run. Calls start strictly in their order — a call never
 // overtakes a queued one — which makes the schedule the incremental form
-// of the partition of §6.3: [read a, edit a, read a] still runs as three
+// of the partition into batches: [read a, edit a, read a] still runs as three
 // windows in that order. Context modifiers are applied, in call order,
 // whenever the running set empties (the end of a window), as Execute
 // applies them at the end of a batch.
@@ -101,7 +101,7 @@ func (ex *Executor) NewStream(ctx context.Context, turnNumber int, requestStart 
 // holds, else it is queued. A block whose id was offered before — a
 // reply that repeats a call after a retry — is matched to the first and
 // never runs twice; Offer then reports false. A block with no input (cut
-// off) is never taken: only a complete tool_use may start (§7.2).
+// off) is never taken: only a complete tool_use may start.
 func (s *Stream) Offer(u trajectory.ContentBlock) bool {
 	if len(u.Input) == 0 {
 		return false
@@ -149,7 +149,7 @@ func (s *Stream) queue(u trajectory.ContentBlock) *call {
 	return c
 }
 
-// canStart is the start condition of seed §7.4; s.mu is held.
+// canStart says whether a call may start now; s.mu is held.
 func (s *Stream) canStart(c *call) bool {
 	if s.running == 0 {
 		return true
@@ -225,7 +225,7 @@ func (s *Stream) complete(i int) {
 }
 
 // closeWindow applies the modifiers of the calls that ran together, in
-// call order, once none of them runs (seed §6.8); s.mu is held.
+// call order, once none of them runs; s.mu is held.
 func (s *Stream) closeWindow() {
 	for _, c := range s.window {
 		if c.modify != nil {

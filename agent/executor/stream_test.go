@@ -150,7 +150,7 @@ func TestStreamStartsSafeCallsTogetherAndAnUnsafeOneAloneInOrder(t *testing.T) {
 			t.Errorf("tool_call %s has no stream_offset_ms though it started before the response was complete", c.ToolUseID)
 		}
 		if wantBatch := []int{0, 0, 1, 2}[i]; c.Batch != wantBatch || c.Index != i {
-			t.Errorf("tool_call %d: index %d batch %d, want index %d batch %d (the partition of seed §6.3)", i, c.Index, c.Batch, i, wantBatch)
+			t.Errorf("tool_call %d: index %d batch %d, want index %d batch %d (safe calls batched together, an unsafe one alone)", i, c.Index, c.Batch, i, wantBatch)
 		}
 	}
 }

@@ -67,7 +67,7 @@ var printer = message.NewPrinter(language.English)
 
 // validateInput checks input against the tool's schema and returns "" when
 // it is valid, or a message for the model that names each wrong field, what
-// was sent and what to send instead (seed §16 stage 2a).
+// was sent and what to send instead.
 func (ex *Executor) validateInput(spec tools.Spec, input json.RawMessage) string {
 	s, err := ex.schemas.get(spec)
 	if err != nil {

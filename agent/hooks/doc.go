@@ -1,5 +1,5 @@
 // Package hooks runs the commands a user configured around tool calls:
-// PreToolUse hooks before the permission chain (seed §5.2 ③, §5.6) and
+// PreToolUse hooks before the permission chain and
 // PostToolUse hooks after the result is shaped (⑨).
 //
 // The wire protocol is Claude Code's, so hooks users already have keep
@@ -25,9 +25,9 @@
 // hook, and the strictest permission decision wins (deny > ask > allow).
 // Whether the input changed is decided by deep equality of the decoded JSON,
 // never by bytes, because hooks commonly re-serialise an input they did not
-// change and the model must be told only about real rewrites (seed §5.6).
+// change and the model must be told only about real rewrites.
 //
-// Firing each hook exactly once per call (seed §7.6) is the executor's
+// Firing each hook exactly once per call is the executor's
 // contract: it calls Pre and Post once per call, and this package never
 // retries a hook.
 package hooks

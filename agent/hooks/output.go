@@ -122,7 +122,7 @@ func parseOutput(stdout []byte) (answer, error) {
 // jsonEqual reports whether a and b encode the same JSON value: key order,
 // spacing and number spelling (1, 1.0, 1e0) do not matter. Hooks commonly
 // decode and re-encode an input they leave alone, and that must not count as
-// a rewrite (seed §5.6). Undecodable text is compared byte for byte.
+// a rewrite. Undecodable text is compared byte for byte.
 func jsonEqual(a, b []byte) bool {
 	va, errA := decodeJSON(a)
 	vb, errB := decodeJSON(b)

@@ -43,7 +43,7 @@ type PreResult struct {
 	// the original.
 	Input json.RawMessage
 	// InputChanged is true only when the input really changed (deep
-	// equality, not identity), so the model is told only then (seed §5.6).
+	// equality, not identity), so the model is told only then.
 	InputChanged bool
 	// Decision is a hook's permission decision: "" (none), or allow, ask,
 	// deny, with DecisionReason.

@@ -59,7 +59,7 @@ func (p *Anthropic) Complete(ctx context.Context, req Request) (Response, error)
 }
 
 // Stream implements Provider. A tool_use is reported to onEvent at its
-// content_block_stop, once its input is complete and parses (seed §7.2).
+// content_block_stop, once its input is complete and parses.
 func (p *Anthropic) Stream(ctx context.Context, req Request, onEvent func(StreamEvent)) (Response, error) {
 	params, err := p.params(req)
 	if err != nil {
@@ -124,7 +124,7 @@ func (p *Anthropic) params(req Request) (anthropic.MessageNewParams, error) {
 			case trajectory.BlockToolUse:
 				blocks = append(blocks, anthropic.NewToolUseBlock(b.ID, inputForWire(b), b.Name))
 			case trajectory.BlockToolResult:
-				// All results of a turn go in this one user message (seed §2.4).
+				// All results of a turn go in this one user message.
 				blocks = append(blocks, anthropic.NewToolResultBlock(b.ToolUseID, b.Content, b.IsError))
 			case trajectory.BlockThinking:
 				// Thinking goes back only with its signature, which the
@@ -147,7 +147,7 @@ func (p *Anthropic) params(req Request) (anthropic.MessageNewParams, error) {
 }
 
 // markCachePoints puts a cache_control breakpoint on each element
-// req.Cache names (seed §3.5: the byte-stable prefix is what the cache
+// req.Cache names (the byte-stable prefix is what the cache
 // reads). A point that names nothing sendable (an empty system prompt, a
 // message whose blocks are all left off the wire) is skipped, since the
 // API would reject a breakpoint on nothing; a point out of range is an

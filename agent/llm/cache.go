@@ -12,7 +12,7 @@ const (
 	CacheTTL1h = "1h"
 )
 
-// Cache asks the provider to cache the request's prefix (seed §3.5). The
+// Cache asks the provider to cache the request's prefix. The
 // Anthropic provider turns it into cache_control breakpoints; the OpenAI
 // APIs cache every long prefix on their own and ignore it; mockllm reads
 // it to report cache reads honestly.
@@ -88,7 +88,7 @@ func (c *Cache) PointsFor(req *Request) []CachePoint {
 // so its entry is read even when the newest turn added more blocks than
 // the API looks back over), and at the end of the conversation (so the
 // next request reads all of this one). The unstable tail is last, the
-// stable prefix first (seed §3.5).
+// stable prefix first.
 func DefaultCachePoints(req *Request) []CachePoint {
 	var pts []CachePoint
 	if n := len(req.Tools); n > 0 {

@@ -5,7 +5,7 @@
 // interface that the real Anthropic and OpenAI clients and mockllm's
 // scripted and replaying models implement.
 //
-// Request.Cache asks for prompt caching (seed §3.5): the Anthropic client
+// Request.Cache asks for prompt caching: the Anthropic client
 // sends cache_control breakpoints after the last tool, after the system
 // prompt, at the end of the previous user message and at the
 // conversation's tail (DefaultCachePoints; at most MaxCachePoints); the

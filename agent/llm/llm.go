@@ -44,7 +44,7 @@ type Response struct {
 	Content []trajectory.ContentBlock
 	// StopReason is the whitelist-normalised stop reason: an unrecognised
 	// value is StopUnknown and a missing or null one StopMissing, and
-	// neither ever means "done" (seed §2.3, §4.5).
+	// neither ever means "done".
 	StopReason    trajectory.StopReason
 	StopReasonRaw string
 	Usage         trajectory.Usage
@@ -69,7 +69,7 @@ func (r *Response) ToolUses() []trajectory.ContentBlock {
 }
 
 // TruncatedToolUse reports whether the reply was cut off by max_tokens in
-// the middle of a tool_use, which must never be executed (seed §2.3).
+// the middle of a tool_use, which must never be executed.
 func (r *Response) TruncatedToolUse() bool {
 	for _, b := range r.Content {
 		if b.Type == trajectory.BlockToolUse && len(b.Input) == 0 && b.PartialInput != "" {
@@ -81,7 +81,7 @@ func (r *Response) TruncatedToolUse() bool {
 
 // StreamEvent is something a streaming provider reports before the
 // response is complete. A tool_use is reported only once its input is
-// complete (seed §7.2), so a consumer may start it right away.
+// complete, so a consumer may start it right away.
 type StreamEvent struct {
 	// TextDelta is a piece of assistant text.
 	TextDelta string
@@ -102,7 +102,7 @@ type Provider interface {
 }
 
 // Error is a failed model call, classified from status codes and typed
-// transport errors, never from message text (seed §4.4).
+// transport errors, never from message text.
 type Error struct {
 	Kind       trajectory.ModelErrorKind
 	StatusCode int

@@ -126,8 +126,7 @@ func (p *OpenAIChat) params(req Request) (openai.ChatCompletionNewParams, map[st
 	for i, m := range req.Messages {
 		switch m.Role {
 		case trajectory.RoleUser:
-			// Tool results go first, one role:"tool" message each (seed
-			// §2.6): they must directly follow the assistant's tool_calls.
+			// Tool results go first, one role:"tool" message each: they must directly follow the assistant's tool_calls.
 			var text []string
 			for _, b := range m.Content {
 				switch b.Type {

@@ -52,7 +52,7 @@ type Options struct {
 	// NonStrictSchema, with StrictTools, is the rewrite for a tool whose
 	// schema ToolSchema refuses as dialect.ErrUnsupported (an MCP server's
 	// oneOf, say): that tool alone is sent with strict false in this form,
-	// rather than the whole request failing (seed §11.6). nil keeps the
+	// rather than the whole request failing. nil keeps the
 	// refusal an error.
 	NonStrictSchema func(schema json.RawMessage) (json.RawMessage, error)
 }

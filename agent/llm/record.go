@@ -55,7 +55,7 @@ func MessageHashes(msgs []trajectory.Message) []string {
 }
 
 // ToolsHash is the hash of the tool definitions in the order they are sent:
-// a reordering changes it, as it breaks the prompt cache (seed §3.5).
+// a reordering changes it, as it breaks the prompt cache.
 func ToolsHash(tools []ToolDef) string {
 	b, _ := json.Marshal(tools) // a ToolDef always marshals
 	return trajectory.Hash(b)

@@ -241,7 +241,7 @@ func (b *watchedBody) Read(p []byte) (int, error) {
 func (b *watchedBody) Close() error { return b.rc.Close() }
 
 // classify turns what an SDK returned into an *Error from status codes
-// and error types only (seed §4.4: a check on message text silently stops
+// and error types only (a check on message text silently stops
 // working when the wording changes).
 func classify(parent context.Context, a *attempt, err error) *Error {
 	var already *Error

@@ -6,8 +6,7 @@ import "github.com/retrace-dev/retrace/trajectory"
 // OpenAI Chat finish_reason, OpenAI Responses status/incomplete reason, and
 // the Gemini finish reasons other agents report in OTLP traces) to
 // the closed set by whitelist: anything not listed is StopUnknown, and ""
-// (missing or null) is StopMissing. Neither is ever "done" (seed §2.3,
-// §4.5 F2: a whitelist fails closed on values nobody has seen yet).
+// (missing or null) is StopMissing. Neither is ever "done" (a whitelist fails closed on values nobody has seen yet).
 func NormalizeStopReason(raw string) trajectory.StopReason {
 	switch raw {
 	case "":

@@ -49,7 +49,7 @@ func inputForWire(b trajectory.ContentBlock) json.RawMessage {
 // markCutToolUse distrusts the last tool_use of a whole (non-streamed)
 // reply that stopped at max_tokens: the API returns whatever part of its
 // input it could parse, often {}, with nothing saying the input is
-// incomplete (seed §2.3). Its bytes move to PartialInput, so the call is
+// incomplete. Its bytes move to PartialInput, so the call is
 // reported as truncated and never executed.
 func markCutToolUse(r Response) Response {
 	if r.StopReason != trajectory.StopMaxTokens || len(r.Content) == 0 {

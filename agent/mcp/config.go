@@ -10,7 +10,7 @@ import (
 
 // DefaultTimeout bounds one tool call when a server's config sets no
 // timeout. It is deliberately far tighter than "forever": without it one
-// stuck server hangs the whole session (seed §12.3 (4)).
+// stuck server hangs the whole session.
 const DefaultTimeout = 120 * time.Second
 
 // DefaultConnectTimeout bounds starting a server, the protocol handshake
@@ -46,7 +46,7 @@ type Config struct {
 	ReconnectBackoff time.Duration `yaml:"reconnect_backoff"`
 	// Deferred says whether the server's tools wait for tool_search before
 	// the model sees them; unset means true, because a few servers can
-	// bring dozens of tools (seed §10, §12.5).
+	// bring dozens of tools.
 	Deferred *bool `yaml:"deferred"`
 }
 
@@ -146,7 +146,7 @@ func (c Config) remote() bool { return strings.TrimSpace(c.URL) != "" }
 // the condition of the prefix collapse, where a model that means a
 // deferred tool it has no schema for is forced, by constrained decoding,
 // into the resident tool that shares the prefix, and the wrong call
-// passes every check (seed §3.4, §10.5). The name cannot drop the prefix
+// passes every check. The name cannot drop the prefix
 // (permission rules and hooks match mcp__<server>), so the mix is what
 // goes: when some servers are deferred and some are not, every server is
 // deferred, which costs a tool_search turn rather than a silent wrong

@@ -58,7 +58,7 @@ func TestExecutorRunsMCPToolsLikeAnyOther(t *testing.T) {
 		t.Errorf("fail: %+v, want a tool error saying disk full", fail)
 	}
 	// An MCP server is an outside source: the model gets its output
-	// marked as untrusted content (seed §8.6).
+	// marked as untrusted content.
 	if echo.IsError || echo.Content != "<untrusted-content source=\"mcp__h__echo\">\necho: hi\n</untrusted-content>" {
 		t.Errorf("echo: %+v", echo)
 	}

@@ -11,8 +11,7 @@ import (
 // OnEvent (given as Options.OnEvent) adds the tools of a server that
 // connected or reconnected to the registry at once, and queues the change
 // as a trajectory mcp_server event, which the agent loop takes with Drain
-// before each request, records, and announces the new tools from (seed
-// §10.7). A tool is in the registry before its event is queued, so a
+// before each request, records, and announces the new tools from. A tool is in the registry before its event is queued, so a
 // recorded "connected" never names a tool that cannot be called. It is
 // safe for concurrent use.
 type Lifecycle struct {

@@ -76,8 +76,7 @@ func ToolName(server, tool string) string {
 // toolNames names every tool of one server. Normalisation is lossy ("a.b"
 // and "a_b" meet), so a tool whose name had to change and now meets
 // another gets a hash suffix; the choice depends only on the list, never
-// on the order it came in, so the names are stable across sessions (seed
-// §3.5: a drifting tool list breaks the prompt cache).
+// on the order it came in, so the names are stable across sessions (a drifting tool list breaks the prompt cache).
 func toolNames(server string, raw []string) []string {
 	names := make([]string, len(raw))
 	count := make(map[string]int, len(raw))

@@ -20,7 +20,7 @@ import (
 
 // How many servers connect at once: a local server is a process to spawn,
 // and twenty at once would swamp the machine; a remote one is only an HTTP
-// connection (seed §12.3 (5)).
+// connection.
 const (
 	localConnects  = 3
 	remoteConnects = 20
@@ -68,7 +68,7 @@ type Options struct {
 // loaded machine is not a dead server.
 const heartbeatMisses = 2
 
-// The seed's reconnect and heartbeat settings (seed §12.3 (5)).
+// The reconnect and heartbeat settings.
 const (
 	DefaultHeartbeat     = 30 * time.Second
 	DefaultReconnectBase = time.Second
@@ -152,7 +152,7 @@ type Servers struct {
 
 // Notices explain the configured choices Connect changed, for the user:
 // today, the resident servers it deferred because other servers are
-// deferred (seed §10.5).
+// deferred.
 func (s *Servers) Notices() []string { return slices.Clone(s.notices) }
 
 // server is one configured server and what became of it.
@@ -562,7 +562,7 @@ func (s *Servers) transport(c Config) (sdk.Transport, *tailBuffer, *procgroup.Gr
 
 // Pending returns the names of the servers still connecting, sorted, so
 // that a search that finds nothing can say "retry shortly" rather than
-// "no such tool" (seed §12.4).
+// "no such tool".
 func (s *Servers) Pending() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -577,8 +577,7 @@ func (s *Servers) Pending() []string {
 }
 
 // Tools returns the tools of every connected server, sorted by name, so
-// the definitions keep one order whatever order the servers connected in
-// (seed §3.5). Names of different servers cannot meet except by a hash
+// the definitions keep one order whatever order the servers connected in. Names of different servers cannot meet except by a hash
 // collision; should one happen, the server earlier in the config wins.
 func (s *Servers) Tools() []tools.Tool {
 	s.mu.Lock()

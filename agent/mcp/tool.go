@@ -19,14 +19,14 @@ import (
 
 // MaxDescription is the most characters of a server's tool description
 // sent to the model: you do not control how much an external server
-// writes, and every character is paid for on every turn (seed §12.3 (2)).
+// writes, and every character is paid for on every turn.
 const MaxDescription = 2048
 
 // MaxOutputTokens is the budget of one call's output in estimated tokens
 // (tools.EstimateTokens: a quarter of a token per ASCII character, half a
 // token per other character), which every MCP tool declares as its
 // tools.Spec.ResultTokens: the executor truncates longer output for the
-// model and spills the whole of it to a blob (seed §12.3 (3)). Counting
+// model and spills the whole of it to a blob. Counting
 // tokens, not characters, keeps the budget the same for Chinese, English
 // and JSON.
 const MaxOutputTokens = 25000
@@ -82,7 +82,7 @@ func (t *Tool) RemoteName() string { return t.remote }
 
 // ConcurrencySafe reports the server's readOnlyHint: a tool that says it
 // changes nothing may run beside its neighbours; anything else is run
-// alone, because we cannot see inside it (seed §12.5).
+// alone, because we cannot see inside it.
 func (t *Tool) ConcurrencySafe(json.RawMessage) bool { return t.readOnly }
 
 // Run calls the tool on its server within the call timeout. A result the
@@ -159,7 +159,7 @@ func (t *Tool) Run(ctx context.Context, _ *tools.Env, input json.RawMessage) (to
 // resultText joins a result's content into the model-side text. Content
 // the model cannot receive here (images, audio, binary resources) is
 // replaced by a placeholder that says so, never dropped silently: a
-// missing picture must not read as "there was no picture" (seed §12.3).
+// missing picture must not read as "there was no picture".
 func resultText(res *sdk.CallToolResult) string {
 	var parts []string
 	for _, c := range res.Content {

@@ -57,7 +57,7 @@ func (c *Checker) DisableFuse() {
 // is outside the workspace. The executor registers its blob store with it:
 // a truncation notice tells the model to read the spilled output there,
 // and asking (headless: denying) that read would strand the model with
-// half an output (seed §9.2, §13.5).
+// half an output.
 func (c *Checker) AllowReads(dir string) {
 	real := filepath.Clean(dir)
 	if t, err := c.root.Resolve(real); err == nil {
@@ -93,7 +93,7 @@ type protectedPath struct {
 }
 
 // builtinProtected is first-match-wins, so the most specific entries come
-// first (seed §8.3): a broader pattern placed earlier would answer with its
+// first: a broader pattern placed earlier would answer with its
 // weaker reason for a path a stricter entry exists for.
 var builtinProtected = []protectedPath{
 	{"**/.git/hooks/**", "git hooks run arbitrary code on the next git command"},
@@ -244,7 +244,7 @@ func (c *Checker) prepare(req Request, analysis *shell.Analysis) *call {
 	return cl
 }
 
-// Check runs the permission chain (seed §8.2) and returns where it ended.
+// Check runs the permission chain and returns where it ended.
 // The order of the steps is the security semantics; see the package
 // documentation. Check only reads the session memory and the denial counts.
 func (c *Checker) Check(req Request) Decision { return c.check(req, nil) }
@@ -770,7 +770,7 @@ func (c *Checker) isWorkspaceEdit(cl *call) bool {
 }
 
 // key identifies an operation: the tool and its exact input, so memory and
-// denial counts are per input and never per tool (seed §8.5). The input is
+// denial counts are per input and never per tool. The input is
 // canonicalised so that key order and spacing do not matter.
 func key(req Request) string {
 	input := []byte(req.Input)
@@ -799,7 +799,7 @@ func (c *Checker) remembered(req Request) bool {
 }
 
 // Denied counts one final denial of this exact call: a hard deny, or an
-// ask that the user or headless mode denied (seed §8.7). It is the single
+// ask that the user or headless mode denied. It is the single
 // place every denial is reported, so the count is of denials, not of
 // checks. It returns true exactly once per operation: at the denial that
 // reaches the fuse threshold.
@@ -828,12 +828,11 @@ func (c *Checker) denialCount(req Request) int {
 
 // Restrictions returns the session's configured prohibitions — the deny
 // rules as written and the disallowed tools as named — each sorted and
-// without duplicates, for the summary the system prompt carries (seed
-// §8.8): a model that knows them does not spend a turn on a call that is
+// without duplicates, for the summary the system prompt carries: a model that knows them does not spend a turn on a call that is
 // bound to be denied. It describes configuration only, which is stable
 // for the whole session; what a call's arguments make dangerous is judged
 // per call at run time and is never listed (listing it would be endless,
-// and runtime state in the system prompt would break the cache, §3.5).
+// and runtime state in the system prompt would break the cache).
 func (c *Checker) Restrictions() (deny, disallowed []string) {
 	for _, r := range c.deny {
 		deny = append(deny, r.Text)

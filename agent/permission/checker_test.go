@@ -226,8 +226,7 @@ func TestAnUnparsableBashCommandIsNeverAllowed(t *testing.T) {
 }
 
 func TestProtectedPathsTableIsMostSpecificFirst(t *testing.T) {
-	// A broad pattern earlier in the table would shadow a stricter one
-	// (seed §8.3); every entry must be reachable.
+	// A broad pattern earlier in the table would shadow a stricter one; every entry must be reachable.
 	for i, p := range builtinProtected {
 		for _, earlier := range builtinProtected[:i] {
 			probe := strings.ReplaceAll(strings.ReplaceAll(p.pattern, "**/", ""), "/**", "/x")

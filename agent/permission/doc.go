@@ -1,8 +1,8 @@
 // Package permission decides whether the agent may run one tool call: allow
-// it, ask the user, or deny it (seed §8).
+// it, ask the user, or deny it.
 //
 // The decision is a chain of steps where the first step that decides wins,
-// so the order of the steps is the security semantics (seed §8.2). As
+// so the order of the steps is the security semantics. As
 // implemented, and tested pair by pair in chain_test.go:
 //
 //  1. a PreToolUse hook's deny;
@@ -57,6 +57,6 @@
 // The Checker also remembers, per exact input, the calls a person allowed,
 // and counts denials per exact input: after FuseThreshold denials of the
 // same call its fuse trips and further checks ask the user instead of
-// letting the model retry in a loop (seed §8.7). Whether an ask reaches a
+// letting the model retry in a loop. Whether an ask reaches a
 // person is the executor's business: headless, it denies.
 package permission

@@ -54,6 +54,6 @@ type Decision struct {
 	// Rule is the configured rule that matched, e.g. "Bash(rm:*)".
 	Rule string
 	// Reason explains a deny or an ask to the model in terms of what to do
-	// next (seed §5.3).
+	// next.
 	Reason string
 }

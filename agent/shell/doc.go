@@ -1,6 +1,6 @@
 // Package shell analyses a bash command before the agent runs it, so that
 // the permission chain and the scheduler can decide per call rather than per
-// tool (seed §6.2, §8.4).
+// tool.
 //
 // The analysis parses the command with a real shell parser
 // (mvdan.cc/sh/v3/syntax) and walks the syntax tree; it never matches the

@@ -30,7 +30,7 @@ const (
 	// half of it survive, so an endless `yes` cannot exhaust memory while
 	// the error summary at the end is kept. It is far above ResultLimit
 	// because the executor spills the whole output for the model to read
-	// back (seed §9.2).
+	// back.
 	bashMaxCapture = 64 << 20
 )
 
@@ -64,7 +64,7 @@ var bashSpec = sync.OnceValue(func() Spec {
 func (BashTool) Spec() Spec { return bashSpec() }
 
 // ConcurrencySafe reports whether this command provably changes nothing,
-// as the shell analysis decides (seed §6.2): `ls && wc -l *.go` may run in
+// as the shell analysis decides: `ls && wc -l *.go` may run in
 // parallel, `cat a > b` may not. Anything it cannot decode or analyse, and
 // any panic, is "not safe" (fail closed).
 func (BashTool) ConcurrencySafe(input json.RawMessage) (safe bool) {

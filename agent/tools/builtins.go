@@ -2,7 +2,7 @@ package tools
 
 // Builtins returns the built-in tools in their fixed order: read, write,
 // edit, grep, glob, ls, bash, todo_write, tool_search. The order is part
-// of the bytes the provider caches (seed §3.5); append new tools, never
+// of the bytes the provider caches; append new tools, never
 // reorder.
 func Builtins() []Tool {
 	return []Tool{

@@ -37,7 +37,7 @@ var editSpec = sync.OnceValue(func() Spec {
 		ReadOnly:    false,
 		Display:     trajectory.DisplayFull,
 		ResultLimit: 0,
-		// An edit stopped halfway would leave a truncated file behind (seed §6.7).
+		// An edit stopped halfway would leave a truncated file behind.
 		Interrupt:   InterruptBlock,
 		EmptyOutput: "(the file was edited)",
 		Source:      trajectory.ToolBuiltin,

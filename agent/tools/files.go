@@ -28,7 +28,7 @@ func isBinary(head []byte) bool {
 }
 
 // errnoCodes are the error codes tools report for file-system failures,
-// labels the failure metrics can group by (seed §14.2).
+// labels the failure metrics can group by.
 var errnoCodes = map[syscall.Errno]string{
 	syscall.ENOENT:       "ENOENT",
 	syscall.EACCES:       "EACCES",

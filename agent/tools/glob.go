@@ -46,7 +46,7 @@ func (GlobTool) Spec() Spec { return globSpec() }
 func (GlobTool) ConcurrencySafe(json.RawMessage) bool { return true }
 
 // Paths returns the directory the call searches: the fixed leading part of
-// an absolute pattern, the path given, or the workspace (seed §9.5: a
+// an absolute pattern, the path given, or the workspace (a
 // directory written into the pattern is still a path the call reads).
 func (GlobTool) Paths(input json.RawMessage) []Access {
 	in, err := decode[globInput](input)

@@ -17,7 +17,7 @@ import (
 
 // Limits of read. read is never truncated by the executor (a spilled read
 // result would tell the model to read the spill file, which would spill
-// again: seed §9.2), so read bounds itself.
+// again and loop), so read bounds itself.
 const (
 	// readDefaultLimit is the most lines one call shows.
 	readDefaultLimit = 2000
@@ -163,7 +163,7 @@ func (ReadTool) Run(ctx context.Context, env *Env, input json.RawMessage) (Resul
 }
 
 // readHint tells the model that it saw only part of the file: which lines
-// of how many, and how to continue (seed §9.3). When the model pages
+// of how many, and how to continue. When the model pages
 // through a file short enough to read at once, it says so, because every
 // extra call resends everything before it.
 func readHint(first, last, total int, paged, full bool) string {

@@ -55,7 +55,7 @@ func NewRegistry(tools ...Tool) (*Registry, error) {
 
 // Add registers more tools after the session started: the tools of an MCP
 // server that finished connecting. They come after every tool registered
-// before, so the definitions already sent keep their order (seed §3.5).
+// before, so the definitions already sent keep their order.
 func (r *Registry) Add(tools ...Tool) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -112,8 +112,7 @@ func (r *Registry) add(t Tool, i int) error {
 
 // SetPending gives the registry a way to learn which tool sources (MCP
 // servers) are still connecting. A tool of theirs is not "missing" but
-// "not here yet", and the model must be told the difference (seed §12.4,
-// §13.12).
+// "not here yet", and the model must be told the difference.
 func (r *Registry) SetPending(pending func() []string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -173,7 +172,7 @@ func (r *Registry) Activate(names ...string) {
 // Active returns the tools to send to the model this turn: the tools that
 // are not deferred in registration order, then the activated deferred
 // tools in activation order. Loading a tool only appends to the list, so
-// the cached prefix of earlier definitions stays byte-identical (seed §3.5).
+// the cached prefix of earlier definitions stays byte-identical.
 func (r *Registry) Active() []Tool {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
@@ -221,7 +220,7 @@ const (
 	scoreDescWord  = 2
 )
 
-// Search finds tools for tool_search (seed §10.3).
+// Search finds tools for tool_search.
 //
 // "select:NAME[,NAME…]" returns the registered tools with exactly those
 // names, loaded or not, in the order given, skipping unknown ones and
@@ -372,7 +371,7 @@ func nameWords(s string) []string {
 }
 
 // wordSet returns the lower-case words of a text, split on every rune that
-// is not a letter or digit: the word boundaries of seed §10.3.
+// is not a letter or digit, so that snake_case and camelCase names split into words.
 func wordSet(text string) map[string]bool {
 	set := map[string]bool{}
 	for w := range strings.FieldsFuncSeq(text, func(c rune) bool {

@@ -11,8 +11,7 @@ import (
 )
 
 // SchemaFor returns the JSON Schema of the input struct T, for Spec.Schema.
-// The struct is the single source of the schema and of decoding (seed
-// §3.6): property names come from json tags, a field is required unless
+// The struct is the single source of the schema and of decoding: property names come from json tags, a field is required unless
 // its json tag has omitempty, descriptions come from jsonschema_description
 // tags, constraints from jsonschema tags, and additional properties are
 // refused. The schema is inlined (no $ref, $schema or $id), because

@@ -11,7 +11,7 @@ import (
 )
 
 // expectedSpec is what each built-in tool must declare. The table is
-// checked against Builtins both ways (seed §9.5): a new tool that is not
+// checked against Builtins both ways: a new tool that is not
 // in the table fails, and so does a row whose tool is gone, so forgetting
 // to decide a tool's display mode or limit is a red test, not silent drift.
 type expectedSpec struct {
@@ -120,7 +120,7 @@ func TestSpecIsTheSameValueOnEveryCall(t *testing.T) {
 
 func TestDescriptionsAreWithinTheUsefulLength(t *testing.T) {
 	// Too short and the model does not know the tool's limits; too long and
-	// the attention is diluted while every turn resends it (seed §3.2).
+	// the attention is diluted while every turn resends it.
 	for _, tool := range Builtins() {
 		s := tool.Spec()
 		if n := len(s.Description); n < 100 || n > 700 {

@@ -26,7 +26,7 @@ var todoSpec = sync.OnceValue(func() Spec {
 		Schema:   SchemaFor[todoInput](),
 		ReadOnly: true, // it touches no workspace file
 		// The output is a nudge for the model; the user sees the list
-		// itself elsewhere (seed §9.4 ②a).
+		// itself elsewhere.
 		Display:     trajectory.DisplayHidden,
 		ResultLimit: 0,
 		Interrupt:   InterruptCancel,

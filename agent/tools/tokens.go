@@ -4,8 +4,7 @@ import "unicode/utf8"
 
 // EstimateTokens is the documented token estimate of output limits: an
 // ASCII character counts a quarter of a token and any other character
-// half a token, rounded up. These are the seed's own figures (seed §12.3
-// (3)): 100,000 characters of English log are about 25k tokens, of
+// half a token, rounded up. These are rough, documented figures: 100,000 characters of English log are about 25k tokens, of
 // Chinese close to 50k. It is an estimate, not a tokenizer: no provider's
 // tokenizer is available offline, and a limit needs only to be the same
 // budget whatever the script of the content.

@@ -6,7 +6,7 @@ import (
 	"unicode/utf8"
 )
 
-// The estimate is the seed's figures: 4 ASCII characters or 2 others to a
+// The estimate is 4 ASCII characters or 2 others to a
 // token, rounded up.
 func TestEstimateTokensCountsScriptsDifferently(t *testing.T) {
 	for _, c := range []struct {

@@ -15,7 +15,7 @@ type Tool interface {
 	// must return the same value every time.
 	Spec() Spec
 	// ConcurrencySafe reports whether this call may run in parallel with
-	// the neighbouring safe calls of the same turn (seed §6.2). It is asked
+	// the neighbouring safe calls of the same turn. It is asked
 	// per call, with input already validated against Spec().Schema. A panic
 	// counts as "not safe".
 	ConcurrencySafe(input json.RawMessage) bool
@@ -34,12 +34,12 @@ const (
 	// InterruptCancel: the call's context is cancelled (the default).
 	InterruptCancel Interrupt = iota
 	// InterruptBlock: the call runs to completion, because stopping it
-	// halfway would leave the workspace in a broken state (seed §6.7).
+	// halfway would leave the workspace in a broken state.
 	InterruptBlock
 )
 
 // Spec is what a tool declares about itself. A test cross-checks every
-// built-in tool's declarations against an expected table (seed §9.5).
+// built-in tool's declarations against an expected table.
 type Spec struct {
 	// Name is the name the model calls the tool by.
 	Name string
@@ -51,29 +51,29 @@ type Spec struct {
 	// ReadOnly tools never change the workspace, whatever their input.
 	ReadOnly bool
 	// Display is how results are shown to the user; it never changes what
-	// the model receives (seed §9.4).
+	// the model receives.
 	Display trajectory.DisplayMode
 	// ResultLimit is the most characters of output the model gets before
-	// the executor truncates and spills; 0 means unlimited (seed §9.2).
+	// the executor truncates and spills; 0 means unlimited.
 	ResultLimit int
 	// ResultTokens, when above 0, is the output limit in estimated tokens
 	// (EstimateTokens) instead of characters, and ResultLimit is ignored:
 	// the same number of characters costs twice the tokens in Chinese as
-	// in English, so a character limit is a different budget per content
-	// (seed §12.3 (3)). MCP tools use it.
+	// in English, so a character limit is a different budget per content.
+	// MCP tools use it.
 	ResultTokens int
 	// Deferred tools are not sent to the model until tool_search loads them.
 	Deferred bool
 	// Interrupt is the call's behaviour on a user abort.
 	Interrupt Interrupt
 	// EmptyOutput is what the model is told when a successful call prints
-	// nothing, so "no match" is never confused with "broken" (seed §9.1).
+	// nothing, so "no match" is never confused with "broken".
 	EmptyOutput string
 	// Source says whether the tool is built in or comes from MCP.
 	Source trajectory.ToolSource
 	// Untrusted marks a built-in tool whose output a third party wrote (a
 	// web fetch): the model gets it wrapped as untrusted content, like the
-	// output of every MCP tool (seed §8.6).
+	// output of every MCP tool.
 	Untrusted bool
 }
 
@@ -114,6 +114,6 @@ type Result struct {
 	PID int
 	// Modify, when set, changes the session state (files read, tools
 	// loaded). The executor applies modifiers in the calls' original order
-	// after a parallel batch, never in completion order (seed §6.8).
+	// after a parallel batch, never in completion order.
 	Modify func(*Env)
 }

@@ -20,7 +20,7 @@ type toolSearchInput struct {
 }
 
 // ToolSearchTool is the tool_search built-in: finds deferred tools and
-// loads them (seed §10.3).
+// loads them.
 type ToolSearchTool struct{}
 
 var toolSearchSpec = sync.OnceValue(func() Spec {
@@ -33,7 +33,7 @@ var toolSearchSpec = sync.OnceValue(func() Spec {
 		Schema:   SchemaFor[toolSearchInput](),
 		ReadOnly: true,
 		// Loading definitions is invisible to the user; the call that
-		// follows is what they see (seed §9.4 ②b).
+		// follows is what they see.
 		Display:     trajectory.DisplayHidden,
 		ResultLimit: 0,
 		Interrupt:   InterruptCancel,
@@ -66,7 +66,7 @@ func (ToolSearchTool) Run(_ context.Context, env *Env, input json.RawMessage) (R
 	}
 	matches := reg.Search(in.Query, max)
 	// Tools of a source still connecting are "not here yet", not "absent":
-	// say so, or the model concludes they do not exist (seed §12.4, §13.12).
+	// say so, or the model concludes they do not exist.
 	pendingNote := ""
 	if p := reg.Pending(); len(p) > 0 {
 		pendingNote = fmt.Sprintf("\nStill connecting: %s. Their tools are not listed yet; if you need one of them, call tool_search again shortly.", strings.Join(p, ", "))

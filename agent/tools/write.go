@@ -30,7 +30,7 @@ var writeSpec = sync.OnceValue(func() Spec {
 		ReadOnly:    false,
 		Display:     trajectory.DisplayFull,
 		ResultLimit: 0,
-		// A write stopped halfway would leave a truncated file behind (seed §6.7).
+		// A write stopped halfway would leave a truncated file behind.
 		Interrupt:   InterruptBlock,
 		EmptyOutput: "(the file was written)",
 		Source:      trajectory.ToolBuiltin,

@@ -9,7 +9,7 @@
 // is enough: lexically l/../../outside/x is ../outside/x, while the kernel
 // applies each ".." to the symlink's target and lands in the workspace, or
 // the other way round. So both layers call Root.Resolve, which walks the
-// path component by component the way the kernel does (seed §8.2 step 4),
+// path component by component the way the kernel does,
 // and the tools open the Target it returns through Root.Open and
 // Root.WriteFile.
 //

@@ -24,7 +24,7 @@ import (
 // by the terminal (see terminalWriter).
 //
 // A tool's card is printed at its tool_result, in call order, by the
-// result's display mode (seed §9.4): full shows the card and the first
+// result's display mode: full shows the card and the first
 // line of the output, summary the card alone, hidden no card (todo_write's
 // list is shown in the todo panel instead). The display mode never hides
 // an error: a failed call, and a call that never ran (denied, abandoned,
@@ -49,7 +49,7 @@ type liveCall struct {
 	durationMs float64
 	truncated  bool
 	// streamed is the call's stream_offset_ms: it started while the
-	// reply was still streaming (seed §7).
+	// reply was still streaming.
 	streamed *float64
 }
 
@@ -185,7 +185,7 @@ func (l *liveTranscript) card(e *trajectory.ToolResult) {
 	delete(l.calls, e.ToolUseID)
 	if c == nil {
 		// The call never reached the executor: the session answered it
-		// without running it (seed §2.4), and the user must see that.
+		// without running it, and the user must see that.
 		c = &liveCall{}
 	}
 	mode := e.Display
@@ -248,7 +248,7 @@ func firstLine(text string) string {
 }
 
 // panels render the results of hidden tools whose effect the user sees
-// elsewhere (seed §9.4 ②a): the panel is that elsewhere. A hidden tool
+// elsewhere: the panel is that elsewhere. A hidden tool
 // without a panel must be one after which nothing happened from the
 // user's view (②b, tool_search); TestEveryHiddenToolHasAPanelOrNothingToShow
 // holds the two lists together.

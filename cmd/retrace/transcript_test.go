@@ -13,13 +13,12 @@ import (
 )
 
 // nothingToShow are the hidden tools after which nothing happened from
-// the user's view (seed §9.4 ②b): tool_search only loads definitions, and
+// the user's view: tool_search only loads definitions, and
 // the call it enables gets its own card.
 var nothingToShow = []string{"tool_search"}
 
 // TestEveryHiddenToolHasAPanelOrNothingToShow holds the tools' own
-// display declarations and the renderer together in both directions
-// (seed §9.5): a hidden tool must have a panel that shows its effect or
+// display declarations and the renderer together in both directions: a hidden tool must have a panel that shows its effect or
 // be one with nothing to show, and a panel must belong to a hidden tool.
 func TestEveryHiddenToolHasAPanelOrNothingToShow(t *testing.T) {
 	hidden := map[string]bool{}

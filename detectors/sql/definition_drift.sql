@@ -1,4 +1,4 @@
--- definition_drift: one tool with two definitions (seed §13.11, F11).
+-- definition_drift: one tool with two definitions.
 -- Within a session: session_start's catalog names one tool twice with
 -- different definition_hash values (error: the model is given two
 -- definitions of one name); or a tool_search result line that is a

@@ -1,6 +1,6 @@
 -- denial_loop: the same tool with the same input denied min_denials or more times
 -- in a session (denials by the fuse itself do not count), with no
--- denial_fuse defense_trigger after the first of them (seed §8.7).
+-- denial_fuse defense_trigger after the first of them.
 WITH denials AS (
     SELECT d.session, d.turn, d.tool_use_id, d.tool, CAST(c.input AS VARCHAR) AS input,
            d.file, d.line, d.seq

@@ -2,7 +2,7 @@
 -- (every tool_call) and over the calls executed (those that ran:
 -- tool_calls.ran, the glossary's one definition)
 -- differ by more than max_gap, over at least min_calls calls in the
--- corpus (seed §13.4). The calls between the two denominators (denied,
+-- corpus. The calls between the two denominators (denied,
 -- blocked by a hook, invalid input, unknown tool, aborted) are policy and
 -- protocol, not capability; a corpus that mixes permission modes, models
 -- or configurations moves a curve over requested calls for that reason

@@ -3,8 +3,8 @@
 -- confirmation and nobody was there to give it (permission_deny with
 -- source non_interactive), in min_sessions or more sessions and for
 -- min_share or more of that tool's calls in headless sessions: a policy
--- gap, an allow rule or a narrower tool that is missing (seed §8.5, §8.7,
--- §14.4). One finding per tool, citing every session that counts; the
+-- gap, an allow rule or a narrower tool that is missing. One finding per
+-- tool, citing every session that counts; the
 -- evidence is each session's first such denial.
 WITH headless AS (
     SELECT session FROM raw_session_start WHERE mode = 'headless'

@@ -1,6 +1,6 @@
 -- latency_flattened: a batch of two or more calls whose tool_end events
 -- all report the same duration_ms, of min_duration_ms or more (a batch
--- total divided among the calls, seed §14.7). Calls that never ran
+-- total divided among the calls). Calls that never ran
 -- (denied, blocked) have no latency and are left out; calls quicker than
 -- min_duration_ms (two reads of a cached file) can meet to the
 -- microsecond on their own. The flat batches are found first, so the evidence is

@@ -1,4 +1,4 @@
--- unbounded_label: labels that carry data (seed §14.5). A label value is
+-- unbounded_label: labels that carry data. A label value is
 -- suspect when it holds a run of 6+ digits, of 8+ hex digits (ids,
 -- hashes), 3+ dotted segments after the first (a path with its slashes
 -- turned into dots) or more than max_length (32) characters; one finding per distinct

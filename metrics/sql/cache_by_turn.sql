@@ -2,7 +2,7 @@
 -- Denominator of cache_read_share: all input tokens of the turn's model
 -- responses, input_tokens + cache_read_tokens + cache_creation_tokens; the
 -- first turn has nothing to read, and a share that drops later marks a
--- cache miss (a changed prefix, seed §3.5).
+-- cache miss (a changed prefix).
 SELECT turn,
        count(*) AS responses,
        sum(input_tokens) AS input_tokens,

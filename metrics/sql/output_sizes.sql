@@ -1,6 +1,6 @@
 -- output_sizes: in total (tool '(all)', first) and per tool, the size of
 -- what the calls returned (tool_end output_bytes, before truncation for the
--- model): a tool whose p95 grows fills the context (seed §14.6).
+-- model): a tool whose p95 grows fills the context.
 -- Denominator: calls_with_output, the calls that have a tool_end.
 -- Percentiles are interpolated with quantile_cont, rounded to 0.1 byte.
 SELECT coalesce(tool, '(all)') AS tool,

@@ -1,4 +1,4 @@
--- parallelism: how the calls were batched (seed §14.6): a batch is the
+-- parallelism: how the calls were batched: a batch is the
 -- calls of one model response that the executor ran together (tool_call
 -- batch, per session and turn); a batch of more than one call ran them in
 -- parallel. cascade_cancellations counts the calls cancelled because a

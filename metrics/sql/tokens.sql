@@ -2,7 +2,7 @@
 -- input + cache read + cache creation) and the output, and how the context
 -- grows from one turn to the next within a session: a session that
 -- re-sends everything every turn grows linearly, and a jump marks a large
--- tool output (seed §14.8).
+-- tool output.
 -- Denominator: sessions, the sessions with a model response at that turn;
 -- growth_from_previous_turn is the mean, over the growth_sessions that have
 -- a model response at this turn and at the one before, of each session's

@@ -1,7 +1,7 @@
 -- truncation: in total (tool '(all)', first) and per tool, the calls whose
 -- output was cut for the model (truncated) and those whose full output went
 -- to a blob (spilled): a truncation the model is not told about is a
--- silent loss of data (seed §14.6).
+-- silent loss of data.
 -- Denominator: calls_with_output, the calls that have a tool_end;
 -- truncated_share = truncated / calls_with_output, spilled_share likewise.
 SELECT coalesce(tool, '(all)') AS tool,

@@ -99,7 +99,7 @@ const (
 	reject
 )
 
-// dialect is the descriptor of one family's schema subset (seed §11.1):
+// dialect is the descriptor of one family's schema subset:
 // the difference is a rewrite of the whole tree, node by node, not a flag.
 type dialect struct {
 	name    string
@@ -117,7 +117,7 @@ type dialect struct {
 }
 
 // metaKeys are emitted by schema generators but belong to no provider's
-// protocol; they cost tokens in the cached prefix every turn (seed §11.2).
+// protocol; they cost tokens in the cached prefix every turn.
 var metaKeys = []string{"$schema", "$id", "$comment", "$anchor", "$dynamicAnchor", "$vocabulary"}
 
 func actions(groups map[action][]string) map[string]action {
@@ -135,9 +135,8 @@ func actions(groups map[action][]string) map[string]action {
 
 // anthropic follows Anthropic's documented strict-tool subset, the same key
 // set the official Go SDK's schema transform keeps, plus default, which
-// Anthropic documents as supported (seed §11.3, §11.6). This is a
-// conservative shaping by documentation, not a fix for an observed 400
-// (seed §11.5).
+// Anthropic documents as supported. This is a
+// conservative shaping by documentation, not a fix for an observed 400.
 var anthropic = &dialect{
 	name: NameAnthropic,
 	actions: actions(map[action][]string{
@@ -172,8 +171,7 @@ var openAI = &dialect{
 // const, anyOf, $ref/$defs, numeric constraints, pattern and a list of
 // formats, minItems and maxItems. The applicators it does not document are
 // refused rather than rewritten: no tool schema retrace generates contains
-// them, and a rewrite for a path no input reaches is dead code (seed
-// §11.6).
+// them, and a rewrite for a path no input reaches is dead code.
 var openAIStrict = &dialect{
 	name: NameOpenAIStrict,
 	actions: actions(map[action][]string{

@@ -83,7 +83,7 @@ func TestNoStaleGoldenFiles(t *testing.T) {
 }
 
 // TestOutputIsStable rewrites each built-in schema twice and expects the
-// same bytes, since the provider's prompt cache keys on them (seed §3.5).
+// same bytes, since the provider's prompt cache keys on them.
 func TestOutputIsStable(t *testing.T) {
 	for _, tool := range tools.Builtins() {
 		s := tool.Spec().Schema

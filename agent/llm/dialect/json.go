@@ -16,7 +16,7 @@ const maxDepth = 128
 
 // object is a JSON object that keeps its keys in input order. Go maps
 // would lose the order the generator chose for properties, and the order
-// is part of the bytes the provider caches (seed §3.5) and of the order in
+// is part of the bytes the provider caches and of the order in
 // which OpenAI strict mode makes the model write the fields.
 type object struct {
 	members []member

@@ -12,8 +12,8 @@ import (
 // MCP server's oneOf, patternProperties or open object, an Error wrapping
 // ErrUnsupported — is sent with strict off in the OpenAI form, and reason
 // says why (the strict rewrite's error). A server's schema is not ours to
-// fix (seed §12.3), and refusing it would stop every request of the
-// session, not just that tool (seed §11.6). A schema that is not valid at
+// fix, and refusing it would stop every request of the
+// session, not just that tool. A schema that is not valid at
 // all is an error in both forms.
 func OpenAIPerTool(schema json.RawMessage) (out json.RawMessage, strict bool, reason string, err error) {
 	out, err = OpenAIStrict(schema)

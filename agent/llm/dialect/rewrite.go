@@ -207,7 +207,7 @@ func (d *dialect) shouldDescribe(key string, val any) bool {
 }
 
 // note renders a keyword moved into a description. Stripping a constraint
-// must not lose its meaning (seed §11.4): the model still reads it, and
+// must not lose its meaning: the model still reads it, and
 // the runtime still enforces it against the neutral schema.
 func note(key string, val any) string {
 	label, ok := labels[key]
@@ -319,8 +319,7 @@ func isObjectNode(o *object) bool {
 }
 
 // nullable makes an optional property accept null, which is how OpenAI
-// strict mode says "not given" once every property is required (seed
-// §11.3). A node with a plain type gets "null" added to its type (and to
+// strict mode says "not given" once every property is required. A node with a plain type gets "null" added to its type (and to
 // its enum, or null would fail the enum); a bare anyOf gets a null branch;
 // anything else ($ref, const, a type beside an anyOf) is wrapped in an
 // anyOf with a null branch, the description moving to the wrapper.

@@ -121,7 +121,7 @@ func TestStructuralWalkCatchesViolations(t *testing.T) {
 // TestNoConstraintIsLost walks each built-in schema beside its rewrite and
 // checks that every keyword the rewrite removed from a node (other than
 // the non-protocol ones) appears, value and all, in that node's
-// description (seed §11.4).
+// description.
 func TestNoConstraintIsLost(t *testing.T) {
 	for _, tool := range tools.Builtins() {
 		in := decodeGeneric(t, tool.Spec().Schema)
