@@ -179,13 +179,14 @@ func writeDiffRest(b *strings.Builder, r *diff.Result, markdown bool) {
 			fmt.Fprintf(b, "\n%s:\n", s)
 		}
 	}
+	// A terminal item wraps at MaxWidth, its later lines indented under
+	// its text; Markdown leaves wrapping to whatever shows it.
 	item := func(format string, args ...any) {
 		if markdown {
-			b.WriteString("- ")
-		} else {
-			b.WriteString("  ")
+			fmt.Fprintf(b, "- "+format+"\n", args...)
+			return
 		}
-		fmt.Fprintf(b, format+"\n", args...)
+		b.WriteString(wrap("  ", fmt.Sprintf(format, args...), MaxWidth, "    "))
 	}
 	if len(r.Skipped) > 0 && !markdown {
 		head(fmt.Sprintf("skipped %d rows with too little data", len(r.Skipped)))

@@ -70,18 +70,23 @@ func TestTheDiffTableFitsACILogAndSummarisesTheUnchanged(t *testing.T) {
 	res := sampleDiff()
 	res.Rows[0].Metric = "rate(failure, tool=" + strings.Repeat("mcp__server__tool", 8) + ", among=executed)"
 	res.Rows[0].Denominator = strings.Repeat("executed calls of a tool with a long name ", 3)
+	res.Findings.New[0].Message = strings.Repeat("a finding's message that says a great deal ", 6)
+	res.Gates[0].Detail = strings.Repeat("the candidate's interval against the bound ", 4)
 	var b strings.Builder
 	if err := WriteDiffTable(&b, res); err != nil {
 		t.Fatal(err)
 	}
 	out := b.String()
 	for _, line := range strings.Split(out, "\n") {
-		if w := twwidth.Width(line); w > MaxWidth && !strings.HasPrefix(line, "  pass:") {
+		if w := twwidth.Width(line); w > MaxWidth {
 			t.Errorf("a line %d columns wide:\n%s", w, line)
 		}
 	}
 	if !strings.Contains(out, "1 row unchanged: rate(prompted)") || strings.Contains(out, "\nrate(prompted) ") {
 		t.Errorf("the unchanged row is not summarised on one line:\n%s", out)
+	}
+	if !strings.Contains(out, "\n    a great deal a finding") {
+		t.Errorf("the long finding is not wrapped under its text:\n%s", out)
 	}
 	if !strings.Contains(out, "rate(failure, tool=mcp__server__") || !strings.Contains(out, "…") {
 		t.Errorf("the long metric is not cut with an ellipsis:\n%s", out)

@@ -407,13 +407,31 @@ func (g *generator) shows(p Property) error {
 			}
 		}
 	}
+	return checkShown(p, n, g.shown)
+}
+
+// checkShown refuses a kept property that a recording showing it n
+// times contradicts: a test of it would fail from the start. shown lists
+// what the recording does show, for the message.
+func checkShown(p Property, n int, shown func() string) error {
 	switch {
 	case p.Not && n > 0:
 		return fmt.Errorf("%w: --keep %s: the recording shows %s %d times; keep what it does not show", ErrFrom, p, p.positive(), n)
 	case !p.Not && n == 0:
-		return fmt.Errorf("%w: --keep %s: the recording does not show it%s; keep something it shows", ErrFrom, p, g.shown())
+		return fmt.Errorf("%w: --keep %s: the recording does not show it%s; keep something it shows", ErrFrom, p, shown())
 	}
 	return nil
+}
+
+// appendWorkspace appends the workspace files to a scenario archive.
+func appendWorkspace(b *strings.Builder, files []workspaceFile) {
+	for _, f := range files {
+		fmt.Fprintf(b, "-- workspace/%s --\n", f.path)
+		b.Write(f.data)
+		if len(f.data) > 0 && f.data[len(f.data)-1] != '\n' {
+			b.WriteByte('\n')
+		}
+	}
 }
 
 // shown lists what the recording shows, for a message.
@@ -559,13 +577,7 @@ func (g *generator) archive(files []workspaceFile) []byte {
 	}
 	g.script(&b)
 	g.expect(&b)
-	for _, f := range files {
-		fmt.Fprintf(&b, "-- workspace/%s --\n", f.path)
-		b.Write(f.data)
-		if len(f.data) > 0 && f.data[len(f.data)-1] != '\n' {
-			b.WriteByte('\n')
-		}
-	}
+	appendWorkspace(&b, files)
 	// The header is written last, once every part has said what it
 	// left out.
 	body := b.String()

@@ -830,13 +830,7 @@ func (c *clientGen) archive(files []workspaceFile) []byte {
 		b.WriteString(indent(strings.TrimPrefix(scriptOf(g), "model:\n"), "    "))
 	}
 	g.expect(&b)
-	for _, f := range files {
-		fmt.Fprintf(&b, "-- workspace/%s --\n", f.path)
-		b.Write(f.data)
-		if len(f.data) > 0 && f.data[len(f.data)-1] != '\n' {
-			b.WriteByte('\n')
-		}
-	}
+	appendWorkspace(&b, files)
 	return []byte(b.String())
 }
 

@@ -233,17 +233,13 @@ func (g *exhibitGen) shows(p Property) error {
 			}
 		}
 	}
-	switch {
-	case p.Not && n > 0:
-		return fmt.Errorf("%w: --keep %s: the recording shows %s %d times; keep what it does not show", ErrFrom, p, p.positive(), n)
-	case !p.Not && n == 0:
+	return checkShown(p, n, func() string {
 		var shown []string
 		for _, id := range slices.Sorted(maps.Keys(findingCounts(g.findings))) {
 			shown = append(shown, "detector:"+id)
 		}
-		return fmt.Errorf("%w: --keep %s: the recording does not show it (it shows %s); keep something it shows", ErrFrom, p, cmp.Or(strings.Join(shown, ", "), "no detector finding"))
-	}
-	return nil
+		return " (it shows " + cmp.Or(strings.Join(shown, ", "), "no detector finding") + ")"
+	})
 }
 
 func findingCounts(fs []detectors.Finding) map[string]int {
