@@ -209,7 +209,14 @@ func (e EventExpect) candidate(ev trajectory.Event) bool {
 // matches reports whether ev is counted by e.
 func (e EventExpect) matches(ev trajectory.Event) bool {
 	if e.Kind == KindEvent {
-		return string(ev.Type()) == e.Value && (e.Tool == "" || toolOf(ev.Payload) == e.Tool)
+		if string(ev.Type()) != e.Value || e.Tool != "" && toolOf(ev.Payload) != e.Tool {
+			return false
+		}
+		if e.Streamed == nil {
+			return true
+		}
+		c, ok := ev.Payload.(*trajectory.ToolCall)
+		return ok && *e.Streamed == (c.StreamOffsetMs != nil)
 	}
 	if !e.candidate(ev) {
 		return false

@@ -283,7 +283,7 @@
 // configuration as config; and the expectations of what happened, or
 // only the Property kept (detector:ID, failure:KIND[,tool=T],
 // defense:NAME, permission:DECISION[,tool=T][,step=S][,source=S],
-// event:TYPE[,tool=T], outcome, or "no " before one but outcome for its
+// event:TYPE[,tool=T][,streamed=B], outcome, or "no " before one but outcome for its
 // absence). With MinimizeOptions it reduces the turns, the calls within
 // them, the config overlay's keys, the workspace files and the lines of
 // large files by ddmin, re-running the scenario in-process,

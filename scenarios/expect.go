@@ -118,7 +118,7 @@ var qualifiers = map[EventKind][]string{
 	KindDefense:       {"action"},
 	KindNoDefense:     {"action"},
 	KindReminder:      {},
-	KindEvent:         {"tool"},
+	KindEvent:         {"tool", "streamed"},
 }
 
 // EventExpect counts the events of one kind that match, and bounds the count.

@@ -43,19 +43,19 @@ func museumProperty(s *scenarios.Scenario) (keep, why string) {
 			return p.String(), ""
 		}
 	}
+	// A scenario about when calls start: a tool that must be called
+	// while the reply streams.
+	for _, e := range s.Expect.Events {
+		if e.Kind == scenarios.KindToolCalled && e.Streamed != nil && *e.Streamed {
+			return scenarios.Property{Kind: scenarios.PropEvent, Value: "tool_call", Tool: e.Value, Streamed: "true"}.String(), ""
+		}
+	}
 	return "", "its expectations name no detector, defense, failure, permission decision or event to keep"
 }
 
 // everySession are the event types every session has: keeping one
 // keeps nothing.
 var everySession = []string{"session_start", "session_end", "model_request", "model_response", "tool_call"}
-
-// notAProperty are the *_fires scenarios whose point --keep cannot name,
-// with why; the test fails if one of them gets a property, or another
-// has none.
-var notAProperty = map[string]string{
-	"streaming_tools_start_early_fires": "its point is when the calls start (tool_call.stream_offset_ms), which no --keep property names",
-}
 
 // TestFromMuseum is issue 34's acceptance: every built-in *_fires
 // scenario and every exhibit of the failure museum (a quiet one kept to
@@ -67,8 +67,8 @@ var notAProperty = map[string]string{
 // planted fault is taken out, else the follow-up prompts, else the
 // recorded model turns; for an exhibit, the events the detector's finding
 // cites are taken out of the recording, else it is swapped for its quiet
-// twin's. streaming_tools_start_early_fires is named as the one whose
-// point no property names (notAProperty).
+// twin's. streaming_tools_start_early_fires keeps its reads started
+// while the reply streamed (event:tool_call,tool=read,streamed=true).
 func TestFromMuseum(t *testing.T) {
 	if testing.Short() {
 		t.Skip("minimizes every *_fires scenario of the built-in suite")
@@ -104,12 +104,6 @@ func TestFromMuseum(t *testing.T) {
 				t.Fatalf("the built-in scenario does not pass as recorded: %+v", run)
 			}
 			keep, why := museumProperty(s)
-			if reason, listed := notAProperty[s.Name]; listed {
-				if keep != "" {
-					t.Fatalf("listed as having no property (%s), but keeps %s: take it off the list", reason, keep)
-				}
-				t.Skipf("cannot be made a scenario kept to one property: %s", reason)
-			}
 			if keep == "" {
 				t.Fatalf("no property to keep: %s", why)
 			}

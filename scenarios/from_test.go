@@ -181,15 +181,16 @@ func TestParseProperty(t *testing.T) {
 		"no defense:denial_fuse":              "no defense:denial_fuse",
 		"no detector:denial_loop":             "no detector:denial_loop",
 		"permission:deny,step=sandbox,source=sandbox,tool=bash": "permission:deny,tool=bash,step=sandbox,source=sandbox",
-		"event:compaction":      "event:compaction",
-		"detector:dead_defense": "detector:dead_defense",
+		"event:compaction":                        "event:compaction",
+		"event:tool_call,streamed=true,tool=read": "event:tool_call,tool=read,streamed=true",
+		"detector:dead_defense":                   "detector:dead_defense",
 	} {
 		p, err := scenarios.ParseProperty(in)
 		if err != nil || p.String() != want {
 			t.Errorf("ParseProperty(%q) = %v, %v; want %s", in, p, err, want)
 		}
 	}
-	for _, bad := range []string{"", "detector", "detector:nope", "failure:nope", "failure:timeout,tool", "defense:nope", "divergence:x", "no outcome", "permission:maybe", "permission:deny,step=nope", "event:nope", "failure:timeout,step=fuse", "failure:timeout,tool=bash,tool=read"} {
+	for _, bad := range []string{"", "detector", "detector:nope", "failure:nope", "failure:timeout,tool", "defense:nope", "divergence:x", "no outcome", "permission:maybe", "permission:deny,step=nope", "event:nope", "failure:timeout,step=fuse", "failure:timeout,tool=bash,tool=read", "event:compaction,streamed=true", "event:tool_call,streamed=yes", "failure:timeout,streamed=true"} {
 		if _, err := scenarios.ParseProperty(bad); !errors.Is(err, scenarios.ErrProperty) {
 			t.Errorf("ParseProperty(%q) = %v, want ErrProperty", bad, err)
 		}

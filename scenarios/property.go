@@ -24,7 +24,8 @@ const (
 	// PropPermission is a permission decision:
 	// permission:allow|prompt|deny[,tool=T][,step=S][,source=S].
 	PropPermission PropertyKind = "permission"
-	// PropEvent is an event of a type: event:TYPE[,tool=T].
+	// PropEvent is an event of a type: event:TYPE[,tool=T], and for
+	// tool_call [,streamed=true|false].
 	PropEvent PropertyKind = "event"
 	// PropOutcome is how the session ended: outcome.
 	PropOutcome PropertyKind = "outcome"
@@ -47,6 +48,9 @@ type Property struct {
 	// Tool narrows a failure, permission decision or event to one tool;
 	// Step and Source a permission decision to a chain step and source.
 	Tool, Step, Source string
+	// Streamed narrows tool_call events to those that started while the
+	// reply streamed ("true") or after it ("false").
+	Streamed string
 	// Not says the property is that it does not happen.
 	Not bool
 }
@@ -66,7 +70,7 @@ func (p Property) positive() string {
 		return string(p.Kind)
 	}
 	s := fmt.Sprintf("%s:%s", p.Kind, p.Value)
-	for _, q := range [][2]string{{"tool", p.Tool}, {"step", p.Step}, {"source", p.Source}} {
+	for _, q := range [][2]string{{"tool", p.Tool}, {"step", p.Step}, {"source", p.Source}, {"streamed", p.Streamed}} {
 		if q[1] != "" {
 			s += "," + q[0] + "=" + q[1]
 		}
@@ -81,13 +85,13 @@ var ErrProperty = errors.New("invalid property")
 var propertyQualifiers = map[PropertyKind][]string{
 	PropFailure:    {"tool"},
 	PropPermission: {"tool", "step", "source"},
-	PropEvent:      {"tool"},
+	PropEvent:      {"tool", "streamed"},
 }
 
 // ParseProperty reads a property as --keep takes it.
 func ParseProperty(s string) (Property, error) {
 	bad := func(format string, args ...any) (Property, error) {
-		return Property{}, fmt.Errorf("%w %q: %s; give detector:ID, failure:KIND[,tool=T], defense:NAME, permission:DECISION[,tool=T][,step=S][,source=S], event:TYPE[,tool=T] or outcome, or one of them but outcome after \"no \"", ErrProperty, s, fmt.Sprintf(format, args...))
+		return Property{}, fmt.Errorf("%w %q: %s; give detector:ID, failure:KIND[,tool=T], defense:NAME, permission:DECISION[,tool=T][,step=S][,source=S], event:TYPE[,tool=T][,streamed=true|false] or outcome, or one of them but outcome after \"no \"", ErrProperty, s, fmt.Sprintf(format, args...))
 	}
 	rest, not := strings.CutPrefix(s, notPrefix)
 	if rest == string(PropOutcome) {
@@ -113,7 +117,7 @@ func ParseProperty(s string) (Property, error) {
 				return bad("%s takes %s, not %q", kind, cmpOr(strings.Join(allowed, ", "), "no qualifier"), k)
 			case k == "tool" && !trajectory.IsToolName(v):
 				return bad("tool=%q is not a tool name", v)
-			case k == "tool" && p.Tool != "", k == "step" && p.Step != "", k == "source" && p.Source != "":
+			case k == "tool" && p.Tool != "", k == "step" && p.Step != "", k == "source" && p.Source != "", k == "streamed" && p.Streamed != "":
 				return bad("%s given twice", k)
 			}
 			switch k {
@@ -129,6 +133,11 @@ func ParseProperty(s string) (Property, error) {
 					return bad("source=%q is not a permission source", v)
 				}
 				p.Source = v
+			case "streamed":
+				if v != "true" && v != "false" {
+					return bad("streamed=%q: give true or false", v)
+				}
+				p.Streamed = v
 			}
 		}
 	}
@@ -152,6 +161,9 @@ func ParseProperty(s string) (Property, error) {
 	case PropEvent:
 		if !trajectory.EventType(value).Valid() {
 			return bad("%q is not an event type", value)
+		}
+		if p.Streamed != "" && value != string(trajectory.TypeToolCall) {
+			return bad("streamed= narrows tool_call events only")
 		}
 	default:
 		return bad("unknown kind %q", kind)
@@ -180,6 +192,10 @@ func keptEvent(p Property) EventExpect {
 		e.Kind = KindPermission
 	case PropEvent:
 		e.Kind = KindEvent
+		if p.Streamed != "" {
+			streamed := p.Streamed == "true"
+			e.Streamed = &streamed
+		}
 	}
 	return e
 }
@@ -202,6 +218,9 @@ func (p Property) expectYAML() string {
 		if q[1] != "" {
 			fmt.Fprintf(&b, ", %s: %s", q[0], quote(q[1]))
 		}
+	}
+	if p.Streamed != "" {
+		fmt.Fprintf(&b, ", streamed: %s", p.Streamed)
 	}
 	if p.Not {
 		b.WriteString(", count: 0}\n")

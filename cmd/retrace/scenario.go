@@ -75,7 +75,9 @@ language:
   permission:DECISION[,tool=T][,step=S][,source=S]
                               a permission decision: allow, prompt or deny
                               (e.g. permission:deny,step=sandbox)
-  event:TYPE[,tool=T]         an event of the type (e.g. event:compaction)
+  event:TYPE[,tool=T]         an event of the type (e.g. event:compaction);
+                              tool_call takes ,streamed=true|false (started
+                              while the reply streamed, or after it)
   outcome                     the session ends as it did (reason, exit code)
   no PROPERTY                 it does not happen (no defense:denial_fuse: the
                               defense did not act; as "no new detector" in a gate)
