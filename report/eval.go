@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/olekukonko/tablewriter/pkg/twwidth"
+
 	"github.com/retrace-dev/retrace/results"
 )
 
@@ -109,7 +111,13 @@ func EvalSummary(r *results.Results) string {
 func WriteEvalTable(w io.Writer, r *results.Results) error {
 	var b strings.Builder
 	for _, s := range scenariosByVerdict(r) {
-		fmt.Fprintf(&b, "%-5s %s  %s  (%s)\n", strings.ToUpper(string(s.Verdict)), s.Name, runsLine(s), s.File)
+		head := fmt.Sprintf("%-5s %s  %s", strings.ToUpper(string(s.Verdict)), s.Name, runsLine(s))
+		if line := head + "  (" + s.File + ")"; twwidth.Width(line) <= MaxWidth {
+			b.WriteString(line + "\n")
+		} else {
+			// The path goes under a long line, so that it fits a CI log.
+			fmt.Fprintf(&b, "%s\n      (%s)\n", ellipsis(head, MaxWidth), s.File)
+		}
 		if s.Verdict == results.VerdictPass {
 			continue
 		}

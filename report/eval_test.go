@@ -122,3 +122,33 @@ func TestASummaryLineNamesTheThresholdThatFailedItsPassingRuns(t *testing.T) {
 		t.Errorf("summary:\n%s\nwant it to start with %q", b.String(), want)
 	}
 }
+
+// TestALongScenarioLineFitsACILog checks that a scenario whose name and
+// path do not fit MaxWidth has its path on the next line, and that a
+// short one keeps its one line.
+func TestALongScenarioLineFitsACILog(t *testing.T) {
+	long := strings.Repeat("detector_decision_counted_as_trigger_", 2) + "fires"
+	r := &results.Results{Version: results.Version, Scenarios: []results.ScenarioResult{
+		{Name: long, File: "builtin/" + long + ".txtar", Runs: []results.RunResult{{Repeat: 1}}},
+		{Name: "short", File: "short.txtar", Runs: []results.RunResult{{Repeat: 1}}},
+	}}
+	for i := range r.Scenarios {
+		r.Scenarios[i].Decide()
+	}
+	var b bytes.Buffer
+	if err := WriteEvalTable(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, line := range strings.Split(out, "\n") {
+		if len([]rune(line)) > MaxWidth {
+			t.Errorf("a line of %d columns:\n%s", len([]rune(line)), line)
+		}
+	}
+	if !strings.Contains(out, "PASS  "+long+"  1/1 runs passed\n      (builtin/"+long+".txtar)\n") {
+		t.Errorf("the long scenario's path is not under its line:\n%s", out)
+	}
+	if !strings.Contains(out, "PASS  short  1/1 runs passed  (short.txtar)\n") {
+		t.Errorf("the short scenario's line changed:\n%s", out)
+	}
+}
