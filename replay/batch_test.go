@@ -184,3 +184,29 @@ func TestRunBatchAfterCancelInterruptsTheRecordingsNotFinished(t *testing.T) {
 		t.Fatal("an interrupted batch reports bad input or a harness failure")
 	}
 }
+
+// TestReplayByARelativePathOfARecordingThatSpilledIsIdentical replays a
+// recording whose spilled output names its blob by the absolute path the
+// recorder was given, through a path relative to the working directory:
+// the blob's path is the same file, not a divergence.
+func TestReplayByARelativePathOfARecordingThatSpilledIsIdentical(t *testing.T) {
+	rec := recordBash(t, "seq 1 20000")
+	data, err := os.ReadFile(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(data), filepath.Dir(rec)) {
+		t.Fatalf("the recording's spill does not name its blob by the absolute path %s", filepath.Dir(rec))
+	}
+	t.Chdir(filepath.Dir(filepath.Dir(rec)))
+	rel := filepath.Join(filepath.Base(filepath.Dir(rec)), filepath.Base(rec))
+	res, err := Run(t.Context(), RunOptions{Recording: rel, Out: filepath.Join(t.TempDir(), "replays"), TrustRecording: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(res.Report.Divergences); n != 0 {
+		var sb strings.Builder
+		res.Report.Table(&sb)
+		t.Fatalf("%d divergences replaying %s:\n%s", n, rel, sb.String())
+	}
+}

@@ -221,6 +221,13 @@ func (rec *recording) replay(ctx context.Context, opts RunOptions) (res Result, 
 	copts.PathRewrites = append(copts.PathRewrites,
 		compare.PathRewrite{Old: rec.start.Workspace, New: env.Workspace()},
 		compare.PathRewrite{Old: blobs.Dir(), New: replayBlobs.Dir()})
+	if abs, err := filepath.Abs(blobs.Dir()); err == nil && abs != blobs.Dir() {
+		// The recorder names its blobs as its run directory was given, so
+		// a recording the replay was given by a relative path may name
+		// them by the absolute one (eval --out /abs, replay abs/runs/x from
+		// a directory above).
+		copts.PathRewrites = append(copts.PathRewrites, compare.PathRewrite{Old: abs, New: replayBlobs.Dir()})
+	}
 	copts.PathRewrites = append(copts.PathRewrites, homeRewrite...)
 	if temporary {
 		// A path beside the recorded workspace (a write outside it that
