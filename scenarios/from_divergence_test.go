@@ -3,6 +3,7 @@ package scenarios_test
 import (
 	"context"
 	"errors"
+	"os"
 	"strings"
 	"testing"
 
@@ -120,5 +121,38 @@ func TestFromKeepDivergenceQuiet(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("no failure names tool_output_changed: %+v", r.Failures)
+	}
+}
+
+// --minimize works with a kept divergence as with any property: the
+// turns, calls and files shrink, the reference stays the whole
+// recording, and the result still shows the divergence.
+func TestFromKeepDivergenceMinimize(t *testing.T) {
+	archive := randomOutput + "-- workspace/notes.md --\nunused\n"
+	archive = strings.Replace(archive, `        - text: "Done."`, `        - tool_use: {id: toolu_read, name: read, input: {file_path: notes.md}}
+    - content:
+        - text: "Done."`, 1)
+	rec := recordArchive(t, archive)
+	p, err := scenarios.ParseProperty("divergence:tool_output_changed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := scenarios.From(context.Background(), scenarios.FromOptions{Recording: rec, Keep: &p, Minimize: &scenarios.MinimizeOptions{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := res.Minimized
+	if m == nil || m.TurnsAfter >= m.TurnsBefore || m.FilesAfter != 0 {
+		t.Fatalf("the minimization did not drop the turn and file the divergence does not need: %+v\n%s", m, res.Archive)
+	}
+	whole, err := os.ReadFile(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasSuffix(string(res.Archive), "-- reference.jsonl --\n"+string(whole)) {
+		t.Fatalf("the reference is not the whole recording:\n%s", res.Archive)
+	}
+	if r := evalArchive(t, res.Archive); !passes(r) {
+		t.Fatalf("the minimized scenario fails: %+v\n%s", r, res.Archive)
 	}
 }
