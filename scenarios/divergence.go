@@ -11,6 +11,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/retrace-dev/retrace/compare"
+	"github.com/retrace-dev/retrace/harness"
 	"github.com/retrace-dev/retrace/results"
 	"github.com/retrace-dev/retrace/trajectory"
 )
@@ -127,27 +128,34 @@ func decodeEvents(data []byte, name string) ([]trajectory.Event, error) {
 
 // Divergences compares a run's events against the scenario's reference
 // recording with compare.Sessions, the comparison replay makes, the
-// reference's workspace standing for the run's.
+// reference's workspace (and, for a recording of an eval run, its
+// throwaway home) standing for the run's.
 func (s *Scenario) Divergences(run []trajectory.Event) (compare.Result, error) {
 	ref, err := decodeEvents(s.Reference, s.File+": "+sectionReference)
 	if err != nil {
 		return compare.Result{}, err
 	}
 	var opts compare.Options
-	if old, now := startWorkspace(ref), startWorkspace(run); old != "" && now != "" {
-		opts.PathRewrites = []compare.PathRewrite{{Old: old, New: now}}
+	old, now := startOf(ref), startOf(run)
+	if old != nil && now != nil && old.Workspace != "" && now.Workspace != "" {
+		opts.PathRewrites = []compare.PathRewrite{{Old: old.Workspace, New: now.Workspace}}
+		if old.Tags[harness.ScenarioTag] != "" && now.Tags[harness.ScenarioTag] != "" {
+			// As replay does: an eval run's tools saw a throwaway home
+			// beside its workspace.
+			opts.PathRewrites = append(opts.PathRewrites, compare.PathRewrite{Old: harness.ScenarioHome(old.Workspace), New: harness.ScenarioHome(now.Workspace)})
+		}
 	}
 	return compare.Sessions(ref, run, opts), nil
 }
 
-// startWorkspace is the workspace a session started in.
-func startWorkspace(events []trajectory.Event) string {
+// startOf is a session's session_start, nil without one.
+func startOf(events []trajectory.Event) *trajectory.SessionStart {
 	for _, ev := range events {
 		if st, ok := ev.Payload.(*trajectory.SessionStart); ok {
-			return st.Workspace
+			return st
 		}
 	}
-	return ""
+	return nil
 }
 
 // classCounts counts a comparison's divergences by class.

@@ -457,6 +457,9 @@ func (g *generator) runShows(ctx context.Context, p Property, files []workspaceF
 	if readErr != nil {
 		return fmt.Errorf("%w: --keep %s: %w", ErrFrom, p, readErr)
 	}
+	if n := counts[compare.Class(p.Value)]; p.Not && n > 0 {
+		return fmt.Errorf("%w: --keep %s: a run of the scenario shows %s against the recording; keep what it does not show", ErrFrom, p, shownClasses(counts))
+	}
 	return checkShown(p, counts[compare.Class(p.Value)], func() string {
 		return fmt.Sprintf(" (a run of the scenario shows %s against the recording)", shownClasses(counts))
 	})

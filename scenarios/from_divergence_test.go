@@ -80,6 +80,13 @@ func TestFromKeepDivergenceFires(t *testing.T) {
 	if r := evalArchive(t, kept.Archive); !passes(r) {
 		t.Fatalf("the scenario kept to divergence:tool_output_changed fails: %+v\n%s", r, a)
 	}
+	no, err := scenarios.ParseProperty("no divergence:tool_output_changed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := scenarios.From(context.Background(), scenarios.FromOptions{Recording: rec, Keep: &no}); !errors.Is(err, scenarios.ErrFrom) || !strings.Contains(err.Error(), "a run of the scenario shows tool_output_changed ×1") {
+		t.Errorf("From --keep no divergence:tool_output_changed of a run that diverges = %v, want ErrFrom naming what a run shows", err)
+	}
 	negated := strings.Replace(a, "{class: tool_output_changed}", "{class: tool_output_changed, count: 0}", 1)
 	r := evalArchive(t, []byte(negated))
 	if passes(r) {
@@ -154,5 +161,16 @@ func TestFromKeepDivergenceMinimize(t *testing.T) {
 	}
 	if r := evalArchive(t, res.Archive); !passes(r) {
 		t.Fatalf("the minimized scenario fails: %+v\n%s", r, res.Archive)
+	}
+}
+
+// Must not fire: paths of the run's own workspace and throwaway home
+// stand for the recording's, as replay compares them.
+func TestFromKeepDivergencePathsAreTheRuns(t *testing.T) {
+	archive := strings.Replace(randomOutput, "od -An -N8 -tx1 /dev/urandom", `echo $HOME $PWD`, 1)
+	rec := recordArchive(t, archive)
+	kept := from(t, rec, "no divergence:tool_output_changed")
+	if r := evalArchive(t, kept.Archive); !passes(r) {
+		t.Fatalf("a run whose output names its own workspace and home diverges: %+v\n%s", r, kept.Archive)
 	}
 }
