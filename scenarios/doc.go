@@ -63,6 +63,8 @@
 //	    - rate(failure, tool=bash) <= 0.1
 //	    - {threshold: "mean(turns) <= 6", min_runs: 5}
 //	    - sum(cost_usd) <= 0.05                 # at config: prices: (below)
+//	  divergences:                              # against -- reference.jsonl -- (below)
+//	    - {class: tool_output_changed}          # or count: 0, or min and max
 //	-- workspace/calc.go --
 //	package calc
 //
@@ -88,6 +90,15 @@
 // reply as the model gave it: trimmed, cut at 160 bytes, on one line with
 // control characters escaped (package terminal), and the trajectory line
 // of the response. A live run (--provider) is checked the same way.
+//
+// expect.divergences compares each run with the recording the scenario
+// carries as a -- reference.jsonl -- section, by compare.Sessions, the
+// comparison retrace replay makes of a replay and its recording (the
+// reference's workspace path standing for the run's), and bounds the
+// divergences of each class (a compare.Class such as tool_output_changed
+// or call_extra; at least one unless count, min or max say otherwise). A
+// failure gives the count and every class the run showed. retrace
+// scenario from --keep divergence:CLASS writes both.
 //
 // expect.sequence is an ordered list of tool calls, in the order of the
 // recording's tool_call events: each step names a tool and may match its

@@ -143,6 +143,9 @@ func (p *parser) checkExhibit(s *Scenario, has map[string]int) {
 	for _, f := range s.Expect.Files {
 		p.addf(f.Line, "%s: an exhibit has no workspace files to check", f.Path)
 	}
+	for _, d := range s.Expect.Divergences {
+		p.addf(d.Line, "%s: an exhibit runs nothing to compare with %s; drop it", d.Path, sectionReference)
+	}
 	single := slices.ContainsFunc(s.Recordings, func(r Recording) bool { return r.Name == sectionRecording })
 	if single && len(s.Recordings) > 1 {
 		p.addf(s.Recordings[0].Line-1, "give one recording.jsonl or several recordings/NAME.jsonl, not both")

@@ -27,6 +27,9 @@ type Expect struct {
 	Sequence *SequenceExpect
 	// Metrics are thresholds over all of the scenario's runs (metricexpr.go).
 	Metrics []MetricExpect
+	// Divergences bound the divergences of each run from the scenario's
+	// reference recording (divergence.go).
+	Divergences []DivergenceExpect
 }
 
 // Place says where an expectation is written: its file, line and path in
@@ -157,7 +160,7 @@ func (p *parser) place(n *yaml.Node, path string) Place {
 
 func (p *parser) expect(n *yaml.Node, s *Scenario) Expect {
 	var e Expect
-	for _, f := range p.fields(n, "expect", "outcome", "files", "events", "detectors", "reply", "sequence", "metrics") {
+	for _, f := range p.fields(n, "expect", "outcome", "files", "events", "detectors", "reply", "sequence", "metrics", "divergences") {
 		switch f.name {
 		case "outcome":
 			e.Outcome = p.outcome(f.val)
@@ -185,6 +188,8 @@ func (p *parser) expect(n *yaml.Node, s *Scenario) Expect {
 			e.Sequence = p.sequence(f.val)
 		case "metrics":
 			e.Metrics = p.metrics(f.val)
+		case "divergences":
+			e.Divergences = p.divergences(f.val, s)
 		}
 	}
 	return e

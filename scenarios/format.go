@@ -134,6 +134,9 @@ type Scenario struct {
 	// Recordings, when set, make the scenario an exhibit (see Exhibit):
 	// recorded trajectories checked without running the runtime.
 	Recordings []Recording
+	// Reference is the recording expect.divergences compares each run
+	// against (section reference.jsonl); nil without one.
+	Reference []byte
 	// Plant, when set, is a fault planted in the requests the runtime
 	// sends (see Plant).
 	Plant *Plant
@@ -231,9 +234,11 @@ func (p *parser) parse(data []byte) *Scenario {
 				continue
 			}
 			s.Files[rel], lines[rel] = f.Data, line
+		case f.Name == sectionReference:
+			p.referenceSection(s, line, f.Data)
 		case p.recordingSection(s, f.Name, line, f.Data):
 		default:
-			p.addf(line-1, "unknown section %q: a scenario holds %s and workspace/... files (an exhibit %s or %sNAME%s)", f.Name, sectionSpec, sectionRecording, recordingsPrefix, recordingsSuffix)
+			p.addf(line-1, "unknown section %q: a scenario holds %s, workspace/... files and %s (an exhibit %s or %sNAME%s)", f.Name, sectionSpec, sectionReference, sectionRecording, recordingsPrefix, recordingsSuffix)
 		}
 	}
 	for rel := range s.Files {

@@ -73,6 +73,12 @@ func TestParseReportsEveryProblemWithItsFileAndLine(t *testing.T) {
 			strings.Replace(minimal, "prompt: Say done.", "prompt: Say done.\nperson: maybe", 1), []string{`s.txtar:4: person "maybe": want approve`}},
 		{"a model named by a word other than live is refused, pointing at live",
 			strings.Replace(minimal, "model:\n  turns:\n    - content: [{text: Done.}]", "model: gpt-4", 1), []string{`s.txtar:4: model: "gpt-4" is not supported; give a script of turns, or ` + "`model: live`"}},
+		{"divergences without a reference recording are refused",
+			strings.Replace(minimal, "  outcome: {reason: end_turn}", "  divergences:\n    - {class: tool_output_changed}", 1),
+			[]string{"s.txtar:9: expect.divergences: the scenario has no reference.jsonl section"}},
+		{"a divergence of no class, with an unknown key, or against a broken reference is refused",
+			strings.Replace(minimal, "  outcome: {reason: end_turn}", "  divergences:\n    - {class: nope}\n    - {class: end_changed, tool: bash}\n    - {count: 1}", 1) + "-- reference.jsonl --\nnot json\n",
+			[]string{`s.txtar:9: expect.divergences[0].class "nope" is not a divergence class; use one of tool_output_changed,`, "s.txtar:10: expect.divergences[1]", "s.txtar:11: expect.divergences[2]: no class", "s.txtar:15: reference.jsonl"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -176,6 +182,7 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte(strings.Replace(replyScenario, "REPLY", `[{turn: 2, equals: x}, {json_schema: {type: object, required: [a]}}]`, 1)))
 	f.Add([]byte(strings.Replace(sequenceScenario, "SEQUENCE", `{strict: true, steps: [{tool: read, input_contains: {file_path: c}}, {tool: bash, input_matches: {command: "^ls"}}]}`, 1)))
 	f.Add([]byte(strings.NewReplacer("PRICES", "prices: {mock-1: {input_per_mtok: 3}}", "THRESHOLD", `"sum(cost_usd) <= 0.05"`).Replace(costScenario)))
+	f.Add([]byte(strings.Replace(minimal, "  outcome: {reason: end_turn}", "  divergences: [{class: tool_output_changed}, {class: call_extra, count: 0}, {class: end_changed, min: 1, max: 2}]", 1) + "-- reference.jsonl --\n" + `{"v":1,"type":"session_start"}` + "\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		s, err := Parse(data, "f.txtar")
 		if err != nil {

@@ -18,9 +18,11 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/retrace-dev/retrace/compare"
 	"github.com/retrace-dev/retrace/detectors"
 	"github.com/retrace-dev/retrace/harness"
 	"github.com/retrace-dev/retrace/recorder"
+	"github.com/retrace-dev/retrace/results"
 	"github.com/retrace-dev/retrace/trajectory"
 )
 
@@ -119,6 +121,14 @@ func From(ctx context.Context, opts FromOptions) (FromResult, error) {
 	g.findings = findings
 	if opts.Keep != nil {
 		if err := g.shows(*opts.Keep); err != nil {
+			return FromResult{}, fmt.Errorf("%s: %w", opts.Recording, err)
+		}
+	}
+	if k := opts.Keep; k != nil && k.Kind == PropDivergence {
+		if g.reference, err = os.ReadFile(opts.Recording); err != nil {
+			return FromResult{}, fmt.Errorf("%w: %w", ErrFrom, err)
+		}
+		if err := g.runShows(ctx, *k, files); err != nil {
 			return FromResult{}, fmt.Errorf("%s: %w", opts.Recording, err)
 		}
 	}
@@ -222,6 +232,9 @@ type generator struct {
 	reduced  bool
 	findings []detectors.Finding
 	leftOut  []string
+	// reference is the recording itself, carried whole as
+	// reference.jsonl when the kept property is a divergence; nil else.
+	reference []byte
 }
 
 func (g *generator) note(format string, args ...any) {
@@ -391,9 +404,10 @@ func hasMarker(b []byte) bool {
 }
 
 // shows refuses a kept property the recording does not show: a test
-// of it would fail from the start.
+// of it would fail from the start. A divergence is not in the recording
+// but between it and a run: runShows checks it.
 func (g *generator) shows(p Property) error {
-	if p.Kind == PropOutcome {
+	if p.Kind == PropOutcome || p.Kind == PropDivergence {
 		return nil
 	}
 	n := 0
@@ -408,6 +422,47 @@ func (g *generator) shows(p Property) error {
 		}
 	}
 	return checkShown(p, n, g.shown)
+}
+
+// runShows runs the scenario once and refuses a kept divergence its run
+// does not show (or, negated, shows), naming the classes the run did
+// show: a test of it would fail from the start.
+func (g *generator) runShows(ctx context.Context, p Property, files []workspaceFile) error {
+	s, err := Parse(g.archive(files), "generated.txtar")
+	if err != nil {
+		return fmt.Errorf("the scenario made of it does not parse (a retrace bug): %w", err)
+	}
+	var counts map[compare.Class]int
+	var readErr error
+	after := func(s *Scenario, _ int, _ string, res results.RunResult) {
+		rec, err := readRecording(res.Trajectory)
+		if err != nil {
+			readErr = err
+			return
+		}
+		run := make([]trajectory.Event, len(rec.events))
+		for i, ev := range rec.events {
+			run[i] = ev.Event
+		}
+		r, err := s.Divergences(run)
+		readErr, counts = err, classCounts(r)
+	}
+	res, err := Run(ctx, []*Scenario{s}, Options{Parallel: 1, AfterRun: after})
+	if err != nil {
+		return err
+	}
+	if run := res.Scenarios[0].Runs[0]; run.Error != "" {
+		return fmt.Errorf("%w: --keep %s: the scenario's run fails: %s", ErrFrom, p, run.Error)
+	}
+	if readErr != nil {
+		return fmt.Errorf("%w: --keep %s: %w", ErrFrom, p, readErr)
+	}
+	if n := counts[compare.Class(p.Value)]; p.Not && n > 0 {
+		return fmt.Errorf("%w: --keep %s: a run of the scenario shows %s against the recording; keep what it does not show", ErrFrom, p, shownClasses(counts))
+	}
+	return checkShown(p, counts[compare.Class(p.Value)], func() string {
+		return fmt.Sprintf(" (a run of the scenario shows %s against the recording)", shownClasses(counts))
+	})
 }
 
 // checkShown refuses a kept property that a recording showing it n
@@ -578,6 +633,13 @@ func (g *generator) archive(files []workspaceFile) []byte {
 	g.script(&b)
 	g.expect(&b)
 	appendWorkspace(&b, files)
+	if g.reference != nil {
+		fmt.Fprintf(&b, "-- %s --\n", sectionReference)
+		b.Write(g.reference)
+		if len(g.reference) > 0 && g.reference[len(g.reference)-1] != '\n' {
+			b.WriteByte('\n')
+		}
+	}
 	// The header is written last, once every part has said what it
 	// left out.
 	body := b.String()
@@ -587,6 +649,9 @@ func (g *generator) archive(files []workspaceFile) []byte {
 		fmt.Fprintf(&b, "It tests one property, kept with --keep %s: it passes while the\nsession shows it, and fails once it does not.\n", g.keep)
 	} else {
 		b.WriteString("Its expectations are what the recorded session did; narrow them with\n--keep PROPERTY to the one thing the test is about.\n")
+	}
+	if g.reference != nil {
+		fmt.Fprintf(&b, "%s is %s whole; each run is compared with it.\n", sectionReference, filepath.Base(file))
 	}
 	if g.minimized != "" {
 		b.WriteString(g.minimized + "\n")
@@ -751,7 +816,10 @@ func (g *generator) expect(b *strings.Builder) {
 			outcome()
 			return
 		}
-		if g.keep.Kind != PropDetector && !g.keep.Not {
+		if g.keep.Kind == PropDivergence {
+			fmt.Fprintf(b, "  # each run is compared with %s, the recording, as retrace replay compares\n", sectionReference)
+		}
+		if g.keep.Kind != PropDetector && g.keep.Kind != PropDivergence && !g.keep.Not {
 			e := keptEvent(*g.keep)
 			var lines []int
 			for _, ev := range g.rec.events {

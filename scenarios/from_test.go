@@ -184,13 +184,15 @@ func TestParseProperty(t *testing.T) {
 		"event:compaction":                        "event:compaction",
 		"event:tool_call,streamed=true,tool=read": "event:tool_call,tool=read,streamed=true",
 		"detector:dead_defense":                   "detector:dead_defense",
+		"divergence:tool_output_changed":          "divergence:tool_output_changed",
+		"no divergence:call_extra":                "no divergence:call_extra",
 	} {
 		p, err := scenarios.ParseProperty(in)
 		if err != nil || p.String() != want {
 			t.Errorf("ParseProperty(%q) = %v, %v; want %s", in, p, err, want)
 		}
 	}
-	for _, bad := range []string{"", "detector", "detector:nope", "failure:nope", "failure:timeout,tool", "defense:nope", "divergence:x", "no outcome", "permission:maybe", "permission:deny,step=nope", "event:nope", "failure:timeout,step=fuse", "failure:timeout,tool=bash,tool=read", "event:compaction,streamed=true", "event:tool_call,streamed=yes", "failure:timeout,streamed=true"} {
+	for _, bad := range []string{"", "detector", "detector:nope", "failure:nope", "failure:timeout,tool", "defense:nope", "divergence:x", "divergence:tool_output_changed,tool=bash", "divergence:", "no outcome", "permission:maybe", "permission:deny,step=nope", "event:nope", "failure:timeout,step=fuse", "failure:timeout,tool=bash,tool=read", "event:compaction,streamed=true", "event:tool_call,streamed=yes", "failure:timeout,streamed=true"} {
 		if _, err := scenarios.ParseProperty(bad); !errors.Is(err, scenarios.ErrProperty) {
 			t.Errorf("ParseProperty(%q) = %v, want ErrProperty", bad, err)
 		}
@@ -260,7 +262,7 @@ func TestFromMinimizeFiftyTurns(t *testing.T) {
 // FuzzParseProperty: --keep is outside input; it never panics, and a
 // property it accepts reads back the same from its String.
 func FuzzParseProperty(f *testing.F) {
-	for _, s := range []string{"detector:denial_loop", "failure:permission_denied,tool=bash", "defense:denial_fuse", "outcome", "failure:x,tool=", ":"} {
+	for _, s := range []string{"detector:denial_loop", "failure:permission_denied,tool=bash", "defense:denial_fuse", "outcome", "failure:x,tool=", ":", "divergence:end_changed", "no divergence:hook_changed"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {

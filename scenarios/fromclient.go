@@ -86,6 +86,8 @@ func fromClient(ctx context.Context, opts FromOptions, rec *recording) (FromResu
 		return fail(fmt.Errorf("%w: --runtime %q: give %s (the client's own agent profile, the default) or %s (retrace's runtime)", ErrFrom, opts.Runtime, RuntimeClient, RuntimeBuiltin))
 	case start.ParentSession != "":
 		return fail(fmt.Errorf("%w: it is a subagent's session (of session %s); make the scenario of that session, which plays its subagents too", ErrFrom, start.ParentSession))
+	case opts.Keep != nil && opts.Keep.Kind == PropDivergence:
+		return fail(fmt.Errorf("%w: --keep %s: a run is compared with a recording of retrace's own runtime, and this is %s's session (%s); keep a detector, failure, defense, permission, event or the outcome", ErrFrom, opts.Keep, clientOf(start), c.source))
 	case rec.end == nil:
 		last := rec.events[len(rec.events)-1]
 		return fail(fmt.Errorf("%w: it is torn: no session_end (the last event is a %s at line %d), so how the session ended is unknown; a scenario needs the whole session", ErrFrom, last.Type(), last.line))

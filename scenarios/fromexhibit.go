@@ -179,6 +179,9 @@ func fromExhibit(ctx context.Context, recs []*recording, why string, opts FromOp
 		if k.Kind != PropDetector && len(recs) > 1 {
 			return FromResult{}, fmt.Errorf("%s: %w: --keep %s: an exhibit of several recordings takes detector expectations only; keep a detector", rec.file, ErrFrom, k)
 		}
+		if k.Kind == PropDivergence {
+			return FromResult{}, fmt.Errorf("%s: %w: --keep %s: %s, so the scenario plays no session to compare with the recording; keep a detector, failure or defense", rec.file, ErrFrom, k, why)
+		}
 		if k.Kind == PropOutcome {
 			return FromResult{}, fmt.Errorf("%s: %w: --keep outcome: %s, so the scenario plays no session and has no outcome of its own; keep a detector, failure or defense", rec.file, ErrFrom, why)
 		}

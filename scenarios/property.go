@@ -29,6 +29,9 @@ const (
 	PropEvent PropertyKind = "event"
 	// PropOutcome is how the session ended: outcome.
 	PropOutcome PropertyKind = "outcome"
+	// PropDivergence is the run differing from the recording as replay
+	// compares them (package compare): divergence:CLASS.
+	PropDivergence PropertyKind = "divergence"
 )
 
 // notPrefix negates a property, as "no new detector" reads in a gate
@@ -39,11 +42,12 @@ const notPrefix = "no "
 // Property is what a regression scenario is about, in the expectation
 // language: detector:denial_loop, failure:permission_denied,tool=bash,
 // defense:denial_fuse, permission:deny,step=sandbox, event:compaction,
-// outcome, or one of them but outcome negated with "no ".
+// divergence:tool_output_changed, outcome, or one of them but outcome
+// negated with "no ".
 type Property struct {
 	Kind PropertyKind
 	// Value is the detector id, failure kind, defense name, permission
-	// decision or event type.
+	// decision, event type or divergence class.
 	Value string
 	// Tool narrows a failure, permission decision or event to one tool;
 	// Step and Source a permission decision to a chain step and source.
@@ -91,7 +95,7 @@ var propertyQualifiers = map[PropertyKind][]string{
 // ParseProperty reads a property as --keep takes it.
 func ParseProperty(s string) (Property, error) {
 	bad := func(format string, args ...any) (Property, error) {
-		return Property{}, fmt.Errorf("%w %q: %s; give detector:ID, failure:KIND[,tool=T], defense:NAME, permission:DECISION[,tool=T][,step=S][,source=S], event:TYPE[,tool=T][,streamed=true|false] or outcome, or one of them but outcome after \"no \"", ErrProperty, s, fmt.Sprintf(format, args...))
+		return Property{}, fmt.Errorf("%w %q: %s; give detector:ID, failure:KIND[,tool=T], defense:NAME, permission:DECISION[,tool=T][,step=S][,source=S], event:TYPE[,tool=T][,streamed=true|false], divergence:CLASS or outcome, or one of them but outcome after \"no \"", ErrProperty, s, fmt.Sprintf(format, args...))
 	}
 	rest, not := strings.CutPrefix(s, notPrefix)
 	if rest == string(PropOutcome) {
@@ -165,6 +169,10 @@ func ParseProperty(s string) (Property, error) {
 		if p.Streamed != "" && value != string(trajectory.TypeToolCall) {
 			return bad("streamed= narrows tool_call events only")
 		}
+	case PropDivergence:
+		if !validClass(value) {
+			return bad("%q is not a divergence class (%s)", value, classNames())
+		}
 	default:
 		return bad("unknown kind %q", kind)
 	}
@@ -200,9 +208,15 @@ func keptEvent(p Property) EventExpect {
 	return e
 }
 
-// expectYAML writes the expectations of a kept detector or event
-// property, under expect:.
+// expectYAML writes the expectations of a kept detector, divergence or
+// event property, under expect:.
 func (p Property) expectYAML() string {
+	if p.Kind == PropDivergence {
+		if p.Not {
+			return fmt.Sprintf("  divergences:\n    - {class: %s, count: 0}\n", p.Value)
+		}
+		return fmt.Sprintf("  divergences:\n    - {class: %s}\n", p.Value)
+	}
 	if p.Kind == PropDetector {
 		if p.Not {
 			return fmt.Sprintf("  detectors:\n    not_fire: [%s]\n", p.Value)

@@ -380,6 +380,7 @@ func (r *runner) run(ctx context.Context, s *Scenario, index, repeat int) (res r
 		res.Failures = append(res.Failures, checkReply(r, rec)...)
 	}
 	res.Failures = append(res.Failures, checkSequence(s.Expect.Sequence, rec)...)
+	res.Failures = append(res.Failures, checkDivergences(s, rec)...)
 	if r.opts.AfterRun != nil {
 		r.opts.AfterRun(s, repeat, ws, res)
 	}

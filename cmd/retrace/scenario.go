@@ -78,6 +78,10 @@ language:
   event:TYPE[,tool=T]         an event of the type (e.g. event:compaction);
                               tool_call takes ,streamed=true|false (started
                               while the reply streamed, or after it)
+  divergence:CLASS            a run differs from the recording so, as replay
+                              classifies it (e.g. divergence:tool_output_changed;
+                              the scenario carries the recording as reference.jsonl,
+                              and a class one run of it does not show is refused)
   outcome                     the session ends as it did (reason, exit code)
   no PROPERTY                 it does not happen (no defense:denial_fuse: the
                               defense did not act; as "no new detector" in a gate)
@@ -165,7 +169,7 @@ or not at all.`,
 	}
 	f := cmd.Flags()
 	f.StringVarP(&opts.out, "out", "o", "", "write the scenario to `FILE.txtar` (default: standard output)")
-	f.StringVar(&opts.keep, "keep", "", "test only this `PROPERTY`: detector:ID, failure:KIND[,tool=T], defense:NAME, permission:DECISION[,...], event:TYPE, outcome, or no PROPERTY")
+	f.StringVar(&opts.keep, "keep", "", "test only this `PROPERTY`: detector:ID, failure:KIND[,tool=T], defense:NAME, permission:DECISION[,...], event:TYPE, divergence:CLASS, outcome, or no PROPERTY")
 	f.BoolVar(&opts.minimize, "minimize", false, "with --keep: reduce the turns, calls, config keys, workspace files and lines to a smallest set that still shows the property (ddmin)")
 	f.IntVar(&opts.maxRuns, "max-runs", scenarios.DefaultMaxRuns, "with --minimize: spend at most `N` scenario runs")
 	f.IntVarP(&opts.jobs, "jobs", "j", 1, "with --minimize: run `N` reductions at once (the result does not depend on it)")
