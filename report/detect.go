@@ -508,8 +508,10 @@ func relPath(dir, p string) string {
 }
 
 // wrap breaks text at spaces into lines of at most width columns, the
-// first starting with first and each after it with indent; a word longer
-// than a line is cut with an ellipsis. Every line ends with a newline.
+// first starting with first and each after it with indent. A word longer
+// than a line (a path, most often) gets a line of its own and stays
+// whole: cut, it would no longer name the file a reader must open. Every
+// line ends with a newline.
 func wrap(first, text string, width int, indent string) string {
 	var b strings.Builder
 	line, empty := first, true
@@ -520,11 +522,11 @@ func wrap(first, text string, width int, indent string) string {
 		case twwidth.Width(line)+1+twwidth.Width(word) <= width:
 			line += " " + word
 		default:
-			b.WriteString(ellipsis(line, width) + "\n")
+			b.WriteString(line + "\n")
 			line = indent + word
 		}
 		empty = false
 	}
-	b.WriteString(ellipsis(line, width) + "\n")
+	b.WriteString(line + "\n")
 	return b.String()
 }

@@ -43,18 +43,20 @@ func TestATerminalTableFitsACILog(t *testing.T) {
 }
 
 // TestWrapKeepsEveryLineWithinTheWidth checks the wrapping of a next
-// step or a finding's message: words are kept whole and in order, and no
-// line is wider than asked.
+// step or a finding's message: words are kept whole and in order, no line
+// is wider than asked but the one word longer than a line (a path), which
+// stands whole on its own line.
 func TestWrapKeepsEveryLineWithinTheWidth(t *testing.T) {
-	text := strings.Repeat("word ", 60) + strings.Repeat("z", 200)
+	path := "/tmp/" + strings.Repeat("z", 200) + ".jsonl:12"
+	text := strings.Repeat("word ", 60) + path + " end"
 	out := wrap("- ", text, 40, "  ")
 	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
 	for _, l := range lines {
-		if twwidth.Width(l) > 40 {
+		if twwidth.Width(l) > 40 && l != "  "+path {
 			t.Errorf("line %q is %d wide", l, twwidth.Width(l))
 		}
 	}
-	if !strings.HasPrefix(lines[0], "- word word") || !strings.HasPrefix(lines[1], "  word") || !strings.HasSuffix(lines[len(lines)-1], "…") {
+	if !strings.HasPrefix(lines[0], "- word word") || !strings.HasPrefix(lines[1], "  word") || lines[len(lines)-2] != "  "+path || lines[len(lines)-1] != "  end" {
 		t.Errorf("wrapped:\n%s", out)
 	}
 	if got := strings.Count(out, "word"); got != 60 {
