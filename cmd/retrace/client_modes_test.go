@@ -152,8 +152,9 @@ func TestClientSessionsAgreeOnTheWireAndInTheirTranscripts(t *testing.T) {
 					t.Errorf("%s: evidence %+v, want an origin %s:LINE of the line that holds %s%s", det, f.Evidence, transcript, tc.prefix, call)
 				}
 			}
-			// The text output names the transcript's lines too.
-			if _, text, _ := runCLI(t, nil, "detect", imported, "--limit", "0"); !strings.Contains(text, " from "+transcript+":") {
+			// The text output names the transcript's lines too, the path
+			// whole (on a line of its own when it is long).
+			if _, text, _ := runCLI(t, nil, "detect", imported, "--limit", "0"); !strings.Contains(text, transcript+":") {
 				t.Errorf("retrace detect's table does not name the transcript %s:\n%s", transcript, text)
 			}
 		})
