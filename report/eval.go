@@ -116,7 +116,7 @@ func WriteEvalTable(w io.Writer, r *results.Results) error {
 			b.WriteString(line + "\n")
 		} else {
 			// The path goes under a long line, so that it fits a CI log.
-			fmt.Fprintf(&b, "%s\n      (%s)\n", ellipsis(head, MaxWidth), s.File)
+			fmt.Fprintf(&b, "%s\n      (%s)\n", head, s.File)
 		}
 		if s.Verdict == results.VerdictPass {
 			continue
