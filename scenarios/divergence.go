@@ -57,7 +57,7 @@ func (p *parser) divergences(n *yaml.Node, s *Scenario) []DivergenceExpect {
 	for i, c := range n.Content {
 		where := fmt.Sprintf("expect.divergences[%d]", i)
 		d := DivergenceExpect{Place: p.place(c, where)}
-		var count, lo, hi *int
+		var k boundKeys
 		for _, f := range p.fields(c, where, "class", "count", "min", "max") {
 			key := where + "." + f.name
 			if f.name == "class" {
@@ -67,34 +67,12 @@ func (p *parser) divergences(n *yaml.Node, s *Scenario) []DivergenceExpect {
 				}
 				continue
 			}
-			v := p.integer(f.val, key)
-			if v < 0 {
-				p.at(f.val, "%s must not be negative", key)
-			}
-			switch f.name {
-			case "count":
-				count = &v
-			case "min":
-				lo = &v
-			default:
-				hi = &v
-			}
+			k.set(p, f.name, f.val, key)
 		}
-		switch {
-		case d.Class == "" && c.Kind == yaml.MappingNode:
+		if d.Class == "" && c.Kind == yaml.MappingNode {
 			p.at(c, "%s: no class: name one of %s", where, classNames())
-		case count != nil && (lo != nil || hi != nil):
-			p.at(c, "%s: give count, or min and max, not both", where)
-		case count != nil:
-			d.Count = Bounds{Min: count, Max: count}
-		case lo == nil && hi == nil:
-			one := 1
-			d.Count = Bounds{Min: &one}
-		default:
-			d.Count = Bounds{Min: lo, Max: hi}
-			if lo != nil && hi != nil && *lo > *hi {
-				p.at(c, "%s: min %d is above max %d", where, *lo, *hi)
-			}
+		} else {
+			d.Count = k.bounds(p, c, where)
 		}
 		out = append(out, d)
 	}

@@ -219,6 +219,50 @@ func (p *parser) outcome(n *yaml.Node) *OutcomeExpect {
 }
 
 // bounds reads N (exactly N) or {min: N, max: M}.
+// boundKeys are the count, min and max keys of an expectation that
+// counts what matches it.
+type boundKeys struct{ count, lo, hi *int }
+
+// set takes the key name (count, min or max) at val, refusing a
+// negative number.
+func (k *boundKeys) set(p *parser, name string, val *yaml.Node, key string) {
+	v := p.integer(val, key)
+	if v < 0 {
+		p.at(val, "%s must not be negative", key)
+	}
+	switch name {
+	case "count":
+		k.count = &v
+	case "min":
+		k.lo = &v
+	default:
+		k.hi = &v
+	}
+}
+
+func (k boundKeys) given() bool { return k.count != nil || k.lo != nil || k.hi != nil }
+
+func (k boundKeys) both() bool { return k.count != nil && (k.lo != nil || k.hi != nil) }
+
+// bounds checks the keys given at n and returns their bounds: count
+// exactly, min and max, or at least one when none is given.
+func (k boundKeys) bounds(p *parser, n *yaml.Node, where string) Bounds {
+	switch {
+	case k.both():
+		p.at(n, "%s: give count, or min and max, not both", where)
+		return Bounds{}
+	case k.count != nil:
+		return Bounds{Min: k.count, Max: k.count}
+	case k.lo == nil && k.hi == nil:
+		one := 1
+		return Bounds{Min: &one}
+	}
+	if k.lo != nil && k.hi != nil && *k.lo > *k.hi {
+		p.at(n, "%s: min %d is above max %d", where, *k.lo, *k.hi)
+	}
+	return Bounds{Min: k.lo, Max: k.hi}
+}
+
 func (p *parser) bounds(n *yaml.Node, what string) Bounds {
 	if n.Kind == yaml.ScalarNode {
 		v := p.integer(n, what)
@@ -319,7 +363,7 @@ func (p *parser) event(n *yaml.Node, where string) EventExpect {
 	}
 	e.Kind = EventKind(kinds[0])
 	known := append([]string{kinds[0], "min", "max", "count"}, qualifiers[e.Kind]...)
-	var count, lo, hi *int
+	var k boundKeys
 	for _, f := range p.fields(n, where, known...) {
 		key := where + "." + f.name
 		switch f.name {
@@ -359,39 +403,20 @@ func (p *parser) event(n *yaml.Node, where string) EventExpect {
 				e.InputMatches[kv.name] = re
 			}
 		case "count", "min", "max":
-			v := p.integer(f.val, key)
-			if v < 0 {
-				p.at(f.val, "%s must not be negative", key)
-			}
-			switch f.name {
-			case "count":
-				count = &v
-			case "min":
-				lo = &v
-			default:
-				hi = &v
-			}
+			k.set(p, f.name, f.val, key)
 		}
 	}
 	negative := e.Kind == KindToolNotCalled || e.Kind == KindNoDefense
 	switch {
-	case count != nil && (lo != nil || hi != nil):
-		p.at(n, "%s: give count, or min and max, not both", where)
-	case negative && (count != nil || lo != nil || hi != nil):
+	case negative && k.both():
+		e.Count = k.bounds(p, n, where)
+	case negative && k.given():
 		p.at(n, "%s: %s means none; drop count, min and max", where, e.Kind)
-	case count != nil:
-		e.Count = Bounds{Min: count, Max: count}
 	case negative:
 		zero := 0
 		e.Count = Bounds{Max: &zero}
-	case lo == nil && hi == nil:
-		one := 1
-		e.Count = Bounds{Min: &one}
 	default:
-		e.Count = Bounds{Min: lo, Max: hi}
-		if lo != nil && hi != nil && *lo > *hi {
-			p.at(n, "%s: min %d is above max %d", where, *lo, *hi)
-		}
+		e.Count = k.bounds(p, n, where)
 	}
 	return e
 }
