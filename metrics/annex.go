@@ -1,0 +1,173 @@
+package metrics
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+)
+
+// storeAnnexSQL creates the table of annexes: what a caller derived from
+// the events of one file a store holds (the detectors' findings over its
+// sessions), kept beside the rows under the file's mark as the store knew
+// it then (size, mtime, inode, head and tail hashes, stop; see
+// storeFilesSQL). An annex is read back only while store_files holds the
+// same mark, so a file that changed, grew or was replaced never matches
+// the annex of its old bytes. kind names what the value is, so that more
+// than one caller can keep annexes; value is the caller's, opaque here.
+//
+// It is made by the first KeepAnnexes, not with the store, so a store
+// without one is of the same version and reads as holding no annex.
+const storeAnnexSQL = "CREATE TABLE IF NOT EXISTS store_annex (kind VARCHAR, file VARCHAR, size BIGINT, mtime BIGINT, inode BIGINT, head BIGINT, tail BIGINT, stop BIGINT, value VARCHAR);\n"
+
+// Mark is what a store knows of a trajectory file it holds, as it was
+// when the store last read it: its stat (size, mtime in Unix nanoseconds,
+// inode), the offset just past its last complete line (Stop) and hashes
+// of the bytes at each end before Stop. Two marks are equal only for the
+// same bytes read.
+type Mark struct {
+	Size, Mtime, Inode, Head, Tail, Stop int64
+}
+
+// HeldFile is a file a store holds and how much of it its rows are.
+type HeldFile struct {
+	Mark Mark
+	// Whole says that the rows are every event of the file up to
+	// Mark.Stop: no line was skipped, no event dropped and no session left
+	// out as a copy of one in another file. Only then is what was derived
+	// from the file's events alone a function of its mark.
+	Whole bool
+}
+
+// HeldFiles returns the files a store holds, by the name the file column
+// holds (trajectory.Name), with their marks; nil for a database in
+// memory, which keeps nothing between calls.
+func (db *DB) HeldFiles(ctx context.Context) (map[string]HeldFile, error) {
+	if db.opts.Path == "" {
+		return nil, nil
+	}
+	db.dmu.Lock()
+	defer db.dmu.Unlock()
+	held, err := db.heldFiles(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]HeldFile, len(held))
+	for f, m := range held {
+		whole := m.notes == ""
+		if !whole {
+			var n fileNotes
+			whole = json.Unmarshal([]byte(m.notes), &n) == nil &&
+				n.Skipped == 0 && n.Dropped == 0 && n.DuplicateEvents == 0 && len(n.Duplicates) == 0
+		}
+		out[f] = HeldFile{Mark: markOf(m), Whole: whole}
+	}
+	return out, nil
+}
+
+func markOf(m fileMark) Mark {
+	return Mark{Size: m.size, Mtime: m.mtime, Inode: m.inode, Head: m.head, Tail: m.tail, Stop: m.stop}
+}
+
+// Annex is a value of kind derived from the events of File, as the store
+// held them under Mark.
+type Annex struct {
+	File  string
+	Mark  Mark
+	Value string
+}
+
+// Annexes returns the annexes of kind whose file the store holds now
+// under the mark they were kept with, by file; none for a database in
+// memory or a store that never kept one.
+func (db *DB) Annexes(ctx context.Context, kind string) (map[string]Annex, error) {
+	out := map[string]Annex{}
+	if db.opts.Path == "" {
+		return out, nil
+	}
+	db.dmu.Lock()
+	defer db.dmu.Unlock()
+	var n int
+	if err := db.sql.QueryRowContext(ctx, "SELECT count(*) FROM duckdb_tables() WHERE database_name = current_database() AND table_name = 'store_annex'").Scan(&n); err != nil {
+		return nil, fmt.Errorf("annexes: %w", err)
+	}
+	if n == 0 {
+		return out, nil
+	}
+	rows, err := db.sql.QueryContext(ctx, `SELECT a.file, a.size, a.mtime, a.inode, a.head, a.tail, a.stop, a.value
+		FROM store_annex a JOIN store_files f ON a.file = f.file AND a.size = f.size AND a.mtime = f.mtime
+		AND a.inode = f.inode AND a.head = f.head AND a.tail = f.tail AND a.stop = f.stop
+		WHERE a.kind = ?`, kind)
+	if err != nil {
+		return nil, fmt.Errorf("annexes: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var a Annex
+		m := &a.Mark
+		if err := rows.Scan(&a.File, &m.Size, &m.Mtime, &m.Inode, &m.Head, &m.Tail, &m.Stop, &a.Value); err != nil {
+			return nil, fmt.Errorf("annexes: %w", err)
+		}
+		out[a.File] = a
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("annexes: %w", err)
+	}
+	return out, nil
+}
+
+// KeepsAnnexes reports whether KeepAnnexes keeps them: the database is
+// a store opened for writing.
+func (db *DB) KeepsAnnexes() bool { return db.opts.Path != "" && !db.opts.ReadOnly }
+
+// annexBatch is how many annexes one INSERT statement writes.
+const annexBatch = 256
+
+// KeepAnnexes keeps annexes of kind in the store, in one transaction,
+// replacing those of kind of the same files, and drops the annexes of
+// files the store no longer holds. A store opened read-only returns
+// ErrStale and keeps nothing; a database in memory keeps nothing.
+//
+// An annex whose mark is not the store's mark of its file now is kept
+// and never read back (see Annexes): the caller derived it from bytes the
+// store no longer holds.
+func (db *DB) KeepAnnexes(ctx context.Context, kind string, annexes []Annex) error {
+	if db.opts.Path == "" || len(annexes) == 0 {
+		return nil
+	}
+	if db.opts.ReadOnly {
+		return fmt.Errorf("keep annexes: %w", ErrStale)
+	}
+	db.dmu.Lock()
+	defer db.dmu.Unlock()
+	tx, err := db.sql.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("keep annexes: %w", err)
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, storeAnnexSQL+"DELETE FROM store_annex WHERE file NOT IN (SELECT file FROM store_files);"); err != nil {
+		return fmt.Errorf("keep annexes: %w", err)
+	}
+	for start := 0; start < len(annexes); start += annexBatch {
+		batch := annexes[start:min(start+annexBatch, len(annexes))]
+		files := make([]string, len(batch))
+		args := make([]any, 0, len(batch)*9)
+		vals := make([]string, len(batch))
+		for i, a := range batch {
+			files[i] = a.File
+			m := a.Mark
+			args = append(args, kind, a.File, m.Size, m.Mtime, m.Inode, m.Head, m.Tail, m.Stop, a.Value)
+			vals[i] = "(?, ?, ?, ?, ?, ?, ?, ?, ?)"
+		}
+		if _, err := tx.ExecContext(ctx, "DELETE FROM store_annex WHERE kind = "+quoteString(kind)+" AND file IN "+sqlList(files)); err != nil {
+			return fmt.Errorf("keep annexes: %w", err)
+		}
+		if _, err := tx.ExecContext(ctx, "INSERT INTO store_annex VALUES "+strings.Join(vals, ", "), args...); err != nil {
+			return fmt.Errorf("keep annexes: %w", err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("keep annexes: %w", err)
+	}
+	return nil
+}
