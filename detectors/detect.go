@@ -46,8 +46,8 @@ func Detect(ctx context.Context, db *metrics.DB, paths []string, ds []Detector, 
 	if err != nil {
 		return rep, lrep, err
 	}
-	rep.Findings, rep.Unread = append(rep.Findings, rr.findings...), rr.unread
-	return rep, lrep, pl.finish(ctx, db, &rep, rr.live)
+	rep.Findings, rep.Unread = append(rep.Findings, rr.findings()...), rr.unread
+	return rep, lrep, pl.finish(ctx, db, &rep, rr.lives())
 }
 
 // LoadLiveness loads paths into db and builds the liveness table of what
@@ -58,14 +58,15 @@ func LoadLiveness(ctx context.Context, db *metrics.DB, paths []string) (Liveness
 	if err != nil {
 		return Liveness{}, lrep, err
 	}
-	return tabulate(rr.live), lrep, nil
+	return tabulate(rr.lives()), lrep, nil
 }
 
 // loadAndRead loads paths into db while the plan's Go detectors (and
-// liveness rows) run over the events the load keeps, then reads again, as
-// Run does, the files db holds events of that the load did not hand over:
-// Parquet inputs whose trajectory files are still there, and what a kept
-// database held before.
+// liveness rows) run over the events the load keeps, then adds what they
+// found in the files db holds events of that the load did not hand over:
+// kept in the store when they are (see cache.go), else read again, as Run
+// does (Parquet inputs whose trajectory files are still there, and what
+// a store held before).
 func (pl plan) loadAndRead(ctx context.Context, db *metrics.DB, paths []string) (metrics.LoadReport, readResult, error) {
 	var skip map[string]bool
 	if filterTypes {
@@ -73,29 +74,12 @@ func (pl plan) loadAndRead(ctx context.Context, db *metrics.DB, paths []string) 
 	}
 	p := startPass(pl, skip)
 	lrep, err := db.LoadObserved(ctx, p, paths...)
-	shares := p.wait()
+	seen := p.wait()
 	if err != nil {
 		return lrep, readResult{}, err
 	}
-	files, err := loadedFiles(ctx, db)
-	if err != nil {
-		return lrep, readResult{}, err
-	}
-	unseen := files[:0]
-	for _, f := range files {
-		if !p.seen[f] {
-			unseen = append(unseen, f)
-		}
-	}
-	rr, err := pl.readFiles(ctx, unseen)
-	if err != nil {
-		return lrep, readResult{}, err
-	}
-	for _, sh := range shares {
-		rr.findings = append(rr.findings, sh.findings...)
-		rr.live = append(rr.live, sh.live)
-	}
-	return lrep, rr, nil
+	rr, err := pl.complete(ctx, db, seen)
+	return lrep, rr, err
 }
 
 // pass is the metrics.Observer of Detect: it gathers each file's events
@@ -117,13 +101,7 @@ type pass struct {
 	seen   map[string]bool
 	jobs   chan *Session
 	wg     sync.WaitGroup
-	shares []share
-}
-
-// share is what one worker of a pass found.
-type share struct {
-	findings []Finding
-	live     fileLiveness
+	shares []map[string]*fileResult
 }
 
 // passQueue bounds the sessions waiting for a worker: when the detectors
@@ -133,14 +111,20 @@ const passQueue = 256
 func startPass(pl plan, skip map[string]bool) *pass {
 	workers := runtime.GOMAXPROCS(0)
 	p := &pass{pl: pl, skip: skip, open: map[string]*Session{}, seen: map[string]bool{},
-		jobs: make(chan *Session, passQueue), shares: make([]share, workers)}
+		jobs: make(chan *Session, passQueue), shares: make([]map[string]*fileResult, workers)}
 	for w := range workers {
+		p.shares[w] = map[string]*fileResult{}
 		p.wg.Add(1)
 		go func() {
 			defer p.wg.Done()
-			sh := &p.shares[w]
+			sh := p.shares[w]
 			for s := range p.jobs {
-				sh.findings = pl.session(s, sh.findings, &sh.live)
+				res := sh[s.File]
+				if res == nil {
+					res = &fileResult{}
+					sh[s.File] = res
+				}
+				res.findings = pl.session(s, res.findings, &res.live)
 			}
 		}()
 	}
@@ -180,11 +164,24 @@ func (p *pass) EndFile(file string) {
 	p.seen[file] = true
 }
 
-// wait lets the workers finish and returns what they found.
-func (p *pass) wait() []share {
+// wait lets the workers finish and returns what they found in each file
+// observed, a file without a session included.
+func (p *pass) wait() map[string]*fileResult {
 	close(p.jobs)
 	p.wg.Wait()
-	return p.shares
+	out := make(map[string]*fileResult, len(p.seen))
+	for f := range p.seen {
+		out[f] = &fileResult{}
+	}
+	for _, sh := range p.shares {
+		for f, res := range sh {
+			if out[f] == nil {
+				out[f] = &fileResult{}
+			}
+			out[f].merge(res)
+		}
+	}
+	return out
 }
 
 // DetectLiveness is Detect that also returns the liveness table of what db
@@ -210,9 +207,9 @@ func DetectLiveness(ctx context.Context, db *metrics.DB, paths []string, ds []De
 	if err != nil {
 		return rep, Liveness{}, lrep, err
 	}
-	rep.Findings, rep.Unread = append(rep.Findings, rr.findings...), rr.unread
-	if err := pl.finish(ctx, db, &rep, rr.live); err != nil {
+	rep.Findings, rep.Unread = append(rep.Findings, rr.findings()...), rr.unread
+	if err := pl.finish(ctx, db, &rep, rr.lives()); err != nil {
 		return rep, Liveness{}, lrep, err
 	}
-	return rep, tabulate(rr.live), lrep, nil
+	return rep, tabulate(rr.lives()), lrep, nil
 }

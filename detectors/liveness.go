@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"runtime"
 	"slices"
@@ -212,12 +213,14 @@ func ComputeLiveness(ctx context.Context, db *metrics.DB) (Liveness, error) {
 	return tabulate(accs), nil
 }
 
-// fileLiveness is what the sessions one worker read add to the table:
-// the rows over those sessions alone, so that a pass keeps a few rows per
-// worker and nothing per session or file. A worker reads its files in
-// corpus order, so its first livenessEvidenceMax pieces of evidence are
-// its earliest; tabulate sorts the merged lists, which makes the table
-// the same however the files were shared out.
+// fileLiveness is what the sessions of one file (or, for
+// ComputeLiveness, of the files one worker read) add to the table: the
+// rows over those sessions alone, so that a pass keeps a few rows per
+// file and nothing per session. Each row keeps its first
+// livenessEvidenceMax pieces of evidence by file and line (see cap), and
+// tabulate keeps the first of all: the table is the same however the
+// sessions were shared out, and a file's rows can be kept in a store and
+// merged again later (see cache.go).
 type fileLiveness struct {
 	sessions int
 	rows     map[trajectory.DefenseName]*DefenseLiveness
@@ -252,11 +255,92 @@ func (fl *fileLiveness) add(s *Session) {
 			continue
 		}
 		row.Missed = append(row.Missed, s.ID)
-		for k, e := range held[:min(len(held), livenessEvidenceMax-len(row.Evidence))] {
-			row.Evidence = append(row.Evidence, e)
-			fl.turns[d] = append(fl.turns[d], sl.heldTurns[d][k])
-		}
+		row.Evidence = append(row.Evidence, held...)
+		fl.turns[d] = append(fl.turns[d], sl.heldTurns[d]...)
+		fl.cap(d)
 	}
+}
+
+// cap keeps row d's first livenessEvidenceMax pieces of evidence by file
+// and line, and their turns: the same, whatever the order the sessions
+// came in, as the table keeps the first of all.
+func (fl *fileLiveness) cap(d trajectory.DefenseName) {
+	row, turns := fl.rows[d], fl.turns[d]
+	if len(row.Evidence) <= livenessEvidenceMax {
+		return
+	}
+	idx := make([]int, len(row.Evidence))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortStableFunc(idx, func(a, b int) int {
+		ea, eb := row.Evidence[a], row.Evidence[b]
+		return cmp.Or(cmp.Compare(ea.File, eb.File), cmp.Compare(ea.Line, eb.Line))
+	})
+	ev, ts := make([]Evidence, 0, livenessEvidenceMax), make([]int, 0, livenessEvidenceMax)
+	for _, i := range idx[:livenessEvidenceMax] {
+		ev, ts = append(ev, row.Evidence[i]), append(ts, turns[i])
+	}
+	row.Evidence, fl.turns[d] = ev, ts
+}
+
+// merge folds o's rows into fl's.
+func (fl *fileLiveness) merge(o fileLiveness) {
+	if fl.rows == nil {
+		fl.rows = map[trajectory.DefenseName]*DefenseLiveness{}
+		fl.turns = map[trajectory.DefenseName][]int{}
+	}
+	fl.sessions += o.sessions
+	for d, r := range o.rows {
+		row := fl.rows[d]
+		if row == nil {
+			row = &DefenseLiveness{Defense: d}
+			fl.rows[d] = row
+		}
+		row.Sessions += r.Sessions
+		row.Triggers += r.Triggers
+		row.Checked += r.Checked
+		row.Held += r.Held
+		row.HeldSessions = append(row.HeldSessions, r.HeldSessions...)
+		row.Missed = append(row.Missed, r.Missed...)
+		row.Evidence = append(row.Evidence, r.Evidence...)
+		fl.turns[d] = append(fl.turns[d], o.turns[d]...)
+		fl.cap(d)
+	}
+}
+
+// keptLiveness is fileLiveness as a store keeps it (see cache.go).
+type keptLiveness struct {
+	Sessions int               `json:"sessions"`
+	Rows     []keptLivenessRow `json:"rows,omitempty"`
+}
+
+// keptLivenessRow is one row of keptLiveness, with its evidence's turns.
+type keptLivenessRow struct {
+	Row   DefenseLiveness `json:"row"`
+	Turns []int           `json:"turns,omitempty"`
+}
+
+// kept returns fl as a store keeps it, its rows in the order of their
+// names.
+func (fl *fileLiveness) kept() keptLiveness {
+	k := keptLiveness{Sessions: fl.sessions}
+	for _, d := range slices.Sorted(maps.Keys(fl.rows)) {
+		k.Rows = append(k.Rows, keptLivenessRow{Row: *fl.rows[d], Turns: fl.turns[d]})
+	}
+	return k
+}
+
+// liveness returns the fileLiveness k keeps.
+func (k keptLiveness) liveness() fileLiveness {
+	fl := fileLiveness{sessions: k.Sessions, rows: map[trajectory.DefenseName]*DefenseLiveness{},
+		turns: map[trajectory.DefenseName][]int{}}
+	for _, r := range k.Rows {
+		row := r.Row
+		fl.rows[row.Defense] = &row
+		fl.turns[row.Defense] = r.Turns
+	}
+	return fl
 }
 
 // tabulate builds the table from the workers' rows.

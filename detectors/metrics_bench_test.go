@@ -10,17 +10,25 @@ import (
 	"time"
 
 	"github.com/retrace-dev/retrace/metrics"
+	"github.com/retrace-dev/retrace/store"
 	"github.com/retrace-dev/retrace/synth"
 )
 
 // BenchmarkDetectVersusMetrics compares what retrace detect and retrace
-// metrics cost cold over the same corpus, each on a new database: Detect
-// with every detector (detect) against loading the corpus and asking every
-// named metric (metrics), and the peak RSS of each. The corpus has RETRACE_BENCH_SESSIONS synth
-// sessions (about 101 events each; default 1000, about 100k events; 10000
-// is about 1M). Both run three times, interleaved; each reports its min
-// and median wall and CPU seconds, and ratio and cpu-ratio are detect's
-// medians over metrics' (the budget is 1.0). Run it as
+// metrics cost over the same corpus, cold and warm: cold, each on a new
+// database in memory (Detect with every detector against loading the
+// corpus and asking every named metric); warm, each through a store
+// (store.Open over a cache directory of the benchmark's) over the
+// unchanged corpus, as a second call of either command is. The corpus has
+// RETRACE_BENCH_SESSIONS synth sessions (about 101 events each; default
+// 1000, about 100k events; 10000 is about 1M). The store is made by a
+// metrics call first, and detect-first-s is the first detect after it,
+// which computes the Go detectors' findings and keeps them in the store.
+// Each path then runs three times, interleaved; each reports its min and
+// median wall and CPU seconds, and ratio and cpu-ratio are cold detect's
+// medians over cold metrics' (the budget is 1.0), warm-ratio and
+// warm-cpu-ratio warm detect's over cold metrics', and
+// warm-vs-warm-ratio warm detect's over warm metrics'. Run it as
 //
 //	RETRACE_BENCH_SESSIONS=10000 go test -run XXX -bench BenchmarkDetectVersusMetrics -benchtime 1x ./detectors/
 func BenchmarkDetectVersusMetrics(b *testing.B) {
@@ -45,6 +53,26 @@ func BenchmarkDetectVersusMetrics(b *testing.B) {
 		}
 		return db
 	}
+	allMetrics := func(db *metrics.DB) {
+		for _, m := range metrics.Metrics() {
+			if _, err := db.Metric(ctx, m); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	cfg := store.Config{Dir: b.TempDir(), Wait: time.Minute}
+	warm := func(load store.LoadFunc) *metrics.DB {
+		db, _, err := store.Open(ctx, cfg, []string{dir}, load)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return db
+	}
+	loadMetrics := func(db *metrics.DB) (metrics.LoadReport, error) { return db.Load(ctx, dir) }
+	loadDetect := func(db *metrics.DB) (metrics.LoadReport, error) {
+		_, lrep, err := Detect(ctx, db, []string{dir}, Catalog(), Options{})
+		return lrep, err
+	}
 	paths := map[string]func(){
 		"metrics": func() {
 			db := fresh()
@@ -52,11 +80,7 @@ func BenchmarkDetectVersusMetrics(b *testing.B) {
 			if _, err := db.Load(ctx, dir); err != nil {
 				b.Fatal(err)
 			}
-			for _, m := range metrics.Metrics() {
-				if _, err := db.Metric(ctx, m); err != nil {
-					b.Fatal(err)
-				}
-			}
+			allMetrics(db)
 		},
 		"detect": func() {
 			db := fresh()
@@ -65,11 +89,23 @@ func BenchmarkDetectVersusMetrics(b *testing.B) {
 				b.Fatal(err)
 			}
 		},
+		"warm-metrics": func() {
+			db := warm(loadMetrics)
+			defer db.Close()
+			allMetrics(db)
+		},
+		"warm-detect": func() { warm(loadDetect).Close() },
 	}
+	names := []string{"metrics", "detect", "warm-metrics", "warm-detect"}
 	wall, cpu, peak := map[string][]float64{}, map[string][]float64{}, map[string]float64{}
 	for range b.N {
+		// The store, made by metrics, then the first detect over it.
+		warm(loadMetrics).Close()
+		start := time.Now()
+		warm(loadDetect).Close()
+		b.ReportMetric(time.Since(start).Seconds(), "detect-first-s")
 		for range 3 {
-			for _, name := range []string{"metrics", "detect"} {
+			for _, name := range names {
 				// The kernel's high-water mark of resident memory starts
 				// again from what the process holds now (Linux only).
 				os.WriteFile("/proc/self/clear_refs", []byte("5"), 0)
@@ -82,7 +118,7 @@ func BenchmarkDetectVersusMetrics(b *testing.B) {
 		}
 	}
 	med := map[string][2]float64{}
-	for _, name := range []string{"metrics", "detect"} {
+	for _, name := range names {
 		w, c := slices.Clone(wall[name]), slices.Clone(cpu[name])
 		slices.Sort(w)
 		slices.Sort(c)
@@ -98,6 +134,9 @@ func BenchmarkDetectVersusMetrics(b *testing.B) {
 	b.ReportMetric(float64(rep.Events), "events")
 	b.ReportMetric(med["detect"][0]/med["metrics"][0], "ratio")
 	b.ReportMetric(med["detect"][1]/med["metrics"][1], "cpu-ratio")
+	b.ReportMetric(med["warm-detect"][0]/med["metrics"][0], "warm-ratio")
+	b.ReportMetric(med["warm-detect"][1]/med["metrics"][1], "warm-cpu-ratio")
+	b.ReportMetric(med["warm-detect"][0]/med["warm-metrics"][0], "warm-vs-warm-ratio")
 }
 
 // vmHWM returns the process's peak resident memory in bytes (VmHWM: Go's

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"runtime"
 	"slices"
@@ -91,8 +92,8 @@ func Run(ctx context.Context, db *metrics.DB, ds []Detector, opts Options) (Repo
 	if err != nil {
 		return rep, err
 	}
-	rep.Findings, rep.Unread = append(rep.Findings, rr.findings...), rr.unread
-	if err := pl.finish(ctx, db, &rep, rr.live); err != nil {
+	rep.Findings, rep.Unread = append(rep.Findings, rr.findings()...), rr.unread
+	if err := pl.finish(ctx, db, &rep, rr.lives()); err != nil {
 		return rep, err
 	}
 	return rep, nil
@@ -111,14 +112,43 @@ func loadedFiles(ctx context.Context, db *metrics.DB) ([]string, error) {
 	return files, nil
 }
 
-// readResult is what the Go detectors found reading files again.
-type readResult struct {
+// fileResult is what the Go detectors found in the sessions of one file,
+// and the liveness rows of those sessions for dead_defense.
+type fileResult struct {
 	findings []Finding
-	// live are the liveness rows of each worker, for dead_defense.
-	live []fileLiveness
+	live     fileLiveness
+}
+
+// merge adds what o found in other sessions of the same file.
+func (r *fileResult) merge(o *fileResult) {
+	r.findings = append(r.findings, o.findings...)
+	r.live.merge(o.live)
+}
+
+// readResult is what the Go detectors found, by file.
+type readResult struct {
+	files map[string]*fileResult
 	// unread are the files that could not be read: not regular files, or
 	// no longer there.
 	unread []string
+}
+
+// findings returns every file's findings, the files in order.
+func (rr readResult) findings() []Finding {
+	var out []Finding
+	for _, f := range slices.Sorted(maps.Keys(rr.files)) {
+		out = append(out, rr.files[f].findings...)
+	}
+	return out
+}
+
+// lives returns every file's liveness rows.
+func (rr readResult) lives() []fileLiveness {
+	out := make([]fileLiveness, 0, len(rr.files))
+	for _, f := range slices.Sorted(maps.Keys(rr.files)) {
+		out = append(out, rr.files[f].live)
+	}
+	return out
 }
 
 // readFiles reads each file again and runs the plan's Go detectors over
@@ -131,20 +161,19 @@ func (pl plan) readFiles(ctx context.Context, files []string) (readResult, error
 		skip = skipTypes(pl.ds)
 	}
 	type result struct {
-		findings []Finding
-		unread   bool
-		err      error
+		fileResult
+		unread bool
+		err    error
 	}
 	results := make([]result, len(files))
 	workers := min(runtime.GOMAXPROCS(0), max(len(files), 1))
-	live := make([]fileLiveness, workers)
 	next := make(chan int)
 	var wg sync.WaitGroup
 	// done counts finished files; progress is reported by the workers
 	// under mu, so the calls are never concurrent and never go backwards.
 	var mu sync.Mutex
 	done := 0
-	for w := range workers {
+	for range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -154,7 +183,7 @@ func (pl plan) readFiles(ctx context.Context, files []string) (readResult, error
 					res.unread = true
 				} else {
 					res.err = readSessions(file, skip, func(s *Session) {
-						res.findings = pl.session(s, res.findings, &live[w])
+						res.findings = pl.session(s, res.findings, &res.live)
 					})
 				}
 				if pl.progress != nil {
@@ -177,15 +206,16 @@ func (pl plan) readFiles(ctx context.Context, files []string) (readResult, error
 	if err := ctx.Err(); err != nil {
 		return readResult{}, err
 	}
-	rr := readResult{live: live}
+	rr := readResult{files: make(map[string]*fileResult, len(files))}
 	for i, res := range results {
 		if res.err != nil {
 			return readResult{}, res.err
 		}
 		if res.unread {
 			rr.unread = append(rr.unread, files[i])
+			continue
 		}
-		rr.findings = append(rr.findings, res.findings...)
+		rr.files[files[i]] = &res.fileResult
 	}
 	return rr, nil
 }

@@ -1,0 +1,262 @@
+package detectors
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"runtime/debug"
+	"slices"
+	"strconv"
+	"sync"
+
+	"github.com/retrace-dev/retrace/metrics"
+)
+
+// What the Go detectors find in a file is a function of the file's events
+// and of the detectors' code and thresholds. A store (metrics.Options.Path)
+// keeps it, per file, under the file's mark (metrics.Mark: its stat, where
+// its last complete line ends and hashes of its ends), as an annex of kind
+// annexKind: a later detect over the unchanged file takes the findings
+// from the store and does not read the file. A file that changed, grew or
+// was replaced has another mark, and its findings are found again.
+//
+// An annex is a JSON object from a detector's key (cacheKey: its id and
+// a hash of the catalog's version and its thresholds) to its findings in
+// the file, and from livenessKey to the file's liveness rows. A run takes
+// a file's annex only when it holds every key the run needs; what it
+// finds anew in a file is added to the keys kept (others' thresholds stay).
+//
+// A store is read under a shared lock, read-only (package store): a
+// detect that finds files with nothing kept for them returns
+// metrics.ErrStale before it reads anything, and store.Open runs it again
+// on the store opened for writing, alone, where the findings are found and
+// kept. So the first detect after a metrics-only update pays for reading
+// the files once, and every detect after it reads none.
+
+// annexKind is the kind of the Go detectors' annexes in a store.
+const annexKind = "detectors"
+
+// annexFormat names the layout of an annex and of the findings in it;
+// change it when they change, or when a detector finds otherwise in a
+// way neither its Info nor the build's version tells.
+const annexFormat = "detectors-1"
+
+// catalogVersion is a hash of annexFormat, the build's version (module
+// version and VCS revision, when the binary carries them) and every
+// detector's Info: findings kept by another build, or by a catalog whose
+// detectors say otherwise, are not taken.
+var catalogVersion = sync.OnceValue(func() string {
+	h := sha256.New()
+	h.Write([]byte(annexFormat))
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		h.Write([]byte("\x00" + bi.Main.Version))
+		for _, s := range bi.Settings {
+			if s.Key == "vcs.revision" || s.Key == "vcs.time" || s.Key == "vcs.modified" {
+				h.Write([]byte("\x00" + s.Key + "=" + s.Value))
+			}
+		}
+	}
+	for _, d := range catalog {
+		b, _ := json.Marshal(d.Info())
+		h.Write(append([]byte{0}, b...))
+	}
+	return hex.EncodeToString(h.Sum(nil)[:8])
+})
+
+// livenessKey is the key of a file's liveness rows in an annex.
+func livenessKey() string { return "liveness@" + catalogVersion() }
+
+// cacheKey is the key of detector k's findings in an annex: its id, and a
+// hash of the catalog's version and the thresholds it runs with.
+func (pl plan) cacheKey(k int) string {
+	p := pl.params[k]
+	names := make([]string, 0, len(p.values))
+	for n := range p.values {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	h := sha256.New()
+	h.Write([]byte(catalogVersion()))
+	for _, n := range names {
+		h.Write([]byte("\x00" + n + "=" + strconv.FormatFloat(p.values[n], 'g', -1, 64)))
+	}
+	return pl.ds[k].Info().ID + "@" + hex.EncodeToString(h.Sum(nil)[:8])
+}
+
+// kept are the keys of what the plan finds per file: one per Go
+// detector, by its index in the plan, and livenessKey when dead_defense
+// runs.
+type kept struct {
+	keys map[int]string
+	live string
+}
+
+func (pl plan) kept() kept {
+	k := kept{keys: map[int]string{}}
+	for i, d := range pl.ds {
+		if _, ok := d.(*goDetector); ok {
+			k.keys[i] = pl.cacheKey(i)
+		}
+	}
+	if pl.dead != nil {
+		k.live = livenessKey()
+	}
+	return k
+}
+
+// take returns what an annex keeps of every key k needs, and false when
+// it lacks one (or does not decode: it is found again).
+func (k kept) take(annex map[string]json.RawMessage) (*fileResult, bool) {
+	res := &fileResult{}
+	for _, i := range slices.Sorted(maps.Keys(k.keys)) {
+		raw, ok := annex[k.keys[i]]
+		if !ok {
+			return nil, false
+		}
+		var fs []Finding
+		if err := json.Unmarshal(raw, &fs); err != nil {
+			return nil, false
+		}
+		res.findings = append(res.findings, fs...)
+	}
+	if k.live != "" {
+		raw, ok := annex[k.live]
+		if !ok {
+			return nil, false
+		}
+		var kl keptLiveness
+		if err := json.Unmarshal(raw, &kl); err != nil {
+			return nil, false
+		}
+		res.live = kl.liveness()
+	}
+	return res, true
+}
+
+// put adds what res found to annex, under k's keys: each Go detector's
+// findings by the detector's id (id maps the plan's index to it).
+func (k kept) put(id map[int]string, res *fileResult, annex map[string]json.RawMessage) error {
+	by := map[string][]Finding{}
+	for _, f := range res.findings {
+		by[f.Detector] = append(by[f.Detector], f)
+	}
+	for i, key := range k.keys {
+		fs := by[id[i]]
+		if fs == nil {
+			fs = []Finding{}
+		}
+		b, err := json.Marshal(fs)
+		if err != nil {
+			return err
+		}
+		annex[key] = b
+	}
+	if k.live != "" {
+		b, err := json.Marshal(res.live.kept())
+		if err != nil {
+			return err
+		}
+		annex[k.live] = b
+	}
+	return nil
+}
+
+// complete adds, to what the load's pass found in the files it observed
+// (seen), what the Go detectors find in the other files db holds events
+// of: taken from the store's annexes where it keeps them for the file as
+// it holds it, else read again (readFiles). On a store opened for
+// writing, what was found in a file the store holds whole is kept. On a
+// store opened read-only, a file it holds whole without findings kept is
+// metrics.ErrStale, before anything is read: the caller (store.Open) runs
+// the detect again on the store opened for writing.
+func (pl plan) complete(ctx context.Context, db *metrics.DB, seen map[string]*fileResult) (readResult, error) {
+	files, err := loadedFiles(ctx, db)
+	if err != nil {
+		return readResult{}, err
+	}
+	held, err := db.HeldFiles(ctx)
+	if err != nil {
+		return readResult{}, fmt.Errorf("detect: %w", err)
+	}
+	var annexes map[string]metrics.Annex
+	if held != nil {
+		if annexes, err = db.Annexes(ctx, annexKind); err != nil {
+			return readResult{}, fmt.Errorf("detect: %w", err)
+		}
+	}
+	k := pl.kept()
+	id := map[int]string{}
+	for i := range k.keys {
+		id[i] = pl.ds[i].Info().ID
+	}
+	rr := readResult{files: make(map[string]*fileResult, len(files))}
+	// decoded are the annexes of files held whole, decoded, to add to.
+	decoded := map[string]map[string]json.RawMessage{}
+	var unseen, missing []string
+	for _, f := range files {
+		if res, ok := seen[f]; ok {
+			rr.files[f] = res
+			continue
+		}
+		h, isHeld := held[f]
+		if isHeld && h.Whole {
+			if a, ok := annexes[f]; ok && a.Mark == h.Mark {
+				var m map[string]json.RawMessage
+				if json.Unmarshal([]byte(a.Value), &m) == nil {
+					decoded[f] = m
+					if res, ok := k.take(m); ok {
+						rr.files[f] = res
+						continue
+					}
+				}
+			}
+			missing = append(missing, f)
+		}
+		unseen = append(unseen, f)
+	}
+	if len(missing) > 0 && !db.KeepsAnnexes() {
+		return readResult{}, fmt.Errorf("detect: the findings in %d files are not kept in the store yet: %w", len(missing), metrics.ErrStale)
+	}
+	read, err := pl.readFiles(ctx, unseen)
+	if err != nil {
+		return readResult{}, err
+	}
+	rr.unread = read.unread
+	for f, res := range read.files {
+		rr.files[f] = res
+	}
+	if !db.KeepsAnnexes() {
+		return rr, nil
+	}
+	var keep []metrics.Annex
+	for _, f := range slices.Sorted(maps.Keys(rr.files)) {
+		h, ok := held[f]
+		if !ok || !h.Whole {
+			continue
+		}
+		_, wasSeen := seen[f]
+		if _, wasRead := read.files[f]; !wasSeen && !wasRead {
+			continue
+		}
+		m := decoded[f]
+		if m == nil || wasSeen {
+			m = map[string]json.RawMessage{}
+		}
+		if err := k.put(id, rr.files[f], m); err != nil {
+			return readResult{}, fmt.Errorf("detect: %w", err)
+		}
+		b, err := json.Marshal(m)
+		if err != nil {
+			return readResult{}, fmt.Errorf("detect: %w", err)
+		}
+		keep = append(keep, metrics.Annex{File: f, Mark: h.Mark, Value: string(b)})
+	}
+	if err := db.KeepAnnexes(ctx, annexKind, keep); err != nil && !errors.Is(err, metrics.ErrStale) {
+		return readResult{}, fmt.Errorf("detect: %w", err)
+	}
+	return rr, nil
+}
