@@ -30,6 +30,12 @@ import (
 // a file's annex only when it holds every key the run needs; what it
 // finds anew in a file is added to the keys kept (others' thresholds stay).
 //
+// The SQL detectors judge the corpus, not a file: what they find is a
+// function of every row the store holds, which metrics.DB.RowsMark marks.
+// The store keeps it as one annex of kind corpusAnnexKind with that mark,
+// and a detect over a store whose rows did not change since takes it
+// instead of running the queries.
+//
 // A store is read under a shared lock, read-only (package store): a
 // detect that finds files with nothing kept for them returns
 // metrics.ErrStale before it reads anything, and store.Open runs it again
@@ -39,6 +45,10 @@ import (
 
 // annexKind is the kind of the Go detectors' annexes in a store.
 const annexKind = "detectors"
+
+// corpusAnnexKind is the kind of the SQL detectors' annex in a store: one
+// for the corpus (see corpusFindings).
+const corpusAnnexKind = "detectors-corpus"
 
 // annexFormat names the layout of an annex and of the findings in it;
 // change it when they change, or when a detector finds otherwise in a
@@ -259,4 +269,82 @@ func (pl plan) complete(ctx context.Context, db *metrics.DB, seen map[string]*fi
 		return readResult{}, fmt.Errorf("detect: %w", err)
 	}
 	return rr, nil
+}
+
+// corpusAnnex is the SQL detectors' annex: the mark of the rows they
+// judged and their findings by key (cacheKey).
+type corpusAnnex struct {
+	Rows     string               `json:"rows"`
+	Findings map[string][]Finding `json:"findings"`
+}
+
+// corpusFindings runs the plan's SQL detectors over db, or takes what
+// they found from the store when it holds the same rows as when they ran
+// with the same thresholds; a store opened for writing keeps what they
+// find. dead_defense is left out: finish tabulates it from the pass.
+func (pl plan) corpusFindings(ctx context.Context, db *metrics.DB) ([]Finding, error) {
+	keys := map[int]string{}
+	for i, d := range pl.ds {
+		if _, ok := d.(*sqlDetector); ok {
+			keys[i] = pl.cacheKey(i)
+		}
+	}
+	rows, ok, err := db.RowsMark(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("detect: %w", err)
+	}
+	var ca corpusAnnex
+	if ok {
+		v, err := db.CorpusAnnex(ctx, corpusAnnexKind)
+		if err != nil {
+			return nil, fmt.Errorf("detect: %w", err)
+		}
+		if v != "" && json.Unmarshal([]byte(v), &ca) == nil && ca.Rows == rows && allKept(keys, ca) {
+			var out []Finding
+			for _, i := range slices.Sorted(maps.Keys(keys)) {
+				out = append(out, ca.Findings[keys[i]]...)
+			}
+			return out, nil
+		}
+	}
+	var out []Finding
+	found := map[string][]Finding{}
+	for i, d := range pl.ds {
+		if _, ok := d.(*deadDefense); ok {
+			continue
+		}
+		fs, err := d.Corpus(ctx, db, pl.params[i])
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, fs...)
+		if key, ok := keys[i]; ok {
+			found[key] = append([]Finding{}, fs...)
+		}
+	}
+	if !ok || !db.KeepsAnnexes() || len(found) == 0 {
+		return out, nil
+	}
+	if ca.Rows != rows || ca.Findings == nil {
+		ca = corpusAnnex{Rows: rows, Findings: map[string][]Finding{}}
+	}
+	maps.Copy(ca.Findings, found)
+	b, err := json.Marshal(ca)
+	if err != nil {
+		return nil, fmt.Errorf("detect: %w", err)
+	}
+	if err := db.KeepAnnexes(ctx, corpusAnnexKind, []metrics.Annex{{Value: string(b)}}); err != nil {
+		return nil, fmt.Errorf("detect: %w", err)
+	}
+	return out, nil
+}
+
+// allKept reports whether ca holds every key of keys.
+func allKept(keys map[int]string, ca corpusAnnex) bool {
+	for _, k := range keys {
+		if _, ok := ca.Findings[k]; !ok {
+			return false
+		}
+	}
+	return true
 }

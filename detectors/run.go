@@ -274,20 +274,16 @@ func (pl plan) session(s *Session, out []Finding, live *fileLiveness) []Finding 
 	return out
 }
 
-// finish runs the SQL detectors, counts what db holds, adds
+// finish runs the SQL detectors (or takes what they found from the store,
+// see corpusFindings), counts what db holds, adds
 // dead_defense's findings from the liveness rows the pass gathered, and
 // sorts the findings worst first.
 func (pl plan) finish(ctx context.Context, db *metrics.DB, rep *Report, live []fileLiveness) error {
-	for i, d := range pl.ds {
-		if _, ok := d.(*deadDefense); ok {
-			continue
-		}
-		fs, err := d.Corpus(ctx, db, pl.params[i])
-		if err != nil {
-			return err
-		}
-		rep.Findings = append(rep.Findings, fs...)
+	fs, err := pl.corpusFindings(ctx, db)
+	if err != nil {
+		return err
 	}
+	rep.Findings = append(rep.Findings, fs...)
 	count, err := db.Query(ctx, "SELECT count(DISTINCT session), count(*) FROM raw_events")
 	if err != nil {
 		return fmt.Errorf("detect: %w", err)

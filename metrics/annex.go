@@ -2,8 +2,13 @@ package metrics
 
 import (
 	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -125,7 +130,8 @@ const annexBatch = 256
 
 // KeepAnnexes keeps annexes of kind in the store, in one transaction,
 // replacing those of kind of the same files, and drops the annexes of
-// files the store no longer holds. A store opened read-only returns
+// files the store no longer holds. An annex of File "" is of the whole
+// corpus (see RowsMark and CorpusAnnex). A store opened read-only returns
 // ErrStale and keeps nothing; a database in memory keeps nothing.
 //
 // An annex whose mark is not the store's mark of its file now is kept
@@ -145,7 +151,7 @@ func (db *DB) KeepAnnexes(ctx context.Context, kind string, annexes []Annex) err
 		return fmt.Errorf("keep annexes: %w", err)
 	}
 	defer tx.Rollback()
-	if _, err := tx.ExecContext(ctx, storeAnnexSQL+"DELETE FROM store_annex WHERE file NOT IN (SELECT file FROM store_files);"); err != nil {
+	if _, err := tx.ExecContext(ctx, storeAnnexSQL+"DELETE FROM store_annex WHERE file <> '' AND file NOT IN (SELECT file FROM store_files);"); err != nil {
 		return fmt.Errorf("keep annexes: %w", err)
 	}
 	for start := 0; start < len(annexes); start += annexBatch {
@@ -170,4 +176,57 @@ func (db *DB) KeepAnnexes(ctx context.Context, kind string, annexes []Annex) err
 		return fmt.Errorf("keep annexes: %w", err)
 	}
 	return nil
+}
+
+// RowsMark returns a mark of every row a store holds: a hash of what it
+// knows of every file (store_files: name, mark, lines and notes) and of
+// the mode it loaded them in, which the rows are a function of. It is
+// false for a database in memory and for a store holding rows loaded from
+// Parquet, whose files it does not track.
+func (db *DB) RowsMark(ctx context.Context) (string, bool, error) {
+	if db.opts.Path == "" || db.fromParquet {
+		return "", false, nil
+	}
+	db.dmu.Lock()
+	defer db.dmu.Unlock()
+	held, err := db.heldFiles(ctx)
+	if err != nil {
+		return "", false, err
+	}
+	names := make([]string, 0, len(held))
+	for f := range held {
+		names = append(names, f)
+	}
+	slices.Sort(names)
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\x00%s\x00", storeVersion(), db.heldMode)
+	for _, f := range names {
+		m := held[f]
+		fmt.Fprintf(h, "%s\x00%d %d %d %d %d %d %d\x00%s\x00", f, m.size, m.mtime, m.inode, m.head, m.tail, m.stop, m.lines, m.notes)
+	}
+	return hex.EncodeToString(h.Sum(nil)), true, nil
+}
+
+// CorpusAnnex returns the value of the annex of kind kept for the whole
+// corpus (File ""), or "" for none. It says nothing of whether the rows
+// changed since: a caller keeps RowsMark in the value and compares.
+func (db *DB) CorpusAnnex(ctx context.Context, kind string) (string, error) {
+	if db.opts.Path == "" {
+		return "", nil
+	}
+	db.dmu.Lock()
+	defer db.dmu.Unlock()
+	var n int
+	if err := db.sql.QueryRowContext(ctx, "SELECT count(*) FROM duckdb_tables() WHERE database_name = current_database() AND table_name = 'store_annex'").Scan(&n); err != nil {
+		return "", fmt.Errorf("annexes: %w", err)
+	}
+	if n == 0 {
+		return "", nil
+	}
+	var v sql.NullString
+	err := db.sql.QueryRowContext(ctx, "SELECT value FROM store_annex WHERE kind = ? AND file = ''", kind).Scan(&v)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return "", fmt.Errorf("annexes: %w", err)
+	}
+	return v.String, nil
 }
