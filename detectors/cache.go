@@ -281,7 +281,10 @@ type corpusAnnex struct {
 // corpusFindings runs the plan's SQL detectors over db, or takes what
 // they found from the store when it holds the same rows as when they ran
 // with the same thresholds; a store opened for writing keeps what they
-// find. dead_defense is left out: finish tabulates it from the pass.
+// find, and one opened read-only that does not keep it yet is
+// metrics.ErrStale (store.Open runs the detect again on the store opened
+// for writing). dead_defense is left out: finish tabulates it from the
+// pass.
 func (pl plan) corpusFindings(ctx context.Context, db *metrics.DB) ([]Finding, error) {
 	keys := map[int]string{}
 	for i, d := range pl.ds {
@@ -305,6 +308,9 @@ func (pl plan) corpusFindings(ctx context.Context, db *metrics.DB) ([]Finding, e
 				out = append(out, ca.Findings[keys[i]]...)
 			}
 			return out, nil
+		}
+		if len(keys) > 0 && !db.KeepsAnnexes() {
+			return nil, fmt.Errorf("detect: the SQL detectors' findings over the rows the store holds now are not kept yet: %w", metrics.ErrStale)
 		}
 	}
 	var out []Finding
