@@ -19,6 +19,19 @@
 // threshold, and the next step.
 // Corpus-level findings also list the sessions that count.
 //
+// Through a store (metrics.Options.Path, package store) Detect keeps what
+// it found: the Go detectors' findings and dead_defense's liveness rows per
+// trajectory file, under the file's mark as the store knows it (its stat,
+// where its last complete line ends, hashes of its ends) and a hash of the
+// build, the catalog and the thresholds; the SQL detectors' findings under
+// a mark of every row the store holds (metrics.DB.RowsMark). A detect over
+// files that did not change takes them from the store and reads no file
+// and runs no query; a file that changed, grew or was replaced has another
+// mark, and is judged again. A store opened read-only that lacks some
+// (the first detect after a metrics-only update) is metrics.ErrStale, and
+// store.Open runs the detect again on the store opened for writing, where
+// they are found and kept (cache.go).
+//
 // Detectors use only what the trajectory contract carries, so they work on
 // any valid trajectory: recorded by retrace run, by mock serve --record,
 // or imported. Parquet exports are seen by the SQL detectors only

@@ -21,7 +21,8 @@ func newCacheCmd(sys *IO) *cobra.Command {
 		Long: `Reading commands (metrics, query, detect, diff, report, export) keep the runs
 they load in a store in the cache directory ($XDG_CACHE_HOME/retrace, or
 ~/.cache/retrace), one per set of RUNS, so that a later call reads only
-the files added, grown or changed since. The cache is kept under
+the files added, grown or changed since; detect, diff and report keep
+what the detectors found in it too, per file. The cache is kept under
 $RETRACE_CACHE_MAX (default 4G): past it, the least recently used stores
 go. Deleting a store only costs the next call a full read.`,
 		Args: noArgs,

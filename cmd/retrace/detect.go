@@ -73,9 +73,12 @@ refused (exit 2, file:line):
 
 Progress: on a terminal, a bar on stderr follows the load; the detectors
 over the event stream run as it checks the files, on the events it
-decodes, so each file is read once (stdin and named pipes included). The
-trajectories of a Parquet export are read again after the load, with a
-bar of their own.
+decodes, so each file is read once (stdin and named pipes included).
+Through the store, what they found in a file is kept with it: a later
+detect over files that did not change reads none of them, and the first
+after a metrics call that updated the store reads the files it has no
+findings of yet. Those, and the trajectories of a Parquet export, are
+read after the load, with a bar of their own.
 
 --defenses prints the defense liveness table instead of findings: for
 every defense a session_start enabled, the sessions that enabled it, its

@@ -40,8 +40,8 @@ const noCacheUsage = "read every file again, into memory, without the store kept
 const readingStore = `The runs are kept in a store in the cache directory ($XDG_CACHE_HOME/retrace),
 one per set of RUNS: a later call reads only the files added, grown or
 changed since and drops those removed, so SQL over runs that did not change
-is answered without reading them (the detectors that judge events still
-read every file). --no-cache reads every file again into memory; retrace
+is answered without reading them, and what the detectors found is kept
+too, per file. --no-cache reads every file again into memory; retrace
 cache info|clean shows and frees the stores.`
 
 // addLoadFlags adds --runs, --lenient, --strict-dupes, --memory-limit and
