@@ -103,13 +103,18 @@ func (pl plan) cacheKey(k int) string {
 type kept struct {
 	keys map[int]string
 	live string
+	// infos are the Go detectors' Info, by index: a finding is kept
+	// without the title and next step its detector's Info gives every
+	// finding, which are most of its bytes.
+	infos map[int]Info
 }
 
 func (pl plan) kept() kept {
-	k := kept{keys: map[int]string{}}
+	k := kept{keys: map[int]string{}, infos: map[int]Info{}}
 	for i, d := range pl.ds {
 		if _, ok := d.(*goDetector); ok {
 			k.keys[i] = pl.cacheKey(i)
+			k.infos[i] = d.Info()
 		}
 	}
 	if pl.dead != nil {
@@ -127,9 +132,23 @@ func (k kept) take(annex map[string]json.RawMessage) (*fileResult, bool) {
 		if !ok {
 			return nil, false
 		}
+		if string(raw) == "[]" {
+			// Most detectors find nothing in most files.
+			continue
+		}
 		var fs []Finding
 		if err := json.Unmarshal(raw, &fs); err != nil {
 			return nil, false
+		}
+		in := k.infos[i]
+		for j := range fs {
+			f := &fs[j]
+			if f.Title == "" {
+				f.Title = in.Title
+			}
+			if f.NextStep == "" {
+				f.NextStep = in.NextStep
+			}
 		}
 		res.findings = append(res.findings, fs...)
 	}
@@ -155,9 +174,19 @@ func (k kept) put(id map[int]string, res *fileResult, annex map[string]json.RawM
 		by[f.Detector] = append(by[f.Detector], f)
 	}
 	for i, key := range k.keys {
-		fs := by[id[i]]
+		fs := slices.Clone(by[id[i]])
 		if fs == nil {
 			fs = []Finding{}
+		}
+		in := k.infos[i]
+		for j := range fs {
+			f := &fs[j]
+			if f.Title == in.Title {
+				f.Title = ""
+			}
+			if f.NextStep == in.NextStep {
+				f.NextStep = ""
+			}
 		}
 		b, err := json.Marshal(fs)
 		if err != nil {

@@ -174,6 +174,12 @@ func TestKeptFindingsAreAColdDetects(t *testing.T) {
 	same("other thresholds, unchanged since", 0)
 	settings = nil
 	same("the defaults again", 0)
+
+	// A copy of a file: its session is loaded once, from the first file,
+	// and the copy's read is noted, so nothing of the copy is kept.
+	copyTo(filepath.Join(runs, "spill_read_loop.jsonl"), "zz_copy.jsonl")
+	same("a copy", 0)
+	same("a copy, unchanged since", 0)
 }
 
 // warmFindingsOf returns the findings of rep whose first evidence is in
