@@ -11,6 +11,7 @@ import (
 	"runtime/debug"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/retrace-dev/retrace/metrics"
@@ -24,9 +25,12 @@ import (
 // from the store and does not read the file. A file that changed, grew or
 // was replaced has another mark, and its findings are found again.
 //
-// An annex is a JSON object from a detector's key (cacheKey: its id and
-// a hash of the catalog's version and its thresholds) to its findings in
-// the file, and from livenessKey to the file's liveness rows. A run takes
+// An annex is a line per key: a detector's key (cacheKey: its id and a
+// hash of the catalog's version and its thresholds), a tab and its
+// findings in the file as JSON (without the title and next step its Info
+// gives every finding); and livenessKey, a tab and the file's liveness
+// rows. Lines, not one JSON object, so that a detect reads the keys
+// without decoding the findings of the detectors it does not run. A run takes
 // a file's annex only when it holds every key the run needs; what it
 // finds anew in a file is added to the keys kept (others' thresholds stay).
 //
@@ -53,7 +57,7 @@ const corpusAnnexKind = "detectors-corpus"
 // annexFormat names the layout of an annex and of the findings in it;
 // change it when they change, or when a detector finds otherwise in a
 // way neither its Info nor the build's version tells.
-const annexFormat = "detectors-1"
+const annexFormat = "detectors-2"
 
 // catalogVersion is a hash of annexFormat, the build's version (module
 // version and VCS revision, when the binary carries them) and every
@@ -125,19 +129,19 @@ func (pl plan) kept() kept {
 
 // take returns what an annex keeps of every key k needs, and false when
 // it lacks one (or does not decode: it is found again).
-func (k kept) take(annex map[string]json.RawMessage) (*fileResult, bool) {
+func (k kept) take(annex map[string]string) (*fileResult, bool) {
 	res := &fileResult{}
 	for _, i := range slices.Sorted(maps.Keys(k.keys)) {
 		raw, ok := annex[k.keys[i]]
 		if !ok {
 			return nil, false
 		}
-		if string(raw) == "[]" {
+		if raw == "[]" {
 			// Most detectors find nothing in most files.
 			continue
 		}
 		var fs []Finding
-		if err := json.Unmarshal(raw, &fs); err != nil {
+		if err := json.Unmarshal([]byte(raw), &fs); err != nil {
 			return nil, false
 		}
 		in := k.infos[i]
@@ -158,7 +162,7 @@ func (k kept) take(annex map[string]json.RawMessage) (*fileResult, bool) {
 			return nil, false
 		}
 		var kl keptLiveness
-		if err := json.Unmarshal(raw, &kl); err != nil {
+		if err := json.Unmarshal([]byte(raw), &kl); err != nil {
 			return nil, false
 		}
 		res.live = kl.liveness()
@@ -168,7 +172,7 @@ func (k kept) take(annex map[string]json.RawMessage) (*fileResult, bool) {
 
 // put adds what res found to annex, under k's keys: each Go detector's
 // findings by the detector's id (id maps the plan's index to it).
-func (k kept) put(id map[int]string, res *fileResult, annex map[string]json.RawMessage) error {
+func (k kept) put(id map[int]string, res *fileResult, annex map[string]string) error {
 	by := map[string][]Finding{}
 	for _, f := range res.findings {
 		by[f.Detector] = append(by[f.Detector], f)
@@ -192,14 +196,14 @@ func (k kept) put(id map[int]string, res *fileResult, annex map[string]json.RawM
 		if err != nil {
 			return err
 		}
-		annex[key] = b
+		annex[key] = string(b)
 	}
 	if k.live != "" {
 		b, err := json.Marshal(res.live.kept())
 		if err != nil {
 			return err
 		}
-		annex[k.live] = b
+		annex[k.live] = string(b)
 	}
 	return nil
 }
@@ -234,7 +238,7 @@ func (pl plan) complete(ctx context.Context, db *metrics.DB, seen map[string]*fi
 	}
 	rr := readResult{files: make(map[string]*fileResult, len(files))}
 	// decoded are the annexes of files held whole, decoded, to add to.
-	decoded := map[string]map[string]json.RawMessage{}
+	decoded := map[string]map[string]string{}
 	var unseen, missing []string
 	for _, f := range files {
 		if res, ok := seen[f]; ok {
@@ -244,8 +248,7 @@ func (pl plan) complete(ctx context.Context, db *metrics.DB, seen map[string]*fi
 		h, isHeld := held[f]
 		if isHeld && h.Whole {
 			if a, ok := annexes[f]; ok && a.Mark == h.Mark {
-				var m map[string]json.RawMessage
-				if json.Unmarshal([]byte(a.Value), &m) == nil {
+				if m, ok := decodeAnnex(a.Value); ok {
 					decoded[f] = m
 					if res, ok := k.take(m); ok {
 						rr.files[f] = res
@@ -283,16 +286,12 @@ func (pl plan) complete(ctx context.Context, db *metrics.DB, seen map[string]*fi
 		}
 		m := decoded[f]
 		if m == nil || wasSeen {
-			m = map[string]json.RawMessage{}
+			m = map[string]string{}
 		}
 		if err := k.put(id, rr.files[f], m); err != nil {
 			return readResult{}, fmt.Errorf("detect: %w", err)
 		}
-		b, err := json.Marshal(m)
-		if err != nil {
-			return readResult{}, fmt.Errorf("detect: %w", err)
-		}
-		keep = append(keep, metrics.Annex{File: f, Mark: h.Mark, Value: string(b)})
+		keep = append(keep, metrics.Annex{File: f, Mark: h.Mark, Value: encodeAnnex(m)})
 	}
 	if err := db.KeepAnnexes(ctx, annexKind, keep); err != nil && !errors.Is(err, metrics.ErrStale) {
 		return readResult{}, fmt.Errorf("detect: %w", err)
@@ -382,4 +381,36 @@ func allKept(keys map[int]string, ca corpusAnnex) bool {
 		}
 	}
 	return true
+}
+
+// encodeAnnex writes an annex: a line per key, in key order, the key and
+// its JSON value split by a tab. JSON escapes every newline in a string,
+// and keys hold no tab or newline.
+func encodeAnnex(m map[string]string) string {
+	var b strings.Builder
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		b.WriteString(k)
+		b.WriteByte('\t')
+		b.WriteString(m[k])
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+// decodeAnnex reads what encodeAnnex wrote, and false for anything else.
+func decodeAnnex(v string) (map[string]string, bool) {
+	m := map[string]string{}
+	for v != "" {
+		line, rest, ok := strings.Cut(v, "\n")
+		if !ok {
+			return nil, false
+		}
+		k, val, ok := strings.Cut(line, "\t")
+		if !ok {
+			return nil, false
+		}
+		m[k] = val
+		v = rest
+	}
+	return m, true
 }
