@@ -4,8 +4,11 @@
 WITH calls AS (
     SELECT session, turn, tool_use_id, tool, file, line, seq FROM raw_tool_call
 ), outcomes AS (
+    -- The two tables, not raw_events: its union of every table costs most
+    -- of the query.
     SELECT session, tool_use_id, count(*) AS n
-    FROM raw_events WHERE type IN ('tool_success', 'tool_failure')
+    FROM (SELECT session, tool_use_id FROM raw_tool_success
+          UNION ALL SELECT session, tool_use_id FROM raw_tool_failure)
     GROUP BY session, tool_use_id
 ), ends AS (
     SELECT session, tool_use_id, count(*) AS n FROM raw_tool_end GROUP BY session, tool_use_id
