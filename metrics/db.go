@@ -52,10 +52,11 @@ type Options struct {
 	Progress func(Progress)
 	// MemoryLimit caps the memory DuckDB holds (its memory_limit, such as
 	// "2GB" or "512MiB"); past it DuckDB spills to TempDir, an in-memory
-	// database too. Empty means DuckDB's default (80% of the machine's
-	// memory), except for a load of more than 1 GiB of
-	// trajectories into memory, which caps DuckDB at 1GB and spills to a
-	// temporary directory of its own.
+	// database too. Empty caps a store, an export and a load of more
+	// than 64 MiB of trajectories into memory at 500MB (boundedMemory),
+	// an in-memory database spilling to a temporary directory of its own;
+	// a smaller load into memory keeps DuckDB's default (80% of the
+	// machine's memory).
 	MemoryLimit string
 	// Closer, when set, is closed by Close once the database is: the
 	// lock a store is read under (see package store).
@@ -79,17 +80,21 @@ var ErrStoreVersion = errors.New("not a store of this retrace version")
 var ErrMemoryLimit = errors.New("bad memory limit")
 
 // bigLoadBytes is the input size above which a load into an in-memory
-// database without Options.MemoryLimit caps DuckDB at bigLoadLimit and
-// lets it spill to a temporary directory, so that the memory a load holds
-// does not grow with the corpus (load and every metric over 10M events
-// peaked at 1.4 GB of RSS; BenchmarkLoadAndMetrics with
-// RETRACE_BENCH_EVENTS=10M measures it). Smaller loads keep DuckDB's
-// default, which never spills below 80% of the machine's memory.
-// Tests make it small.
-var bigLoadBytes int64 = 1 << 30
+// database without Options.MemoryLimit caps DuckDB at boundedMemory and
+// lets it spill to a temporary directory of its own, so that the memory a
+// load holds does not grow with the corpus. Smaller loads keep DuckDB's
+// default and need no spill directory. Tests make it small.
+var bigLoadBytes int64 = 64 << 20
 
-// bigLoadLimit is the memory_limit of a big load (see bigLoadBytes).
-const bigLoadLimit = "1GB"
+// boundedMemory is DuckDB's memory_limit for a database without
+// Options.MemoryLimit that may hold a big corpus: a store, a big load into
+// memory (bigLoadBytes) and an export. The process's peak RSS runs some
+// 200 to 450 MB above it (DuckDB's allocations outside its buffer pool,
+// the Go heap), so that every reading command stays under 1 GB at 100k, 1M
+// and 10M events (scripts in BenchmarkLoadAndMetrics's doc). At 1M events
+// the cap costs no CPU against DuckDB's default (80% of the machine's
+// memory): what does not fit spills to disk.
+const boundedMemory = "500MB"
 
 // DB is an embedded DuckDB database holding loaded trajectories and the
 // views over them. Queries may come from several goroutines; they run one at
@@ -161,8 +166,13 @@ func Open(ctx context.Context, opts Options) (*DB, error) {
 		db.Close()
 		return nil, err
 	}
-	if opts.MemoryLimit != "" || opts.TempDir != "" {
-		if err := d.limitMemory(ctx, opts.MemoryLimit); err != nil {
+	limit := opts.MemoryLimit
+	if limit == "" && opts.Path != "" {
+		// A store spills next to its file, as DuckDB does by default.
+		limit = boundedMemory
+	}
+	if limit != "" || opts.TempDir != "" {
+		if err := d.limitMemory(ctx, limit); err != nil {
 			d.Close()
 			return nil, err
 		}
@@ -269,7 +279,7 @@ func (db *DB) capBigLoad(ctx context.Context, size int64) error {
 		return nil
 	}
 	db.capped = true
-	return db.limitMemory(ctx, bigLoadLimit)
+	return db.limitMemory(ctx, boundedMemory)
 }
 
 // openSQL is the batch Open runs, built once per process: the schema is

@@ -25,10 +25,11 @@
 //
 // Memory: Options.MemoryLimit is DuckDB's memory_limit, past which it
 // spills to Options.TempDir (the system's temporary directory by
-// default), an in-memory database too. A load of more than 1 GiB of
-// trajectories into an in-memory database without a limit caps DuckDB at
-// 1GB and spills to a directory of its own, removed by Close, so the
-// memory a load holds does not grow with the corpus; BenchmarkLoadAndMetrics
+// default), an in-memory database too. Without a limit, a store, an
+// export and a load of more than 64 MiB of trajectories into memory cap
+// DuckDB at 500MB, an in-memory database spilling to a directory of its
+// own, removed by Close, so the memory a command holds does not grow with
+// the corpus (peak RSS stays under 1 GB at 10M events); BenchmarkLoadAndMetrics
 // measures time, CPU and peak RSS at the sizes RETRACE_BENCH_EVENTS names.
 // The retrace CLI takes --memory-limit or RETRACE_MEMORY_LIMIT.
 // LoadObserved also hands the decoded events the load keeps to an
@@ -50,7 +51,7 @@
 // session and seq in row groups of 16,384 rows, and lake.json naming the
 // layout's version (LakeVersion) and every column. It streams: one COPY
 // per event type, each sorting only that type's rows, with DuckDB's memory
-// capped at 512MB (unless Options.MemoryLimit says otherwise) and its
+// capped at 500MB (unless Options.MemoryLimit says otherwise) and its
 // sort spilling past it. A load whose inputs are all Parquet, into a
 // database holding no rows, reads the lake in place (lake.go): each event
 // type's table becomes a temporary view over read_parquet of its files,

@@ -74,12 +74,6 @@ func wideColumns(t trajectory.EventType, prefix string) string {
 // Tests make it small.
 var exportRowGroupSize = 16384
 
-// exportMemory caps DuckDB's memory while an export runs, when the
-// database has no Options.MemoryLimit: the sort of a type's rows spills to
-// the temporary directory past it, so the export's memory does not grow
-// with the corpus.
-const exportMemory = "512MB"
-
 // copyParquet writes the rows of query(t) for every event type t to dir
 // as zstd Parquet partitioned by the columns partitionBy, one COPY per
 // type, and writes lake.json. It refuses a directory with files in it
@@ -93,7 +87,7 @@ const exportMemory = "512MB"
 // types' files by the min and max of their type column, and one who asks
 // for a session skips the row groups whose session range leaves it out,
 // in each type's file. The memory is bounded: each COPY sorts one type's
-// rows, and DuckDB spills that sort to disk past exportMemory; its
+// rows, and DuckDB spills that sort to disk past boundedMemory; its
 // insertion order need not be kept (the ORDER BY is). Over 1M events
 // (BenchmarkExportParquet) the process peaked at 643 MB, the load
 // included, where one COPY of every event sorted at once peaked at 4.0
@@ -175,7 +169,7 @@ func (db *DB) boundExport(ctx context.Context) (func(), error) {
 		if err := db.limitMemory(ctx, ""); err != nil {
 			return nil, err
 		}
-		set = append(set, "SET memory_limit = "+quoteString(exportMemory))
+		set = append(set, "SET memory_limit = "+quoteString(boundedMemory))
 		undo = append(undo, "SET memory_limit = "+quoteString(limit))
 	}
 	for _, q := range set {

@@ -166,9 +166,9 @@ func TestStagingIsBoundedWhileTheCheckGoesOn(t *testing.T) {
 
 // A memory limit DuckDB does not take is refused with ErrMemoryLimit; one
 // it takes is DuckDB's memory_limit, with the spill directory given. A load
-// of more input than bigLoadBytes into memory caps DuckDB at bigLoadLimit
+// of more input than bigLoadBytes into memory caps DuckDB at boundedMemory
 // and spills to a directory of its own, removed by Close; a smaller one
-// leaves DuckDB's default alone.
+// leaves DuckDB's default alone. A store is capped from its Open.
 func TestMemoryLimit(t *testing.T) {
 	ctx := context.Background()
 	if _, err := Open(ctx, Options{MemoryLimit: "lots"}); !errors.Is(err, ErrMemoryLimit) {
@@ -188,8 +188,11 @@ func TestMemoryLimit(t *testing.T) {
 	defer func(n int64) { bigLoadBytes = n }(bigLoadBytes)
 	bigLoadBytes = 1 << 10
 	big := open(t, Options{}, validDir)
-	if got := limit(big); got != "953.6 MiB" {
-		t.Errorf("a big load set memory_limit to %s, want 953.6 MiB (1GB)", got)
+	if got := limit(big); got != "476.8 MiB" {
+		t.Errorf("a big load set memory_limit to %s, want 476.8 MiB (500MB)", got)
+	}
+	if got := limit(open(t, Options{Path: filepath.Join(t.TempDir(), "s.duckdb")})); got != "476.8 MiB" {
+		t.Errorf("a store opened with memory_limit %s, want 476.8 MiB (500MB)", got)
 	}
 	dir := big.spill
 	if info, err := os.Stat(dir); dir == "" || err != nil || !info.IsDir() {

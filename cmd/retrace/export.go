@@ -39,7 +39,7 @@ and writes them out for other tools.
 by the event's UTC date, a file per event type in each partition
 (DIR/date=2026-11-30/tool_call_0.parquet), rows ordered by session and seq,
 with the columns of the events view; DIR/lake.json names the layout's
-version and the columns. It streams, DuckDB's memory capped at 512MB unless
+version and the columns. It streams, DuckDB's memory capped at 500MB unless
 --memory-limit says otherwise. retrace query, metrics, detect and export
 read such a directory in place, and give the same numbers as the
 trajectories. DIR must be empty or new unless --overwrite, which replaces
