@@ -186,7 +186,7 @@ var storeVersion = sync.OnceValue(func() string {
 // storeSQL makes a new store: the tables of events, the files it holds,
 // its facts, the derived tables (empty) and every view.
 var storeSQL = sync.OnceValue(func() string {
-	return schemaSQL() + storeFilesSQL + storeMetaSQL + materializeSQL() + viewsSQL
+	return schemaSQL() + storeFilesSQL + storeSessionsSQL + storeMetaSQL + materializeSQL() + viewsSQL
 })
 
 // openStore checks that the file at Options.Path is a store of this

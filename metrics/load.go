@@ -322,7 +322,7 @@ func (db *DB) load(ctx context.Context, obs Observer, paths []string) (LoadRepor
 	// now and of the rows read (see refresh).
 	var scope []string
 	if store && !scan {
-		if scope, err = sessionsOf(ctx, tx, append(append(slices.Clone(plan.gone), held...), resumed...)); err != nil {
+		if scope, err = heldSessions(ctx, tx, append(append(slices.Clone(plan.gone), held...), resumed...)); err != nil {
 			return rep, err
 		}
 	}
@@ -351,7 +351,7 @@ func (db *DB) load(ctx context.Context, obs Observer, paths []string) (LoadRepor
 	// its check.
 	if store && loaded {
 		dups.priorOf = func(sessions []string) (map[string]priorSession, error) {
-			return priorSessions(ctx, tx, sessions, whole, plan.resume)
+			return priorSessions(ctx, tx, sessions, whole, plan.gone, plan.resume, scan)
 		}
 	}
 	tmp, err := os.MkdirTemp(db.opts.TempDir, "retrace-metrics-")
@@ -402,6 +402,9 @@ func (db *DB) load(ctx context.Context, obs Observer, paths []string) (LoadRepor
 		return rep, fmt.Errorf("load: %w", err)
 	}
 	if err := tx.Commit(); err != nil {
+		if err := indexSessions(ctx, tx, names(files), plan.gone, scan || !loaded); err != nil {
+			return rep, err
+		}
 		return rep, fmt.Errorf("load: %w", err)
 	}
 	db.fromParquet = len(src.parquet) > 0
