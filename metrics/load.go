@@ -395,6 +395,9 @@ func (db *DB) load(ctx context.Context, obs Observer, paths []string) (LoadRepor
 	}
 	rep.Events += n
 	if store {
+		if err := indexSessions(ctx, tx, names(files), plan.gone, scan || !loaded); err != nil {
+			return rep, err
+		}
 		if err := db.refresh(ctx, tx, scope, names(files), scan || !loaded, len(src.parquet) > 0); err != nil {
 			return rep, fmt.Errorf("load: %w", err)
 		}
@@ -402,9 +405,6 @@ func (db *DB) load(ctx context.Context, obs Observer, paths []string) (LoadRepor
 		return rep, fmt.Errorf("load: %w", err)
 	}
 	if err := tx.Commit(); err != nil {
-		if err := indexSessions(ctx, tx, names(files), plan.gone, scan || !loaded); err != nil {
-			return rep, err
-		}
 		return rep, fmt.Errorf("load: %w", err)
 	}
 	db.fromParquet = len(src.parquet) > 0
