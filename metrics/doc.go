@@ -118,8 +118,9 @@
 // (1.8-3.0× its wall time; it was 6.5× at a quiet moment before the first
 // load stopped asking for the sessions held, of which there are none):
 // on top of the cold load, DuckDB compressing and writing every row at
-// the commit (1-2.5 CPU-s at 1M events, most of it in one thread) and
-// remembering the files (0.3 CPU-s). Adding 1% new files took 0.12-0.15×
+// the commit (1-2.5 CPU-s at 1M events; its wall time weighs more than
+// its CPU time, so much of it runs in one thread) and remembering the
+// files (0.3 CPU-s). Adding 1% new files took 0.12-0.15×
 // cold's CPU (0.06-0.23× its wall time; 0.30× before), all of it fixed
 // costs of an update over a million rows: DuckDB's checkpoint when the
 // store is closed (0.1 CPU-s), its commit (0.06-0.15), the derived
