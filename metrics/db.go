@@ -196,13 +196,24 @@ var storeVersion = sync.OnceValue(func() string {
 // storeSQL makes a new store: the tables of events, the files it holds,
 // its facts, the derived tables (empty) and every view.
 var storeSQL = sync.OnceValue(func() string {
-	return schemaSQL() + storeFilesSQL + storeMetaSQL + materializeSQL() + viewsSQL
+	return schemaSQL() + storeFilesSQL + storeSessionsSQL + storeMetaSQL + materializeSQL() + viewsSQL
 })
 
 // openStore checks that the file at Options.Path is a store of this
 // version, making one in a new file; it writes nothing to a store that
 // is.
 func (db *DB) openStore(ctx context.Context) error {
+	if !db.opts.ReadOnly {
+		// DuckDB compresses what it writes, choosing per column among the
+		// methods it tries on each segment. FSST, for the long strings
+		// (arguments, results, messages), cost the most to try and to
+		// write: without it, at 1M events, a store's first build committed
+		// in 0.6 CPU-s less and the checkpoint after adding 1% new files
+		// took half the time, for a file 19% larger.
+		if _, err := db.sql.ExecContext(ctx, "SET disabled_compression_methods = 'fsst'"); err != nil {
+			return fmt.Errorf("open store %q: %w", db.opts.Path, err)
+		}
+	}
 	var tables int
 	var version, parquet sql.NullString
 	err := db.sql.QueryRowContext(ctx, `SELECT (SELECT count(*) FROM duckdb_tables() WHERE database_name = current_database()),

@@ -147,31 +147,11 @@ func scopedSelect(name string) string {
 		"FROM (SELECT * FROM $1 WHERE session IN (SELECT session FROM "+scopeTable+")) AS $1")
 }
 
-// sessionsOf returns the sessions the rows of the files named hold.
-func sessionsOf(ctx context.Context, tx *sql.Tx, files []string) ([]string, error) {
-	if len(files) == 0 {
-		return nil, nil
-	}
-	rows, err := tx.QueryContext(ctx, "SELECT DISTINCT session FROM raw_events WHERE file IN "+sqlList(files))
-	if err != nil {
-		return nil, fmt.Errorf("load: %w", err)
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var s sql.NullString
-		if err := rows.Scan(&s); err != nil {
-			return nil, fmt.Errorf("load: %w", err)
-		}
-		out = append(out, s.String)
-	}
-	return out, rows.Err()
-}
-
 // refresh brings a store's derived tables up to date within a load's
 // transaction: made again whole (full: a new store, or rows from Parquet,
 // whose files it does not track), or else the rows of the sessions in
-// scope and of those the files read hold deleted and selected again.
+// scope and of those the files read hold (store_sessions, brought up to
+// date first) deleted and selected again.
 // parquet records whether the store now holds rows from Parquet.
 func (db *DB) refresh(ctx context.Context, tx *sql.Tx, scope, read []string, full, parquet bool) error {
 	if parquet != db.fromParquet {
@@ -183,7 +163,7 @@ func (db *DB) refresh(ctx context.Context, tx *sql.Tx, scope, read []string, ful
 		_, err := tx.ExecContext(ctx, materializeSQL())
 		return err
 	}
-	more, err := sessionsOf(ctx, tx, read)
+	more, err := heldSessions(ctx, tx, read)
 	if err != nil {
 		return err
 	}

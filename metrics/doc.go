@@ -91,7 +91,13 @@
 // those sessions (every derived row depends on its own session's rows
 // only), within its transaction. A load that finds nothing changed opens
 // no transaction, so the file does not change. A crash mid-update leaves
-// the store as it was: the update is one DuckDB transaction.
+// the store as it was: the update is one DuckDB transaction. The
+// store_sessions table lists, per file, the sessions its rows hold and
+// the highest seq of each, kept up to date by every load: a load of a few
+// files asks it, not the rows, which sessions the files it replaces hold
+// and which of the sessions it reads came before. A store is written
+// without FSST compression (DuckDB's costliest to try and to write; the
+// file is about a fifth larger for it).
 // Options.ReadOnly opens a store read-only, as many processes may at once;
 // its Load returns ErrStale instead of changing anything. Package store
 // puts stores in the cache directory and shares them between processes.
@@ -104,13 +110,25 @@
 // skipped lines, copies left out) is kept with it and said again, in
 // LoadReport.Held, by the loads that do not read it.
 //
-// Through the store, at 100k events on the shared 2-core machine
-// (store.BenchmarkStoreWarm, medians of 3 in one run): a named metric over
-// the unchanged corpus took 0.031× the cold run of the same command and an
-// ad hoc join 0.043×, the store's file unchanged (0 bytes grown); adding
-// 1% new files took 0.60× cold, the update's fixed costs (a read_json
-// statement per event type, the derived refresh, DuckDB's commit and
-// checkpoint on close) still dominating at that size.
+// Through the store, at 1M events on the 2-core machine shared with two
+// other sessions' work (store.BenchmarkStoreWarm, medians of 3 in one
+// run; wall ratios move with the other work, CPU ratios much less): a
+// named metric over the unchanged corpus took 0.012-0.021× the cold run
+// of the same command and an ad hoc join 0.016-0.018×, the store's file
+// unchanged (0 bytes grown). The store's first build took 1.5× cold's CPU
+// (1.8-3.0× its wall time; it was 6.5× at a quiet moment before the first
+// load stopped asking for the sessions held, of which there are none):
+// on top of the cold load, DuckDB compressing and writing every row at
+// the commit (1-2.5 CPU-s at 1M events; its wall time weighs more than
+// its CPU time, so much of it runs in one thread) and remembering the
+// files (0.3 CPU-s). Adding 1% new files took 0.12-0.15×
+// cold's CPU (0.06-0.23× its wall time; 0.30× before), all of it fixed
+// costs of an update over a million rows: DuckDB's checkpoint when the
+// store is closed (0.1 CPU-s), its commit (0.06-0.15), the derived
+// refresh (0.13: every table a derived view reads scanned for the
+// sessions changed), the check of the new files with a read_json
+// statement per event type (0.13), store_sessions (0.06), and planning
+// (0.04, twice: read-only, then for writing).
 //
 // # Glossary
 //

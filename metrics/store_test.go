@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/retrace-dev/retrace/synth"
+	"github.com/retrace-dev/retrace/trajectory"
 )
 
 // allViews are the views a store must answer exactly as a cold load does.
@@ -35,6 +36,11 @@ func sameAsCold(t *testing.T, step string, store *DB, paths ...string) {
 	}
 	if len(empty) > 0 && !slices.Equal(empty, []string{"reminders"}) {
 		t.Fatalf("%s: views without rows %v: the corpus tests too little", step, empty)
+	}
+	// The store's index of sessions by file says what its rows say.
+	index := rows(t, store, "SELECT file, session, max_seq FROM store_sessions ORDER BY ALL")
+	if want := rows(t, store, "SELECT file, session, max(seq) FROM raw_events GROUP BY file, session ORDER BY ALL"); !slices.Equal(index, want) {
+		t.Errorf("%s: store_sessions has %d rows, the rows say %d; first difference: %s", step, len(index), len(want), firstDiff(index, want))
 	}
 	for _, m := range Metrics() {
 		got, want := namedRows(t, store, m), namedRows(t, cold, m)
@@ -262,6 +268,22 @@ func TestStoreAnswersAsAColdLoadThroughEveryChange(t *testing.T) {
 		t.Fatalf("1 file replaced: read %d", len(rep.Files))
 	}
 	sameAsCold(t, "file replaced", db, dir)
+	db.Close()
+
+	// A copy of a file the store holds, named after it: its session is
+	// the store's already (store_sessions says so), and left out.
+	b, err = os.ReadFile(files[4])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "zz-copy.jsonl"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	db, rep = storeLoad(t, path, dir)
+	if len(rep.Files) != 1 || len(rep.Duplicates) != 1 || rep.Duplicates[0].Kept != trajectory.Name(files[4]) {
+		t.Fatalf("a copy added: read %d files, duplicates %+v; want 1 and the copy left out for %s", len(rep.Files), rep.Duplicates, files[4])
+	}
+	sameAsCold(t, "copy of a file added", db, dir)
 }
 
 // A store opened read-only answers over an unchanged corpus, and refuses
