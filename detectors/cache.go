@@ -240,6 +240,9 @@ func (pl plan) complete(ctx context.Context, db *metrics.DB, seen map[string]*fi
 	// decoded are the annexes of files held whole, decoded, to add to.
 	decoded := map[string]map[string]string{}
 	var unseen, missing []string
+	if res, ok := seen[wholeCorpus]; ok {
+		rr.files[wholeCorpus] = res
+	}
 	for _, f := range files {
 		if res, ok := seen[f]; ok {
 			rr.files[f] = res

@@ -72,7 +72,7 @@ func (pl plan) loadAndRead(ctx context.Context, db *metrics.DB, paths []string) 
 	if filterTypes {
 		skip = skipTypes(pl.ds)
 	}
-	p := startPass(pl, skip)
+	p := startPass(pl, skip, db.KeepsAnnexes())
 	lrep, err := db.LoadObserved(ctx, p, paths...)
 	seen := p.wait()
 	if err != nil {
@@ -104,11 +104,19 @@ type pass struct {
 	shares []map[string]*fileResult
 }
 
+// wholeCorpus is the name a pass files what it found under when it does
+// not keep it per file (see startPass).
+const wholeCorpus = ""
+
 // passQueue bounds the sessions waiting for a worker: when the detectors
 // fall behind, the load waits for them instead of piling sessions up.
 const passQueue = 256
 
-func startPass(pl plan, skip map[string]bool) *pass {
+// startPass starts the pass's workers. Only a store opened for writing
+// keeps what was found per file (perFile); otherwise each worker folds
+// every session into one result, filed under the name "" (wholeCorpus),
+// so that memory does not grow with the number of files.
+func startPass(pl plan, skip map[string]bool, perFile bool) *pass {
 	workers := runtime.GOMAXPROCS(0)
 	p := &pass{pl: pl, skip: skip, open: map[string]*Session{}, seen: map[string]bool{},
 		jobs: make(chan *Session, passQueue), shares: make([]map[string]*fileResult, workers)}
@@ -119,10 +127,14 @@ func startPass(pl plan, skip map[string]bool) *pass {
 			defer p.wg.Done()
 			sh := p.shares[w]
 			for s := range p.jobs {
-				res := sh[s.File]
+				key := wholeCorpus
+				if perFile {
+					key = s.File
+				}
+				res := sh[key]
 				if res == nil {
 					res = &fileResult{}
-					sh[s.File] = res
+					sh[key] = res
 				}
 				res.findings = pl.session(s, res.findings, &res.live)
 			}
