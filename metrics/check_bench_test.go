@@ -80,7 +80,8 @@ func cpuTime() time.Duration {
 // BenchmarkColdPhases splits the CPU time of the cold path over the
 // corpus RETRACE_BENCH_EVENTS names into its phases, each the min and
 // median over benchRounds runs of the process's CPU seconds, on one core:
-// decode (the trajectory Decoder over every line, nothing else), check
+// decode (the trajectory Decoder over every line, nothing else, with the
+// collector set as a load's check sets it), check
 // (every line decoded, its seq checked and staged into chunk files, as a
 // load does), read (DuckDB reading those chunks into its typed tables, as
 // the load's inserter does, with as many threads), and cold (a whole in-memory load and every
@@ -99,6 +100,8 @@ func BenchmarkColdPhases(b *testing.B) {
 			ctx := context.Background()
 			var decode, check, read, cold []float64
 			for range benchRounds {
+				// As checkParts does.
+				moreGC := lessGC()
 				cpu := cpuTime()
 				events := 0
 				for _, f := range in.Files {
@@ -156,6 +159,7 @@ func BenchmarkColdPhases(b *testing.B) {
 				close(ins.chunks)
 				<-collected
 				check = append(check, (cpuTime() - cpu).Seconds())
+				moreGC()
 
 				// As the inserter reads them.
 				if _, err := db.sql.ExecContext(ctx, "SET threads = "+strconv.FormatInt(readThreads(), 10)); err != nil {
