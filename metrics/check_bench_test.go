@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"context"
+	"io"
 	"os"
 	"runtime"
 	"strconv"
@@ -74,4 +75,120 @@ func cpuTime() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkColdPhases splits the CPU time of the cold path over the
+// corpus RETRACE_BENCH_EVENTS names into its phases, each the min and
+// median over benchRounds runs of the process's CPU seconds, on one core:
+// decode (the trajectory Decoder over every line, nothing else, with the
+// collector set as a load's check sets it), check
+// (every line decoded, its seq checked and staged into chunk files, as a
+// load does), read (DuckDB reading those chunks into its typed tables, as
+// the load's inserter does, with as many threads), and cold (a whole in-memory load and every
+// named metric, on every core, for the total). Run it as
+//
+//	RETRACE_BENCH_EVENTS=1M RETRACE_BENCH_CORPUS=/tmp/corpus \
+//	  go test -run XXX -bench BenchmarkColdPhases -benchtime 1x ./metrics/
+func BenchmarkColdPhases(b *testing.B) {
+	for _, size := range benchSizes(b) {
+		dir, _ := benchCorpus(b, size)
+		in, err := trajectory.ExpandInputs(dir)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run("events="+sizeName(size), func(b *testing.B) {
+			ctx := context.Background()
+			var decode, check, read, cold []float64
+			for range benchRounds {
+				// As checkParts does.
+				moreGC := lessGC()
+				cpu := cpuTime()
+				events := 0
+				for _, f := range in.Files {
+					fh, err := os.Open(f)
+					if err != nil {
+						b.Fatal(err)
+					}
+					dec := trajectory.NewDecoder(fh, f)
+					for {
+						if _, err := dec.Next(); err != nil {
+							if err != io.EOF {
+								b.Fatal(err)
+							}
+							break
+						}
+						events++
+					}
+					fh.Close()
+				}
+				decode = append(decode, (cpuTime() - cpu).Seconds())
+
+				db, err := Open(ctx, Options{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				// Not b.TempDir: read_json takes its key=value
+				// directory names for Hive partitions.
+				tmp, err := os.MkdirTemp("", "retrace-phases-")
+				if err != nil {
+					b.Fatal(err)
+				}
+				ins := &inserter{chunks: make(chan chunk, 1)}
+				var chunks []chunk
+				collected := make(chan struct{})
+				go func() {
+					defer close(collected)
+					for c := range ins.chunks {
+						chunks = append(chunks, c)
+					}
+				}()
+				st := &stage{dir: tmp, name: "w", ins: ins, disk: &diskUse{}}
+				cpu = cpuTime()
+				for i, f := range in.Files {
+					info, err := os.Stat(f)
+					if err != nil {
+						b.Fatal(err)
+					}
+					if res := db.checkPart(f, part{file: i, len: info.Size()}, st, false); res.err != nil {
+						b.Fatal(res.err)
+					}
+				}
+				if err := st.close(); err != nil {
+					b.Fatal(err)
+				}
+				close(ins.chunks)
+				<-collected
+				check = append(check, (cpuTime() - cpu).Seconds())
+				moreGC()
+
+				// As the inserter reads them.
+				if _, err := db.sql.ExecContext(ctx, "SET threads = "+strconv.FormatInt(readThreads(), 10)); err != nil {
+					b.Fatal(err)
+				}
+				cpu = cpuTime()
+				for _, c := range chunks {
+					q := "INSERT INTO " + typeTable(c.typ) + " SELECT * FROM read_json(" + quoteString(c.path) +
+						", format = 'newline_delimited', columns = " + columnsSQL(tableColumns(c.typ)) + ")"
+					if _, err := db.sql.ExecContext(ctx, q); err != nil {
+						b.Fatal(err)
+					}
+				}
+				read = append(read, (cpuTime() - cpu).Seconds())
+				db.Close()
+				os.RemoveAll(tmp)
+
+				cpu = cpuTime()
+				allMetrics(b, dir)
+				cold = append(cold, (cpuTime() - cpu).Seconds())
+			}
+			for _, ph := range []struct {
+				name string
+				xs   []float64
+			}{{"decode", decode}, {"check", check}, {"read", read}, {"cold", cold}} {
+				lo, med := minMedian(ph.xs)
+				b.ReportMetric(lo, ph.name+"-min-cpu-s")
+				b.ReportMetric(med, ph.name+"-median-cpu-s")
+			}
+		})
+	}
 }
