@@ -208,15 +208,16 @@ func (k kept) put(id map[int]string, res *fileResult, annex map[string]string) e
 	return nil
 }
 
-// complete adds, to what the load's pass found in the files it observed
-// (seen), what the Go detectors find in the other files db holds events
-// of: taken from the store's annexes where it keeps them for the file as
-// it holds it, else read again (readFiles). On a store opened for
-// writing, what was found in a file the store holds whole is kept. On a
-// store opened read-only, a file it holds whole without findings kept is
-// metrics.ErrStale, before anything is read: the caller (store.Open) runs
-// the detect again on the store opened for writing.
-func (pl plan) complete(ctx context.Context, db *metrics.DB, seen map[string]*fileResult) (readResult, error) {
+// complete gathers in sink what the load's pass found in the files it
+// observed (seen) that db holds rows of, and what the Go detectors find
+// in the other files db holds events of: taken from the store's annexes where it keeps them
+// for the file as it holds it, else read again (readFiles). On a store
+// opened for writing, what was found in a file the store holds whole is
+// kept (the annexes sink spooled). On a store opened read-only, a file it
+// holds whole without findings kept is metrics.ErrStale, before anything
+// is read: the caller (store.Open) runs the detect again on the store
+// opened for writing.
+func (pl plan) complete(ctx context.Context, db *metrics.DB, seen map[string]*fileResult, sink *collector) (readResult, error) {
 	files, err := loadedFiles(ctx, db)
 	if err != nil {
 		return readResult{}, err
@@ -225,40 +226,56 @@ func (pl plan) complete(ctx context.Context, db *metrics.DB, seen map[string]*fi
 	if err != nil {
 		return readResult{}, fmt.Errorf("detect: %w", err)
 	}
-	var annexes map[string]metrics.Annex
+	loaded := make(map[string]bool, len(files))
+	for _, f := range files {
+		loaded[f] = true
+	}
+	if res, ok := seen[wholeCorpus]; ok {
+		sink.fold(wholeCorpus, res)
+	}
+	// A file observed that db holds no rows of (every session in it a
+	// copy of one a store holds from another file) adds nothing.
+	for _, f := range files {
+		if res, ok := seen[f]; ok {
+			sink.add(f, res)
+			// Gathered: its findings and rows are the sink's now.
+			seen[f] = &fileResult{}
+		}
+	}
+	// taken are the files whose annexes held every key, folded into sink
+	// one at a time as the store gives them.
+	taken := map[string]bool{}
 	if held != nil {
-		if annexes, err = db.Annexes(ctx, annexKind); err != nil {
+		err := db.EachAnnex(ctx, annexKind, func(a metrics.Annex) error {
+			f := a.File
+			h, isHeld := held[f]
+			if _, ok := seen[f]; ok || !loaded[f] || !isHeld || !h.Whole || a.Mark != h.Mark {
+				return nil
+			}
+			m, ok := decodeAnnex(a.Value)
+			if !ok {
+				return nil
+			}
+			res, ok := sink.k.take(m)
+			if !ok {
+				// Read again; what is found is added to the annex.
+				sink.base[f] = m
+				return nil
+			}
+			taken[f] = true
+			sink.fold(f, res)
+			return nil
+		})
+		if err != nil {
 			return readResult{}, fmt.Errorf("detect: %w", err)
 		}
 	}
-	k := pl.kept()
-	id := map[int]string{}
-	for i := range k.keys {
-		id[i] = pl.ds[i].Info().ID
-	}
-	rr := readResult{files: make(map[string]*fileResult, len(files))}
-	// decoded are the annexes of files held whole, decoded, to add to.
-	decoded := map[string]map[string]string{}
 	var unseen, missing []string
-	if res, ok := seen[wholeCorpus]; ok {
-		rr.files[wholeCorpus] = res
-	}
 	for _, f := range files {
-		if res, ok := seen[f]; ok {
-			rr.files[f] = res
+		if _, ok := seen[f]; ok || taken[f] {
 			continue
 		}
-		h, isHeld := held[f]
-		if isHeld && h.Whole {
-			if a, ok := annexes[f]; ok && a.Mark == h.Mark {
-				if m, ok := decodeAnnex(a.Value); ok {
-					decoded[f] = m
-					if res, ok := k.take(m); ok {
-						rr.files[f] = res
-						continue
-					}
-				}
-			}
+		if h, isHeld := held[f]; isHeld && h.Whole {
 			missing = append(missing, f)
 		}
 		unseen = append(unseen, f)
@@ -266,40 +283,18 @@ func (pl plan) complete(ctx context.Context, db *metrics.DB, seen map[string]*fi
 	if len(missing) > 0 && !db.KeepsAnnexes() {
 		return readResult{}, fmt.Errorf("detect: the findings in %d files are not kept in the store yet: %w", len(missing), metrics.ErrStale)
 	}
-	read, err := pl.readFiles(ctx, unseen)
+	unread, err := pl.readFiles(ctx, unseen, sink)
 	if err != nil {
 		return readResult{}, err
 	}
-	rr.unread = read.unread
-	for f, res := range read.files {
-		rr.files[f] = res
-	}
-	if !db.KeepsAnnexes() {
-		return rr, nil
-	}
-	var keep []metrics.Annex
-	for _, f := range slices.Sorted(maps.Keys(rr.files)) {
-		h, ok := held[f]
-		if !ok || !h.Whole {
-			continue
-		}
-		_, wasSeen := seen[f]
-		if _, wasRead := read.files[f]; !wasSeen && !wasRead {
-			continue
-		}
-		m := decoded[f]
-		if m == nil || wasSeen {
-			m = map[string]string{}
-		}
-		if err := k.put(id, rr.files[f], m); err != nil {
-			return readResult{}, fmt.Errorf("detect: %w", err)
-		}
-		keep = append(keep, metrics.Annex{File: f, Mark: h.Mark, Value: encodeAnnex(m)})
-	}
-	if err := db.KeepAnnexes(ctx, annexKind, keep); err != nil && !errors.Is(err, metrics.ErrStale) {
+	var spoolErr error
+	if err := db.KeepAnnexes(ctx, annexKind, sink.annexes(held, &spoolErr)); err != nil && !errors.Is(err, metrics.ErrStale) {
 		return readResult{}, fmt.Errorf("detect: %w", err)
 	}
-	return rr, nil
+	if spoolErr != nil {
+		return readResult{}, fmt.Errorf("detect: the findings spooled for the store: %w", spoolErr)
+	}
+	return sink.result(unread), nil
 }
 
 // corpusAnnex is the SQL detectors' annex: the mark of the rows they
@@ -370,7 +365,7 @@ func (pl plan) corpusFindings(ctx context.Context, db *metrics.DB) ([]Finding, e
 	if err != nil {
 		return nil, fmt.Errorf("detect: %w", err)
 	}
-	if err := db.KeepAnnexes(ctx, corpusAnnexKind, []metrics.Annex{{Value: string(b)}}); err != nil {
+	if err := db.KeepAnnexes(ctx, corpusAnnexKind, slices.Values([]metrics.Annex{{Value: string(b)}})); err != nil {
 		return nil, fmt.Errorf("detect: %w", err)
 	}
 	return out, nil

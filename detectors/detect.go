@@ -46,7 +46,7 @@ func Detect(ctx context.Context, db *metrics.DB, paths []string, ds []Detector, 
 	if err != nil {
 		return rep, lrep, err
 	}
-	rep.Findings, rep.Unread = append(rep.Findings, rr.findings()...), rr.unread
+	rep.Findings, rep.Unread = append(rep.Findings, rr.allFindings()...), rr.unread
 	return rep, lrep, pl.finish(ctx, db, &rep, rr.lives())
 }
 
@@ -72,13 +72,18 @@ func (pl plan) loadAndRead(ctx context.Context, db *metrics.DB, paths []string) 
 	if filterTypes {
 		skip = skipTypes(pl.ds)
 	}
+	sink, err := pl.newCollector(db.KeepsAnnexes())
+	if err != nil {
+		return metrics.LoadReport{}, readResult{}, err
+	}
+	defer sink.close()
 	p := startPass(pl, skip, db.KeepsAnnexes())
 	lrep, err := db.LoadObserved(ctx, p, paths...)
 	seen := p.wait()
 	if err != nil {
 		return lrep, readResult{}, err
 	}
-	rr, err := pl.complete(ctx, db, seen)
+	rr, err := pl.complete(ctx, db, seen, sink)
 	return lrep, rr, err
 }
 
@@ -219,7 +224,7 @@ func DetectLiveness(ctx context.Context, db *metrics.DB, paths []string, ds []De
 	if err != nil {
 		return rep, Liveness{}, lrep, err
 	}
-	rep.Findings, rep.Unread = append(rep.Findings, rr.findings()...), rr.unread
+	rep.Findings, rep.Unread = append(rep.Findings, rr.allFindings()...), rr.unread
 	if err := pl.finish(ctx, db, &rep, rr.lives()); err != nil {
 		return rep, Liveness{}, lrep, err
 	}

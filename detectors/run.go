@@ -88,11 +88,16 @@ func Run(ctx context.Context, db *metrics.DB, ds []Detector, opts Options) (Repo
 			return rep, err
 		}
 	}
-	rr, err := pl.readFiles(ctx, files)
+	sink, err := pl.newCollector(false)
 	if err != nil {
 		return rep, err
 	}
-	rep.Findings, rep.Unread = append(rep.Findings, rr.findings()...), rr.unread
+	unread, err := pl.readFiles(ctx, files, sink)
+	if err != nil {
+		return rep, err
+	}
+	rr := sink.result(unread)
+	rep.Findings, rep.Unread = append(rep.Findings, rr.allFindings()...), rr.unread
 	if err := pl.finish(ctx, db, &rep, rr.lives()); err != nil {
 		return rep, err
 	}
@@ -125,47 +130,40 @@ func (r *fileResult) merge(o *fileResult) {
 	r.live.merge(o.live)
 }
 
-// readResult is what the Go detectors found, by file.
+// readResult is what the Go detectors found: the findings by file, the
+// liveness rows of every session folded into one table, and the files
+// that could not be read (not regular files, or no longer there).
 type readResult struct {
-	files map[string]*fileResult
-	// unread are the files that could not be read: not regular files, or
-	// no longer there.
-	unread []string
+	findings map[string][]Finding
+	live     fileLiveness
+	unread   []string
 }
 
-// findings returns every file's findings, the files in order.
-func (rr readResult) findings() []Finding {
+// allFindings returns every file's findings, the files in order.
+func (rr readResult) allFindings() []Finding {
 	var out []Finding
-	for _, f := range slices.Sorted(maps.Keys(rr.files)) {
-		out = append(out, rr.files[f].findings...)
+	for _, f := range slices.Sorted(maps.Keys(rr.findings)) {
+		out = append(out, rr.findings[f]...)
 	}
 	return out
 }
 
-// lives returns every file's liveness rows.
-func (rr readResult) lives() []fileLiveness {
-	out := make([]fileLiveness, 0, len(rr.files))
-	for _, f := range slices.Sorted(maps.Keys(rr.files)) {
-		out = append(out, rr.files[f].live)
-	}
-	return out
-}
+// lives returns the liveness rows.
+func (rr readResult) lives() []fileLiveness { return []fileLiveness{rr.live} }
 
 // readFiles reads each file again and runs the plan's Go detectors over
 // its sessions, on every core, each file by one worker: sessions do not
-// span files, and a Go detector is a pure function of a session. The
-// plan's progress, when set, is called as each file is done.
-func (pl plan) readFiles(ctx context.Context, files []string) (readResult, error) {
+// span files, and a Go detector is a pure function of a session. What
+// each file holds goes to sink as soon as the file is done; readFiles
+// returns the files that could not be read. The plan's progress, when
+// set, is called as each file is done.
+func (pl plan) readFiles(ctx context.Context, files []string, sink *collector) ([]string, error) {
 	var skip map[string]bool
 	if filterTypes {
 		skip = skipTypes(pl.ds)
 	}
-	type result struct {
-		fileResult
-		unread bool
-		err    error
-	}
-	results := make([]result, len(files))
+	unread := make([]bool, len(files))
+	errs := make([]error, len(files))
 	workers := min(runtime.GOMAXPROCS(0), max(len(files), 1))
 	next := make(chan int)
 	var wg sync.WaitGroup
@@ -178,13 +176,17 @@ func (pl plan) readFiles(ctx context.Context, files []string) (readResult, error
 		go func() {
 			defer wg.Done()
 			for i := range next {
-				file, res := files[i], &results[i]
+				file := files[i]
 				if info, err := os.Stat(file); file == trajectory.StdinName || err != nil || !info.Mode().IsRegular() {
-					res.unread = true
+					unread[i] = true
 				} else {
-					res.err = readSessions(file, skip, func(s *Session) {
+					var res fileResult
+					errs[i] = readSessions(file, skip, func(s *Session) {
 						res.findings = pl.session(s, res.findings, &res.live)
 					})
+					if errs[i] == nil {
+						sink.add(file, &res)
+					}
 				}
 				if pl.progress != nil {
 					mu.Lock()
@@ -204,20 +206,18 @@ func (pl plan) readFiles(ctx context.Context, files []string) (readResult, error
 	close(next)
 	wg.Wait()
 	if err := ctx.Err(); err != nil {
-		return readResult{}, err
+		return nil, err
 	}
-	rr := readResult{files: make(map[string]*fileResult, len(files))}
-	for i, res := range results {
-		if res.err != nil {
-			return readResult{}, res.err
+	var out []string
+	for i, f := range files {
+		if errs[i] != nil {
+			return nil, errs[i]
 		}
-		if res.unread {
-			rr.unread = append(rr.unread, files[i])
-			continue
+		if unread[i] {
+			out = append(out, f)
 		}
-		rr.files[files[i]] = &res.fileResult
 	}
-	return rr, nil
+	return out, nil
 }
 
 // plan is a run's detectors with their thresholds.

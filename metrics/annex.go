@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"iter"
 	"slices"
 	"strings"
 )
@@ -82,43 +83,47 @@ type Annex struct {
 	Value string
 }
 
-// Annexes returns the annexes of kind whose file the store holds now
-// under the mark they were kept with, by file; none for a database in
-// memory or a store that never kept one.
-func (db *DB) Annexes(ctx context.Context, kind string) (map[string]Annex, error) {
-	out := map[string]Annex{}
+// EachAnnex calls fn with each annex of kind whose file the store holds
+// now under the mark it was kept with, in no particular order, one at a
+// time, so that a corpus of many files is never held whole; none for a
+// database in memory or a store that never kept one. fn must not use db:
+// the rows hold its one connection. An error of fn stops the walk and is
+// returned.
+func (db *DB) EachAnnex(ctx context.Context, kind string, fn func(Annex) error) error {
 	if db.opts.Path == "" {
-		return out, nil
+		return nil
 	}
 	db.dmu.Lock()
 	defer db.dmu.Unlock()
 	var n int
 	if err := db.sql.QueryRowContext(ctx, "SELECT count(*) FROM duckdb_tables() WHERE database_name = current_database() AND table_name = 'store_annex'").Scan(&n); err != nil {
-		return nil, fmt.Errorf("annexes: %w", err)
+		return fmt.Errorf("annexes: %w", err)
 	}
 	if n == 0 {
-		return out, nil
+		return nil
 	}
 	rows, err := db.sql.QueryContext(ctx, `SELECT a.file, a.size, a.mtime, a.inode, a.head, a.tail, a.stop, a.value
 		FROM store_annex a JOIN store_files f ON a.file = f.file AND a.size = f.size AND a.mtime = f.mtime
 		AND a.inode = f.inode AND a.head = f.head AND a.tail = f.tail AND a.stop = f.stop
 		WHERE a.kind = ?`, kind)
 	if err != nil {
-		return nil, fmt.Errorf("annexes: %w", err)
+		return fmt.Errorf("annexes: %w", err)
 	}
 	defer rows.Close()
 	for rows.Next() {
 		var a Annex
 		m := &a.Mark
 		if err := rows.Scan(&a.File, &m.Size, &m.Mtime, &m.Inode, &m.Head, &m.Tail, &m.Stop, &a.Value); err != nil {
-			return nil, fmt.Errorf("annexes: %w", err)
+			return fmt.Errorf("annexes: %w", err)
 		}
-		out[a.File] = a
+		if err := fn(a); err != nil {
+			return err
+		}
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("annexes: %w", err)
+		return fmt.Errorf("annexes: %w", err)
 	}
-	return out, nil
+	return nil
 }
 
 // KeepsAnnexes reports whether KeepAnnexes keeps them: the database is
@@ -130,15 +135,23 @@ const annexBatch = 256
 
 // KeepAnnexes keeps annexes of kind in the store, in one transaction,
 // replacing those of kind of the same files, and drops the annexes of
-// files the store no longer holds. An annex of File "" is of the whole
-// corpus (see RowsMark and CorpusAnnex). A store opened read-only returns
-// ErrStale and keeps nothing; a database in memory keeps nothing.
+// files the store no longer holds. The annexes are taken one at a time,
+// in batches, so that a caller can stream many from a file. With no
+// annex it does nothing. An annex of File "" is of the whole corpus (see
+// RowsMark and CorpusAnnex). A store opened read-only returns ErrStale
+// and keeps nothing; a database in memory keeps nothing.
 //
 // An annex whose mark is not the store's mark of its file now is kept
-// and never read back (see Annexes): the caller derived it from bytes the
-// store no longer holds.
-func (db *DB) KeepAnnexes(ctx context.Context, kind string, annexes []Annex) error {
-	if db.opts.Path == "" || len(annexes) == 0 {
+// and never read back (see EachAnnex): the caller derived it from bytes
+// the store no longer holds.
+func (db *DB) KeepAnnexes(ctx context.Context, kind string, annexes iter.Seq[Annex]) error {
+	if db.opts.Path == "" {
+		return nil
+	}
+	next, stop := iter.Pull(annexes)
+	defer stop()
+	first, ok := next()
+	if !ok {
 		return nil
 	}
 	if db.opts.ReadOnly {
@@ -154,8 +167,11 @@ func (db *DB) KeepAnnexes(ctx context.Context, kind string, annexes []Annex) err
 	if _, err := tx.ExecContext(ctx, storeAnnexSQL+"DELETE FROM store_annex WHERE file <> '' AND file NOT IN (SELECT file FROM store_files);"); err != nil {
 		return fmt.Errorf("keep annexes: %w", err)
 	}
-	for start := 0; start < len(annexes); start += annexBatch {
-		batch := annexes[start:min(start+annexBatch, len(annexes))]
+	batch := []Annex{first}
+	flush := func() error {
+		if len(batch) == 0 {
+			return nil
+		}
 		files := make([]string, len(batch))
 		args := make([]any, 0, len(batch)*9)
 		vals := make([]string, len(batch))
@@ -165,12 +181,24 @@ func (db *DB) KeepAnnexes(ctx context.Context, kind string, annexes []Annex) err
 			args = append(args, kind, a.File, m.Size, m.Mtime, m.Inode, m.Head, m.Tail, m.Stop, a.Value)
 			vals[i] = "(?, ?, ?, ?, ?, ?, ?, ?, ?)"
 		}
+		batch = batch[:0]
 		if _, err := tx.ExecContext(ctx, "DELETE FROM store_annex WHERE kind = "+quoteString(kind)+" AND file IN "+sqlList(files)); err != nil {
 			return fmt.Errorf("keep annexes: %w", err)
 		}
 		if _, err := tx.ExecContext(ctx, "INSERT INTO store_annex VALUES "+strings.Join(vals, ", "), args...); err != nil {
 			return fmt.Errorf("keep annexes: %w", err)
 		}
+		return nil
+	}
+	for a, ok := next(); ok; a, ok = next() {
+		if batch = append(batch, a); len(batch) == annexBatch {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+	}
+	if err := flush(); err != nil {
+		return err
 	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("keep annexes: %w", err)
