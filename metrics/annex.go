@@ -167,25 +167,27 @@ func (db *DB) KeepAnnexes(ctx context.Context, kind string, annexes iter.Seq[Ann
 	if _, err := tx.ExecContext(ctx, storeAnnexSQL+"DELETE FROM store_annex WHERE file <> '' AND file NOT IN (SELECT file FROM store_files);"); err != nil {
 		return fmt.Errorf("keep annexes: %w", err)
 	}
+	// The new annexes go to a table of their own first, and replace the
+	// old ones in one statement: a DELETE per batch scanned every annex
+	// kept, once per batch (at 100k files, minutes).
+	const fresh = "retrace_annex_fresh"
+	if _, err := tx.ExecContext(ctx, "CREATE OR REPLACE TEMP TABLE "+fresh+" AS SELECT * FROM store_annex LIMIT 0"); err != nil {
+		return fmt.Errorf("keep annexes: %w", err)
+	}
 	batch := []Annex{first}
 	flush := func() error {
 		if len(batch) == 0 {
 			return nil
 		}
-		files := make([]string, len(batch))
 		args := make([]any, 0, len(batch)*9)
 		vals := make([]string, len(batch))
 		for i, a := range batch {
-			files[i] = a.File
 			m := a.Mark
 			args = append(args, kind, a.File, m.Size, m.Mtime, m.Inode, m.Head, m.Tail, m.Stop, a.Value)
 			vals[i] = "(?, ?, ?, ?, ?, ?, ?, ?, ?)"
 		}
 		batch = batch[:0]
-		if _, err := tx.ExecContext(ctx, "DELETE FROM store_annex WHERE kind = "+quoteString(kind)+" AND file IN "+sqlList(files)); err != nil {
-			return fmt.Errorf("keep annexes: %w", err)
-		}
-		if _, err := tx.ExecContext(ctx, "INSERT INTO store_annex VALUES "+strings.Join(vals, ", "), args...); err != nil {
+		if _, err := tx.ExecContext(ctx, "INSERT INTO "+fresh+" VALUES "+strings.Join(vals, ", "), args...); err != nil {
 			return fmt.Errorf("keep annexes: %w", err)
 		}
 		return nil
@@ -199,6 +201,10 @@ func (db *DB) KeepAnnexes(ctx context.Context, kind string, annexes iter.Seq[Ann
 	}
 	if err := flush(); err != nil {
 		return err
+	}
+	if _, err := tx.ExecContext(ctx, "DELETE FROM store_annex WHERE kind = "+quoteString(kind)+" AND file IN (SELECT file FROM "+fresh+");\n"+
+		"INSERT INTO store_annex SELECT * FROM "+fresh+";\nDROP TABLE "+fresh); err != nil {
+		return fmt.Errorf("keep annexes: %w", err)
 	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("keep annexes: %w", err)

@@ -89,11 +89,12 @@ var bigLoadBytes int64 = 64 << 20
 // boundedMemory is DuckDB's memory_limit for a database without
 // Options.MemoryLimit that may hold a big corpus: a store, a big load into
 // memory (bigLoadBytes) and an export. The process's peak RSS runs some
-// 200 to 450 MB above it (DuckDB's allocations outside its buffer pool,
-// the Go heap), so that every reading command stays under 1 GB at 100k, 1M
-// and 10M events (scripts in BenchmarkLoadAndMetrics's doc). At 1M events
-// the cap costs no CPU against DuckDB's default (80% of the machine's
-// memory): what does not fit spills to disk.
+// 300 to 600 MB above it (DuckDB's allocations outside its buffer pool,
+// the Go heap): at 10M events a cold metrics peaked at 891 MB where the
+// old 1GB cap gave 1,365 MB, and a store's first build at 1,080 MB where
+// it had no cap (3.5 GB and growing). At 1M events the cap costs no CPU
+// against DuckDB's default (80% of the machine's memory): what does not
+// fit spills to disk.
 const boundedMemory = "500MB"
 
 // DB is an embedded DuckDB database holding loaded trajectories and the

@@ -33,8 +33,8 @@
 // default), an in-memory database too. Without a limit, a store, an
 // export and a load of more than 64 MiB of trajectories into memory cap
 // DuckDB at 500MB, an in-memory database spilling to a directory of its
-// own, removed by Close, so the memory a command holds does not grow with
-// the corpus (peak RSS stays under 1 GB at 10M events); BenchmarkLoadAndMetrics
+// own, removed by Close, so the memory DuckDB holds does not grow with
+// the corpus (see boundedMemory for what it leaves); BenchmarkLoadAndMetrics
 // measures time, CPU and peak RSS at the sizes RETRACE_BENCH_EVENTS names.
 // The retrace CLI takes --memory-limit or RETRACE_MEMORY_LIMIT.
 // LoadObserved also hands the decoded events the load keeps to an
