@@ -269,19 +269,26 @@ func (fl *fileLiveness) cap(d trajectory.DefenseName) {
 	if len(row.Evidence) <= livenessEvidenceMax {
 		return
 	}
-	idx := make([]int, len(row.Evidence))
-	for i := range idx {
-		idx[i] = i
-	}
-	slices.SortStableFunc(idx, func(a, b int) int {
-		ea, eb := row.Evidence[a], row.Evidence[b]
-		return cmp.Or(cmp.Compare(ea.File, eb.File), cmp.Compare(ea.Line, eb.Line))
-	})
+	idx := byFileLine(row.Evidence)
 	ev, ts := make([]Evidence, 0, livenessEvidenceMax), make([]int, 0, livenessEvidenceMax)
 	for _, i := range idx[:livenessEvidenceMax] {
 		ev, ts = append(ev, row.Evidence[i]), append(ts, turns[i])
 	}
 	row.Evidence, fl.turns[d] = ev, ts
+}
+
+// byFileLine returns the indexes of evidence in the order of its files
+// and lines, evidence of the same place in the order given.
+func byFileLine(evidence []Evidence) []int {
+	idx := make([]int, len(evidence))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortStableFunc(idx, func(a, b int) int {
+		ea, eb := evidence[a], evidence[b]
+		return cmp.Or(cmp.Compare(ea.File, eb.File), cmp.Compare(ea.Line, eb.Line))
+	})
+	return idx
 }
 
 // merge folds o's rows into fl's.
@@ -369,14 +376,7 @@ func tabulate(perWorker []fileLiveness) Liveness {
 	for d, row := range rows {
 		slices.Sort(row.HeldSessions)
 		slices.Sort(row.Missed)
-		idx := make([]int, len(row.Evidence))
-		for i := range idx {
-			idx[i] = i
-		}
-		slices.SortStableFunc(idx, func(a, b int) int {
-			ea, eb := row.Evidence[a], row.Evidence[b]
-			return cmp.Or(cmp.Compare(ea.File, eb.File), cmp.Compare(ea.Line, eb.Line))
-		})
+		idx := byFileLine(row.Evidence)
 		ev := make([]Evidence, 0, min(len(idx), livenessEvidenceMax))
 		for k, i := range idx[:min(len(idx), livenessEvidenceMax)] {
 			if k == 0 {
