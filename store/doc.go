@@ -11,7 +11,7 @@
 // sessions that changed only. Its answers are a cold load's, row for row.
 //
 // By default stores live in the user's cache directory (Dir), one per
-// corpus, named by a hash of the corpus's resolved paths (Key), never in
+// corpus, named by a hash of the corpus's paths (Key), never in
 // the runs directory; retrace --db FILE puts one at FILE instead. The
 // cache is bounded (DefaultMax): after an update the least recently used
 // stores go until the rest fit. Info lists the stores and Clean deletes

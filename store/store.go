@@ -50,7 +50,7 @@ func Dir() (string, error) {
 // Config says which store Open opens and how.
 type Config struct {
 	// Dir is the cache directory: the store of a corpus is named there
-	// by the corpus's resolved paths (Key). Ignored when File is set.
+	// by the corpus's paths (Key). Ignored when File is set.
 	Dir string
 	// File is a store at a path of the user's (retrace --db FILE): kept
 	// where it is, never evicted, and never deleted when another retrace
@@ -71,8 +71,12 @@ type Config struct {
 type LoadFunc func(db *metrics.DB) (metrics.LoadReport, error)
 
 // Key names the store of a corpus: a hash of its paths, each made
-// absolute with its symbolic links resolved, sorted, so that the same
-// runs named another way share a store.
+// absolute with its symbolic links resolved, and of the paths as given,
+// each list sorted. The rows of a store name their files as the paths
+// given spell them (trajectory.Name), so the same runs named another way
+// ("runs" and "/home/me/runs") get a store of their own: sharing one,
+// each call would take every file of the other for removed and read them
+// all again.
 func Key(paths []string) string {
 	resolved := make([]string, 0, len(paths))
 	for _, p := range paths {
@@ -86,7 +90,8 @@ func Key(paths []string) string {
 	}
 	sort.Strings(resolved)
 	resolved = slices.Compact(resolved)
-	sum := sha256.Sum256([]byte(strings.Join(resolved, "\x00")))
+	given := slices.Compact(slices.Sorted(slices.Values(paths)))
+	sum := sha256.Sum256([]byte(strings.Join(resolved, "\x00") + "\x01" + strings.Join(given, "\x00")))
 	return hex.EncodeToString(sum[:8])
 }
 

@@ -267,3 +267,46 @@ func TestConcurrentReadersAndWriter(t *testing.T) {
 		}
 	}
 }
+
+// The rows of a store name their files as the paths given spell them, so
+// the same runs given as a relative and as an absolute path have a store
+// each: shared, each spelling would take the other's files for removed
+// and read every file again (at 10M events, a rebuild of minutes on
+// every call).
+func TestTwoSpellingsOfACorpusKeepAStoreEach(t *testing.T) {
+	ctx := context.Background()
+	parent, cache := t.TempDir(), t.TempDir()
+	runs := filepath.Join(parent, "runs")
+	if err := os.Mkdir(runs, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	addRuns(t, runs, 3, 1)
+	t.Chdir(parent)
+	cfg := Config{Dir: cache}
+	if Key([]string{"runs"}) == Key([]string{runs}) {
+		t.Fatalf("the relative and the absolute spelling have the same key %s", Key([]string{runs}))
+	}
+	if Key([]string{runs, "runs"}) != Key([]string{"runs", runs}) {
+		t.Fatal("the key depends on the order of the paths")
+	}
+	for _, spelling := range []string{"runs", runs, "runs", runs} {
+		db, rep, err := openLoad(ctx, cfg, spelling)
+		if err != nil {
+			t.Fatal(err)
+		}
+		db.Close()
+		if len(rep.Files) != 0 && len(rep.Unchanged) != 0 {
+			t.Fatalf("%s: read %d files and held %d unchanged", spelling, len(rep.Files), len(rep.Unchanged))
+		}
+	}
+	for _, spelling := range []string{"runs", runs} {
+		db, rep, err := openLoad(ctx, cfg, spelling)
+		if err != nil {
+			t.Fatal(err)
+		}
+		db.Close()
+		if len(rep.Files) != 0 || len(rep.Unchanged) != 3 {
+			t.Fatalf("%s, a third time: read %d files, held %d unchanged; want 0 and 3", spelling, len(rep.Files), len(rep.Unchanged))
+		}
+	}
+}
