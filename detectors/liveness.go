@@ -353,26 +353,12 @@ func (k keptLiveness) liveness() fileLiveness {
 // tabulate builds the table from the workers' rows.
 func tabulate(perWorker []fileLiveness) Liveness {
 	var lv Liveness
-	rows := map[trajectory.DefenseName]*DefenseLiveness{}
-	turns := map[trajectory.DefenseName][]int{}
+	var all fileLiveness
 	for _, fl := range perWorker {
-		lv.Sessions += fl.sessions
-		for d, r := range fl.rows {
-			row := rows[d]
-			if row == nil {
-				row = &DefenseLiveness{Defense: d}
-				rows[d] = row
-			}
-			row.Sessions += r.Sessions
-			row.Triggers += r.Triggers
-			row.Checked += r.Checked
-			row.Held += r.Held
-			row.HeldSessions = append(row.HeldSessions, r.HeldSessions...)
-			row.Missed = append(row.Missed, r.Missed...)
-			row.Evidence = append(row.Evidence, r.Evidence...)
-			turns[d] = append(turns[d], fl.turns[d]...)
-		}
+		all.merge(fl)
 	}
+	lv.Sessions = all.sessions
+	rows, turns := all.rows, all.turns
 	for d, row := range rows {
 		slices.Sort(row.HeldSessions)
 		slices.Sort(row.Missed)
