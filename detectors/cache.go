@@ -208,16 +208,17 @@ func (k kept) put(id map[int]string, res *fileResult, annex map[string]string) e
 	return nil
 }
 
-// complete gathers in sink what the load's pass found in the files it
-// observed (seen) that db holds rows of, and what the Go detectors find
-// in the other files db holds events of: taken from the store's annexes where it keeps them
-// for the file as it holds it, else read again (readFiles). On a store
+// complete gathers in sink what the Go detectors find in the files db
+// holds events of that the load's pass did not observe (seen), whose
+// results the pass gave sink already: taken from the store's annexes
+// where it keeps them for the file as it holds it, else read again
+// (readFiles). On a store
 // opened for writing, what was found in a file the store holds whole is
 // kept (the annexes sink spooled). On a store opened read-only, a file it
 // holds whole without findings kept is metrics.ErrStale, before anything
 // is read: the caller (store.Open) runs the detect again on the store
 // opened for writing.
-func (pl plan) complete(ctx context.Context, db *metrics.DB, seen map[string]*fileResult, sink *collector) (readResult, error) {
+func (pl plan) complete(ctx context.Context, db *metrics.DB, seen map[string]bool, sink *collector) (readResult, error) {
 	files, err := loadedFiles(ctx, db)
 	if err != nil {
 		return readResult{}, err
@@ -230,18 +231,6 @@ func (pl plan) complete(ctx context.Context, db *metrics.DB, seen map[string]*fi
 	for _, f := range files {
 		loaded[f] = true
 	}
-	if res, ok := seen[wholeCorpus]; ok {
-		sink.fold(wholeCorpus, res)
-	}
-	// A file observed that db holds no rows of (every session in it a
-	// copy of one a store holds from another file) adds nothing.
-	for _, f := range files {
-		if res, ok := seen[f]; ok {
-			sink.add(f, res)
-			// Gathered: its findings and rows are the sink's now.
-			seen[f] = &fileResult{}
-		}
-	}
 	// taken are the files whose annexes held every key, folded into sink
 	// one at a time as the store gives them.
 	taken := map[string]bool{}
@@ -249,7 +238,7 @@ func (pl plan) complete(ctx context.Context, db *metrics.DB, seen map[string]*fi
 		err := db.EachAnnex(ctx, annexKind, func(a metrics.Annex) error {
 			f := a.File
 			h, isHeld := held[f]
-			if _, ok := seen[f]; ok || !loaded[f] || !isHeld || !h.Whole || a.Mark != h.Mark {
+			if seen[f] || !loaded[f] || !isHeld || !h.Whole || a.Mark != h.Mark {
 				return nil
 			}
 			m, ok := decodeAnnex(a.Value)
@@ -270,20 +259,28 @@ func (pl plan) complete(ctx context.Context, db *metrics.DB, seen map[string]*fi
 			return readResult{}, fmt.Errorf("detect: %w", err)
 		}
 	}
-	var unseen, missing []string
+	// partial are the files read again that the store holds not whole: a
+	// copy of a session it loaded from another file is left out of them.
+	var unseen, missing, partial []string
 	for _, f := range files {
-		if _, ok := seen[f]; ok || taken[f] {
+		if seen[f] || taken[f] {
 			continue
 		}
 		if h, isHeld := held[f]; isHeld && h.Whole {
 			missing = append(missing, f)
+		} else if isHeld {
+			partial = append(partial, f)
 		}
 		unseen = append(unseen, f)
 	}
 	if len(missing) > 0 && !db.KeepsAnnexes() {
 		return readResult{}, fmt.Errorf("detect: the findings in %d files are not kept in the store yet: %w", len(missing), metrics.ErrStale)
 	}
-	unread, err := pl.readFiles(ctx, unseen, sink)
+	keep, err := db.SessionsOf(ctx, partial)
+	if err != nil {
+		return readResult{}, fmt.Errorf("detect: %w", err)
+	}
+	unread, err := pl.readFiles(ctx, unseen, keep, sink)
 	if err != nil {
 		return readResult{}, err
 	}

@@ -180,6 +180,26 @@ func TestKeptFindingsAreAColdDetects(t *testing.T) {
 	copyTo(filepath.Join(runs, "spill_read_loop.jsonl"), "zz_copy.jsonl")
 	same("a copy", 0)
 	same("a copy, unchanged since", 0)
+
+	// A new file holding a session of its own and a copy of one the store
+	// holds from another file: the load keeps its own session only, and
+	// the detectors in its pass must judge that one only (the store's
+	// sessions seed the load's feed), or the copy's findings come twice.
+	own, err := os.ReadFile("testdata/clean/repeated_readonly.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	copied, err := os.ReadFile(filepath.Join(runs, "spill_read_loop.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(runs, "zz_mixed.jsonl"), append(own, copied...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	same("a copy of a stored session beside a new one", 0)
+	// The store holds the file not whole, so it keeps no findings of it:
+	// it is read again, its copy left out (metrics.DB.SessionsOf).
+	same("a copy of a stored session beside a new one, unchanged since", 1)
 }
 
 // warmFindingsOf returns the findings of rep whose first evidence is in

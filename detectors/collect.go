@@ -16,11 +16,11 @@ import (
 // findings stay by file (most files have none), the liveness rows are
 // folded into one table at once, and, when the store keeps annexes, each
 // file's annex is encoded as it comes and spooled to a temporary file, to
-// be kept once every file is done (see annexes). The files read again
-// and those whose annexes the store gives go through it one at a time; a
-// load's pass into a store opened for writing still holds what it found
-// per file until the load is over (see complete). At 10M events in 100k
-// files, holding every file's result took some 400 MB of Go heap.
+// be kept once every file is done (see annexes). The files of the load's
+// pass, those read again and those whose annexes the store gives go
+// through it one at a time, as each is done. At 10M events in 100k
+// files, holding every file's result until the load was over took some
+// 400 MB of Go heap.
 type collector struct {
 	mu       sync.Mutex
 	findings map[string][]Finding

@@ -77,7 +77,7 @@ func (pl plan) loadAndRead(ctx context.Context, db *metrics.DB, paths []string) 
 		return metrics.LoadReport{}, readResult{}, err
 	}
 	defer sink.close()
-	p := startPass(pl, skip, db.KeepsAnnexes())
+	p := startPass(pl, skip, sink)
 	lrep, err := db.LoadObserved(ctx, p, paths...)
 	seen := p.wait()
 	if err != nil {
@@ -92,64 +92,104 @@ func (pl plan) loadAndRead(ctx context.Context, db *metrics.DB, paths []string) 
 // that run the plan's Go detectors over it. Sessions do not span files,
 // and a Go detector is a pure function of a session, so the sessions can
 // be judged in any order on any core; findings are sorted afterwards and
-// the liveness table sorts its evidence.
+// the liveness table sorts its evidence. What was found in a file goes to
+// the sink as soon as its last session is judged, so the pass holds the
+// results of the few files in flight, never those of the whole corpus.
+//
+// The load hands over exactly the events it keeps (metrics.Observer):
+// no copy of a session it holds from another file, the store's files
+// included. So what the pass finds in a file is what a detect of the
+// file's rows finds, and the sink may keep it as soon as the file is done.
 type pass struct {
-	pl plan
+	pl   plan
+	sink *collector
 	// skip are the event types no detector of the plan reads: they are
 	// not kept, as Run does not decode them.
 	skip map[string]bool
 	// open are the sessions of the file being handed over that have not
-	// ended, and order their ids in the order they began.
+	// ended, and order their ids in the order they began; file is that
+	// file's tally.
 	open  map[string]*Session
 	order []string
+	file  *fileTally
 	// seen are the files observed.
-	seen   map[string]bool
-	jobs   chan *Session
-	wg     sync.WaitGroup
-	shares []map[string]*fileResult
+	seen map[string]bool
+	jobs chan passJob
+	wg   sync.WaitGroup
 }
 
-// wholeCorpus is the name a pass files what it found under when it does
-// not keep it per file (see startPass).
-const wholeCorpus = ""
+// passJob is a session to judge and the tally of its file.
+type passJob struct {
+	s *Session
+	t *fileTally
+}
+
+// fileTally gathers what the workers find in the sessions of one file.
+// pending counts its sessions not judged yet, and one more while the
+// file is being handed over: whoever brings it to zero, the last worker
+// or EndFile, gives the file's result to the sink.
+type fileTally struct {
+	name    string
+	mu      sync.Mutex
+	res     fileResult
+	pending int
+}
+
+// done adds res to the tally (nil for none) and hands the file's result
+// to sink when nothing of it is pending any more.
+func (t *fileTally) done(res *fileResult, sink *collector) {
+	t.mu.Lock()
+	if res != nil {
+		t.res.merge(res)
+	}
+	t.pending--
+	last := t.pending == 0
+	t.mu.Unlock()
+	if last {
+		sink.add(t.name, &t.res)
+	}
+}
 
 // passQueue bounds the sessions waiting for a worker: when the detectors
 // fall behind, the load waits for them instead of piling sessions up.
 const passQueue = 256
 
-// startPass starts the pass's workers. Only a store opened for writing
-// keeps what was found per file (perFile); otherwise each worker folds
-// every session into one result, filed under the name "" (wholeCorpus),
-// so that memory does not grow with the number of files.
-func startPass(pl plan, skip map[string]bool, perFile bool) *pass {
-	workers := runtime.GOMAXPROCS(0)
-	p := &pass{pl: pl, skip: skip, open: map[string]*Session{}, seen: map[string]bool{},
-		jobs: make(chan *Session, passQueue), shares: make([]map[string]*fileResult, workers)}
-	for w := range workers {
-		p.shares[w] = map[string]*fileResult{}
-		p.wg.Add(1)
-		go func() {
-			defer p.wg.Done()
-			sh := p.shares[w]
-			for s := range p.jobs {
-				key := wholeCorpus
-				if perFile {
-					key = s.File
-				}
-				res := sh[key]
-				if res == nil {
-					res = &fileResult{}
-					sh[key] = res
-				}
-				res.findings = pl.session(s, res.findings, &res.live)
+// startPass starts the pass's workers, which give what they find to sink.
+func startPass(pl plan, skip map[string]bool, sink *collector) *pass {
+	p := &pass{pl: pl, sink: sink, skip: skip, open: map[string]*Session{}, seen: map[string]bool{},
+		jobs: make(chan passJob, passQueue)}
+	for range runtime.GOMAXPROCS(0) {
+		p.wg.Go(func() {
+			for j := range p.jobs {
+				var res fileResult
+				res.findings = pl.session(j.s, nil, &res.live)
+				j.t.done(&res, sink)
 			}
-		}()
+		})
 	}
 	return p
 }
 
+// tally returns the tally of file, starting it when file is new.
+func (p *pass) tally(file string) *fileTally {
+	if p.file == nil || p.file.name != file {
+		p.file = &fileTally{name: file, pending: 1}
+	}
+	return p.file
+}
+
+// judge hands s to a worker.
+func (p *pass) judge(s *Session) {
+	t := p.tally(s.File)
+	t.mu.Lock()
+	t.pending++
+	t.mu.Unlock()
+	p.jobs <- passJob{s: s, t: t}
+}
+
 // Events implements metrics.Observer.
 func (p *pass) Events(file string, evs []metrics.Located) {
+	p.tally(file)
 	for _, e := range evs {
 		if p.skip[string(e.Type())] {
 			continue
@@ -162,7 +202,7 @@ func (p *pass) Events(file string, evs []metrics.Located) {
 		}
 		s.Events = append(s.Events, Located(e))
 		if e.Type() == trajectory.TypeSessionEnd {
-			p.jobs <- s
+			p.judge(s)
 			delete(p.open, e.Session)
 		}
 	}
@@ -171,34 +211,25 @@ func (p *pass) Events(file string, evs []metrics.Located) {
 // EndFile implements metrics.Observer: the sessions of file that did not
 // end are judged as they are, as Run does.
 func (p *pass) EndFile(file string) {
+	t := p.tally(file)
 	for _, id := range p.order {
 		if s := p.open[id]; s != nil {
-			p.jobs <- s
+			p.judge(s)
 			delete(p.open, id)
 		}
 	}
 	p.order = p.order[:0]
 	p.seen[file] = true
+	p.file = nil
+	t.done(nil, p.sink)
 }
 
-// wait lets the workers finish and returns what they found in each file
-// observed, a file without a session included.
-func (p *pass) wait() map[string]*fileResult {
+// wait lets the workers finish and returns the files observed, a file
+// without a session included; what was found in them is the sink's.
+func (p *pass) wait() map[string]bool {
 	close(p.jobs)
 	p.wg.Wait()
-	out := make(map[string]*fileResult, len(p.seen))
-	for f := range p.seen {
-		out[f] = &fileResult{}
-	}
-	for _, sh := range p.shares {
-		for f, res := range sh {
-			if out[f] == nil {
-				out[f] = &fileResult{}
-			}
-			out[f].merge(res)
-		}
-	}
-	return out
+	return p.seen
 }
 
 // DetectLiveness is Detect that also returns the liveness table of what db

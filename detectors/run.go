@@ -92,7 +92,7 @@ func Run(ctx context.Context, db *metrics.DB, ds []Detector, opts Options) (Repo
 	if err != nil {
 		return rep, err
 	}
-	unread, err := pl.readFiles(ctx, files, sink)
+	unread, err := pl.readFiles(ctx, files, nil, sink)
 	if err != nil {
 		return rep, err
 	}
@@ -155,9 +155,11 @@ func (rr readResult) lives() []fileLiveness { return []fileLiveness{rr.live} }
 // its sessions, on every core, each file by one worker: sessions do not
 // span files, and a Go detector is a pure function of a session. What
 // each file holds goes to sink as soon as the file is done; readFiles
-// returns the files that could not be read. The plan's progress, when
-// set, is called as each file is done.
-func (pl plan) readFiles(ctx context.Context, files []string, sink *collector) ([]string, error) {
+// returns the files that could not be read. Of a file in keep, only the
+// sessions it names are judged (the others are copies the load left out
+// of it, see metrics.DB.SessionsOf). The plan's progress, when set, is
+// called as each file is done.
+func (pl plan) readFiles(ctx context.Context, files []string, keep map[string]map[string]bool, sink *collector) ([]string, error) {
 	var skip map[string]bool
 	if filterTypes {
 		skip = skipTypes(pl.ds)
@@ -181,8 +183,11 @@ func (pl plan) readFiles(ctx context.Context, files []string, sink *collector) (
 					unread[i] = true
 				} else {
 					var res fileResult
+					only := keep[file]
 					errs[i] = readSessions(file, skip, func(s *Session) {
-						res.findings = pl.session(s, res.findings, &res.live)
+						if only == nil || only[s.ID] {
+							res.findings = pl.session(s, res.findings, &res.live)
+						}
 					})
 					if errs[i] == nil {
 						sink.add(file, &res)

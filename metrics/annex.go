@@ -264,3 +264,33 @@ func (db *DB) CorpusAnnex(ctx context.Context, kind string) (string, error) {
 	}
 	return v.String, nil
 }
+
+// SessionsOf returns, of each of files (as the file column names them),
+// the sessions db holds rows of: a file held but not whole (HeldFile)
+// may hold a copy of a session loaded from another file, whose events
+// the load left out of it, and a caller that reads the file again must
+// leave the copy out too.
+func (db *DB) SessionsOf(ctx context.Context, files []string) (map[string]map[string]bool, error) {
+	out := map[string]map[string]bool{}
+	if len(files) == 0 {
+		return out, nil
+	}
+	db.dmu.Lock()
+	defer db.dmu.Unlock()
+	rows, err := db.sql.QueryContext(ctx, "SELECT DISTINCT file, session FROM raw_events WHERE file IN "+sqlList(files))
+	if err != nil {
+		return nil, fmt.Errorf("sessions of files: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var f, s string
+		if err := rows.Scan(&f, &s); err != nil {
+			return nil, fmt.Errorf("sessions of files: %w", err)
+		}
+		if out[f] == nil {
+			out[f] = map[string]bool{}
+		}
+		out[f][s] = true
+	}
+	return out, rows.Err()
+}

@@ -127,7 +127,7 @@ func (s *sessionSeqs) add(r seqRange) int {
 // are checked.
 func (db *DB) checkAll(ctx context.Context, tx *sql.Tx, files []string, plan tracked, tmp string, obs Observer, dups *dupState, disk *diskUse) ([]FileReport, []error, error) {
 	parts, total := split(files, plan)
-	results, err := db.checkParts(ctx, tx, files, parts, total, tmp, "w", obs, disk)
+	results, err := db.checkParts(ctx, tx, files, parts, total, tmp, "w", obs, dups.prior, disk)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -166,7 +166,7 @@ func (db *DB) checkAll(ctx context.Context, tx *sql.Tx, files []string, plan tra
 	if err := deleteFiles(ctx, tx, names); err != nil {
 		return nil, nil, err
 	}
-	results, err = db.checkParts(ctx, tx, files, again, 0, tmp, "again", nil, disk)
+	results, err = db.checkParts(ctx, tx, files, again, 0, tmp, "again", nil, nil, disk)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -188,7 +188,7 @@ func (db *DB) checkAll(ctx context.Context, tx *sql.Tx, files []string, plan tra
 // handed over hold windowBytes of input at most (or one part), so a load
 // that feeds an Observer holds the events of a few parts, never those of
 // the whole input.
-func (db *DB) checkParts(ctx context.Context, tx *sql.Tx, files []string, parts []part, total int64, tmp, name string, obs Observer, disk *diskUse) ([]partResult, error) {
+func (db *DB) checkParts(ctx context.Context, tx *sql.Tx, files []string, parts []part, total int64, tmp, name string, obs Observer, prior map[string]priorSession, disk *diskUse) ([]partResult, error) {
 	var (
 		mu       sync.Mutex
 		done     int64
@@ -209,7 +209,7 @@ func (db *DB) checkParts(ctx context.Context, tx *sql.Tx, files []string, parts 
 		defer win.stop()
 		go func() {
 			defer close(fed)
-			f := &feed{obs: obs, files: files, parts: parts, last: map[string]int64{}}
+			f := newFeed(obs, files, parts, prior)
 			ready := make([]bool, len(parts))
 			first := 0
 			for i := range checked {

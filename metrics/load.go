@@ -63,6 +63,9 @@ type dupState struct {
 	// holds from files the load does not read again (or reads from where
 	// it stopped): they come first. Nil in memory.
 	priorOf func(sessions []string) (map[string]priorSession, error)
+	// prior are all of those, for a load that feeds an Observer (see
+	// newFeed); nil otherwise.
+	prior map[string]priorSession
 }
 
 // priorSession is a session a kept database holds: the highest seq and
@@ -353,6 +356,12 @@ func (db *DB) load(ctx context.Context, obs Observer, paths []string) (LoadRepor
 	if store && loaded {
 		dups.priorOf = func(sessions []string) (map[string]priorSession, error) {
 			return priorSessions(ctx, tx, sessions, whole, plan.gone, plan.resume, scan)
+		}
+		if obs != nil {
+			// An observed load resumes no file (see planKept).
+			if dups.prior, err = storeSessions(ctx, tx, whole, plan.gone, scan); err != nil {
+				return rep, err
+			}
 		}
 	}
 	tmp, err := os.MkdirTemp(db.opts.TempDir, "retrace-metrics-")

@@ -2,6 +2,8 @@ package metrics
 
 import (
 	"context"
+	"database/sql"
+	"fmt"
 	"sync"
 
 	"github.com/retrace-dev/retrace/trajectory"
@@ -62,7 +64,11 @@ func (db *DB) LoadObserved(ctx context.Context, obs Observer, paths ...string) (
 // A session whose first event in a file does not come after the seqs
 // earlier files hold of it is a duplicate, which the load keeps from the
 // first file only (see merge): feed leaves out its events in every later
-// file, as the file's second check does.
+// file, as the file's second check does. The files a store holds and the
+// load does not read again come before every file of the load (see
+// priorSessions): newFeed seeds last with the sessions they hold, so that
+// a copy of a session the store holds from another file is left out too,
+// and an Observer never sees a session the load does not keep.
 type feed struct {
 	obs   Observer
 	files []string
@@ -76,15 +82,56 @@ type feed struct {
 	dupesOf int
 }
 
+// storeOwner is the owner (see feed) of the sessions a store held before
+// the load: no file of it.
+const storeOwner = -1
+
+// newFeed returns the feed of parts of files to obs, the sessions in
+// prior held before them.
+func newFeed(obs Observer, files []string, parts []part, prior map[string]priorSession) *feed {
+	f := &feed{obs: obs, files: files, parts: parts, last: make(map[string]int64, len(prior)), owner: make(map[string]int, len(prior))}
+	for s, p := range prior {
+		f.last[s], f.owner[s] = p.max, storeOwner
+	}
+	return f
+}
+
+// storeSessions returns every session a store holds from the files a load
+// does not read (whole are those it reads, gone those it forgets), with
+// its highest seq there: those an observed load feeds (see newFeed). It
+// asks once for all of them, as a feed cannot wait for the merge that
+// asks for the sessions each part holds (priorSessions): a few tens of
+// bytes a session. A store holding rows from Parquet (scan), whose files
+// store_sessions does not track, is asked through its rows.
+func storeSessions(ctx context.Context, tx *sql.Tx, whole, gone []string, scan bool) (map[string]priorSession, error) {
+	skip := sqlList(append(append(append([]string{}, whole...), gone...), ""))
+	q := "SELECT session, max(max_seq), min(file) FROM store_sessions WHERE file NOT IN " + skip + " GROUP BY session"
+	if scan {
+		q = "SELECT session, max(seq), min(file) FROM raw_events WHERE file IS NOT NULL AND file NOT IN " + skip + " GROUP BY session"
+	}
+	rows, err := tx.QueryContext(ctx, q)
+	if err != nil {
+		return nil, fmt.Errorf("load: %w", err)
+	}
+	defer rows.Close()
+	prior := map[string]priorSession{}
+	for rows.Next() {
+		var s string
+		var p priorSession
+		if err := rows.Scan(&s, &p.max, &p.file); err != nil {
+			return nil, fmt.Errorf("load: %w", err)
+		}
+		prior[s] = p
+	}
+	return prior, rows.Err()
+}
+
 // deliver hands over the events part i kept, and ends the part's file
 // when it is its last part.
 func (f *feed) deliver(i int, res *partResult) {
 	p := f.parts[i]
 	name := trajectory.Name(f.files[p.file])
 	kept := res.events[:0]
-	if f.owner == nil {
-		f.owner = map[string]int{}
-	}
 	if f.dupes == nil || f.dupesOf != p.file {
 		f.dupes, f.inFile, f.dupesOf = map[string]bool{}, map[string]bool{}, p.file
 	}

@@ -149,6 +149,52 @@ func TestAnObserverSeesExactlyTheEventsTheLoadKeeps(t *testing.T) {
 	}
 }
 
+// A store's load observes only the events it keeps: a new file holding a
+// copy of a session the store holds from another file (the detectors'
+// findings in it would come twice) hands over its own session only.
+func TestAStoresObservedLoadHandsNoCopyOfAStoredSession(t *testing.T) {
+	ctx := context.Background()
+	lines := basicLines(t)
+	dir := t.TempDir()
+	writeLines(t, dir, "a.jsonl", lines...)
+	path := filepath.Join(t.TempDir(), "store.duckdb")
+	db, err := Open(ctx, Options{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Load(ctx, dir); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	own := withSession(lines, "20261130-090000.000-00000b0b")
+	writeLines(t, dir, "b.jsonl", append(append([]string{}, lines...), own...)...)
+	db, err = Open(ctx, Options{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	obs := &recorder{t: t}
+	rep, err := db.LoadObserved(ctx, obs, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := trajectory.Name(filepath.Join(dir, "b.jsonl"))
+	if len(rep.Duplicates) != 1 || rep.Duplicates[0].File != b {
+		t.Fatalf("duplicates %+v, want the copy in b.jsonl: the test proves nothing", rep.Duplicates)
+	}
+	tb, err := db.Query(ctx, "SELECT file, session, seq, line FROM raw_events WHERE file = "+quoteString(b)+" ORDER BY line")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var loaded []string
+	for _, r := range tb.Rows {
+		loaded = append(loaded, fmt.Sprintf("%v|%v|%v|%v", r[0], r[1], r[2], r[3]))
+	}
+	if len(loaded) != len(own) || !reflect.DeepEqual(obs.events, loaded) {
+		t.Fatalf("observed %d events, loaded %d of b.jsonl's own %d:\nobserved %v\nloaded   %v", len(obs.events), len(loaded), len(own), obs.events, loaded)
+	}
+}
+
 // Standard input is observed like a file, so the detectors over the event
 // stream see a trajectory piped in.
 func TestAnObserverSeesStandardInput(t *testing.T) {
