@@ -106,13 +106,9 @@ func Run(ctx context.Context, db *metrics.DB, ds []Detector, opts Options) (Repo
 
 // loadedFiles returns the trajectory files db holds events of, sorted.
 func loadedFiles(ctx context.Context, db *metrics.DB) ([]string, error) {
-	t, err := db.Query(ctx, "SELECT DISTINCT file FROM raw_events WHERE file IS NOT NULL ORDER BY file")
+	files, err := db.EventFiles(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("detect: %w", err)
-	}
-	files := make([]string, 0, len(t.Rows))
-	for _, r := range t.Rows {
-		files = append(files, text(r[0]))
 	}
 	return files, nil
 }
@@ -289,15 +285,8 @@ func (pl plan) finish(ctx context.Context, db *metrics.DB, rep *Report, live []f
 		return err
 	}
 	rep.Findings = append(rep.Findings, fs...)
-	count, err := db.Query(ctx, "SELECT count(DISTINCT session), count(*) FROM raw_events")
-	if err != nil {
+	if rep.Sessions, rep.Events, err = db.Counts(ctx); err != nil {
 		return fmt.Errorf("detect: %w", err)
-	}
-	if n, ok := count.Rows[0][0].(int64); ok {
-		rep.Sessions = int(n)
-	}
-	if n, ok := count.Rows[0][1].(int64); ok {
-		rep.Events = int(n)
 	}
 	if pl.dead != nil {
 		rep.Findings = append(rep.Findings, pl.dead.findings(tabulate(live))...)

@@ -102,10 +102,39 @@ func (db *DB) EachAnnex(ctx context.Context, kind string, fn func(Annex) error) 
 	if n == 0 {
 		return nil
 	}
-	rows, err := db.sql.QueryContext(ctx, `SELECT a.file, a.size, a.mtime, a.inode, a.head, a.tail, a.stop, a.value
+	// DuckDB hands a query's result over once it has made all of it: the
+	// annexes of 100k files (some 200 MB at 10M events) were held whole in
+	// its memory, past its cap. So they are asked for a page of rows at a
+	// time, in one transaction, so that every page sees the same store.
+	tx, err := db.sql.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("annexes: %w", err)
+	}
+	defer tx.Rollback()
+	var last int64
+	if err := tx.QueryRowContext(ctx, "SELECT coalesce(max(rowid), -1) FROM store_annex").Scan(&last); err != nil {
+		return fmt.Errorf("annexes: %w", err)
+	}
+	for from := int64(0); from <= last; from += annexPage {
+		if err := eachAnnexIn(ctx, tx, kind, from, from+annexPage, fn); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// annexPage is how many rows of store_annex EachAnnex asks for at once:
+// a few MB of annexes.
+var annexPage int64 = 4096
+
+// eachAnnexIn calls fn with each annex of kind among the rows from (with)
+// to (without) of store_annex whose file the store holds under the mark
+// it was kept with.
+func eachAnnexIn(ctx context.Context, tx *sql.Tx, kind string, from, to int64, fn func(Annex) error) error {
+	rows, err := tx.QueryContext(ctx, `SELECT a.file, a.size, a.mtime, a.inode, a.head, a.tail, a.stop, a.value
 		FROM store_annex a JOIN store_files f ON a.file = f.file AND a.size = f.size AND a.mtime = f.mtime
 		AND a.inode = f.inode AND a.head = f.head AND a.tail = f.tail AND a.stop = f.stop
-		WHERE a.kind = ?`, kind)
+		WHERE a.kind = ? AND a.rowid >= ? AND a.rowid < ?`, kind, from, to)
 	if err != nil {
 		return fmt.Errorf("annexes: %w", err)
 	}
@@ -293,4 +322,46 @@ func (db *DB) SessionsOf(ctx context.Context, files []string) (map[string]map[st
 		out[f][s] = true
 	}
 	return out, rows.Err()
+}
+
+// EventFiles returns the trajectory files db holds events of, sorted. A
+// store answers from store_sessions, a row per file and session, rather
+// than from the file of every event: at 10M events that DISTINCT took
+// DuckDB a few hundred MB, which it kept past the query.
+func (db *DB) EventFiles(ctx context.Context) ([]string, error) {
+	q := "SELECT DISTINCT file FROM raw_events WHERE file IS NOT NULL ORDER BY file"
+	if db.opts.Path != "" {
+		q = "SELECT DISTINCT file FROM store_sessions WHERE file IS NOT NULL ORDER BY file"
+	}
+	db.dmu.Lock()
+	defer db.dmu.Unlock()
+	rows, err := db.sql.QueryContext(ctx, q)
+	if err != nil {
+		return nil, fmt.Errorf("files of events: %w", err)
+	}
+	defer rows.Close()
+	var files []string
+	for rows.Next() {
+		var f string
+		if err := rows.Scan(&f); err != nil {
+			return nil, fmt.Errorf("files of events: %w", err)
+		}
+		files = append(files, f)
+	}
+	return files, rows.Err()
+}
+
+// Counts returns how many sessions and events db holds. A store counts
+// the sessions in store_sessions, for the reason EventFiles says.
+func (db *DB) Counts(ctx context.Context) (sessions, events int, err error) {
+	q := "SELECT count(DISTINCT session), count(*) FROM raw_events"
+	if db.opts.Path != "" {
+		q = "SELECT (SELECT count(DISTINCT session) FROM store_sessions), (SELECT count(*) FROM raw_events)"
+	}
+	db.dmu.Lock()
+	defer db.dmu.Unlock()
+	if err := db.sql.QueryRowContext(ctx, q).Scan(&sessions, &events); err != nil {
+		return 0, 0, fmt.Errorf("count the events: %w", err)
+	}
+	return sessions, events, nil
 }
