@@ -48,7 +48,8 @@ type Options struct {
 	StrictDupes bool
 	// Stdin is what the path "-" (trajectory.Stdin) reads; nil refuses it.
 	Stdin io.Reader
-	// Progress, when set, is called as a load goes on, one call at a time.
+	// Progress, when set, is called as a load goes on, and as an export
+	// writes, one call at a time.
 	Progress func(Progress)
 	// MemoryLimit caps the memory DuckDB holds (its memory_limit, such as
 	// "2GB" or "512MiB"); past it DuckDB spills to TempDir, an in-memory

@@ -38,8 +38,8 @@ type ExportReport struct {
 // seq (see copyParquet), and a file lake.json names the layout's version
 // (LakeVersion).
 func (db *DB) ExportParquet(ctx context.Context, dir string, overwrite bool) (ExportReport, error) {
-	return db.copyParquet(ctx, dir, overwrite, func(t trajectory.EventType) string {
-		return "SELECT " + wideColumns(t, "") + ", CAST(ts AS DATE) AS date FROM " + typeTable(t)
+	return db.copyParquet(ctx, dir, overwrite, func(t trajectory.EventType, where string) string {
+		return "SELECT " + wideColumns(t, "") + ", CAST(ts AS DATE) AS date FROM " + typeTable(t) + " WHERE " + where
 	}, "date")
 }
 
@@ -74,28 +74,59 @@ func wideColumns(t trajectory.EventType, prefix string) string {
 // Tests make it small.
 var exportRowGroupSize = 16384
 
-// copyParquet writes the rows of query(t) for every event type t to dir
-// as zstd Parquet partitioned by the columns partitionBy, one COPY per
-// type, and writes lake.json. It refuses a directory with files in it
-// unless overwrite is set (then it is emptied first), and reports the
-// events and files written. Both Parquet exports go through it, so the
-// layout's rules are the same for each.
+// exportPartEvents is about the most events one part of an export sorts
+// and writes (a part ends at the first session past it, so a session is
+// never split). It bounds the export's memory whatever the corpus's size:
+// DuckDB sorts one part's rows of one type at a time, within its cap,
+// rather than the whole corpus's rows of a type, which spilled past the
+// cap and took the process some 700 MB above it at 10M events. A corpus
+// of fewer events is one part, and its lake a file per type in each
+// partition; each part adds a file per type to each partition it
+// reaches, and a reader of the whole lake pays for their footers. Parts
+// of a quarter, half and whole million events peaked at 555, 631 and 700
+// MB at 10M events (at exportMemory), for 85, 72 and 97 CPU-s.
+// Tests make it small.
+var exportPartEvents int64 = 1 << 19
+
+// exportPart is a range of sessions an export writes at once: the
+// sessions from first up to the next part's first (the last part has no
+// end), and the events they hold.
+type exportPart struct {
+	first  string
+	events int64
+}
+
+// copyParquet writes the rows of query(t, where) for every event type t
+// to dir as zstd Parquet partitioned by the columns partitionBy, and
+// writes lake.json. query puts where, a condition on the session column,
+// in its WHERE clause. It refuses a directory with files in it unless
+// overwrite is set (then it is emptied first), and reports the events and
+// files written. Both Parquet exports go through it, so the layout's rules
+// are the same for each.
 //
 // One file per type in each partition, rows ordered by session and seq,
 // is what makes the lake cheap to read: a reader of one event type (each
 // raw table of a database reading it in place, lake.go) skips the other
 // types' files by the min and max of their type column, and one who asks
 // for a session skips the row groups whose session range leaves it out,
-// in each type's file. The memory is bounded: each COPY sorts one type's
-// rows, and DuckDB spills that sort to disk past boundedMemory; its
-// insertion order need not be kept (the ORDER BY is). Over 1M events
-// (BenchmarkExportParquet) the process peaked at 643 MB, the load
-// included, where one COPY of every event sorted at once peaked at 4.0
-// GB; the price is CPU, 26.9 CPU-s against 15.5 (measured while export
-// still read raw_events filtered by type; see wideColumns). Over 100k
-// events, reading each type's table: 2.9 CPU-s against 2.0, 197 MB
-// against 520 MB.
-func (db *DB) copyParquet(ctx context.Context, dir string, overwrite bool, query func(trajectory.EventType) string, partitionBy string) (ExportReport, error) {
+// in each type's file.
+//
+// The export streams, part by part (exportParts): each part is a range of
+// sessions of about exportPartEvents events, and one COPY per type writes
+// its rows, sorted by session and seq, to a directory of its own inside
+// dir; its files are then moved into their partitions, numbered after the
+// files earlier parts put there (tool_call_0.parquet, tool_call_1.parquet,
+// ...), so the files of a type in a partition hold ranges of sessions in
+// the order of their numbers. No statement sorts more than a part's rows
+// of one type, and the memory does not grow with the corpus (with
+// exportMemory): through a store, the process peaked at 470 MB at 1M
+// events and 631 MB at 10M, where one sort of each type's rows of the
+// whole corpus, spilling past boundedMemory, peaked at 693 MB and 920 to
+// 1,252 MB.
+//
+// Progress, when the database's Options set it, is called after each part
+// with Phase "export" and the events written of the total.
+func (db *DB) copyParquet(ctx context.Context, dir string, overwrite bool, query func(t trajectory.EventType, where string) string, partitionBy string) (ExportReport, error) {
 	var rep ExportReport
 	if entries, err := os.ReadDir(dir); err == nil && len(entries) > 0 && !overwrite {
 		return rep, fmt.Errorf("export to %s: %w; choose an empty or new directory, or overwrite it", dir, ErrNotEmpty)
@@ -122,16 +153,37 @@ func (db *DB) copyParquet(ctx context.Context, dir string, overwrite bool, query
 		return rep, fmt.Errorf("export to %s: %w", dir, err)
 	}
 	defer restore()
-	for _, t := range trajectory.EventTypes() {
-		q := "COPY (" + query(t) + " ORDER BY session, seq) TO " + quoteString(dir) +
-			" (FORMAT parquet, COMPRESSION zstd, PARTITION_BY (" + partitionBy + "), OVERWRITE_OR_IGNORE," +
-			" FILENAME_PATTERN " + quoteString(string(t)+"_{i}") + ", ROW_GROUP_SIZE " + fmt.Sprint(exportRowGroupSize) + ")"
-		res, err := db.sql.ExecContext(ctx, q)
-		if err != nil {
+	parts, total, err := db.exportParts(ctx)
+	if err != nil {
+		return rep, fmt.Errorf("export to %s: %w", dir, err)
+	}
+	// A part is written to a directory of its own, whose name no reader
+	// of the lake takes for a partition, and its files are then moved.
+	staging := filepath.Join(dir, ".part")
+	defer os.RemoveAll(staging)
+	next := map[string]int{}
+	for i := range parts {
+		where := partWhere(parts, i)
+		for _, t := range trajectory.EventTypes() {
+			q := "COPY (" + query(t, where) + " ORDER BY session, seq) TO " + quoteString(staging) +
+				" (FORMAT parquet, COMPRESSION zstd, PARTITION_BY (" + partitionBy + "), OVERWRITE_OR_IGNORE," +
+				" FILENAME_PATTERN " + quoteString(string(t)+"_{i}") + ", ROW_GROUP_SIZE " + fmt.Sprint(exportRowGroupSize) + ")"
+			res, err := db.sql.ExecContext(ctx, q)
+			if err != nil {
+				return rep, fmt.Errorf("export to %s: %w", dir, err)
+			}
+			n, _ := res.RowsAffected()
+			rep.Events += n
+		}
+		if err := movePart(staging, dir, next); err != nil {
 			return rep, fmt.Errorf("export to %s: %w", dir, err)
 		}
-		n, _ := res.RowsAffected()
-		rep.Events += n
+		if db.opts.Progress != nil {
+			db.opts.Progress(Progress{Phase: "export", Done: rep.Events, Total: total})
+		}
+	}
+	if rep.Events != total {
+		return rep, fmt.Errorf("export to %s: wrote %d of the %d events loaded", dir, rep.Events, total)
 	}
 	if err := writeLakeManifest(dir, partitionBy); err != nil {
 		return rep, fmt.Errorf("export to %s: %w", dir, err)
@@ -155,6 +207,110 @@ func (db *DB) copyParquet(ctx context.Context, dir string, overwrite bool, query
 	return rep, nil
 }
 
+// exportParts cuts the loaded sessions, in order, into the parts an
+// export writes one at a time, each of about exportPartEvents events, and
+// returns them and the events loaded. A corpus with no events is one part
+// of none.
+func (db *DB) exportParts(ctx context.Context) ([]exportPart, int64, error) {
+	rows, err := db.sql.QueryContext(ctx, "SELECT session, count(*) FROM raw_events GROUP BY session ORDER BY session NULLS LAST")
+	if err != nil {
+		return nil, 0, err
+	}
+	defer rows.Close()
+	parts := []exportPart{{}}
+	var total int64
+	for rows.Next() {
+		var session sql.NullString
+		var n int64
+		if err := rows.Scan(&session, &n); err != nil {
+			return nil, 0, err
+		}
+		total += n
+		last := &parts[len(parts)-1]
+		// A NULL session sorts last and stays in the last part, which
+		// has no end and takes them (see partWhere).
+		if last.events > 0 && last.events+n > exportPartEvents && session.Valid {
+			parts = append(parts, exportPart{first: session.String})
+			last = &parts[len(parts)-1]
+		}
+		last.events += n
+	}
+	return parts, total, rows.Err()
+}
+
+// partWhere returns the condition on the session column that selects the
+// rows of parts[i]: from its first session to the next part's first. The
+// first part has no start and the last no end, and the last takes any row
+// without a session, so the parts hold every row once.
+func partWhere(parts []exportPart, i int) string {
+	var conds []string
+	if i > 0 {
+		conds = append(conds, "session >= "+quoteString(parts[i].first))
+	}
+	if i < len(parts)-1 {
+		conds = append(conds, "session < "+quoteString(parts[i+1].first))
+	}
+	switch {
+	case len(conds) == 0:
+		return "true"
+	case i == len(parts)-1:
+		return "(" + conds[0] + " OR session IS NULL)"
+	}
+	return strings.Join(conds, " AND ")
+}
+
+// movePart moves the Parquet files a part wrote below staging into the
+// same partitions below dir, each named for its type and numbered after
+// the files of that type the partition holds (next counts them, by
+// partition and type), and empties staging.
+func movePart(staging, dir string, next map[string]int) error {
+	var files []string
+	err := filepath.WalkDir(staging, func(p string, d fs.DirEntry, err error) error {
+		if errors.Is(err, fs.ErrNotExist) && p == staging {
+			return fs.SkipAll // a part of no rows writes nothing
+		}
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() && strings.HasSuffix(p, ParquetExt) {
+			files = append(files, p)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, f := range files {
+		rel, err := filepath.Rel(staging, f)
+		if err != nil {
+			return err
+		}
+		t, ok := lakeFileType(filepath.Base(rel))
+		if !ok {
+			return fmt.Errorf("an export wrote %s, which is not named for its event type", rel)
+		}
+		part := filepath.Dir(rel)
+		key := filepath.Join(part, string(t))
+		to := filepath.Join(dir, part, fmt.Sprintf("%s_%d%s", t, next[key], ParquetExt))
+		next[key]++
+		if err := os.MkdirAll(filepath.Dir(to), 0o700); err != nil {
+			return err
+		}
+		if err := os.Rename(f, to); err != nil {
+			return err
+		}
+	}
+	return os.RemoveAll(staging)
+}
+
+// exportMemory is DuckDB's memory_limit while an export writes, unless
+// Options.MemoryLimit sets one: lower than boundedMemory, because an
+// export sorts a part at a time (exportPartEvents) and needs little
+// memory to do so, and what DuckDB holds beyond that is blocks of the
+// tables it read, kept in case they are read again. At 10M events the
+// process peaked at 631 MB with it, and at 869 MB at boundedMemory.
+const exportMemory = "256MB"
+
 // boundExport sets what keeps an export's memory bounded, unless the
 // database's options set a limit of their own, and returns what puts the
 // settings back.
@@ -165,11 +321,11 @@ func (db *DB) boundExport(ctx context.Context) (func(), error) {
 	}
 	set := []string{"SET preserve_insertion_order = false"}
 	undo := []string{"SET preserve_insertion_order = " + order}
-	if db.opts.MemoryLimit == "" && !db.capped {
+	if db.opts.MemoryLimit == "" {
 		if err := db.limitMemory(ctx, ""); err != nil {
 			return nil, err
 		}
-		set = append(set, "SET memory_limit = "+quoteString(boundedMemory))
+		set = append(set, "SET memory_limit = "+quoteString(exportMemory))
 		undo = append(undo, "SET memory_limit = "+quoteString(limit))
 	}
 	for _, q := range set {

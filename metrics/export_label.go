@@ -30,9 +30,10 @@ func (db *DB) ExportParquetByLabel(ctx context.Context, dir string, overwrite bo
 		return ExportReport{}, fmt.Errorf("export to %s: %w %q: want a session_start tag key such as scenario", dir, ErrBadLabelKey, key)
 	}
 	path := quoteString(`$."` + key + `"`)
-	return db.copyParquet(ctx, dir, overwrite, func(t trajectory.EventType) string {
-		return "SELECT " + wideColumns(t, "e.") + ", s." + LabelColumn + ", CAST(e.ts AS DATE) AS date FROM " + typeTable(t) + " e" +
+	return db.copyParquet(ctx, dir, overwrite, func(t trajectory.EventType, where string) string {
+		return "SELECT " + wideColumns(t, "e.") + ", s." + LabelColumn + ", CAST(e.ts AS DATE) AS date" +
+			" FROM (SELECT * FROM " + typeTable(t) + " WHERE " + where + ") e" +
 			" LEFT JOIN (SELECT session, json_extract_string(tags, " + path + ") AS " + LabelColumn +
-			" FROM raw_session_start) s ON s.session = e.session"
+			" FROM raw_session_start WHERE " + where + ") s ON s.session = e.session"
 	}, LabelColumn+", date")
 }

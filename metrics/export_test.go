@@ -105,3 +105,34 @@ func TestParquetExportAndLoadRefuseWhatTheyShouldNot(t *testing.T) {
 		}
 	})
 }
+
+func TestAnExportReportsItsProgressPartByPart(t *testing.T) {
+	ctx := context.Background()
+	defer func(n int64) { exportPartEvents = n }(exportPartEvents)
+	exportPartEvents = 500
+	corpus := filepath.Join(t.TempDir(), "synth")
+	if _, err := synth.Write(ctx, corpus, synth.Options{Sessions: 20, Seed: 2}); err != nil {
+		t.Fatal(err)
+	}
+	var seen []Progress
+	db := open(t, Options{Progress: func(p Progress) {
+		if p.Phase == "export" {
+			seen = append(seen, p)
+		}
+	}}, corpus)
+	rep, err := db.ExportParquet(ctx, filepath.Join(t.TempDir(), "lake"), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(seen) < 2 {
+		t.Fatalf("%d export progress calls over %d events in parts of %d; want one a part", len(seen), rep.Events, exportPartEvents)
+	}
+	for i, p := range seen {
+		if p.Total != rep.Events || p.Done > p.Total || i > 0 && p.Done <= seen[i-1].Done {
+			t.Fatalf("progress %d is %+v after %+v; want events written rising to the %d exported", i, p, seen[max(i-1, 0)], rep.Events)
+		}
+	}
+	if last := seen[len(seen)-1]; last.Done != rep.Events {
+		t.Fatalf("the last progress is %+v; want all %d events written", last, rep.Events)
+	}
+}

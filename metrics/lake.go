@@ -292,8 +292,8 @@ func mergeSorted(a, b []string) []string {
 // LakeVersion is the version of the Parquet lake's layout and schema, as
 // lake.json at the top of an export names it. Version 1 was a file per
 // date partition with every event type in it (exports made before
-// lake.json, which has no such file); version 2 has a file per event type
-// in each partition. Both read alike: the columns are the same, and a
+// lake.json, which has no such file); version 2 has one or more files per
+// event type in each partition, each holding a range of sessions. Both read alike: the columns are the same, and a
 // reader selects an event type by its type column. docs/parquet.md is the
 // interface and docs/beyond-one-machine.md says how a team shares it.
 const LakeVersion = 2
@@ -333,7 +333,7 @@ type LakeColumn struct {
 func lakeOf(partitionBy string) Lake {
 	l := Lake{
 		Format: "retrace-lake", Version: LakeVersion, TrajectoryVersion: trajectory.Version,
-		Files:    "one or more files per event type in each partition, named <type>_<n>.parquet; every file has every column",
+		Files:    "one or more files per event type in each partition, named <type>_<n>.parquet, the sessions of each after those of the one numbered before it; every file has every column",
 		SortedBy: []string{"session", "seq"},
 	}
 	for _, c := range append(Columns(), where()...) {

@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/retrace-dev/retrace/synth"
@@ -29,6 +31,15 @@ var lakeViews = map[string]string{
 // lake, and returns the database and the lake's directory.
 func exportedCorpus(t *testing.T) (*DB, string) {
 	t.Helper()
+	return exportedCorpusInParts(t, exportPartEvents)
+}
+
+// exportedCorpusInParts is exportedCorpus with an export that writes parts
+// of about part events (exportPartEvents).
+func exportedCorpusInParts(t *testing.T, part int64) (*DB, string) {
+	t.Helper()
+	defer func(n int64) { exportPartEvents = n }(exportPartEvents)
+	exportPartEvents = part
 	ctx := context.Background()
 	corpus := filepath.Join(t.TempDir(), "synth")
 	if _, err := synth.Write(ctx, corpus, synth.Options{Sessions: 40, Seed: 3, Days: 3}); err != nil {
@@ -43,8 +54,25 @@ func exportedCorpus(t *testing.T) (*DB, string) {
 }
 
 func TestALakeIsReadInPlaceWithTheSameRowsAsTheTrajectories(t *testing.T) {
+	t.Run("An export of one part.", func(t *testing.T) {
+		src, dir := exportedCorpus(t)
+		sameRowsOverTheLake(t, src, dir)
+	})
+	t.Run("An export in parts, several files of a type in each partition.", func(t *testing.T) {
+		src, dir := exportedCorpusInParts(t, 300)
+		files, err := filepath.Glob(filepath.Join(dir, "date=*", "tool_call_1"+ParquetExt))
+		if err != nil || len(files) == 0 {
+			t.Fatalf("no partition of %s has a second tool_call file (%v); the parts are not tested", dir, err)
+		}
+		sameRowsOverTheLake(t, src, dir)
+	})
+}
+
+// sameRowsOverTheLake checks that the lake in dir, read in place, gives
+// every view and named metric the rows src gives.
+func sameRowsOverTheLake(t *testing.T, src *DB, dir string) {
+	t.Helper()
 	ctx := context.Background()
-	src, dir := exportedCorpus(t)
 	lake := open(t, Options{}, dir)
 	// Read in place: the tables hold nothing; every raw table is a
 	// temporary view over read_parquet.
@@ -245,6 +273,75 @@ func TestAnExportIsLaidOutForPruning(t *testing.T) {
 			t.Fatalf("%s has %s events in the lake, %s loaded", session, got, want)
 		}
 	})
+	t.Run("An export in parts numbers a type's files in a partition in the order of their sessions, so a session is in one of them.", func(t *testing.T) {
+		defer func(n int64) { exportPartEvents = n }(exportPartEvents)
+		exportPartEvents = 2000
+		corpus := filepath.Join(t.TempDir(), "day")
+		if _, err := synth.Write(ctx, corpus, synth.Options{Sessions: 300, Seed: 5, Days: 1}); err != nil {
+			t.Fatal(err)
+		}
+		src := open(t, Options{}, corpus)
+		parts := filepath.Join(t.TempDir(), "parts")
+		rep, err := src.ExportParquet(ctx, parts, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The session ranges of each partition's files of a type, in the
+		// order of their numbers.
+		type span struct {
+			n        int
+			min, max string
+		}
+		spans := map[string][]span{}
+		for _, f := range rep.Files {
+			typ, ok := lakeFileType(filepath.Base(f))
+			if !ok {
+				t.Fatalf("%s is not named for an event type", f)
+			}
+			var n int
+			fmt.Sscanf(strings.TrimSuffix(strings.TrimPrefix(filepath.Base(f), string(typ)+"_"), ParquetExt), "%d", &n)
+			r := rows(t, src, "select min(session) || ' ' || max(session) from read_parquet("+quoteString(filepath.Join(parts, f))+")")
+			lo, hi, _ := strings.Cut(r[0], " ")
+			key := filepath.Join(filepath.Dir(f), string(typ))
+			spans[key] = append(spans[key], span{n, lo, hi})
+		}
+		several := 0
+		for key, ss := range spans {
+			slices.SortFunc(ss, func(a, b span) int { return a.n - b.n })
+			for i, s := range ss {
+				if s.n != i {
+					t.Fatalf("%s: files numbered %v, want 0 to %d", key, ss, len(ss)-1)
+				}
+				if i > 0 && ss[i-1].max >= s.min {
+					t.Errorf("%s: file %d ends at session %s, file %d starts at %s", key, i-1, ss[i-1].max, i, s.min)
+				}
+			}
+			if len(ss) > 1 {
+				several++
+			}
+		}
+		if several == 0 {
+			t.Fatalf("no partition has two files of a type (%d files); the parts are not tested", len(rep.Files))
+		}
+		// A reader of one session reads at most one file of each type
+		// in a partition: the others' footers rule it out.
+		session := rows(t, src, "select session from sessions order by session limit 1 offset 150")[0]
+		q := "select distinct file_name from parquet_metadata(" + quoteString(filepath.Join(parts, "*", "*"+ParquetExt)) +
+			") where path_in_schema = 'session' and stats_min <= " + quoteString(session) + " and stats_max >= " + quoteString(session)
+		holding := rows(t, src, q)
+		seen := map[string]string{}
+		for _, f := range holding {
+			typ, _ := lakeFileType(filepath.Base(f))
+			key := filepath.Join(filepath.Dir(f), string(typ))
+			if other, ok := seen[key]; ok {
+				t.Errorf("both %s and %s may hold session %s", other, f, session)
+			}
+			seen[key] = f
+		}
+		if len(holding) == 0 || len(holding) >= len(rep.Files) {
+			t.Errorf("%d of %d files may hold session %s; want some, and not all", len(holding), len(rep.Files), session)
+		}
+	})
 }
 
 func TestIsLakeOnlyWhenEveryInputIsParquet(t *testing.T) {
@@ -279,4 +376,34 @@ func TestIsLakeOnlyWhenEveryInputIsParquet(t *testing.T) {
 			t.Errorf("IsLake(%q) = %v, want %v", c.paths, got, c.want)
 		}
 	}
+}
+
+func TestAnExportByLabelInPartsHasEverySessionUnderItsLabel(t *testing.T) {
+	ctx := context.Background()
+	defer func(n int64) { exportPartEvents = n }(exportPartEvents)
+	exportPartEvents = 300
+	corpus := filepath.Join(t.TempDir(), "synth")
+	if _, err := synth.Write(ctx, corpus, synth.Options{Sessions: 40, Seed: 3, Days: 2}); err != nil {
+		t.Fatal(err)
+	}
+	src := open(t, Options{}, corpus)
+	dir := filepath.Join(t.TempDir(), "lake")
+	rep, err := src.ExportParquetByLabel(ctx, dir, false, "project")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := rows(t, src, "select count(*) from events")[0]; fmt.Sprint(rep.Events) != want {
+		t.Fatalf("exported %d events, want the %s loaded", rep.Events, want)
+	}
+	second, err := filepath.Glob(filepath.Join(dir, "label=*", "date=*", "tool_call_1"+ParquetExt))
+	if err != nil || len(second) == 0 {
+		t.Fatalf("no partition has a second tool_call file (%v); the parts are not tested", err)
+	}
+	q := "select count(*) from read_parquet(" + quoteString(filepath.Join(dir, "label=*", "date=*", "*"+ParquetExt)) + ", hive_partitioning = true) e" +
+		" join (select session, json_extract_string(tags, '$.project') as p from raw_session_start) s using (session)" +
+		" where e.label is distinct from s.p"
+	if got := rows(t, src, q)[0]; got != "0" {
+		t.Errorf("%s events sit under another session's label", got)
+	}
+	sameRowsOverTheLake(t, src, dir)
 }

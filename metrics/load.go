@@ -198,7 +198,8 @@ func (e *LoadError) Unwrap() []error { return e.Problems }
 // Progress tells a long load's caller how far it is. A load checks every
 // trajectory line first (Phase "check"; Done and Total count bytes of the
 // input files), then has DuckDB read the lines that passed (Phase "load";
-// bytes of those lines).
+// bytes of those lines). An export then reports the events it has written
+// (Phase "export"; events, not bytes), after each part (copyParquet).
 type Progress struct {
 	Phase       string
 	Done, Total int64

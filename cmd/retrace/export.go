@@ -36,15 +36,19 @@ func newExportCmd(sys *IO) *cobra.Command {
 and writes them out for other tools.
 
 --parquet DIR writes every event as zstd-compressed Parquet, hive-partitioned
-by the event's UTC date, a file per event type in each partition
+by the event's UTC date, files per event type in each partition
 (DIR/date=2026-11-30/tool_call_0.parquet), rows ordered by session and seq,
 with the columns of the events view; DIR/lake.json names the layout's
-version and the columns. It streams, DuckDB's memory capped at 500MB unless
---memory-limit says otherwise. retrace query, metrics, detect and export
-read such a directory in place, and give the same numbers as the
-trajectories. DIR must be empty or new unless --overwrite, which replaces
-it. docs/parquet.md is the layout; docs/beyond-one-machine.md says how a
-team shares it.
+version and the columns. It streams: the sessions are written in order, in
+parts of about half a million events, so a partition may hold several files
+of a type (tool_call_1.parquet holds sessions after those of
+tool_call_0.parquet), and the memory does not grow with the corpus (DuckDB
+is capped at 256MB while it writes, unless --memory-limit says otherwise).
+On a terminal a bar on stderr follows the load and then the writing.
+retrace query, metrics, detect and export read such a directory in place,
+and give the same numbers as the trajectories. DIR must be empty or new
+unless --overwrite, which replaces it. docs/parquet.md is the layout;
+docs/beyond-one-machine.md says how a team shares it.
 
 --arrow FILE writes the result of --query (default: every event in recording
 order) as an Arrow IPC stream; FILE - is stdout. Arrow needs a retrace built

@@ -18,7 +18,7 @@ type loadFlags struct {
 }
 
 // memoryLimitUsage is the --memory-limit flag's usage.
-const memoryLimitUsage = "cap the memory DuckDB holds, such as 2GB (default $RETRACE_MEMORY_LIMIT, or 500MB for a store, an export and a load of more than 64 MiB of runs; DuckDB's 80% of RAM for smaller loads); past it DuckDB spills to $TMPDIR"
+const memoryLimitUsage = "cap the memory DuckDB holds, such as 2GB (default $RETRACE_MEMORY_LIMIT, or 500MB for a store and a load of more than 64 MiB of runs, 256MB while an export writes; DuckDB's 80% of RAM for smaller loads); past it DuckDB spills to $TMPDIR"
 
 // strictDupesUsage is the --strict-dupes flag's usage.
 const strictDupesUsage = "refuse a session found in two files (exit 2) instead of loading it once, from the first file, with a warning"

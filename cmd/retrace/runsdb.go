@@ -226,22 +226,34 @@ func newLoadBar(w io.Writer) *loadBar {
 	return &loadBar{w: w, tty: tty, min: loadBarMin}
 }
 
-// update follows metrics.Progress: the "check" phase, then "load".
+// exportBarMin is the events below which an export is quick enough to
+// need no progress bar (about a second's work).
+const exportBarMin = 100_000
+
+// update follows metrics.Progress: the "check" phase, then "load", both
+// counting bytes, and then, for an export, "export" counting events.
 func (b *loadBar) update(p metrics.Progress) {
-	if !b.tty || p.Total < b.min {
+	events := p.Phase == "export"
+	if !b.tty || !events && p.Total < b.min || events && p.Total < exportBarMin {
 		return
 	}
 	if b.bar == nil || b.phase != p.Phase {
 		b.finish()
-		desc := map[string]string{"check": "checking trajectories", "load": "loading into DuckDB"}[p.Phase]
+		desc := map[string]string{"check": "checking trajectories", "load": "loading into DuckDB", "export": "writing Parquet (events)"}[p.Phase]
 		b.phase = p.Phase
-		b.bar = progressbar.NewOptions64(p.Total,
+		opts := []progressbar.Option{
 			progressbar.OptionSetWriter(b.w),
 			progressbar.OptionSetDescription(desc),
-			progressbar.OptionShowBytes(true),
 			progressbar.OptionSetWidth(30),
-			progressbar.OptionThrottle(100*time.Millisecond),
-			progressbar.OptionClearOnFinish())
+			progressbar.OptionThrottle(100 * time.Millisecond),
+			progressbar.OptionClearOnFinish(),
+		}
+		if events {
+			opts = append(opts, progressbar.OptionShowCount())
+		} else {
+			opts = append(opts, progressbar.OptionShowBytes(true))
+		}
+		b.bar = progressbar.NewOptions64(p.Total, opts...)
 	}
 	b.bar.Set64(p.Done)
 }
