@@ -34,6 +34,22 @@ func TestTheLoadBarDrawsOnATerminalOnly(t *testing.T) {
 			}
 		}
 	})
+	t.Run("An export's writing is drawn in events, from exportBarMin on.", func(t *testing.T) {
+		ptmx, tty := openPty(t)
+		bar := newLoadBar(tty)
+		bar.update(metrics.Progress{Phase: "export", Done: 10, Total: exportBarMin - 1})
+		if bar.bar != nil {
+			t.Fatal("a bar was started for an export under exportBarMin events")
+		}
+		bar.update(metrics.Progress{Phase: "export", Done: 50_000, Total: 2 * exportBarMin})
+		bar.update(metrics.Progress{Phase: "export", Done: 2 * exportBarMin, Total: 2 * exportBarMin})
+		bar.finish()
+		tty.Close()
+		drawn, _ := io.ReadAll(ptmx)
+		if !strings.Contains(string(drawn), "writing Parquet") || !strings.Contains(string(drawn), "50000/200000") {
+			t.Errorf("the terminal shows %q, without the export's description and events", drawn)
+		}
+	})
 	t.Run("A load smaller than the threshold draws nothing even on a terminal.", func(t *testing.T) {
 		_, tty := openPty(t)
 		bar := newLoadBar(tty)
