@@ -33,9 +33,10 @@ type ExportReport struct {
 // the events view's columns, file included: loading dir into an empty
 // database gives the same views and metrics as the trajectories did. A dir
 // with files in it is refused with ErrNotEmpty unless overwrite is set, so
-// an export never mixes with an older one. Each partition holds a file per
-// event type (tool_call_0.parquet, ...), its rows ordered by session and
-// seq (see copyParquet), and a file lake.json names the layout's version
+// an export never mixes with an older one. Each partition holds one or
+// more files per event type (tool_call_0.parquet, tool_call_1.parquet,
+// ...), each a range of sessions, its rows ordered by session and seq
+// (see copyParquet), and a file lake.json names the layout's version
 // (LakeVersion).
 func (db *DB) ExportParquet(ctx context.Context, dir string, overwrite bool) (ExportReport, error) {
 	return db.copyParquet(ctx, dir, overwrite, func(t trajectory.EventType, where string) string {
