@@ -105,12 +105,12 @@ type exportPart struct {
 // files written. Both Parquet exports go through it, so the layout's rules
 // are the same for each.
 //
-// One file per type in each partition, rows ordered by session and seq,
-// is what makes the lake cheap to read: a reader of one event type (each
+// Files of one type each, in each partition, rows ordered by session and
+// seq, are what makes the lake cheap to read: a reader of one event type (each
 // raw table of a database reading it in place, lake.go) skips the other
 // types' files by the min and max of their type column, and one who asks
-// for a session skips the row groups whose session range leaves it out,
-// in each type's file.
+// for a session skips the files and row groups whose session range
+// leaves it out.
 //
 // The export streams, part by part (exportParts): each part is a range of
 // sessions of about exportPartEvents events, and one COPY per type writes
