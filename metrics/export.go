@@ -120,10 +120,11 @@ type exportPart struct {
 // ...), so the files of a type in a partition hold ranges of sessions in
 // the order of their numbers. No statement sorts more than a part's rows
 // of one type, and the memory does not grow with the corpus (with
-// exportMemory): through a store, the process peaked at 470 MB at 1M
-// events and 631 MB at 10M, where one sort of each type's rows of the
-// whole corpus, spilling past boundedMemory, peaked at 693 MB and 920 to
-// 1,252 MB.
+// exportMemory): through a store, the process peaked at 470 to 509 MB at
+// 1M events and 533 to 631 MB at 10M, where one sort of each type's rows
+// of the whole corpus, spilling past boundedMemory, peaked at 693 MB and
+// 920 to 1,252 MB, for about the same CPU (10M: 89 to 92 CPU-s against
+// 96).
 //
 // Progress, when the database's Options set it, is called after each part
 // with Phase "export" and the events written of the total.
@@ -308,8 +309,9 @@ func movePart(staging, dir string, next map[string]int) error {
 // Options.MemoryLimit sets one: lower than boundedMemory, because an
 // export sorts a part at a time (exportPartEvents) and needs little
 // memory to do so, and what DuckDB holds beyond that is blocks of the
-// tables it read, kept in case they are read again. At 10M events the
-// process peaked at 631 MB with it, and at 869 MB at boundedMemory.
+// tables it read, kept in case they are read again. At 10M events, in
+// parts of half a million, the process peaked at 631 MB with it, and at
+// 869 MB at boundedMemory.
 const exportMemory = "256MB"
 
 // boundExport sets what keeps an export's memory bounded, unless the
