@@ -30,11 +30,12 @@
 //
 // Memory: Options.MemoryLimit is DuckDB's memory_limit, past which it
 // spills to Options.TempDir (the system's temporary directory by
-// default), an in-memory database too. Without a limit, a store, an
-// export and a load of more than 64 MiB of trajectories into memory cap
-// DuckDB at 500MB, an in-memory database spilling to a directory of its
-// own, removed by Close, so the memory DuckDB holds does not grow with
-// the corpus (see boundedMemory for what it leaves); BenchmarkLoadAndMetrics
+// default), an in-memory database too. Without a limit, a store and a
+// load of more than 64 MiB of trajectories into memory cap DuckDB at
+// 500MB, and an export at 256MB while it writes (exportMemory), an
+// in-memory database spilling to a directory of its own, removed by
+// Close, so the memory DuckDB holds does not grow with the corpus (see
+// boundedMemory for what it leaves); BenchmarkLoadAndMetrics
 // measures time, CPU and peak RSS at the sizes RETRACE_BENCH_EVENTS names.
 // The retrace CLI takes --memory-limit or RETRACE_MEMORY_LIMIT.
 // LoadObserved also hands the decoded events the load keeps to an
@@ -52,12 +53,14 @@
 // # The Parquet lake
 //
 // ExportParquet writes the events as a Parquet lake: hive-partitioned by
-// UTC date, a zstd file per event type in each partition, rows ordered by
+// UTC date, zstd files per event type in each partition, rows ordered by
 // session and seq in row groups of 16,384 rows, and lake.json naming the
-// layout's version (LakeVersion) and every column. It streams: one COPY
-// per event type, each sorting only that type's rows, with DuckDB's memory
-// capped at 500MB (unless Options.MemoryLimit says otherwise) and its
-// sort spilling past it. A load whose inputs are all Parquet, into a
+// layout's version (LakeVersion) and every column. It streams: the
+// sessions, in order, in parts of about half a million events, one COPY
+// per event type and part, each sorting only that part's rows of the
+// type, with DuckDB's memory capped at 256MB (unless Options.MemoryLimit
+// says otherwise); each part adds a file per type to the partitions it
+// reaches. A load whose inputs are all Parquet, into a
 // database holding no rows, reads the lake in place (lake.go): each event
 // type's table becomes a temporary view over read_parquet of its files,
 // nothing is copied, and the views, the derived views and the named

@@ -33,9 +33,10 @@ type ExportReport struct {
 // the events view's columns, file included: loading dir into an empty
 // database gives the same views and metrics as the trajectories did. A dir
 // with files in it is refused with ErrNotEmpty unless overwrite is set, so
-// an export never mixes with an older one. Each partition holds a file per
-// event type (tool_call_0.parquet, ...), its rows ordered by session and
-// seq (see copyParquet), and a file lake.json names the layout's version
+// an export never mixes with an older one. Each partition holds one or
+// more files per event type (tool_call_0.parquet, tool_call_1.parquet,
+// ...), each a range of sessions, its rows ordered by session and seq
+// (see copyParquet), and a file lake.json names the layout's version
 // (LakeVersion).
 func (db *DB) ExportParquet(ctx context.Context, dir string, overwrite bool) (ExportReport, error) {
 	return db.copyParquet(ctx, dir, overwrite, func(t trajectory.EventType, where string) string {
@@ -104,12 +105,12 @@ type exportPart struct {
 // files written. Both Parquet exports go through it, so the layout's rules
 // are the same for each.
 //
-// One file per type in each partition, rows ordered by session and seq,
-// is what makes the lake cheap to read: a reader of one event type (each
+// Files of one type each, in each partition, rows ordered by session and
+// seq, are what makes the lake cheap to read: a reader of one event type (each
 // raw table of a database reading it in place, lake.go) skips the other
 // types' files by the min and max of their type column, and one who asks
-// for a session skips the row groups whose session range leaves it out,
-// in each type's file.
+// for a session skips the files and row groups whose session range
+// leaves it out.
 //
 // The export streams, part by part (exportParts): each part is a range of
 // sessions of about exportPartEvents events, and one COPY per type writes
@@ -119,10 +120,11 @@ type exportPart struct {
 // ...), so the files of a type in a partition hold ranges of sessions in
 // the order of their numbers. No statement sorts more than a part's rows
 // of one type, and the memory does not grow with the corpus (with
-// exportMemory): through a store, the process peaked at 470 MB at 1M
-// events and 631 MB at 10M, where one sort of each type's rows of the
-// whole corpus, spilling past boundedMemory, peaked at 693 MB and 920 to
-// 1,252 MB.
+// exportMemory): through a store, the process peaked at 470 to 509 MB at
+// 1M events and 533 to 631 MB at 10M, where one sort of each type's rows
+// of the whole corpus, spilling past boundedMemory, peaked at 693 MB and
+// 920 to 1,252 MB, for about the same CPU (10M: 89 to 92 CPU-s against
+// 96).
 //
 // Progress, when the database's Options set it, is called after each part
 // with Phase "export" and the events written of the total.
@@ -307,8 +309,13 @@ func movePart(staging, dir string, next map[string]int) error {
 // Options.MemoryLimit sets one: lower than boundedMemory, because an
 // export sorts a part at a time (exportPartEvents) and needs little
 // memory to do so, and what DuckDB holds beyond that is blocks of the
-// tables it read, kept in case they are read again. At 10M events the
-// process peaked at 631 MB with it, and at 869 MB at boundedMemory.
+// tables it read, kept in case they are read again. At 10M events, in
+// parts of half a million, the process peaked at 631 MB with it, and at
+// 869 MB at boundedMemory. Without a store (an in-memory database, whose
+// tables are spilled past the cap and read back for each part), the
+// export after a 10M-event load peaked at about 755 MB with it, against
+// 911 MB at boundedMemory, for more CPU: 195 CPU-s for load and export
+// against 168 (the load alone peaks at about 950 MB).
 const exportMemory = "256MB"
 
 // boundExport sets what keeps an export's memory bounded, unless the

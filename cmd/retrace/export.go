@@ -44,7 +44,9 @@ parts of about half a million events, so a partition may hold several files
 of a type (tool_call_1.parquet holds sessions after those of
 tool_call_0.parquet), and the memory does not grow with the corpus (DuckDB
 is capped at 256MB while it writes, unless --memory-limit says otherwise).
-On a terminal a bar on stderr follows the load and then the writing.
+On a terminal a bar on stderr follows the load, then a line counts the
+events written; in a log a plain line counts them every 10s
+(RETRACE_PROGRESS: a period such as 30s, a number of events, or off).
 retrace query, metrics, detect and export read such a directory in place,
 and give the same numbers as the trajectories. DIR must be empty or new
 unless --overwrite, which replaces it. docs/parquet.md is the layout;

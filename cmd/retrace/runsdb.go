@@ -43,7 +43,7 @@ func openAndLoadWith(ctx context.Context, sys *IO, dbPath string, lf loadFlags, 
 	if len(paths) == 0 && dbPath == "" {
 		paths = []string{runsDir(sys)}
 	}
-	bar := newLoadBar(sys.Err)
+	bar := newLoadBar(sys)
 	opts := metrics.Options{Lenient: lf.lenient, StrictDupes: lf.strictDupes, Stdin: sys.In, Progress: bar.update,
 		MemoryLimit: lf.memory(sys)}
 	var db *metrics.DB
@@ -212,48 +212,58 @@ func withJSONErrors(sys *IO, format *formatFlag, err error) error {
 const loadBarMin = 32 << 20
 
 // loadBar draws a load's progress on stderr when stderr is a terminal;
-// otherwise (a pipe, a CI log, a test) it draws nothing.
+// otherwise (a pipe, a CI log, a test) it draws nothing. An export's
+// writing, which follows the load, is shown as detect's files are: a line
+// on a terminal, plain lines now and then in a log (newCountProgress).
 type loadBar struct {
+	sys   *IO
 	w     io.Writer
 	tty   bool
 	min   int64
 	bar   *progressbar.ProgressBar
 	phase string
+	// export shows the "export" phase, from its first call.
+	export *countProgress
 }
 
-func newLoadBar(w io.Writer) *loadBar {
-	_, tty := terminalFd(w)
-	return &loadBar{w: w, tty: tty, min: loadBarMin}
+func newLoadBar(sys *IO) *loadBar {
+	_, tty := terminalFd(sys.Err)
+	return &loadBar{sys: sys, w: sys.Err, tty: tty, min: loadBarMin}
 }
 
 // exportBarMin is the events below which an export is quick enough to
-// need no progress bar (about a second's work).
+// need no progress (about a second's work).
 const exportBarMin = 100_000
 
 // update follows metrics.Progress: the "check" phase, then "load", both
 // counting bytes, and then, for an export, "export" counting events.
 func (b *loadBar) update(p metrics.Progress) {
-	events := p.Phase == "export"
-	if !b.tty || !events && p.Total < b.min || events && p.Total < exportBarMin {
+	if p.Phase == "export" {
+		b.finish()
+		if b.export == nil {
+			c := newCountProgress(b.sys, "export: events written", exportBarMin)
+			b.export = &c
+		}
+		b.export.update(int(p.Done), int(p.Total))
+		if p.Done >= p.Total {
+			b.export.finish()
+		}
+		return
+	}
+	if !b.tty || p.Total < b.min {
 		return
 	}
 	if b.bar == nil || b.phase != p.Phase {
 		b.finish()
-		desc := map[string]string{"check": "checking trajectories", "load": "loading into DuckDB", "export": "writing Parquet (events)"}[p.Phase]
+		desc := map[string]string{"check": "checking trajectories", "load": "loading into DuckDB"}[p.Phase]
 		b.phase = p.Phase
-		opts := []progressbar.Option{
+		b.bar = progressbar.NewOptions64(p.Total,
 			progressbar.OptionSetWriter(b.w),
 			progressbar.OptionSetDescription(desc),
+			progressbar.OptionShowBytes(true),
 			progressbar.OptionSetWidth(30),
-			progressbar.OptionThrottle(100 * time.Millisecond),
-			progressbar.OptionClearOnFinish(),
-		}
-		if events {
-			opts = append(opts, progressbar.OptionShowCount())
-		} else {
-			opts = append(opts, progressbar.OptionShowBytes(true))
-		}
-		b.bar = progressbar.NewOptions64(p.Total, opts...)
+			progressbar.OptionThrottle(100*time.Millisecond),
+			progressbar.OptionClearOnFinish())
 	}
 	b.bar.Set64(p.Done)
 }

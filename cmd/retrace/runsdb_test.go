@@ -10,6 +10,11 @@ import (
 	"github.com/retrace-dev/retrace/metrics"
 )
 
+// sysFor returns the IO of a command whose stderr is w.
+func sysFor(w io.Writer) *IO {
+	return &IO{Err: w, Getenv: func(string) string { return "" }, Now: time.Now}
+}
+
 func TestTheLoadBarDrawsOnATerminalOnly(t *testing.T) {
 	steps := []metrics.Progress{
 		{Phase: "check", Done: 50, Total: 100}, {Phase: "check", Done: 100, Total: 100},
@@ -17,7 +22,7 @@ func TestTheLoadBarDrawsOnATerminalOnly(t *testing.T) {
 	}
 	t.Run("On a terminal both phases are drawn and cleared.", func(t *testing.T) {
 		ptmx, tty := openPty(t)
-		bar := newLoadBar(tty)
+		bar := newLoadBar(sysFor(tty))
 		bar.min = 0
 		for _, p := range steps {
 			bar.update(p)
@@ -34,9 +39,38 @@ func TestTheLoadBarDrawsOnATerminalOnly(t *testing.T) {
 			}
 		}
 	})
+	t.Run("An export's writing is counted in events, on a terminal from exportBarMin on.", func(t *testing.T) {
+		ptmx, tty := openPty(t)
+		bar := newLoadBar(sysFor(tty))
+		bar.update(metrics.Progress{Phase: "export", Done: 50_000, Total: 2 * exportBarMin})
+		bar.update(metrics.Progress{Phase: "export", Done: 2 * exportBarMin, Total: 2 * exportBarMin})
+		tty.Close()
+		drawn, _ := io.ReadAll(ptmx)
+		if !strings.Contains(string(drawn), "export: events written: ") || !strings.Contains(string(drawn), "/200000") {
+			t.Errorf("the terminal shows %q, without the export's description and events", drawn)
+		}
+		ptmx, tty = openPty(t)
+		bar = newLoadBar(sysFor(tty))
+		bar.update(metrics.Progress{Phase: "export", Done: exportBarMin - 1, Total: exportBarMin - 1})
+		tty.Close()
+		if drawn, _ := io.ReadAll(ptmx); len(drawn) != 0 {
+			t.Errorf("an export of %d events drew %q", exportBarMin-1, drawn)
+		}
+	})
+	t.Run("In a log an export's writing is a plain line now and then.", func(t *testing.T) {
+		var buf bytes.Buffer
+		sys := sysFor(&buf)
+		sys.Getenv = func(k string) string { return map[string]string{progressEnv: "1"}[k] }
+		bar := newLoadBar(sys)
+		bar.update(metrics.Progress{Phase: "export", Done: 50_000, Total: 2 * exportBarMin})
+		bar.update(metrics.Progress{Phase: "export", Done: 2 * exportBarMin, Total: 2 * exportBarMin})
+		if !strings.Contains(buf.String(), "export: events written: 50000/200000") || !strings.HasSuffix(buf.String(), "\n") {
+			t.Errorf("the log holds %q, want plain lines of the export's progress", buf.String())
+		}
+	})
 	t.Run("A load smaller than the threshold draws nothing even on a terminal.", func(t *testing.T) {
 		_, tty := openPty(t)
-		bar := newLoadBar(tty)
+		bar := newLoadBar(sysFor(tty))
 		bar.update(steps[0])
 		if bar.bar != nil {
 			t.Fatal("a bar was started for a 100-byte load")
@@ -44,7 +78,7 @@ func TestTheLoadBarDrawsOnATerminalOnly(t *testing.T) {
 	})
 	t.Run("A pipe or buffer gets nothing.", func(t *testing.T) {
 		var buf bytes.Buffer
-		bar := newLoadBar(&buf)
+		bar := newLoadBar(sysFor(&buf))
 		bar.min = 0
 		for _, p := range steps {
 			bar.update(p)
@@ -60,9 +94,6 @@ func TestTheLoadBarDrawsOnATerminalOnly(t *testing.T) {
 // place and erased on a terminal at or above its minimum; elsewhere short
 // work writes nothing.
 func TestTheCountProgressDrawsOnATerminalOnlyAtItsMinimum(t *testing.T) {
-	sysFor := func(w io.Writer) *IO {
-		return &IO{Err: w, Getenv: func(string) string { return "" }, Now: time.Now}
-	}
 	t.Run("On a terminal it shows the count and is erased at the end.", func(t *testing.T) {
 		ptmx, tty := openPty(t)
 		bar := newCountProgress(sysFor(tty), "files read", 2)
