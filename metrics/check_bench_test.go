@@ -51,7 +51,7 @@ func BenchmarkCheck(b *testing.B) {
 					if err != nil {
 						b.Fatal(err)
 					}
-					reports, problems, err := db.checkAll(ctx, tx, in.Files, tracked{}, tmp, nil, &dupState{}, &diskUse{})
+					reports, problems, err := db.checkAll(ctx, tx, in.Files, tracked{}, tmp, nil, &dupState{}, &diskUse{}, typeTable)
 					tx.Rollback()
 					os.RemoveAll(tmp)
 					if err != nil || len(problems) > 0 {

@@ -339,7 +339,7 @@ func (db *DB) load(ctx context.Context, obs Observer, paths []string) (LoadRepor
 		return rep, fmt.Errorf("load: %w", err)
 	}
 	if loaded {
-		if err := deleteFiles(ctx, tx, held); err != nil {
+		if err := deleteFiles(ctx, tx, held, typeTable); err != nil {
 			return rep, err
 		}
 		if err := deleteTails(ctx, tx, plan.resume); err != nil {
@@ -350,10 +350,25 @@ func (db *DB) load(ctx context.Context, obs Observer, paths []string) (LoadRepor
 	// first load asked for them all the same (the 10k sessions and 10k
 	// files of 1M events in two IN lists), which took 60 of the 75 s of
 	// its check.
+	// prior is set once a session read now turns out to have rows in a
+	// file the store keeps.
+	var prior bool
 	if store && loaded {
 		dups.priorOf = func(sessions []string) (map[string]priorSession, error) {
-			return priorSessions(ctx, tx, sessions, whole, plan.gone, plan.resume, scan)
+			p, err := priorSessions(ctx, tx, sessions, whole, plan.gone, plan.resume, scan)
+			prior = prior || len(p) > 0
+			return p, err
 		}
+	}
+	// A store that holds rows reads the lines into tables of their own
+	// first (added.go).
+	added := store && loaded && !scan
+	into := typeTable
+	if added {
+		if _, err := tx.ExecContext(ctx, addedSQL()); err != nil {
+			return rep, fmt.Errorf("load: %w", err)
+		}
+		into = addedTable
 	}
 	tmp, err := os.MkdirTemp(db.opts.TempDir, "retrace-metrics-")
 	if err != nil {
@@ -361,7 +376,7 @@ func (db *DB) load(ctx context.Context, obs Observer, paths []string) (LoadRepor
 	}
 	defer os.RemoveAll(tmp)
 	disk := &diskUse{}
-	reports, bad, err := db.checkAll(ctx, tx, files, plan, tmp, obs, dups, disk)
+	reports, bad, err := db.checkAll(ctx, tx, files, plan, tmp, obs, dups, disk, into)
 	if err != nil {
 		return rep, err
 	}
@@ -395,15 +410,42 @@ func (db *DB) load(ctx context.Context, obs Observer, paths []string) (LoadRepor
 		return rep, err
 	}
 	rep.Events += n
-	if store {
+	switch {
+	case added:
+		if err := indexAdded(ctx, tx, names(files), plan.gone, resumed); err != nil {
+			return rep, err
+		}
+		// Sessions all of whose rows were added (only new files, holding
+		// no session a kept file holds) have their derived rows selected
+		// from the added rows; any other change, from the store's rows.
+		fresh := len(held) == 0 && len(resumed) == 0 && len(plan.gone) == 0 && !prior
+		if fresh {
+			if err := refreshAdded(ctx, tx); err != nil {
+				return rep, fmt.Errorf("load: %w", err)
+			}
+		}
+		if _, err := tx.ExecContext(ctx, moveAddedSQL()); err != nil {
+			return rep, fmt.Errorf("load: %w", err)
+		}
+		if !fresh {
+			if err := db.refresh(ctx, tx, scope, names(files), false, false); err != nil {
+				return rep, fmt.Errorf("load: %w", err)
+			}
+		}
+	case store:
 		if err := indexSessions(ctx, tx, names(files), plan.gone, scan || !loaded); err != nil {
 			return rep, err
 		}
 		if err := db.refresh(ctx, tx, scope, names(files), scan || !loaded, len(src.parquet) > 0); err != nil {
 			return rep, fmt.Errorf("load: %w", err)
 		}
-	} else if err := db.changed(ctx, tx); err != nil {
-		return rep, fmt.Errorf("load: %w", err)
+	default:
+		if err := db.changed(ctx, tx); err != nil {
+			return rep, fmt.Errorf("load: %w", err)
+		}
+	}
+	if err := dropFileSets(ctx, tx); err != nil {
+		return rep, err
 	}
 	if err := tx.Commit(); err != nil {
 		return rep, fmt.Errorf("load: %w", err)
@@ -718,15 +760,17 @@ type inserter struct {
 	ctx      context.Context
 	tx       *sql.Tx
 	disk     *diskUse
+	into     func(trajectory.EventType) string
 	chunks   chan chunk
 	done     chan struct{}
 	err      error
 	inserted atomic.Int64
 }
 
-// startInserter starts an inserter for one check pass.
-func (db *DB) startInserter(ctx context.Context, tx *sql.Tx, disk *diskUse) *inserter {
-	in := &inserter{db: db, ctx: ctx, tx: tx, disk: disk, chunks: make(chan chunk, 1), done: make(chan struct{})}
+// startInserter starts an inserter for one check pass, inserting the
+// events of each type into the table into names.
+func (db *DB) startInserter(ctx context.Context, tx *sql.Tx, disk *diskUse, into func(trajectory.EventType) string) *inserter {
+	in := &inserter{db: db, ctx: ctx, tx: tx, disk: disk, into: into, chunks: make(chan chunk, 1), done: make(chan struct{})}
 	go in.run()
 	return in
 }
@@ -770,7 +814,7 @@ func (in *inserter) run() {
 	}
 	for c := range in.chunks {
 		if in.err == nil {
-			q := "INSERT INTO " + typeTable(c.typ) + " SELECT * FROM read_json(" + quoteString(c.path) +
+			q := "INSERT INTO " + in.into(c.typ) + " SELECT * FROM read_json(" + quoteString(c.path) +
 				", format = 'newline_delimited', columns = " + columnsSQL(tableColumns(c.typ)) + ")"
 			if _, err := in.tx.ExecContext(in.ctx, q); err != nil {
 				in.err = fmt.Errorf("load: %w", err)
@@ -805,15 +849,22 @@ func inputSize(files []string) int64 {
 	return n
 }
 
-// deleteFiles deletes the rows loaded from the files named.
-func deleteFiles(ctx context.Context, tx *sql.Tx, names []string) error {
+// deleteFiles deletes the rows loaded from the files named from the
+// tables of events table names (typeTable, or a store's addedTable).
+func deleteFiles(ctx context.Context, tx *sql.Tx, names []string, table func(trajectory.EventType) string) error {
 	if len(names) == 0 {
 		return nil
 	}
+	in, err := fileSet(ctx, tx, "retrace_files", names)
+	if err != nil {
+		return err
+	}
+	var b strings.Builder
 	for _, t := range trajectory.EventTypes() {
-		if _, err := tx.ExecContext(ctx, "DELETE FROM "+typeTable(t)+" WHERE file IN "+sqlList(names)); err != nil {
-			return fmt.Errorf("load %s: %w", describeFiles(names), err)
-		}
+		fmt.Fprintf(&b, "DELETE FROM %s WHERE file %s;\n", table(t), in)
+	}
+	if _, err := tx.ExecContext(ctx, b.String()); err != nil {
+		return fmt.Errorf("load %s: %w", describeFiles(names), err)
 	}
 	return nil
 }

@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"strings"
 
 	"github.com/retrace-dev/retrace/trajectory"
 )
@@ -298,9 +299,16 @@ func indexSessions(ctx context.Context, tx *sql.Tx, read, gone []string, full bo
 		if len(forgotten) == 0 {
 			return nil
 		}
-		q = "DELETE FROM store_sessions WHERE file IN " + sqlList(forgotten)
+		in, err := fileSet(ctx, tx, "retrace_forgotten", forgotten)
+		if err != nil {
+			return err
+		}
+		q = "DELETE FROM store_sessions WHERE file " + in
 		if len(read) > 0 {
-			q += ";\nINSERT INTO store_sessions SELECT file, session, max(seq) FROM raw_events WHERE file IN " + sqlList(read) + " GROUP BY file, session"
+			if in, err = fileSet(ctx, tx, "retrace_files", read); err != nil {
+				return err
+			}
+			q += ";\nINSERT INTO store_sessions SELECT file, session, max(seq) FROM raw_events WHERE file " + in + " GROUP BY file, session"
 		}
 	}
 	if _, err := tx.ExecContext(ctx, q); err != nil {
@@ -315,7 +323,11 @@ func heldSessions(ctx context.Context, tx *sql.Tx, files []string) ([]string, er
 	if len(files) == 0 {
 		return nil, nil
 	}
-	rows, err := tx.QueryContext(ctx, "SELECT DISTINCT session FROM store_sessions WHERE file IN "+sqlList(files))
+	in, err := fileSet(ctx, tx, "retrace_held", files)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := tx.QueryContext(ctx, "SELECT DISTINCT session FROM store_sessions WHERE file "+in)
 	if err != nil {
 		return nil, fmt.Errorf("load: %w", err)
 	}
@@ -402,10 +414,16 @@ func (db *DB) forget(ctx context.Context, tx *sql.Tx, gone, keep []string, scan 
 	if len(gone) == 0 {
 		return nil
 	}
+	in, err := fileSet(ctx, tx, "retrace_gone", gone)
+	if err != nil {
+		return err
+	}
+	var b strings.Builder
 	for _, t := range trajectory.EventTypes() {
-		if _, err := tx.ExecContext(ctx, "DELETE FROM "+typeTable(t)+" WHERE file IN "+sqlList(gone)+" OR file IS NULL"); err != nil {
-			return fmt.Errorf("load: %w", err)
-		}
+		fmt.Fprintf(&b, "DELETE FROM %s WHERE file %s OR file IS NULL;\n", typeTable(t), in)
+	}
+	if _, err := tx.ExecContext(ctx, b.String()); err != nil {
+		return fmt.Errorf("load: %w", err)
 	}
 	return nil
 }
@@ -457,7 +475,11 @@ func (db *DB) remember(ctx context.Context, tx *sql.Tx, t tracked, files []strin
 		}
 	}
 	if len(forgotten) > 0 {
-		if _, err := tx.ExecContext(ctx, "DELETE FROM store_files WHERE file IN "+sqlList(forgotten)); err != nil {
+		in, err := fileSet(ctx, tx, "retrace_forgotten", forgotten)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, "DELETE FROM store_files WHERE file "+in); err != nil {
 			return fmt.Errorf("load: %w", err)
 		}
 	}
