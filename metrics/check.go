@@ -197,6 +197,8 @@ func (db *DB) checkParts(ctx context.Context, tx *sql.Tx, files []string, parts 
 		done     int64
 		results  = make([]partResult, len(parts))
 		stageErr error
+		// open are the chunks the workers had open when they ended.
+		open []chunk
 	)
 	workers := min(runtime.GOMAXPROCS(0), max(len(parts), 1))
 	// A part is given to a worker only once it has a place in the window,
@@ -244,9 +246,10 @@ func (db *DB) checkParts(ctx context.Context, tx *sql.Tx, files []string, parts 
 				mu.Unlock()
 				checked <- i
 			}
-			err := st.close()
+			last, err := st.close()
 			mu.Lock()
 			stageErr = errors.Join(stageErr, err)
+			open = append(open, last...)
 			mu.Unlock()
 		})
 	}
@@ -258,6 +261,7 @@ func (db *DB) checkParts(ctx context.Context, tx *sql.Tx, files []string, parts 
 	}
 	close(next)
 	wg.Wait()
+	ins.putTogether(open)
 	close(checked)
 	<-fed
 	insErr := ins.finish()

@@ -131,6 +131,9 @@ type tracked struct {
 	// gone are the names of the files the store holds and the load is not
 	// given: their rows are dropped.
 	gone []string
+	// stale is set when a read-only store is found not to hold the files
+	// given before anything else was looked at (see planKept).
+	stale bool
 }
 
 // quiet reports whether the load has nothing to change: no file to read
@@ -148,6 +151,22 @@ func (db *DB) planKept(ctx context.Context, files []string, observed bool) (trac
 	if db.opts.Path == "" {
 		t.read = files
 		return t, nil
+	}
+	if db.opts.ReadOnly {
+		// A store that holds more or fewer files than given is stale
+		// (a file not remembered is read on every load): a read-only
+		// load says so without a stat. It is how a read-only load sees
+		// files added or removed, and spares it reading what the store
+		// holds and a stat per file (0.035 CPU-s at 10k files, of the
+		// load that then writes them).
+		var n int
+		if err := db.sql.QueryRowContext(ctx, "SELECT count(*) FROM store_files").Scan(&n); err != nil {
+			return t, fmt.Errorf("load: %w", err)
+		}
+		if n != len(files) {
+			t.stale = true
+			return t, nil
+		}
 	}
 	held, err := db.heldFiles(ctx)
 	if err != nil {
