@@ -125,9 +125,12 @@ func (s *sessionSeqs) add(r seqRange) int {
 // of every bad file; a refused load rolls tx back, and with it every row
 // inserted. obs, when not nil, sees the events the load keeps as the parts
 // are checked.
-func (db *DB) checkAll(ctx context.Context, tx *sql.Tx, files []string, plan tracked, tmp string, obs Observer, dups *dupState, disk *diskUse) ([]FileReport, []error, error) {
+//
+// The rows go into the tables into names (typeTable, or a store's
+// addedTable).
+func (db *DB) checkAll(ctx context.Context, tx *sql.Tx, files []string, plan tracked, tmp string, obs Observer, dups *dupState, disk *diskUse, into func(trajectory.EventType) string) ([]FileReport, []error, error) {
 	parts, total := split(files, plan)
-	results, err := db.checkParts(ctx, tx, files, parts, total, tmp, "w", obs, dups.prior, disk)
+	results, err := db.checkParts(ctx, tx, files, parts, total, tmp, "w", obs, dups.prior, disk, into)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -163,10 +166,10 @@ func (db *DB) checkAll(ctx context.Context, tx *sql.Tx, files []string, plan tra
 	if len(streams) > 0 {
 		return nil, nil, &LoadError{Problems: streams}
 	}
-	if err := deleteFiles(ctx, tx, names); err != nil {
+	if err := deleteFiles(ctx, tx, names, into); err != nil {
 		return nil, nil, err
 	}
-	results, err = db.checkParts(ctx, tx, files, again, 0, tmp, "again", nil, nil, disk)
+	results, err = db.checkParts(ctx, tx, files, again, 0, tmp, "again", nil, nil, disk, into)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -188,12 +191,14 @@ func (db *DB) checkAll(ctx context.Context, tx *sql.Tx, files []string, plan tra
 // handed over hold windowBytes of input at most (or one part), so a load
 // that feeds an Observer holds the events of a few parts, never those of
 // the whole input.
-func (db *DB) checkParts(ctx context.Context, tx *sql.Tx, files []string, parts []part, total int64, tmp, name string, obs Observer, prior map[string]priorSession, disk *diskUse) ([]partResult, error) {
+func (db *DB) checkParts(ctx context.Context, tx *sql.Tx, files []string, parts []part, total int64, tmp, name string, obs Observer, prior map[string]priorSession, disk *diskUse, into func(trajectory.EventType) string) ([]partResult, error) {
 	var (
 		mu       sync.Mutex
 		done     int64
 		results  = make([]partResult, len(parts))
 		stageErr error
+		// open are the chunks the workers had open when they ended.
+		open []chunk
 	)
 	workers := min(runtime.GOMAXPROCS(0), max(len(parts), 1))
 	// A part is given to a worker only once it has a place in the window,
@@ -226,7 +231,7 @@ func (db *DB) checkParts(ctx context.Context, tx *sql.Tx, files []string, parts 
 	if obs == nil {
 		defer lessGC()()
 	}
-	ins := db.startInserter(ctx, tx, disk)
+	ins := db.startInserter(ctx, tx, disk, into)
 	next := make(chan int)
 	var wg sync.WaitGroup
 	for w := range workers {
@@ -241,9 +246,10 @@ func (db *DB) checkParts(ctx context.Context, tx *sql.Tx, files []string, parts 
 				mu.Unlock()
 				checked <- i
 			}
-			err := st.close()
+			last, err := st.close()
 			mu.Lock()
 			stageErr = errors.Join(stageErr, err)
+			open = append(open, last...)
 			mu.Unlock()
 		})
 	}
@@ -255,6 +261,7 @@ func (db *DB) checkParts(ctx context.Context, tx *sql.Tx, files []string, parts 
 	}
 	close(next)
 	wg.Wait()
+	ins.putTogether(open)
 	close(checked)
 	<-fed
 	insErr := ins.finish()

@@ -6,6 +6,7 @@ import (
 	"os"
 	"runtime"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -51,7 +52,7 @@ func BenchmarkCheck(b *testing.B) {
 					if err != nil {
 						b.Fatal(err)
 					}
-					reports, problems, err := db.checkAll(ctx, tx, in.Files, tracked{}, tmp, nil, &dupState{}, &diskUse{})
+					reports, problems, err := db.checkAll(ctx, tx, in.Files, tracked{}, tmp, nil, &dupState{}, &diskUse{}, typeTable)
 					tx.Rollback()
 					os.RemoveAll(tmp)
 					if err != nil || len(problems) > 0 {
@@ -153,10 +154,14 @@ func BenchmarkColdPhases(b *testing.B) {
 						b.Fatal(res.err)
 					}
 				}
-				if err := st.close(); err != nil {
+				last, err := st.close()
+				if err != nil {
 					b.Fatal(err)
 				}
-				close(ins.chunks)
+				go func() {
+					ins.putTogether(last)
+					close(ins.chunks)
+				}()
 				<-collected
 				check = append(check, (cpuTime() - cpu).Seconds())
 				moreGC()
@@ -167,7 +172,7 @@ func BenchmarkColdPhases(b *testing.B) {
 				}
 				cpu = cpuTime()
 				for _, c := range chunks {
-					q := "INSERT INTO " + typeTable(c.typ) + " SELECT * FROM read_json(" + quoteString(c.path) +
+					q := "INSERT INTO " + typeTable(c.typ) + " SELECT * FROM read_json([" + strings.Join(quoteAll(c.paths()), ", ") + "]" +
 						", format = 'newline_delimited', columns = " + columnsSQL(tableColumns(c.typ)) + ")"
 					if _, err := db.sql.ExecContext(ctx, q); err != nil {
 						b.Fatal(err)

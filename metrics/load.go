@@ -278,6 +278,9 @@ func (db *DB) load(ctx context.Context, obs Observer, paths []string) (LoadRepor
 	if err != nil {
 		return rep, err
 	}
+	if plan.stale {
+		return rep, fmt.Errorf("load: %w", ErrStale)
+	}
 	files := plan.read
 	rep.Unchanged = names(plan.unchanged)
 	rep.Parquet, rep.NotRegular = src.parquet, append(src.jsonl.Skipped, src.skipped...)
@@ -343,7 +346,7 @@ func (db *DB) load(ctx context.Context, obs Observer, paths []string) (LoadRepor
 		return rep, fmt.Errorf("load: %w", err)
 	}
 	if loaded {
-		if err := deleteFiles(ctx, tx, held); err != nil {
+		if err := deleteFiles(ctx, tx, held, typeTable); err != nil {
 			return rep, err
 		}
 		if err := deleteTails(ctx, tx, plan.resume); err != nil {
@@ -354,9 +357,14 @@ func (db *DB) load(ctx context.Context, obs Observer, paths []string) (LoadRepor
 	// first load asked for them all the same (the 10k sessions and 10k
 	// files of 1M events in two IN lists), which took 60 of the 75 s of
 	// its check.
+	// prior is set once a session read now turns out to have rows in a
+	// file the store keeps.
+	var prior bool
 	if store && loaded {
 		dups.priorOf = func(sessions []string) (map[string]priorSession, error) {
-			return priorSessions(ctx, tx, sessions, whole, plan.gone, plan.resume, scan)
+			p, err := priorSessions(ctx, tx, sessions, whole, plan.gone, plan.resume, scan)
+			prior = prior || len(p) > 0
+			return p, err
 		}
 		if obs != nil {
 			// An observed load resumes no file (see planKept).
@@ -365,13 +373,23 @@ func (db *DB) load(ctx context.Context, obs Observer, paths []string) (LoadRepor
 			}
 		}
 	}
+	// A store that holds rows reads the lines into tables of their own
+	// first (added.go).
+	added := store && loaded && !scan
+	into := typeTable
+	if added {
+		if _, err := tx.ExecContext(ctx, addedSQL()); err != nil {
+			return rep, fmt.Errorf("load: %w", err)
+		}
+		into = addedTable
+	}
 	tmp, err := os.MkdirTemp(db.opts.TempDir, "retrace-metrics-")
 	if err != nil {
 		return rep, fmt.Errorf("load: %w", err)
 	}
 	defer os.RemoveAll(tmp)
 	disk := &diskUse{}
-	reports, bad, err := db.checkAll(ctx, tx, files, plan, tmp, obs, dups, disk)
+	reports, bad, err := db.checkAll(ctx, tx, files, plan, tmp, obs, dups, disk, into)
 	if err != nil {
 		return rep, err
 	}
@@ -405,15 +423,42 @@ func (db *DB) load(ctx context.Context, obs Observer, paths []string) (LoadRepor
 		return rep, err
 	}
 	rep.Events += n
-	if store {
+	switch {
+	case added:
+		if err := indexAdded(ctx, tx, names(files), plan.gone, resumed); err != nil {
+			return rep, err
+		}
+		// Sessions all of whose rows were added (only new files, holding
+		// no session a kept file holds) have their derived rows selected
+		// from the added rows; any other change, from the store's rows.
+		fresh := len(held) == 0 && len(resumed) == 0 && len(plan.gone) == 0 && !prior
+		if fresh {
+			if err := refreshAdded(ctx, tx); err != nil {
+				return rep, fmt.Errorf("load: %w", err)
+			}
+		}
+		if _, err := tx.ExecContext(ctx, moveAddedSQL()); err != nil {
+			return rep, fmt.Errorf("load: %w", err)
+		}
+		if !fresh {
+			if err := db.refresh(ctx, tx, scope, names(files), false, false); err != nil {
+				return rep, fmt.Errorf("load: %w", err)
+			}
+		}
+	case store:
 		if err := indexSessions(ctx, tx, names(files), plan.gone, scan || !loaded); err != nil {
 			return rep, err
 		}
 		if err := db.refresh(ctx, tx, scope, names(files), scan || !loaded, len(src.parquet) > 0); err != nil {
 			return rep, fmt.Errorf("load: %w", err)
 		}
-	} else if err := db.changed(ctx, tx); err != nil {
-		return rep, fmt.Errorf("load: %w", err)
+	default:
+		if err := db.changed(ctx, tx); err != nil {
+			return rep, fmt.Errorf("load: %w", err)
+		}
+	}
+	if err := dropFileSets(ctx, tx); err != nil {
+		return rep, err
 	}
 	if err := tx.Commit(); err != nil {
 		return rep, fmt.Errorf("load: %w", err)
@@ -516,12 +561,17 @@ func regular(f string, d fs.DirEntry) bool {
 	return err == nil && info.Mode().IsRegular()
 }
 
-// chunk is a staged file of checked lines of one event type.
+// chunk is a staged file of checked lines of one event type, or several
+// (more), read in one statement.
 type chunk struct {
 	path string
+	more []string
 	typ  trajectory.EventType
 	size int64
 }
+
+// paths returns the files of c.
+func (c chunk) paths() []string { return append([]string{c.path}, c.more...) }
 
 // stageBudget bounds the bytes of the chunks one check worker has open:
 // when they reach it, the largest is closed and handed to the inserter,
@@ -674,6 +724,16 @@ func hex4(s []byte) (rune, bool) {
 
 // end closes the chunk of typ and hands it to the inserter.
 func (st *stage) end(typ trajectory.EventType) error {
+	c, err := st.finish(typ)
+	if err != nil {
+		return err
+	}
+	st.ins.put(c)
+	return nil
+}
+
+// finish closes the chunk of typ and returns it.
+func (st *stage) finish(typ trajectory.EventType) (chunk, error) {
 	cw := st.open[typ]
 	delete(st.open, typ)
 	st.openBytes -= cw.size
@@ -681,20 +741,46 @@ func (st *stage) end(typ trajectory.EventType) error {
 	if cerr := cw.f.Close(); err == nil {
 		err = cerr
 	}
-	if err != nil {
-		return err
-	}
-	st.ins.put(cw.chunk)
-	return nil
+	return cw.chunk, err
 }
 
-// close closes every open chunk.
-func (st *stage) close() error {
+// close closes every open chunk and returns them, for the caller to
+// hand over with those of the other workers (see putTogether).
+func (st *stage) close() ([]chunk, error) {
 	var errs []error
+	var out []chunk
 	for typ := range st.open {
-		errs = append(errs, st.end(typ))
+		c, err := st.finish(typ)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		out = append(out, c)
 	}
-	return errors.Join(errs...)
+	return out, errors.Join(errs...)
+}
+
+// putTogether hands the chunks the workers had open at the end of a
+// check to the inserter, those of one event type together: one
+// read_json statement per type instead of one per type and worker. Each
+// statement has a fixed cost (about 1.5 ms of CPU), which is most of
+// what reading the lines of a few new files into a store costs.
+func (in *inserter) putTogether(chunks []chunk) {
+	byType := map[trajectory.EventType]*chunk{}
+	for _, c := range chunks {
+		if b, ok := byType[c.typ]; ok {
+			b.more = append(b.more, c.path)
+			b.size += c.size
+			continue
+		}
+		c := c
+		byType[c.typ] = &c
+	}
+	for _, t := range trajectory.EventTypes() {
+		if c, ok := byType[t]; ok {
+			in.put(*c)
+		}
+	}
 }
 
 // diskUse counts the bytes a load stages: in all, and the most on disk at
@@ -728,15 +814,17 @@ type inserter struct {
 	ctx      context.Context
 	tx       *sql.Tx
 	disk     *diskUse
+	into     func(trajectory.EventType) string
 	chunks   chan chunk
 	done     chan struct{}
 	err      error
 	inserted atomic.Int64
 }
 
-// startInserter starts an inserter for one check pass.
-func (db *DB) startInserter(ctx context.Context, tx *sql.Tx, disk *diskUse) *inserter {
-	in := &inserter{db: db, ctx: ctx, tx: tx, disk: disk, chunks: make(chan chunk, 1), done: make(chan struct{})}
+// startInserter starts an inserter for one check pass, inserting the
+// events of each type into the table into names.
+func (db *DB) startInserter(ctx context.Context, tx *sql.Tx, disk *diskUse, into func(trajectory.EventType) string) *inserter {
+	in := &inserter{db: db, ctx: ctx, tx: tx, disk: disk, into: into, chunks: make(chan chunk, 1), done: make(chan struct{})}
 	go in.run()
 	return in
 }
@@ -780,7 +868,7 @@ func (in *inserter) run() {
 	}
 	for c := range in.chunks {
 		if in.err == nil {
-			q := "INSERT INTO " + typeTable(c.typ) + " SELECT * FROM read_json(" + quoteString(c.path) +
+			q := "INSERT INTO " + in.into(c.typ) + " SELECT * FROM read_json([" + strings.Join(quoteAll(c.paths()), ", ") + "]" +
 				", format = 'newline_delimited', columns = " + columnsSQL(tableColumns(c.typ)) + ")"
 			if _, err := in.tx.ExecContext(in.ctx, q); err != nil {
 				in.err = fmt.Errorf("load: %w", err)
@@ -788,7 +876,9 @@ func (in *inserter) run() {
 		}
 		// After a failure the chunks are only deleted, so that no worker
 		// waits on a queue nobody reads.
-		os.Remove(c.path)
+		for _, p := range c.paths() {
+			os.Remove(p)
+		}
 		in.disk.remove(c.size)
 		in.inserted.Add(c.size)
 	}
@@ -815,15 +905,22 @@ func inputSize(files []string) int64 {
 	return n
 }
 
-// deleteFiles deletes the rows loaded from the files named.
-func deleteFiles(ctx context.Context, tx *sql.Tx, names []string) error {
+// deleteFiles deletes the rows loaded from the files named from the
+// tables of events table names (typeTable, or a store's addedTable).
+func deleteFiles(ctx context.Context, tx *sql.Tx, names []string, table func(trajectory.EventType) string) error {
 	if len(names) == 0 {
 		return nil
 	}
+	in, err := fileSet(ctx, tx, "retrace_files", names)
+	if err != nil {
+		return err
+	}
+	var b strings.Builder
 	for _, t := range trajectory.EventTypes() {
-		if _, err := tx.ExecContext(ctx, "DELETE FROM "+typeTable(t)+" WHERE file IN "+sqlList(names)); err != nil {
-			return fmt.Errorf("load %s: %w", describeFiles(names), err)
-		}
+		fmt.Fprintf(&b, "DELETE FROM %s WHERE file %s;\n", table(t), in)
+	}
+	if _, err := tx.ExecContext(ctx, b.String()); err != nil {
+		return fmt.Errorf("load %s: %w", describeFiles(names), err)
 	}
 	return nil
 }

@@ -29,9 +29,11 @@ func stageFile(t *testing.T, file string, lenient, reference bool) (said string,
 	ins := &inserter{chunks: make(chan chunk, 64)}
 	st := &stage{dir: t.TempDir(), name: "w", ins: ins, disk: &diskUse{}}
 	res := db.checkPart(file, part{len: info.Size()}, st, true)
-	if err := st.close(); err != nil {
+	last, err := st.close()
+	if err != nil {
 		t.Fatal(err)
 	}
+	ins.putTogether(last)
 	close(ins.chunks)
 	for c := range ins.chunks {
 		data, err := os.ReadFile(c.path)

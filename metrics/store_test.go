@@ -3,6 +3,7 @@ package metrics
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -284,6 +285,35 @@ func TestStoreAnswersAsAColdLoadThroughEveryChange(t *testing.T) {
 		t.Fatalf("a copy added: read %d files, duplicates %+v; want 1 and the copy left out for %s", len(rep.Files), rep.Duplicates, files[4])
 	}
 	sameAsCold(t, "copy of a file added", db, dir)
+	db.Close()
+
+	// A new file going on with a session a kept file holds (later seqs):
+	// the session's derived rows come from both files.
+	b, err = os.ReadFile(files[6])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var next []byte
+	for _, line := range bytes.Split(b, []byte("\n")) {
+		var ev map[string]any
+		if json.Unmarshal(line, &ev) != nil || ev["type"] != "model_response" {
+			continue
+		}
+		ev["seq"] = ev["seq"].(float64) + 10000
+		l, err := json.Marshal(ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		next = append(append(next, l...), '\n')
+	}
+	if err := os.WriteFile(filepath.Join(dir, "zz-next.jsonl"), next, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	db, rep = storeLoad(t, path, dir)
+	if len(rep.Files) != 1 || len(rep.Duplicates) != 1 {
+		t.Fatalf("a session continued: read %d files, duplicates %+v; want 1 and the copy's only", len(rep.Files), rep.Duplicates)
+	}
+	sameAsCold(t, "a kept session continued in a new file", db, dir)
 }
 
 // A store opened read-only answers over an unchanged corpus, and refuses
