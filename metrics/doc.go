@@ -129,14 +129,20 @@
 // on top of the cold load, DuckDB compressing and writing every row at
 // the commit (1-2.5 CPU-s at 1M events; its wall time weighs more than
 // its CPU time, so much of it runs in one thread) and remembering the
-// files (0.3 CPU-s). Adding 1% new files took 0.12-0.15×
-// cold's CPU (0.06-0.23× its wall time; 0.30× before), all of it fixed
-// costs of an update over a million rows: DuckDB's checkpoint when the
-// store is closed (0.1 CPU-s), its commit (0.06-0.15), the derived
-// refresh (0.13: every table a derived view reads scanned for the
-// sessions changed), the check of the new files with a read_json
-// statement per event type (0.13), store_sessions (0.06), and planning
-// (0.04, twice: read-only, then for writing).
+// files (0.3 CPU-s). Adding 1% new files takes 0.11-0.12× cold's CPU at
+// 1M events (0.30× two changes ago), all of it fixed costs of an update,
+// most of them DuckDB's per statement (2-4 ms each, some 70 statements
+// an add): opening the store three times (read-only, for writing,
+// read-only again: 0.06 CPU-s), listing and stating the corpus (0.05),
+// the check and its read_json statements (0.09), the new rows' own
+// tables (see addedTable) and store_sessions and the derived rows taken
+// from them (0.07), and DuckDB's commit and its checkpoint at close
+// (0.15-0.25). At 10M events an add of 1% took 4.5 CPU-s against 63-66
+// cold (0.07×), 3 of them the stat of 100k files and the answer that an
+// unchanged corpus costs too. Keeping added events as Parquet files
+// beside the store, so that the commit writes little, was built and
+// measured: it saved 0.01× at 1M and nothing at 10M, for a second place
+// the rows live in, and was left out.
 //
 // # Glossary
 //
