@@ -14,10 +14,13 @@
 -- reported on its own and does not count for the corpus part; sessions
 -- of different harness versions are not compared (a release may change a
 -- definition on purpose).
+-- tools holds no description, only its length: it is read three times,
+-- and the descriptions of every tool of every session made it the largest
+-- thing a detect held (hundreds of MB at 10M events). The descriptions
+-- are taken again (catalog) for the sessions with a tool_search only.
 WITH tools AS (
     SELECT s.session, s.file, s.line, s.seq, s.ts, s.harness_version,
            t.name, t.definition_hash AS hash,
-           json_extract_string(t.definition, '$.description') AS description,
            length(json_extract_string(t.definition, '$.description')) AS desc_bytes
     FROM raw_session_start s,
          unnest(from_json(s.tools, '[{"name":"VARCHAR","definition_hash":"VARCHAR","definition":"JSON"}]')) AS u(t)
@@ -34,10 +37,15 @@ WITH tools AS (
            json_extract_string(def, '$.description') AS description
     FROM result_lines
     WHERE def IS NOT NULL AND json_extract_string(def, '$.description') IS NOT NULL
+), catalog AS (
+    SELECT s.session, s.file, s.line, s.seq, t.name,
+           json_extract_string(t.definition, '$.description') AS description
+    FROM (SELECT * FROM raw_session_start WHERE session IN (SELECT session FROM searched)) s,
+         unnest(from_json(s.tools, '[{"name":"VARCHAR","definition_hash":"VARCHAR","definition":"JSON"}]')) AS u(t)
 ), loaded AS (
     SELECT q.*, t.file AS start_file, t.line AS start_line, t.seq AS start_seq,
            length(t.description) AS catalog_bytes, length(q.description) AS loaded_bytes
-    FROM searched q JOIN tools t USING (session, name)
+    FROM searched q JOIN catalog t USING (session, name)
     WHERE t.description IS NOT NULL AND t.description <> q.description
 ), dup AS (
     SELECT session, name, min(file) AS file, min(line) AS line, min(seq) AS seq,
