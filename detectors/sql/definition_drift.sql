@@ -55,13 +55,23 @@ WITH tools AS (
     HAVING count(DISTINCT hash) >= 2
 ), single AS (
     SELECT t.* FROM tools t ANTI JOIN dup d USING (session, name)
-), per_hash AS (
+), hashes AS (
     SELECT harness_version, name, hash, count(*) AS n, min(ts) AS first_ts,
            arg_min(session, ts) AS first_session, arg_min(file, ts) AS file,
-           arg_min(line, ts) AS line, arg_min(seq, ts) AS seq, max(desc_bytes) AS desc_bytes,
-           list(session ORDER BY ts) AS sessions
+           arg_min(line, ts) AS line, arg_min(seq, ts) AS seq, max(desc_bytes) AS desc_bytes
     FROM single
     GROUP BY harness_version, name, hash
+), drifting AS (
+    SELECT harness_version, name FROM hashes GROUP BY harness_version, name HAVING count(*) >= 2
+), per_hash AS (
+    -- The sessions of each definition are listed for the tools that
+    -- drift only: listed for every tool of every session, they were
+    -- most of what a detect held at 10M events.
+    SELECT h.*, l.sessions
+    FROM hashes h JOIN drifting USING (harness_version, name)
+    JOIN (SELECT harness_version, name, hash, list(session ORDER BY ts) AS sessions
+          FROM single JOIN drifting USING (harness_version, name)
+          GROUP BY harness_version, name, hash) l USING (harness_version, name, hash)
 ), drift AS (
     -- The definition fewer sessions hold comes first (then the later
     -- one): it is the odd one a person should open.
