@@ -77,3 +77,45 @@ func TestEachAnnexGivesEveryCurrentAnnexOnceAcrossPages(t *testing.T) {
 		t.Fatalf("after a rewrite, annexes %v, want %v", got, want)
 	}
 }
+
+// WithLessMemory lowers the cap DuckDB runs at by itself while fn runs,
+// and puts it back; a cap the user chose is left alone.
+func TestWithLessMemoryLowersTheDefaultCapAndPutsItBack(t *testing.T) {
+	ctx := context.Background()
+	limit := func(db *DB) string {
+		t.Helper()
+		tb, err := db.Query(ctx, "SELECT current_setting('memory_limit')")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fmt.Sprint(tb.Rows[0][0])
+	}
+	for _, tc := range []struct {
+		name  string
+		opts  Options
+		lower bool
+	}{
+		{"a store at its own cap", Options{Path: filepath.Join(t.TempDir(), "s.duckdb")}, true},
+		{"a store at the user's cap", Options{Path: filepath.Join(t.TempDir(), "u.duckdb"), MemoryLimit: "1GB"}, false},
+		{"a small database in memory", Options{}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			db, err := Open(ctx, tc.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			before := limit(db)
+			var during string
+			if err := db.WithLessMemory(ctx, "100MB", func() error { during = limit(db); return nil }); err != nil {
+				t.Fatal(err)
+			}
+			if after := limit(db); after != before {
+				t.Errorf("cap after = %s, want it put back to %s", after, before)
+			}
+			if lowered := during != before; lowered != tc.lower {
+				t.Errorf("cap %s while fn ran, %s before: lowered %v, want %v", during, before, lowered, tc.lower)
+			}
+		})
+	}
+}
