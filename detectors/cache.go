@@ -374,10 +374,10 @@ func (pl plan) corpusFindings(ctx context.Context, db *metrics.DB) ([]Finding, e
 	return out, nil
 }
 
-// sqlDetectorsMemory is DuckDB's cap while the SQL detectors run, when
-// DuckDB runs at the cap it set by itself (metrics.DB.WithLessMemory):
-// their queries hold much outside the cap, and a detect at 10M events
-// peaked in them.
+// sqlDetectorsMemory is DuckDB's cap while the SQL detectors run over a
+// store at the cap it set by itself (metrics.DB.WithLessMemory): their
+// queries hold much outside the cap, and a detect at 10M events peaked
+// in them.
 const sqlDetectorsMemory = "250MB"
 
 // allKept reports whether ca holds every key of keys.

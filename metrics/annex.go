@@ -366,16 +366,17 @@ func (db *DB) Counts(ctx context.Context) (sessions, events int, err error) {
 	return sessions, events, nil
 }
 
-// WithLessMemory runs fn with DuckDB's memory_limit lowered to limit while
-// DuckDB runs at the cap Open or a big load set by itself (no
-// Options.MemoryLimit: a store, or a load into memory of more than 64
-// MiB: boundedMemory), and puts that cap back. Some queries hold as much again outside
-// DuckDB's cap as under it: at 10M events the detectors' definition_drift
-// took 0.87 GB of RSS at the 500MB cap and 0.62 GB at 250MB. A database
-// in memory under DuckDB's default, or a cap the user chose, is left as
-// it is.
+// WithLessMemory runs fn with DuckDB's memory_limit lowered to limit
+// while a store runs at the cap Open set by itself (boundedMemory: no
+// Options.MemoryLimit), and puts that cap back. Some queries hold as much
+// again outside DuckDB's cap as under it: at 10M events the detectors'
+// definition_drift took 0.87 GB of RSS at the 500MB cap and 0.62 GB at
+// 250MB. A store's rows are on disk, so what the lower cap drops is read
+// again at most; a database in memory holds its rows under the cap, and
+// a lower one would write them to disk: it is left as it is, and so is a
+// cap the user chose.
 func (db *DB) WithLessMemory(ctx context.Context, limit string, fn func() error) error {
-	if db.opts.MemoryLimit != "" || (db.opts.Path == "" && !db.capped) {
+	if db.opts.MemoryLimit != "" || db.opts.Path == "" {
 		return fn()
 	}
 	db.dmu.Lock()
