@@ -337,8 +337,9 @@ func (pl plan) corpusFindings(ctx context.Context, db *metrics.DB) ([]Finding, e
 		}
 	}
 	var out []Finding
-	found := map[string][]Finding{}
+	var found map[string][]Finding
 	err = db.WithLessMemory(ctx, sqlDetectorsMemory, func() error {
+		out, found = nil, map[string][]Finding{}
 		for i, d := range pl.ds {
 			if _, ok := d.(*deadDefense); ok {
 				continue

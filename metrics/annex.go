@@ -11,6 +11,8 @@ import (
 	"iter"
 	"slices"
 	"strings"
+
+	"github.com/duckdb/duckdb-go/v2"
 )
 
 // storeAnnexSQL creates the table of annexes: what a caller derived from
@@ -374,7 +376,9 @@ func (db *DB) Counts(ctx context.Context) (sessions, events int, err error) {
 // 250MB. A store's rows are on disk, so what the lower cap drops is read
 // again at most; a database in memory holds its rows under the cap, and
 // a lower one would write them to disk: it is left as it is, and so is a
-// cap the user chose.
+// cap the user chose. fn runs again under the store's cap when DuckDB
+// runs out of memory under the lower one, so it must be able to start
+// over.
 func (db *DB) WithLessMemory(ctx context.Context, limit string, fn func() error) error {
 	if db.opts.MemoryLimit != "" || db.opts.Path == "" {
 		return fn()
@@ -391,6 +395,12 @@ func (db *DB) WithLessMemory(ctx context.Context, limit string, fn func() error)
 	db.dmu.Unlock()
 	if err != nil {
 		return errors.Join(ferr, fmt.Errorf("memory limit: %w", err))
+	}
+	var de *duckdb.Error
+	if errors.As(ferr, &de) && de.Type == duckdb.ErrorTypeOutOfMemory {
+		// What does not fit under the lower cap runs again under the
+		// cap it had: fn must start over.
+		return fn()
 	}
 	return ferr
 }

@@ -119,3 +119,30 @@ func TestWithLessMemoryLowersTheDefaultCapAndPutsItBack(t *testing.T) {
 		})
 	}
 }
+
+// What runs out of memory under the lower cap runs again under the
+// store's own, and succeeds.
+func TestWithLessMemoryRunsAgainWhatDoesNotFit(t *testing.T) {
+	ctx := context.Background()
+	db, err := Open(ctx, Options{Path: filepath.Join(t.TempDir(), "s.duckdb")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	runs := 0
+	var firstErr error
+	err = db.WithLessMemory(ctx, "1MB", func() error {
+		runs++
+		_, err := db.Query(ctx, "SELECT count(*) FROM (SELECT DISTINCT i::VARCHAR || 'x' FROM range(3000000) t(i))")
+		if runs == 1 {
+			firstErr = err
+		}
+		return err
+	})
+	if firstErr == nil {
+		t.Skip("the query fit in 1MB: nothing to run again")
+	}
+	if err != nil || runs != 2 {
+		t.Fatalf("err = %v after %d runs (the first: %v), want the second run under the store's cap to succeed", err, runs, firstErr)
+	}
+}
