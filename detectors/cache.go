@@ -337,19 +337,26 @@ func (pl plan) corpusFindings(ctx context.Context, db *metrics.DB) ([]Finding, e
 		}
 	}
 	var out []Finding
-	found := map[string][]Finding{}
-	for i, d := range pl.ds {
-		if _, ok := d.(*deadDefense); ok {
-			continue
+	var found map[string][]Finding
+	err = db.WithLessMemory(ctx, sqlDetectorsMemory, func() error {
+		out, found = nil, map[string][]Finding{}
+		for i, d := range pl.ds {
+			if _, ok := d.(*deadDefense); ok {
+				continue
+			}
+			fs, err := d.Corpus(ctx, db, pl.params[i])
+			if err != nil {
+				return err
+			}
+			out = append(out, fs...)
+			if key, ok := keys[i]; ok {
+				found[key] = append([]Finding{}, fs...)
+			}
 		}
-		fs, err := d.Corpus(ctx, db, pl.params[i])
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, fs...)
-		if key, ok := keys[i]; ok {
-			found[key] = append([]Finding{}, fs...)
-		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	if !ok || !db.KeepsAnnexes() || len(found) == 0 {
 		return out, nil
@@ -367,6 +374,12 @@ func (pl plan) corpusFindings(ctx context.Context, db *metrics.DB) ([]Finding, e
 	}
 	return out, nil
 }
+
+// sqlDetectorsMemory is DuckDB's cap while the SQL detectors run over a
+// store at the cap it set by itself (metrics.DB.WithLessMemory): their
+// queries hold much outside the cap, and a detect at 10M events peaked
+// in them.
+const sqlDetectorsMemory = "250MB"
 
 // allKept reports whether ca holds every key of keys.
 func allKept(keys map[int]string, ca corpusAnnex) bool {

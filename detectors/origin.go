@@ -25,10 +25,13 @@ func resolveOrigins(fs []Finding) error {
 		}
 	}
 	origins := map[string]map[int]string{}
+	// One buffer for every file: a findings' file each, at 10M events
+	// tens of thousands of files, allocated 1.5 GB of buffers.
+	buf := make([]byte, 0, 64<<10)
 	for file, want := range lines {
 		slices.Sort(want)
 		want = slices.Compact(want)
-		o, err := originsOf(file, want)
+		o, err := originsOf(file, want, buf)
 		if err != nil {
 			return err
 		}
@@ -55,7 +58,8 @@ type originLine struct {
 // originsOf reads the trajectory file up to the last of the sorted lines
 // want and returns each wanted line's origin, "file:line". A session's
 // origin_file is its session_start's, which comes before its events.
-func originsOf(file string, want []int) (map[int]string, error) {
+// buf is the scanner's first buffer.
+func originsOf(file string, want []int, buf []byte) (map[int]string, error) {
 	out := map[int]string{}
 	if len(want) == 0 {
 		return out, nil
@@ -68,7 +72,7 @@ func originsOf(file string, want []int) (map[int]string, error) {
 	}
 	defer fh.Close()
 	sc := bufio.NewScanner(fh)
-	sc.Buffer(make([]byte, 0, 64<<10), 256<<20)
+	sc.Buffer(buf, 256<<20)
 	origin, n, k := "", 0, 0
 	for k < len(want) && sc.Scan() {
 		n++

@@ -77,3 +77,72 @@ func TestEachAnnexGivesEveryCurrentAnnexOnceAcrossPages(t *testing.T) {
 		t.Fatalf("after a rewrite, annexes %v, want %v", got, want)
 	}
 }
+
+// WithLessMemory lowers the cap DuckDB runs at by itself while fn runs,
+// and puts it back; a cap the user chose is left alone.
+func TestWithLessMemoryLowersTheDefaultCapAndPutsItBack(t *testing.T) {
+	ctx := context.Background()
+	limit := func(db *DB) string {
+		t.Helper()
+		tb, err := db.Query(ctx, "SELECT current_setting('memory_limit')")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fmt.Sprint(tb.Rows[0][0])
+	}
+	for _, tc := range []struct {
+		name  string
+		opts  Options
+		lower bool
+	}{
+		{"a store at its own cap", Options{Path: filepath.Join(t.TempDir(), "s.duckdb")}, true},
+		{"a store at the user's cap", Options{Path: filepath.Join(t.TempDir(), "u.duckdb"), MemoryLimit: "1GB"}, false},
+		{"a small database in memory", Options{}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			db, err := Open(ctx, tc.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			before := limit(db)
+			var during string
+			if err := db.WithLessMemory(ctx, "100MB", func() error { during = limit(db); return nil }); err != nil {
+				t.Fatal(err)
+			}
+			if after := limit(db); after != before {
+				t.Errorf("cap after = %s, want it put back to %s", after, before)
+			}
+			if lowered := during != before; lowered != tc.lower {
+				t.Errorf("cap %s while fn ran, %s before: lowered %v, want %v", during, before, lowered, tc.lower)
+			}
+		})
+	}
+}
+
+// What runs out of memory under the lower cap runs again under the
+// store's own, and succeeds.
+func TestWithLessMemoryRunsAgainWhatDoesNotFit(t *testing.T) {
+	ctx := context.Background()
+	db, err := Open(ctx, Options{Path: filepath.Join(t.TempDir(), "s.duckdb")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	runs := 0
+	var firstErr error
+	err = db.WithLessMemory(ctx, "1MB", func() error {
+		runs++
+		_, err := db.Query(ctx, "SELECT count(*) FROM (SELECT DISTINCT i::VARCHAR || 'x' FROM range(3000000) t(i))")
+		if runs == 1 {
+			firstErr = err
+		}
+		return err
+	})
+	if firstErr == nil {
+		t.Skip("the query fit in 1MB: nothing to run again")
+	}
+	if err != nil || runs != 2 {
+		t.Fatalf("err = %v after %d runs (the first: %v), want the second run under the store's cap to succeed", err, runs, firstErr)
+	}
+}

@@ -125,6 +125,7 @@ func runReport(ctx context.Context, sys *IO, opts *reportOptions) error {
 	if err != nil {
 		return err
 	}
+	defer boundGoMemory(sys, &opts.loadFlags)()
 	// The detectors and the liveness table run in the load's pass, on the
 	// events its check decodes: every file is read once.
 	var rep detectors.Report

@@ -14,10 +14,13 @@
 -- reported on its own and does not count for the corpus part; sessions
 -- of different harness versions are not compared (a release may change a
 -- definition on purpose).
+-- tools holds no description, only its length: it is read three times,
+-- and the descriptions of every tool of every session made it the largest
+-- thing a detect held (hundreds of MB at 10M events). The descriptions
+-- are taken again (catalog) for the sessions with a tool_search only.
 WITH tools AS (
     SELECT s.session, s.file, s.line, s.seq, s.ts, s.harness_version,
            t.name, t.definition_hash AS hash,
-           json_extract_string(t.definition, '$.description') AS description,
            length(json_extract_string(t.definition, '$.description')) AS desc_bytes
     FROM raw_session_start s,
          unnest(from_json(s.tools, '[{"name":"VARCHAR","definition_hash":"VARCHAR","definition":"JSON"}]')) AS u(t)
@@ -34,10 +37,15 @@ WITH tools AS (
            json_extract_string(def, '$.description') AS description
     FROM result_lines
     WHERE def IS NOT NULL AND json_extract_string(def, '$.description') IS NOT NULL
+), catalog AS (
+    SELECT s.session, s.file, s.line, s.seq, t.name,
+           json_extract_string(t.definition, '$.description') AS description
+    FROM (SELECT * FROM raw_session_start WHERE session IN (SELECT session FROM searched)) s,
+         unnest(from_json(s.tools, '[{"name":"VARCHAR","definition_hash":"VARCHAR","definition":"JSON"}]')) AS u(t)
 ), loaded AS (
     SELECT q.*, t.file AS start_file, t.line AS start_line, t.seq AS start_seq,
            length(t.description) AS catalog_bytes, length(q.description) AS loaded_bytes
-    FROM searched q JOIN tools t USING (session, name)
+    FROM searched q JOIN catalog t USING (session, name)
     WHERE t.description IS NOT NULL AND t.description <> q.description
 ), dup AS (
     SELECT session, name, min(file) AS file, min(line) AS line, min(seq) AS seq,
@@ -47,13 +55,23 @@ WITH tools AS (
     HAVING count(DISTINCT hash) >= 2
 ), single AS (
     SELECT t.* FROM tools t ANTI JOIN dup d USING (session, name)
-), per_hash AS (
+), hashes AS (
     SELECT harness_version, name, hash, count(*) AS n, min(ts) AS first_ts,
            arg_min(session, ts) AS first_session, arg_min(file, ts) AS file,
-           arg_min(line, ts) AS line, arg_min(seq, ts) AS seq, max(desc_bytes) AS desc_bytes,
-           list(session ORDER BY ts) AS sessions
+           arg_min(line, ts) AS line, arg_min(seq, ts) AS seq, max(desc_bytes) AS desc_bytes
     FROM single
     GROUP BY harness_version, name, hash
+), drifting AS (
+    SELECT harness_version, name FROM hashes GROUP BY harness_version, name HAVING count(*) >= 2
+), per_hash AS (
+    -- The sessions of each definition are listed for the tools that
+    -- drift only: listed for every tool of every session, they were
+    -- most of what a detect held at 10M events.
+    SELECT h.*, l.sessions
+    FROM hashes h JOIN drifting USING (harness_version, name)
+    JOIN (SELECT harness_version, name, hash, list(session ORDER BY ts) AS sessions
+          FROM single JOIN drifting USING (harness_version, name)
+          GROUP BY harness_version, name, hash) l USING (harness_version, name, hash)
 ), drift AS (
     -- The definition fewer sessions hold comes first (then the later
     -- one): it is the odd one a person should open.
