@@ -161,4 +161,4 @@ func dropFileSets(ctx context.Context, ex execer) error {
 }
 
 // fileSets are the names of the temporary tables fileSet makes.
-var fileSets = []string{"retrace_forgotten", "retrace_resumed", "retrace_gone", "retrace_held", "retrace_files"}
+var fileSets = []string{"retrace_forgotten", "retrace_resumed", "retrace_gone", "retrace_held", "retrace_files", "retrace_others"}

@@ -361,14 +361,18 @@ func (db *DB) load(ctx context.Context, obs Observer, paths []string) (LoadRepor
 	// file the store keeps.
 	var prior bool
 	if store && loaded {
+		others, err := otherFiles(ctx, tx, whole, plan.gone, plan.resume, scan)
+		if err != nil {
+			return rep, err
+		}
 		dups.priorOf = func(sessions []string) (map[string]priorSession, error) {
-			p, err := priorSessions(ctx, tx, sessions, whole, plan.gone, plan.resume, scan)
+			p, err := priorSessions(ctx, tx, sessions, others, plan.resume, scan)
 			prior = prior || len(p) > 0
 			return p, err
 		}
 		if obs != nil {
 			// An observed load resumes no file (see planKept).
-			if dups.prior, err = storeSessions(ctx, tx, whole, plan.gone, scan); err != nil {
+			if dups.prior, err = storeSessions(ctx, tx, others, scan); err != nil {
 				return rep, err
 			}
 		}

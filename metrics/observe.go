@@ -97,17 +97,16 @@ func newFeed(obs Observer, files []string, parts []part, prior map[string]priorS
 }
 
 // storeSessions returns every session a store holds from the files a load
-// does not read (whole are those it reads, gone those it forgets), with
-// its highest seq there: those an observed load feeds (see newFeed). It
-// asks once for all of them, as a feed cannot wait for the merge that
-// asks for the sessions each part holds (priorSessions): a few tens of
-// bytes a session. A store holding rows from Parquet (scan), whose files
-// store_sessions does not track, is asked through its rows.
-func storeSessions(ctx context.Context, tx *sql.Tx, whole, gone []string, scan bool) (map[string]priorSession, error) {
-	skip := sqlList(append(append(append([]string{}, whole...), gone...), ""))
-	q := "SELECT session, max(max_seq), min(file) FROM store_sessions WHERE file NOT IN " + skip + " GROUP BY session"
+// keeps unchanged (others, see otherFiles), with its highest seq there:
+// those an observed load feeds (see newFeed). It asks once for all of
+// them, as a feed cannot wait for the merge that asks for the sessions
+// each part holds (priorSessions): a few tens of bytes a session. A store
+// holding rows from Parquet (scan), whose files store_sessions does not
+// track, is asked through its rows.
+func storeSessions(ctx context.Context, tx *sql.Tx, others string, scan bool) (map[string]priorSession, error) {
+	q := "SELECT session, max(max_seq), min(file) FROM store_sessions WHERE file " + others + " GROUP BY session"
 	if scan {
-		q = "SELECT session, max(seq), min(file) FROM raw_events WHERE file IS NOT NULL AND file NOT IN " + skip + " GROUP BY session"
+		q = "SELECT session, max(seq), min(file) FROM raw_events WHERE file IS NOT NULL AND file " + others + " GROUP BY session"
 	}
 	rows, err := tx.QueryContext(ctx, q)
 	if err != nil {

@@ -362,38 +362,51 @@ func heldSessions(ctx context.Context, tx *sql.Tx, files []string) ([]string, er
 	return out, rows.Err()
 }
 
+// otherFiles returns the condition ("IN ...", see fileSet) that a file
+// column meets when the file is one a store keeps through a load
+// unchanged: not read whole now (whose rows the load inserts), not gone
+// (whose rows it deleted), and, but for rows from Parquet (scan), not
+// grown (in resume: priorSessions asks for its rows up to the lines the
+// store kept). It is made once a load: the files read can be every file
+// of the corpus, and a list of them spelled out in each part's query
+// cost more than the check.
+func otherFiles(ctx context.Context, tx *sql.Tx, whole, gone []string, resume map[string]fileMark, scan bool) (string, error) {
+	skip := append(slices.Clone(whole), gone...)
+	if !scan {
+		for name := range resume {
+			skip = append(skip, name)
+		}
+	}
+	cond, err := fileSet(ctx, tx, "retrace_others", skip)
+	if err != nil {
+		return "", err
+	}
+	return "NOT " + cond, nil
+}
+
 // priorSessions returns, of the sessions named, those a store holds rows
-// of from files other than those being read whole now (whose rows this
-// load inserts) and those gone (whose rows it deleted), with their
-// highest seq and file, for the duplicate and seq checks of the lines
-// read now. The files held unchanged are asked of store_sessions; a grown
-// file (in resume), of its rows up to the lines the store kept of it, the
-// lines it adds being this load's.
+// of from the files others selects (see otherFiles), with their highest
+// seq and file, for the duplicate and seq checks of the lines read now.
+// The files held unchanged are asked of store_sessions; a grown file (in
+// resume), of its rows up to the lines the store kept of it, the lines it
+// adds being this load's.
 //
 // Rows from Parquet (scan) are not in store_sessions while a load runs:
 // the rows are asked instead.
-func priorSessions(ctx context.Context, tx *sql.Tx, sessions, whole, gone []string, resume map[string]fileMark, scan bool) (map[string]priorSession, error) {
+func priorSessions(ctx context.Context, tx *sql.Tx, sessions []string, others string, resume map[string]fileMark, scan bool) (map[string]priorSession, error) {
 	prior := map[string]priorSession{}
 	if len(sessions) == 0 {
 		return prior, nil
 	}
 	var q string
 	if scan {
-		q = "SELECT session, max(seq), min(file) FROM raw_events WHERE session IN " + sqlList(sessions)
-		if len(whole) > 0 {
-			q += " AND file NOT IN " + sqlList(whole)
-		}
+		q = "SELECT session, max(seq), min(file) FROM raw_events WHERE session IN " + sqlList(sessions) + " AND file " + others
 		for name, m := range resume {
 			q += fmt.Sprintf(" AND NOT (file = %s AND line > %d)", quoteString(name), m.lines)
 		}
 		q += " GROUP BY session"
 	} else {
-		// Entries of no file: a list no file name is in.
-		skip := append(append(slices.Clone(whole), gone...), "")
-		for name := range resume {
-			skip = append(skip, name)
-		}
-		q = "SELECT session, max_seq AS seq, file FROM store_sessions WHERE session IN " + sqlList(sessions) + " AND file NOT IN " + sqlList(skip)
+		q = "SELECT session, max_seq AS seq, file FROM store_sessions WHERE session IN " + sqlList(sessions) + " AND file " + others
 		for name, m := range resume {
 			q += fmt.Sprintf("\nUNION ALL SELECT session, seq, file FROM raw_events WHERE file = %s AND line <= %d AND session IN %s", quoteString(name), m.lines, sqlList(sessions))
 		}
