@@ -98,6 +98,19 @@ var bigLoadBytes int64 = 64 << 20
 // fit spills to disk.
 const boundedMemory = "500MB"
 
+// loadMemory is DuckDB's memory_limit while a load reads lines into a
+// database capped at boundedMemory (a store, a big load into memory),
+// unless Options.MemoryLimit sets one: lower than boundedMemory, because
+// what a load's process holds beyond DuckDB's buffer pool grows with
+// the pool. read_json's buffers, the rows an insert holds before they
+// reach the table, and the commit's compression take memory outside
+// the pool, and together with the pool's pages they took the process
+// 500 to 750 MB above the cap: at 10M events a store's first build
+// peaked at 1,245 MB at boundedMemory and at 826 MB with this cap and
+// the check's soft limit on the Go heap (checkMemory), for the same CPU
+// (77-79 CPU-s). Queries after the load run at boundedMemory again.
+const loadMemory = "300MB"
+
 // DB is an embedded DuckDB database holding loaded trajectories and the
 // views over them. Queries may come from several goroutines; they run one at
 // a time on one connection.
@@ -293,6 +306,24 @@ func (db *DB) capBigLoad(ctx context.Context, size int64) error {
 	}
 	db.capped = true
 	return db.limitMemory(ctx, boundedMemory)
+}
+
+// boundLoad lowers DuckDB's memory_limit to loadMemory for a load into
+// a database capped at boundedMemory, and returns what sets boundedMemory
+// again (DuckDB shows the limit rounded, so the limit it had cannot be
+// read back exactly). It runs on the one connection, so it and what it
+// returns must run outside the load's transaction.
+func (db *DB) boundLoad(ctx context.Context) (func(), error) {
+	if db.opts.MemoryLimit != "" || db.opts.Path == "" && !db.capped {
+		return func() {}, nil
+	}
+	if _, err := db.sql.ExecContext(ctx, "SET memory_limit = "+quoteString(loadMemory)); err != nil {
+		return nil, fmt.Errorf("load: %w", err)
+	}
+	return func() {
+		// A canceled load still puts the limit back.
+		db.sql.ExecContext(context.WithoutCancel(ctx), "SET memory_limit = "+quoteString(boundedMemory))
+	}, nil
 }
 
 // openSQL is the batch Open runs, built once per process: the schema is
