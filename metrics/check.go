@@ -328,6 +328,10 @@ func lessGC() func() {
 		if gcLoads.n--; gcLoads.n == 0 {
 			debug.SetGCPercent(gcLoads.was)
 			debug.SetMemoryLimit(gcLoads.wasLimit)
+			// The heap the check grew is returned to the system now,
+			// not over minutes, before DuckDB's work after the check
+			// (the commit, the queries) takes memory of its own.
+			debug.FreeOSMemory()
 		}
 	}
 }

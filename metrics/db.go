@@ -108,7 +108,11 @@ const boundedMemory = "500MB"
 // 500 to 750 MB above the cap: at 10M events a store's first build
 // peaked at 1,245 MB at boundedMemory and at 826 MB with this cap and
 // the check's soft limit on the Go heap (checkMemory), for the same CPU
-// (77-79 CPU-s). Queries after the load run at boundedMemory again.
+// (77-79 CPU-s); a cold metrics without a store (whose peak is in the
+// queries after the load, at boundedMemory) at 980-1,044 MB before and
+// 899 MB with both and the heap returned after the check (lessGC), for
+// no more CPU at 10M or 1M events. Queries after the load run at
+// boundedMemory again.
 const loadMemory = "300MB"
 
 // DB is an embedded DuckDB database holding loaded trajectories and the
