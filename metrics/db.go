@@ -93,7 +93,8 @@ var bigLoadBytes int64 = 64 << 20
 // 300 to 600 MB above it (DuckDB's allocations outside its buffer pool,
 // the Go heap): at 10M events a cold metrics peaked at 891 MB where the
 // old 1GB cap gave 1,365 MB, and a store's first build at 1,080 MB where
-// it had no cap (3.5 GB and growing). At 1M events the cap costs no CPU
+// it had no cap (3.5 GB and growing); a load runs lower still
+// (loadMemory). At 1M events the cap costs no CPU
 // against DuckDB's default (80% of the machine's memory): what does not
 // fit spills to disk.
 const boundedMemory = "500MB"
