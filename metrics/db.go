@@ -102,18 +102,19 @@ const boundedMemory = "500MB"
 // loadMemory is DuckDB's memory_limit while a load reads lines into a
 // database capped at boundedMemory (a store, a big load into memory),
 // unless Options.MemoryLimit sets one: lower than boundedMemory, because
-// what a load's process holds beyond DuckDB's buffer pool grows with
-// the pool. read_json's buffers, the rows an insert holds before they
-// reach the table, and the commit's compression take memory outside
-// the pool, and together with the pool's pages they took the process
-// 500 to 750 MB above the cap: at 10M events a store's first build
-// peaked at 1,245 MB at boundedMemory and at 826 MB with this cap and
-// the check's soft limit on the Go heap (checkMemory), for the same CPU
-// (77-79 CPU-s); a cold metrics without a store (whose peak is in the
-// queries after the load, at boundedMemory) at 980-1,044 MB before and
-// 899 MB with both and the heap returned after the check (lessGC), for
-// no more CPU at 10M or 1M events. Queries after the load run at
-// boundedMemory again.
+// a load's process holds much beyond DuckDB's buffer pool (read_json's
+// buffers, the rows an insert holds before they reach the table, the
+// commit's compression, the Go heap of the check; not measured apart),
+// which took it 500 to 750 MB above the cap: at 10M events a store's first build
+// peaked at 1,065-1,245 MB at boundedMemory and at 749-826 MB with this
+// cap and the check's soft limit on the Go heap (checkMemory), for 77-88
+// CPU-s against 79-80 (the machine shared; the collector's part grew by
+// about 1.2 CPU-s); a cold metrics without a store, whose peak is in the
+// queries after the load, at 980-1,044 MB before and 849-899 MB with both
+// and the heap returned after the check (lessGC). At 1M events neither
+// costs CPU (cold without a store 4.73 CPU-s against 4.75, a store's
+// first build 6.83 against 6.81, minimums of three). Queries after the
+// load run at boundedMemory again.
 const loadMemory = "300MB"
 
 // DB is an embedded DuckDB database holding loaded trajectories and the
