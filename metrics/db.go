@@ -93,10 +93,29 @@ var bigLoadBytes int64 = 64 << 20
 // 300 to 600 MB above it (DuckDB's allocations outside its buffer pool,
 // the Go heap): at 10M events a cold metrics peaked at 891 MB where the
 // old 1GB cap gave 1,365 MB, and a store's first build at 1,080 MB where
-// it had no cap (3.5 GB and growing). At 1M events the cap costs no CPU
+// it had no cap (3.5 GB and growing); a load runs lower still
+// (loadMemory). At 1M events the cap costs no CPU
 // against DuckDB's default (80% of the machine's memory): what does not
 // fit spills to disk.
 const boundedMemory = "500MB"
+
+// loadMemory is DuckDB's memory_limit while a load reads lines into a
+// database capped at boundedMemory (a store, a big load into memory),
+// unless Options.MemoryLimit sets one: lower than boundedMemory, because
+// a load's process holds much beyond DuckDB's buffer pool (read_json's
+// buffers, the rows an insert holds before they reach the table, the
+// commit's compression, the Go heap of the check; not measured apart),
+// which took it 500 to 750 MB above the cap: at 10M events a store's first build
+// peaked at 1,065-1,245 MB at boundedMemory and at 749-826 MB with this
+// cap and the check's soft limit on the Go heap (checkMemory), for 77-88
+// CPU-s against 79-80 (the machine shared; the collector's part grew by
+// about 1.2 CPU-s); a cold metrics without a store, whose peak is in the
+// queries after the load, at 980-1,044 MB before and 849-899 MB with both
+// and the heap returned after the check (lessGC). At 1M events neither
+// costs CPU (cold without a store 4.73 CPU-s against 4.75, a store's
+// first build 6.83 against 6.81, minimums of three). Queries after the
+// load run at boundedMemory again.
+const loadMemory = "300MB"
 
 // DB is an embedded DuckDB database holding loaded trajectories and the
 // views over them. Queries may come from several goroutines; they run one at
@@ -293,6 +312,24 @@ func (db *DB) capBigLoad(ctx context.Context, size int64) error {
 	}
 	db.capped = true
 	return db.limitMemory(ctx, boundedMemory)
+}
+
+// boundLoad lowers DuckDB's memory_limit to loadMemory for a load into
+// a database capped at boundedMemory, and returns what sets boundedMemory
+// again (DuckDB shows the limit rounded, so the limit it had cannot be
+// read back exactly). It runs on the one connection, so it and what it
+// returns must run outside the load's transaction.
+func (db *DB) boundLoad(ctx context.Context) (func(), error) {
+	if db.opts.MemoryLimit != "" || db.opts.Path == "" && !db.capped {
+		return func() {}, nil
+	}
+	if _, err := db.sql.ExecContext(ctx, "SET memory_limit = "+quoteString(loadMemory)); err != nil {
+		return nil, fmt.Errorf("load: %w", err)
+	}
+	return func() {
+		// A canceled load still puts the limit back.
+		db.sql.ExecContext(context.WithoutCancel(ctx), "SET memory_limit = "+quoteString(boundedMemory))
+	}, nil
 }
 
 // openSQL is the batch Open runs, built once per process: the schema is

@@ -300,6 +300,13 @@ func (db *DB) load(ctx context.Context, obs Observer, paths []string) (LoadRepor
 	if err := db.capBigLoad(ctx, inputSize(files)); err != nil {
 		return rep, err
 	}
+	restore, err := db.boundLoad(ctx)
+	if err != nil {
+		return rep, err
+	}
+	// Deferred before the transaction's Rollback, so run after it, on the
+	// connection the transaction no longer holds.
+	defer restore()
 	// DuckDB reads each staged chunk as soon as it is written, inside the
 	// load's transaction: a refused load rolls it back, and nothing is
 	// loaded.
