@@ -39,9 +39,11 @@
 // leaves). A load's check, unless it feeds an Observer, also runs under
 // a soft limit on the Go heap (checkMemory, set with
 // debug.SetMemoryLimit and put back after, a lower limit the process
-// set kept); BenchmarkLoadAndMetrics
-// measures time, CPU and peak RSS at the sizes RETRACE_BENCH_EVENTS names.
-// The retrace CLI takes --memory-limit or RETRACE_MEMORY_LIMIT.
+// set kept); BenchmarkLoadAndMetrics measures time, CPU and peak RSS at
+// the sizes RETRACE_BENCH_EVENTS names. The retrace CLI takes
+// --memory-limit or RETRACE_MEMORY_LIMIT; without them its detect and
+// report hold the Go heap under a soft limit of their own for the whole
+// command, as their detectors keep Go values a load's check does not.
 // LoadObserved also hands the decoded events the load keeps to an
 // Observer, in order, so that a caller needing the events themselves (the
 // detectors) does not decode every file a second time.
