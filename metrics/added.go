@@ -41,11 +41,7 @@ var addedSQL = sync.OnceValue(func() string {
 	var b strings.Builder
 	var union []string
 	for _, t := range trajectory.EventTypes() {
-		var defs []string
-		for _, c := range tableColumns(t) {
-			defs = append(defs, quoteIdent(c.Name)+" "+c.Type)
-		}
-		fmt.Fprintf(&b, "CREATE OR REPLACE TEMP TABLE %s (%s);\n", addedTable(t), strings.Join(defs, ", "))
+		fmt.Fprintf(&b, "CREATE OR REPLACE TEMP TABLE %s (%s);\n", addedTable(t), columnDefs(t))
 		union = append(union, "SELECT * FROM "+addedTable(t))
 	}
 	fmt.Fprintf(&b, "CREATE OR REPLACE TEMP VIEW %s AS\n%s;\n", addedEvents, strings.Join(union, "\nUNION ALL BY NAME\n"))

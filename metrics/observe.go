@@ -3,7 +3,6 @@ package metrics
 import (
 	"context"
 	"database/sql"
-	"fmt"
 	"sync"
 
 	"github.com/retrace-dev/retrace/trajectory"
@@ -108,21 +107,7 @@ func storeSessions(ctx context.Context, tx *sql.Tx, others string, scan bool) (m
 	if scan {
 		q = "SELECT session, max(seq), min(file) FROM raw_events WHERE file IS NOT NULL AND file " + others + " GROUP BY session"
 	}
-	rows, err := tx.QueryContext(ctx, q)
-	if err != nil {
-		return nil, fmt.Errorf("load: %w", err)
-	}
-	defer rows.Close()
-	prior := map[string]priorSession{}
-	for rows.Next() {
-		var s string
-		var p priorSession
-		if err := rows.Scan(&s, &p.max, &p.file); err != nil {
-			return nil, fmt.Errorf("load: %w", err)
-		}
-		prior[s] = p
-	}
-	return prior, rows.Err()
+	return queryPriorSessions(ctx, tx, q)
 }
 
 // deliver hands over the events part i kept, and ends the part's file

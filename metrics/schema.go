@@ -152,11 +152,7 @@ func schemaSQL() string {
 	var b strings.Builder
 	var union []string
 	for _, t := range trajectory.EventTypes() {
-		var defs []string
-		for _, c := range tableColumns(t) {
-			defs = append(defs, quoteIdent(c.Name)+" "+c.Type)
-		}
-		fmt.Fprintf(&b, "CREATE TABLE IF NOT EXISTS %s (%s);\n", typeTable(t), strings.Join(defs, ", "))
+		fmt.Fprintf(&b, "CREATE TABLE IF NOT EXISTS %s (%s);\n", typeTable(t), columnDefs(t))
 		union = append(union, "SELECT * FROM "+typeTable(t))
 	}
 	all := append(Columns(), where()...)
@@ -198,3 +194,14 @@ func columnsSQL(cols []Column) string {
 func quoteString(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
 
 func quoteIdent(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
+
+// columnDefs returns the column definitions of event type t's table, as
+// CREATE TABLE spells them: a store's tables and a load's tables of the
+// rows it adds (addedSQL) have the same.
+func columnDefs(t trajectory.EventType) string {
+	defs := make([]string, 0, len(tableColumns(t)))
+	for _, c := range tableColumns(t) {
+		defs = append(defs, quoteIdent(c.Name)+" "+c.Type)
+	}
+	return strings.Join(defs, ", ")
+}

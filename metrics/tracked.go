@@ -394,9 +394,8 @@ func otherFiles(ctx context.Context, tx *sql.Tx, whole, gone []string, resume ma
 // Rows from Parquet (scan) are not in store_sessions while a load runs:
 // the rows are asked instead.
 func priorSessions(ctx context.Context, tx *sql.Tx, sessions []string, others string, resume map[string]fileMark, scan bool) (map[string]priorSession, error) {
-	prior := map[string]priorSession{}
 	if len(sessions) == 0 {
-		return prior, nil
+		return map[string]priorSession{}, nil
 	}
 	var q string
 	if scan {
@@ -412,11 +411,18 @@ func priorSessions(ctx context.Context, tx *sql.Tx, sessions []string, others st
 		}
 		q = "SELECT session, max(seq), min(file) FROM (" + q + ") GROUP BY session"
 	}
+	return queryPriorSessions(ctx, tx, q)
+}
+
+// queryPriorSessions runs q, a query of (session, highest seq, file)
+// rows, and returns them by session.
+func queryPriorSessions(ctx context.Context, tx *sql.Tx, q string) (map[string]priorSession, error) {
 	rows, err := tx.QueryContext(ctx, q)
 	if err != nil {
 		return nil, fmt.Errorf("load: %w", err)
 	}
 	defer rows.Close()
+	prior := map[string]priorSession{}
 	for rows.Next() {
 		var s string
 		var p priorSession
