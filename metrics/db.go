@@ -327,7 +327,9 @@ func (db *DB) boundLoad(ctx context.Context) (func(), error) {
 		return nil, fmt.Errorf("load: %w", err)
 	}
 	return func() {
-		// A canceled load still puts the limit back.
+		// A canceled load still puts the limit back. An error here is
+		// not the load's: the cap would stay at loadMemory, lower than
+		// boundedMemory, which costs speed, never memory.
 		db.sql.ExecContext(context.WithoutCancel(ctx), "SET memory_limit = "+quoteString(boundedMemory))
 	}, nil
 }
