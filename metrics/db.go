@@ -149,6 +149,9 @@ type DB struct {
 	fromParquet bool
 	// heldMode is the mode (see mode) of the rows a store holds.
 	heldMode string
+	// listed is the runs a read-only store's load found stale was given,
+	// listed, for the update's load (see Continue).
+	listed *listing
 }
 
 // Table is a query result.

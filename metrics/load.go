@@ -262,9 +262,15 @@ func (db *DB) load(ctx context.Context, obs Observer, paths []string) (LoadRepor
 	db.dropPrepared()
 	defer db.dropPrepared()
 	var rep LoadReport
-	src, err := sources(paths)
+	src, err := db.sources(paths)
 	if err != nil {
 		return rep, err
+	}
+	// A read-only store that is stale keeps the listing for the update
+	// (see Continue).
+	stale := func() (LoadReport, error) {
+		db.listed = &listing{paths: slices.Clone(paths), src: src}
+		return rep, fmt.Errorf("load: %w", ErrStale)
 	}
 	// A Parquet lake is read in place, not copied (lake.go).
 	if rep, ok, err := db.loadInPlace(ctx, src); ok || err != nil {
@@ -279,7 +285,7 @@ func (db *DB) load(ctx context.Context, obs Observer, paths []string) (LoadRepor
 		return rep, err
 	}
 	if plan.stale {
-		return rep, fmt.Errorf("load: %w", ErrStale)
+		return stale()
 	}
 	files := plan.read
 	rep.Unchanged = names(plan.unchanged)
@@ -293,7 +299,7 @@ func (db *DB) load(ctx context.Context, obs Observer, paths []string) (LoadRepor
 		return rep, nil
 	}
 	if db.opts.ReadOnly {
-		return rep, fmt.Errorf("load: %w", ErrStale)
+		return stale()
 	}
 	dups := &dupState{}
 	// Before the transaction takes the one connection.
@@ -495,6 +501,36 @@ func (db *DB) load(ctx context.Context, obs Observer, paths []string) (LoadRepor
 		db.heldMode = db.mode()
 	}
 	return rep, nil
+}
+
+// listing is the runs a load was given, as sources listed them.
+type listing struct {
+	paths []string
+	src   inputs
+}
+
+// Continue hands db what a load of stale, a read-only store of the same
+// file that found itself stale (ErrStale), listed of the runs it was
+// given, so that the load that brings the store up to date, of the same
+// paths, does not walk them again: listing a corpus of 10k files took
+// about 0.02 CPU-s, a tenth of what adding 1% new files to a store of 1M
+// events costs. The listing is used once, by the next load, and only for
+// the same paths; a file that changed since is still seen, each file
+// being examined again, and one added since is read by the next load.
+func (db *DB) Continue(stale *DB) {
+	db.listed, stale.listed = stale.listed, nil
+}
+
+// sources returns the inputs paths name: the listing Continue handed
+// over, when it is of the same paths, or a new one.
+func (db *DB) sources(paths []string) (inputs, error) {
+	if l := db.listed; l != nil {
+		db.listed = nil
+		if slices.Equal(l.paths, paths) {
+			return l.src, nil
+		}
+	}
+	return sources(paths)
 }
 
 // problemFile returns the file a LoadError's problem names.

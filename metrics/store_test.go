@@ -393,3 +393,81 @@ func TestStoreKeepsTheRowsOfOneModeAndSaysItsNotesAgain(t *testing.T) {
 		t.Fatalf("a strict load over a lenient store: %v, want the bad line refused", err)
 	}
 }
+
+// landRuns writes sessions synth runs of seed into a directory of their
+// own and moves them into dir, as new files, and returns their names.
+func landRuns(t *testing.T, dir string, sessions int, seed int64) []string {
+	t.Helper()
+	src := t.TempDir()
+	if _, err := synth.Write(context.Background(), src, synth.Options{Sessions: sessions, Seed: seed}); err != nil {
+		t.Fatal(err)
+	}
+	files, _ := filepath.Glob(filepath.Join(src, "*"+trajectory.Ext))
+	var out []string
+	for _, f := range files {
+		to := filepath.Join(dir, filepath.Base(f))
+		if err := os.Rename(f, to); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, to)
+	}
+	return out
+}
+
+// The load that updates a store goes on from what the read-only load that
+// found it stale listed (Continue), once, and only for the same paths.
+func TestAnUpdateGoesOnFromTheListingOfTheStaleLoad(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	landRuns(t, dir, 6, 1)
+	path := filepath.Join(t.TempDir(), "store.duckdb")
+	db, _ := storeLoad(t, path, dir)
+	db.Close()
+	update := func(paths ...string) (*DB, LoadReport) {
+		ro, err := Open(ctx, Options{Path: path, ReadOnly: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ro.Load(ctx, dir); !errors.Is(err, ErrStale) {
+			t.Fatalf("read-only load after files landed: %v, want ErrStale", err)
+		}
+		ro.Close()
+		// Landed after the read-only load listed the runs.
+		late := landRuns(t, dir, 1, 30+int64(len(paths)))
+		rw, err := Open(ctx, Options{Path: path})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rw.Continue(ro)
+		rep, err := rw.Load(ctx, paths...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(late) != 1 {
+			t.Fatalf("landed %d files, want 1", len(late))
+		}
+		return rw, rep
+	}
+	landed := landRuns(t, dir, 2, 2)
+	rw, rep := update(dir)
+	if len(rep.Files) != len(landed) {
+		t.Fatalf("the update read %d files, want the %d the stale load listed: %+v", len(rep.Files), len(landed), rep.Files)
+	}
+	// The next load lists the runs again: the file landed late is read.
+	rep, err := rw.Load(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Files) != 1 {
+		t.Fatalf("the next load read %d files, want the 1 landed late", len(rep.Files))
+	}
+	sameAsCold(t, "after the late file", rw, dir)
+	rw.Close()
+	// A listing of other paths is not used.
+	other := t.TempDir()
+	landRuns(t, other, 3, 40)
+	landRuns(t, dir, 1, 41)
+	rw, _ = update(other)
+	defer rw.Close()
+	sameAsCold(t, "other paths", rw, other)
+}

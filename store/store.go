@@ -141,6 +141,9 @@ func Open(ctx context.Context, cfg Config, paths []string, load LoadFunc) (*metr
 	h := &handover{lk: lk}
 	opts.ReadOnly, opts.Closer = true, h
 	db, err := metrics.Open(ctx, opts)
+	// stale is the read-only database whose load found the store stale:
+	// the update goes on from what it listed (metrics.DB.Continue).
+	var stale *metrics.DB
 	if err == nil {
 		if len(paths) == 0 {
 			return h.give(db, rep)
@@ -149,6 +152,7 @@ func Open(ctx context.Context, cfg Config, paths []string, load LoadFunc) (*metr
 			return h.give(db, rep)
 		}
 		db.Close()
+		stale = db
 	}
 	if !errors.Is(err, metrics.ErrStale) && !(cached && errors.Is(err, metrics.ErrStoreVersion)) {
 		return fail(err)
@@ -171,6 +175,9 @@ func Open(ctx context.Context, cfg Config, paths []string, load LoadFunc) (*metr
 	}
 	if err != nil {
 		return fail(err)
+	}
+	if stale != nil {
+		db.Continue(stale)
 	}
 	if len(paths) > 0 {
 		rep, err = load(db)
