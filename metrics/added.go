@@ -94,14 +94,12 @@ func refreshAdded(ctx context.Context, tx *sql.Tx) error {
 }
 
 // indexAdded brings store_sessions up to date from the added rows, before
-// they are moved: the entries of the files read and of those gone
-// deleted, and those of the files read put in again, from the added rows
-// and, for a grown file (resumed), the rows the store kept of it too.
-func indexAdded(ctx context.Context, tx *sql.Tx, read, gone, resumed []string) error {
-	forgotten, err := fileSet(ctx, tx, "retrace_forgotten", append(append([]string(nil), read...), gone...))
-	if err != nil {
-		return err
-	}
+// they are moved: the entries of the files forgotten (read again whole,
+// grown, or gone) deleted, and those of the files read put in again,
+// from the added rows and, for a grown file (resumed), the rows the store
+// kept of it too. A file the store did not hold has no entry to delete:
+// a load that only adds new files deletes nothing.
+func indexAdded(ctx context.Context, tx *sql.Tx, forgotten, resumed []string) error {
 	rows := "SELECT file, session, seq FROM " + addedEvents
 	if len(resumed) > 0 {
 		kept, err := fileSet(ctx, tx, "retrace_resumed", resumed)
@@ -110,8 +108,14 @@ func indexAdded(ctx context.Context, tx *sql.Tx, read, gone, resumed []string) e
 		}
 		rows += "\nUNION ALL SELECT file, session, seq FROM raw_events WHERE file " + kept
 	}
-	q := "DELETE FROM store_sessions WHERE file " + forgotten + ";\n" +
-		"INSERT INTO store_sessions SELECT file, session, max(seq) FROM (" + rows + ") GROUP BY file, session"
+	q := "INSERT INTO store_sessions SELECT file, session, max(seq) FROM (" + rows + ") GROUP BY file, session"
+	if len(forgotten) > 0 {
+		in, err := fileSet(ctx, tx, "retrace_forgotten", forgotten)
+		if err != nil {
+			return err
+		}
+		q = "DELETE FROM store_sessions WHERE file " + in + ";\n" + q
+	}
 	if _, err := tx.ExecContext(ctx, q); err != nil {
 		return fmt.Errorf("load: index the sessions: %w", err)
 	}

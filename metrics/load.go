@@ -364,7 +364,16 @@ func (db *DB) load(ctx context.Context, obs Observer, paths []string) (LoadRepor
 	// store stopped, and loses the rest (a last line without its newline,
 	// read again with the bytes after it).
 	var loaded bool
-	if err := tx.QueryRowContext(ctx, "SELECT EXISTS (SELECT 1 FROM raw_events)").Scan(&loaded); err != nil {
+	// A store's store_sessions has an entry for every file and session
+	// it holds rows of, a few thousand rows to look at instead of a
+	// union of every table of events; not while the store holds rows
+	// from Parquet or reads some (see indexSessions), or files are gone
+	// (their rows deleted now, their entries later).
+	exists := "SELECT EXISTS (SELECT 1 FROM raw_events)"
+	if store && !scan && len(plan.gone) == 0 {
+		exists = "SELECT EXISTS (SELECT 1 FROM store_sessions)"
+	}
+	if err := tx.QueryRowContext(ctx, exists).Scan(&loaded); err != nil {
 		return rep, fmt.Errorf("load: %w", err)
 	}
 	if loaded {
@@ -451,7 +460,7 @@ func (db *DB) load(ctx context.Context, obs Observer, paths []string) (LoadRepor
 	rep.Events += n
 	switch {
 	case added:
-		if err := indexAdded(ctx, tx, names(files), plan.gone, resumed); err != nil {
+		if err := indexAdded(ctx, tx, append(append(slices.Clone(held), resumed...), plan.gone...), resumed); err != nil {
 			return rep, err
 		}
 		// Sessions all of whose rows were added (only new files, holding
