@@ -250,23 +250,27 @@ func (db *DB) openStore(ctx context.Context) error {
 			return fmt.Errorf("open store %q: %w", db.opts.Path, err)
 		}
 	}
-	var tables int
-	var version, parquet sql.NullString
-	err := db.sql.QueryRowContext(ctx, `SELECT (SELECT count(*) FROM duckdb_tables() WHERE database_name = current_database()),
-		(SELECT count(*) FROM duckdb_tables() WHERE database_name = current_database() AND table_name = 'store_meta')`).Scan(&tables, new(int))
-	if err != nil {
-		return fmt.Errorf("open store %q: %w", db.opts.Path, err)
-	}
-	if tables > 0 {
-		var mode sql.NullString
-		err = db.sql.QueryRowContext(ctx, "SELECT (SELECT value FROM store_meta WHERE key = 'version'), (SELECT value FROM store_meta WHERE key = 'parquet'), (SELECT value FROM store_meta WHERE key = 'mode')").Scan(&version, &parquet, &mode)
-		db.heldMode = mode.String
-		if err != nil || version.String != storeVersion() {
+	// A store has store_meta, asked first: one statement, where listing
+	// the catalog first (duckdb_tables()) made every open of a store cost
+	// two, and 3 ms more CPU. A file without store_meta is new, and made
+	// a store, unless it holds tables of its own.
+	var version, parquet, mode sql.NullString
+	err := db.sql.QueryRowContext(ctx, "SELECT (SELECT value FROM store_meta WHERE key = 'version'), (SELECT value FROM store_meta WHERE key = 'parquet'), (SELECT value FROM store_meta WHERE key = 'mode')").Scan(&version, &parquet, &mode)
+	if err == nil {
+		if version.String != storeVersion() {
 			return fmt.Errorf("open store %q: %w; delete it, or give another file", db.opts.Path, ErrStoreVersion)
 		}
+		db.heldMode = mode.String
 		db.fromParquet = parquet.String == "true"
 		db.materialized.Store(true)
 		return nil
+	}
+	var tables int
+	if err := db.sql.QueryRowContext(ctx, "SELECT count(*) FROM duckdb_tables() WHERE database_name = current_database()").Scan(&tables); err != nil {
+		return fmt.Errorf("open store %q: %w", db.opts.Path, err)
+	}
+	if tables > 0 {
+		return fmt.Errorf("open store %q: %w; delete it, or give another file", db.opts.Path, ErrStoreVersion)
 	}
 	if db.opts.ReadOnly {
 		return fmt.Errorf("open store %q: %w (it is empty)", db.opts.Path, ErrStale)

@@ -3,6 +3,7 @@ package metrics
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"os"
@@ -470,4 +471,58 @@ func TestAnUpdateGoesOnFromTheListingOfTheStaleLoad(t *testing.T) {
 	rw, _ = update(other)
 	defer rw.Close()
 	sameAsCold(t, "other paths", rw, other)
+}
+
+// A file that is not a store of this version, a database of its own or a
+// store another layout made, is refused with ErrStoreVersion and left as
+// it is, read-only or not; a new file becomes a store.
+func TestOpenRefusesWhatIsNotAStoreOfThisVersion(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	own := filepath.Join(dir, "own.duckdb")
+	raw, err := sql.Open("duckdb", own)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := raw.Exec("CREATE TABLE mine AS SELECT 42 AS answer"); err != nil {
+		t.Fatal(err)
+	}
+	raw.Close()
+	for _, ro := range []bool{true, false} {
+		if _, err := Open(ctx, Options{Path: own, ReadOnly: ro}); !errors.Is(err, ErrStoreVersion) {
+			t.Errorf("a database of its own, read-only %t: %v, want ErrStoreVersion", ro, err)
+		}
+	}
+	raw, _ = sql.Open("duckdb", own)
+	var answer int
+	if err := raw.QueryRow("SELECT answer FROM mine").Scan(&answer); err != nil || answer != 42 {
+		t.Errorf("the database of its own was changed: %v %d", err, answer)
+	}
+	raw.Close()
+
+	other := filepath.Join(dir, "other.duckdb")
+	db, err := Open(ctx, Options{Path: other})
+	if err != nil {
+		t.Fatalf("a new file: %v", err)
+	}
+	if _, err := db.sql.Exec("UPDATE store_meta SET value = 'another' WHERE key = 'version'"); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	for _, ro := range []bool{true, false} {
+		if _, err := Open(ctx, Options{Path: other, ReadOnly: ro}); !errors.Is(err, ErrStoreVersion) {
+			t.Errorf("a store of another version, read-only %t: %v, want ErrStoreVersion", ro, err)
+		}
+	}
+	fresh := filepath.Join(dir, "fresh.duckdb")
+	db, err = Open(ctx, Options{Path: fresh})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	db, err = Open(ctx, Options{Path: fresh, ReadOnly: true})
+	if err != nil {
+		t.Fatalf("a store this version made, read-only: %v", err)
+	}
+	db.Close()
 }
