@@ -135,18 +135,30 @@
 // on top of the cold load, DuckDB compressing and writing every row at
 // the commit (1-2.5 CPU-s at 1M events; its wall time weighs more than
 // its CPU time, so much of it runs in one thread) and remembering the
-// files (0.3 CPU-s). Adding 1% new files takes 0.11-0.12× cold's CPU at
-// 1M events (0.30× two changes ago), all of it fixed costs of an update,
-// most of them DuckDB's per statement (2-4 ms each, some 70 statements
-// an add): opening the store three times (read-only, for writing,
-// read-only again: 0.06 CPU-s), listing and stating the corpus (0.05),
-// the check and its read_json statements (0.09), the new rows' own
-// tables (see addedTable) and store_sessions and the derived rows taken
-// from them (0.07), and DuckDB's commit and its checkpoint at close
-// (0.15-0.25). At 10M events an add of 1% took 4.5 CPU-s against 63-66
-// cold (0.07×), 3 of them the stat of 100k files and the answer that an
-// unchanged corpus costs too. Keeping added events as Parquet files
-// beside the store, so that the commit writes little, was built and
+// files (0.3 CPU-s). Adding 1% new files takes 0.08-0.09× cold's CPU at
+// 1M events (0.39-0.41 CPU-s against 4.5; 0.12× before the last five
+// changes, 0.30× eight ago), all of it fixed costs of an update, most of
+// them DuckDB's, per statement (1-3 ms each, some 60 an add) and per
+// table written (a few ms each, however few its new rows; an add writes
+// 22: a table per event type, the four derived tables, store_sessions and
+// store_files): DuckDB's commit (0.06 CPU-s) and checkpoint (0.045 in the
+// v1.5 storage format a store is now made in, 0.09 in DuckDB's default
+// one), opening the store three times (read-only, for writing, read-only
+// again: 0.05 with their settings and checks), the new lines read with a
+// read_json statement per event type (0.03), the new rows' own tables
+// (see addedTable), store_sessions and the derived rows taken from them
+// (0.06), what the store remembers of its files (0.015), and in Go
+// listing the corpus once (DB.Continue hands the read-only pass's listing
+// to the update), a stat per file (0.015) and the check of the new lines
+// (0.03). A small update runs DuckDB on one thread from its first
+// statement to its checkpoint (smallUpdateBytes): on two cores the second
+// thread spent some 0.05 CPU-s an add waiting for work. Reading every
+// event type's new lines with one read_json into one table with every
+// type's columns was tried and cost twice the 16 statements it replaced.
+// At 10M events an add of 1% took 4.5 CPU-s against 63-66 cold (0.07×)
+// before these changes, 3 of them the stat of 100k files and the answer
+// that an unchanged corpus costs too. Keeping added events as Parquet
+// files beside the store, so that the commit writes little, was built and
 // measured: it saved 0.01× at 1M and nothing at 10M, for a second place
 // the rows live in, and was left out.
 //
