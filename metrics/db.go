@@ -15,7 +15,7 @@ import (
 	"sync/atomic"
 
 	// The duckdb driver registers itself with database/sql as "duckdb".
-	_ "github.com/duckdb/duckdb-go/v2"
+	"github.com/duckdb/duckdb-go/v2"
 )
 
 //go:embed sql/*.sql
@@ -128,6 +128,12 @@ type DB struct {
 	// capped its memory (see capBigLoad).
 	spill  string
 	capped bool
+	// limit is the memory_limit DuckDB runs at now when retrace set it
+	// (setMemory, boundLoad, WithLessMemory); empty is DuckDB's default.
+	// makeDerived puts it back after making the derived tables under
+	// derivedMemory. It changes on the one connection, where statements
+	// run one at a time.
+	limit string
 	// lake is the Parquet a load reads in place (see lake.go).
 	lake lakeState
 
@@ -295,6 +301,7 @@ func (db *DB) setMemory(ctx context.Context, limit, dir string) error {
 		if _, err := db.sql.ExecContext(ctx, "SET memory_limit = "+quoteString(limit)); err != nil {
 			return fmt.Errorf("%w %q: %v (give a size such as 2GB or 512MiB)", ErrMemoryLimit, limit, err)
 		}
+		db.limit = limit
 	}
 	if dir != "" {
 		if _, err := db.sql.ExecContext(ctx, "SET temp_directory = "+quoteString(dir)); err != nil {
@@ -326,12 +333,51 @@ func (db *DB) boundLoad(ctx context.Context) (func(), error) {
 	if _, err := db.sql.ExecContext(ctx, "SET memory_limit = "+quoteString(loadMemory)); err != nil {
 		return nil, fmt.Errorf("load: %w", err)
 	}
+	db.limit = loadMemory
 	return func() {
 		// A canceled load still puts the limit back. An error here is
 		// not the load's: the cap would stay at loadMemory, lower than
 		// boundedMemory, which costs speed, never memory.
-		db.sql.ExecContext(context.WithoutCancel(ctx), "SET memory_limit = "+quoteString(boundedMemory))
+		if _, err := db.sql.ExecContext(context.WithoutCancel(ctx), "SET memory_limit = "+quoteString(boundedMemory)); err == nil {
+			db.limit = boundedMemory
+		}
 	}, nil
+}
+
+// derivedMemory is DuckDB's memory_limit while the derived tables are
+// made (materialize) in an in-memory database whose cap is ours (a big
+// load, capBigLoad): the statements join and aggregate every event, and
+// hold as much again outside the cap as under it. At 10M events a
+// detect --no-cache peaked at 961 MB while they ran at boundedMemory and
+// at 863 MB overall with this cap (and the SQL detectors after it at
+// theirs, WithLessMemory); 250MB ran out of memory. A store makes its
+// derived tables in the load, at loadMemory too. Tests make it small.
+var derivedMemory = loadMemory
+
+// makeDerived makes the derived tables (materializeSQL) through ex. In
+// an in-memory database whose cap is ours it sets the cap to
+// derivedMemory while they are made (lowering boundedMemory, raising
+// WithLessMemory's lower cap) and puts back the cap it had; if DuckDB
+// runs out of memory at derivedMemory, or cannot free enough to lower
+// its cap so far, they are made at the cap it had.
+func (db *DB) makeDerived(ctx context.Context, ex execer) error {
+	if !db.capped || db.opts.MemoryLimit != "" || db.limit == "" || db.limit == derivedMemory {
+		_, err := ex.ExecContext(ctx, materializeSQL())
+		return err
+	}
+	_, err := ex.ExecContext(ctx, "SET memory_limit = "+quoteString(derivedMemory))
+	if err == nil {
+		_, err = ex.ExecContext(ctx, materializeSQL())
+	}
+	if _, rerr := ex.ExecContext(context.WithoutCancel(ctx), "SET memory_limit = "+quoteString(db.limit)); rerr != nil {
+		// The caller hears of it: materialize leaves the views plain,
+		// and the next query tries again.
+		return errors.Join(err, fmt.Errorf("memory limit: %w", rerr))
+	}
+	if outOfMemory(err) {
+		_, err = ex.ExecContext(ctx, materializeSQL())
+	}
+	return err
 }
 
 // openSQL is the batch Open runs, built once per process: the schema is
@@ -356,6 +402,13 @@ func (db *DB) Close() error {
 		db.opts.Closer = nil
 	}
 	return err
+}
+
+// outOfMemory reports whether err is DuckDB running out of memory under
+// its cap.
+func outOfMemory(err error) bool {
+	var de *duckdb.Error
+	return errors.As(err, &de) && de.Type == duckdb.ErrorTypeOutOfMemory
 }
 
 func quoteAll(ss []string) []string {

@@ -32,9 +32,11 @@
 // spills to Options.TempDir (the system's temporary directory by
 // default), an in-memory database too. Without a limit, a store and a
 // load of more than 64 MiB of trajectories into memory cap DuckDB at
-// 500MB, a load at 300MB while it reads (loadMemory), and an export at
-// 256MB while it writes (exportMemory), an in-memory database spilling
-// to a directory of its own, removed by Close, so the memory DuckDB
+// 500MB, a load at 300MB while it reads (loadMemory), the derived
+// tables of such a load into memory at 300MB while they are made
+// (derivedMemory), and an export at 256MB while it writes
+// (exportMemory), an in-memory database spilling its rows too to a
+// directory of its own, removed by Close, so the memory DuckDB
 // holds does not grow with the corpus (see boundedMemory for what it
 // leaves). A load's check, unless it feeds an Observer, also runs under
 // a soft limit on the Go heap (checkMemory, set with
