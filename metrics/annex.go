@@ -369,7 +369,7 @@ func (db *DB) Counts(ctx context.Context) (sessions, events int, err error) {
 // WithLessMemory runs fn with DuckDB's memory_limit lowered to limit
 // while the database runs at the cap Open or a big load set by itself
 // (boundedMemory: a store, or an in-memory database holding a load of
-// more than bigLoadBytes, without Options.MemoryLimit), and puts that cap
+// more than lowerCapsBytes, without Options.MemoryLimit), and puts that cap
 // back. Some queries hold as much again outside DuckDB's cap as under
 // it: at 10M events the detectors' definition_drift took 0.87 GB of RSS
 // at the 500MB cap and 0.62 GB at 250MB. A store's rows are on disk, so
@@ -377,12 +377,12 @@ func (db *DB) Counts(ctx context.Context) (sessions, events int, err error) {
 // capped for a big load spills its rows to its temporary directory past
 // the cap already (1.6 GB of them at 10M events), so a lower cap writes
 // more of them there. The derived tables are made at derivedMemory even
-// so (makeDerived): under 250MB they ran out of memory. A small load in
-// memory keeps DuckDB's default cap, and a cap the user chose is left as
-// it is. fn runs again under the cap it had when DuckDB runs out of
+// so (makeDerived): under 250MB they ran out of memory. A smaller load
+// in memory keeps its cap, which costs less CPU (see lowerCapsBytes), and
+// a cap the user chose is left as it is. fn runs again under the cap it had when DuckDB runs out of
 // memory under the lower one, so it must be able to start over.
 func (db *DB) WithLessMemory(ctx context.Context, limit string, fn func() error) error {
-	if db.opts.MemoryLimit != "" || db.opts.Path == "" && !db.capped {
+	if db.opts.MemoryLimit != "" || db.opts.Path == "" && !db.lowerCaps {
 		return fn()
 	}
 	db.dmu.Lock()

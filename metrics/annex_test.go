@@ -147,8 +147,9 @@ func TestWithLessMemoryRunsAgainWhatDoesNotFit(t *testing.T) {
 	}
 }
 
-// An in-memory database capped for a big load runs fn under the lower cap
-// too; the derived tables a query in fn makes are made under
+// An in-memory database capped for a load of more than lowerCapsBytes
+// runs fn under the lower cap too (a smaller big load keeps its cap); the
+// derived tables a query in fn makes are made under
 // derivedMemory, and the cap goes back to fn's after them. They hold the
 // rows a database at DuckDB's default cap makes, also when derivedMemory
 // is too small (at 1MB DuckDB cannot free enough to lower its cap so far)
@@ -159,9 +160,21 @@ func TestABigLoadInMemoryRunsWithLessMemory(t *testing.T) {
 	if small.capped {
 		t.Fatal("a load of the test corpus capped DuckDB: it is not small")
 	}
-	defer func(n int64, m string) { bigLoadBytes, derivedMemory = n, m }(bigLoadBytes, derivedMemory)
+	defer func(n, l int64, m string) { bigLoadBytes, lowerCapsBytes, derivedMemory = n, l, m }(bigLoadBytes, lowerCapsBytes, derivedMemory)
 	bigLoadBytes = 1 << 10
 	limit := func(db *DB) string { return rows(t, db, "SELECT current_setting('memory_limit')")[0] }
+	t.Run("a big load under lowerCapsBytes", func(t *testing.T) {
+		big := open(t, Options{}, validDir)
+		before := limit(big)
+		var during string
+		if err := big.WithLessMemory(ctx, "100MB", func() error { during = limit(big); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		if !big.capped || during != before {
+			t.Errorf("capped %v; cap %s in fn, %s before: want it capped, and its cap kept", big.capped, during, before)
+		}
+	})
+	lowerCapsBytes = 1 << 10
 	for _, mem := range []string{loadMemory, "1MB"} {
 		t.Run("derived at "+mem, func(t *testing.T) {
 			derivedMemory = mem
