@@ -11,8 +11,6 @@ import (
 	"iter"
 	"slices"
 	"strings"
-
-	"github.com/duckdb/duckdb-go/v2"
 )
 
 // storeAnnexSQL creates the table of annexes: what a caller derived from
@@ -369,22 +367,29 @@ func (db *DB) Counts(ctx context.Context) (sessions, events int, err error) {
 }
 
 // WithLessMemory runs fn with DuckDB's memory_limit lowered to limit
-// while a store runs at the cap Open set by itself (boundedMemory: no
-// Options.MemoryLimit), and puts that cap back. Some queries hold as much
-// again outside DuckDB's cap as under it: at 10M events the detectors'
-// definition_drift took 0.87 GB of RSS at the 500MB cap and 0.62 GB at
-// 250MB. A store's rows are on disk, so what the lower cap drops is read
-// again at most; a database in memory holds its rows under the cap, and
-// a lower one would write them to disk: it is left as it is, and so is a
-// cap the user chose. fn runs again under the store's cap when DuckDB
-// runs out of memory under the lower one, so it must be able to start
-// over.
+// while the database runs at the cap Open or a big load set by itself
+// (boundedMemory: a store, or an in-memory database holding a load of
+// more than lowerCapsBytes, without Options.MemoryLimit), and puts that cap
+// back. Some queries hold as much again outside DuckDB's cap as under
+// it: at 10M events the detectors' definition_drift took 0.87 GB of RSS
+// at the 500MB cap and 0.62 GB at 250MB. A store's rows are on disk, so
+// what the lower cap drops is read again at most; an in-memory database
+// capped for a big load spills its rows to its temporary directory past
+// the cap already (1.6 GB of them at 10M events), so a lower cap writes
+// more of them there. The derived tables are made at derivedMemory even
+// so (makeDerived): under 250MB they ran out of memory. A smaller load
+// in memory keeps its cap, which costs less CPU (see lowerCapsBytes), and
+// a cap the user chose is left as it is. fn runs again under the cap it had when DuckDB runs out of
+// memory under the lower one, so it must be able to start over.
 func (db *DB) WithLessMemory(ctx context.Context, limit string, fn func() error) error {
-	if db.opts.MemoryLimit != "" || db.opts.Path == "" {
+	if db.opts.MemoryLimit != "" || db.opts.Path == "" && !db.lowerCaps {
 		return fn()
 	}
 	db.dmu.Lock()
 	_, err := db.sql.ExecContext(ctx, "SET memory_limit = "+quoteString(limit))
+	if err == nil {
+		db.limit = limit
+	}
 	db.dmu.Unlock()
 	if err != nil {
 		return fmt.Errorf("memory limit: %w", err)
@@ -392,12 +397,14 @@ func (db *DB) WithLessMemory(ctx context.Context, limit string, fn func() error)
 	ferr := fn()
 	db.dmu.Lock()
 	_, err = db.sql.ExecContext(context.WithoutCancel(ctx), "SET memory_limit = "+quoteString(boundedMemory))
+	if err == nil {
+		db.limit = boundedMemory
+	}
 	db.dmu.Unlock()
 	if err != nil {
 		return errors.Join(ferr, fmt.Errorf("memory limit: %w", err))
 	}
-	var de *duckdb.Error
-	if errors.As(ferr, &de) && de.Type == duckdb.ErrorTypeOutOfMemory {
+	if outOfMemory(ferr) {
 		// What does not fit under the lower cap runs again under the
 		// cap it had: fn must start over.
 		return fn()

@@ -146,3 +146,67 @@ func TestWithLessMemoryRunsAgainWhatDoesNotFit(t *testing.T) {
 		t.Fatalf("err = %v after %d runs (the first: %v), want the second run under the store's cap to succeed", err, runs, firstErr)
 	}
 }
+
+// An in-memory database capped for a load of more than lowerCapsBytes
+// runs fn under the lower cap too (a smaller big load keeps its cap); the
+// derived tables a query in fn makes are made under
+// derivedMemory, and the cap goes back to fn's after them. They hold the
+// rows a database at DuckDB's default cap makes, also when derivedMemory
+// is too small (at 1MB DuckDB cannot free enough to lower its cap so far)
+// and they are made at the cap fn runs at.
+func TestABigLoadInMemoryRunsWithLessMemory(t *testing.T) {
+	ctx := context.Background()
+	small := open(t, Options{}, validDir)
+	if small.capped {
+		t.Fatal("a load of the test corpus capped DuckDB: it is not small")
+	}
+	defer func(n, l int64, m string) { bigLoadBytes, lowerCapsBytes, derivedMemory = n, l, m }(bigLoadBytes, lowerCapsBytes, derivedMemory)
+	bigLoadBytes = 1 << 10
+	limit := func(db *DB) string { return rows(t, db, "SELECT current_setting('memory_limit')")[0] }
+	t.Run("a big load under lowerCapsBytes", func(t *testing.T) {
+		big := open(t, Options{}, validDir)
+		before := limit(big)
+		var during string
+		if err := big.WithLessMemory(ctx, "100MB", func() error { during = limit(big); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		if !big.capped || during != before {
+			t.Errorf("capped %v; cap %s in fn, %s before: want it capped, and its cap kept", big.capped, during, before)
+		}
+	})
+	lowerCapsBytes = 1 << 10
+	for _, mem := range []string{loadMemory, "1MB"} {
+		t.Run("derived at "+mem, func(t *testing.T) {
+			derivedMemory = mem
+			big := open(t, Options{}, validDir)
+			if !big.capped {
+				t.Fatal("the load did not cap DuckDB")
+			}
+			before := limit(big)
+			var during, afterDerived string
+			err := big.WithLessMemory(ctx, "100MB", func() error {
+				during = limit(big)
+				for _, v := range derivedViews {
+					q := "SELECT * FROM " + v + " ORDER BY ALL"
+					if got, want := rows(t, big, q), rows(t, small, q); !slices.Equal(got, want) {
+						t.Errorf("%s under the lower cap: %d rows, want the %d of an uncapped load, the same", v, len(got), len(want))
+					}
+				}
+				afterDerived = limit(big)
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !big.materialized.Load() {
+				t.Error("the derived tables were not made")
+			}
+			if during == before || afterDerived != during {
+				t.Errorf("cap %s before, %s in fn, %s after the derived tables were made: want it lowered, and lowered still", before, during, afterDerived)
+			}
+			if after := limit(big); after != before {
+				t.Errorf("cap after = %s, want it put back to %s", after, before)
+			}
+		})
+	}
+}

@@ -15,7 +15,7 @@ import (
 	"sync/atomic"
 
 	// The duckdb driver registers itself with database/sql as "duckdb".
-	_ "github.com/duckdb/duckdb-go/v2"
+	"github.com/duckdb/duckdb-go/v2"
 )
 
 //go:embed sql/*.sql
@@ -87,6 +87,18 @@ var ErrMemoryLimit = errors.New("bad memory limit")
 // default and need no spill directory. Tests make it small.
 var bigLoadBytes int64 = 64 << 20
 
+// lowerCapsBytes is the input size above which a load into an in-memory
+// database without Options.MemoryLimit, capped at boundedMemory already
+// (bigLoadBytes), makes its derived tables at derivedMemory and lets
+// WithLessMemory lower its cap, as a store does. Under the lower caps
+// DuckDB writes more of the rows to its spill directory and reads them
+// back: at 1M events (372 MB of trajectories) a detect --no-cache took
+// 9.60 CPU-s against 8.52 and a metrics --no-cache 4.94 against 4.68
+// (minimums of three) for peaks it did not need to lower (646-681 MB).
+// At 10M events (3.7 GB) they are what keeps detect --no-cache under 1
+// GB. Tests make it small.
+var lowerCapsBytes int64 = 1 << 30
+
 // boundedMemory is DuckDB's memory_limit for a database without
 // Options.MemoryLimit that may hold a big corpus: a store, a big load into
 // memory (bigLoadBytes) and an export. The process's peak RSS runs some
@@ -128,6 +140,16 @@ type DB struct {
 	// capped its memory (see capBigLoad).
 	spill  string
 	capped bool
+	// lowerCaps is set once a load into memory of more than
+	// lowerCapsBytes capped its memory (see capBigLoad): its derived
+	// tables are made at derivedMemory, and WithLessMemory lowers its cap.
+	lowerCaps bool
+	// limit is the memory_limit DuckDB runs at now when retrace set it
+	// (setMemory, boundLoad, WithLessMemory); empty is DuckDB's default.
+	// makeDerived puts it back after making the derived tables under
+	// derivedMemory. It changes on the one connection, where statements
+	// run one at a time.
+	limit string
 	// lake is the Parquet a load reads in place (see lake.go).
 	lake lakeState
 
@@ -314,6 +336,7 @@ func (db *DB) setMemory(ctx context.Context, limit, dir string) error {
 		if _, err := db.sql.ExecContext(ctx, "SET memory_limit = "+quoteString(limit)); err != nil {
 			return fmt.Errorf("%w %q: %v (give a size such as 2GB or 512MiB)", ErrMemoryLimit, limit, err)
 		}
+		db.limit = limit
 	}
 	if dir != "" {
 		if _, err := db.sql.ExecContext(ctx, "SET temp_directory = "+quoteString(dir)); err != nil {
@@ -324,9 +347,16 @@ func (db *DB) setMemory(ctx context.Context, limit, dir string) error {
 }
 
 // capBigLoad caps an in-memory database's memory for a load of size input
-// bytes, as bigLoadBytes says, once.
+// bytes, as bigLoadBytes says, once, and marks it for lower caps as
+// lowerCapsBytes says.
 func (db *DB) capBigLoad(ctx context.Context, size int64) error {
-	if db.opts.Path != "" || db.opts.MemoryLimit != "" || size <= bigLoadBytes || db.capped {
+	if db.opts.Path != "" || db.opts.MemoryLimit != "" || size <= bigLoadBytes {
+		return nil
+	}
+	if size > lowerCapsBytes {
+		db.lowerCaps = true
+	}
+	if db.capped {
 		return nil
 	}
 	db.capped = true
@@ -345,12 +375,52 @@ func (db *DB) boundLoad(ctx context.Context) (func(), error) {
 	if _, err := db.sql.ExecContext(ctx, "SET memory_limit = "+quoteString(loadMemory)); err != nil {
 		return nil, fmt.Errorf("load: %w", err)
 	}
+	db.limit = loadMemory
 	return func() {
 		// A canceled load still puts the limit back. An error here is
 		// not the load's: the cap would stay at loadMemory, lower than
 		// boundedMemory, which costs speed, never memory.
-		db.sql.ExecContext(context.WithoutCancel(ctx), "SET memory_limit = "+quoteString(boundedMemory))
+		if _, err := db.sql.ExecContext(context.WithoutCancel(ctx), "SET memory_limit = "+quoteString(boundedMemory)); err == nil {
+			db.limit = boundedMemory
+		}
 	}, nil
+}
+
+// derivedMemory is DuckDB's memory_limit while the derived tables are
+// made (materialize) in an in-memory database whose cap is ours, after a
+// load of more than lowerCapsBytes: the statements join and aggregate every event, and
+// hold as much again outside the cap as under it. At 10M events a
+// detect --no-cache peaked at 961 MB while they ran at boundedMemory and
+// at 863 MB overall with this cap (and the SQL detectors after it at
+// theirs, WithLessMemory); 250MB ran out of memory. A store makes its
+// derived tables in the load, at loadMemory too. Tests make it small.
+var derivedMemory = loadMemory
+
+// makeDerived makes the derived tables (materializeSQL) through ex. In
+// an in-memory database whose cap is ours, after a load of more than
+// lowerCapsBytes, it sets the cap to
+// derivedMemory while they are made (lowering boundedMemory, raising
+// WithLessMemory's lower cap) and puts back the cap it had; if DuckDB
+// runs out of memory at derivedMemory, or cannot free enough to lower
+// its cap so far, they are made at the cap it had.
+func (db *DB) makeDerived(ctx context.Context, ex execer) error {
+	if !db.lowerCaps || db.opts.MemoryLimit != "" || db.limit == "" || db.limit == derivedMemory {
+		_, err := ex.ExecContext(ctx, materializeSQL())
+		return err
+	}
+	_, err := ex.ExecContext(ctx, "SET memory_limit = "+quoteString(derivedMemory))
+	if err == nil {
+		_, err = ex.ExecContext(ctx, materializeSQL())
+	}
+	if _, rerr := ex.ExecContext(context.WithoutCancel(ctx), "SET memory_limit = "+quoteString(db.limit)); rerr != nil {
+		// The caller hears of it: materialize leaves the views plain,
+		// and the next query tries again.
+		return errors.Join(err, fmt.Errorf("memory limit: %w", rerr))
+	}
+	if outOfMemory(err) {
+		_, err = ex.ExecContext(ctx, materializeSQL())
+	}
+	return err
 }
 
 // openSQL is the batch Open runs, built once per process: the schema is
@@ -375,6 +445,13 @@ func (db *DB) Close() error {
 		db.opts.Closer = nil
 	}
 	return err
+}
+
+// outOfMemory reports whether err is DuckDB running out of memory under
+// its cap.
+func outOfMemory(err error) bool {
+	var de *duckdb.Error
+	return errors.As(err, &de) && de.Type == duckdb.ErrorTypeOutOfMemory
 }
 
 func quoteAll(ss []string) []string {

@@ -97,7 +97,7 @@ func (db *DB) materialize(ctx context.Context, ex execer, q string) {
 	if db.materialized.Load() || !namesDerived(q) {
 		return
 	}
-	if _, err := ex.ExecContext(ctx, materializeSQL()); err == nil {
+	if err := db.makeDerived(ctx, ex); err == nil {
 		db.materialized.Store(true)
 		// Prepared over the plain views, the metrics would still join.
 		db.dropPrepared()

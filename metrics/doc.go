@@ -32,11 +32,13 @@
 // spills to Options.TempDir (the system's temporary directory by
 // default), an in-memory database too. Without a limit, a store and a
 // load of more than 64 MiB of trajectories into memory cap DuckDB at
-// 500MB, a load at 300MB while it reads (loadMemory), and an export at
-// 256MB while it writes (exportMemory), an in-memory database spilling
-// to a directory of its own, removed by Close, so the memory DuckDB
-// holds does not grow with the corpus (see boundedMemory for what it
-// leaves). A load's check, unless it feeds an Observer, also runs under
+// 500MB, a load at 300MB while it reads (loadMemory), the derived
+// tables of a load into memory of more than 1 GiB at 300MB while they
+// are made (derivedMemory, lowerCapsBytes), and an export at 256MB
+// while it writes (exportMemory), an in-memory database spilling its
+// rows too to a directory of its own, removed by Close, so the memory
+// DuckDB holds does not grow with the corpus (see boundedMemory for
+// what it leaves). A load's check, unless it feeds an Observer, also runs under
 // a soft limit on the Go heap (checkMemory, set with
 // debug.SetMemoryLimit and put back after, a lower limit the process
 // set kept); BenchmarkLoadAndMetrics measures time, CPU and peak RSS at
