@@ -481,9 +481,9 @@ type callResult struct {
 	found, ok bool
 }
 
-// callsWithResults returns the session's tool_calls in order, each with
-// its tool_result text.
-func callsWithResults(s *Session) []callResult {
+// pairResults returns the session's tool_calls in order, each with its
+// tool_result text.
+func pairResults(s *Session) []callResult {
 	var out []callResult
 	index := map[string]int{}
 	for _, e := range s.Events {
@@ -502,11 +502,6 @@ func callsWithResults(s *Session) []callResult {
 		}
 	}
 	return out
-}
-
-// signature is a call's identity: its tool and its compacted input.
-func (s *Session) signature(tool string, input json.RawMessage) string {
-	return tool + "\x00" + s.canonical(input)
 }
 
 func repeatedReadOnlyHeld(s *Session, tools map[string]trajectory.ToolInfo) (int, []Located) {
