@@ -134,25 +134,20 @@ func livenessOf(s *Session) sessionLiveness {
 	out := sessionLiveness{triggers: map[trajectory.DefenseName]int{}, checked: map[trajectory.DefenseName]int{},
 		heldN: map[trajectory.DefenseName]int{}, held: map[trajectory.DefenseName][]Evidence{},
 		heldTurns: map[trajectory.DefenseName][]int{}}
-	tools := map[string]trajectory.ToolInfo{}
 	for _, e := range s.Events {
 		switch p := e.Payload.(type) {
 		case *trajectory.SessionStart:
 			out.enabled = p.Defenses
-			for _, t := range p.Tools {
-				tools[t.Name] = t
-			}
 		case *trajectory.DefenseTrigger:
 			out.triggers[p.Defense]++
 		}
 	}
 	for _, d := range out.enabled {
-		c, ok := conditions[d]
-		if !ok {
+		if _, ok := conditions[d]; !ok {
 			continue
 		}
 		var held []Located
-		out.checked[d], held = c.check(s, tools)
+		out.checked[d], held = holds(s, d)
 		out.heldN[d] = len(held)
 		for _, e := range held[:min(len(held), livenessEvidenceMax)] {
 			out.held[d] = append(out.held[d], s.Evidence(e))

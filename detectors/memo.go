@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/retrace-dev/retrace/trajectory"
 )
 
 // memo holds what several detectors derive from one session, so that it
@@ -21,6 +23,17 @@ type memo struct {
 	calls                            []callResult
 	turns                            []yieldTurn
 	tracesDone, callsDone, turnsDone bool
+	// tools is sessionTools' result, once toolsDone is set; held holds
+	// the liveness conditions recomputed so far, by defense.
+	tools     map[string]trajectory.ToolInfo
+	toolsDone bool
+	held      map[trajectory.DefenseName]heldResult
+}
+
+// heldResult is what a liveness condition found in a session.
+type heldResult struct {
+	checked int
+	held    []Located
 }
 
 // input is what is derived from one tool input's bytes.
@@ -366,4 +379,37 @@ func (sc *canonScanner) number() bool {
 	sc.out = append(sc.out, sc.b[sc.i:j]...)
 	sc.i = j
 	return true
+}
+
+// sessionTools returns the tools the session's session_start events
+// define, by name (a later definition of a name wins), computed once per
+// session.
+func sessionTools(s *Session) map[string]trajectory.ToolInfo {
+	if !s.memo.toolsDone {
+		tools := map[string]trajectory.ToolInfo{}
+		for _, e := range s.Events {
+			if p, ok := e.Payload.(*trajectory.SessionStart); ok {
+				for _, t := range p.Tools {
+					tools[t.Name] = t
+				}
+			}
+		}
+		s.memo.tools, s.memo.toolsDone = tools, true
+	}
+	return s.memo.tools
+}
+
+// holds recomputes the liveness condition of defense d (which must be in
+// conditions) over s, once per session: how many times its check ran and
+// the events where it held.
+func holds(s *Session, d trajectory.DefenseName) (checked int, held []Located) {
+	if r, ok := s.memo.held[d]; ok {
+		return r.checked, r.held
+	}
+	checked, held = conditions[d].check(s, sessionTools(s))
+	if s.memo.held == nil {
+		s.memo.held = map[trajectory.DefenseName]heldResult{}
+	}
+	s.memo.held[d] = heldResult{checked: checked, held: held}
+	return checked, held
 }
