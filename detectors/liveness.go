@@ -419,7 +419,7 @@ func emptyInputHeld(s *Session, tools map[string]trajectory.ToolInfo) (int, []Lo
 		if !ok {
 			continue
 		}
-		for _, b := range r.ToolUses() {
+		for b := range toolUses(r) {
 			checked++
 			if t, ok := tools[b.Name]; ok && emptyInput(b) && requiresInput(t) {
 				held = append(held, e)
@@ -438,7 +438,7 @@ func truncatedHeld(s *Session, _ map[string]trajectory.ToolInfo) (int, []Located
 			continue
 		}
 		checked++
-		if r.StopReason == trajectory.StopMaxTokens && slices.ContainsFunc(r.ToolUses(), cutOff) {
+		if r.StopReason == trajectory.StopMaxTokens && anyToolUse(r, cutOff) {
 			held = append(held, e)
 		}
 	}
@@ -458,7 +458,7 @@ func endTurnHeld(s *Session, tools map[string]trajectory.ToolInfo) (int, []Locat
 		}
 		// A block the empty-input retry takes is not run, so it is not
 		// one the fallthrough would run either.
-		if slices.ContainsFunc(r.ToolUses(), func(b trajectory.ContentBlock) bool {
+		if anyToolUse(r, func(b trajectory.ContentBlock) bool {
 			return !cutOff(b) && !(emptyInput(b) && requiresInput(tools[b.Name]))
 		}) {
 			held = append(held, e)

@@ -3,6 +3,7 @@ package detectors
 import (
 	"encoding/json"
 	"fmt"
+	"iter"
 	"slices"
 	"strings"
 	"unicode/utf8"
@@ -412,4 +413,26 @@ func holds(s *Session, d trajectory.DefenseName) (checked int, held []Located) {
 	}
 	s.memo.held[d] = heldResult{checked: checked, held: held}
 	return checked, held
+}
+
+// toolUses yields r's tool_use blocks in order, as ranging over
+// r.ToolUses() does, without making a slice of them for every reply.
+func toolUses(r *trajectory.ModelResponse) iter.Seq[trajectory.ContentBlock] {
+	return func(yield func(trajectory.ContentBlock) bool) {
+		for _, b := range r.Content {
+			if b.Type == trajectory.BlockToolUse && !yield(b) {
+				return
+			}
+		}
+	}
+}
+
+// anyToolUse reports whether some tool_use block of r satisfies f.
+func anyToolUse(r *trajectory.ModelResponse, f func(trajectory.ContentBlock) bool) bool {
+	for b := range toolUses(r) {
+		if f(b) {
+			return true
+		}
+	}
+	return false
 }
