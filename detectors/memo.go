@@ -1,6 +1,7 @@
 package detectors
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"iter"
@@ -42,8 +43,12 @@ type input struct {
 	// canonical is the input re-encoded, so key order and spacing do not
 	// count; the raw bytes when they do not decode.
 	canonical string
-	// keys are its sorted top-level keys, "" when it is not an object.
-	keys string
+	// keys are its sorted top-level keys, "" when it is not an object,
+	// once keysDone is set: written from keyList (set when object is)
+	// when first asked for, as few detectors ask.
+	keys             string
+	keyList          []string
+	object, keysDone bool
 	// sig is the signature of a call of tool sigTool with this input,
 	// once asked for: most inputs are asked for with one tool only.
 	sig, sigTool string
@@ -70,17 +75,25 @@ func deriveInput(raw json.RawMessage) *input {
 	}
 	// Most inputs hold only what a re-encoding writes back the same, so
 	// the canonical form is theirs with the keys sorted: no decoding.
-	in := &input{canonical: string(canon)}
-	if object {
-		in.keys = fmt.Sprint(keys)
+	return &input{canonical: string(canon), keyList: keys, object: object}
+}
+
+// keySet returns the sorted top-level keys of the input, as fmt.Sprint
+// writes a []string, or "" when it is not an object.
+func (in *input) keySet() string {
+	if !in.keysDone {
+		if in.object {
+			in.keys = "[" + strings.Join(in.keyList, " ") + "]"
+		}
+		in.keysDone = true
 	}
-	return in
+	return in.keys
 }
 
 // decodeInput computes what input holds for raw by decoding it and
 // encoding it again.
 func decodeInput(raw json.RawMessage) *input {
-	in := &input{canonical: string(raw)}
+	in := &input{canonical: string(raw), keysDone: true}
 	var v any
 	if json.Unmarshal(raw, &v) != nil {
 		return in
@@ -103,7 +116,7 @@ func decodeInput(raw json.RawMessage) *input {
 func (s *Session) canonical(raw json.RawMessage) string { return s.input(raw).canonical }
 
 // keySet returns the sorted top-level keys of a tool input.
-func (s *Session) keySet(raw json.RawMessage) string { return s.input(raw).keys }
+func (s *Session) keySet(raw json.RawMessage) string { return s.input(raw).keySet() }
 
 // signature is a call's identity: its tool and its compacted input.
 func (s *Session) signature(tool string, raw json.RawMessage) string {
@@ -183,7 +196,7 @@ const canonDepth = 64
 
 // member is one key and value of an object, written at out[from:to].
 type member struct {
-	key      string
+	key      []byte
 	from, to int
 }
 
@@ -280,7 +293,7 @@ func (sc *canonScanner) object(depth int) bool {
 		if !ok {
 			return false
 		}
-		if n := len(members); n > 0 && k <= members[n-1].key {
+		if n := len(members); n > 0 && bytes.Compare(k, members[n-1].key) <= 0 {
 			sorted = false
 		}
 		if sc.next() != ':' {
@@ -299,10 +312,10 @@ func (sc *canonScanner) object(depth int) bool {
 		case '}':
 			sc.i++
 			if !sorted {
-				slices.SortFunc(members, func(a, b member) int { return strings.Compare(a.key, b.key) })
+				slices.SortFunc(members, func(a, b member) int { return bytes.Compare(a.key, b.key) })
 				body := make([]byte, 0, len(sc.out)-start)
 				for i, m := range members {
-					if i > 0 && m.key == members[i-1].key {
+					if i > 0 && bytes.Equal(m.key, members[i-1].key) {
 						// The round trip keeps the last value of a
 						// repeated key: left to the decoder.
 						return false
@@ -317,7 +330,7 @@ func (sc *canonScanner) object(depth int) bool {
 			sc.out = append(sc.out, '}')
 			if top {
 				for _, m := range members {
-					*sc.keys = append(*sc.keys, m.key)
+					*sc.keys = append(*sc.keys, string(m.key))
 				}
 			}
 			return true
@@ -329,7 +342,7 @@ func (sc *canonScanner) object(depth int) bool {
 
 // str reads a string with nothing Marshal would write otherwise, writes
 // it and returns its bytes, which are its text when key is set.
-func (sc *canonScanner) str(key bool) (string, bool) {
+func (sc *canonScanner) str(key bool) ([]byte, bool) {
 	start := sc.i + 1
 	for j := start; j < len(sc.b); {
 		c := sc.b[j]
@@ -337,24 +350,24 @@ func (sc *canonScanner) str(key bool) (string, bool) {
 		case c == '"':
 			sc.i = j + 1
 			sc.out = append(sc.out, sc.b[start-1:j+1]...)
-			return string(sc.b[start:j]), true
+			return sc.b[start:j], true
 		case c == '\\' && !key && j+1 < len(sc.b) && strings.IndexByte(`"\\nrt`, sc.b[j+1]) >= 0:
 			// The escapes Marshal writes as they are; a key's text
 			// must be its bytes, so it takes none.
 			j += 2
 		case c < 0x20, c == '\\', c == '<', c == '>', c == '&':
-			return "", false
+			return nil, false
 		case c < utf8.RuneSelf:
 			j++
 		default:
 			r, size := utf8.DecodeRune(sc.b[j:])
 			if r == utf8.RuneError && size == 1 || r == '\u2028' || r == '\u2029' {
-				return "", false
+				return nil, false
 			}
 			j += size
 		}
 	}
-	return "", false
+	return nil, false
 }
 
 // number reads and writes an integer of at most 15 digits without a sign
