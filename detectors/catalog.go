@@ -354,6 +354,8 @@ func unpairedToolUse(d *goDetector, s *Session, _ Params) []Finding {
 		at       Located
 	}
 	var out []Finding
+	// pending is emptied, not dropped, between replies: its array is
+	// used again.
 	var pending []use
 	// compacted is set between a compaction and the next request: the
 	// request then resends the kept tail of the conversation, whose first
@@ -362,10 +364,10 @@ func unpairedToolUse(d *goDetector, s *Session, _ Params) []Finding {
 	for _, e := range s.Events {
 		switch p := e.Payload.(type) {
 		case *trajectory.Compaction:
-			pending, compacted = nil, true
+			pending, compacted = pending[:0], true
 		case *trajectory.ModelResponse:
-			pending = nil
-			for _, b := range p.ToolUses() {
+			pending = pending[:0]
+			for b := range toolUses(p) {
 				pending = append(pending, use{b.ID, b.Name, e})
 			}
 		case *trajectory.ModelRequest:
@@ -374,7 +376,7 @@ func unpairedToolUse(d *goDetector, s *Session, _ Params) []Finding {
 					continue
 				}
 				if m.Role == trajectory.RoleAssistant {
-					pending = nil
+					pending = pending[:0]
 					for _, b := range m.Content {
 						if b.Type == trajectory.BlockToolUse {
 							pending = append(pending, use{b.ID, b.Name, e})
@@ -408,7 +410,7 @@ func unpairedToolUse(d *goDetector, s *Session, _ Params) []Finding {
 						out = append(out, f)
 					}
 				}
-				pending = nil
+				pending = pending[:0]
 			}
 			compacted = false
 		}
@@ -484,7 +486,7 @@ func truncatedToolUseExecuted(d *goDetector, s *Session, _ Params) []Finding {
 		if !ok || r.StopReason != trajectory.StopMaxTokens {
 			continue
 		}
-		for _, b := range r.ToolUses() {
+		for b := range toolUses(r) {
 			// A tool_use whose input closed before the cut is whole; only
 			// one with a partial input was cut off.
 			if b.PartialInput == "" {
@@ -539,7 +541,7 @@ func endTurnWithToolUse(d *goDetector, s *Session, _ Params) []Finding {
 			continue
 		}
 		var unrun []string
-		for _, b := range r.ToolUses() {
+		for b := range toolUses(r) {
 			if callOf(s, i+1, b.ID) < 0 {
 				unrun = append(unrun, b.ID+" ("+b.Name+")")
 			}
@@ -585,7 +587,7 @@ func hallucinatedTool(d *goDetector, s *Session, _ Params) []Finding {
 			if !haveRequest {
 				continue
 			}
-			for _, b := range p.ToolUses() {
+			for b := range toolUses(p) {
 				if toolsUnknown {
 					if f, ok := notFoundCall(d, s, i, e, b); ok {
 						out = append(out, f)
@@ -661,7 +663,7 @@ func emptyInputRetry(d *goDetector, s *Session, p Params) []Finding {
 		if !ok {
 			continue
 		}
-		if slices.ContainsFunc(r.ToolUses(), emptyInput) {
+		if anyToolUse(r, emptyInput) {
 			run = append(run, e)
 			continue
 		}

@@ -27,16 +27,10 @@ const decisionTriggerMin = 3
 // (idleTriggers).
 func decisionCountedAsTrigger(d *goDetector, s *Session, p Params) []Finding {
 	limit := p.Int("min_triggers")
-	tools := map[string]trajectory.ToolInfo{}
 	triggers := map[trajectory.DefenseName][]Located{}
 	var names []trajectory.DefenseName
 	for _, e := range s.Events {
-		switch p := e.Payload.(type) {
-		case *trajectory.SessionStart:
-			for _, t := range p.Tools {
-				tools[t.Name] = t
-			}
-		case *trajectory.DefenseTrigger:
+		if p, ok := e.Payload.(*trajectory.DefenseTrigger); ok {
 			if triggers[p.Defense] == nil {
 				names = append(names, p.Defense)
 			}
@@ -51,7 +45,7 @@ func decisionCountedAsTrigger(d *goDetector, s *Session, p Params) []Finding {
 			continue
 		}
 		n := len(triggers[name])
-		checked, held := c.check(s, tools)
+		checked, held := holds(s, name)
 		if n < limit || n < checked || n <= len(held) {
 			continue
 		}

@@ -112,6 +112,8 @@ type pass struct {
 	open  map[string]*Session
 	order []string
 	file  *fileTally
+	// last is the open session the last event went to, or nil.
+	last *Session
 	// seen are the files observed.
 	seen map[string]bool
 	jobs chan passJob
@@ -194,16 +196,22 @@ func (p *pass) Events(file string, evs []metrics.Located) {
 		if p.skip[string(e.Type())] {
 			continue
 		}
-		s := p.open[e.Session]
-		if s == nil {
-			s = &Session{ID: e.Session, File: file}
-			p.open[e.Session] = s
-			p.order = append(p.order, e.Session)
+		// A file holds a session's events in a block: the session of
+		// the event before is looked up first.
+		s := p.last
+		if s == nil || s.ID != e.Session {
+			if s = p.open[e.Session]; s == nil {
+				s = &Session{ID: e.Session, File: file}
+				p.open[e.Session] = s
+				p.order = append(p.order, e.Session)
+			}
+			p.last = s
 		}
 		s.Events = append(s.Events, Located(e))
 		if e.Type() == trajectory.TypeSessionEnd {
 			p.judge(s)
 			delete(p.open, e.Session)
+			p.last = nil
 		}
 	}
 }
@@ -219,6 +227,7 @@ func (p *pass) EndFile(file string) {
 		}
 	}
 	p.order = p.order[:0]
+	p.last = nil
 	p.seen[file] = true
 	p.file = nil
 	t.done(nil, p.sink)

@@ -18,10 +18,10 @@ type callTrace struct {
 	hasOutcome, hasEnd, hasResult bool
 }
 
-// callTraces returns the calls of s in the order of their tool_call, each
+// traceCalls returns the calls of s in the order of their tool_call, each
 // with the events recorded for it. A tool_result without a tool_call is
 // left out: no call ran for it.
-func callTraces(s *Session) []*callTrace {
+func traceCalls(s *Session) []*callTrace {
 	var out []*callTrace
 	byID := map[string]*callTrace{}
 	for i, e := range s.Events {

@@ -28,7 +28,7 @@ func hookChangedInputSilently(d *goDetector, s *Session, _ Params) []Finding {
 	for _, e := range s.Events {
 		switch p := e.Payload.(type) {
 		case *trajectory.ModelResponse:
-			for _, b := range p.ToolUses() {
+			for b := range toolUses(p) {
 				// A cut-off input (partial_input) is not the model's
 				// finished input: the executor gets something else by design.
 				if b.PartialInput == "" && len(b.Input) > 0 {

@@ -134,25 +134,20 @@ func livenessOf(s *Session) sessionLiveness {
 	out := sessionLiveness{triggers: map[trajectory.DefenseName]int{}, checked: map[trajectory.DefenseName]int{},
 		heldN: map[trajectory.DefenseName]int{}, held: map[trajectory.DefenseName][]Evidence{},
 		heldTurns: map[trajectory.DefenseName][]int{}}
-	tools := map[string]trajectory.ToolInfo{}
 	for _, e := range s.Events {
 		switch p := e.Payload.(type) {
 		case *trajectory.SessionStart:
 			out.enabled = p.Defenses
-			for _, t := range p.Tools {
-				tools[t.Name] = t
-			}
 		case *trajectory.DefenseTrigger:
 			out.triggers[p.Defense]++
 		}
 	}
 	for _, d := range out.enabled {
-		c, ok := conditions[d]
-		if !ok {
+		if _, ok := conditions[d]; !ok {
 			continue
 		}
 		var held []Located
-		out.checked[d], held = c.check(s, tools)
+		out.checked[d], held = holds(s, d)
 		out.heldN[d] = len(held)
 		for _, e := range held[:min(len(held), livenessEvidenceMax)] {
 			out.held[d] = append(out.held[d], s.Evidence(e))
@@ -424,7 +419,7 @@ func emptyInputHeld(s *Session, tools map[string]trajectory.ToolInfo) (int, []Lo
 		if !ok {
 			continue
 		}
-		for _, b := range r.ToolUses() {
+		for b := range toolUses(r) {
 			checked++
 			if t, ok := tools[b.Name]; ok && emptyInput(b) && requiresInput(t) {
 				held = append(held, e)
@@ -443,7 +438,7 @@ func truncatedHeld(s *Session, _ map[string]trajectory.ToolInfo) (int, []Located
 			continue
 		}
 		checked++
-		if r.StopReason == trajectory.StopMaxTokens && slices.ContainsFunc(r.ToolUses(), cutOff) {
+		if r.StopReason == trajectory.StopMaxTokens && anyToolUse(r, cutOff) {
 			held = append(held, e)
 		}
 	}
@@ -463,7 +458,7 @@ func endTurnHeld(s *Session, tools map[string]trajectory.ToolInfo) (int, []Locat
 		}
 		// A block the empty-input retry takes is not run, so it is not
 		// one the fallthrough would run either.
-		if slices.ContainsFunc(r.ToolUses(), func(b trajectory.ContentBlock) bool {
+		if anyToolUse(r, func(b trajectory.ContentBlock) bool {
 			return !cutOff(b) && !(emptyInput(b) && requiresInput(tools[b.Name]))
 		}) {
 			held = append(held, e)
@@ -481,9 +476,9 @@ type callResult struct {
 	found, ok bool
 }
 
-// callsWithResults returns the session's tool_calls in order, each with
-// its tool_result text.
-func callsWithResults(s *Session) []callResult {
+// pairResults returns the session's tool_calls in order, each with its
+// tool_result text.
+func pairResults(s *Session) []callResult {
 	var out []callResult
 	index := map[string]int{}
 	for _, e := range s.Events {
@@ -502,11 +497,6 @@ func callsWithResults(s *Session) []callResult {
 		}
 	}
 	return out
-}
-
-// signature is a call's identity: its tool and its compacted input.
-func (s *Session) signature(tool string, input json.RawMessage) string {
-	return tool + "\x00" + s.canonical(input)
 }
 
 func repeatedReadOnlyHeld(s *Session, tools map[string]trajectory.ToolInfo) (int, []Located) {

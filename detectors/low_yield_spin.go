@@ -32,14 +32,14 @@ type yieldTurn struct {
 	held bool
 }
 
-// lowYieldTurns recomputes the low-yield spin condition for
+// yieldTurns recomputes the low-yield spin condition for
 // every turn that ran tool calls: (1) no file was written (no call that
 // succeeded carries a snapshot, the contract's record of files a call
 // was about to change), (2) the reply has no text for the user, (3) the
 // calls are byte for byte those of the turn before, and (4) every result
 // is a single number, the same as the turn before. It is the runtime
 // defense's own check, recomputed from the events.
-func lowYieldTurns(s *Session) []yieldTurn {
+func yieldTurns(s *Session) []yieldTurn {
 	var out []yieldTurn
 	text := map[int]bool{}
 	ends := map[string]*trajectory.ToolEnd{}

@@ -148,7 +148,7 @@ func prefixCollapseRisk(d *goDetector, s *Session, p Params) []Finding {
 					said.WriteString("\n")
 				}
 			}
-			for _, b := range p.ToolUses() {
+			for b := range toolUses(p) {
 				for _, pp := range neighbours[b.Name] {
 					if slices.Contains(offered, pp.deferred) || !(mentions(said.String(), pp.deferred) || mentions(added, pp.deferred)) {
 						continue

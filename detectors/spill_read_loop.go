@@ -59,6 +59,11 @@ func spillReadLoop(d *goDetector, s *Session, p Params) []Finding {
 		switch p := e.Payload.(type) {
 		case *trajectory.ToolCall:
 			calls[p.ToolUseID] = e
+			if len(spills) == 0 {
+				// Nothing was spilled yet: no call can read or repeat a
+				// spill.
+				continue
+			}
 			sig := s.signature(p.Tool, p.Input)
 			for _, sp := range spills {
 				if sig == sp.sig {

@@ -228,9 +228,7 @@ func (db *DB) checkParts(ctx context.Context, tx *sql.Tx, files []string, parts 
 	} else {
 		close(fed)
 	}
-	if obs == nil {
-		defer lessGC()()
-	}
+	defer lessGC()()
 	ins := db.startInserter(ctx, tx, disk, into)
 	next := make(chan int)
 	var wg sync.WaitGroup
@@ -277,19 +275,20 @@ func (db *DB) checkParts(ctx context.Context, tx *sql.Tx, files []string, parts 
 	return results, nil
 }
 
-// checkGC is the garbage collector's percent while a load checks lines
-// without an Observer. The check allocates a payload and its strings per
-// event and drops them at once, over a live heap of a few megabytes: at
-// the default of 100 the collector runs every few megabytes allocated,
-// hundreds of times a load. At 400 decoding 1M events took 2.0-2.1 CPU-s
-// against 2.5 (BenchmarkColdPhases), for a heap of a few tens of
-// megabytes. A load that feeds an Observer holds its events a while, so
-// it keeps the default.
+// checkGC is the garbage collector's percent while a load checks lines.
+// The check allocates a payload and its strings per event and drops them
+// at once, over a live heap of a few megabytes: at the default of 100 the
+// collector runs every few megabytes allocated, hundreds of times a load.
+// At 400 decoding 1M events took 2.0-2.1 CPU-s against 2.5
+// (BenchmarkColdPhases), for a heap of a few tens of megabytes. A load
+// that feeds an Observer (detect) holds the events of a few parts and the
+// sessions its detectors judge, a live heap of 10-35 MB at 1M events: at
+// 400 it collected 40 times instead of 164, and detect --no-cache took
+// about 0.5 CPU-s less at the same peak RSS; checkMemory bounds it.
 const checkGC = 400
 
 // checkMemory is the Go heap's soft limit (debug.SetMemoryLimit) while a
-// load checks lines without an Observer, unless the process set a lower
-// one: at checkGC a heap whose live part is some 50 MB (the reports of
+// load checks lines, unless the process set a lower one: at checkGC a heap whose live part is some 50 MB (the reports of
 // 100k files, at 10M events) grows to 250-270 MB between collections,
 // which DuckDB's memory during the load comes on top of. Under the limit
 // the collector runs more often only when the live heap is that large;

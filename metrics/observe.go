@@ -119,7 +119,22 @@ func (f *feed) deliver(i int, res *partResult) {
 	if f.dupes == nil || f.dupesOf != p.file {
 		f.dupes, f.inFile, f.dupesOf = map[string]bool{}, map[string]bool{}, p.file
 	}
+	// run is the session of the last event kept and runSeq its seq, not
+	// yet written to f.last: the next events of a run (a file holds a
+	// session's events in a block) are judged without a map.
+	run, runSeq, inRun := "", int64(0), false
 	for _, e := range res.events {
+		if inRun && e.Session == run {
+			// Kept before in this file: no copy, only seqs to follow.
+			if e.Seq > runSeq {
+				runSeq = e.Seq
+				kept = append(kept, e)
+			}
+			continue
+		}
+		if inRun {
+			f.last[run], inRun = runSeq, false
+		}
 		if f.dupes[e.Session] {
 			continue
 		}
@@ -137,6 +152,10 @@ func (f *feed) deliver(i int, res *partResult) {
 		f.inFile[e.Session] = true
 		f.last[e.Session] = e.Seq
 		kept = append(kept, e)
+		run, runSeq, inRun = e.Session, e.Seq, true
+	}
+	if inRun {
+		f.last[run] = runSeq
 	}
 	res.events = nil
 	if len(kept) > 0 {

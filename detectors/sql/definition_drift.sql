@@ -47,12 +47,18 @@ WITH tools AS (
            length(t.description) AS catalog_bytes, length(q.description) AS loaded_bytes
     FROM searched q JOIN catalog t USING (session, name)
     WHERE t.description IS NOT NULL AND t.description <> q.description
+), twice AS (
+    -- Only a name a catalog lists twice can have two hashes: the
+    -- distinct counts below run over those alone, not over every tool of
+    -- every session (they were most of this query's time).
+    SELECT session, name FROM tools GROUP BY session, name HAVING count(*) >= 2
 ), dup AS (
-    SELECT session, name, min(file) AS file, min(line) AS line, min(seq) AS seq,
-           count(DISTINCT hash) AS hashes, string_agg(DISTINCT hash, ', ' ORDER BY hash) AS list
-    FROM tools
-    GROUP BY session, name
-    HAVING count(DISTINCT hash) >= 2
+    SELECT t.session, t.name, min(t.file) AS file, min(t.line) AS line, min(t.seq) AS seq,
+           count(DISTINCT t.hash) AS hashes, string_agg(DISTINCT t.hash, ', ' ORDER BY t.hash) AS list
+    FROM tools t
+    JOIN twice w ON t.session IS NOT DISTINCT FROM w.session AND t.name IS NOT DISTINCT FROM w.name
+    GROUP BY t.session, t.name
+    HAVING count(DISTINCT t.hash) >= 2
 ), single AS (
     SELECT t.* FROM tools t ANTI JOIN dup d USING (session, name)
 ), hashes AS (
