@@ -11,7 +11,10 @@
 // Detect loads trajectories into a metrics database and runs them in one
 // pass: the Go detectors over each session's events as the load's check
 // decodes them (metrics.DB.LoadObserved), exactly the events the load
-// keeps, the SQL detectors over the views once it is done. Run runs them
+// keeps, the SQL detectors over the views once it is done. What several
+// Go detectors derive from a session (each tool input made canonical, the
+// calls with their outcomes, the liveness conditions) is computed once per
+// session and shared (memo.go). Run runs them
 // over a database loaded before, reading the files again. Every
 // detector returns Findings: the detector id, a severity, the session, the
 // turn and tool_use_id, the evidence (file, line, seq and type of each

@@ -22,8 +22,9 @@
 // its check. The chunks are read on one DuckDB thread fewer than the cores
 // (at least one): the thread that runs a statement spins while it waits
 // for the statement's other threads, which on two cores cost about a
-// third of the read's CPU. A check that feeds no Observer runs the Go
-// collector at 400%, as it drops a payload per event over a small heap.
+// third of the read's CPU. A check runs the Go collector at 400%, as it
+// drops a payload per event over a small heap (one that feeds an Observer
+// too: what it holds for it is a few parts' events).
 // Appending rows with DuckDB's Appender instead was measured and
 // cost more CPU (typed values: about +25%; whole lines split by
 // json_transform: about +15% and more memory).
@@ -38,8 +39,8 @@
 // while it writes (exportMemory), an in-memory database spilling its
 // rows too to a directory of its own, removed by Close, so the memory
 // DuckDB holds does not grow with the corpus (see boundedMemory for
-// what it leaves). A load's check, unless it feeds an Observer, also runs under
-// a soft limit on the Go heap (checkMemory, set with
+// what it leaves). A load's check also runs under a soft limit on the
+// Go heap (checkMemory, set with
 // debug.SetMemoryLimit and put back after, a lower limit the process
 // set kept); BenchmarkLoadAndMetrics measures time, CPU and peak RSS at
 // the sizes RETRACE_BENCH_EVENTS names. The retrace CLI takes
