@@ -369,8 +369,8 @@ func (db *DB) Counts(ctx context.Context) (sessions, events int, err error) {
 // WithLessMemory runs fn with DuckDB's memory_limit lowered to limit
 // while the database runs at the cap Open or a big load set by itself
 // (boundedMemory: a store, or an in-memory database holding a load of
-// more than lowerCapsBytes, without Options.MemoryLimit), and puts that cap
-// back. Some queries hold as much again outside DuckDB's cap as under
+// more than lowerCapsBytes, without Options.MemoryLimit), and puts that
+// cap back. Some queries hold as much again outside DuckDB's cap as under
 // it: at 10M events the detectors' definition_drift took 0.87 GB of RSS
 // at the 500MB cap and 0.62 GB at 250MB. A store's rows are on disk, so
 // what the lower cap drops is read again at most; an in-memory database
@@ -378,17 +378,18 @@ func (db *DB) Counts(ctx context.Context) (sessions, events int, err error) {
 // the cap already (1.6 GB of them at 10M events), so a lower cap writes
 // more of them there. The derived tables are made at derivedMemory even
 // so (makeDerived): under 250MB they ran out of memory. A smaller load
-// in memory keeps its cap, which costs less CPU (see lowerCapsBytes), and
-// a cap the user chose is left as it is. fn runs again under the cap it had when DuckDB runs out of
-// memory under the lower one, so it must be able to start over.
+// in memory keeps its cap, which costs less CPU (see lowerCapsBytes),
+// and a cap the user chose is left as it is. fn runs again under the cap
+// it had when DuckDB runs out of memory under the lower one, so it must
+// be able to start over.
 func (db *DB) WithLessMemory(ctx context.Context, limit string, fn func() error) error {
-	if db.opts.MemoryLimit != "" || db.opts.Path == "" && !db.lowerCaps {
+	if db.opts.MemoryLimit != "" || db.opts.Path == "" && !db.lowerCaps.Load() {
 		return fn()
 	}
 	db.dmu.Lock()
 	_, err := db.sql.ExecContext(ctx, "SET memory_limit = "+quoteString(limit))
 	if err == nil {
-		db.limit = limit
+		db.setLimit(limit)
 	}
 	db.dmu.Unlock()
 	if err != nil {
@@ -398,7 +399,7 @@ func (db *DB) WithLessMemory(ctx context.Context, limit string, fn func() error)
 	db.dmu.Lock()
 	_, err = db.sql.ExecContext(context.WithoutCancel(ctx), "SET memory_limit = "+quoteString(boundedMemory))
 	if err == nil {
-		db.limit = boundedMemory
+		db.setLimit(boundedMemory)
 	}
 	db.dmu.Unlock()
 	if err != nil {

@@ -143,13 +143,13 @@ type DB struct {
 	// lowerCaps is set once a load into memory of more than
 	// lowerCapsBytes capped its memory (see capBigLoad): its derived
 	// tables are made at derivedMemory, and WithLessMemory lowers its cap.
-	lowerCaps bool
+	// A query may read it while a load sets it.
+	lowerCaps atomic.Bool
 	// limit is the memory_limit DuckDB runs at now when retrace set it
-	// (setMemory, boundLoad, WithLessMemory); empty is DuckDB's default.
-	// makeDerived puts it back after making the derived tables under
-	// derivedMemory. It changes on the one connection, where statements
-	// run one at a time.
-	limit string
+	// (setMemory, boundLoad, WithLessMemory; see memoryLimit), which
+	// makeDerived puts back after making the derived tables under
+	// derivedMemory.
+	limit atomic.Pointer[string]
 	// lake is the Parquet a load reads in place (see lake.go).
 	lake lakeState
 
@@ -337,7 +337,7 @@ func (db *DB) setMemory(ctx context.Context, limit, dir string) error {
 		if _, err := db.sql.ExecContext(ctx, "SET memory_limit = "+quoteString(limit)); err != nil {
 			return fmt.Errorf("%w %q: %v (give a size such as 2GB or 512MiB)", ErrMemoryLimit, limit, err)
 		}
-		db.limit = limit
+		db.setLimit(limit)
 	}
 	if dir != "" {
 		if _, err := db.sql.ExecContext(ctx, "SET temp_directory = "+quoteString(dir)); err != nil {
@@ -355,7 +355,7 @@ func (db *DB) capBigLoad(ctx context.Context, size int64) error {
 		return nil
 	}
 	if size > lowerCapsBytes {
-		db.lowerCaps = true
+		db.lowerCaps.Store(true)
 	}
 	if db.capped {
 		return nil
@@ -376,36 +376,38 @@ func (db *DB) boundLoad(ctx context.Context) (func(), error) {
 	if _, err := db.sql.ExecContext(ctx, "SET memory_limit = "+quoteString(loadMemory)); err != nil {
 		return nil, fmt.Errorf("load: %w", err)
 	}
-	db.limit = loadMemory
+	db.setLimit(loadMemory)
 	return func() {
 		// A canceled load still puts the limit back. An error here is
 		// not the load's: the cap would stay at loadMemory, lower than
 		// boundedMemory, which costs speed, never memory.
 		if _, err := db.sql.ExecContext(context.WithoutCancel(ctx), "SET memory_limit = "+quoteString(boundedMemory)); err == nil {
-			db.limit = boundedMemory
+			db.setLimit(boundedMemory)
 		}
 	}, nil
 }
 
 // derivedMemory is DuckDB's memory_limit while the derived tables are
 // made (materialize) in an in-memory database whose cap is ours, after a
-// load of more than lowerCapsBytes: the statements join and aggregate every event, and
-// hold as much again outside the cap as under it. At 10M events a
-// detect --no-cache peaked at 961 MB while they ran at boundedMemory and
-// at 863 MB overall with this cap (and the SQL detectors after it at
-// theirs, WithLessMemory); 250MB ran out of memory. A store makes its
-// derived tables in the load, at loadMemory too. Tests make it small.
+// load of more than lowerCapsBytes: their statements join and aggregate
+// every event, and hold as much again outside the cap as under it. At
+// 10M events a detect --no-cache peaked at 961-995 MB while they ran at
+// boundedMemory, and at 849-893 MB with this cap and the SQL detectors
+// after them at theirs (WithLessMemory); at 250MB they ran out of
+// memory. A store makes its derived tables in the load, at loadMemory
+// too. Tests make it small.
 var derivedMemory = loadMemory
 
 // makeDerived makes the derived tables (materializeSQL) through ex. In
 // an in-memory database whose cap is ours, after a load of more than
-// lowerCapsBytes, it sets the cap to
-// derivedMemory while they are made (lowering boundedMemory, raising
-// WithLessMemory's lower cap) and puts back the cap it had; if DuckDB
-// runs out of memory at derivedMemory, or cannot free enough to lower
-// its cap so far, they are made at the cap it had.
+// lowerCapsBytes, it sets the cap to derivedMemory while they are made
+// (lowering boundedMemory, raising WithLessMemory's lower cap) and puts
+// back the cap it had; if DuckDB runs out of memory at derivedMemory, or
+// cannot free enough to lower its cap so far, they are made at the cap
+// it had.
 func (db *DB) makeDerived(ctx context.Context, ex execer) error {
-	if !db.lowerCaps || db.opts.MemoryLimit != "" || db.limit == "" || db.limit == derivedMemory {
+	had := db.memoryLimit()
+	if !db.lowerCaps.Load() || db.opts.MemoryLimit != "" || had == "" || had == derivedMemory {
 		_, err := ex.ExecContext(ctx, materializeSQL())
 		return err
 	}
@@ -413,7 +415,7 @@ func (db *DB) makeDerived(ctx context.Context, ex execer) error {
 	if err == nil {
 		_, err = ex.ExecContext(ctx, materializeSQL())
 	}
-	if _, rerr := ex.ExecContext(context.WithoutCancel(ctx), "SET memory_limit = "+quoteString(db.limit)); rerr != nil {
+	if _, rerr := ex.ExecContext(context.WithoutCancel(ctx), "SET memory_limit = "+quoteString(had)); rerr != nil {
 		// The caller hears of it: materialize leaves the views plain,
 		// and the next query tries again.
 		return errors.Join(err, fmt.Errorf("memory limit: %w", rerr))
@@ -446,6 +448,18 @@ func (db *DB) Close() error {
 		db.opts.Closer = nil
 	}
 	return err
+}
+
+// setLimit notes limit as the memory_limit DuckDB runs at (see DB.limit).
+func (db *DB) setLimit(limit string) { db.limit.Store(&limit) }
+
+// memoryLimit returns the memory_limit retrace last set, or "" for
+// DuckDB's default.
+func (db *DB) memoryLimit() string {
+	if p := db.limit.Load(); p != nil {
+		return *p
+	}
+	return ""
 }
 
 // outOfMemory reports whether err is DuckDB running out of memory under
