@@ -77,6 +77,10 @@ var ErrStale = errors.New("the store needs updating")
 // it is left alone.
 var ErrStoreVersion = errors.New("not a store of this retrace version")
 
+// ErrStorePath means Options.Path holds a '?': DuckDB reads what follows
+// it as options of its own, so no such path can name a store.
+var ErrStorePath = errors.New("a store's path cannot hold '?'")
+
 // ErrMemoryLimit means Options.MemoryLimit is not a size DuckDB takes.
 var ErrMemoryLimit = errors.New("bad memory limit")
 
@@ -186,6 +190,9 @@ type Table struct {
 // the store at Options.Path, creating it when the file is new.
 func Open(ctx context.Context, opts Options) (*DB, error) {
 	dsn := opts.Path
+	if strings.Contains(opts.Path, "?") {
+		return nil, fmt.Errorf("open store %q: %w (DuckDB would read what follows it as its options); choose a path without '?'", opts.Path, ErrStorePath)
+	}
 	if opts.Path == "" {
 		opts.ReadOnly = false
 	} else if opts.ReadOnly {

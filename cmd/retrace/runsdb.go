@@ -65,7 +65,7 @@ func openAndLoadWith(ctx context.Context, sys *IO, dbPath string, lf loadFlags, 
 		}
 	}
 	bar.finish()
-	if errors.Is(err, metrics.ErrMemoryLimit) {
+	if errors.Is(err, metrics.ErrMemoryLimit) || errors.Is(err, metrics.ErrStorePath) {
 		return nil, usage(err)
 	}
 	for _, w := range rep.NotRegular {
