@@ -16,6 +16,8 @@ import (
 
 	// The duckdb driver registers itself with database/sql as "duckdb".
 	"github.com/duckdb/duckdb-go/v2"
+
+	"github.com/retrace-dev/retrace/scratch"
 )
 
 //go:embed sql/*.sql
@@ -142,7 +144,7 @@ type DB struct {
 	// spill is the directory of its own an in-memory database spills to
 	// (see limitMemory), removed by Close; capped is set once a big load
 	// capped its memory (see capBigLoad).
-	spill  string
+	spill  *scratch.Dir
 	capped bool
 	// lowerCaps is set once a load into memory of more than
 	// lowerCapsBytes capped its memory (see capBigLoad): its derived
@@ -327,12 +329,12 @@ func (db *DB) openStore(ctx context.Context) error {
 // directory), and a kept one next to its file, as DuckDB does.
 func (db *DB) limitMemory(ctx context.Context, limit string) error {
 	dir := db.opts.TempDir
-	if dir == "" && db.opts.Path == "" && db.spill == "" {
-		var err error
-		if dir, err = os.MkdirTemp("", "retrace-spill-"); err != nil {
+	if dir == "" && db.opts.Path == "" && db.spill == nil {
+		spill, err := scratch.Make("", "retrace-spill-")
+		if err != nil {
 			return fmt.Errorf("metrics database: %w", err)
 		}
-		db.spill = dir
+		db.spill, dir = spill, spill.Path
 	}
 	return db.setMemory(ctx, limit, dir)
 }
@@ -445,9 +447,7 @@ var openSQL = sync.OnceValue(func() string {
 func (db *DB) Close() error {
 	db.dropPrepared()
 	err := db.sql.Close()
-	if db.spill != "" {
-		os.RemoveAll(db.spill)
-	}
+	db.spill.Remove()
 	if db.opts.Closer != nil {
 		if cerr := db.opts.Closer.Close(); err == nil {
 			err = cerr

@@ -39,10 +39,12 @@
 // while it writes (exportMemory), an in-memory database spilling its
 // rows too to a directory of its own, removed by Close, so the memory
 // DuckDB holds does not grow with the corpus (see boundedMemory for
-// what it leaves). A load's check also runs under a soft limit on the
-// Go heap (checkMemory, set with
-// debug.SetMemoryLimit and put back after, a lower limit the process
-// set kept); BenchmarkLoadAndMetrics measures time, CPU and peak RSS at
+// what it leaves). That directory and a load's staged lines are scratch
+// directories: one a killed process left is removed by the next load
+// that makes one (package scratch). A load's check also runs under a
+// soft limit on the Go heap (checkMemory, set with debug.SetMemoryLimit
+// and put back after, a lower limit the process set kept);
+// BenchmarkLoadAndMetrics measures time, CPU and peak RSS at
 // the sizes RETRACE_BENCH_EVENTS names. The retrace CLI takes
 // --memory-limit or RETRACE_MEMORY_LIMIT; without them its detect and
 // report hold the Go heap under a soft limit of their own for the whole

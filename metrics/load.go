@@ -19,6 +19,7 @@ import (
 	"unicode/utf16"
 	"unicode/utf8"
 
+	"github.com/retrace-dev/retrace/scratch"
 	"github.com/retrace-dev/retrace/trajectory"
 )
 
@@ -418,11 +419,12 @@ func (db *DB) load(ctx context.Context, obs Observer, paths []string) (LoadRepor
 		}
 		into = addedTable
 	}
-	tmp, err := os.MkdirTemp(db.opts.TempDir, "retrace-metrics-")
+	staged, err := scratch.Make(db.opts.TempDir, "retrace-metrics-")
 	if err != nil {
 		return rep, fmt.Errorf("load: %w", err)
 	}
-	defer os.RemoveAll(tmp)
+	defer staged.Remove()
+	tmp := staged.Path
 	disk := &diskUse{}
 	reports, bad, err := db.checkAll(ctx, tx, files, plan, tmp, obs, dups, disk, into)
 	if err != nil {

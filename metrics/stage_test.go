@@ -194,8 +194,11 @@ func TestMemoryLimit(t *testing.T) {
 	if got := limit(open(t, Options{Path: filepath.Join(t.TempDir(), "s.duckdb")})); got != "476.8 MiB" {
 		t.Errorf("a store opened with memory_limit %s, want 476.8 MiB (500MB)", got)
 	}
-	dir := big.spill
-	if info, err := os.Stat(dir); dir == "" || err != nil || !info.IsDir() {
+	if big.spill == nil {
+		t.Fatal("a big load spills to no directory of its own")
+	}
+	dir := big.spill.Path
+	if info, err := os.Stat(dir); err != nil || !info.IsDir() {
 		t.Fatalf("a big load spills to %q (%v), want a directory of its own", dir, err)
 	}
 	big.Close()
