@@ -288,11 +288,12 @@ func (db *DB) checkParts(ctx context.Context, tx *sql.Tx, files []string, parts 
 const checkGC = 400
 
 // checkMemory is the Go heap's soft limit (debug.SetMemoryLimit) while a
-// load checks lines, unless the process set a lower one: at checkGC a heap whose live part is some 50 MB (the reports of
-// 100k files, at 10M events) grows to 250-270 MB between collections,
-// which DuckDB's memory during the load comes on top of. Under the limit
-// the collector runs more often only when the live heap is that large;
-// at 1M events (10k files) the heap stays under it and nothing changes.
+// load checks lines, unless the process set a lower one: at checkGC a
+// heap whose live part is some 50 MB (the reports of 100k files, at 10M
+// events) grows to 250-270 MB between collections, which DuckDB's memory
+// during the load comes on top of. Under the limit the collector runs
+// more often only when the live heap is that large; at 1M events (10k
+// files) the heap stays under it and nothing changes.
 const checkMemory = 160 << 20
 
 // gcLoads counts the loads checking under checkGC, so that the percent
