@@ -141,9 +141,9 @@
 // the commit (1-2.5 CPU-s at 1M events; its wall time weighs more than
 // its CPU time, so much of it runs in one thread) and remembering the
 // files (0.3 CPU-s). Adding 1% new files takes 0.08-0.09× cold's CPU at
-// 1M events (0.39-0.41 CPU-s against 4.5; 0.12× before the last five
-// changes, 0.30× eight ago), all of it fixed costs of an update, most of
-// them DuckDB's, per statement (1-3 ms each, some 60 an add) and per
+// 1M events (0.39-0.41 CPU-s against 4.5), all of it fixed costs of an
+// update, most of them DuckDB's, per statement (1-3 ms each, some 60 an
+// add) and per
 // table written (a few ms each, however few its new rows; an add writes
 // 22: a table per event type, the four derived tables, store_sessions and
 // store_files): DuckDB's commit (0.06 CPU-s) and checkpoint (0.045 in the
@@ -160,9 +160,9 @@
 // thread spent some 0.05 CPU-s an add waiting for work. Reading every
 // event type's new lines with one read_json into one table with every
 // type's columns was tried and cost twice the 16 statements it replaced.
-// At 10M events an add of 1% took 4.5 CPU-s against 63-66 cold (0.07×)
-// before these changes, 3 of them the stat of 100k files and the answer
-// that an unchanged corpus costs too. Keeping added events as Parquet
+// At 10M events an add of 1% took 3.9 CPU-s against 65 cold (0.06×), 3
+// of them the stat of 100k files and the answer that an unchanged corpus
+// costs too. Keeping added events as Parquet
 // files beside the store, so that the commit writes little, was built and
 // measured: it saved 0.01× at 1M and nothing at 10M, for a second place
 // the rows live in, and was left out.
