@@ -53,9 +53,8 @@ func LockOut(dir string, started time.Time) (release func() error, err error) {
 		return nil, fmt.Errorf("eval: lock %s: %w", dir, err)
 	}
 	if !ok {
-		held, _ := os.ReadFile(path)
 		f.Close()
-		return nil, &OutLockedError{Dir: dir, Holder: strings.TrimSpace(string(held))}
+		return nil, &OutLockedError{Dir: dir, Holder: readHolder(path)}
 	}
 	holder := fmt.Sprintf("pid %d started %s\n", os.Getpid(), started.UTC().Format(time.RFC3339))
 	if err := f.Truncate(0); err == nil {
@@ -65,5 +64,29 @@ func LockOut(dir string, started time.Time) (release func() error, err error) {
 		f.Close()
 		return nil, fmt.Errorf("eval: lock %s: %w", dir, err)
 	}
-	return f.Close, nil
+	// The holder's line goes with its lock, so that a refusal never
+	// names an eval that ended.
+	return func() error {
+		f.Truncate(0)
+		return f.Close()
+	}, nil
+}
+
+// holderWait is how long a refused eval waits for the eval that holds
+// the lock to write its line: it writes it right after it takes the
+// lock, but on a busy machine the refused one can read the file in
+// between.
+var holderWait = time.Second
+
+// readHolder returns the line the eval holding the lock file at path
+// wrote ("" when it wrote none within holderWait).
+func readHolder(path string) string {
+	deadline := time.Now().Add(holderWait)
+	for {
+		held, _ := os.ReadFile(path)
+		if s := strings.TrimSpace(string(held)); s != "" || time.Now().After(deadline) {
+			return s
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
