@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/retrace-dev/retrace/filelock"
 )
 
 // LockFile is the file in an eval's --out directory that says which eval
@@ -47,7 +49,11 @@ func LockOut(dir string, started time.Time) (release func() error, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("eval: lock %s: %w", dir, err)
 	}
-	ok, err := tryLock(f)
+	ok, err := filelock.Try(f, true)
+	if errors.Is(err, filelock.ErrUnsupported) {
+		// Without flock(2) two evals may write one directory.
+		ok, err = true, nil
+	}
 	if err != nil {
 		f.Close()
 		return nil, fmt.Errorf("eval: lock %s: %w", dir, err)

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/retrace-dev/retrace/filelock"
 )
 
 func TestASecondLockOfAnOutDirectoryIsRefusedNamingTheHolder(t *testing.T) {
@@ -45,7 +47,7 @@ func TestARefusalWaitsForTheHolderToSayWhoItIs(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	if ok, err := tryLock(f); !ok || err != nil {
+	if ok, err := filelock.Try(f, true); !ok || err != nil {
 		t.Skipf("no flock(2) here: %v", err)
 	}
 	go func() {

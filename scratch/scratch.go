@@ -1,11 +1,14 @@
 package scratch
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/retrace-dev/retrace/filelock"
 )
 
 // lockName is the lock file inside every directory Make makes.
@@ -40,7 +43,14 @@ func Make(parent, prefix string) (*Dir, error) {
 	}
 	lock, err := os.OpenFile(filepath.Join(path, lockName), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
 	if err == nil {
-		err = hold(lock)
+		var ok bool
+		// No one else has the lock file yet: only a failure of flock(2)
+		// itself stops this.
+		if ok, err = filelock.Try(lock, true); errors.Is(err, filelock.ErrUnsupported) {
+			err = nil
+		} else if !ok && err == nil {
+			err = errors.New("its lock is held already")
+		}
 	}
 	if err != nil {
 		if lock != nil {
@@ -66,7 +76,7 @@ func (d *Dir) Remove() error {
 // sweep removes the directories of prefix in parent that no process
 // holds and that have not changed for quiet.
 func sweep(parent, prefix string) {
-	if !canLock {
+	if !filelock.Supported {
 		return
 	}
 	entries, err := os.ReadDir(parent)
@@ -95,7 +105,7 @@ func removeIfLeft(path string) {
 	}
 	defer lock.Close()
 	// Held by a live process, or not lockable: left alone either way.
-	if err := tryHold(lock); err != nil {
+	if ok, err := filelock.Try(lock, true); !ok || err != nil {
 		return
 	}
 	os.RemoveAll(path)

@@ -3,10 +3,10 @@
 package store
 
 import (
-	"errors"
 	"os"
-	"syscall"
 	"time"
+
+	"github.com/retrace-dev/retrace/filelock"
 )
 
 // lockFile is a store's lock: flock(2) on a file next to it, shared by
@@ -37,26 +37,19 @@ func openLock(path string) (*lockFile, error) {
 // lock takes the lock, shared or alone, waiting up to wait for others to
 // let go; it returns ErrBusy when they do not.
 func (l *lockFile) lock(exclusive bool, wait time.Duration) error {
-	how := syscall.LOCK_SH
-	if exclusive {
-		how = syscall.LOCK_EX
-	}
 	deadline := time.Now().Add(wait)
-	if err := flock(l.gate, how, deadline); err != nil {
+	if err := flock(l.gate, exclusive, deadline); err != nil {
 		return err
 	}
-	defer syscall.Flock(int(l.gate.Fd()), syscall.LOCK_UN)
-	return flock(l.f, how, deadline)
+	defer filelock.Unlock(l.gate)
+	return flock(l.f, exclusive, deadline)
 }
 
-// flock takes the flock how on f, trying until deadline.
-func flock(f *os.File, how int, deadline time.Time) error {
+// flock takes f's lock, shared or alone, trying until deadline.
+func flock(f *os.File, exclusive bool, deadline time.Time) error {
 	for {
-		err := syscall.Flock(int(f.Fd()), how|syscall.LOCK_NB)
-		if err == nil {
-			return nil
-		}
-		if !errors.Is(err, syscall.EWOULDBLOCK) && !errors.Is(err, syscall.EINTR) {
+		ok, err := filelock.Try(f, exclusive)
+		if ok || err != nil {
 			return err
 		}
 		if time.Now().After(deadline) {
@@ -67,7 +60,7 @@ func flock(f *os.File, how int, deadline time.Time) error {
 }
 
 // unlock lets the lock go, keeping the file open.
-func (l *lockFile) unlock() error { return syscall.Flock(int(l.f.Fd()), syscall.LOCK_UN) }
+func (l *lockFile) unlock() error { return filelock.Unlock(l.f) }
 
 // Close lets the lock go and closes the files.
 func (l *lockFile) Close() error {
