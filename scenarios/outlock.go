@@ -82,7 +82,7 @@ func LockOut(dir string, started time.Time) (release func() error, err error) {
 // the lock to write its line: it writes it right after it takes the
 // lock, but on a busy machine the refused one can read the file in
 // between.
-var holderWait = time.Second
+const holderWait = time.Second
 
 // readHolder returns the line the eval holding the lock file at path
 // wrote ("" when it wrote none within holderWait).

@@ -18,7 +18,7 @@ const lockName = ".retrace-lock"
 // unchanged before Make removes it: a process takes its lock right after
 // making its directory, and the wait keeps Make from taking a directory
 // in that moment.
-var quiet = time.Minute
+const quiet = time.Minute
 
 // Dir is a scratch directory this process holds until Remove.
 type Dir struct {
