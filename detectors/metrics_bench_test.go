@@ -3,9 +3,12 @@ package detectors
 import (
 	"context"
 	"os"
+	"runtime"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -28,7 +31,12 @@ import (
 // median wall and CPU seconds, and ratio and cpu-ratio are cold detect's
 // medians over cold metrics' (the budget is 1.0), warm-ratio and
 // warm-cpu-ratio warm detect's over cold metrics', and
-// warm-vs-warm-ratio warm detect's over warm metrics'. Run it as
+// warm-vs-warm-ratio warm detect's over warm metrics'. floor-cpu-ratio
+// is the least cold detect could cost against cold metrics in this
+// design, where it loads what metrics loads and runs the detectors where
+// metrics runs its queries: metrics' CPU less its queries', plus the SQL
+// and Go detectors' own (see floorCPU), as if holding and handing over
+// the events cost nothing. Run it as
 //
 //	RETRACE_BENCH_SESSIONS=10000 go test -run XXX -bench BenchmarkDetectVersusMetrics -benchtime 1x ./detectors/
 func BenchmarkDetectVersusMetrics(b *testing.B) {
@@ -131,6 +139,15 @@ func BenchmarkDetectVersusMetrics(b *testing.B) {
 			b.ReportMetric(peak[name]/(1<<20), name+"-peak-RSS-MB")
 		}
 	}
+	floor := detectFloor(b, dir)
+	b.ReportMetric(floor.queries, "metric-queries-cpu-s")
+	b.ReportMetric(floor.sql, "sql-detectors-cpu-s")
+	b.ReportMetric(floor.goDetectors, "go-detectors-cpu-s")
+	// floor-cpu-ratio is what cold detect would cost against cold metrics
+	// if holding and handing over the events cost nothing: metrics, less
+	// its queries, plus the detectors' own CPU.
+	m := med["metrics"][1]
+	b.ReportMetric((m-floor.queries+floor.sql+floor.goDetectors)/m, "floor-cpu-ratio")
 	b.ReportMetric(float64(rep.Events), "events")
 	b.ReportMetric(med["detect"][0]/med["metrics"][0], "ratio")
 	b.ReportMetric(med["detect"][1]/med["metrics"][1], "cpu-ratio")
@@ -155,4 +172,98 @@ func vmHWM() float64 {
 		}
 	}
 	return 0
+}
+
+// floorCPU is what the work detect does and metrics does not costs by
+// itself, in CPU seconds, each the median of three runs: the named
+// metrics' queries over a loaded database whose derived tables are made
+// (what metrics does and detect does not), the SQL detectors over it, and
+// the Go detectors over every session (the CPU of reading the files with
+// them less that of reading the files alone, both with Go's collector set
+// as a load's check sets it).
+type floorCPU struct {
+	queries, sql, goDetectors float64
+}
+
+// detectFloor measures floorCPU over the corpus in dir.
+func detectFloor(b *testing.B, dir string) floorCPU {
+	ctx := context.Background()
+	db, err := metrics.Open(ctx, metrics.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Load(ctx, dir); err != nil {
+		b.Fatal(err)
+	}
+	pl, err := newPlan(Catalog(), Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	allMetrics := func() {
+		for _, m := range metrics.Metrics() {
+			if _, err := db.Metric(ctx, m); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	sqlDetectors := func() {
+		for i, d := range pl.ds {
+			if sd, ok := d.(*sqlDetector); ok {
+				if _, err := sd.Corpus(ctx, db, pl.params[i]); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	}
+	files, err := loadedFiles(ctx, db)
+	if err != nil {
+		b.Fatal(err)
+	}
+	skip := skipTypes(pl.ds)
+	read := func(judge bool) func() {
+		return func() {
+			next := make(chan string)
+			var wg sync.WaitGroup
+			for range runtime.GOMAXPROCS(0) {
+				wg.Go(func() {
+					for f := range next {
+						var live fileLiveness
+						if err := readSessions(f, skip, func(s *Session) {
+							if judge {
+								pl.session(s, nil, &live)
+							}
+						}); err != nil {
+							b.Error(err)
+						}
+					}
+				})
+			}
+			for _, f := range files {
+				next <- f
+			}
+			close(next)
+			wg.Wait()
+		}
+	}
+	medianCPU := func(f func()) float64 {
+		var cs []float64
+		for range 3 {
+			c := cpuTime()
+			f()
+			cs = append(cs, (cpuTime() - c).Seconds())
+		}
+		slices.Sort(cs)
+		return cs[1]
+	}
+	allMetrics() // makes the derived tables, which both commands make
+	// The files are read under the collector's settings of a load's
+	// check, as the pass runs under them.
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(160 << 20))
+	defer debug.SetGCPercent(debug.SetGCPercent(400))
+	return floorCPU{
+		queries:     medianCPU(allMetrics),
+		sql:         medianCPU(sqlDetectors),
+		goDetectors: medianCPU(read(true)) - medianCPU(read(false)),
+	}
 }

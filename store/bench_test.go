@@ -59,7 +59,9 @@ FROM tool_calls c JOIN sessions s USING (session) GROUP BY ALL ORDER BY calls DE
 // the first build and the adds are also reported in CPU time against
 // cold's (x-cpu-...; the add also as the ratio of the minimums, and
 // both in CPU seconds): on a machine shared with other work, CPU time
-// varies far less than wall time.
+// varies far less than wall time. So are a warm call and the add of one
+// file of one session (x-cpu-warm, x-cpu-add1file): what every call and
+// every update costs whatever they read, below which no add can go.
 func BenchmarkStoreWarm(b *testing.B) {
 	for _, events := range benchEvents(b) {
 		b.Run(strconv.Itoa(events/1000)+"k", func(b *testing.B) {
@@ -69,14 +71,24 @@ func BenchmarkStoreWarm(b *testing.B) {
 			if _, err := synth.Write(ctx, runs, synth.Options{Sessions: sessions, Seed: 1}); err != nil {
 				b.Fatal(err)
 			}
-			// Three batches of 1% new files, one landing before each run.
-			var batches []string
-			for i := range 3 {
+			// Three batches of 1% new files, one landing before each run,
+			// then three batches of one file of one session: what any
+			// update costs whatever it adds.
+			var batches, singles []string
+			for i := range 6 {
 				d := b.TempDir()
-				if _, err := synth.Write(ctx, d, synth.Options{Sessions: max(sessions/100, 1), Seed: int64(100 + i)}); err != nil {
+				n := max(sessions/100, 1)
+				if i >= 3 {
+					n = 1
+				}
+				if _, err := synth.Write(ctx, d, synth.Options{Sessions: n, Seed: int64(100 + i)}); err != nil {
 					b.Fatal(err)
 				}
-				batches = append(batches, d)
+				if i < 3 {
+					batches = append(batches, d)
+				} else {
+					singles = append(singles, d)
+				}
 			}
 			cache := b.TempDir()
 			cfg := Config{Dir: cache, Wait: time.Minute}
@@ -129,18 +141,25 @@ func BenchmarkStoreWarm(b *testing.B) {
 			for range 3 {
 				cm = append(cm, timedAs("cold", func() { cold("metric") }))
 				cq = append(cq, timed(func() { cold("query") }))
-				wm = append(wm, timed(func() { warm("metric") }))
+				wm = append(wm, timedAs("warm", func() { warm("metric") }))
 				wq = append(wq, timed(func() { warm("query") }))
 			}
 			after, _ := os.Stat(path)
-			for i := range 3 {
-				files, _ := filepath.Glob(filepath.Join(batches[i], "*.jsonl"))
+			land := func(dir string) {
+				files, _ := filepath.Glob(filepath.Join(dir, "*.jsonl"))
 				for _, f := range files {
 					if err := os.Rename(f, filepath.Join(runs, filepath.Base(f))); err != nil {
 						b.Fatal(err)
 					}
 				}
+			}
+			for i := range 3 {
+				land(batches[i])
 				add = append(add, timedAs("add", func() { warm("metric") }))
+			}
+			for i := range 3 {
+				land(singles[i])
+				timedAs("add1file", func() { warm("metric") })
 			}
 			b.ReportMetric(first.Seconds(), "s-first")
 			for _, m := range []struct {
@@ -157,6 +176,10 @@ func BenchmarkStoreWarm(b *testing.B) {
 				b.ReportMetric(slices.Min(cpu["add"])/slices.Min(cpu["cold"]), "x-cpu-min-add1pct/cold-metric")
 				b.ReportMetric(medianOf(cpu["add"]), "cpu-s-med-add1pct")
 				b.ReportMetric(medianOf(cpu["cold"]), "cpu-s-med-cold-metric")
+				// What every update and every call costs, whatever it
+				// adds: the floor of the add's ratio.
+				b.ReportMetric(medianOf(cpu["add1file"])/c, "x-cpu-add1file/cold-metric")
+				b.ReportMetric(medianOf(cpu["warm"])/c, "x-cpu-warm/cold-metric")
 			}
 			b.ReportMetric(median(wm)/median(cm), "x-warm/cold-metric")
 			b.ReportMetric(median(wq)/median(cq), "x-warm/cold-query")
