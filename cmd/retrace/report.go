@@ -106,8 +106,8 @@ func runReport(ctx context.Context, sys *IO, opts *reportOptions) error {
 	if opts.out != "-" {
 		// Checked before any work: a report of thousands of sessions
 		// should not be computed to find it has nowhere to go.
-		if info, err := os.Stat(filepath.Dir(opts.out)); err != nil || !info.IsDir() {
-			return invalid(fmt.Errorf("-o %s: the directory %s does not exist; create it or name another file", opts.out, filepath.Dir(opts.out)))
+		if err := checkOutDir(opts.out); err != nil {
+			return err
 		}
 	}
 	if opts.base != "" || opts.cand != "" {
@@ -216,6 +216,17 @@ func runReportDiff(ctx context.Context, sys *IO, opts *reportOptions) error {
 	n := res.Counts()
 	return writeReport(sys, opts.out, buf.Bytes(), fmt.Sprintf("%s: %d regressed, %d improved, %d inconclusive, %d unchanged",
 		plural(len(res.Rows), "metric"), n[diff.VerdictRegressed], n[diff.VerdictImproved], n[diff.VerdictInconclusive], n[diff.VerdictUnchanged]))
+}
+
+// checkOutDir refuses an -o path whose directory does not exist, as a
+// usage error: a command checks it before its work, so that work (a
+// report of thousands of sessions, a minimization of hundreds of runs)
+// is not done to find it has nowhere to go.
+func checkOutDir(out string) error {
+	if info, err := os.Stat(filepath.Dir(out)); err != nil || !info.IsDir() {
+		return invalid(fmt.Errorf("-o %s: the directory %s does not exist; create it or name another file", out, filepath.Dir(out)))
+	}
+	return nil
 }
 
 // writeFileWhole writes data to path through a temporary file in the same

@@ -208,6 +208,11 @@ func runScenarioFrom(cmd *cobra.Command, sys *IO, recording string, opts *scenar
 			}
 		}
 	}
+	if opts.out != "" {
+		if err := checkOutDir(opts.out); err != nil {
+			return err
+		}
+	}
 	res, err := scenarios.From(cmd.Context(), fo)
 	if errors.Is(err, scenarios.ErrFrom) {
 		return invalid(err)
