@@ -32,6 +32,11 @@ const (
 const (
 	DefaultAlpha     = 0.05
 	DefaultResamples = 2000
+	// DefaultSeed seeds the bootstrap and the A/A splits when the user
+	// names no seed: retrace diff and the diff report both start from it,
+	// so that the same runs give the same intervals on the terminal and
+	// on the page.
+	DefaultSeed uint64 = 1
 	// DefaultMinEffectRate is a rate's smallest change that matters: one
 	// percentage point, absolute.
 	DefaultMinEffectRate = 0.01

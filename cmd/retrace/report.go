@@ -164,8 +164,8 @@ func writeReport(sys *IO, out string, page []byte, what string) error {
 }
 
 // runReportDiff writes the diff report of --base against --cand, with
-// retrace diff's loading and comparison (default alpha, correction and
-// resamples).
+// retrace diff's loading and comparison (default alpha, correction,
+// resamples and seed, so the page's intervals are retrace diff's).
 func runReportDiff(ctx context.Context, sys *IO, opts *reportOptions) error {
 	if opts.base == "" || opts.cand == "" {
 		return usage(fmt.Errorf("a diff report needs both --base and --cand"))
@@ -185,27 +185,12 @@ func runReportDiff(ctx context.Context, sys *IO, opts *reportOptions) error {
 	if err != nil {
 		return err
 	}
-	var inputs [2]diff.Input
-	if bside.selector != nil {
-		in, err := loadDiffSide(ctx, sys, dopts, bside)
-		if err != nil {
-			return err
-		}
-		defer in.DB.Close()
-		inputs[0], inputs[1] = in, in
-		inputs[0].Side, inputs[0].Cond = diff.Side{Label: bside.label, Selector: bside.label, Paths: bside.paths}, bside.selector.Cond()
-		inputs[1].Side, inputs[1].Cond = diff.Side{Label: cside.label, Selector: cside.label, Paths: cside.paths}, cside.selector.Cond()
-	} else {
-		for i, s := range []diffSide{bside, cside} {
-			in, err := loadDiffSide(ctx, sys, dopts, s)
-			if err != nil {
-				return err
-			}
-			defer in.DB.Close()
-			inputs[i] = in
-		}
+	inputs, closeInputs, err := loadDiffInputs(ctx, sys, dopts, bside, cside)
+	if err != nil {
+		return err
 	}
-	res, err := diff.Compare(ctx, inputs[0], inputs[1], diff.Options{})
+	defer closeInputs()
+	res, err := diff.Compare(ctx, inputs[0], inputs[1], diff.Options{Seed: diff.DefaultSeed})
 	if err != nil {
 		return err
 	}
