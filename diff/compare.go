@@ -311,7 +311,9 @@ func specOf(a *metrics.Aggregate) spec {
 	}
 	switch {
 	case a.Func == metrics.FuncRate && a.Subject == metrics.RateCompleted:
-		sp.kind, sp.better, sp.denom = KindRate, BetterHigher, "sessions (ended with end_turn)"
+		// The denominator is every session; the numerator, those that
+		// ended with end_turn, is what the row's name says.
+		sp.kind, sp.better, sp.denom = KindRate, BetterHigher, "sessions"
 	case a.Func == metrics.FuncRate:
 		sp.kind = KindRate
 		sp.denom = calls
@@ -383,7 +385,7 @@ func defaultSpecs(ctx context.Context, b, c *side, dets []detectors.Info, extra 
 		specs = append(specs, specOf(mustAggregate(src)))
 	}
 	for _, d := range dets {
-		specs = append(specs, spec{name: "sessions_with(detector=" + d.ID + ")", det: d.ID, kind: KindRate, better: BetterLower, denom: "sessions with ≥1 " + d.ID + " finding"})
+		specs = append(specs, spec{name: "sessions_with(detector=" + d.ID + ")", det: d.ID, kind: KindRate, better: BetterLower, denom: "sessions"})
 	}
 	for _, a := range extra {
 		if !slices.ContainsFunc(specs, func(s spec) bool { return s.name == a.String() }) {
@@ -480,7 +482,9 @@ func compareRow(sp spec, b, c *series, opts Options, resamples int) (Row, string
 		name string
 		s    *series
 	}{{"base", b}, {"candidate", c}} {
-		if n := x.s.sessionsWith(); n < minSessions {
+		if n := x.s.sessionsWith(); n < minSessions && sp.denom == "sessions" {
+			return row, fmt.Sprintf("the %s has %d sessions (fewer than %d)", x.name, n, minSessions)
+		} else if n < minSessions {
 			return row, fmt.Sprintf("the %s has %d sessions with %s (fewer than %d)", x.name, n, sp.denom, minSessions)
 		}
 	}
