@@ -418,6 +418,12 @@ func compareAll(specs []spec, base, cand *corpus, bi, ci []int, opts Options, re
 					bs, cs = bs.subset(bi), cs.subset(ci)
 				}
 				all[i], whys[i] = compareRow(sp, bs, cs, opts, resamples)
+				if r := all[i]; whys[i] == "" && r.Kind == KindRate && r.BaseCount == 0 && r.CandCount == 0 {
+					// Nothing counted on either side: the row cannot show
+					// a change, and only costs the others power in the
+					// correction. (A gate on it is still decided: checkGate.)
+					whys[i] = fmt.Sprintf("none of the %d and %d %s counted on either side", r.BaseN, r.CandN, sp.denom)
+				}
 				if opts.Count != nil {
 					countMu.Lock()
 					done++
@@ -495,11 +501,6 @@ func compareRow(sp spec, b, c *series, opts Options, resamples int) (Row, string
 		ch, cn := c.sums()
 		if bn < minRateDenominator || cn < minRateDenominator {
 			return row, fmt.Sprintf("%d and %d %s in the denominator (fewer than %d on a side)", bn, cn, sp.denom, minRateDenominator)
-		}
-		if bh == 0 && ch == 0 {
-			// Nothing counted on either side: the row cannot show a
-			// change, and only costs the others power in the correction.
-			return row, fmt.Sprintf("none of the %d and %d %s counted on either side", bn, cn, sp.denom)
 		}
 		row.BaseCount, row.BaseN, row.CandCount, row.CandN = bh, bn, ch, cn
 		row.Base, row.Cand = float64(bh)/float64(bn), float64(ch)/float64(cn)
