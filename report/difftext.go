@@ -224,6 +224,12 @@ func writeDiffRest(b *strings.Builder, r *diff.Result, markdown bool) {
 	}
 	if c := r.Calibration; c != nil {
 		head(fmt.Sprintf("A/A calibration: %d random halves of the base (seed %d)", c.Splits, c.Seed))
+		if len(c.Rows) == 0 {
+			// No split compared any row: a rate of 0 would read as a
+			// clean calibration when nothing was measured.
+			item("no row had enough data in half of the base to be compared: the calibration measured nothing (a larger base would)")
+			return
+		}
 		item("family-wise false-alarm rate %.3g (%d of %d splits had any regressed or improved row), alpha %g", c.FamilyRate, c.FamilyAlarms, c.Splits, c.Alpha)
 		for _, cr := range c.Rows {
 			if cr.Alarms > 0 {

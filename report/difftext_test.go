@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/olekukonko/tablewriter/pkg/twwidth"
+	"github.com/retrace-dev/retrace/diff"
 	"github.com/retrace-dev/retrace/results"
 )
 
@@ -90,5 +91,27 @@ func TestTheDiffTableFitsACILogAndSummarisesTheUnchanged(t *testing.T) {
 	}
 	if !strings.Contains(out, "rate(failure, tool=mcp__server__") || !strings.Contains(out, "…") {
 		t.Errorf("the long metric is not cut with an ellipsis:\n%s", out)
+	}
+}
+
+// TestACalibrationThatComparedNothingSaysSo checks the A/A calibration of a
+// base too small to split: no row had the data to be compared in any half,
+// and "false-alarm rate 0" would read as a clean calibration when nothing
+// was measured. Both the table and the Markdown say so instead.
+func TestACalibrationThatComparedNothingSaysSo(t *testing.T) {
+	res := sampleDiff()
+	res.Calibration = &diff.Calibration{Splits: 5, Seed: 1, Alpha: 0.05}
+	for name, w := range map[string]func(*bytes.Buffer) error{
+		"table":    func(b *bytes.Buffer) error { return WriteDiffTable(b, res) },
+		"markdown": func(b *bytes.Buffer) error { return WriteDiffMarkdown(b, res) },
+	} {
+		var b bytes.Buffer
+		if err := w(&b); err != nil {
+			t.Fatal(err)
+		}
+		out := b.String()
+		if strings.Contains(out, "false-alarm rate 0") || !strings.Contains(out, "no row had enough data") {
+			t.Errorf("%s reports a calibration that compared nothing as a rate:\n%s", name, out)
+		}
 	}
 }
