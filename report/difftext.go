@@ -167,8 +167,9 @@ func WriteDiffMarkdown(w io.Writer, r *diff.Result) error {
 	return err
 }
 
-// cellMD escapes a diff table cell.
-func cellMD(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
+// cellMD escapes a diff table cell or line: a metric names a tool and a
+// finding quotes a model, so their text must not render as markup.
+func cellMD(s string) string { return MarkdownText(s) }
 
 // writeRest writes what follows the rows.
 func writeDiffRest(b *strings.Builder, r *diff.Result, markdown bool) {
@@ -183,7 +184,7 @@ func writeDiffRest(b *strings.Builder, r *diff.Result, markdown bool) {
 	// its text; Markdown leaves wrapping to whatever shows it.
 	item := func(format string, args ...any) {
 		if markdown {
-			fmt.Fprintf(b, "- "+format+"\n", args...)
+			b.WriteString("- " + cellMD(fmt.Sprintf(format, args...)) + "\n")
 			return
 		}
 		b.WriteString(wrap("  ", fmt.Sprintf(format, args...), MaxWidth, "    "))

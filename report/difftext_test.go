@@ -115,3 +115,37 @@ func TestACalibrationThatComparedNothingSaysSo(t *testing.T) {
 		}
 	}
 }
+
+// TestMarkdownShowsAModelsTextAsText checks the forms meant for a pull
+// request comment or a CI job summary: a model's text in a finding, a
+// tool name, a reply quoted in a failure, must show as the text it is,
+// never as an image, a link or HTML of the page that shows them.
+func TestMarkdownShowsAModelsTextAsText(t *testing.T) {
+	const evil = `<img src=https://evil.example/x.png> [click](https://evil.example)`
+	res := sampleDiff()
+	res.Findings.New[0].Message = "turn 1 calls " + evil
+	res.Rows[0].Metric = "rate(failure, tool=" + evil + ", among=executed)"
+	res.Gates[0].Detail = evil
+	res.Paired.Flips[0].Scenario = evil
+	var d bytes.Buffer
+	if err := WriteDiffMarkdown(&d, res); err != nil {
+		t.Fatal(err)
+	}
+	ev := &results.Results{Scenarios: []results.ScenarioResult{{Name: "reply", File: "s/reply.txtar", Verdict: results.VerdictFail,
+		Runs: []results.RunResult{{Repeat: 1, Failures: []results.Failure{{Expect: "s/reply.txtar:8: expect.reply", Got: `"` + evil + `"`}}}}}}}
+	var e bytes.Buffer
+	if err := WriteEvalMarkdown(&e, ev); err != nil {
+		t.Fatal(err)
+	}
+	for name, out := range map[string]string{"diff": d.String(), "eval": e.String()} {
+		// What is left once the escaped characters are taken out is what
+		// would render.
+		bare := strings.NewReplacer(`\<`, "", `\>`, "", `\[`, "", `\]`, "").Replace(out)
+		if strings.Contains(bare, "<img") || strings.Contains(bare, "](https://evil") || strings.Contains(bare, "[click") {
+			t.Errorf("the %s markdown renders a model's text as markup:\n%s", name, out)
+		}
+		if !strings.Contains(out, "evil.example") {
+			t.Errorf("the %s markdown lost the text:\n%s", name, out)
+		}
+	}
+}
