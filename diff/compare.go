@@ -182,6 +182,21 @@ func Compare(ctx context.Context, base, cand Input, opts Options) (*Result, erro
 		return nil, err
 	}
 	b, c := sides[0], sides[1]
+	for i, s := range sides {
+		if len(s.c.sessions) > 0 {
+			continue
+		}
+		// An empty side compares nothing and would pass every gate: a
+		// label misspelt in CI would go green forever.
+		name, why := "base", ""
+		if i == 1 {
+			name = "candidate"
+		}
+		if s.in.Cond != "" {
+			why = ": no session of the runs carries this label (labels come from retrace run|eval --tag KEY=VALUE)"
+		}
+		return nil, fmt.Errorf("%w: the %s, %s, has no session%s", ErrSide, name, s.in.Side.Label, why)
+	}
 	extra := slices.Clone(opts.Extra)
 	for _, g := range opts.Gates {
 		if g.Aggregate != nil {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -225,6 +226,9 @@ func runDiff(ctx context.Context, sys *IO, opts *diffOptions) error {
 	defer closeInputs()
 	res, err := diff.Compare(ctx, inputs[0], inputs[1], dopts)
 	bar.Finish()
+	if errors.Is(err, diff.ErrSide) {
+		return invalid(err)
+	}
 	if err != nil {
 		return err
 	}

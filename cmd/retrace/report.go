@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -191,6 +192,9 @@ func runReportDiff(ctx context.Context, sys *IO, opts *reportOptions) error {
 	}
 	defer closeInputs()
 	res, err := diff.Compare(ctx, inputs[0], inputs[1], diff.Options{Seed: diff.DefaultSeed})
+	if errors.Is(err, diff.ErrSide) {
+		return invalid(err)
+	}
 	if err != nil {
 		return err
 	}
