@@ -75,6 +75,11 @@ func checkGate(g *Gate, res *Result, b, c *side, opts Options) GateResult {
 		case undecided > 0:
 			gr.Status = GateInconclusive
 			gr.Detail = fmt.Sprintf("no row or scenario regressed, but %d live scenarios went from pass to fail within chance; more runs would decide", undecided)
+		case len(res.Rows) == 0 && res.Scenarios == nil:
+			// Every row was skipped and there are no eval results to
+			// pair: nothing was checked, which is no pass.
+			gr.Status = GateInconclusive
+			gr.Detail = fmt.Sprintf("no row could be compared (all %d skipped with too little data) and there are no eval results on both sides: nothing was checked", len(res.Skipped))
 		default:
 			gr.Detail = "no row or scenario regressed"
 		}

@@ -135,7 +135,9 @@ func TestASelectorNamesItsFieldAndValue(t *testing.T) {
 // it is decided; and a gate against a number reads the candidate alone,
 // so a base with too little data (one session here; in practice a tool
 // the base never called) does not leave it undecided. Both were exit 4,
-// so 'rate(lost) < 0.01' could never pass while nothing was lost.
+// so 'rate(lost) < 0.01' could never pass while nothing was lost. And
+// 'no regressed' over a diff that could compare no row at all checked
+// nothing: it is undecided, not a pass.
 func TestGatesDecideRowsTheTableSkips(t *testing.T) {
 	full := load(t, "full", writeCorpus(t, "full", synth.Options{Sessions: 200, Seed: 3}))
 	one := load(t, "one", writeCorpus(t, "one", synth.Options{Sessions: 1, Seed: 4}))
@@ -173,5 +175,6 @@ func TestGatesDecideRowsTheTableSkips(t *testing.T) {
 		"mean(turns) < 1000":               GatePass,
 		"p95(duration, tool=bash) < 1000s": GatePass,
 		"rate(failure) <= base + 0.01":     GateInconclusive,
-	}, "rate(failure) < 0.9", "rate(failure) < 0.001", "mean(turns) < 1000", "p95(bash) < 1000s", "rate(failure) <= base + 0.01")
+		"no regressed":                     GateInconclusive,
+	}, "rate(failure) < 0.9", "rate(failure) < 0.001", "mean(turns) < 1000", "p95(bash) < 1000s", "rate(failure) <= base + 0.01", "no regressed")
 }
