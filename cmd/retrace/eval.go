@@ -229,8 +229,13 @@ func runEval(ctx context.Context, sys *IO, opts *evalOptions, args []string) err
 	if err != nil {
 		return suiteError(sys, err)
 	}
-	// The baseline is read before anything runs, so that a wrong path
-	// costs no run.
+	// The baseline is read, and where the results go checked, before
+	// anything runs, so that a wrong path costs no run.
+	if opts.junit != "" {
+		if err := outputDirExists("--junit", opts.junit); err != nil {
+			return err
+		}
+	}
 	var base *results.Results
 	if opts.baseline != "" {
 		if base, err = readResultsArg(opts.baseline); err != nil {
@@ -304,7 +309,7 @@ func runEval(ctx context.Context, sys *IO, opts *evalOptions, args []string) err
 	}
 	if opts.out != "" {
 		if err := mkdirPrivate(opts.out); err != nil {
-			return err
+			return invalid(fmt.Errorf("--out %s: %w", opts.out, err))
 		}
 		release, err := scenarios.LockOut(opts.out, sys.Now())
 		if err != nil {

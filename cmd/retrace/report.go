@@ -107,8 +107,8 @@ func runReport(ctx context.Context, sys *IO, opts *reportOptions) error {
 	if opts.out != "-" {
 		// Checked before any work: a report of thousands of sessions
 		// should not be computed to find it has nowhere to go.
-		if info, err := os.Stat(filepath.Dir(opts.out)); err != nil || !info.IsDir() {
-			return invalid(fmt.Errorf("-o %s: the directory %s does not exist; create it or name another file", opts.out, filepath.Dir(opts.out)))
+		if err := outputDirExists("-o", opts.out); err != nil {
+			return err
 		}
 	}
 	if opts.base != "" || opts.cand != "" {
@@ -205,6 +205,16 @@ func runReportDiff(ctx context.Context, sys *IO, opts *reportOptions) error {
 	n := res.Counts()
 	return writeReport(sys, opts.out, buf.Bytes(), fmt.Sprintf("%s: %d regressed, %d improved, %d inconclusive, %d unchanged",
 		plural(len(res.Rows), "metric"), n[diff.VerdictRegressed], n[diff.VerdictImproved], n[diff.VerdictInconclusive], n[diff.VerdictUnchanged]))
+}
+
+// outputDirExists refuses, as bad input (exit 2), a file to write (the
+// value of flag) whose directory does not exist: checked before any work,
+// so that nothing is computed or run only to find it has nowhere to go.
+func outputDirExists(flag, path string) error {
+	if info, err := os.Stat(filepath.Dir(path)); err != nil || !info.IsDir() {
+		return invalid(fmt.Errorf("%s %s: the directory %s does not exist; create it or name another file", flag, path, filepath.Dir(path)))
+	}
+	return nil
 }
 
 // writeFileWhole writes data to path through a temporary file in the same
