@@ -149,3 +149,47 @@ func TestMarkdownShowsAModelsTextAsText(t *testing.T) {
 		}
 	}
 }
+
+// TestTheDiffTableKeepsRowsApart checks that the table's rows stay
+// distinguishable in a CI log: rows of four tools once all read
+// "rate(failure…", the metric cut to make room for the test's name. The
+// test and the denominator go first (the header names the tests; markdown
+// and json keep both); the metric is cut only after them.
+func TestTheDiffTableKeepsRowsApart(t *testing.T) {
+	res := sampleDiff()
+	row := res.Rows[0]
+	res.Rows = nil
+	for _, tool := range []string{"bash", "edit", "mcp__github__get_pull_request", "mcp__github__create_issue"} {
+		r := row
+		r.Metric = "rate(failure, tool=" + tool + ", among=executed)"
+		r.Denominator = tool + " calls that ran"
+		r.Test.Name = "two-proportion z test (Rao–Scott design-effect corrected)"
+		r.Base, r.Cand, r.Diff = 0.2036, 0.2535, 0.0499
+		r.CI.Lo, r.CI.Hi = 0.0339, 0.066
+		r.PAdjusted = 5.65e-08
+		res.Rows = append(res.Rows, r)
+	}
+	// A distribution row's numbers are the widest: they leave the metric
+	// least room.
+	d := row
+	d.Metric, d.Kind, d.Unit, d.Denominator = "p95(duration, tool=mcp__github__search_issues)", diff.KindDistribution, "ms", "measured mcp__github__search_issues calls"
+	d.Base, d.Cand, d.Diff, d.CI.Lo, d.CI.Hi, d.PAdjusted, d.Verdict = 0.633, 0.1541, -0.4789, -2.669, 0.07192, 6.82e-07, diff.VerdictInconclusive
+	d.Test.Name = "Mann–Whitney U (normal approximation, tie-corrected) over sessions' own values"
+	res.Rows = append(res.Rows, d)
+	var b strings.Builder
+	if err := WriteDiffTable(&b, res); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, line := range strings.Split(out, "\n") {
+		if w := twwidth.Width(line); w > MaxWidth {
+			t.Errorf("a line %d columns wide:\n%s", w, line)
+		}
+	}
+	for _, want := range []string{"\nrate(failure, tool=bash, among=executed) ", "\nrate(failure, tool=edit, among=executed) ",
+		"\nrate(failure, tool=mcp__github__get_pu", "\nrate(failure, tool=mcp__github__create_i", "\np95(duration, tool=mcp__github__search_i"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no row starts %q: the rows cannot be told apart:\n%s", strings.TrimPrefix(want, "\n"), out)
+		}
+	}
+}
