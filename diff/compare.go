@@ -32,6 +32,11 @@ const (
 const (
 	DefaultAlpha     = 0.05
 	DefaultResamples = 2000
+	// DefaultSeed seeds the bootstrap and the A/A splits when the user
+	// names no seed: retrace diff and the diff report both start from it,
+	// so that the same runs give the same intervals on the terminal and
+	// on the page.
+	DefaultSeed uint64 = 1
 	// DefaultMinEffectRate is a rate's smallest change that matters: one
 	// percentage point, absolute.
 	DefaultMinEffectRate = 0.01
@@ -177,6 +182,21 @@ func Compare(ctx context.Context, base, cand Input, opts Options) (*Result, erro
 		return nil, err
 	}
 	b, c := sides[0], sides[1]
+	for i, s := range sides {
+		if len(s.c.sessions) > 0 {
+			continue
+		}
+		// An empty side compares nothing and would pass every gate: a
+		// label misspelt in CI would go green forever.
+		name, why := "base", ""
+		if i == 1 {
+			name = "candidate"
+		}
+		if s.in.Cond != "" {
+			why = ": no session of the runs carries this label (labels come from retrace run|eval --tag KEY=VALUE)"
+		}
+		return nil, fmt.Errorf("%w: the %s, %s, has no session%s", ErrSide, name, s.in.Side.Label, why)
+	}
 	extra := slices.Clone(opts.Extra)
 	for _, g := range opts.Gates {
 		if g.Aggregate != nil {
@@ -306,7 +326,9 @@ func specOf(a *metrics.Aggregate) spec {
 	}
 	switch {
 	case a.Func == metrics.FuncRate && a.Subject == metrics.RateCompleted:
-		sp.kind, sp.better, sp.denom = KindRate, BetterHigher, "sessions (ended with end_turn)"
+		// The denominator is every session; the numerator, those that
+		// ended with end_turn, is what the row's name says.
+		sp.kind, sp.better, sp.denom = KindRate, BetterHigher, "sessions"
 	case a.Func == metrics.FuncRate:
 		sp.kind = KindRate
 		sp.denom = calls
@@ -378,7 +400,7 @@ func defaultSpecs(ctx context.Context, b, c *side, dets []detectors.Info, extra 
 		specs = append(specs, specOf(mustAggregate(src)))
 	}
 	for _, d := range dets {
-		specs = append(specs, spec{name: "sessions_with(detector=" + d.ID + ")", det: d.ID, kind: KindRate, better: BetterLower, denom: "sessions with ≥1 " + d.ID + " finding"})
+		specs = append(specs, spec{name: "sessions_with(detector=" + d.ID + ")", det: d.ID, kind: KindRate, better: BetterLower, denom: "sessions"})
 	}
 	for _, a := range extra {
 		if !slices.ContainsFunc(specs, func(s spec) bool { return s.name == a.String() }) {
@@ -411,6 +433,12 @@ func compareAll(specs []spec, base, cand *corpus, bi, ci []int, opts Options, re
 					bs, cs = bs.subset(bi), cs.subset(ci)
 				}
 				all[i], whys[i] = compareRow(sp, bs, cs, opts, resamples)
+				if r := all[i]; whys[i] == "" && r.Kind == KindRate && r.BaseCount == 0 && r.CandCount == 0 {
+					// Nothing counted on either side: the row cannot show
+					// a change, and only costs the others power in the
+					// correction. (A gate on it is still decided: checkGate.)
+					whys[i] = fmt.Sprintf("none of the %d and %d %s counted on either side", r.BaseN, r.CandN, sp.denom)
+				}
 				if opts.Count != nil {
 					countMu.Lock()
 					done++
@@ -475,7 +503,9 @@ func compareRow(sp spec, b, c *series, opts Options, resamples int) (Row, string
 		name string
 		s    *series
 	}{{"base", b}, {"candidate", c}} {
-		if n := x.s.sessionsWith(); n < minSessions {
+		if n := x.s.sessionsWith(); n < minSessions && sp.denom == "sessions" {
+			return row, fmt.Sprintf("the %s has %d sessions (fewer than %d)", x.name, n, minSessions)
+		} else if n < minSessions {
 			return row, fmt.Sprintf("the %s has %d sessions with %s (fewer than %d)", x.name, n, sp.denom, minSessions)
 		}
 	}
@@ -486,11 +516,6 @@ func compareRow(sp spec, b, c *series, opts Options, resamples int) (Row, string
 		ch, cn := c.sums()
 		if bn < minRateDenominator || cn < minRateDenominator {
 			return row, fmt.Sprintf("%d and %d %s in the denominator (fewer than %d on a side)", bn, cn, sp.denom, minRateDenominator)
-		}
-		if bh == 0 && ch == 0 {
-			// Nothing counted on either side: the row cannot show a
-			// change, and only costs the others power in the correction.
-			return row, fmt.Sprintf("none of the %d and %d %s counted on either side", bn, cn, sp.denom)
 		}
 		row.BaseCount, row.BaseN, row.CandCount, row.CandN = bh, bn, ch, cn
 		row.Base, row.Cand = float64(bh)/float64(bn), float64(ch)/float64(cn)

@@ -93,3 +93,37 @@ func TestDiffFlagsExactlyThePlantedRegressions(t *testing.T) {
 		t.Errorf("read's median, which the plant keeps, is missing or regressed")
 	}
 }
+
+// TestSessionRowsCountAllSessions checks what the rows over sessions name
+// as their denominator: every session, not the ones the numerator counts.
+// A detector's row is the share of sessions with a finding, and rate(completed)
+// the share that ended with end_turn; calling the denominator "sessions with
+// ≥1 lost_call finding" told a reader that 40 sessions had one when none had.
+func TestSessionRowsCountAllSessions(t *testing.T) {
+	base := load(t, "base", writeCorpus(t, "base", synth.Options{Sessions: 40, Seed: 1}))
+	cand := load(t, "cand", writeCorpus(t, "cand", synth.Options{Sessions: 40, Seed: 2}))
+	res, err := Compare(context.Background(), base, cand, Options{Resamples: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := 0
+	for _, r := range res.Rows {
+		if strings.HasPrefix(r.Metric, "sessions_with(") || r.Metric == "rate(completed)" {
+			seen++
+			if r.Denominator != "sessions" {
+				t.Errorf("%s: denominator %q, want sessions", r.Metric, r.Denominator)
+			}
+		}
+	}
+	for _, s := range res.Skipped {
+		if strings.HasPrefix(s.Metric, "sessions_with(") || s.Metric == "rate(completed)" {
+			seen++
+			if strings.Contains(s.Reason, "finding") || strings.Contains(s.Reason, "ended with") {
+				t.Errorf("%s: skipped because %q: the reason names the numerator as the denominator", s.Metric, s.Reason)
+			}
+		}
+	}
+	if seen < 10 {
+		t.Errorf("%d rows over sessions (detectors and completion), want every detector's and rate(completed)", seen)
+	}
+}

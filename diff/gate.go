@@ -75,6 +75,11 @@ func checkGate(g *Gate, res *Result, b, c *side, opts Options) GateResult {
 		case undecided > 0:
 			gr.Status = GateInconclusive
 			gr.Detail = fmt.Sprintf("no row or scenario regressed, but %d live scenarios went from pass to fail within chance; more runs would decide", undecided)
+		case len(res.Rows) == 0 && res.Scenarios == nil:
+			// Every row was skipped and there are no eval results to
+			// pair: nothing was checked, which is no pass.
+			gr.Status = GateInconclusive
+			gr.Detail = fmt.Sprintf("no row could be compared (all %d skipped with too little data) and there are no eval results on both sides: nothing was checked", len(res.Skipped))
 		default:
 			gr.Detail = "no row or scenario regressed"
 		}
@@ -88,14 +93,24 @@ func checkGate(g *Gate, res *Result, b, c *side, opts Options) GateResult {
 		}
 	}
 	if row == nil {
-		gr.Status = GateInconclusive
-		gr.Detail = name + " has too little data"
-		for _, s := range res.Skipped {
-			if s.Metric == name {
-				gr.Detail = name + " was skipped: " + s.Reason
-			}
+		// The table skipped the row. A gate reads what it needs itself:
+		// against base both sides' data (a rate with nothing counted on
+		// either side still has an interval), against a number the
+		// candidate's alone.
+		sp := specOf(g.Aggregate)
+		var r Row
+		var why string
+		if g.Base {
+			r, why = compareRow(sp, b.c.series[name], c.c.series[name], opts, opts.Resamples)
+		} else {
+			r, why = candidateRow(sp, c.c.series[name], opts)
 		}
-		return gr
+		if why != "" {
+			gr.Status = GateInconclusive
+			gr.Detail = name + " has too little data: " + why
+			return gr
+		}
+		row = &r
 	}
 	// The interval of what is compared, and the limit it is compared with.
 	var ci stats.Interval
@@ -133,6 +148,37 @@ func checkGate(g *Gate, res *Result, b, c *side, opts Options) GateResult {
 		}
 	}
 	return gr
+}
+
+// candidateRow is the row of a gate against a number when the table
+// skipped it: the candidate's value alone, or why the candidate has too
+// little data for it (the table's minimums, on the candidate's side).
+func candidateRow(sp spec, c *series, opts Options) (Row, string) {
+	row := Row{Metric: sp.name, Kind: sp.kind, Better: sp.better, Denominator: sp.denom, Unit: "fraction"}
+	if sp.kind != KindRate {
+		row.Unit = sp.agg.Unit()
+	}
+	if n := c.sessionsWith(); n < minSessions {
+		return row, fmt.Sprintf("the candidate has %d sessions with %s (fewer than %d)", n, sp.denom, minSessions)
+	}
+	switch sp.kind {
+	case KindRate:
+		h, n := c.sums()
+		if n < minRateDenominator {
+			return row, fmt.Sprintf("the candidate has %d %s in the denominator (fewer than %d)", n, sp.denom, minRateDenominator)
+		}
+		row.CandCount, row.CandN, row.Cand = h, n, float64(h)/float64(n)
+	case KindDistribution:
+		cv := c.flat()
+		if need := sp.agg.Func.MinSamples(); len(cv) < need {
+			return row, fmt.Sprintf("the candidate has %d samples (%s needs %d)", len(cv), sp.agg.Func, need)
+		}
+		row.CandN, row.Cand = len(cv), stats.Quantile(cv, sp.agg.Func.Quantile())
+	default:
+		cv := c.flat()
+		row.CandN, row.Cand = len(cv), mean(cv)
+	}
+	return row, ""
 }
 
 // candInterval is the interval of the candidate's value alone, for a gate

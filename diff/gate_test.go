@@ -1,11 +1,13 @@
 package diff
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
 
 	"github.com/retrace-dev/retrace/metrics"
+	"github.com/retrace-dev/retrace/synth"
 )
 
 func TestParseGateReadsEveryForm(t *testing.T) {
@@ -125,4 +127,54 @@ func TestASelectorNamesItsFieldAndValue(t *testing.T) {
 			t.Errorf("%q: %v", bad, err)
 		}
 	}
+}
+
+// TestGatesDecideRowsTheTableSkips checks the gates whose row the table
+// leaves out. A rate with nothing counted on either side (no lost call in
+// thousands) is skipped as a row, but its interval is tight and a gate on
+// it is decided; and a gate against a number reads the candidate alone,
+// so a base with too little data (one session here; in practice a tool
+// the base never called) does not leave it undecided. Both were exit 4,
+// so 'rate(lost) < 0.01' could never pass while nothing was lost. And
+// 'no regressed' over a diff that could compare no row at all checked
+// nothing: it is undecided, not a pass.
+func TestGatesDecideRowsTheTableSkips(t *testing.T) {
+	full := load(t, "full", writeCorpus(t, "full", synth.Options{Sessions: 200, Seed: 3}))
+	one := load(t, "one", writeCorpus(t, "one", synth.Options{Sessions: 1, Seed: 4}))
+	gates := func(srcs ...string) []*Gate {
+		var gs []*Gate
+		for _, s := range srcs {
+			g, err := ParseGate(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			gs = append(gs, g)
+		}
+		return gs
+	}
+	check := func(base, cand Input, want map[string]GateStatus, srcs ...string) {
+		t.Helper()
+		res, err := Compare(context.Background(), base, cand, Options{Resamples: 200, Gates: gates(srcs...)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, g := range res.Gates {
+			if g.Status != want[g.Gate] {
+				t.Errorf("%s %s: %s — %s, want %s", base.Side.Label, cand.Side.Label, g.Gate, g.Status, want[g.Gate])
+			}
+		}
+	}
+	check(full, full, map[string]GateStatus{
+		"rate(lost) < 0.01":         GatePass,
+		"rate(lost) > 0.5":          GateFail,
+		"rate(lost) <= base + 0.01": GatePass,
+	}, "rate(lost) < 0.01", "rate(lost) > 0.5", "rate(lost) <= base + 0.01")
+	check(one, full, map[string]GateStatus{
+		"rate(failure) < 0.9":              GatePass,
+		"rate(failure) < 0.001":            GateFail,
+		"mean(turns) < 1000":               GatePass,
+		"p95(duration, tool=bash) < 1000s": GatePass,
+		"rate(failure) <= base + 0.01":     GateInconclusive,
+		"no regressed":                     GateInconclusive,
+	}, "rate(failure) < 0.9", "rate(failure) < 0.001", "mean(turns) < 1000", "p95(bash) < 1000s", "rate(failure) <= base + 0.01", "no regressed")
 }

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/olekukonko/tablewriter/pkg/twwidth"
+
 	"github.com/retrace-dev/retrace/detectors"
 	"github.com/retrace-dev/retrace/diff"
 )
@@ -36,6 +38,25 @@ func correctionName(c string) string {
 		return "Benjamini–Hochberg"
 	}
 	return "Holm"
+}
+
+// tableWidth is the width of a table of these cells with pad columns
+// between them, nothing cut.
+func tableWidth(header []string, rows [][]string, pad int) int {
+	widths := make([]int, len(header))
+	for i, h := range header {
+		widths[i] = twwidth.Width(h)
+	}
+	for _, r := range rows {
+		for i, c := range r {
+			widths[i] = max(widths[i], twwidth.Width(c))
+		}
+	}
+	total := 0
+	for _, w := range widths {
+		total += w + pad
+	}
+	return total
 }
 
 // rowsByVerdict returns the rows in the order a reader acts on them:
@@ -88,11 +109,21 @@ func WriteDiffTable(w io.Writer, r *diff.Result) error {
 		rows = append(rows, diffCells(row))
 	}
 	if len(rows) > 0 {
-		// Numbers, intervals and verdicts are never cut; the denominator
-		// and the test's name are, then the metric, with an ellipsis, so
-		// that a row fits a CI log.
+		// Numbers, intervals and verdicts are never cut. The metric is
+		// what tells the rows apart, so to fit a CI log the test's name
+		// (the header names the tests) and then the denominator are left
+		// out before it is cut; markdown and json keep them all.
 		header := slices.Clone(diffColumns)
 		cut := []int{2, 0, 0, 0, 0, 0, 0, 1, 1} // the metric last
+		var left []string
+		for len(header) > 7 && tableWidth(header, rows, 2) > MaxWidth {
+			last := len(header) - 1
+			left = append(left, header[last])
+			header, cut = header[:last], cut[:last]
+			for i := range rows {
+				rows[i] = rows[i][:last]
+			}
+		}
 		fitColumns(header, rows, cut, MaxWidth, 2, 0)
 		tab := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tab, strings.Join(header, "\t"))
@@ -100,6 +131,10 @@ func WriteDiffTable(w io.Writer, r *diff.Result) error {
 			fmt.Fprintln(tab, strings.Join(cells, "\t"))
 		}
 		tab.Flush()
+		if len(left) > 0 {
+			slices.Reverse(left)
+			b.WriteString("(left out to fit: " + strings.Join(left, ", ") + "; --format markdown or json has them)\n")
+		}
 	}
 	if len(unchanged) > 0 {
 		b.WriteString(ellipsis(fmt.Sprintf("%s unchanged: %s", plural(len(unchanged), "row"), strings.Join(unchanged, ", ")), MaxWidth) + "\n")
@@ -167,8 +202,9 @@ func WriteDiffMarkdown(w io.Writer, r *diff.Result) error {
 	return err
 }
 
-// cellMD escapes a diff table cell.
-func cellMD(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
+// cellMD escapes a diff table cell or line: a metric names a tool and a
+// finding quotes a model, so their text must not render as markup.
+func cellMD(s string) string { return MarkdownText(s) }
 
 // writeRest writes what follows the rows.
 func writeDiffRest(b *strings.Builder, r *diff.Result, markdown bool) {
@@ -183,7 +219,7 @@ func writeDiffRest(b *strings.Builder, r *diff.Result, markdown bool) {
 	// its text; Markdown leaves wrapping to whatever shows it.
 	item := func(format string, args ...any) {
 		if markdown {
-			fmt.Fprintf(b, "- "+format+"\n", args...)
+			b.WriteString("- " + cellMD(fmt.Sprintf(format, args...)) + "\n")
 			return
 		}
 		b.WriteString(wrap("  ", fmt.Sprintf(format, args...), MaxWidth, "    "))
@@ -224,6 +260,12 @@ func writeDiffRest(b *strings.Builder, r *diff.Result, markdown bool) {
 	}
 	if c := r.Calibration; c != nil {
 		head(fmt.Sprintf("A/A calibration: %d random halves of the base (seed %d)", c.Splits, c.Seed))
+		if len(c.Rows) == 0 {
+			// No split compared any row: a rate of 0 would read as a
+			// clean calibration when nothing was measured.
+			item("no row had enough data in half of the base to be compared: the calibration measured nothing (a larger base would)")
+			return
+		}
 		item("family-wise false-alarm rate %.3g (%d of %d splits had any regressed or improved row), alpha %g", c.FamilyRate, c.FamilyAlarms, c.Splits, c.Alpha)
 		for _, cr := range c.Rows {
 			if cr.Alarms > 0 {

@@ -195,9 +195,14 @@ func WriteEvalMarkdown(w io.Writer, r *results.Results) error {
 	return err
 }
 
+// md escapes text for a line or cell of the eval's Markdown: a failure
+// quotes the model's reply and a tool's output, which must show as text,
+// never as an image or a link in a CI job summary.
 func md(s string) string {
-	return strings.NewReplacer("|", `\|`, "\n", " ", "*", `\*`, "_", `\_`).Replace(s)
+	return mdEmphasis.Replace(MarkdownText(s))
 }
+
+var mdEmphasis = strings.NewReplacer("*", `\*`, "_", `\_`)
 
 // junitSuite and the types below are the Surefire/Jenkins test report
 // format (testdata/surefire-test-report.xsd): one testsuite, a testcase

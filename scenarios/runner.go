@@ -577,6 +577,25 @@ func Filter(suite []*Scenario, run *regexp.Regexp, tags []string) []*Scenario {
 	return out
 }
 
+// BaselineOfSelected returns base without the scenarios of suite that
+// did not run: left out by --run, --filter-tag or --shard, or skipped.
+// Those are no change since the baseline, and comparing with them would
+// call each "removed" while its file is still in the suite. A scenario of
+// base that the suite no longer has stays, and is removed indeed.
+func BaselineOfSelected(base *results.Results, suite, ran []*Scenario) *results.Results {
+	out := *base
+	out.Scenarios = nil
+	for _, s := range base.Scenarios {
+		inSuite := slices.ContainsFunc(suite, func(x *Scenario) bool { return x.Name == s.Name })
+		didRun := slices.ContainsFunc(ran, func(x *Scenario) bool { return x.Name == s.Name })
+		if inSuite && !didRun {
+			continue
+		}
+		out.Scenarios = append(out.Scenarios, s)
+	}
+	return &out
+}
+
 // Shard returns shard i of n (from 1) of suite: in file and name order,
 // every n-th scenario from the i-th, so that the n shards partition the
 // suite exactly and each machine of a CI matrix computes the same split.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -122,7 +123,7 @@ everything in a collapsed <details>), json (the whole result).`,
 	f.Float64Var(&opts.alpha, "alpha", diff.DefaultAlpha, "significance level of the verdicts and intervals")
 	f.StringVar(&opts.correction, "correction", diff.CorrectionHolm, "multiple-testing correction: holm or bh")
 	f.IntVar(&opts.resamples, "resamples", diff.DefaultResamples, "bootstrap resamples per distribution row")
-	f.Uint64Var(&opts.seed, "seed", 1, "seed of the bootstrap and of the A/A splits")
+	f.Uint64Var(&opts.seed, "seed", diff.DefaultSeed, "seed of the bootstrap and of the A/A splits")
 	f.StringArrayVar(&opts.minEffect, "min-effect", nil, "smallest change that matters: rate=0.01 (absolute) or distribution=10% (of the base); repeatable")
 	f.IntVar(&opts.aa, "aa", 0, "A/A calibration: split the base in random halves this many times")
 	addLoadFlags(cmd, &opts.loadFlags)
@@ -218,30 +219,16 @@ func runDiff(ctx context.Context, sys *IO, opts *diffOptions) error {
 		return usage(err)
 	}
 	bar := diffProgress(sys, &dopts)
-	var inputs [2]diff.Input
-	if bside.selector != nil {
-		in, err := loadDiffSide(ctx, sys, opts, bside)
-		if err != nil {
-			return err
-		}
-		defer in.DB.Close()
-		// One results.json cannot be split by label: no paired comparison.
-		in.Results = nil
-		inputs[0], inputs[1] = in, in
-		inputs[0].Side, inputs[0].Cond = diff.Side{Label: bside.label, Selector: bside.label, Paths: bside.paths}, bside.selector.Cond()
-		inputs[1].Side, inputs[1].Cond = diff.Side{Label: cside.label, Selector: cside.label, Paths: cside.paths}, cside.selector.Cond()
-	} else {
-		for i, s := range []diffSide{bside, cside} {
-			in, err := loadDiffSide(ctx, sys, opts, s)
-			if err != nil {
-				return err
-			}
-			defer in.DB.Close()
-			inputs[i] = in
-		}
+	inputs, closeInputs, err := loadDiffInputs(ctx, sys, opts, bside, cside)
+	if err != nil {
+		return err
 	}
+	defer closeInputs()
 	res, err := diff.Compare(ctx, inputs[0], inputs[1], dopts)
 	bar.Finish()
+	if errors.Is(err, diff.ErrSide) {
+		return invalid(err)
+	}
 	if err != nil {
 		return err
 	}
@@ -258,6 +245,42 @@ func runDiff(ctx context.Context, sys *IO, opts *diffOptions) error {
 		return err
 	}
 	return gateExit(sys, res)
+}
+
+// loadDiffInputs loads both sides of a diff: two sets of runs, or one
+// corpus split by label selectors (then with no paired comparison: one
+// results.json cannot be split by label). retrace diff and the diff report
+// both read their sides here. The returned func closes what was loaded.
+func loadDiffInputs(ctx context.Context, sys *IO, opts *diffOptions, bside, cside diffSide) ([2]diff.Input, func(), error) {
+	var inputs [2]diff.Input
+	var dbs []*metrics.DB
+	closeAll := func() {
+		for _, db := range dbs {
+			db.Close()
+		}
+	}
+	if bside.selector != nil {
+		in, err := loadDiffSide(ctx, sys, opts, bside)
+		if err != nil {
+			return inputs, closeAll, err
+		}
+		dbs = append(dbs, in.DB)
+		in.Results = nil
+		inputs[0], inputs[1] = in, in
+		inputs[0].Side, inputs[0].Cond = diff.Side{Label: bside.label, Selector: bside.label, Paths: bside.paths}, bside.selector.Cond()
+		inputs[1].Side, inputs[1].Cond = diff.Side{Label: cside.label, Selector: cside.label, Paths: cside.paths}, cside.selector.Cond()
+		return inputs, closeAll, nil
+	}
+	for i, s := range []diffSide{bside, cside} {
+		in, err := loadDiffSide(ctx, sys, opts, s)
+		if err != nil {
+			closeAll()
+			return inputs, func() {}, err
+		}
+		dbs = append(dbs, in.DB)
+		inputs[i] = in
+	}
+	return inputs, closeAll, nil
 }
 
 // loadDiffSide loads one side's runs with the detectors, in one pass.

@@ -125,7 +125,9 @@ query and diff can tell this run's sessions from another's.
 --baseline RESULTS compares with a saved run (its --out DIR or
 results.json), matching scenarios by name: a scenario whose runs all
 passed there and not all do now is a regression, listed first, and exits
-3; fixed, changed, new and removed scenarios are listed too. A scripted
+3; fixed, changed, new and removed scenarios are listed too (a scenario
+of the suite that --run, --filter-tag or --shard left out, or that was
+skipped, is not compared: it was not removed). A scripted
 scenario needs no statistics to regress; a live one (--provider) regresses
 only when Fisher's exact test on its runs' pass counts says so at 0.05,
 else its change is inconclusive (exit 4: run it more). retrace diff of the
@@ -227,8 +229,13 @@ func runEval(ctx context.Context, sys *IO, opts *evalOptions, args []string) err
 	if err != nil {
 		return suiteError(sys, err)
 	}
-	// The baseline is read before anything runs, so that a wrong path
-	// costs no run.
+	// The baseline is read, and where the results go checked, before
+	// anything runs, so that a wrong path costs no run.
+	if opts.junit != "" {
+		if err := outputDirExists("--junit", opts.junit); err != nil {
+			return err
+		}
+	}
 	var base *results.Results
 	if opts.baseline != "" {
 		if base, err = readResultsArg(opts.baseline); err != nil {
@@ -302,7 +309,7 @@ func runEval(ctx context.Context, sys *IO, opts *evalOptions, args []string) err
 	}
 	if opts.out != "" {
 		if err := mkdirPrivate(opts.out); err != nil {
-			return err
+			return invalid(fmt.Errorf("--out %s: %w", opts.out, err))
 		}
 		release, err := scenarios.LockOut(opts.out, sys.Now())
 		if err != nil {
@@ -324,7 +331,7 @@ func runEval(ctx context.Context, sys *IO, opts *evalOptions, args []string) err
 	}
 	res.Shard, res.SuiteHash, res.RetraceVersion = shard, suiteHash, currentVersion().Version
 	if base != nil {
-		res.Baseline = results.Compare(base, res, opts.baseline, 0)
+		res.Baseline = results.Compare(scenarios.BaselineOfSelected(base, suite, selected), res, opts.baseline, 0)
 	}
 	if opts.out != "" {
 		if err := writeResults(filepath.Join(opts.out, resultsFile), res); err != nil {

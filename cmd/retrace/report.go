@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -106,7 +107,7 @@ func runReport(ctx context.Context, sys *IO, opts *reportOptions) error {
 	if opts.out != "-" {
 		// Checked before any work: a report of thousands of sessions
 		// should not be computed to find it has nowhere to go.
-		if err := checkOutDir(opts.out); err != nil {
+		if err := outputDirExists("-o", opts.out); err != nil {
 			return err
 		}
 	}
@@ -164,8 +165,8 @@ func writeReport(sys *IO, out string, page []byte, what string) error {
 }
 
 // runReportDiff writes the diff report of --base against --cand, with
-// retrace diff's loading and comparison (default alpha, correction and
-// resamples).
+// retrace diff's loading and comparison (default alpha, correction,
+// resamples and seed, so the page's intervals are retrace diff's).
 func runReportDiff(ctx context.Context, sys *IO, opts *reportOptions) error {
 	if opts.base == "" || opts.cand == "" {
 		return usage(fmt.Errorf("a diff report needs both --base and --cand"))
@@ -185,27 +186,15 @@ func runReportDiff(ctx context.Context, sys *IO, opts *reportOptions) error {
 	if err != nil {
 		return err
 	}
-	var inputs [2]diff.Input
-	if bside.selector != nil {
-		in, err := loadDiffSide(ctx, sys, dopts, bside)
-		if err != nil {
-			return err
-		}
-		defer in.DB.Close()
-		inputs[0], inputs[1] = in, in
-		inputs[0].Side, inputs[0].Cond = diff.Side{Label: bside.label, Selector: bside.label, Paths: bside.paths}, bside.selector.Cond()
-		inputs[1].Side, inputs[1].Cond = diff.Side{Label: cside.label, Selector: cside.label, Paths: cside.paths}, cside.selector.Cond()
-	} else {
-		for i, s := range []diffSide{bside, cside} {
-			in, err := loadDiffSide(ctx, sys, dopts, s)
-			if err != nil {
-				return err
-			}
-			defer in.DB.Close()
-			inputs[i] = in
-		}
+	inputs, closeInputs, err := loadDiffInputs(ctx, sys, dopts, bside, cside)
+	if err != nil {
+		return err
 	}
-	res, err := diff.Compare(ctx, inputs[0], inputs[1], diff.Options{})
+	defer closeInputs()
+	res, err := diff.Compare(ctx, inputs[0], inputs[1], diff.Options{Seed: diff.DefaultSeed})
+	if errors.Is(err, diff.ErrSide) {
+		return invalid(err)
+	}
 	if err != nil {
 		return err
 	}
@@ -218,13 +207,12 @@ func runReportDiff(ctx context.Context, sys *IO, opts *reportOptions) error {
 		plural(len(res.Rows), "metric"), n[diff.VerdictRegressed], n[diff.VerdictImproved], n[diff.VerdictInconclusive], n[diff.VerdictUnchanged]))
 }
 
-// checkOutDir refuses an -o path whose directory does not exist, as a
-// usage error: a command checks it before its work, so that work (a
-// report of thousands of sessions, a minimization of hundreds of runs)
-// is not done to find it has nowhere to go.
-func checkOutDir(out string) error {
-	if info, err := os.Stat(filepath.Dir(out)); err != nil || !info.IsDir() {
-		return invalid(fmt.Errorf("-o %s: the directory %s does not exist; create it or name another file", out, filepath.Dir(out)))
+// outputDirExists refuses, as bad input (exit 2), a file to write (the
+// value of flag) whose directory does not exist: checked before any work,
+// so that nothing is computed or run only to find it has nowhere to go.
+func outputDirExists(flag, path string) error {
+	if info, err := os.Stat(filepath.Dir(path)); err != nil || !info.IsDir() {
+		return invalid(fmt.Errorf("%s %s: the directory %s does not exist; create it or name another file", flag, path, filepath.Dir(path)))
 	}
 	return nil
 }

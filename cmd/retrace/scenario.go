@@ -209,7 +209,7 @@ func runScenarioFrom(cmd *cobra.Command, sys *IO, recording string, opts *scenar
 		}
 	}
 	if opts.out != "" {
-		if err := checkOutDir(opts.out); err != nil {
+		if err := outputDirExists("-o", opts.out); err != nil {
 			return err
 		}
 	}
