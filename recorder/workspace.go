@@ -138,6 +138,12 @@ type Manifest struct {
 	Version int `json:"version"`
 	// Entries are sorted by Path.
 	Entries []ManifestEntry `json:"entries"`
+	// RootMode is the workspace root's permission bits, restored on the
+	// destination, because the agent's tools print them (`ls -la`, `stat
+	// .`) and a replay restores into a directory of its own making, 0700.
+	// Optional: 0 in older manifests, and the destination's mode is then
+	// left as it is.
+	RootMode uint32 `json:"root_mode,omitempty"`
 }
 
 // ManifestEntry is one file, symlink or empty directory of a snapshot.
@@ -205,7 +211,7 @@ func SnapshotWorkspace(root string, blobs *Blobs, opts SnapshotOptions) (ref str
 		return "", rep, err
 	}
 	s.warn()
-	data, err := json.Marshal(Manifest{Version: ManifestVersion, Entries: s.entries})
+	data, err := json.Marshal(Manifest{Version: ManifestVersion, Entries: s.entries, RootMode: uint32(info.Mode().Perm())})
 	if err != nil {
 		return "", rep, fmt.Errorf("workspace snapshot: %w", err)
 	}
@@ -411,13 +417,13 @@ func loadIgnore(abs string, domain []string) []gitignore.Pattern {
 }
 
 // RestoreWorkspace recreates the snapshot whose manifest is ref in dst,
-// which must be empty or not exist, with file modes and symlinks. Entries
-// skipped at snapshot time are not restored. An entry that would write
-// outside dst — an absolute path, "..", a path through a symlink, a symlink
-// whose target leaves dst — is refused with an error wrapping
-// ErrUnsafeSnapshot; a missing blob is an error naming the entry and the
-// blob and wrapping fs.ErrNotExist. On error what was restored so far stays
-// in dst for inspection.
+// which must be empty or not exist, with file modes, symlinks and the
+// root's mode. Entries skipped at snapshot time are not restored. An entry
+// that would write outside dst — an absolute path, "..", a path through a
+// symlink, a symlink whose target leaves dst — is refused with an error
+// wrapping ErrUnsafeSnapshot; a missing blob is an error naming the entry
+// and the blob and wrapping fs.ErrNotExist. On error what was restored so
+// far stays in dst for inspection.
 func RestoreWorkspace(blobs *Blobs, ref string, dst string) error {
 	data, err := blobs.Get(ref)
 	if err != nil {
@@ -440,6 +446,13 @@ func RestoreWorkspace(blobs *Blobs, ref string, dst string) error {
 	for _, e := range m.Entries {
 		if err := restoreEntry(blobs, dst, e); err != nil {
 			return fmt.Errorf("workspace snapshot %s: %w", ref, err)
+		}
+	}
+	if m.RootMode != 0 {
+		// Last, so that a recorded read-only root does not stop the
+		// entries being written into it.
+		if err := os.Chmod(dst, fs.FileMode(m.RootMode)&fs.ModePerm); err != nil {
+			return fmt.Errorf("restore the workspace root's mode: %w", err)
 		}
 	}
 	return nil

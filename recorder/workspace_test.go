@@ -417,3 +417,59 @@ func BenchmarkRestoreWorkspace2000Files(b *testing.B) {
 	}
 	b.ReportMetric(2000*float64(b.N)/b.Elapsed().Seconds(), "files/s")
 }
+
+// A replay restores into a directory it makes itself (os.MkdirTemp, mode
+// 0700), but the recorded agent saw its workspace root with the user's
+// mode (0755 under the usual umask): `ls -la` or `stat .` in the replay
+// must print what they printed in the session, or a faithful replay reads
+// as diverged.
+func TestRestoreGivesTheWorkspaceRootItsRecordedMode(t *testing.T) {
+	for _, mode := range []fs.FileMode{0o755, 0o700, 0o750} {
+		ws, blobs := filepath.Join(t.TempDir(), "ws"), OpenBlobs(t.TempDir())
+		writeTree(t, ws, map[string]string{"a.txt": "a\n"})
+		if err := os.Chmod(ws, mode); err != nil {
+			t.Fatal(err)
+		}
+		ref, _, err := SnapshotWorkspace(ws, blobs, SnapshotOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		dst, err := os.MkdirTemp(t.TempDir(), "replay-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(dst, 0o711); err != nil {
+			t.Fatal(err)
+		}
+		if err := RestoreWorkspace(blobs, ref, dst); err != nil {
+			t.Fatal(err)
+		}
+		info, err := os.Stat(dst)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.Mode().Perm() != mode {
+			t.Errorf("recorded root mode %v: restored root has %v", mode, info.Mode().Perm())
+		}
+	}
+}
+
+// A manifest written before the root's mode was recorded leaves the
+// destination's mode as it is.
+func TestRestoreOfAManifestWithoutRootModeLeavesTheDestinationAlone(t *testing.T) {
+	blobs := OpenBlobs(t.TempDir())
+	ref, _, err := blobs.Put([]byte(`{"version":1,"entries":[]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dst, err := os.MkdirTemp(t.TempDir(), "replay-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := RestoreWorkspace(blobs, ref, dst); err != nil {
+		t.Fatal(err)
+	}
+	if info, err := os.Stat(dst); err != nil || info.Mode().Perm() != 0o700 {
+		t.Fatalf("destination mode %v (%v), want MkdirTemp's 0700 untouched", info.Mode(), err)
+	}
+}
