@@ -10,6 +10,7 @@ import (
 
 	"github.com/retrace-dev/retrace/importer"
 	"github.com/retrace-dev/retrace/otlp"
+	"github.com/retrace-dev/retrace/terminal"
 	"github.com/spf13/cobra"
 )
 
@@ -228,7 +229,7 @@ func printImport(sys *IO, rep importer.Report, problems []string) {
 		if s.Parent != "" {
 			line += "  (subagent of " + s.Parent + ")"
 		}
-		fmt.Fprintln(sys.Out, line)
+		fmt.Fprintln(sys.Out, terminal.Line(line))
 	}
 	fmt.Fprintf(sys.Out, "%s from %s: %d imported, %d updated, %d unchanged\n", plural(len(rep.Sessions), "session"),
 		plural(rep.Files, "file"), counts[importer.Imported], counts[importer.Updated], counts[importer.Unchanged])
@@ -238,9 +239,11 @@ func printImport(sys *IO, rep importer.Report, problems []string) {
 			kinds = append(kinds, fmt.Sprintf("%s (%d)", k, n))
 		}
 		sort.Strings(kinds)
-		fmt.Fprintf(sys.Out, "skipped record types this importer does not know: %s\n", strings.Join(kinds, ", "))
+		fmt.Fprintf(sys.Out, "skipped record types this importer does not know: %s\n", terminal.Line(strings.Join(kinds, ", ")))
 	}
+	// A problem quotes the transcript's bytes (a binary file, a line of
+	// escape sequences): shown escaped, they cannot drive the terminal.
 	for _, p := range problems {
-		fmt.Fprintf(sys.Err, "%s\n", p)
+		fmt.Fprintln(sys.Err, terminal.Line(p))
 	}
 }
