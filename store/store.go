@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -113,12 +114,20 @@ type corpus struct {
 // A lock not had within Config.Wait is ErrBusy: the caller loads cold.
 //
 // With no paths the store is opened as it is (a --db FILE queried without
-// runs).
+// runs); a store that is not there is an error wrapping fs.ErrNotExist.
 func Open(ctx context.Context, cfg Config, paths []string, load LoadFunc) (*metrics.DB, metrics.LoadReport, error) {
 	var rep metrics.LoadReport
 	path, cached, err := cfg.locate(paths)
 	if err != nil {
 		return nil, rep, err
+	}
+	if len(paths) == 0 {
+		// Without runs the store is queried as it is: one that is not
+		// there (a mistyped --db) would be made empty on the spot and
+		// answer every query with no rows.
+		if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+			return nil, rep, fmt.Errorf("store %s: %w: there is no store there; give the runs to build it (they are kept there for later calls)", path, fs.ErrNotExist)
+		}
 	}
 	wait := cfg.Wait
 	if wait == 0 {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -308,5 +309,41 @@ func TestTwoSpellingsOfACorpusKeepAStoreEach(t *testing.T) {
 		if len(rep.Files) != 0 || len(rep.Unchanged) != 3 {
 			t.Fatalf("%s, a third time: read %d files, held %d unchanged; want 0 and 3", spelling, len(rep.Files), len(rep.Unchanged))
 		}
+	}
+}
+
+// A --db FILE queried without runs is a store an earlier call built: a
+// path where there is none (a typo) is an error wrapping fs.ErrNotExist,
+// not an empty store made on the spot that answers every query with no
+// rows, and nothing is left at the path.
+func TestOpeningAStoreThatIsNotThereWithoutRunsIsAnError(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	file := filepath.Join(dir, "typo.duckdb")
+	db, _, err := openLoad(ctx, Config{File: file})
+	if err == nil {
+		db.Close()
+	}
+	if !errors.Is(err, fs.ErrNotExist) || !strings.Contains(fmt.Sprint(err), file) {
+		t.Fatalf("open of the missing store %s without runs: %v, want an error naming it and wrapping fs.ErrNotExist", file, err)
+	}
+	if left, _ := os.ReadDir(dir); len(left) != 0 {
+		t.Errorf("the failed open left %v in %s", left, dir)
+	}
+	// Built with runs, it is then opened as it is.
+	runs := t.TempDir()
+	addRuns(t, runs, 2, 1)
+	db, _, err = openLoad(ctx, Config{File: file}, runs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	db, _, err = openLoad(ctx, Config{File: file})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if n := count(t, db, "SELECT count(*) FROM sessions"); n != 2 {
+		t.Errorf("the store built before holds %d sessions, want 2", n)
 	}
 }
