@@ -144,7 +144,35 @@ type Manifest struct {
 	// Optional: 0 in older manifests, and the destination's mode is then
 	// left as it is.
 	RootMode uint32 `json:"root_mode,omitempty"`
+	// LeftOut names what the snapshot leaves out by design, each at its
+	// highest level (a directory once, not its contents): .git
+	// directories (LeftOutGit) and what a .gitignore matches
+	// (LeftOutGitignore), at most MaxLeftOut of them, so that a replay can
+	// say why a call that reads them differs. LeftOutMore counts the rest.
+	// retrace's own .retrace directory and SnapshotOptions.Skip are not
+	// listed: they are never the session's work.
+	LeftOut     []LeftOutEntry `json:"left_out,omitempty"`
+	LeftOutMore int            `json:"left_out_more,omitempty"`
 }
+
+// LeftOutEntry is a path a snapshot left out by design, and why.
+type LeftOutEntry struct {
+	// Path is slash-separated and relative to the workspace root.
+	Path string `json:"path"`
+	// Why is LeftOutGit or LeftOutGitignore.
+	Why string `json:"why"`
+}
+
+// Why a snapshot left a path out by design (LeftOutEntry.Why).
+const (
+	// LeftOutGit: a .git directory, which a snapshot never holds.
+	LeftOutGit = "git"
+	// LeftOutGitignore: a path a .gitignore file matches.
+	LeftOutGitignore = "gitignore"
+)
+
+// MaxLeftOut bounds the paths a manifest lists as left out by design.
+const MaxLeftOut = 50
 
 // ManifestEntry is one file, symlink or empty directory of a snapshot.
 type ManifestEntry struct {
@@ -211,7 +239,8 @@ func SnapshotWorkspace(root string, blobs *Blobs, opts SnapshotOptions) (ref str
 		return "", rep, err
 	}
 	s.warn()
-	data, err := json.Marshal(Manifest{Version: ManifestVersion, Entries: s.entries, RootMode: uint32(info.Mode().Perm())})
+	data, err := json.Marshal(Manifest{Version: ManifestVersion, Entries: s.entries, RootMode: uint32(info.Mode().Perm()),
+		LeftOut: s.leftOut, LeftOutMore: s.leftOutMore})
 	if err != nil {
 		return "", rep, fmt.Errorf("workspace snapshot: %w", err)
 	}
@@ -232,6 +261,18 @@ type snapshotter struct {
 	skipDirs map[string]bool
 	// counts of skipped files by reason, for the warnings
 	tooLarge, unreadable, special, secret int
+	// what was left out by design (Manifest.LeftOut)
+	leftOut     []LeftOutEntry
+	leftOutMore int
+}
+
+// leaveOut records that p was left out by design.
+func (s *snapshotter) leaveOut(p, why string) {
+	if len(s.leftOut) == MaxLeftOut {
+		s.leftOutMore++
+		return
+	}
+	s.leftOut = append(s.leftOut, LeftOutEntry{Path: p, Why: why})
 }
 
 // walk records the directory whose path components are dir and returns how
@@ -255,15 +296,20 @@ func (s *snapshotter) walk(dir []string, patterns []gitignore.Pattern) (int, err
 	recorded := 0
 	for _, d := range names {
 		name := d.Name()
-		if name == ".git" || name == ".retrace" {
+		parts := append(dir[:len(dir):len(dir)], name)
+		p := strings.Join(parts, "/")
+		switch name {
+		case ".retrace":
+			continue
+		case ".git":
+			s.leaveOut(p, LeftOutGit)
 			continue
 		}
-		parts := append(dir[:len(dir):len(dir)], name)
 		typ := d.Type()
 		if matcher.Match(parts, typ.IsDir()) {
+			s.leaveOut(p, LeftOutGitignore)
 			continue
 		}
-		p := strings.Join(parts, "/")
 		full := filepath.Join(abs, name)
 		switch {
 		case typ.IsDir() && s.skipDirs[full]:

@@ -154,6 +154,15 @@ func TestSnapshotLeavesOutWhatGitignoreGitAndRetraceExclude(t *testing.T) {
 	if got != want {
 		t.Fatalf("entries\n got %s\nwant %s", got, want)
 	}
+	// What was left out by design is named, each at its highest level,
+	// for a replay to explain; retrace's own .retrace is not.
+	var left []string
+	for _, l := range manifestOf(t, blobs, ref).LeftOut {
+		left = append(left, l.Path+":"+l.Why)
+	}
+	if got, want := strings.Join(left, " "), ".git:git build:gitignore debug.log:gitignore sub/secret.txt:gitignore vendor/.git:git"; got != want {
+		t.Fatalf("left out\n got %s\nwant %s", got, want)
+	}
 }
 
 func TestSnapshotLeavesOutTheDirectoriesItIsToldToSkip(t *testing.T) {
@@ -471,5 +480,24 @@ func TestRestoreOfAManifestWithoutRootModeLeavesTheDestinationAlone(t *testing.T
 	}
 	if info, err := os.Stat(dst); err != nil || info.Mode().Perm() != 0o700 {
 		t.Fatalf("destination mode %v (%v), want MkdirTemp's 0700 untouched", info.Mode(), err)
+	}
+}
+
+// The paths left out by design are bounded: a workspace whose .gitignore
+// matches thousands of files names MaxLeftOut and counts the rest.
+func TestSnapshotBoundsThePathsItNamesAsLeftOut(t *testing.T) {
+	ws, blobs := t.TempDir(), OpenBlobs(t.TempDir())
+	files := map[string]string{".gitignore": "*.log\n"}
+	for i := range MaxLeftOut + 10 {
+		files[fmt.Sprintf("f%03d.log", i)] = "x"
+	}
+	writeTree(t, ws, files)
+	ref, _, err := SnapshotWorkspace(ws, blobs, SnapshotOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := manifestOf(t, blobs, ref)
+	if len(m.LeftOut) != MaxLeftOut || m.LeftOutMore != 10 {
+		t.Fatalf("left out %d named and %d more, want %d and 10", len(m.LeftOut), m.LeftOutMore, MaxLeftOut)
 	}
 }
