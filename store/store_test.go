@@ -347,3 +347,32 @@ func TestOpeningAStoreThatIsNotThereWithoutRunsIsAnError(t *testing.T) {
 		t.Errorf("the store built before holds %d sessions, want 2", n)
 	}
 }
+
+// A --db FILE that is something else than a store (a directory, an empty
+// file, a file of another kind) is refused with ErrNotStore naming it,
+// before DuckDB is asked to open it, and left as it is.
+func TestOpeningSomethingElseThanAStoreIsRefused(t *testing.T) {
+	ctx := context.Background()
+	runs := t.TempDir()
+	addRuns(t, runs, 1, 1)
+	dir := t.TempDir()
+	empty, other := filepath.Join(dir, "empty.duckdb"), filepath.Join(dir, "notes.txt")
+	if err := os.WriteFile(empty, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(other, []byte("my notes, not a database at all\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, file := range []string{t.TempDir(), empty, other} {
+		db, _, err := openLoad(ctx, Config{File: file}, runs)
+		if err == nil {
+			db.Close()
+		}
+		if !errors.Is(err, ErrNotStore) || !strings.Contains(fmt.Sprint(err), file) {
+			t.Errorf("--db %s: %v, want ErrNotStore naming it", file, err)
+		}
+	}
+	if b, err := os.ReadFile(other); err != nil || string(b) != "my notes, not a database at all\n" {
+		t.Errorf("the refused file changed: %q (%v)", b, err)
+	}
+}

@@ -66,7 +66,7 @@ func openAndLoadWith(ctx context.Context, sys *IO, dbPath string, lf loadFlags, 
 		}
 	}
 	bar.finish()
-	if errors.Is(err, metrics.ErrMemoryLimit) || errors.Is(err, metrics.ErrStorePath) {
+	if errors.Is(err, metrics.ErrMemoryLimit) || errors.Is(err, metrics.ErrStorePath) || errors.Is(err, store.ErrNotStore) {
 		return nil, usage(err)
 	}
 	for _, w := range rep.NotRegular {
