@@ -284,8 +284,8 @@ const duckdbMagic = "DUCK"
 
 // checkStoreFile refuses a user's store path (--db FILE) that holds
 // something else than a DuckDB database, before DuckDB is asked to open
-// it: a directory, an empty file, a file of another kind. A path with
-// nothing at it is a new store.
+// it: a directory, or a file of another kind. A path with nothing at it
+// is a new store, and an empty file one another retrace may be making.
 func checkStoreFile(path string) error {
 	info, err := os.Stat(path)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -296,6 +296,11 @@ func checkStoreFile(path string) error {
 	}
 	if info.IsDir() {
 		return fmt.Errorf("store %s: %w: it is a directory; give a file path (a new one is made there)", path, ErrNotStore)
+	}
+	if info.Size() == 0 {
+		// Another retrace may be making the store there this moment:
+		// the lock decides.
+		return nil
 	}
 	f, err := os.Open(path)
 	if err != nil {

@@ -348,22 +348,22 @@ func TestOpeningAStoreThatIsNotThereWithoutRunsIsAnError(t *testing.T) {
 	}
 }
 
-// A --db FILE that is something else than a store (a directory, an empty
-// file, a file of another kind) is refused with ErrNotStore naming it,
-// before DuckDB is asked to open it, and left as it is.
+// A --db FILE that is something else than a store (a directory, a file
+// of another kind) is refused with ErrNotStore naming it, before DuckDB is
+// asked to open it, and left as it is.
 func TestOpeningSomethingElseThanAStoreIsRefused(t *testing.T) {
 	ctx := context.Background()
 	runs := t.TempDir()
 	addRuns(t, runs, 1, 1)
 	dir := t.TempDir()
-	empty, other := filepath.Join(dir, "empty.duckdb"), filepath.Join(dir, "notes.txt")
-	if err := os.WriteFile(empty, nil, 0o644); err != nil {
+	short, other := filepath.Join(dir, "short.duckdb"), filepath.Join(dir, "notes.txt")
+	if err := os.WriteFile(short, []byte("DUCK"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(other, []byte("my notes, not a database at all\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	for _, file := range []string{t.TempDir(), empty, other} {
+	for _, file := range []string{t.TempDir(), short, other} {
 		db, _, err := openLoad(ctx, Config{File: file}, runs)
 		if err == nil {
 			db.Close()
