@@ -33,7 +33,9 @@
 // bytes of a hash of the client and its own session id, so importing the
 // same transcript again gives the same id: the file is left alone when
 // the bytes are the same (Unchanged) and replaced when the transcript grew
-// (Updated); there is never a duplicate. Event times are the transcript's
+// (Updated); a shorter copy of it (a backup taken earlier, a copy that
+// lost its end) never replaces a longer import (Kept). There is never a
+// duplicate. Event times are the transcript's
 // own timestamps, never earlier than the event before.
 //
 // Sessions are written as trajectory v2: the conversation an importer

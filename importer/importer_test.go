@@ -570,3 +570,45 @@ func TestImportedSessionsAreLinearV2(t *testing.T) {
 		}
 	}
 }
+
+// A shorter copy of a transcript already imported (a backup taken
+// earlier, a copy that lost its end) maps to the same session id: it
+// must not replace the longer import, in a later import or in the same
+// one, whatever the order, and it says so (Kept).
+func TestAShorterCopyOfATranscriptNeverReplacesTheLongerImport(t *testing.T) {
+	full, err := os.ReadFile(cxFixture)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitAfter(string(full), "\n")
+	dir := t.TempDir()
+	fullPath, half := filepath.Join(dir, "full", filepath.Base(cxFixture)), filepath.Join(dir, "half", filepath.Base(cxFixture))
+	for p, content := range map[string]string{fullPath: string(full), half: strings.Join(lines[:len(lines)/2], "")} {
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runs := t.TempDir()
+	first := importAll(t, Codex, runs, fullPath)
+	want, err := os.ReadFile(first.Sessions[0].Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second := importAll(t, Codex, runs, half)
+	if got := second.Sessions[0]; got.ID != first.Sessions[0].ID || got.Outcome != Kept {
+		t.Errorf("the shorter copy: %s %s, want %s kept", got.ID, got.Outcome, first.Sessions[0].ID)
+	}
+	if got, err := os.ReadFile(first.Sessions[0].Path); err != nil || string(got) != string(want) {
+		t.Errorf("the shorter copy replaced the longer import (%v)", err)
+	}
+	for _, order := range [][]string{{fullPath, half}, {half, fullPath}} {
+		runs := t.TempDir()
+		rep := importAll(t, Codex, runs, order...)
+		if got, err := os.ReadFile(rep.Sessions[0].Path); err != nil || string(got) != string(want) {
+			t.Errorf("importing %v in one go left the shorter session (%v): %+v", order, err, rep.Sessions)
+		}
+	}
+}

@@ -140,6 +140,11 @@ const (
 	// Updated: the transcript grew (or this build maps it differently)
 	// since it was imported; the session's file was replaced.
 	Updated Outcome = "updated"
+	// Kept: the runs directory holds a longer import of this session (the
+	// transcript read now is a shorter copy: a backup taken earlier, a
+	// copy that lost its end), and it was left as it is, since replacing
+	// it would lose events.
+	Kept Outcome = "kept"
 )
 
 // write records s into runsDir (WriteSession).
@@ -154,7 +159,9 @@ func (s *session) write(runsDir string) (string, Outcome, error) {
 // directory beside runsDir first and then renames the file into place, so
 // a reader never sees half an import, and importing the same source twice
 // leaves one file: Unchanged when the bytes are the same, Updated when
-// they differ. Every importer (transcripts, OTLP traces) writes through it.
+// they differ, and Kept, the file left as it is, when the new session has
+// fewer events than the one imported before. Every importer (transcripts,
+// OTLP traces) writes through it.
 func WriteSession(runsDir, id string, emit func(sink trajectory.Sink, at func(time.Time))) (string, Outcome, error) {
 	if err := os.MkdirAll(runsDir, 0o700); err != nil {
 		return "", "", fmt.Errorf("cannot create runs directory %s: %w", runsDir, err)
@@ -191,6 +198,12 @@ func WriteSession(runsDir, id string, emit func(sink trajectory.Sink, at func(ti
 		}
 		if bytes.Equal(old, fresh) {
 			return target, Unchanged, nil
+		}
+		if bytes.Count(fresh, []byte{'\n'}) < bytes.Count(old, []byte{'\n'}) {
+			// Fewer events: a shorter copy of the source (an earlier
+			// backup, one that lost its end, another file of the same
+			// session read after the longer one), not a grown one.
+			return target, Kept, nil
 		}
 		outcome = Updated
 	} else if !errors.Is(err, fs.ErrNotExist) {

@@ -89,7 +89,11 @@
 // A session found in two files of one load (the same run given twice, a
 // copy of its file) is loaded once, from the first file in the load's
 // order, and named in LoadReport.Duplicates, so that a comparison never
-// counts it twice; Options.StrictDupes refuses it instead.
+// counts it twice; Options.StrictDupes refuses it instead. A session both
+// in Parquet and in another input (an export and the trajectories it was
+// made of, two exports) is always refused, a LoadError of
+// ErrDuplicateSession: the export's rows are read in bulk, so it cannot be
+// loaded once, and it may be an older copy of a trajectory that grew.
 //
 // # The store
 //

@@ -77,6 +77,9 @@ func (db *DB) loadInPlace(ctx context.Context, src inputs) (rep LoadReport, ok b
 	if err != nil {
 		return rep, true, err
 	}
+	if err := parquetCopies(ctx, tx, files, nil); err != nil {
+		return rep, true, err
+	}
 	if err := db.changed(ctx, tx); err != nil {
 		return rep, true, fmt.Errorf("load: %w", err)
 	}
@@ -388,4 +391,64 @@ func IsLake(paths []string) bool {
 		}
 	}
 	return true
+}
+
+// exportCopy is a session parquetCopies found twice. It wraps
+// ErrDuplicateSession, and LoadError names it as what it is rather than
+// blaming --strict-dupes.
+type exportCopy struct {
+	session, other string
+}
+
+// Error implements error.
+func (e *exportCopy) Error() string {
+	return fmt.Sprintf("%v: session %s is also in %s: an export is a copy of the trajectories it was made from, so loading both would count the session twice or answer from an older copy; give one of them",
+		ErrDuplicateSession, e.session, e.other)
+}
+
+// Unwrap returns ErrDuplicateSession.
+func (e *exportCopy) Unwrap() error { return ErrDuplicateSession }
+
+// parquetCopies refuses a load that would hold a session twice because
+// Parquet holds a copy of it: two exports of the same session, or an
+// export and the trajectory it was made of. Unlike a trajectory given
+// twice, such a copy cannot be loaded once: the export's rows are
+// copied or viewed in bulk, its events would add to the trajectory's
+// (or, when they name the same file, replace them with an older copy),
+// and the answer would look complete. files are the load's Parquet
+// files; jsonl names (trajectory.Name) the trajectory files the load
+// holds, whose rows the tables already have.
+func parquetCopies(ctx context.Context, tx *sql.Tx, files, jsonl []string) error {
+	byType, _ := lakeFilesByType(files)
+	starts := byType[trajectory.TypeSessionStart]
+	if len(starts) == 0 {
+		return nil
+	}
+	src := "(SELECT session, filename FROM read_parquet([" + strings.Join(quoteAll(starts), ", ") +
+		"], hive_partitioning = false, union_by_name = true, filename = true) WHERE type = 'session_start')"
+	q := "SELECT session, min(filename) AS file, max(filename) AS other FROM " + src + " GROUP BY session HAVING count(*) > 1"
+	if len(jsonl) > 0 {
+		q += " UNION ALL SELECT p.session, p.filename, j.file FROM " + src + " p JOIN " + typeTable(trajectory.TypeSessionStart) +
+			" j USING (session) WHERE j.file IN (SELECT unnest([" + strings.Join(quoteAll(jsonl), ", ") + "]))"
+	}
+	rows, err := tx.QueryContext(ctx, fmt.Sprintf("SELECT session, file, other FROM (%s) ORDER BY file, session LIMIT %d", q, maxListed+1))
+	if err != nil {
+		return fmt.Errorf("load %s: %w", describeFiles(files), err)
+	}
+	defer rows.Close()
+	var problems []error
+	for rows.Next() {
+		var session, file, other string
+		if err := rows.Scan(&session, &file, &other); err != nil {
+			return fmt.Errorf("load %s: %w", describeFiles(files), err)
+		}
+		problems = append(problems, &trajectory.FileError{File: file, Err: &exportCopy{session: session, other: other}})
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("load %s: %w", describeFiles(files), err)
+	}
+	if len(problems) == 0 {
+		return nil
+	}
+	return &LoadError{Problems: problems}
 }

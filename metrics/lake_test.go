@@ -3,6 +3,7 @@ package metrics
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -406,4 +407,69 @@ func TestAnExportByLabelInPartsHasEverySessionUnderItsLabel(t *testing.T) {
 		t.Errorf("%s events sit under another session's label", got)
 	}
 	sameRowsOverTheLake(t, src, dir)
+}
+
+// A Parquet export is a copy of the trajectories it was made from. A load
+// given two exports of the same sessions, or an export together with its
+// trajectories, would count each session twice (or answer from the
+// export's stale copy of a trajectory that grew since), so it is refused,
+// naming the session and both inputs, whatever the order and with or
+// without a store.
+func TestALoadRefusesASessionBothInAnExportAndInAnotherInput(t *testing.T) {
+	ctx := context.Background()
+	runs := filepath.Join(t.TempDir(), "runs")
+	if _, err := synth.Write(ctx, runs, synth.Options{Sessions: 2, Seed: 5}); err != nil {
+		t.Fatal(err)
+	}
+	other := filepath.Join(t.TempDir(), "other")
+	if _, err := synth.Write(ctx, other, synth.Options{Sessions: 2, Seed: 6}); err != nil {
+		t.Fatal(err)
+	}
+	export := func(paths ...string) string {
+		dir := filepath.Join(t.TempDir(), "lake")
+		if _, err := open(t, Options{}, paths...).ExportParquet(ctx, dir, false); err != nil {
+			t.Fatal(err)
+		}
+		return dir
+	}
+	lake, again, otherLake := export(runs), export(runs), export(other)
+	sessions := rows(t, open(t, Options{}, runs), "select session from sessions order by session")
+	for _, tc := range []struct {
+		name  string
+		paths []string
+	}{
+		{"two exports of the same runs", []string{lake, again}},
+		{"an export and its trajectories", []string{lake, runs}},
+		{"the trajectories and their export", []string{runs, lake}},
+		{"an export, another one and the first's trajectories", []string{otherLake, lake, runs}},
+	} {
+		for _, store := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s, store %v", tc.name, store), func(t *testing.T) {
+				opts := Options{}
+				if store {
+					opts.Path = filepath.Join(t.TempDir(), "store.duckdb")
+				}
+				db, err := Open(ctx, opts)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer db.Close()
+				_, err = db.Load(ctx, tc.paths...)
+				var le *LoadError
+				if !errors.Is(err, ErrDuplicateSession) || !errors.As(err, &le) {
+					t.Fatalf("load of %v: %v, want a LoadError of ErrDuplicateSession", tc.paths, err)
+				}
+				msg := err.Error()
+				if !strings.Contains(msg, sessions[0]) || !strings.Contains(msg, lake) || strings.Contains(msg, "--strict-dupes") {
+					t.Errorf("the error does not name session %s and %s, or blames --strict-dupes:\n%s", sessions[0], lake, msg)
+				}
+			})
+		}
+	}
+	t.Run("An export beside trajectories of other sessions loads them all", func(t *testing.T) {
+		db := open(t, Options{}, otherLake, runs)
+		if got := rows(t, db, "select count(distinct session), count(*) = count(distinct (session, seq)) from events")[0]; got != "4|true" {
+			t.Fatalf("sessions|no doubled event = %s, want 4|true", got)
+		}
+	})
 }

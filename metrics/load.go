@@ -170,15 +170,22 @@ func (e *LoadError) Error() string {
 		files = "file"
 	}
 	var b strings.Builder
-	dupes := 0
+	dupes, copies := 0, 0
 	for _, p := range e.Problems {
-		if errors.Is(p, ErrDuplicateSession) {
+		var c *exportCopy
+		switch {
+		case errors.As(p, &c):
+			copies++
+		case errors.Is(p, ErrDuplicateSession):
 			dupes++
 		}
 	}
-	if dupes == len(e.Problems) {
+	switch {
+	case copies > 0 && copies+dupes == len(e.Problems):
+		fmt.Fprintf(&b, "load refused: %s both in a Parquet export and in another input", plural(copies, "session"))
+	case dupes == len(e.Problems):
 		fmt.Fprintf(&b, "load refused: %s in two files (--strict-dupes)", plural(dupes, "session"))
-	} else {
+	default:
 		fmt.Fprintf(&b, "load refused: %d bad %s (fix them, or pass --lenient to skip bad lines, drop repeated seqs, leave out unreadable and empty files, and load the rest)",
 			len(e.Problems), files)
 	}
@@ -454,6 +461,9 @@ func (db *DB) load(ctx context.Context, obs Observer, paths []string) (LoadRepor
 	rep.Files = reports
 	for _, fr := range reports {
 		rep.Events += fr.Events
+	}
+	if err := parquetCopies(ctx, tx, src.parquet, names(all)); err != nil {
+		return rep, err
 	}
 	n, err := insertParquet(ctx, tx, src.parquet)
 	if err != nil {

@@ -461,10 +461,15 @@ func TestOutputTruncationAndParallelismMetrics(t *testing.T) {
 		name, metric string
 		want         []string
 	}{
-		{"Output sizes per tool: read returned 812 bytes once and 300 six times.",
-			"output_sizes", []string{"(all)|13|96|1087.2|1500", "bash|5|0|1219.2|1500", "read|7|300|812|812", "write|1|0|0|0"}},
-		{"No fixture truncates, so every share is 0 of the 13 calls with a tool_end.",
-			"truncation", []string{"(all)|13|0|0|0|0", "bash|5|0|0|0|0", "read|7|0|0|0|0", "write|1|0|0|0|0"}},
+		// Of the 13 calls with a tool_end, 4 never ran (two denied bash
+		// calls, an aborted one, a write a hook blocked): their
+		// output_bytes 0 is no output of the tool, so they are no sample
+		// (counted, bash's p50 would read 0 bytes, and write would have
+		// outputs without ever running).
+		{"Output sizes per tool, over the 9 calls that ran: bash returned 96 and 1500 bytes, read 40 to 812.",
+			"output_sizes", []string{"(all)|9|300|1224.8|1500", "bash|2|798|1429.8|1500", "read|7|300|812|812"}},
+		{"No fixture truncates, so every share is 0 of the 9 calls that ran.",
+			"truncation", []string{"(all)|9|0|0|0|0", "bash|2|0|0|0|0", "read|7|0|0|0|0"}},
 		{"Eleven batches hold 13 calls; the one of three reads is the only parallel batch.",
 			"parallelism", []string{"11|13|1.18|3|1|3|0.2308|0"}},
 	} {

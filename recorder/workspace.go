@@ -138,7 +138,41 @@ type Manifest struct {
 	Version int `json:"version"`
 	// Entries are sorted by Path.
 	Entries []ManifestEntry `json:"entries"`
+	// RootMode is the workspace root's permission bits, restored on the
+	// destination, because the agent's tools print them (`ls -la`, `stat
+	// .`) and a replay restores into a directory of its own making, 0700.
+	// Optional: 0 in older manifests, and the destination's mode is then
+	// left as it is.
+	RootMode uint32 `json:"root_mode,omitempty"`
+	// LeftOut names what the snapshot leaves out by design, each at its
+	// highest level (a directory once, not its contents): .git
+	// directories (LeftOutGit) and what a .gitignore matches
+	// (LeftOutGitignore), at most MaxLeftOut of them, so that a replay can
+	// say why a call that reads them differs. LeftOutMore counts the rest.
+	// retrace's own .retrace directory and SnapshotOptions.Skip are not
+	// listed: they are never the session's work.
+	LeftOut     []LeftOutEntry `json:"left_out,omitempty"`
+	LeftOutMore int            `json:"left_out_more,omitempty"`
 }
+
+// LeftOutEntry is a path a snapshot left out by design, and why.
+type LeftOutEntry struct {
+	// Path is slash-separated and relative to the workspace root.
+	Path string `json:"path"`
+	// Why is LeftOutGit or LeftOutGitignore.
+	Why string `json:"why"`
+}
+
+// Why a snapshot left a path out by design (LeftOutEntry.Why).
+const (
+	// LeftOutGit: a .git directory, which a snapshot never holds.
+	LeftOutGit = "git"
+	// LeftOutGitignore: a path a .gitignore file matches.
+	LeftOutGitignore = "gitignore"
+)
+
+// MaxLeftOut bounds the paths a manifest lists as left out by design.
+const MaxLeftOut = 50
 
 // ManifestEntry is one file, symlink or empty directory of a snapshot.
 type ManifestEntry struct {
@@ -205,7 +239,8 @@ func SnapshotWorkspace(root string, blobs *Blobs, opts SnapshotOptions) (ref str
 		return "", rep, err
 	}
 	s.warn()
-	data, err := json.Marshal(Manifest{Version: ManifestVersion, Entries: s.entries})
+	data, err := json.Marshal(Manifest{Version: ManifestVersion, Entries: s.entries, RootMode: uint32(info.Mode().Perm()),
+		LeftOut: s.leftOut, LeftOutMore: s.leftOutMore})
 	if err != nil {
 		return "", rep, fmt.Errorf("workspace snapshot: %w", err)
 	}
@@ -226,6 +261,18 @@ type snapshotter struct {
 	skipDirs map[string]bool
 	// counts of skipped files by reason, for the warnings
 	tooLarge, unreadable, special, secret int
+	// what was left out by design (Manifest.LeftOut)
+	leftOut     []LeftOutEntry
+	leftOutMore int
+}
+
+// leaveOut records that p was left out by design.
+func (s *snapshotter) leaveOut(p, why string) {
+	if len(s.leftOut) == MaxLeftOut {
+		s.leftOutMore++
+		return
+	}
+	s.leftOut = append(s.leftOut, LeftOutEntry{Path: p, Why: why})
 }
 
 // walk records the directory whose path components are dir and returns how
@@ -249,15 +296,20 @@ func (s *snapshotter) walk(dir []string, patterns []gitignore.Pattern) (int, err
 	recorded := 0
 	for _, d := range names {
 		name := d.Name()
-		if name == ".git" || name == ".retrace" {
+		parts := append(dir[:len(dir):len(dir)], name)
+		p := strings.Join(parts, "/")
+		switch name {
+		case ".retrace":
+			continue
+		case ".git":
+			s.leaveOut(p, LeftOutGit)
 			continue
 		}
-		parts := append(dir[:len(dir):len(dir)], name)
 		typ := d.Type()
 		if matcher.Match(parts, typ.IsDir()) {
+			s.leaveOut(p, LeftOutGitignore)
 			continue
 		}
-		p := strings.Join(parts, "/")
 		full := filepath.Join(abs, name)
 		switch {
 		case typ.IsDir() && s.skipDirs[full]:
@@ -411,13 +463,13 @@ func loadIgnore(abs string, domain []string) []gitignore.Pattern {
 }
 
 // RestoreWorkspace recreates the snapshot whose manifest is ref in dst,
-// which must be empty or not exist, with file modes and symlinks. Entries
-// skipped at snapshot time are not restored. An entry that would write
-// outside dst — an absolute path, "..", a path through a symlink, a symlink
-// whose target leaves dst — is refused with an error wrapping
-// ErrUnsafeSnapshot; a missing blob is an error naming the entry and the
-// blob and wrapping fs.ErrNotExist. On error what was restored so far stays
-// in dst for inspection.
+// which must be empty or not exist, with file modes, symlinks and the
+// root's mode. Entries skipped at snapshot time are not restored. An entry
+// that would write outside dst — an absolute path, "..", a path through a
+// symlink, a symlink whose target leaves dst — is refused with an error
+// wrapping ErrUnsafeSnapshot; a missing blob is an error naming the entry
+// and the blob and wrapping fs.ErrNotExist. On error what was restored so
+// far stays in dst for inspection.
 func RestoreWorkspace(blobs *Blobs, ref string, dst string) error {
 	data, err := blobs.Get(ref)
 	if err != nil {
@@ -440,6 +492,13 @@ func RestoreWorkspace(blobs *Blobs, ref string, dst string) error {
 	for _, e := range m.Entries {
 		if err := restoreEntry(blobs, dst, e); err != nil {
 			return fmt.Errorf("workspace snapshot %s: %w", ref, err)
+		}
+	}
+	if m.RootMode != 0 {
+		// Last, so that a recorded read-only root does not stop the
+		// entries being written into it.
+		if err := os.Chmod(dst, fs.FileMode(m.RootMode)&fs.ModePerm); err != nil {
+			return fmt.Errorf("restore the workspace root's mode: %w", err)
 		}
 	}
 	return nil

@@ -154,6 +154,15 @@ func TestSnapshotLeavesOutWhatGitignoreGitAndRetraceExclude(t *testing.T) {
 	if got != want {
 		t.Fatalf("entries\n got %s\nwant %s", got, want)
 	}
+	// What was left out by design is named, each at its highest level,
+	// for a replay to explain; retrace's own .retrace is not.
+	var left []string
+	for _, l := range manifestOf(t, blobs, ref).LeftOut {
+		left = append(left, l.Path+":"+l.Why)
+	}
+	if got, want := strings.Join(left, " "), ".git:git build:gitignore debug.log:gitignore sub/secret.txt:gitignore vendor/.git:git"; got != want {
+		t.Fatalf("left out\n got %s\nwant %s", got, want)
+	}
 }
 
 func TestSnapshotLeavesOutTheDirectoriesItIsToldToSkip(t *testing.T) {
@@ -416,4 +425,79 @@ func BenchmarkRestoreWorkspace2000Files(b *testing.B) {
 		}
 	}
 	b.ReportMetric(2000*float64(b.N)/b.Elapsed().Seconds(), "files/s")
+}
+
+// A replay restores into a directory it makes itself (os.MkdirTemp, mode
+// 0700), but the recorded agent saw its workspace root with the user's
+// mode (0755 under the usual umask): `ls -la` or `stat .` in the replay
+// must print what they printed in the session, or a faithful replay reads
+// as diverged.
+func TestRestoreGivesTheWorkspaceRootItsRecordedMode(t *testing.T) {
+	for _, mode := range []fs.FileMode{0o755, 0o700, 0o750} {
+		ws, blobs := filepath.Join(t.TempDir(), "ws"), OpenBlobs(t.TempDir())
+		writeTree(t, ws, map[string]string{"a.txt": "a\n"})
+		if err := os.Chmod(ws, mode); err != nil {
+			t.Fatal(err)
+		}
+		ref, _, err := SnapshotWorkspace(ws, blobs, SnapshotOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		dst, err := os.MkdirTemp(t.TempDir(), "replay-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(dst, 0o711); err != nil {
+			t.Fatal(err)
+		}
+		if err := RestoreWorkspace(blobs, ref, dst); err != nil {
+			t.Fatal(err)
+		}
+		info, err := os.Stat(dst)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.Mode().Perm() != mode {
+			t.Errorf("recorded root mode %v: restored root has %v", mode, info.Mode().Perm())
+		}
+	}
+}
+
+// A manifest written before the root's mode was recorded leaves the
+// destination's mode as it is.
+func TestRestoreOfAManifestWithoutRootModeLeavesTheDestinationAlone(t *testing.T) {
+	blobs := OpenBlobs(t.TempDir())
+	ref, _, err := blobs.Put([]byte(`{"version":1,"entries":[]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dst, err := os.MkdirTemp(t.TempDir(), "replay-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := RestoreWorkspace(blobs, ref, dst); err != nil {
+		t.Fatal(err)
+	}
+	if info, err := os.Stat(dst); err != nil || info.Mode().Perm() != 0o700 {
+		t.Fatalf("destination mode %v (%v), want MkdirTemp's 0700 untouched", info.Mode(), err)
+	}
+}
+
+// The paths left out by design are bounded: a workspace whose .gitignore
+// matches thousands of files names MaxLeftOut and counts the rest.
+func TestSnapshotBoundsThePathsItNamesAsLeftOut(t *testing.T) {
+	ws, blobs := t.TempDir(), OpenBlobs(t.TempDir())
+	files := map[string]string{".gitignore": "*.log\n"}
+	for i := range MaxLeftOut + 10 {
+		files[fmt.Sprintf("f%03d.log", i)] = "x"
+	}
+	writeTree(t, ws, files)
+	ref, _, err := SnapshotWorkspace(ws, blobs, SnapshotOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := manifestOf(t, blobs, ref)
+	if len(m.LeftOut) != MaxLeftOut || m.LeftOutMore != 10 {
+		t.Fatalf("left out %d named and %d more, want %d and 10", len(m.LeftOut), m.LeftOutMore, MaxLeftOut)
+	}
 }

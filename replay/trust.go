@@ -87,6 +87,24 @@ func restore(blobs *recorder.Blobs, ref, dst string) ([]string, error) {
 			notes = append(notes, fmt.Sprintf("not captured: %s (%s); the recorded session had it, the replay does not, so a call that reads it differs", e.Path, e.Skipped))
 		}
 	}
+	if len(m.LeftOut) > 0 {
+		// Left out by design (a .git directory, what .gitignore
+		// matches): a replayed `git status` or `ls build` differs.
+		why := map[string]string{recorder.LeftOutGit: "always left out", recorder.LeftOutGitignore: ".gitignore"}
+		parts := make([]string, 0, len(m.LeftOut))
+		for _, l := range m.LeftOut {
+			w := why[l.Why]
+			if w == "" {
+				w = l.Why
+			}
+			parts = append(parts, fmt.Sprintf("%s (%s)", l.Path, w))
+		}
+		more := ""
+		if m.LeftOutMore > 0 {
+			more = fmt.Sprintf(" and %d more", m.LeftOutMore)
+		}
+		notes = append(notes, fmt.Sprintf("not captured: %s%s; the recorded session had them, the replay does not, so a call that reads them differs", strings.Join(parts, ", "), more))
+	}
 	return notes, nil
 }
 

@@ -196,6 +196,41 @@ func TestFilesTheSnapshotDidNotCaptureAreNamedInTheReport(t *testing.T) {
 	}
 }
 
+// What the snapshot leaves out by design is named too: a .git directory
+// (always left out) and what a .gitignore matches, each at its highest
+// level, so that a replayed `git status` or `ls build` that differs is
+// explained. retrace's own .retrace directory is not named: it is never
+// the session's work.
+func TestWhatTheSnapshotLeavesOutByDesignIsNamedInTheReport(t *testing.T) {
+	ws := t.TempDir()
+	for p, content := range map[string]string{
+		".gitignore":           "build/\n*.log\n",
+		".git/HEAD":            "ref: refs/heads/main\n",
+		"build/out.o":          "o",
+		"build/deep/more.o":    "o",
+		"debug.log":            "noise",
+		"small.txt":            "hi\n",
+		".retrace/runs/x.json": "{}",
+	} {
+		full := filepath.Join(ws, filepath.FromSlash(p))
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(full, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	recording := record(t, touchScript, ws, nil, recorder.SnapshotOptions{})
+	res, err := Run(t.Context(), RunOptions{Recording: recording, Out: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !hasNote(res.Report, "not captured: .git (always left out), build (.gitignore), debug.log (.gitignore)") ||
+		hasNote(res.Report, ".retrace") || hasNote(res.Report, "more.o") || hasNote(res.Report, "small.txt") {
+		t.Fatalf("notes %q", res.Report.Notes)
+	}
+}
+
 func TestTheTemporaryWorkspaceIsRemovedUnlessKept(t *testing.T) {
 	recording := record(t, touchScript, t.TempDir(), nil, recorder.SnapshotOptions{})
 	for _, keep := range []bool{false, true} {

@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -28,6 +30,10 @@ const DefaultWait = 2 * time.Second
 // ErrBusy means another process held the store longer than Config.Wait:
 // the caller loads without it (cold, in memory), which answers the same.
 var ErrBusy = errors.New("the store is busy")
+
+// ErrNotStore means a store's file (Config.File, retrace --db FILE) is
+// something else: a directory, or a file that is not a DuckDB database.
+var ErrNotStore = errors.New("not a store")
 
 // ErrUnavailable means the store cannot be kept (its directory cannot be
 // made, its lock file cannot be opened): the caller loads cold.
@@ -113,12 +119,25 @@ type corpus struct {
 // A lock not had within Config.Wait is ErrBusy: the caller loads cold.
 //
 // With no paths the store is opened as it is (a --db FILE queried without
-// runs).
+// runs); a store that is not there is an error wrapping fs.ErrNotExist.
 func Open(ctx context.Context, cfg Config, paths []string, load LoadFunc) (*metrics.DB, metrics.LoadReport, error) {
 	var rep metrics.LoadReport
 	path, cached, err := cfg.locate(paths)
 	if err != nil {
 		return nil, rep, err
+	}
+	if len(paths) == 0 {
+		// Without runs the store is queried as it is: one that is not
+		// there (a mistyped --db) would be made empty on the spot and
+		// answer every query with no rows.
+		if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+			return nil, rep, fmt.Errorf("store %s: %w: there is no store there; give the runs to build it (they are kept there for later calls)", path, fs.ErrNotExist)
+		}
+	}
+	if cfg.File != "" {
+		if err := checkStoreFile(path); err != nil {
+			return nil, rep, err
+		}
 	}
 	wait := cfg.Wait
 	if wait == 0 {
@@ -257,6 +276,42 @@ func (c Config) locate(paths []string) (path string, cached bool, err error) {
 		}
 	}
 	return path, true, nil
+}
+
+// duckdbMagic is what a DuckDB database file holds after its 8-byte
+// checksum.
+const duckdbMagic = "DUCK"
+
+// checkStoreFile refuses a user's store path (--db FILE) that holds
+// something else than a DuckDB database, before DuckDB is asked to open
+// it: a directory, or a file of another kind. A path with nothing at it
+// is a new store, and an empty file one another retrace may be making.
+func checkStoreFile(path string) error {
+	info, err := os.Stat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("store %s: %w", path, err)
+	}
+	if info.IsDir() {
+		return fmt.Errorf("store %s: %w: it is a directory; give a file path (a new one is made there)", path, ErrNotStore)
+	}
+	if info.Size() == 0 {
+		// Another retrace may be making the store there this moment:
+		// the lock decides.
+		return nil
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("store %s: %w", path, err)
+	}
+	defer f.Close()
+	head := make([]byte, 8+len(duckdbMagic))
+	if _, err := io.ReadFull(f, head); err != nil || string(head[8:]) != duckdbMagic {
+		return fmt.Errorf("store %s: %w: the file is not a DuckDB database, and retrace does not overwrite it; give another path (a new one is made there)", path, ErrNotStore)
+	}
+	return nil
 }
 
 func lockPath(path string) string { return path + ".lock" }

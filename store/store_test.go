@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -308,5 +309,70 @@ func TestTwoSpellingsOfACorpusKeepAStoreEach(t *testing.T) {
 		if len(rep.Files) != 0 || len(rep.Unchanged) != 3 {
 			t.Fatalf("%s, a third time: read %d files, held %d unchanged; want 0 and 3", spelling, len(rep.Files), len(rep.Unchanged))
 		}
+	}
+}
+
+// A --db FILE queried without runs is a store an earlier call built: a
+// path where there is none (a typo) is an error wrapping fs.ErrNotExist,
+// not an empty store made on the spot that answers every query with no
+// rows, and nothing is left at the path.
+func TestOpeningAStoreThatIsNotThereWithoutRunsIsAnError(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	file := filepath.Join(dir, "typo.duckdb")
+	db, _, err := openLoad(ctx, Config{File: file})
+	if err == nil {
+		db.Close()
+	}
+	if !errors.Is(err, fs.ErrNotExist) || !strings.Contains(fmt.Sprint(err), file) {
+		t.Fatalf("open of the missing store %s without runs: %v, want an error naming it and wrapping fs.ErrNotExist", file, err)
+	}
+	if left, _ := os.ReadDir(dir); len(left) != 0 {
+		t.Errorf("the failed open left %v in %s", left, dir)
+	}
+	// Built with runs, it is then opened as it is.
+	runs := t.TempDir()
+	addRuns(t, runs, 2, 1)
+	db, _, err = openLoad(ctx, Config{File: file}, runs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	db, _, err = openLoad(ctx, Config{File: file})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if n := count(t, db, "SELECT count(*) FROM sessions"); n != 2 {
+		t.Errorf("the store built before holds %d sessions, want 2", n)
+	}
+}
+
+// A --db FILE that is something else than a store (a directory, a file
+// of another kind) is refused with ErrNotStore naming it, before DuckDB is
+// asked to open it, and left as it is.
+func TestOpeningSomethingElseThanAStoreIsRefused(t *testing.T) {
+	ctx := context.Background()
+	runs := t.TempDir()
+	addRuns(t, runs, 1, 1)
+	dir := t.TempDir()
+	short, other := filepath.Join(dir, "short.duckdb"), filepath.Join(dir, "notes.txt")
+	if err := os.WriteFile(short, []byte("DUCK"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(other, []byte("my notes, not a database at all\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, file := range []string{t.TempDir(), short, other} {
+		db, _, err := openLoad(ctx, Config{File: file}, runs)
+		if err == nil {
+			db.Close()
+		}
+		if !errors.Is(err, ErrNotStore) || !strings.Contains(fmt.Sprint(err), file) {
+			t.Errorf("--db %s: %v, want ErrNotStore naming it", file, err)
+		}
+	}
+	if b, err := os.ReadFile(other); err != nil || string(b) != "my notes, not a database at all\n" {
+		t.Errorf("the refused file changed: %q (%v)", b, err)
 	}
 }

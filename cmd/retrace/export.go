@@ -120,6 +120,12 @@ func runExport(ctx context.Context, sys *IO, opts *exportOptions) error {
 	case opts.arrow == "-" && opts.format.value == "json":
 		return usage(errors.New("--arrow - writes the stream to stdout, so the JSON summary cannot go there too; drop --format json"))
 	}
+	if opts.parquet != "" {
+		// Said before the load, which may take minutes, rather than after.
+		if info, err := os.Stat(opts.parquet); err == nil && !info.IsDir() {
+			return usage(fmt.Errorf("--parquet %s is a file; give an empty or new directory", opts.parquet))
+		}
+	}
 	db, err := openAndLoad(ctx, sys, opts.dbPath, opts.loadFlags, opts.paths)
 	if err != nil {
 		return err

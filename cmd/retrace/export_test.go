@@ -39,6 +39,8 @@ func TestExportRefusesBadUsage(t *testing.T) {
 			[]string{"export", fixtures + "/valid"}, "--parquet DIR, --arrow FILE"},
 		{"Export into a directory with files in it is refused, pointing at --overwrite.",
 			[]string{"export", fixtures + "/valid", "--parquet", full}, "--overwrite"},
+		{"Export into a path that is a file is bad usage, not a failure of retrace.",
+			[]string{"export", fixtures + "/valid", "--parquet", filepath.Join(full, "old.parquet")}, "--parquet " + filepath.Join(full, "old.parquet") + " is a file"},
 		{"A malformed line stops the export naming file:line.",
 			[]string{"export", fixtures + "/invalid/malformed_json.jsonl", "--parquet", filepath.Join(t.TempDir(), "x")}, "malformed_json.jsonl:5:"},
 	} {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/retrace-dev/retrace/importer"
 	"github.com/retrace-dev/retrace/otlp"
+	"github.com/retrace-dev/retrace/terminal"
 	"github.com/spf13/cobra"
 )
 
@@ -52,7 +53,8 @@ unknown, never a success.
 
 Importing is idempotent: a session's id comes from the transcript, so
 importing it again reports it unchanged (or updated, when the transcript
-grew) and never makes a duplicate.
+grew) and never makes a duplicate; a shorter copy of it (a backup taken
+earlier) is reported kept and never replaces the longer import.
 
 A malformed line is reported as file:line and skipped, and the rest of the
 file is imported; --strict refuses such a file instead. Record types the
@@ -228,19 +230,26 @@ func printImport(sys *IO, rep importer.Report, problems []string) {
 		if s.Parent != "" {
 			line += "  (subagent of " + s.Parent + ")"
 		}
-		fmt.Fprintln(sys.Out, line)
+		fmt.Fprintln(sys.Out, terminal.Line(line))
 	}
-	fmt.Fprintf(sys.Out, "%s from %s: %d imported, %d updated, %d unchanged\n", plural(len(rep.Sessions), "session"),
-		plural(rep.Files, "file"), counts[importer.Imported], counts[importer.Updated], counts[importer.Unchanged])
+	kept := ""
+	if n := counts[importer.Kept]; n > 0 {
+		// A shorter copy of a session already imported is no new session.
+		kept = fmt.Sprintf(", %d kept (a longer import of the same session is in the runs directory already)", n)
+	}
+	fmt.Fprintf(sys.Out, "%s from %s: %d imported, %d updated, %d unchanged%s\n", plural(len(rep.Sessions), "session"),
+		plural(rep.Files, "file"), counts[importer.Imported], counts[importer.Updated], counts[importer.Unchanged], kept)
 	if len(rep.Unknown) > 0 {
 		var kinds []string
 		for k, n := range rep.Unknown {
 			kinds = append(kinds, fmt.Sprintf("%s (%d)", k, n))
 		}
 		sort.Strings(kinds)
-		fmt.Fprintf(sys.Out, "skipped record types this importer does not know: %s\n", strings.Join(kinds, ", "))
+		fmt.Fprintf(sys.Out, "skipped record types this importer does not know: %s\n", terminal.Line(strings.Join(kinds, ", ")))
 	}
+	// A problem quotes the transcript's bytes (a binary file, a line of
+	// escape sequences): shown escaped, they cannot drive the terminal.
 	for _, p := range problems {
-		fmt.Fprintf(sys.Err, "%s\n", p)
+		fmt.Fprintln(sys.Err, terminal.Line(p))
 	}
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/retrace-dev/retrace/metrics"
 	"github.com/retrace-dev/retrace/store"
+	"github.com/retrace-dev/retrace/terminal"
 	"github.com/retrace-dev/retrace/trajectory"
 )
 
@@ -65,7 +66,7 @@ func openAndLoadWith(ctx context.Context, sys *IO, dbPath string, lf loadFlags, 
 		}
 	}
 	bar.finish()
-	if errors.Is(err, metrics.ErrMemoryLimit) || errors.Is(err, metrics.ErrStorePath) {
+	if errors.Is(err, metrics.ErrMemoryLimit) || errors.Is(err, metrics.ErrStorePath) || errors.Is(err, store.ErrNotStore) {
 		return nil, usage(err)
 	}
 	for _, w := range rep.NotRegular {
@@ -138,7 +139,8 @@ func cacheDir(sys *IO) (string, bool) {
 }
 
 // cacheMax returns the bound of the cache's size: $RETRACE_CACHE_MAX
-// (bytes, or with a K, M or G suffix), else store.DefaultMax.
+// (bytes, or with a K, M or G suffix), else store.DefaultMax; a value that
+// is no size is said on stderr and the default kept.
 func cacheMax(sys *IO) int64 {
 	v := strings.TrimSuffix(strings.ToUpper(strings.TrimSpace(sys.Getenv("RETRACE_CACHE_MAX"))), "B")
 	mult := int64(1)
@@ -147,8 +149,15 @@ func cacheMax(sys *IO) int64 {
 			v, mult = strings.TrimSuffix(v, suffix), m
 		}
 	}
+	if v == "" {
+		return store.DefaultMax
+	}
 	n, err := strconv.ParseInt(v, 10, 64)
 	if err != nil || n <= 0 {
+		// Said, so that a typo does not leave the cache at a size the user
+		// did not ask for without a word.
+		fmt.Fprintf(sys.Err, "retrace: warning: RETRACE_CACHE_MAX=%s is not a size such as 4G, 500M or 1048576; the cache is kept under %s\n",
+			terminal.Line(sys.Getenv("RETRACE_CACHE_MAX")), sizeText(store.DefaultMax))
 		return store.DefaultMax
 	}
 	return n * mult
