@@ -140,9 +140,10 @@ type Manifest struct {
 	Entries []ManifestEntry `json:"entries"`
 	// RootMode is the workspace root's permission bits, restored on the
 	// destination, because the agent's tools print them (`ls -la`, `stat
-	// .`) and a replay restores into a directory of its own making, 0700.
-	// Optional: 0 in older manifests, and the destination's mode is then
-	// left as it is.
+	// .`) and a replay restores into a directory of its own making, 0700;
+	// never with write for group or others, nor without rwx for the owner
+	// (see rootMode). Optional: 0 in older manifests, and the
+	// destination's mode is then left as it is.
 	RootMode uint32 `json:"root_mode,omitempty"`
 	// LeftOut names what the snapshot leaves out by design, each at its
 	// highest level (a directory once, not its contents): .git
@@ -497,7 +498,7 @@ func RestoreWorkspace(blobs *Blobs, ref string, dst string) error {
 	if m.RootMode != 0 {
 		// Last, so that a recorded read-only root does not stop the
 		// entries being written into it.
-		if err := os.Chmod(dst, fs.FileMode(m.RootMode)&fs.ModePerm); err != nil {
+		if err := os.Chmod(dst, rootMode(m.RootMode)); err != nil {
 			return fmt.Errorf("restore the workspace root's mode: %w", err)
 		}
 	}
@@ -679,4 +680,14 @@ func restoreEntry(blobs *Blobs, dst string, e ManifestEntry) error {
 		}
 	}
 	return nil
+}
+
+// rootMode is the mode a restore gives the workspace root for a recorded
+// root_mode. A recording may come from someone else, and the root is a
+// directory of the machine's temporary directory: group and others never
+// get write (a recorded 0777 would let another user plant files in the
+// replay's workspace while it runs), and the owner keeps rwx, so that the
+// replay can write what the session wrote and remove the directory after.
+func rootMode(recorded uint32) fs.FileMode {
+	return fs.FileMode(recorded)&fs.ModePerm&^0o022 | 0o700
 }

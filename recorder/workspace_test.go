@@ -463,6 +463,32 @@ func TestRestoreGivesTheWorkspaceRootItsRecordedMode(t *testing.T) {
 	}
 }
 
+// A recording is untrusted: its root_mode never makes the replay's
+// workspace writable by others, nor takes the owner's access away.
+func TestRestoreNeverOpensTheWorkspaceRootToOthers(t *testing.T) {
+	for recorded, want := range map[uint32]fs.FileMode{0o777: 0o755, 0o775: 0o755, 0o500: 0o700, 0o4777: 0o755} {
+		blobs := OpenBlobs(t.TempDir())
+		ref, _, err := blobs.Put([]byte(fmt.Sprintf(`{"version":1,"entries":[],"root_mode":%d}`, recorded)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		dst, err := os.MkdirTemp(t.TempDir(), "replay-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := RestoreWorkspace(blobs, ref, dst); err != nil {
+			t.Fatal(err)
+		}
+		info, err := os.Stat(dst)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.Mode() != fs.ModeDir|want {
+			t.Errorf("recorded root_mode %o: restored root has %v, want %v", recorded, info.Mode(), fs.ModeDir|want)
+		}
+	}
+}
+
 // A manifest written before the root's mode was recorded leaves the
 // destination's mode as it is.
 func TestRestoreOfAManifestWithoutRootModeLeavesTheDestinationAlone(t *testing.T) {
