@@ -167,6 +167,11 @@ failed, 2 bad flags, config or script.`,
 			if opts.batch && !opts.stream {
 				return usage(errors.New("--batch-tools only changes a streamed session: add --stream"))
 			}
+			if cmd.Flags().Changed("max-turns") && opts.maxTurns < 1 {
+				// 0 is the flag's unset value; given, it and a negative
+				// limit would silently mean the default.
+				return usage(fmt.Errorf("--max-turns %d: give a number of turns, at least 1 (or leave it out for the config's limit, else 50)", opts.maxTurns))
+			}
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
