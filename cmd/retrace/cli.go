@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/retrace-dev/retrace/terminal"
 )
 
 // ExitCode is the process exit status of a command. The codes are part of
@@ -82,7 +84,9 @@ func run(sys *IO, args []string) ExitCode {
 		code = ee.code
 	}
 	if !errors.Is(err, errReported) {
-		fmt.Fprintf(sys.Err, "retrace: %v\n", err)
+		// An error names what it was given (a path, a flag's value, a
+		// line of a file), which may hold anything.
+		fmt.Fprintf(sys.Err, "retrace: %s\n", terminal.Text(err.Error()))
 		if code == ExitInvalid && isUsageError(err) {
 			fmt.Fprintln(sys.Err, "Run 'retrace --help' for usage.")
 		}

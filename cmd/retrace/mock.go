@@ -15,6 +15,7 @@ import (
 
 	"github.com/retrace-dev/retrace/mockllm"
 	"github.com/retrace-dev/retrace/recorder"
+	"github.com/retrace-dev/retrace/terminal"
 	"github.com/retrace-dev/retrace/trajectory"
 	"github.com/spf13/cobra"
 )
@@ -482,7 +483,10 @@ func (l *lazyRecorder) Close() (recorder.Stats, error) {
 	return rec.Close()
 }
 
-// mockLogLine is one request as a line: time, method, path, status, what answered.
+// mockLogLine is one request as a line: time, method, path, status, what
+// answered. The client wrote the path (decoded from its percent escapes),
+// the conversation and the model name, so the line is escaped for the
+// terminal.
 func mockLogLine(l mockllm.Logged) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s %s %s %d %s", l.Time.Format("15:04:05.000"), l.Method, l.Path, l.Status, l.Endpoint)
@@ -501,5 +505,5 @@ func mockLogLine(l mockllm.Logged) string {
 	if l.Error != "" {
 		fmt.Fprintf(&b, " error=%q", l.Error)
 	}
-	return b.String()
+	return terminal.Line(b.String())
 }

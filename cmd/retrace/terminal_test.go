@@ -8,6 +8,8 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/retrace-dev/retrace/agent/llm"
+	"github.com/retrace-dev/retrace/mockllm"
 	"github.com/retrace-dev/retrace/trajectory"
 )
 
@@ -148,5 +150,33 @@ A project.
 		}
 		wantSafeForTerminal(t, "eval --format "+format, out)
 		wantSafeForTerminal(t, "eval --format "+format+" (stderr)", errOut)
+	}
+}
+
+// An error names what it was given (a file, a flag's value), and a name
+// can hold anything: the error line retrace prints is escaped too.
+func TestAnErrorNamingAHostilePathReachesNoTerminalRaw(t *testing.T) {
+	dir := t.TempDir()
+	name := filepath.Join(dir, "a\x1b]0;owned\x07\rb\u202e.jsonl")
+	for _, args := range [][]string{{"validate", name}, {"replay", name}, {"metrics", "--no-cache", name}} {
+		code, _, stderr := runCLI(t, nil, args...)
+		if code != ExitInvalid {
+			t.Errorf("%s: exit %d, want %d: %s", args[0], code, ExitInvalid, stderr)
+		}
+		if !strings.Contains(stderr, `a\x1b]0;owned\x07\rb\u202e.jsonl`) {
+			t.Errorf("%s: the error does not name the file, escaped: %q", args[0], stderr)
+		}
+		wantSafeForTerminal(t, args[0], stderr)
+	}
+}
+
+// mock serve logs each request with what the client sent: its path, its
+// conversation and its model name, any of which may be hostile.
+func TestAMockLogLineReachesNoTerminalRaw(t *testing.T) {
+	line := mockLogLine(mockllm.Logged{Method: "POST", Path: "/v1/messages" + hostile, Status: 200,
+		Endpoint: "anthropic", Conversation: hostile, Request: &llm.Request{Model: "m" + hostile}})
+	wantSafeForTerminal(t, "mock serve's log", line)
+	if strings.Contains(line, "\n") || !strings.Contains(line, `model=m\x1b[2J`) {
+		t.Errorf("the log line is not one line naming the model, escaped: %q", line)
 	}
 }
