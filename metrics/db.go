@@ -536,6 +536,10 @@ func scan(rows *sql.Rows) (Table, error) {
 	if err != nil {
 		return t, fmt.Errorf("query: %w", err)
 	}
+	types, err := rows.ColumnTypes()
+	if err != nil {
+		return t, fmt.Errorf("query: %w", err)
+	}
 	for rows.Next() {
 		row := make([]any, len(t.Columns))
 		ptrs := make([]any, len(row))
@@ -544,6 +548,13 @@ func scan(rows *sql.Rows) (Table, error) {
 		}
 		if err := rows.Scan(ptrs...); err != nil {
 			return t, fmt.Errorf("query: %w", err)
+		}
+		for i, ct := range types {
+			// The driver gives a UUID as its 16 bytes, which every
+			// format would print as binary: it is its text.
+			if b, ok := row[i].([]byte); ok && len(b) == 16 && ct.DatabaseTypeName() == "UUID" {
+				row[i] = fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+			}
 		}
 		t.Rows = append(t.Rows, row)
 	}

@@ -206,6 +206,11 @@ func WriteTableJSON(w io.Writer, t metrics.Table, indent string) error {
 				if math.IsNaN(x) || math.IsInf(x, 0) {
 					v = nil
 				}
+			case decimal:
+				// A DECIMAL is a struct of its digits and scale, which
+				// JSON would print as such: it is its number, every
+				// digit kept.
+				v = json.Number(x.String())
 			}
 			o[t.Columns[i]] = v
 		}
@@ -217,6 +222,13 @@ func WriteTableJSON(w io.Writer, t metrics.Table, indent string) error {
 	}
 	_, err = fmt.Fprintf(w, "%s\n", b)
 	return err
+}
+
+// decimal is a DECIMAL value as DuckDB's driver gives it: a struct with
+// its exact text and a float64 that may round it.
+type decimal interface {
+	String() string
+	Float64() float64
 }
 
 // tableCells renders a row for text output; NULL is empty.

@@ -1,6 +1,8 @@
 package report
 
 import (
+	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -61,5 +63,41 @@ func TestWrapKeepsEveryLineWithinTheWidth(t *testing.T) {
 	}
 	if got := strings.Count(out, "word"); got != 60 {
 		t.Errorf("%d words after wrapping, want 60", got)
+	}
+}
+
+// A DECIMAL (what DuckDB makes of 1.5, of a sum of DECIMALs, of a
+// division of integers cast to DECIMAL) is a number in every format, its
+// digits exact in JSON, as in the table and CSV; a UUID is its text.
+func TestEveryFormatPrintsADecimalAsItsNumber(t *testing.T) {
+	ctx := context.Background()
+	db, err := metrics.Open(ctx, metrics.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	tab, err := db.Query(ctx, "SELECT 1.5 AS x, CAST('12345678901234567.25' AS DECIMAL(20,2)) AS y, -0.05 AS z, CAST('00000000-0000-0000-0000-00000000002a' AS UUID) AS u")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var js strings.Builder
+	if err := WriteTable(&js, "json", tab); err != nil {
+		t.Fatal(err)
+	}
+	var got []map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(js.String()), &got); err != nil || len(got) != 1 {
+		t.Fatalf("%v: %s", err, js.String())
+	}
+	for col, want := range map[string]string{"x": "1.5", "y": "12345678901234567.25", "z": "-0.05", "u": `"00000000-0000-0000-0000-00000000002a"`} {
+		if string(got[0][col]) != want {
+			t.Errorf("json %s = %s, want %s", col, got[0][col], want)
+		}
+	}
+	var csv strings.Builder
+	if err := WriteTable(&csv, "csv", tab); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(csv.String(), "1.5,12345678901234567.25,-0.05,00000000-0000-0000-0000-00000000002a") {
+		t.Errorf("csv:\n%s", csv.String())
 	}
 }
