@@ -27,9 +27,10 @@ const StdinName = "<stdin>"
 var ErrUnreadable = errors.New("cannot read")
 
 // ErrEmpty means an input holds no event at all, so not even the
-// session_start every session opens with. A crash before the first event
-// is written, or a file that is not a trajectory, leaves this.
-var ErrEmpty = errors.New("no events (empty file, no session_start)")
+// session_start every session opens with: it is empty, or its only line is
+// torn (it has no newline yet). A crash before the first event is written
+// leaves this; the message does not say "empty" of a file that is not.
+var ErrEmpty = errors.New("no events (no complete line, so no session_start)")
 
 // FileError is a problem with a whole input rather than with one of its
 // lines. Its message is "file: reason; what to do".

@@ -99,7 +99,7 @@ func TestOpenInputReadsStdinOnlyWhenGivenOne(t *testing.T) {
 func TestValidateStreamCallsAFileWithoutEventsEmpty(t *testing.T) {
 	for _, content := range []string{"", "\n\n", `{"v":1,"se`} {
 		rep, err := ValidateStream(strings.NewReader(content), "e.jsonl")
-		if err != nil || len(rep.Problems) != 1 || !errors.Is(rep.Problems[0], ErrEmpty) || !strings.HasPrefix(rep.Problems[0].Error(), "e.jsonl: no events (empty file, no session_start); ") {
+		if err != nil || len(rep.Problems) != 1 || !errors.Is(rep.Problems[0], ErrEmpty) || !strings.HasPrefix(rep.Problems[0].Error(), "e.jsonl: no events (no complete line, so no session_start); ") {
 			t.Errorf("%q: problems %v, err %v; want one ErrEmpty", content, rep.Problems, err)
 		}
 	}

@@ -207,7 +207,7 @@ var badInputCases = []badInputCase{
 		make: func(t *testing.T, dir string) string {
 			return writeFile(t, filepath.Join(dir, "empty.jsonl"), "", 0o644)
 		},
-		says:    ": no events (empty file, no session_start); delete it if a crash left it, or leave it out of the paths",
+		says:    ": no events (no complete line, so no session_start); delete it if a crash left it, or leave it out of the paths",
 		lenient: "warning: left out: no events",
 	},
 	{
