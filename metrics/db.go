@@ -83,6 +83,10 @@ var ErrStoreVersion = errors.New("not a store of this retrace version")
 // it as options of its own, so no such path can name a store.
 var ErrStorePath = errors.New("a store's path cannot hold '?'")
 
+// ErrManyResults means a query holds several SELECT statements, whose
+// results cannot all be returned as one table.
+var ErrManyResults = errors.New("a query returns one result")
+
 // ErrMemoryLimit means Options.MemoryLimit is not a size DuckDB takes.
 var ErrMemoryLimit = errors.New("bad memory limit")
 
@@ -501,7 +505,17 @@ func (db *DB) Query(ctx context.Context, query string) (Table, error) {
 
 // query is Query, with db.dmu held.
 func (db *DB) query(ctx context.Context, query string) (Table, error) {
-	ro := readOnly(query) || db.selectOnly(ctx, query)
+	ro := readOnly(query)
+	if !ro {
+		// DuckDB runs every statement and returns the last one's rows:
+		// of SELECTs one after the other, all but the last would be lost
+		// without a word.
+		n := db.selects(ctx, query)
+		if n > 1 {
+			return Table{}, fmt.Errorf("query: %w: it holds %d SELECT statements; run them one at a time, or put their rows together with UNION ALL", ErrManyResults, n)
+		}
+		ro = n == 1
+	}
 	if !ro {
 		// It may change rows or settings the prepared metrics were planned
 		// with; drop them before and after, so none outlives the change.

@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 )
 
@@ -15,9 +16,24 @@ import (
 // made detect over 1M events cost more than loading and asking every
 // metric.
 func (db *DB) selectOnly(ctx context.Context, q string) bool {
+	return db.selects(ctx, q) > 0
+}
+
+// selects returns how many statements q holds when DuckDB parses it as
+// SELECT statements only (see selectOnly), and 0 when it does not.
+func (db *DB) selects(ctx context.Context, q string) int {
 	var out string
 	if err := db.sql.QueryRowContext(ctx, "SELECT json_serialize_sql(?::VARCHAR)::VARCHAR", q).Scan(&out); err != nil {
-		return false
+		return 0
 	}
-	return strings.HasPrefix(out, `{"error":false`)
+	if !strings.HasPrefix(out, `{"error":false`) {
+		return 0
+	}
+	var parsed struct {
+		Statements []json.RawMessage `json:"statements"`
+	}
+	if json.Unmarshal([]byte(out), &parsed) != nil {
+		return 0
+	}
+	return len(parsed.Statements)
 }

@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
 	"testing"
 )
@@ -18,7 +19,6 @@ func TestAWithSelectKeepsTheDerivedTablesAndAWriteDropsThem(t *testing.T) {
 	for _, q := range []string{
 		"WITH c AS (SELECT * FROM tool_calls) SELECT count(*) FROM c",
 		"-- a comment first\nWITH c AS (SELECT * FROM sessions) SELECT count(*) FROM c;",
-		"SELECT 1; SELECT 2",
 	} {
 		if _, err := db.Query(ctx, q); err != nil {
 			t.Fatal(err)
@@ -26,6 +26,14 @@ func TestAWithSelectKeepsTheDerivedTablesAndAWriteDropsThem(t *testing.T) {
 		if !db.materialized.Load() {
 			t.Fatalf("%q, which only reads, made the derived views plain again", q)
 		}
+	}
+	// Two SELECTs are refused, as only the last one's rows would be
+	// returned, and change nothing.
+	if _, err := db.Query(ctx, "SELECT 1; SELECT 2"); !errors.Is(err, ErrManyResults) {
+		t.Fatalf("two SELECTs: %v, want ErrManyResults", err)
+	}
+	if !db.materialized.Load() {
+		t.Fatal("two SELECTs, refused, made the derived views plain again")
 	}
 	for _, q := range []string{
 		"WITH c AS (SELECT * FROM raw_tool_call LIMIT 1) INSERT INTO raw_tool_call SELECT * FROM c",
