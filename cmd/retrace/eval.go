@@ -137,7 +137,9 @@ two --out directories gives the same verdict (its gate 'no regressed').
 merge) into the same DIR at once exits 2 naming the holder (its pid and
 start time), so results.json and runs/ never tell two runs' stories. The
 lock (DIR/.retrace-eval.lock, flock) is released when the eval ends, even
-killed.
+killed. For the same reason a DIR whose runs/ already holds recordings (an
+earlier eval's) is refused (exit 2): give an empty directory, or delete
+DIR/runs first.
 
 An eval stopped by SIGINT or SIGTERM still judges the runs that finished,
 writes results.json marked interrupted (with the number of runs that did
@@ -316,6 +318,9 @@ func runEval(ctx context.Context, sys *IO, opts *evalOptions, args []string) err
 			return invalid(err)
 		}
 		defer release()
+		if err := scenarios.CheckOutRuns(opts.out); err != nil {
+			return invalid(err)
+		}
 		// The kept runs are the user's own: signed, their replay applies
 		// each scenario's permission mode and rules.
 		ro.Key = userKey(sys)
