@@ -142,7 +142,12 @@ func checkGate(g *Gate, res *Result, b, c *side, opts Options) GateResult {
 		if d := math.Abs(mid - limit); d > 0 {
 			// A half-width shrinks as 1/√n: n must grow by (h/d)².
 			gr.MoreRuns = math.Ceil((half/d)*(half/d)*10) / 10
-			gr.Detail = fmt.Sprintf("%s: the interval straddles the limit; about %.1f× the runs on each side would decide it", what, gr.MoreRuns)
+			whose := "the runs on each side"
+			if !g.Base {
+				// Against a number only the candidate's interval counts.
+				whose = "the candidate's runs"
+			}
+			gr.Detail = fmt.Sprintf("%s: the interval straddles the limit; about %.1f× %s would decide it", what, gr.MoreRuns, whose)
 		} else {
 			gr.Detail = what + ": the interval is centred on the limit; no number of runs is sure to decide it"
 		}
