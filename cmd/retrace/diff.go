@@ -181,6 +181,11 @@ func parseMinEffect(vals []string, o *diff.Options) error {
 		if !ok || err != nil || x < 0 {
 			return usage(fmt.Errorf("--min-effect %q: write rate=0.01 or distribution=10%%", v))
 		}
+		if x == 0 {
+			// diff.Options reads 0 as "the default"; and no interval but
+			// a point lies within ±0, so nothing could be unchanged.
+			return usage(fmt.Errorf("--min-effect %q: give a size above 0, the smallest change that matters", v))
+		}
 		if pct {
 			x /= 100
 		}
