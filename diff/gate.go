@@ -103,7 +103,7 @@ func checkGate(g *Gate, res *Result, b, c *side, opts Options) GateResult {
 		if g.Base {
 			r, why = compareRow(sp, b.c.series[name], c.c.series[name], opts, opts.Resamples)
 		} else {
-			r, why = candidateRow(sp, c.c.series[name], opts)
+			r, why = candidateRow(sp, c.c.series[name])
 		}
 		if why != "" {
 			gr.Status = GateInconclusive
@@ -158,7 +158,7 @@ func checkGate(g *Gate, res *Result, b, c *side, opts Options) GateResult {
 // candidateRow is the row of a gate against a number when the table
 // skipped it: the candidate's value alone, or why the candidate has too
 // little data for it (the table's minimums, on the candidate's side).
-func candidateRow(sp spec, c *series, opts Options) (Row, string) {
+func candidateRow(sp spec, c *series) (Row, string) {
 	row := Row{Metric: sp.name, Kind: sp.kind, Better: sp.better, Denominator: sp.denom, Unit: "fraction"}
 	if sp.kind != KindRate {
 		row.Unit = sp.agg.Unit()
