@@ -126,8 +126,9 @@ query and diff can tell this run's sessions from another's.
 results.json), matching scenarios by name: a scenario whose runs all
 passed there and not all do now is a regression, listed first, and exits
 3; fixed, changed, new and removed scenarios are listed too (a scenario
-of the suite that --run, --filter-tag or --shard left out, or that was
-skipped, is not compared: it was not removed). A scripted
+of the suite that --run, --filter-tag or --shard left out, that was
+skipped or that an interrupt kept from running is not compared: it was not
+removed). A scripted
 scenario needs no statistics to regress; a live one (--provider) regresses
 only when Fisher's exact test on its runs' pass counts says so at 0.05,
 else its change is inconclusive (exit 4: run it more). retrace diff of the
@@ -336,7 +337,7 @@ func runEval(ctx context.Context, sys *IO, opts *evalOptions, args []string) err
 	}
 	res.Shard, res.SuiteHash, res.RetraceVersion = shard, suiteHash, currentVersion().Version
 	if base != nil {
-		res.Baseline = results.Compare(scenarios.BaselineOfSelected(base, suite, selected), res, opts.baseline, 0)
+		res.Baseline = results.Compare(scenarios.BaselineOfSelected(base, suite, res), res, opts.baseline, 0)
 	}
 	if opts.out != "" {
 		if err := writeResults(filepath.Join(opts.out, resultsFile), res); err != nil {
