@@ -503,9 +503,10 @@ func compareRow(sp spec, b, c *series, opts Options, resamples int) (Row, string
 		name string
 		s    *series
 	}{{"base", b}, {"candidate", c}} {
-		if n := x.s.sessionsWith(); n < minSessions && sp.denom == "sessions" {
-			return row, fmt.Sprintf("the %s has %d sessions (fewer than %d)", x.name, n, minSessions)
-		} else if n < minSessions {
+		if n := x.s.sessionsWith(); n < minSessions {
+			if sp.denom == "sessions" {
+				return row, fmt.Sprintf("the %s has %d sessions (fewer than %d)", x.name, n, minSessions)
+			}
 			return row, fmt.Sprintf("the %s has %d sessions with %s (fewer than %d)", x.name, n, sp.denom, minSessions)
 		}
 	}

@@ -103,7 +103,7 @@ func checkGate(g *Gate, res *Result, b, c *side, opts Options) GateResult {
 		if g.Base {
 			r, why = compareRow(sp, b.c.series[name], c.c.series[name], opts, opts.Resamples)
 		} else {
-			r, why = candidateRow(sp, c.c.series[name], opts)
+			r, why = candidateRow(sp, c.c.series[name])
 		}
 		if why != "" {
 			gr.Status = GateInconclusive
@@ -142,7 +142,12 @@ func checkGate(g *Gate, res *Result, b, c *side, opts Options) GateResult {
 		if d := math.Abs(mid - limit); d > 0 {
 			// A half-width shrinks as 1/√n: n must grow by (h/d)².
 			gr.MoreRuns = math.Ceil((half/d)*(half/d)*10) / 10
-			gr.Detail = fmt.Sprintf("%s: the interval straddles the limit; about %.1f× the runs on each side would decide it", what, gr.MoreRuns)
+			whose := "the runs on each side"
+			if !g.Base {
+				// Against a number only the candidate's interval counts.
+				whose = "the candidate's runs"
+			}
+			gr.Detail = fmt.Sprintf("%s: the interval straddles the limit; about %.1f× %s would decide it", what, gr.MoreRuns, whose)
 		} else {
 			gr.Detail = what + ": the interval is centred on the limit; no number of runs is sure to decide it"
 		}
@@ -153,7 +158,7 @@ func checkGate(g *Gate, res *Result, b, c *side, opts Options) GateResult {
 // candidateRow is the row of a gate against a number when the table
 // skipped it: the candidate's value alone, or why the candidate has too
 // little data for it (the table's minimums, on the candidate's side).
-func candidateRow(sp spec, c *series, opts Options) (Row, string) {
+func candidateRow(sp spec, c *series) (Row, string) {
 	row := Row{Metric: sp.name, Kind: sp.kind, Better: sp.better, Denominator: sp.denom, Unit: "fraction"}
 	if sp.kind != KindRate {
 		row.Unit = sp.agg.Unit()

@@ -178,3 +178,32 @@ func TestGatesDecideRowsTheTableSkips(t *testing.T) {
 		"no regressed":                     GateInconclusive,
 	}, "rate(failure) < 0.9", "rate(failure) < 0.001", "mean(turns) < 1000", "p95(bash) < 1000s", "rate(failure) <= base + 0.01", "no regressed")
 }
+
+// TestAnUndecidedGateSaysWhoseRunsWouldDecideIt checks the advice of an
+// undecided gate: against base both sides' runs narrow the interval,
+// against a number only the candidate's do.
+func TestAnUndecidedGateSaysWhoseRunsWouldDecideIt(t *testing.T) {
+	base := load(t, "base", writeCorpus(t, "base", synth.Options{Sessions: 40, Seed: 1}))
+	cand := load(t, "cand", writeCorpus(t, "cand", synth.Options{Sessions: 40, Seed: 2}))
+	var gs []*Gate
+	for _, src := range []string{"p95(bash) <= 1.2*base", "rate(failure) < 0.13"} {
+		g, err := ParseGate(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		gs = append(gs, g)
+	}
+	res, err := Compare(context.Background(), base, cand, Options{Resamples: 200, Gates: gs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"the runs on each side would decide it", "the candidate's runs would decide it"}
+	for i, g := range res.Gates {
+		if g.Status != GateInconclusive {
+			t.Fatalf("%s: %s (%s), want an undecided gate for this test", g.Gate, g.Status, g.Detail)
+		}
+		if !strings.HasSuffix(g.Detail, want[i]) {
+			t.Errorf("%s: %q, want it to end %q", g.Gate, g.Detail, want[i])
+		}
+	}
+}

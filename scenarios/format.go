@@ -249,6 +249,12 @@ func (p *parser) parse(data []byte) *Scenario {
 		}
 	}
 	if spec == nil && s.Line == 0 {
+		if bytes.HasPrefix(data, []byte("\ufeff")) {
+			// An editor that saves UTF-8 with a byte-order mark puts it
+			// before the first marker line, which then is no marker.
+			p.addf(1, "the file starts with a byte-order mark (U+FEFF), so its first line is not the `-- %s --` marker it looks like; save the file as UTF-8 without one", sectionSpec)
+			return s
+		}
 		p.addf(1, "no %s section: start one with a line `-- %s --`", sectionSpec, sectionSpec)
 		return s
 	}

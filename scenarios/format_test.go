@@ -53,6 +53,8 @@ func TestParseReportsEveryProblemWithItsFileAndLine(t *testing.T) {
 			"-- scenario.yaml --\nname: x\n", []string{"s.txtar:2: no prompt", "s.txtar:2: no model"}},
 		{"an archive without scenario.yaml is refused",
 			"-- workspace/a.txt --\nx\n", []string{"s.txtar:1: no scenario.yaml section"}},
+		{"a byte-order mark that hides the first marker is named, not called a missing section",
+			"\ufeff" + minimal, []string{"s.txtar:1: the file starts with a byte-order mark (U+FEFF)"}},
 		{"an unknown section and a path leaving the workspace are refused",
 			minimal + "-- notes.txt --\nx\n-- workspace/../etc/passwd --\nx\n", []string{`s.txtar:11: unknown section "notes.txt"`, `s.txtar:13: workspace file "workspace/../etc/passwd"`}},
 		{"unchanged on a file the scenario does not give is refused",

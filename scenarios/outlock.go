@@ -78,6 +78,37 @@ func LockOut(dir string, started time.Time) (release func() error, err error) {
 	}, nil
 }
 
+// ErrOutHoldsRuns is wrapped by the error of CheckOutRuns
+// (OutHoldsRunsError).
+var ErrOutHoldsRuns = errors.New("the --out directory already holds recordings")
+
+// OutHoldsRunsError names an --out directory whose runs/ already holds
+// recordings, and how many.
+type OutHoldsRunsError struct {
+	Dir  string
+	Runs int
+}
+
+func (e *OutHoldsRunsError) Error() string {
+	return fmt.Sprintf("--out %s: its runs/ already holds %d recordings (an earlier eval's?); give an empty directory, or delete %s first",
+		e.Dir, e.Runs, filepath.Join(e.Dir, "runs"))
+}
+
+func (e *OutHoldsRunsError) Unwrap() error { return ErrOutHoldsRuns }
+
+// CheckOutRuns refuses an --out directory whose runs/ already holds
+// recordings, such as an earlier eval's into the same directory: this
+// eval's results.json would name its own runs while detect, report and
+// diff read every recording in runs/, both evals' together. Nothing is
+// deleted: the recordings may be the only copy of something.
+func CheckOutRuns(dir string) error {
+	found, err := filepath.Glob(filepath.Join(dir, "runs", "*.jsonl"))
+	if err != nil || len(found) == 0 {
+		return nil
+	}
+	return &OutHoldsRunsError{Dir: dir, Runs: len(found)}
+}
+
 // holderWait is how long a refused eval waits for the eval that holds
 // the lock to write its line: it writes it right after it takes the
 // lock, but on a busy machine the refused one can read the file in

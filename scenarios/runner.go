@@ -578,16 +578,17 @@ func Filter(suite []*Scenario, run *regexp.Regexp, tags []string) []*Scenario {
 }
 
 // BaselineOfSelected returns base without the scenarios of suite that
-// did not run: left out by --run, --filter-tag or --shard, or skipped.
-// Those are no change since the baseline, and comparing with them would
-// call each "removed" while its file is still in the suite. A scenario of
-// base that the suite no longer has stays, and is removed indeed.
-func BaselineOfSelected(base *results.Results, suite, ran []*Scenario) *results.Results {
+// have no result in ran: left out by --run, --filter-tag or --shard,
+// skipped, or not run because the eval was interrupted. Those are no
+// change since the baseline, and comparing with them would call each
+// "removed" while its file is still in the suite. A scenario of base that
+// the suite no longer has stays, and is removed indeed.
+func BaselineOfSelected(base *results.Results, suite []*Scenario, ran *results.Results) *results.Results {
 	out := *base
 	out.Scenarios = nil
 	for _, s := range base.Scenarios {
 		inSuite := slices.ContainsFunc(suite, func(x *Scenario) bool { return x.Name == s.Name })
-		didRun := slices.ContainsFunc(ran, func(x *Scenario) bool { return x.Name == s.Name })
+		didRun := slices.ContainsFunc(ran.Scenarios, func(x results.ScenarioResult) bool { return x.Name == s.Name })
 		if inSuite && !didRun {
 			continue
 		}

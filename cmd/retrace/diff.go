@@ -61,7 +61,8 @@ per response; p95 model duration; per detector the share of sessions with
 at least one finding. Every row names its denominator. A row with too
 little data on a side is skipped and listed with why (fewer than 10 calls
 in a rate's denominator, fewer than 1/(1-q) samples for a pN, fewer than 2
-sessions).
+sessions), and so is a rate that counted nothing on either side; a gate
+on a skipped row is still decided, on the data it needs.
 
 Statistics: calls within a session are not independent, so the tests treat
 sessions as the unit (the A/A calibration shows call-level tests raise
@@ -179,6 +180,11 @@ func parseMinEffect(vals []string, o *diff.Options) error {
 		x, err := strconv.ParseFloat(strings.TrimSuffix(num, "%"), 64)
 		if !ok || err != nil || x < 0 {
 			return usage(fmt.Errorf("--min-effect %q: write rate=0.01 or distribution=10%%", v))
+		}
+		if x == 0 {
+			// diff.Options reads 0 as "the default"; and no interval but
+			// a point lies within ±0, so nothing could be unchanged.
+			return usage(fmt.Errorf("--min-effect %q: give a size above 0, the smallest change that matters", v))
 		}
 		if pct {
 			x /= 100

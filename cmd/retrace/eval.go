@@ -126,8 +126,9 @@ query and diff can tell this run's sessions from another's.
 results.json), matching scenarios by name: a scenario whose runs all
 passed there and not all do now is a regression, listed first, and exits
 3; fixed, changed, new and removed scenarios are listed too (a scenario
-of the suite that --run, --filter-tag or --shard left out, or that was
-skipped, is not compared: it was not removed). A scripted
+of the suite that --run, --filter-tag or --shard left out, that was
+skipped or that an interrupt kept from running is not compared: it was not
+removed). A scripted
 scenario needs no statistics to regress; a live one (--provider) regresses
 only when Fisher's exact test on its runs' pass counts says so at 0.05,
 else its change is inconclusive (exit 4: run it more). retrace diff of the
@@ -137,7 +138,9 @@ two --out directories gives the same verdict (its gate 'no regressed').
 merge) into the same DIR at once exits 2 naming the holder (its pid and
 start time), so results.json and runs/ never tell two runs' stories. The
 lock (DIR/.retrace-eval.lock, flock) is released when the eval ends, even
-killed.
+killed. For the same reason a DIR whose runs/ already holds recordings (an
+earlier eval's) is refused (exit 2): give an empty directory, or delete
+DIR/runs first.
 
 An eval stopped by SIGINT or SIGTERM still judges the runs that finished,
 writes results.json marked interrupted (with the number of runs that did
@@ -316,6 +319,9 @@ func runEval(ctx context.Context, sys *IO, opts *evalOptions, args []string) err
 			return invalid(err)
 		}
 		defer release()
+		if err := scenarios.CheckOutRuns(opts.out); err != nil {
+			return invalid(err)
+		}
 		// The kept runs are the user's own: signed, their replay applies
 		// each scenario's permission mode and rules.
 		ro.Key = userKey(sys)
@@ -331,7 +337,7 @@ func runEval(ctx context.Context, sys *IO, opts *evalOptions, args []string) err
 	}
 	res.Shard, res.SuiteHash, res.RetraceVersion = shard, suiteHash, currentVersion().Version
 	if base != nil {
-		res.Baseline = results.Compare(scenarios.BaselineOfSelected(base, suite, selected), res, opts.baseline, 0)
+		res.Baseline = results.Compare(scenarios.BaselineOfSelected(base, suite, res), res, opts.baseline, 0)
 	}
 	if opts.out != "" {
 		if err := writeResults(filepath.Join(opts.out, resultsFile), res); err != nil {
