@@ -26,8 +26,13 @@ func ResolveSide(paths []string) (runs []string, results string, err error) {
 		res := ""
 		switch st, err := os.Stat(p); {
 		case err == nil && st.IsDir():
-			if _, err := os.Stat(filepath.Join(p, ResultsFile)); err == nil {
+			if rs, err := os.Stat(filepath.Join(p, ResultsFile)); err == nil {
 				res = filepath.Join(p, ResultsFile)
+				if !rs.Mode().IsRegular() {
+					// A named pipe would block the read until a writer
+					// came, past Ctrl-C.
+					return nil, "", fmt.Errorf("%w: %s is not a regular file; an eval --out directory holds results.json as one", ErrSide, res)
+				}
 			}
 		case err == nil && filepath.Base(p) == ResultsFile:
 			res = p

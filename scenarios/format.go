@@ -584,6 +584,14 @@ func Load(paths ...string) ([]*Scenario, error) {
 		var found []string
 		err = filepath.WalkDir(p, func(f string, d fs.DirEntry, err error) error {
 			if err == nil && !d.IsDir() && strings.HasSuffix(f, ".txtar") {
+				// A named pipe in the directory would block the read
+				// until a writer came, past Ctrl-C (a blocked open is not
+				// interrupted): only regular files are read. One named
+				// on the command line is read as the stream it is (<(…)).
+				if info, serr := os.Stat(f); serr == nil && !info.Mode().IsRegular() {
+					probs = append(probs, Problem{File: f, Msg: "not a regular file but " + fileKind(info.Mode()) + ": a scenario is a .txtar file"})
+					return nil
+				}
 				found = append(found, f)
 				if rel, err := filepath.Rel(p, f); err == nil {
 					rels[f] = filepath.ToSlash(rel)
@@ -617,6 +625,19 @@ func Load(paths ...string) ([]*Scenario, error) {
 		return nil, &ProblemsError{Problems: probs}
 	}
 	return out, nil
+}
+
+// fileKind names what a file that is not a regular file is.
+func fileKind(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeNamedPipe != 0:
+		return "a named pipe"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m&fs.ModeDevice != 0:
+		return "a device"
+	}
+	return "something else"
 }
 
 // source is one archive to parse.

@@ -429,6 +429,11 @@ func readResultsArg(a string) (*results.Results, error) {
 	p := a
 	if info, err := os.Stat(a); err == nil && info.IsDir() {
 		p = filepath.Join(a, resultsFile)
+		// A named pipe there would block the read until a writer came,
+		// past Ctrl-C.
+		if rs, err := os.Stat(p); err == nil && !rs.Mode().IsRegular() {
+			return nil, fmt.Errorf("%s is not a regular file; an eval --out directory holds results.json as one", p)
+		}
 	}
 	data, err := os.ReadFile(p)
 	if err != nil {
