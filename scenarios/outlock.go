@@ -3,12 +3,16 @@ package scenarios
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/retrace-dev/retrace/filelock"
+	"github.com/retrace-dev/retrace/recorder"
+	"github.com/retrace-dev/retrace/results"
+	"github.com/retrace-dev/retrace/trajectory"
 )
 
 // LockFile is the file in an eval's --out directory that says which eval
@@ -78,35 +82,93 @@ func LockOut(dir string, started time.Time) (release func() error, err error) {
 	}, nil
 }
 
-// ErrOutHoldsRuns is wrapped by the error of CheckOutRuns
+// ErrOutHoldsRuns is wrapped by the error of PrepareOut
 // (OutHoldsRunsError).
 var ErrOutHoldsRuns = errors.New("the --out directory already holds recordings")
 
-// OutHoldsRunsError names an --out directory whose runs/ already holds
-// recordings, and how many.
+// OutHoldsRunsError names an --out directory whose runs/ holds recordings
+// that are not an earlier eval's into it: Foreign of its Runs recordings
+// are not named by its results.json.
 type OutHoldsRunsError struct {
-	Dir  string
-	Runs int
+	Dir     string
+	Runs    int
+	Foreign int
 }
 
 func (e *OutHoldsRunsError) Error() string {
-	return fmt.Sprintf("--out %s: its runs/ already holds %d recordings (an earlier eval's?); give an empty directory, or delete %s first",
-		e.Dir, e.Runs, filepath.Join(e.Dir, "runs"))
+	return fmt.Sprintf("--out %s: its runs/ holds %d recordings, %d of them not named by %s (not an earlier eval's into it); give an empty directory, or move them out of %s first",
+		e.Dir, e.Runs, e.Foreign, filepath.Join(e.Dir, ResultsFile), filepath.Join(e.Dir, "runs"))
 }
 
 func (e *OutHoldsRunsError) Unwrap() error { return ErrOutHoldsRuns }
 
-// CheckOutRuns refuses an --out directory whose runs/ already holds
-// recordings, such as an earlier eval's into the same directory: this
+// ResultsFile is the file an eval writes its results to in its --out
+// directory.
+const ResultsFile = "results.json"
+
+// PrepareOut readies dir, whose lock (LockOut) the caller holds, for an
+// eval's output. Its runs/ must never mix two evals' recordings: this
 // eval's results.json would name its own runs while detect, report and
-// diff read every recording in runs/, both evals' together. Nothing is
-// deleted: the recordings may be the only copy of something.
-func CheckOutRuns(dir string) error {
-	found, err := filepath.Glob(filepath.Join(dir, "runs", "*.jsonl"))
+// diff read every recording in runs/. An earlier eval's output into the
+// same directory (its results.json, and recordings that file names
+// every one of) is removed, so that the same command can run again; a
+// runs/ holding any recording its results.json does not name (or with no
+// results.json: the user's own recordings, another tool's) is refused,
+// and nothing is deleted, as they may be the only copy of something. The
+// recordings go before results.json, so that an eval killed in between
+// leaves a directory the next one still recognizes as an eval's.
+func PrepareOut(dir string) error {
+	found, err := filepath.Glob(filepath.Join(dir, "runs", "*"+trajectory.Ext))
 	if err != nil || len(found) == 0 {
 		return nil
 	}
-	return &OutHoldsRunsError{Dir: dir, Runs: len(found)}
+	named := earlierRuns(filepath.Join(dir, ResultsFile))
+	foreign := 0
+	for _, f := range found {
+		if !named[filepath.Base(f)] {
+			foreign++
+		}
+	}
+	if foreign > 0 {
+		return &OutHoldsRunsError{Dir: dir, Runs: len(found), Foreign: foreign}
+	}
+	for _, f := range found {
+		if err := os.RemoveAll(recorder.BlobsDir(f)); err != nil {
+			return fmt.Errorf("--out %s: remove the earlier eval's runs: %w", dir, err)
+		}
+		if err := os.Remove(f); err != nil {
+			return fmt.Errorf("--out %s: remove the earlier eval's runs: %w", dir, err)
+		}
+	}
+	if err := os.Remove(filepath.Join(dir, ResultsFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("--out %s: remove the earlier eval's results: %w", dir, err)
+	}
+	return nil
+}
+
+// earlierRuns returns the file names of the recordings the results.json
+// at path names, or none when it is not an eval's results file.
+func earlierRuns(path string) map[string]bool {
+	names := map[string]bool{}
+	if info, err := os.Stat(path); err != nil || !info.Mode().IsRegular() {
+		return names
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return names
+	}
+	res, err := results.Read(data, path)
+	if err != nil {
+		return names
+	}
+	for _, sc := range res.Scenarios {
+		for _, r := range sc.Runs {
+			if r.Trajectory != "" {
+				names[filepath.Base(r.Trajectory)] = true
+			}
+		}
+	}
+	return names
 }
 
 // holderWait is how long a refused eval waits for the eval that holds

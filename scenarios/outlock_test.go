@@ -2,6 +2,7 @@ package scenarios
 
 import (
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -70,5 +71,48 @@ func TestARefusalWaitsForTheHolderToSayWhoItIs(t *testing.T) {
 	}
 	if data, _ := os.ReadFile(path); len(data) != 0 {
 		t.Errorf("a released lock file still says %q", data)
+	}
+}
+
+// Recordings with no results.json naming them are not an eval's output:
+// PrepareOut refuses the directory and removes nothing. An eval killed
+// after it removed the recordings of the earlier one, before its
+// results.json, leaves a directory the next one prepares.
+func TestPrepareOutRemovesOnlyAnEarlierEvalsOutput(t *testing.T) {
+	dir := t.TempDir()
+	runs := filepath.Join(dir, "runs")
+	if err := os.MkdirAll(filepath.Join(runs, "a.blobs"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"a.jsonl", "b.jsonl"} {
+		if err := os.WriteFile(filepath.Join(runs, f), []byte("{}\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var held *OutHoldsRunsError
+	if err := PrepareOut(dir); !errors.As(err, &held) || held.Runs != 2 || held.Foreign != 2 {
+		t.Fatalf("no results.json: %v, want both recordings foreign", err)
+	}
+	results := `{"version":1,"scenarios":[{"name":"s","verdict":"pass","runs":[{"repeat":1,"passed":true,"trajectory":"elsewhere/runs/a.jsonl"}]}]}`
+	if err := os.WriteFile(filepath.Join(dir, ResultsFile), []byte(results), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := PrepareOut(dir); !errors.As(err, &held) || held.Foreign != 1 {
+		t.Fatalf("b.jsonl not named: %v, want one foreign recording", err)
+	}
+	for _, f := range []string{"a.jsonl", "a.blobs", "b.jsonl"} {
+		if _, err := os.Stat(filepath.Join(runs, f)); err != nil {
+			t.Errorf("a refused directory lost %s: %v", f, err)
+		}
+	}
+	if err := os.Remove(filepath.Join(runs, "b.jsonl")); err != nil {
+		t.Fatal(err)
+	}
+	if err := PrepareOut(dir); err != nil {
+		t.Fatal(err)
+	}
+	left, _ := os.ReadDir(runs)
+	if _, err := os.Stat(filepath.Join(dir, ResultsFile)); len(left) != 0 || !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("an earlier eval's output is still there: runs/ holds %d entries, results.json: %v", len(left), err)
 	}
 }

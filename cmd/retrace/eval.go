@@ -138,9 +138,11 @@ two --out directories gives the same verdict (its gate 'no regressed').
 merge) into the same DIR at once exits 2 naming the holder (its pid and
 start time), so results.json and runs/ never tell two runs' stories. The
 lock (DIR/.retrace-eval.lock, flock) is released when the eval ends, even
-killed. For the same reason a DIR whose runs/ already holds recordings (an
-earlier eval's) is refused (exit 2): give an empty directory, or delete
-DIR/runs first.
+killed. For the same reason runs/ never mixes two evals' recordings: an
+earlier eval's output into DIR (its results.json and the recordings it
+names) is replaced, and a runs/ holding any other recording (your own
+runs, with no results.json naming them) is refused (exit 2) and left as
+it is.
 
 An eval stopped by SIGINT or SIGTERM still judges the runs that finished,
 writes results.json marked interrupted (with the number of runs that did
@@ -319,8 +321,11 @@ func runEval(ctx context.Context, sys *IO, opts *evalOptions, args []string) err
 			return invalid(err)
 		}
 		defer release()
-		if err := scenarios.CheckOutRuns(opts.out); err != nil {
-			return invalid(err)
+		if err := scenarios.PrepareOut(opts.out); err != nil {
+			if errors.Is(err, scenarios.ErrOutHoldsRuns) {
+				return invalid(err)
+			}
+			return err
 		}
 		// The kept runs are the user's own: signed, their replay applies
 		// each scenario's permission mode and rules.
@@ -421,7 +426,7 @@ func updateGolden(sys *IO, golden *scenarios.Golden, suite []*scenarios.Scenario
 }
 
 // resultsFile is the name of the results under --out.
-const resultsFile = "results.json"
+const resultsFile = scenarios.ResultsFile
 
 // readResultsArg reads results from a results.json, or from the --out
 // directory that holds one.
