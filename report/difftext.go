@@ -8,8 +8,6 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/olekukonko/tablewriter/pkg/twwidth"
-
 	"github.com/retrace-dev/retrace/detectors"
 	"github.com/retrace-dev/retrace/diff"
 )
@@ -43,17 +41,8 @@ func correctionName(c string) string {
 // tableWidth is the width of a table of these cells with pad columns
 // between them, nothing cut.
 func tableWidth(header []string, rows [][]string, pad int) int {
-	widths := make([]int, len(header))
-	for i, h := range header {
-		widths[i] = twwidth.Width(h)
-	}
-	for _, r := range rows {
-		for i, c := range r {
-			widths[i] = max(widths[i], twwidth.Width(c))
-		}
-	}
 	total := 0
-	for _, w := range widths {
+	for _, w := range columnWidths(header, rows) {
 		total += w + pad
 	}
 	return total

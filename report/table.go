@@ -135,15 +135,7 @@ const minColumn = 8
 // cut cell ends with an ellipsis. When the columns cannot give enough,
 // the table stays wider.
 func fitColumns(header []string, rows [][]string, cut []int, width, pad, extra int) {
-	widths := make([]int, len(header))
-	for i, h := range header {
-		widths[i] = twwidth.Width(h)
-	}
-	for _, r := range rows {
-		for i, c := range r {
-			widths[i] = max(widths[i], twwidth.Width(c))
-		}
-	}
+	widths := columnWidths(header, rows)
 	total := extra
 	for _, w := range widths {
 		total += w + pad
@@ -169,6 +161,21 @@ func fitColumns(header []string, rows [][]string, cut []int, width, pad, extra i
 			r[i] = ellipsis(c, widths[i])
 		}
 	}
+}
+
+// columnWidths returns the display width of each column of a table of
+// these cells: its widest cell or its header.
+func columnWidths(header []string, rows [][]string) []int {
+	widths := make([]int, len(header))
+	for i, h := range header {
+		widths[i] = twwidth.Width(h)
+	}
+	for _, r := range rows {
+		for i, c := range r {
+			widths[i] = max(widths[i], twwidth.Width(c))
+		}
+	}
+	return widths
 }
 
 // ellipsis cuts s to at most w display columns, the last of them an
