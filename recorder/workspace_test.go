@@ -467,24 +467,8 @@ func TestRestoreGivesTheWorkspaceRootItsRecordedMode(t *testing.T) {
 // workspace writable by others, nor takes the owner's access away.
 func TestRestoreNeverOpensTheWorkspaceRootToOthers(t *testing.T) {
 	for recorded, want := range map[uint32]fs.FileMode{0o777: 0o755, 0o775: 0o755, 0o500: 0o700, 0o4777: 0o755} {
-		blobs := OpenBlobs(t.TempDir())
-		ref, _, err := blobs.Put([]byte(fmt.Sprintf(`{"version":1,"entries":[],"root_mode":%d}`, recorded)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		dst, err := os.MkdirTemp(t.TempDir(), "replay-")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := RestoreWorkspace(blobs, ref, dst); err != nil {
-			t.Fatal(err)
-		}
-		info, err := os.Stat(dst)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if info.Mode() != fs.ModeDir|want {
-			t.Errorf("recorded root_mode %o: restored root has %v, want %v", recorded, info.Mode(), fs.ModeDir|want)
+		if got := restoredRootMode(t, fmt.Sprintf(`{"version":1,"entries":[],"root_mode":%d}`, recorded)); got != fs.ModeDir|want {
+			t.Errorf("recorded root_mode %o: restored root has %v, want %v", recorded, got, fs.ModeDir|want)
 		}
 	}
 }
@@ -492,8 +476,17 @@ func TestRestoreNeverOpensTheWorkspaceRootToOthers(t *testing.T) {
 // A manifest written before the root's mode was recorded leaves the
 // destination's mode as it is.
 func TestRestoreOfAManifestWithoutRootModeLeavesTheDestinationAlone(t *testing.T) {
+	if got := restoredRootMode(t, `{"version":1,"entries":[]}`); got.Perm() != 0o700 {
+		t.Fatalf("destination mode %v, want MkdirTemp's 0700 untouched", got)
+	}
+}
+
+// restoredRootMode restores manifest into a new directory MkdirTemp made
+// (mode 0700, as a replay's) and returns the directory's mode after.
+func restoredRootMode(t *testing.T, manifest string) fs.FileMode {
+	t.Helper()
 	blobs := OpenBlobs(t.TempDir())
-	ref, _, err := blobs.Put([]byte(`{"version":1,"entries":[]}`))
+	ref, _, err := blobs.Put([]byte(manifest))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -504,9 +497,11 @@ func TestRestoreOfAManifestWithoutRootModeLeavesTheDestinationAlone(t *testing.T
 	if err := RestoreWorkspace(blobs, ref, dst); err != nil {
 		t.Fatal(err)
 	}
-	if info, err := os.Stat(dst); err != nil || info.Mode().Perm() != 0o700 {
-		t.Fatalf("destination mode %v (%v), want MkdirTemp's 0700 untouched", info.Mode(), err)
+	info, err := os.Stat(dst)
+	if err != nil {
+		t.Fatal(err)
 	}
+	return info.Mode()
 }
 
 // The paths left out by design are bounded: a workspace whose .gitignore
