@@ -443,22 +443,8 @@ func TestRestoreGivesTheWorkspaceRootItsRecordedMode(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		dst, err := os.MkdirTemp(t.TempDir(), "replay-")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Chmod(dst, 0o711); err != nil {
-			t.Fatal(err)
-		}
-		if err := RestoreWorkspace(blobs, ref, dst); err != nil {
-			t.Fatal(err)
-		}
-		info, err := os.Stat(dst)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if info.Mode().Perm() != mode {
-			t.Errorf("recorded root mode %v: restored root has %v", mode, info.Mode().Perm())
+		if got := restoredRootMode(t, blobs, ref); got.Perm() != mode {
+			t.Errorf("recorded root mode %v: restored root has %v", mode, got.Perm())
 		}
 	}
 }
@@ -467,7 +453,8 @@ func TestRestoreGivesTheWorkspaceRootItsRecordedMode(t *testing.T) {
 // workspace writable by others, nor takes the owner's access away.
 func TestRestoreNeverOpensTheWorkspaceRootToOthers(t *testing.T) {
 	for recorded, want := range map[uint32]fs.FileMode{0o777: 0o755, 0o775: 0o755, 0o500: 0o700, 0o4777: 0o755} {
-		if got := restoredRootMode(t, fmt.Sprintf(`{"version":1,"entries":[],"root_mode":%d}`, recorded)); got != fs.ModeDir|want {
+		blobs, ref := manifest(t, fmt.Sprintf(`{"version":1,"entries":[],"root_mode":%d}`, recorded))
+		if got := restoredRootMode(t, blobs, ref); got != fs.ModeDir|want {
 			t.Errorf("recorded root_mode %o: restored root has %v, want %v", recorded, got, fs.ModeDir|want)
 		}
 	}
@@ -476,20 +463,29 @@ func TestRestoreNeverOpensTheWorkspaceRootToOthers(t *testing.T) {
 // A manifest written before the root's mode was recorded leaves the
 // destination's mode as it is.
 func TestRestoreOfAManifestWithoutRootModeLeavesTheDestinationAlone(t *testing.T) {
-	if got := restoredRootMode(t, `{"version":1,"entries":[]}`); got.Perm() != 0o700 {
+	blobs, ref := manifest(t, `{"version":1,"entries":[]}`)
+	if got := restoredRootMode(t, blobs, ref); got.Perm() != 0o700 {
 		t.Fatalf("destination mode %v, want MkdirTemp's 0700 untouched", got)
 	}
 }
 
-// restoredRootMode restores manifest into a new directory MkdirTemp made
-// (mode 0700, as a replay's) and returns the directory's mode after.
-func restoredRootMode(t *testing.T, manifest string) fs.FileMode {
+// manifest stores a snapshot manifest written by hand and returns its
+// blobs and reference.
+func manifest(t *testing.T, m string) (*Blobs, string) {
 	t.Helper()
 	blobs := OpenBlobs(t.TempDir())
-	ref, _, err := blobs.Put([]byte(manifest))
+	ref, _, err := blobs.Put([]byte(m))
 	if err != nil {
 		t.Fatal(err)
 	}
+	return blobs, ref
+}
+
+// restoredRootMode restores the snapshot ref into a new directory
+// MkdirTemp made (mode 0700, as a replay's) and returns the directory's
+// mode after.
+func restoredRootMode(t *testing.T, blobs *Blobs, ref string) fs.FileMode {
+	t.Helper()
 	dst, err := os.MkdirTemp(t.TempDir(), "replay-")
 	if err != nil {
 		t.Fatal(err)
