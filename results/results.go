@@ -219,6 +219,9 @@ type Results struct {
 	// Baseline is the comparison with a baseline run's results, when
 	// one was given (Compare).
 	Baseline *Comparison `json:"baseline,omitempty"`
+	// Source is the name Read was given (the file read), so that Merge's
+	// messages name the result they are about; it is not written.
+	Source string `json:"-"`
 }
 
 // Count returns the number of scenarios with verdict v.
@@ -264,6 +267,7 @@ func Read(data []byte, name string) (*Results, error) {
 			return nil, fmt.Errorf("%w: %s: scenario %s has verdict %q", ErrResults, name, s.Name, s.Verdict)
 		}
 	}
+	r.Source = name
 	return &r, nil
 }
 
@@ -326,16 +330,16 @@ func checkShards(parts []*Results) *ShardSetError {
 		i, n, ok := splitShard(p.Shard)
 		switch {
 		case p.Shard == "":
-			e.Problems = append(e.Problems, "a result given is no shard's (it has no shard i/n): merge only the results of eval --shard")
+			e.Problems = append(e.Problems, fmt.Sprintf("%s is no shard's (it has no shard i/n): merge only the results of eval --shard", cmp.Or(p.Source, "a result given")))
 			continue
 		case !ok:
-			e.Problems = append(e.Problems, fmt.Sprintf("shard %q is not i/n", p.Shard))
+			e.Problems = append(e.Problems, fmt.Sprintf("shard %q%s is not i/n", p.Shard, of(p)))
 			continue
 		case total != 0 && n != total:
-			e.Problems = append(e.Problems, fmt.Sprintf("shard %s is of %d shards, another of %d: they split different runs", p.Shard, n, total))
+			e.Problems = append(e.Problems, fmt.Sprintf("shard %s%s is of %d shards, another of %d: they split different runs", p.Shard, of(p), n, total))
 			continue
 		case seen[i]:
-			e.Problems = append(e.Problems, fmt.Sprintf("shard %s is given twice", p.Shard))
+			e.Problems = append(e.Problems, fmt.Sprintf("shard %s is given twice%s", p.Shard, of(p)))
 			continue
 		}
 		total = n
@@ -356,7 +360,7 @@ func checkShards(parts []*Results) *ShardSetError {
 		values := map[string][]string{}
 		for _, p := range parts {
 			v := field.get(p)
-			values[v] = append(values[v], cmp.Or(p.Shard, "?"))
+			values[v] = append(values[v], cmp.Or(p.Source, p.Shard, "?"))
 		}
 		if len(values) > 1 {
 			var say []string
@@ -370,6 +374,15 @@ func checkShards(parts []*Results) *ShardSetError {
 		return nil
 	}
 	return e
+}
+
+// of names the file a result was read from, for a message about it: " (in
+// FILE)", or nothing when it was not read from one.
+func of(r *Results) string {
+	if r.Source == "" {
+		return ""
+	}
+	return " (in " + r.Source + ")"
 }
 
 // shortHash shortens a suite hash for a message; other values stay.
