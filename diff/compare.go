@@ -197,6 +197,9 @@ func Compare(ctx context.Context, base, cand Input, opts Options) (*Result, erro
 		}
 		return nil, fmt.Errorf("%w: the %s, %s, has no session%s", ErrSide, name, s.in.Side.Label, why)
 	}
+	if err := sharedSessions(b, c); err != nil {
+		return nil, err
+	}
 	extra := slices.Clone(opts.Extra)
 	for _, g := range opts.Gates {
 		if g.Aggregate != nil {
@@ -712,3 +715,24 @@ func significant(v float64) string {
 // Check returns the options with their defaults filled in, or why they
 // are invalid, so that a caller can refuse them before any work.
 func (o Options) Check() (Options, error) { return o.normalized() }
+
+// sharedSessions refuses two sides that share some of their sessions (a
+// run given on both, a side and a directory that contains it, selectors
+// that both match it): every test here compares two separate samples,
+// and the sessions on both sides pull the two toward each other, so a
+// change would read as smaller than it is. Two sides that are the same
+// sessions are left to compare: that is a check of a set against itself,
+// and says every row is unchanged, which is true.
+func sharedSessions(b, c *side) error {
+	var shared []string
+	for _, s := range c.c.sessions {
+		if _, ok := b.c.index[s]; ok {
+			shared = append(shared, s)
+		}
+	}
+	if len(shared) == 0 || len(shared) == len(c.c.sessions) && len(shared) == len(b.c.sessions) {
+		return nil
+	}
+	return fmt.Errorf("%w: %d of the candidate's %d sessions are in the base too (the first: %s); a session on both sides is compared with itself, so give each side its own runs",
+		ErrSide, len(shared), len(c.c.sessions), shared[0])
+}

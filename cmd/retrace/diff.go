@@ -48,6 +48,10 @@ directory (its runs/ and its results.json). Or pick both sides out of one
 corpus by label: --base tag:prompt=v1 --cand tag:prompt=v2 [RUNS...]
 (selectors: tag:KEY=VALUE, model:M, provider:P, config_hash:H,
 harness_version:V; with no RUNS, --runs or the runs directory is read).
+A side with no session, and sides that share some of their sessions (a
+run given on one side and within the other: it would pull the two
+together), are refused with exit 2; the same runs on both sides are a
+check of a set against itself.
 ` + readingDupes + `
 
 ` + readingStore + `
