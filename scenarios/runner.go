@@ -193,8 +193,13 @@ func Run(ctx context.Context, suite []*Scenario, opts Options) (*results.Results
 		// as usual, so that what ran is not lost.
 		out.Interrupted = true
 		suite, out.NotRun = keepFinished(suite, out)
-		ctx = context.WithoutCancel(ctx)
 	}
+	// The runs that finished are judged whatever comes now: an
+	// interruption while their recordings load would otherwise lose
+	// every verdict of a suite that ran through (beforeJudge lets a test
+	// interrupt there).
+	beforeJudge()
+	ctx = context.WithoutCancel(ctx)
 	if err := r.detect(ctx, suite, out); err != nil {
 		return nil, err
 	}
@@ -210,6 +215,10 @@ func Run(ctx context.Context, suite []*Scenario, opts Options) (*results.Results
 	out.DurationMs = trajectory.Millis(clock().Sub(start))
 	return out, nil
 }
+
+// beforeJudge is called between the runs and their judging; a test sets
+// it to interrupt there.
+var beforeJudge = func() {}
 
 // keepFinished drops the runs that never finished (Repeat still 0) and
 // the scenarios left with none, from results and from suite alike (their
